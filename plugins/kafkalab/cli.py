@@ -1,0 +1,260 @@
+"""``kafkalab``: the lab's command line.
+
+Every user error (bad option, bad YAML, cluster down, port taken, unreachable broker) is a
+:class:`~kafkalab.errors.LabError`: printed as one ``kafkalab: error: …`` line, exit code 2-4,
+no traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kafkalab.errors import ConfigError, LabError
+
+EPILOG = """\
+examples:
+  kafkalab cluster up                       # real Apache Kafka 0.9.0.1 + ZooKeeper on 127.0.0.1
+  kafkalab topics provision --workload seed000 --profile latency
+  kafkalab run --scenario rest,kafka-python,confluent-kafka,jvm-e2e \\
+               --payload 1mb,10mb --profile latency --messages 20
+  kafkalab cluster down
+
+Data goes to ./lab-data (or --data-dir / KAFKALAB_DATA_DIR); the schema of every file is in
+docs/metrics-schema.md.
+"""
+
+
+def _csv(value: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return items
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors in the lab's one-line format."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command tree (also used to check that every --help is complete)."""
+    p = _Parser(prog="kafkalab", description="Kafka Latency Lab: measure how fast and how "
+                "safely Kafka moves data.", epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from kafkalab import __version__
+
+    p.add_argument("--version", action="version", version=f"kafkalab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    # cluster ---------------------------------------------------------------------------
+    pc = sub.add_parser("cluster", help="start, inspect or stop the embedded cluster",
+                        description="The embedded cluster: the real Apache Kafka 0.9.0.1 JVM "
+                        "broker (flavor kafka09, default) with its ZooKeeper, or the noida-db "
+                        "emulator (flavor noida, modern protocol, labelled EMULATOR). Everything "
+                        "binds 127.0.0.1; state, data and logs live under .lab/cluster/.")
+    csub = pc.add_subparsers(dest="cluster_command", metavar="ACTION", parser_class=_Parser)
+    csub.required = True
+    up = csub.add_parser("up", help="start the cluster (no-op when the same one is up)",
+                         description="Start ZooKeeper and the brokers, wait until every broker "
+                         "answers metadata, and write the cluster descriptor .lab/cluster.yaml "
+                         "that every other command uses.")
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of brokers (default 1)")
+    up.add_argument("--flavor", choices=("kafka09", "noida"), default="kafka09",
+                    help="kafka09: real Apache Kafka 0.9.0.1 (default); noida: modern-protocol emulator")
+    up.add_argument("--base-port", type=int, default=None, help="first broker port (default 19092; noida 19192)")
+    up.add_argument("--zk-port", type=int, default=None, help="ZooKeeper port (default 12181)")
+    csub.add_parser("status", help="show processes, ports, log files",
+                    description="Show whether the embedded cluster is up, its processes and where its logs are.")
+    down = csub.add_parser("down", help="stop exactly the processes `up` started",
+                           description="Stop the brokers (controlled shutdown) then ZooKeeper, by PID.")
+    down.add_argument("--wipe", action="store_true", help="also delete the cluster's data")
+
+    # topics ----------------------------------------------------------------------------
+    pt = sub.add_parser("topics", help="provision topics for a workload and profiles",
+                        description="Topic administration.")
+    tsub = pt.add_subparsers(dest="topics_command", metavar="ACTION", parser_class=_Parser)
+    tsub.required = True
+    prov = tsub.add_parser("provision", help="create or align topics (idempotent)",
+                           description="Create the topic of each (workload, profile) pair with the "
+                           "profile's partitions, replication factor and topic configs; existing "
+                           "topics are altered where Kafka allows it. Kafka 0.9 goes through "
+                           "ZooKeeper with Kafka's own TopicCommand.")
+    prov.add_argument("--workload", default="seed000", help="workload name or YAML path (default seed000)")
+    prov.add_argument("--profile", type=_csv, default=None, help="profile name(s), comma-separated (default: the workload's)")
+    _cluster_arg(prov)
+
+    # run -------------------------------------------------------------------------------
+    pr = sub.add_parser("run", help="measure scenarios × payloads × profiles",
+                        description="Run a workload: every scenario × payload × profile cell, "
+                        "closed loop (one message in flight), warm-up recorded and excluded, lost / "
+                        "duplicate / late messages counted, first-message delay measured in "
+                        "subscribe and assign mode. Prints a comparison table; writes samples "
+                        "(Parquet) and a run manifest under the data directory. Exits non-zero "
+                        "if any cell failed.",
+                        epilog="scenarios: rest, kafka-python, confluent-kafka, jvm-e2e\n"
+                        "payloads:  100b, 1kb, 10kb, 100kb (synthetic), 1mb, 3mb, 5mb, 10mb (JPEG)\n"
+                        "profiles:  default, throughput, latency, durability, availability",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pr.add_argument("--workload", default="seed000", help="workload name or YAML path (default seed000)")
+    pr.add_argument("--scenario", type=_csv, default=None, help="comma-separated scenarios (default: the workload's)")
+    pr.add_argument("--payload", type=_csv, default=None, help="comma-separated payloads (default: the workload's)")
+    pr.add_argument("--profile", type=_csv, default=None, help="comma-separated profiles (default: the workload's)")
+    pr.add_argument("--messages", type=int, default=None, help="measured messages per cell (after warm-up)")
+    pr.add_argument("--warmup", type=int, default=None, help="warm-up messages per cell (recorded, excluded)")
+    pr.add_argument("--encoding", choices=("raw", "base64"), default=None, help="payload encoding (default: the workload's)")
+    pr.add_argument("--consumer-mode", choices=("subscribe", "assign"), default=None,
+                    help="how the measuring consumer gets its partitions")
+    pr.add_argument("--run-id", default=None, help="run id (default: time-based); re-running one replaces its rows")
+    pr.add_argument("--http-port", type=int, default=0, help="port of the rest scenario's server (default: any free)")
+    pr.add_argument("--no-provision", action="store_true", help="do not create/alter topics first")
+    pr.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    _cluster_arg(pr)
+    _data_arg(pr)
+    return p
+
+
+def _cluster_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", type=Path, default=None,
+                   help="cluster descriptor YAML (default: .lab/cluster.yaml written by `cluster up`)")
+
+
+def _data_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=None, help="lab data directory (default ./lab-data)")
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _descriptor(path: Path | None) -> Any:
+    from kafkalab.cluster.descriptor import load_descriptor
+    from kafkalab.paths import default_descriptor_path
+
+    return load_descriptor(path or default_descriptor_path())
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from kafkalab.cluster.embedded import cluster_down, cluster_status, cluster_up
+
+    if args.cluster_command == "up":
+        d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
+                       zk_port=args.zk_port, progress=_err)
+        label = " (EMULATOR, not Apache Kafka)" if d.is_emulator else ""
+        _say(f"cluster up: {d.flavor} {d.version}{label}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
+        if d.zookeeper:
+            _say(f"zookeeper: {d.zookeeper}")
+        from kafkalab.paths import default_descriptor_path
+
+        _say(f"descriptor: {default_descriptor_path()}")
+        return 0
+    if args.cluster_command == "status":
+        st = cluster_status()
+        _say(json.dumps(st, indent=2, default=str))
+        return 0 if st.get("status") == "up" else 1
+    stopped = cluster_down(wipe_data=args.wipe, progress=_err)
+    if not stopped:
+        _say("cluster down: nothing was running")
+    for proc in stopped:
+        _say(f"stopped {proc.get('role', '?')} pid {proc.get('pid')} ({proc.get('result', proc.get('status', ''))})")
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from kafkalab.config import load_profile, load_workload
+    from kafkalab.topics import TopicSpec, provision_topics
+
+    w = load_workload(args.workload)
+    names = args.profile or w.profiles
+    profiles = [load_profile(n) for n in names]
+    d = _descriptor(args.cluster)
+    specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
+                       replication_factor=p.topic.replication_factor, configs=p.topic.kafka_configs())
+             for p in profiles]
+    for outcome in provision_topics(d, specs, progress=_err):
+        _say(f"{outcome['topic']}: {outcome['action']}" + (f" ({outcome['detail']})" if outcome.get("detail") else ""))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kafkalab.config import load_workload
+    from kafkalab.config.models import KAFKA_SCENARIOS
+    from kafkalab.paths import data_dir
+    from kafkalab.runner import RunRequest, cell_summary, execute, format_table
+
+    w = load_workload(args.workload)
+    updates: dict[str, Any] = {}
+    if args.messages is not None:
+        if args.messages < 1:
+            raise ConfigError("--messages must be at least 1")
+        updates["messages"] = args.messages
+    if args.warmup is not None:
+        if args.warmup < 0:
+            raise ConfigError("--warmup must be 0 or more")
+        updates["warmup_messages"] = args.warmup
+    if args.encoding:
+        updates["encoding"] = args.encoding
+    if args.consumer_mode:
+        updates["consumer_mode"] = args.consumer_mode
+    w = w.model_copy(update=updates)
+    scenarios = args.scenario or w.scenarios
+    descriptor = None
+    if any(s in KAFKA_SCENARIOS for s in scenarios):
+        descriptor = _descriptor(args.cluster)
+    req = RunRequest(
+        workload=w, profiles=args.profile or w.profiles, payloads=args.payload or w.payloads,
+        scenarios=scenarios, data_dir=(args.data_dir or data_dir()).resolve(),
+        descriptor=descriptor, run_id=args.run_id, http_port=args.http_port,
+        provision=not args.no_provision,
+    )
+    result = execute(req, progress=_err)
+    if args.json:
+        rows = []
+        for c in result.cells:
+            s = cell_summary(c)
+            lat = s.pop("latency")
+            s.update({k: v for k, v in (lat.__dict__.items() if lat else [])})
+            rows.append(s)
+        _say(json.dumps({"run_id": result.run_id, "status": result.status, "cells": rows}, indent=2, default=str))
+    else:
+        _say("")
+        _say(format_table(result.cells))
+        _say("")
+        _say("e2e = send start → whole record/body in the receiver's hands (exact nearest-rank "
+             "percentiles, warm-up excluded). 1st sub/asg = consumer start → first record, "
+             "subscribe (consumer group) vs assign.")
+        _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
+    if result.status != "complete":
+        _err(f"kafkalab: error: run {result.run_id} is {result.status}: some cells failed (see the table)")
+        return 4
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kafkalab`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run}
+    try:
+        return handlers[args.command](args)
+    except LabError as exc:
+        _err(f"kafkalab: error: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("kafkalab: interrupted; what was measured is kept (run marked incomplete)")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

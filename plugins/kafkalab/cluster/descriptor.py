@@ -1,0 +1,345 @@
+"""The cluster descriptor: how to reach a cluster (docs/metrics-schema.md, "Cluster descriptor").
+
+Secrets never live in the descriptor: ``secret_env`` maps a librdkafka property to the
+*name* of an environment variable; its value is read only when a client config is built
+(:func:`librdkafka_config`, :func:`kafka_python_config`) and never logged or written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kafkalab.errors import ClusterError, ConfigError
+
+__all__ = [
+    "SECRET_PROPERTIES",
+    "ClusterDescriptor",
+    "jvm_classpath",
+    "kafka_python_config",
+    "librdkafka_config",
+    "load_descriptor",
+    "public_view",
+    "save_descriptor",
+]
+
+#: librdkafka properties whose values are secrets: they must come through ``secret_env``.
+SECRET_PROPERTIES = frozenset(
+    {
+        "sasl.password",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "ssl.truststore.password",
+        "sasl.oauthbearer.client.secret",
+        "ssl.key.pem",
+        "ssl_key",
+    }
+)
+
+_LEGACY_DEFAULTS = {"api.version.request": "false", "broker.version.fallback": "0.9.0.1"}
+
+
+def _looks_secret(key: str) -> bool:
+    k = key.lower()
+    return k in SECRET_PROPERTIES or "password" in k or "secret" in k
+
+
+class ClusterDescriptor(BaseModel):
+    """One cluster, exactly as the YAML in docs/metrics-schema.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "embedded"
+    flavor: Literal["kafka09", "noida", "external"]
+    protocol: Literal["legacy-0.9", "modern"]
+    version: str = "unknown"
+    is_emulator: bool = False
+    bootstrap_servers: str
+    broker_count: int = Field(ge=1)
+    zookeeper: str | None = None
+    kafka_home: str | None = None
+    client_properties: dict[str, str] = Field(default_factory=dict)
+    secret_env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("version", "name", mode="before")
+    @classmethod
+    def _stringify(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int | float) else v
+
+    @field_validator("bootstrap_servers", mode="before")
+    @classmethod
+    def _join_servers(cls, v: Any) -> Any:
+        if isinstance(v, list | tuple):
+            return ",".join(str(x).strip() for x in v)
+        return v
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_servers(cls, v: str) -> str:
+        parts = [p.strip() for p in v.split(",") if p.strip()]
+        if not parts:
+            raise ValueError("must list at least one host:port")
+        for p in parts:
+            host, sep, port = p.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"{p!r} is not host:port")
+        return ",".join(parts)
+
+    @field_validator("client_properties", mode="before")
+    @classmethod
+    def _stringify_props(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {
+                str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()
+            }
+        return v
+
+    @field_validator("client_properties")
+    @classmethod
+    def _no_inline_secrets(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if _looks_secret(key):
+                # never echo the value
+                raise ValueError(
+                    f"{key!r} is a secret: put the name of an environment variable in "
+                    f"secret_env ({key}: ENV_VAR_NAME) instead of the value"
+                )
+        return v
+
+    @field_validator("secret_env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, env in v.items():
+            if not env or not all(c.isalnum() or c == "_" for c in env) or env[0].isdigit():
+                raise ValueError(f"{key!r}: {env!r} is not an environment variable name")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterDescriptor:
+        if self.flavor == "kafka09" and self.protocol != "legacy-0.9":
+            raise ValueError("flavor kafka09 needs protocol legacy-0.9")
+        if self.flavor == "noida" and self.protocol != "modern":
+            raise ValueError("flavor noida needs protocol modern")
+        return self
+
+    @property
+    def servers(self) -> list[str]:
+        return self.bootstrap_servers.split(",")
+
+    @property
+    def is_legacy(self) -> bool:
+        return self.protocol == "legacy-0.9"
+
+    def kafka_home_path(self) -> Path | None:
+        return Path(self.kafka_home) if self.kafka_home else None
+
+
+# --------------------------------------------------------------------------- load / save
+
+
+def _format_validation_error(path: Path | str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "missing required key"
+        parts.append(f"key '{loc}': {msg}")
+    return f"invalid cluster descriptor {path}: " + "; ".join(parts)
+
+
+def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
+    p = Path(raw).expanduser()
+    if p.is_absolute():
+        return str(p)
+    from kafkalab.paths import repo_root
+
+    candidates = [descriptor_path.parent / p, repo_root(descriptor_path.parent) / p, repo_root() / p]
+    for c in candidates:
+        if (c / "libs").is_dir():
+            return str(c.resolve())
+    return str(candidates[1].resolve())
+
+
+def descriptor_from_dict(data: Any, source: Path | str = "<dict>") -> ClusterDescriptor:
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid cluster descriptor {source}: expected a YAML mapping")
+    try:
+        return ClusterDescriptor.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(source, exc)) from None
+
+
+def load_descriptor(path: Path | str) -> ClusterDescriptor:
+    p = Path(path)
+    if not p.is_file():
+        raise ClusterError(
+            f"cluster not up: no descriptor at {p}; run `kafkalab cluster up` or pass --cluster FILE"
+        )
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(f"cluster descriptor {p} is not valid YAML{where}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read cluster descriptor {p}: {exc.strerror}") from None
+    d = descriptor_from_dict(data, p)
+    if d.kafka_home:
+        d = d.model_copy(update={"kafka_home": _resolve_kafka_home(d.kafka_home, p)})
+    return d
+
+
+def save_descriptor(d: ClusterDescriptor, path: Path | str) -> Path:
+    """Write ``d`` as YAML atomically (temporary file in the same directory + rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = d.model_dump(mode="json")
+    for key in ("zookeeper", "kafka_home"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+# --------------------------------------------------------------------------- client configs
+
+
+def _read_secrets(d: ClusterDescriptor) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for prop, env in d.secret_env.items():
+        value = os.environ.get(env)
+        if value is None:
+            raise ConfigError(
+                f"environment variable {env} is not set (cluster descriptor secret_env: {prop})"
+            )
+        out[prop] = value
+    return out
+
+
+def librdkafka_config(d: ClusterDescriptor) -> dict[str, str]:
+    """Properties for confluent-kafka clients (secrets resolved from the environment)."""
+    conf: dict[str, str] = {"bootstrap.servers": d.bootstrap_servers}
+    conf.update(d.client_properties)
+    conf.update(_read_secrets(d))
+    if d.is_legacy:
+        for k, v in _LEGACY_DEFAULTS.items():
+            conf.setdefault(k, v)
+    return conf
+
+
+_KP_DIRECT = {
+    "security.protocol": "security_protocol",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.crl.location": "ssl_crlfile",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+    "client.id": "client_id",
+}
+_KP_INT = {
+    "request.timeout.ms": "request_timeout_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+    "socket.connection.setup.timeout.ms": "socket_connection_timeout_ms",
+}
+
+
+def kafka_python_config(d: ClusterDescriptor) -> dict[str, Any]:
+    """Keyword arguments for kafka-python clients (KafkaProducer/KafkaConsumer/KafkaAdminClient).
+
+    Maps the security settings kafka-python understands (PLAIN / SCRAM-SHA-256/512 /
+    GSSAPI, SSL CA / certificate / key); other librdkafka-only properties are ignored.
+    """
+    props = dict(d.client_properties)
+    props.update(_read_secrets(d))
+    conf: dict[str, Any] = {"bootstrap_servers": d.servers}
+    if d.is_legacy:
+        conf["api_version"] = (0, 9)
+    for src, dst in _KP_DIRECT.items():
+        if src in props:
+            conf[dst] = props[src]
+    for src, dst in _KP_INT.items():
+        if src in props:
+            try:
+                conf[dst] = int(props[src])
+            except ValueError:
+                raise ConfigError(
+                    f"cluster descriptor client_properties.{src} must be an integer"
+                ) from None
+    if "security_protocol" in conf:
+        conf["security_protocol"] = str(conf["security_protocol"]).upper()
+    mech = props.get("sasl.mechanism") or props.get("sasl.mechanisms")
+    if mech:
+        mech = mech.strip().upper()
+        if mech not in {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"}:
+            raise ConfigError(
+                f"cluster descriptor client_properties.sasl.mechanism={mech} is not supported by kafka-python"
+            )
+        conf["sasl_mechanism"] = mech
+    algo = props.get("ssl.endpoint.identification.algorithm")
+    if algo is not None and algo.strip().lower() in {"", "none"}:
+        conf["ssl_check_hostname"] = False
+    verify = props.get("enable.ssl.certificate.verification")
+    if verify is not None and verify.strip().lower() == "false":
+        conf["ssl_check_hostname"] = False
+    return conf
+
+
+def public_view(d: ClusterDescriptor) -> dict[str, Any]:
+    """What manifests and logs may show: no secret values, only env var names."""
+    return {
+        "name": d.name,
+        "flavor": d.flavor,
+        "protocol": d.protocol,
+        "version": d.version,
+        "is_emulator": d.is_emulator,
+        "bootstrap_servers": d.bootstrap_servers,
+        "broker_count": d.broker_count,
+        "zookeeper": d.zookeeper,
+        "kafka_home": d.kafka_home,
+        "client_properties": {k: v for k, v in d.client_properties.items() if not _looks_secret(k)},
+        "secret_env": dict(d.secret_env),
+    }
+
+
+# --------------------------------------------------------------------------- JVM
+
+
+_EXCLUDED_JAR_PARTS = ("-javadoc", "-scaladoc", "-sources", "-test")
+
+
+def jvm_classpath(kafka_home: Path | str) -> str:
+    """Classpath of a Kafka installation: libs/*.jar minus docs, sources and test jars."""
+    libs = Path(kafka_home) / "libs"
+    if not libs.is_dir():
+        raise ClusterError(f"no Kafka installation at {kafka_home}: {libs} is missing")
+    jars = sorted(
+        str(p.resolve())
+        for p in libs.iterdir()
+        if p.suffix == ".jar" and not any(part in p.name for part in _EXCLUDED_JAR_PARTS)
+    )
+    if not jars:
+        raise ClusterError(f"no jars in {libs}")
+    return os.pathsep.join(jars)

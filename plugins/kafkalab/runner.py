@@ -1,0 +1,330 @@
+"""A run: workload × profiles × payloads × scenarios, measured cell by cell.
+
+Order of work, so that bad input costs nothing and nothing measured is lost:
+
+1. everything is validated before anything is sent (names, rf versus brokers, payload size
+   versus ``max.message.bytes``, the broker reachable within ~10 s);
+2. topics are provisioned (idempotent);
+3. each cell is measured and its samples written at once (atomic file per cell), and the
+   manifest is rewritten after every cell; a failing cell is recorded and the run goes on;
+4. the manifest ends ``complete``, or ``incomplete`` when a cell failed or the run was
+   interrupted; the caller exits non-zero in that case.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config, public_view
+from kafkalab.config.loader import include_dir, load_profile
+from kafkalab.config.models import KAFKA_SCENARIOS, Profile, Workload
+from kafkalab.errors import ClusterError, ConfigError, LabError
+from kafkalab.payloads import load_body, payload_names, wire_size_bytes
+from kafkalab.samples import (
+    CellContext,
+    Manifest,
+    Sample,
+    cell_file,
+    clear_run,
+    new_run_id,
+    runtime_versions,
+    to_rows,
+    utc_now_iso,
+    write_cell,
+)
+from kafkalab.scenarios import Cell, Skipped, get_scenario
+from kafkalab.stats import LatencySummary, summarize
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunRequest:
+    """What to run; built by the CLI or an Airflow task."""
+
+    workload: Workload
+    profiles: list[str]
+    payloads: list[str]
+    scenarios: list[str]
+    data_dir: Path
+    descriptor: ClusterDescriptor | None
+    run_id: str | None = None
+    http_port: int = 0
+    provision: bool = True
+    command: str = field(default_factory=lambda: shlex.join(["kafkalab", *sys.argv[1:]]))
+
+
+@dataclass
+class CellResult:
+    """One measured cell, kept in memory for the comparison table."""
+
+    scenario: str
+    payload: str
+    profile: str
+    status: str
+    samples: list[Sample]
+    payload_bytes: int
+    reason: str | None = None
+    is_emulator: bool = False
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: str
+    manifest_path: Path
+    cells: list[CellResult]
+
+
+def check_reachable(descriptor: ClusterDescriptor, timeout_s: float = 10.0) -> int:
+    """Ask the cluster for metadata; returns the broker count or fails naming the address."""
+    from confluent_kafka.admin import AdminClient
+
+    cfg = librdkafka_config(descriptor)
+    cfg["socket.connection.setup.timeout.ms"] = str(int(timeout_s * 1000))
+    cfg["log_level"] = "0"
+    try:
+        meta = AdminClient(cfg).list_topics(timeout=timeout_s)
+    except Exception as exc:
+        raise ClusterError(
+            f"cannot reach Kafka at {descriptor.bootstrap_servers} within {timeout_s:.0f} s "
+            f"({type(exc).__name__})"
+        ) from None
+    return len(meta.brokers)
+
+
+def validate_request(req: RunRequest) -> dict[str, Profile]:
+    """Everything that can be refused before a byte is sent; returns the loaded profiles."""
+    w = req.workload
+    if w.rate_msgs_per_s is not None:
+        raise ConfigError("workload key rate_msgs_per_s: open-loop (fixed-rate) sending is not "
+                          "implemented yet; remove it to run the closed loop")
+    for name in req.scenarios:
+        get_scenario(name)
+    known = payload_names()
+    for p in req.payloads:
+        if p not in known:
+            raise ConfigError(f"unknown payload {p!r} (known: {', '.join(known)})")
+    profiles = {name: load_profile(name) for name in req.profiles}
+    needs_kafka = any(s in KAFKA_SCENARIOS for s in req.scenarios)
+    if needs_kafka:
+        if req.descriptor is None:
+            raise ClusterError("cluster not up: run `kafkalab cluster up` or pass --cluster FILE")
+        for prof in profiles.values():
+            rf = prof.topic.replication_factor
+            if rf > req.descriptor.broker_count:
+                raise ConfigError(
+                    f"profile {prof.name} asks for replication.factor={rf} but the cluster has "
+                    f"{req.descriptor.broker_count} broker(s); start 3 with "
+                    "`kafkalab cluster up --brokers 3`"
+                )
+    images = include_dir() / "images"
+    for payload in req.payloads:
+        size = wire_size_bytes(load_body(payload, w.encoding, images))
+        for prof in profiles.values():
+            limit = prof.topic.max_message_bytes
+            if needs_kafka and size > limit:
+                raise ConfigError(
+                    f"payload {payload} is {size} bytes on the wire, larger than the topic's "
+                    f"max.message.bytes={limit} (profile {prof.name}); raise topic.max_message_bytes"
+                )
+    return profiles
+
+
+def execute(req: RunRequest, progress: Progress) -> RunResult:
+    """Validate, provision, measure every cell, write samples and the manifest."""
+    from kafkalab.topics import TopicSpec, describe_topic, provision_topics
+
+    profiles = validate_request(req)
+    w = req.workload
+    d = req.descriptor
+    needs_kafka = any(s in KAFKA_SCENARIOS for s in req.scenarios)
+    if needs_kafka and d is not None:
+        progress(f"checking {d.bootstrap_servers} …")
+        check_reachable(d)
+        if d.is_emulator:
+            progress(f"NOTE: {d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka")
+    if needs_kafka and d is not None and req.provision:
+        specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
+                           replication_factor=p.topic.replication_factor,
+                           configs=p.topic.kafka_configs()) for p in profiles.values()]
+        for outcome in provision_topics(d, specs):
+            progress(f"topic {outcome['topic']}: {outcome['action']}")
+    if needs_kafka and d is not None:
+        _check_topic_limits(d, w, profiles, req.payloads, describe_topic)
+
+    run_id = req.run_id or new_run_id()
+    manifest = Manifest(
+        run_id=run_id, started_at=utc_now_iso(), command=req.command,
+        workload=w.model_dump(), profiles={k: v.model_dump() for k, v in profiles.items()},
+        scenarios=req.scenarios, payloads=req.payloads,
+        cluster=public_view(d) if d is not None else {"flavor": "none"},
+        versions=runtime_versions(),
+    )
+    clear_run(req.data_dir, manifest.run_date, run_id)
+    manifest_path = manifest.write(req.data_dir)
+    work_dir = req.data_dir / "runs" / run_id
+    images = include_dir() / "images"
+    results: list[CellResult] = []
+    interrupted = False
+    try:
+        for prof in profiles.values():
+            for payload in req.payloads:
+                body = load_body(payload, w.encoding, images)
+                for scenario_name in req.scenarios:
+                    result = _run_cell(req, manifest, prof, payload, body, scenario_name,
+                                       work_dir, progress)
+                    results.append(result)
+                    manifest.cells.append({
+                        "scenario": scenario_name, "payload": payload, "profile": prof.name,
+                        "status": result.status, "rows": len(result.samples),
+                        "reason": result.reason,
+                    })
+                    manifest.write(req.data_dir)
+    except KeyboardInterrupt:
+        interrupted = True
+        manifest.error = "interrupted"
+    failed = [c for c in results if c.status == "failed"]
+    manifest.status = "incomplete" if (failed or interrupted) else "complete"
+    if failed and not manifest.error:
+        manifest.error = "; ".join(f"{c.scenario}/{c.payload}/{c.profile}: {c.reason}" for c in failed)
+    manifest.ended_at = utc_now_iso()
+    manifest.write(req.data_dir)
+    if interrupted:
+        raise KeyboardInterrupt
+    return RunResult(run_id=run_id, status=manifest.status, manifest_path=manifest_path, cells=results)
+
+
+def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, Profile],
+                        payloads: list[str], describe: Callable[..., dict[str, Any]]) -> None:
+    """Refuse a payload larger than the *existing* topic's max.message.bytes (when known)."""
+    images = include_dir() / "images"
+    for prof in profiles.values():
+        topic = w.topic_for(prof.name)
+        info = describe(d, topic)
+        limit_text = (info.get("configs") or {}).get("max.message.bytes")
+        if not limit_text:
+            continue
+        limit = int(limit_text)
+        for payload in payloads:
+            size = wire_size_bytes(load_body(payload, w.encoding, images))
+            if size > limit:
+                raise ConfigError(
+                    f"payload {payload} is {size} bytes on the wire, larger than topic {topic}'s "
+                    f"max.message.bytes={limit}"
+                )
+
+
+def _run_cell(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
+              scenario_name: str, work_dir: Path, progress: Progress) -> CellResult:
+    d = req.descriptor
+    scenario = get_scenario(scenario_name)
+    is_kafka = scenario_name in KAFKA_SCENARIOS
+    cell = Cell(run_id=manifest.run_id, workload=req.workload, profile=prof, payload=payload,
+                body=body, topic=req.workload.topic_for(prof.name) if is_kafka else None,
+                descriptor=d if is_kafka else None, work_dir=work_dir, http_port=req.http_port)
+    label = f"[{scenario_name} {payload} {prof.name}]"
+
+    def cell_progress(msg: str) -> None:
+        progress(f"{label} {msg}")
+
+    cell_progress("start")
+    status, reason = "complete", None
+    samples: list[Sample] = []
+    try:
+        samples = scenario.run(cell, cell_progress)
+    except Skipped as exc:
+        status, reason = "skipped", str(exc)
+        cell_progress(f"skipped: {reason}")
+    except LabError as exc:
+        status, reason = "failed", str(exc)
+        cell_progress(f"FAILED: {reason}")
+    except Exception as exc:  # a client library error: keep the run going, record it
+        status, reason = "failed", f"{type(exc).__name__}: {exc}"
+        cell_progress(f"FAILED: {reason}")
+    emulator = bool(d is not None and d.is_emulator and is_kafka)
+    ctx = CellContext(
+        run_id=manifest.run_id, scenario=scenario_name, client=scenario.client,
+        client_version=scenario.client_version(), profile=prof.name, workload=req.workload.name,
+        payload=payload, payload_encoding=req.workload.encoding, payload_bytes=wire_size_bytes(body),
+        cluster_flavor=(d.flavor if (d is not None and is_kafka) else "http"),
+        broker_version=(d.version if (d is not None and is_kafka) else "n/a"),
+        broker_is_emulator=emulator, topic=cell.topic,
+    )
+    if samples:
+        path = cell_file(req.data_dir, manifest.run_date, manifest.run_id, scenario_name, payload, prof.name)
+        write_cell(path, to_rows(ctx, samples))
+    if status == "complete":
+        bad = sum(1 for s in samples if s.status in ("lost", "error") and s.sample_kind == "message")
+        cell_progress(f"done: {len(samples)} rows" + (f", {bad} lost/failed" if bad else ""))
+    return CellResult(scenario=scenario_name, payload=payload, profile=prof.name, status=status,
+                      samples=samples, payload_bytes=wire_size_bytes(body), reason=reason,
+                      is_emulator=emulator)
+
+
+# -- the comparison table --------------------------------------------------------------
+
+
+def cell_summary(result: CellResult) -> dict[str, Any]:
+    """Counts, exact percentiles and first-message delays of one cell."""
+    msgs = [s for s in result.samples if s.sample_kind == "message"]
+    measured = [s for s in msgs if not s.is_warmup and s.status in ("ok", "late")]
+    lat = summarize([s.e2e_latency_ms for s in measured if s.e2e_latency_ms is not None])
+    tool = {s.statistic: s.e2e_latency_ms for s in result.samples if s.sample_kind == "tool_summary"}
+    first = {s.consumer_mode: s.first_record_delay_ms for s in result.samples
+             if s.sample_kind == "first_message"}
+    return {
+        "scenario": result.scenario, "payload": result.payload, "profile": result.profile,
+        "status": result.status, "reason": result.reason, "emulator": result.is_emulator,
+        "payload_bytes": result.payload_bytes,
+        "count": lat.count if lat else (int(len(tool) > 0) and 0),
+        "warmup": sum(1 for s in msgs if s.is_warmup),
+        "lost": sum(1 for s in msgs if s.status == "lost" and not s.is_warmup),
+        "duplicate": sum(1 for s in msgs if s.status == "duplicate"),
+        "late": sum(1 for s in msgs if s.status == "late"),
+        "errors": sum(1 for s in msgs if s.status == "error"),
+        "latency": lat, "tool": tool,
+        "first_subscribe_ms": first.get("subscribe"), "first_assign_ms": first.get("assign"),
+    }
+
+
+def format_table(results: list[CellResult]) -> str:
+    """The comparison table printed at the end of a run."""
+    head = ("scenario", "payload", "profile", "n", "p50 ms", "p95 ms", "p99 ms", "max ms",
+            "lost", "dup", "1st sub ms", "1st asg ms", "note")
+    rows: list[tuple[str, ...]] = []
+    for r in results:
+        s = cell_summary(r)
+        lat: LatencySummary | None = s["latency"]
+        note = ""
+        if s["status"] != "complete":
+            note = f"{s['status']}: {(s['reason'] or '')[:60]}"
+        elif s["emulator"]:
+            note = "EMULATOR (not Kafka)"
+
+        def f(v: float | None) -> str:
+            return "-" if v is None else f"{v:.2f}"
+
+        if s["tool"]:
+            tool = s["tool"]
+            rows.append((r.scenario, r.payload, r.profile, "tool", f(tool.get("p50")), "-",
+                         f(tool.get("p99")), "-", "-", "-", "-", "-",
+                         note or f"tool avg {f(tool.get('avg'))} ms; whole ms"))
+            continue
+        rows.append((
+            r.scenario, r.payload, r.profile, str(lat.count if lat else 0),
+            f(lat.p50_ms if lat else None), f(lat.p95_ms if lat else None),
+            f(lat.p99_ms if lat else None), f(lat.max_ms if lat else None),
+            str(s["lost"]), str(s["duplicate"]), f(s["first_subscribe_ms"]),
+            f(s["first_assign_ms"]), note,
+        ))
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(head)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+    return "\n".join(lines)

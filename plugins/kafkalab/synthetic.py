@@ -1,0 +1,506 @@
+"""Synthetic raw samples that follow ``docs/metrics-schema.md`` exactly.
+
+Used by the Spark tests and the Spark-vs-pandas benchmark. Everything is deterministic
+for a given ``seed``. Generation is vectorised (numpy) and chunked per cell, so tens of
+millions of rows can be written without holding them all in memory.
+
+Shape of the data (defaults):
+
+* message cells: ``rest``, ``kafka-python``, ``confluent-kafka`` × payloads × profiles; the
+  first few messages of every cell are warm-up rows; the ``latency`` profile has a few
+  ``lost``/``error`` rows, every profile has a few ``late``/``duplicate`` rows (the
+  ``durability`` profile never loses a message, so the data passes validation);
+* ``first_message`` probes (``subscribe`` and ``assign``) for the two Kafka clients;
+* ``tool_summary`` rows (``avg``, ``p50``, ``p99``, ``p99.9``) for ``jvm-e2e``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = [
+    "MESSAGE_SCENARIOS",
+    "PARTITION_COLUMNS",
+    "SAMPLE_COLUMNS",
+    "SAMPLES_ARROW_SCHEMA",
+    "make_synthetic_samples",
+    "synthetic_cell_frames",
+    "to_arrow_table",
+    "write_synthetic_samples",
+]
+
+#: Partition columns of the raw samples: stored in the directory names only.
+PARTITION_COLUMNS: tuple[str, ...] = ("run_date", "run_id")
+
+#: Arrow schema of the raw samples, in documented column order (partition columns included).
+SAMPLES_ARROW_SCHEMA: pa.Schema = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("run_date", pa.string()),
+        ("sample_kind", pa.string()),
+        ("scenario", pa.string()),
+        ("client", pa.string()),
+        ("client_version", pa.string()),
+        ("profile", pa.string()),
+        ("workload", pa.string()),
+        ("payload", pa.string()),
+        ("payload_encoding", pa.string()),
+        ("payload_bytes", pa.int64()),
+        ("cluster_flavor", pa.string()),
+        ("broker_version", pa.string()),
+        ("broker_is_emulator", pa.bool_()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("seq", pa.int64()),
+        ("is_warmup", pa.bool_()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("send_ts_ns", pa.int64()),
+        ("ack_ts_ns", pa.int64()),
+        ("receive_ts_ns", pa.int64()),
+        ("publish_latency_ms", pa.float64()),
+        ("e2e_latency_ms", pa.float64()),
+        ("round_trip_ms", pa.float64()),
+        ("consumer_mode", pa.string()),
+        ("assign_delay_ms", pa.float64()),
+        ("first_record_delay_ms", pa.float64()),
+        ("statistic", pa.string()),
+        ("latency_resolution_ms", pa.float64()),
+    ]
+)
+
+SAMPLE_COLUMNS: tuple[str, ...] = tuple(SAMPLES_ARROW_SCHEMA.names)
+
+MESSAGE_SCENARIOS: tuple[str, ...] = ("rest", "kafka-python", "confluent-kafka")
+KAFKA_CLIENT_SCENARIOS: tuple[str, ...] = ("kafka-python", "confluent-kafka")
+
+_PANDAS_DTYPES: dict[str, str] = {
+    "payload_bytes": "int64",
+    "broker_is_emulator": "bool",
+    "partition": "Int32",
+    "offset": "Int64",
+    "seq": "int64",
+    "is_warmup": "bool",
+    "send_ts_ns": "Int64",
+    "ack_ts_ns": "Int64",
+    "receive_ts_ns": "Int64",
+    "publish_latency_ms": "float64",
+    "e2e_latency_ms": "float64",
+    "round_trip_ms": "float64",
+    "assign_delay_ms": "float64",
+    "first_record_delay_ms": "float64",
+    "latency_resolution_ms": "float64",
+}
+
+_CLIENTS: dict[str, tuple[str, str]] = {
+    "rest": ("requests", "2.32.3"),
+    "kafka-python": ("kafka-python", "3.0.12"),
+    "confluent-kafka": ("confluent-kafka", "2.16.1"),
+    "jvm-e2e": ("kafka.tools.EndToEndLatency", "0.9.0.1"),
+}
+
+_PAYLOAD_BYTES: dict[str, int] = {"1kb": 1024, "10kb": 10 * 1024, "100kb": 100 * 1024,
+                                  "1mb": 1024 * 1024}
+
+_RUN_ID_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
+
+_HARNESS_RESOLUTION_MS = 1e-6
+_TOOL_PCT_RESOLUTION_MS = 1.0
+_TOOL_AVG_RESOLUTION_MS = 1e-4
+_LATE_TIMEOUT_MS = 2_000.0
+
+
+@dataclass(frozen=True)
+class _Cell:
+    scenario: str
+    payload: str
+    profile: str
+    n_messages: int
+
+
+def _run_start(run_id: str, seed: int) -> dt.datetime:
+    """Start of the run: parsed from a ``YYYYMMDDTHHMMSSZ-...`` run id, else a fixed date."""
+    m = _RUN_ID_RE.match(run_id)
+    if m:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups())
+        return dt.datetime(y, mo, d, h, mi, s, tzinfo=dt.UTC)
+    return dt.datetime(2026, 11, 22, 1, 2, 3, tzinfo=dt.UTC) + dt.timedelta(seconds=seed)
+
+
+def _payload_bytes(payload: str) -> int:
+    if payload in _PAYLOAD_BYTES:
+        return _PAYLOAD_BYTES[payload]
+    m = re.fullmatch(r"(\d+)(b|kb|mb)", payload.lower())
+    if not m:
+        raise ValueError(f"unknown payload name {payload!r} (expected e.g. 1kb, 1mb)")
+    return int(m.group(1)) * {"b": 1, "kb": 1024, "mb": 1024 * 1024}[m.group(2)]
+
+
+def _cluster(scenario: str) -> tuple[str, str, bool]:
+    """(cluster_flavor, broker_version, broker_is_emulator) of a scenario."""
+    if scenario == "rest":
+        return "http", "http", False
+    return "kafka09", "0.9.0.1", False
+
+
+def _plan_cells(
+    n_rows: int,
+    scenarios: Sequence[str],
+    payloads: Sequence[str],
+    profiles: Sequence[str],
+    first_message_probes: int,
+) -> tuple[list[_Cell], int]:
+    """Split ``n_rows`` into message cells; returns the cells and the fixed overhead rows."""
+    msg_scenarios = [s for s in scenarios if s in MESSAGE_SCENARIOS]
+    n_kafka = sum(1 for s in scenarios if s in KAFKA_CLIENT_SCENARIOS)
+    n_jvm = 1 if "jvm-e2e" in scenarios else 0
+    per_combo = len(payloads) * len(profiles)
+    overhead = per_combo * (n_kafka * 2 * first_message_probes + n_jvm * 4)
+    n_cells = len(msg_scenarios) * per_combo
+    budget = n_rows - overhead
+    if n_cells == 0:
+        if budget != 0:
+            raise ValueError(f"n_rows must be {overhead} without message scenarios")
+        return [], overhead
+    if budget < n_cells:
+        raise ValueError(f"n_rows must be at least {overhead + n_cells} for this mix")
+    base, extra = divmod(budget, n_cells)
+    cells = []
+    i = 0
+    for scenario in msg_scenarios:
+        for payload in payloads:
+            for profile in profiles:
+                cells.append(_Cell(scenario, payload, profile, base + (1 if i < extra else 0)))
+                i += 1
+    return cells, overhead
+
+
+def _const(n: int, value: object) -> np.ndarray:
+    arr = np.empty(n, dtype=object)
+    arr[:] = value
+    return arr
+
+
+def _common_columns(
+    n: int, run_id: str, run_date: str, kind: str, scenario: str, payload: str, profile: str,
+    workload: str,
+) -> dict[str, object]:
+    client, version = _CLIENTS[scenario]
+    flavor, broker_version, emulator = _cluster(scenario)
+    return {
+        "run_id": _const(n, run_id),
+        "run_date": _const(n, run_date),
+        "sample_kind": _const(n, kind),
+        "scenario": _const(n, scenario),
+        "client": _const(n, client),
+        "client_version": _const(n, version),
+        "profile": _const(n, profile),
+        "workload": _const(n, workload),
+        "payload": _const(n, payload),
+        "payload_encoding": _const(n, "raw"),
+        "payload_bytes": np.full(n, _payload_bytes(payload), dtype=np.int64),
+        "cluster_flavor": _const(n, flavor),
+        "broker_version": _const(n, broker_version),
+        "broker_is_emulator": np.full(n, emulator, dtype=bool),
+        "topic": _const(n, None if scenario == "rest" else f"kafkalab-{payload}-{profile}"),
+    }
+
+
+def _finish(cols: dict[str, object], n: int) -> pd.DataFrame:
+    """Fill missing columns with nulls, order them and apply the documented dtypes."""
+    data: dict[str, object] = {}
+    for name in SAMPLE_COLUMNS:
+        if name in cols:
+            data[name] = cols[name]
+        elif _PANDAS_DTYPES.get(name, "object") == "float64":
+            data[name] = np.full(n, np.nan)
+        else:
+            data[name] = _const(n, None)
+    df = pd.DataFrame(data)
+    for name, dtype in _PANDAS_DTYPES.items():
+        if str(df[name].dtype) != dtype:
+            df[name] = df[name].astype(dtype)
+    return df
+
+
+def _message_chunk(
+    rng: np.random.Generator,
+    cell: _Cell,
+    seq_lo: int,
+    seq_hi: int,
+    n_dups: int,
+    warmup: int,
+    base: dict[str, float],
+    force_anomalies: bool,
+    run_id: str,
+    run_date: str,
+    workload: str,
+    cell_start_ns: int,
+) -> pd.DataFrame:
+    """Rows for the distinct seqs ``[seq_lo, seq_hi)`` of a cell plus ``n_dups`` duplicates."""
+    n = seq_hi - seq_lo
+    seq = np.arange(seq_lo, seq_hi, dtype=np.int64)
+    is_warmup = seq < warmup
+    status = _const(n, "ok")
+    measured = np.flatnonzero(~is_warmup)
+
+    def pick(rate: float) -> np.ndarray:
+        k = round(rate * n)
+        if force_anomalies and len(measured) >= 50:
+            k = max(k, 1)
+        free = measured[status[measured] == "ok"]
+        k = min(k, len(free))
+        return rng.choice(free, size=k, replace=False) if k else np.empty(0, dtype=np.int64)
+
+    if cell.profile != "durability":
+        status[pick(base["lost_rate"])] = "lost"
+        status[pick(base["error_rate"])] = "error"
+    status[pick(base["late_rate"])] = "late"
+
+    interval_ns = int(base["interval_ms"] * 1e6)
+    send = cell_start_ns + seq * interval_ns + rng.integers(0, max(interval_ns // 10, 1), n)
+    pub_ms = base["publish_ms"] * rng.lognormal(0.0, 0.25, n)
+    e2e_ms = base["e2e_ms"] * rng.lognormal(0.0, 0.3, n)
+    late = status == "late"
+    e2e_ms[late] = _LATE_TIMEOUT_MS + rng.uniform(1.0, 500.0, int(late.sum()))
+    pub_ns = np.maximum((pub_ms * 1e6).astype(np.int64), 1)
+    e2e_ns = np.maximum((e2e_ms * 1e6).astype(np.int64), pub_ns + 1)
+    ack = (send + pub_ns).astype(object)
+    recv = (send + e2e_ns).astype(object)
+    received = (status == "ok") | late
+    recv[~received] = None
+    err = status == "error"
+    ack[err] = None
+    publish_latency = np.where(err, np.nan, pub_ns / 1e6)
+    e2e_latency = np.where(received, e2e_ns / 1e6, np.nan)
+    error_text = _const(n, None)
+    error_text[err] = "KafkaError{code=_MSG_TIMED_OUT,val=-192,str=\"Local: Message timed out\"}"
+
+    kafka = cell.scenario != "rest"
+    partition = (seq % 3).astype(np.int32).astype(object) if kafka else _const(n, None)
+    offset = (seq // 3).astype(object) if kafka else _const(n, None)
+    if kafka:
+        partition[~received] = None
+        offset[~received] = None
+    round_trip = (
+        np.where(err, np.nan, e2e_latency + rng.uniform(0.05, 0.5, n))
+        if not kafka else np.full(n, np.nan)
+    )
+    if not kafka:
+        round_trip = np.where(received, round_trip, np.nan)
+
+    cols = _common_columns(n, run_id, run_date, "message", cell.scenario, cell.payload,
+                           cell.profile, workload)
+    cols.update(
+        seq=seq, is_warmup=is_warmup, status=status, error=error_text,
+        send_ts_ns=send.astype(object), ack_ts_ns=ack, receive_ts_ns=recv,
+        publish_latency_ms=publish_latency, e2e_latency_ms=e2e_latency,
+        round_trip_ms=round_trip, partition=partition, offset=offset,
+        latency_resolution_ms=np.full(n, _HARNESS_RESOLUTION_MS),
+    )
+    df = _finish(cols, n)
+
+    candidates = np.flatnonzero(received & ~is_warmup)
+    n_dups = min(n_dups, len(candidates))
+    if n_dups:
+        src = rng.choice(candidates, size=n_dups, replace=False)
+        dup = df.iloc[src].copy()
+        extra_ns = rng.integers(1_000_000, 50_000_000, n_dups)
+        dup["receive_ts_ns"] = (dup["receive_ts_ns"].astype("int64") + extra_ns).astype("Int64")
+        dup["e2e_latency_ms"] = (
+            dup["receive_ts_ns"].astype("int64") - dup["send_ts_ns"].astype("int64")
+        ) / 1e6
+        dup["status"] = "duplicate"
+        if kafka:
+            dup["offset"] = (dup["offset"].astype("int64") + 10_000_000).astype("Int64")
+        df = pd.concat([df, dup], ignore_index=True).sort_values("seq", kind="stable")
+        df = df.reset_index(drop=True)
+    return df
+
+
+def _first_message_rows(
+    rng: np.random.Generator, scenario: str, payload: str, profile: str, probes: int,
+    run_id: str, run_date: str, workload: str, start_ns: int,
+) -> pd.DataFrame:
+    n = 2 * probes
+    modes = np.array(["subscribe"] * probes + ["assign"] * probes, dtype=object)
+    subscribe = modes == "subscribe"
+    assign_delay = np.where(subscribe, rng.uniform(2900.0, 3100.0, n), rng.uniform(1.0, 5.0, n))
+    first_record = assign_delay + rng.uniform(5.0, 20.0, n)
+    cols = _common_columns(n, run_id, run_date, "first_message", scenario, payload, profile,
+                           workload)
+    send = start_ns + np.arange(n, dtype=np.int64) * 5_000_000_000
+    recv = send + (first_record * 1e6).astype(np.int64)
+    cols.update(
+        partition=np.zeros(n, dtype=np.int32).astype(object),
+        offset=np.zeros(n, dtype=np.int64).astype(object),
+        seq=np.concatenate([np.arange(probes), np.arange(probes)]).astype(np.int64),
+        is_warmup=np.zeros(n, dtype=bool), status=_const(n, "ok"),
+        send_ts_ns=send.astype(object), receive_ts_ns=recv.astype(object),
+        e2e_latency_ms=(recv - send) / 1e6,
+        consumer_mode=modes, assign_delay_ms=assign_delay, first_record_delay_ms=first_record,
+        latency_resolution_ms=np.full(n, _HARNESS_RESOLUTION_MS),
+    )
+    return _finish(cols, n)
+
+
+def _tool_summary_rows(
+    rng: np.random.Generator, payload: str, profile: str, run_id: str, run_date: str,
+    workload: str,
+) -> pd.DataFrame:
+    n = 4
+    base = 2.0 if _payload_bytes(payload) < 100_000 else 12.0
+    avg = round(base * rng.uniform(0.9, 1.1), 4)
+    values = [avg, float(int(base)), float(int(base * 3)), float(int(base * 6))]
+    cols = _common_columns(n, run_id, run_date, "tool_summary", "jvm-e2e", payload, profile,
+                           workload)
+    cols.update(
+        seq=np.zeros(n, dtype=np.int64), is_warmup=np.zeros(n, dtype=bool),
+        status=_const(n, "ok"), e2e_latency_ms=np.array(values, dtype=float),
+        statistic=np.array(["avg", "p50", "p99", "p99.9"], dtype=object),
+        latency_resolution_ms=np.array([_TOOL_AVG_RESOLUTION_MS] + [_TOOL_PCT_RESOLUTION_MS] * 3),
+    )
+    return _finish(cols, n)
+
+
+def synthetic_cell_frames(
+    n_rows: int,
+    run_id: str,
+    seed: int = 0,
+    *,
+    run_date: str | None = None,
+    scenarios: Sequence[str] = ("rest", "kafka-python", "confluent-kafka", "jvm-e2e"),
+    payloads: Sequence[str] = ("1kb", "1mb"),
+    profiles: Sequence[str] = ("latency", "durability"),
+    workload: str = "baseline",
+    first_message_probes: int = 2,
+    chunk_rows: int = 1_000_000,
+) -> Iterator[tuple[tuple[str, str, str], pd.DataFrame]]:
+    """Yield ``((scenario, payload, profile), chunk)`` pairs that together hold ``n_rows`` rows.
+
+    A cell may come in several chunks of at most about ``chunk_rows`` rows (same key).
+    """
+    unknown = set(scenarios) - set(_CLIENTS)
+    if unknown:
+        raise ValueError(f"unknown scenarios: {sorted(unknown)}")
+    start = _run_start(run_id, seed)
+    run_date = run_date or start.strftime("%Y-%m-%d")
+    start_ns = int(start.timestamp()) * 1_000_000_000
+    rng = np.random.default_rng(seed)
+    cells, _ = _plan_cells(n_rows, scenarios, payloads, profiles, first_message_probes)
+    cell_offset_ns = 0
+    for cell in cells:
+        small = _payload_bytes(cell.payload) < 100_000
+        base = {
+            "interval_ms": 1.0 if small else 10.0,
+            "publish_ms": 1.5 if small else 8.0,
+            "e2e_ms": (3.0 if small else 20.0) * (1.5 if cell.scenario == "rest" else 1.0)
+            * (1.3 if cell.profile == "durability" else 1.0),
+            "lost_rate": 0.002, "error_rate": 0.0005, "late_rate": 0.001,
+        }
+        m = cell.n_messages
+        n_dups = max(1, round(0.001 * m)) if m >= 50 else 0
+        distinct = m - n_dups
+        warmup = max(1, min(10, distinct // 20)) if distinct >= 2 else 0
+        cell_start = start_ns + cell_offset_ns
+        cell_offset_ns += int(distinct * base["interval_ms"] * 1e6) + 60_000_000_000
+        lo = 0
+        dups_done = 0
+        while lo < distinct:
+            hi = min(distinct, lo + chunk_rows)
+            dups_to = round(n_dups * hi / distinct)
+            yield (cell.scenario, cell.payload, cell.profile), _message_chunk(
+                rng, cell, lo, hi, dups_to - dups_done, warmup, base, lo == 0,
+                run_id, run_date, workload, cell_start,
+            )
+            dups_done = dups_to
+            lo = hi
+    for scenario in scenarios:
+        for payload in payloads:
+            for profile in profiles:
+                if scenario in KAFKA_CLIENT_SCENARIOS:
+                    yield (scenario, payload, profile), _first_message_rows(
+                        rng, scenario, payload, profile, first_message_probes, run_id,
+                        run_date, workload, start_ns,
+                    )
+                elif scenario == "jvm-e2e":
+                    yield (scenario, payload, profile), _tool_summary_rows(
+                        rng, payload, profile, run_id, run_date, workload
+                    )
+
+
+def make_synthetic_samples(
+    n_rows: int,
+    run_id: str,
+    seed: int = 0,
+    **kwargs: object,
+) -> pd.DataFrame:
+    """Return ``n_rows`` raw samples of one run as a pandas DataFrame (all documented columns).
+
+    Keyword arguments are those of :func:`synthetic_cell_frames` (``run_date``,
+    ``scenarios``, ``payloads``, ``profiles``, ``workload``, ``first_message_probes``).
+    Nullable integers use pandas' ``Int32``/``Int64`` dtypes; null floats are NaN.
+    """
+    frames = [df for _, df in synthetic_cell_frames(n_rows, run_id, seed, **kwargs)]  # type: ignore[arg-type]
+    if not frames:
+        return _finish({}, 0)
+    return pd.concat(frames, ignore_index=True)
+
+
+def to_arrow_table(df: pd.DataFrame, *, include_partitions: bool = True) -> pa.Table:
+    """Convert samples to Arrow with the documented types (NaN becomes null)."""
+    schema = SAMPLES_ARROW_SCHEMA
+    if not include_partitions:
+        schema = pa.schema([f for f in schema if f.name not in PARTITION_COLUMNS])
+    return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+
+
+def write_synthetic_samples(
+    data_dir: str | os.PathLike[str],
+    n_rows: int,
+    run_id: str,
+    seed: int = 0,
+    **kwargs: object,
+) -> list[Path]:
+    """Write ``n_rows`` synthetic samples of one run under ``<data_dir>/samples/`` (Hive layout).
+
+    Files: ``samples/run_date=<d>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet``;
+    the partition columns live in the path only. Each file is written to a temporary name
+    and renamed into place; an existing run partition is replaced. Returns the files written.
+    """
+    file_schema = pa.schema([f for f in SAMPLES_ARROW_SCHEMA if f.name not in PARTITION_COLUMNS])
+    writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, Path, Path]] = {}
+    run_dir: Path | None = None
+    try:
+        for key, df in synthetic_cell_frames(n_rows, run_id, seed, **kwargs):  # type: ignore[arg-type]
+            if run_dir is None:
+                run_date = str(df["run_date"].iloc[0])
+                run_dir = (Path(data_dir) / "samples" / f"run_date={run_date}"
+                           / f"run_id={run_id}")
+                run_dir.mkdir(parents=True, exist_ok=True)
+                for old in run_dir.glob("part-*.parquet"):
+                    old.unlink()
+            if key not in writers:
+                final = run_dir / f"part-{key[0]}-{key[1]}-{key[2]}.parquet"
+                tmp = run_dir / f".{final.name}.tmp"
+                writers[key] = (pq.ParquetWriter(tmp, file_schema), tmp, final)
+            writers[key][0].write_table(to_arrow_table(df, include_partitions=False))
+    finally:
+        for writer, _, _ in writers.values():
+            writer.close()
+    written = []
+    for _, tmp, final in writers.values():
+        os.replace(tmp, final)
+        written.append(final)
+    return written

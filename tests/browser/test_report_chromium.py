@@ -1,0 +1,124 @@
+"""Open the trend report in headless Chromium (Debian's /usr/bin/chromium) via Playwright.
+
+Playwright is driven against the system Chromium (``executable_path``); ``playwright install``
+is never needed. Skipped when Playwright or Chromium is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafkalab.report.build import EMULATOR_LABEL, build_report
+
+from tests.unit.test_report import write_lab_data
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("KAFKALAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-quic",
+]
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser: Any, page_path: Path) -> tuple[Any, list[str], list[str]]:
+    """Open a file:// page; return the page, console errors, and non-file requests."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    remote: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(
+        ("file:", "data:", "about:")) else None)
+    page.goto(page_path.resolve().as_uri(), wait_until="load")
+    return page, errors, remote
+
+
+def _distinct_colors(png: Path) -> int:
+    from PIL import Image
+
+    with Image.open(png) as img:
+        colors = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    return len(colors or [])
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data_dir = tmp_path_factory.mktemp("lab-data")
+    info = write_lab_data(data_dir)
+    index = build_report(data_dir)
+    return {"data_dir": data_dir, "index": index,
+            "run_page": index.parent / info["latest"] / "index.html", **info}
+
+
+@pytest.mark.parametrize("which", ["index", "run_page"])
+def test_report_renders_in_chromium(browser: Any, report: dict[str, Any], which: str,
+                                    tmp_path: Path) -> None:
+    page, errors, remote = _open(browser, report[which])
+    try:
+        svgs = page.query_selector_all("svg.chart")
+        assert len(svgs) == 6
+        for svg in svgs:
+            box = svg.bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100
+        # Lines and bars really have geometry.
+        line = page.query_selector("svg.chart polyline")
+        bar = page.query_selector("svg.chart rect[fill]")
+        assert line is not None and line.bounding_box()["width"] > 10
+        assert bar is not None and bar.bounding_box()["height"] > 0
+        # The emulator label is visible text on the page and inside a chart.
+        assert page.get_by_text(EMULATOR_LABEL).first.is_visible()
+        assert page.query_selector("svg.chart g.emu-badge") is not None
+        # The hover script works (dims the other series) without errors.
+        legend = page.query_selector("svg.chart .legend-item")
+        assert legend is not None
+        legend.hover()
+        assert page.query_selector_all("svg.chart .series.dim")
+        shot = tmp_path / f"{which}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        assert _distinct_colors(shot) > 50
+    finally:
+        page.close()
+    assert errors == [], errors
+    assert remote == [], remote
+
+
+def test_run_page_links_resolve(browser: Any, report: dict[str, Any]) -> None:
+    page, errors, _ = _open(browser, report["index"])
+    try:
+        page.click(f"a[href='{report['latest']}/index.html']")
+        page.wait_for_load_state("load")
+        assert page.url.endswith(f"/{report['latest']}/index.html")
+        assert page.query_selector("#latest table.latest") is not None
+    finally:
+        page.close()
+    assert errors == []
+
+
+def test_empty_report_renders(browser: Any, tmp_path: Path) -> None:
+    page, errors, remote = _open(browser, build_report(tmp_path))
+    try:
+        assert page.get_by_text("No runs yet").first.is_visible()
+    finally:
+        page.close()
+    assert errors == [] and remote == []

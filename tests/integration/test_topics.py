@@ -1,0 +1,140 @@
+"""Topic provisioning on real clusters: kafka09 (TopicCommand via ZooKeeper) and noida."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kafkalab.cluster import (
+    ClusterDescriptor,
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    kill_broker,
+    librdkafka_config,
+)
+from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.topics import TopicSpec, delete_topics, describe_topic, provision_topics
+
+pytestmark = pytest.mark.integration
+
+THREE_ZK_PORT = 24181
+THREE_BASE_PORT = 29292
+
+
+def _roundtrip(d: ClusterDescriptor, topic: str, payload: bytes) -> None:
+    conf = {**librdkafka_config(d), "log_level": 3}
+    p = Producer({**conf, "acks": "all", "message.max.bytes": 16000000})
+    p.produce(topic, payload, partition=0)
+    assert p.flush(15) == 0
+    c = Consumer({**conf, "group.id": "t-" + uuid.uuid4().hex[:6], "enable.auto.commit": False,
+                  "fetch.message.max.bytes": 16000000})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                assert m.value() == payload
+                return
+        raise AssertionError("message not received")
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("flavor", ["kafka09", "noida"])
+def test_provision_idempotent(flavor: str, request: pytest.FixtureRequest) -> None:
+    d: ClusterDescriptor = request.getfixturevalue(f"{flavor}_cluster")
+    name = f"lat.{flavor}-{uuid.uuid4().hex[:6]}"
+    spec = TopicSpec(name=name, partitions=1, replication_factor=1, configs={"max.message.bytes": 2000000})
+
+    r = provision_topics(d, [spec])
+    assert r == [{"topic": name, "action": "created", "detail": r[0]["detail"]}]
+    assert provision_topics(d, [spec])[0]["action"] == "exists"
+
+    changed = TopicSpec(name=name, partitions=2, replication_factor=1, configs={"max.message.bytes": 3000000})
+    r = provision_topics(d, [changed])
+    assert r[0]["action"] == "altered"
+    assert "max.message.bytes: 2000000 -> 3000000" in r[0]["detail"]
+    assert "partitions: 1 -> 2" in r[0]["detail"]
+    assert provision_topics(d, [changed])[0]["action"] == "exists"
+
+    info = describe_topic(d, name)
+    assert info["partitions"] == 2 and info["replication_factor"] == 1
+    assert info["configs"]["max.message.bytes"] == "3000000"
+    assert info["max_message_bytes"] == 3000000
+    assert all(p["leader"] >= 0 for p in info["partition_details"])
+
+    # leaders are ready right after provisioning: a 1.5 MB message round-trips
+    _roundtrip(d, name, b"x" * 1_500_000)
+
+    with pytest.raises(ConfigError, match="cannot reduce partitions"):
+        provision_topics(d, [TopicSpec(name=name, partitions=1)])
+    with pytest.raises(ConfigError, match="replication.factor=2 .* but the cluster has 1 broker"):
+        provision_topics(d, [TopicSpec(name=name + "-rf", replication_factor=2)])
+    with pytest.raises(ClusterError, match="does not exist"):
+        describe_topic(d, name + "-rf")
+
+    assert delete_topics(d, [name]) == [{"topic": name, "action": "deleted"}]
+
+
+def test_rf_refused_before_sending(kafka09_cluster: ClusterDescriptor) -> None:
+    # an unreachable cluster with 1 declared broker: the check fires before any I/O
+    d = kafka09_cluster.model_copy(update={"bootstrap_servers": "127.0.0.1:1", "zookeeper": "127.0.0.1:1"})
+    with pytest.raises(ConfigError, match=r"profile asks for replication.factor=3 .*but the cluster has 1 broker"):
+        provision_topics(d, [TopicSpec(name="x", replication_factor=3)])
+
+
+def test_legacy_without_zookeeper_is_explained(kafka09_cluster: ClusterDescriptor) -> None:
+    d = ClusterDescriptor(
+        name="ext", flavor="external", protocol="legacy-0.9", version="0.9.0.1",
+        bootstrap_servers=kafka09_cluster.bootstrap_servers, broker_count=1,
+    )
+    with pytest.raises(ClusterError, match="needs `zookeeper` and `kafka_home`"):
+        provision_topics(d, [TopicSpec(name="lat.ext")])
+
+
+def test_unknown_topic_config_is_a_config_error(kafka09_cluster: ClusterDescriptor) -> None:
+    with pytest.raises(ConfigError, match="no.such.setting"):
+        provision_topics(kafka09_cluster, [TopicSpec(name="lat.badcfg", configs={"no.such.setting": "1"})])
+
+
+def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
+    lab = make_lab(tmp_path / "lab3")
+    t0 = time.monotonic()
+    d = cluster_up("kafka09", 3, lab_dir=lab, base_port=THREE_BASE_PORT, zk_port=THREE_ZK_PORT)
+    startup = time.monotonic() - t0
+    try:
+        assert d.broker_count == 3 and len(d.servers) == 3
+        assert startup < 60
+        spec = TopicSpec(name="lat.rf3", partitions=1, replication_factor=3,
+                         configs={"min.insync.replicas": "2", "max.message.bytes": "10485760"})
+        assert provision_topics(d, [spec])[0]["action"] == "created"
+        assert provision_topics(d, [spec])[0]["action"] == "exists"
+        info = describe_topic(d, "lat.rf3")
+        assert info["replication_factor"] == 3
+        assert info["configs"] == {"min.insync.replicas": "2", "max.message.bytes": "10485760"}
+        part = info["partition_details"][0]
+        assert sorted(part["replicas"]) == [0, 1, 2] and sorted(part["isr"]) == [0, 1, 2]
+        _roundtrip(d, "lat.rf3", b"y" * 1_000_000)
+
+        # availability helpers: kill a follower, status degraded, `up` heals it
+        follower = next(b for b in part["replicas"] if b != part["leader"])
+        k = kill_broker(lab, follower)
+        assert k["action"] == "signalled"
+        st = cluster_status(lab)
+        assert st["state"] == "degraded"
+        assert [p["id"] for p in st["processes"] if not p["alive"]] == [follower]
+        msgs: list[str] = []
+        cluster_up("kafka09", 3, lab_dir=lab, progress=msgs.append)
+        assert any("restarted" in m for m in msgs)
+        assert cluster_status(lab)["state"] == "up"
+    finally:
+        stopped = cluster_down(lab)
+    assert [r["role"] for r in stopped] == ["broker", "broker", "broker", "zookeeper"]
+    assert all(r["action"].startswith(("stopped", "killed")) for r in stopped), stopped

@@ -1,0 +1,76 @@
+"""Shared fixtures of the Spark tests: one local SparkSession, a spark-submit runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A loopback-only local[2] SparkSession shared by all Spark tests."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkalab-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _spark_submit(script: str, *args: str,
+                  timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (relative to the repo) through the venv's spark-submit on local[2]."""
+    python = VENV_BIN / "python"
+    py = str(python) if python.exists() else sys.executable
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": py,
+        "PYSPARK_DRIVER_PYTHON": py,
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "GX_ANALYTICS_ENABLED": "false",
+    }
+    for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+        env.pop(leaked, None)
+    cmd = [
+        str(VENV_BIN / "spark-submit"), "--master", "local[2]",
+        "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.log.level=WARN",
+        "--conf", "spark.ui.showConsoleProgress=false",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", "spark.sql.shuffle.partitions=2",
+        str(REPO / script), *args,
+    ]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s,
+                          cwd=REPO, check=False)
+
+
+@pytest.fixture(scope="session")
+def spark_submit() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``spark_submit(script, *args)`` -> CompletedProcess (text stdout/stderr)."""
+    if not (VENV_BIN / "spark-submit").exists():
+        pytest.skip("spark-submit not found in .venv/bin")
+    return _spark_submit

@@ -1,0 +1,314 @@
+"""Unit tests for kafkalab.alerts: bodies, secret redaction, de-duplication, real HTTP POST."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from kafkalab import alerts, drift
+from kafkalab.errors import LabError
+
+pytestmark = pytest.mark.unit
+
+SECRET = "T0SECRET/B0SECRET/xoxbSuperSecretToken123"
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_for_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local receiver must be reached directly even when a proxy is configured."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
+def _rec(key: str = "rest|requests|1mb|latency|e2e_latency_ms_p99", *, is_drift: bool = True,
+         change_pct: float | None = 50.0, verdict: str | None = None, run_id: str = "r2",
+         direction: str = "higher_is_worse", latest: float = 15.0,
+         emulator: bool = False) -> dict[str, Any]:
+    scenario, client, payload, profile, metric = key.split("|")
+    return {
+        "run_id": run_id, "series_key": key, "scenario": scenario, "client": client,
+        "payload": payload, "profile": profile, "metric": metric, "direction": direction,
+        "baseline_value": 10.0, "baseline_mad": 0.2, "baseline_runs": 7, "latest_value": latest,
+        "change_pct": change_pct, "robust_z": 12.0, "confidence": 0.98, "is_drift": is_drift,
+        "verdict": verdict or ("drift" if is_drift else "ok"), "broker_is_emulator": emulator,
+    }
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (f"https://hooks.example.test/services/{SECRET}", "https://hooks.example.test/***"),
+        (f"http://127.0.0.1:8080/hook/{SECRET}?token=x", "http://127.0.0.1:8080/***"),
+        (f"https://user:pw@host.test:8443/{SECRET}", "https://host.test:8443/***"),
+        ("not a url", "***"),
+        ("", "***"),
+    ],
+)
+def test_redact_url(url: str, expected: str) -> None:
+    assert alerts.redact_url(url) == expected
+
+
+def test_send_error_never_contains_the_url() -> None:
+    # A port nobody listens on: connection refused.
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    url = f"http://127.0.0.1:{port}/services/{SECRET}"
+    with pytest.raises(alerts.AlertError) as ei:
+        alerts.send_alert(url, {"text": "x"}, timeout_s=2)
+    err = ei.value
+    assert isinstance(err, LabError)
+    for text in (str(err), repr(err), repr(err.args)):
+        assert SECRET not in text and "services" not in text
+    assert f"127.0.0.1:{port}/***" in str(err)
+    # Not chained to the requests exception (whose text holds the URL).
+    assert err.__cause__ is None and err.__context__ is None
+
+
+def test_bodies_never_contain_the_url_in_failure_text() -> None:
+    url = f"https://hooks.example.test/services/{SECRET}"
+    body = alerts.build_generic_body(run_id="r1", error=alerts._scrub(f"boom at {url}", url))
+    assert SECRET not in json.dumps(body)
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+def test_slack_body_shape() -> None:
+    body = alerts.build_slack_body(
+        run_id="r2", dag_id="kafkalab_nightly", report_url="file:///tmp/r/index.html",
+        drifts=[_rec(), _rec("a|b|1kb|latency|lost_count", change_pct=None, latest=3,
+                             emulator=True)],
+        recoveries=[_rec("x|y|1mb|latency|e2e_latency_ms_p50", is_drift=False)],
+    )
+    assert set(body) == {"text", "blocks"}
+    assert isinstance(body["text"], str) and "2 drift(s)" in body["text"]
+    assert "EMULATOR — not Kafka" in body["text"]
+    types = [b["type"] for b in body["blocks"]]
+    assert types[0] == "header" and "section" in types and types[-1] == "context"
+    for b in body["blocks"]:
+        if b["type"] in ("header", "section"):
+            assert b["text"]["type"] in ("plain_text", "mrkdwn")
+            assert len(b["text"]["text"]) <= 3000
+    dump = json.dumps(body, allow_nan=False)
+    assert "+50.0%" in dump and "from 0" in dump and "Recovered" in dump
+    assert "<file:///tmp/r/index.html|Trend report>" in dump
+
+
+def test_generic_body_shape() -> None:
+    body = alerts.build_generic_body(
+        run_id="r2", dag_id="dag", report_url=None, drifts=[_rec()], recoveries=[]
+    )
+    assert body["schema"] == "kafkalab.alert/v1"
+    assert body["kind"] == "drift"
+    assert body["run_id"] == "r2" and body["dag_id"] == "dag" and body["error"] is None
+    assert body["drifts"][0]["series_key"].endswith("e2e_latency_ms_p99")
+    assert body["drifts"][0]["change_pct"] == 50.0
+    assert body["recoveries"] == []
+    json.dumps(body, allow_nan=False)
+    rec_only = alerts.build_generic_body(run_id="r", recoveries=[_rec(is_drift=False)])
+    assert rec_only["kind"] == "recovery"
+    failed = alerts.build_generic_body(run_id="r", dag_id="d", error="x" * 5000)
+    assert failed["kind"] == "run_failed" and len(failed["error"]) <= 1500
+    nan = alerts.build_generic_body(run_id="r", drifts=[_rec(change_pct=float("nan"))])
+    json.dumps(nan, allow_nan=False)
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(alerts.AlertError):
+        alerts.build_body("teams", run_id="r")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- de-dup
+
+
+def test_plan_new_drift_then_suppressed_then_worse_then_recovery() -> None:
+    state = alerts.empty_state()
+    to_alert, rec, state = alerts.plan_alerts([_rec(change_pct=50.0, run_id="r2")], state)
+    assert len(to_alert) == 1 and not to_alert[0]["worsened"] and rec == []
+    key = to_alert[0]["series_key"]
+    assert state["series"][key]["change_pct"] == 50.0
+
+    # Same drift again (slightly worse, below the 10 pp margin): not re-announced.
+    to_alert, rec, state2 = alerts.plan_alerts([_rec(change_pct=55.0, run_id="r3")], state)
+    assert to_alert == [] and rec == []
+    assert state2["series"][key]["change_pct"] == 50.0
+
+    # Worse by >= 10 pp: announced again, flagged worsened, state updated.
+    to_alert, rec, state3 = alerts.plan_alerts([_rec(change_pct=61.0, run_id="r4")], state2)
+    assert len(to_alert) == 1 and to_alert[0]["worsened"]
+    assert state3["series"][key]["change_pct"] == 61.0
+    assert state3["series"][key]["first_run_id"] == "r2"
+
+    # Insufficient history keeps the state.
+    to_alert, rec, state4 = alerts.plan_alerts(
+        [_rec(is_drift=False, verdict="insufficient_history")], state3)
+    assert to_alert == [] and rec == [] and key in state4["series"]
+
+    # Back to ok: one recovery, removed from state; a second ok says nothing.
+    to_alert, rec, state5 = alerts.plan_alerts([_rec(is_drift=False, run_id="r5")], state4)
+    assert to_alert == [] and len(rec) == 1 and key not in state5["series"]
+    assert rec[0]["alerted_run_id"] == "r4"
+    to_alert, rec, _ = alerts.plan_alerts([_rec(is_drift=False, run_id="r6")], state5)
+    assert to_alert == [] and rec == []
+
+
+def test_plan_margin_configurable_and_lower_is_worse() -> None:
+    r1 = _rec(direction="lower_is_worse", change_pct=-40.0)
+    _, _, st = alerts.plan_alerts([r1], alerts.empty_state())
+    worse = _rec(direction="lower_is_worse", change_pct=-45.0)
+    assert alerts.plan_alerts([worse], st)[0] == []
+    assert len(alerts.plan_alerts([worse], st, worsen_margin_pct=5.0)[0]) == 1
+    better = _rec(direction="lower_is_worse", change_pct=-30.0)
+    assert alerts.plan_alerts([better], st, worsen_margin_pct=0.0)[0] == []
+
+
+def test_plan_zero_baseline_worsening_uses_values() -> None:
+    key = "a|b|1kb|latency|lost_count"
+    _, _, st = alerts.plan_alerts([_rec(key, change_pct=None, latest=2)], alerts.empty_state())
+    assert alerts.plan_alerts([_rec(key, change_pct=None, latest=2)], st)[0] == []
+    assert len(alerts.plan_alerts([_rec(key, change_pct=None, latest=5)], st)[0]) == 1
+
+
+def test_plan_accepts_dataframe() -> None:
+    df = pd.DataFrame([_rec(), _rec("q|w|1kb|latency|lost_count", is_drift=False)])
+    to_alert, _rec_out, st = alerts.plan_alerts(df, alerts.empty_state())
+    assert len(to_alert) == 1 and len(st["series"]) == 1
+
+
+def test_state_roundtrip_and_corrupt_state(tmp_path: Path) -> None:
+    assert alerts.load_state(tmp_path) == alerts.empty_state()
+    _, _, st = alerts.plan_alerts([_rec()], alerts.empty_state())
+    p = alerts.save_state(tmp_path, st)
+    assert p == tmp_path / "alerts" / "state.json"
+    assert alerts.load_state(tmp_path)["series"] == st["series"]
+    p.write_text("{not json")
+    assert alerts.load_state(tmp_path) == alerts.empty_state()
+
+
+# --------------------------------------------------------------------------- real HTTP
+
+
+class _Receiver:
+    """A real HTTP server on 127.0.0.1 (port 0) recording POSTs, answering ``status``."""
+
+    def __init__(self, status: int = 200, reply: bytes = b"ok") -> None:
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                n = int(self.headers.get("Content-Length", "0"))
+                outer.requests.append(
+                    {"path": self.path, "headers": dict(self.headers),
+                     "body": json.loads(self.rfile.read(n) or b"null")}
+                )
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/services/{SECRET}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def receiver() -> Iterator[_Receiver]:
+    r = _Receiver()
+    yield r
+    r.close()
+
+
+def _write_run(data_dir: Path, run_id: str, records: list[dict[str, Any]]) -> None:
+    df = pd.DataFrame(records)
+    drift.write_drift(df, data_dir, run_id)
+
+
+def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver) -> None:
+    _write_run(tmp_path, "r2", [_rec(run_id="r2"),
+                                _rec("q|w|1kb|latency|lost_count", is_drift=False, run_id="r2")])
+    summary = alerts.alert_on_drift(tmp_path, "r2", receiver.url(), fmt="generic",
+                                    report_url="../reports/r2/index.html", dag_id="nightly")
+    assert summary["sent"] is True and summary["drifts"] == 1 and summary["recoveries"] == 0
+    assert len(receiver.requests) == 1
+    req = receiver.requests[0]
+    assert req["path"] == f"/services/{SECRET}"
+    assert req["headers"]["Content-Type"] == "application/json"
+    body = req["body"]
+    assert body["schema"] == "kafkalab.alert/v1" and body["kind"] == "drift"
+    assert body["run_id"] == "r2" and body["dag_id"] == "nightly"
+    assert body["report_url"] == "../reports/r2/index.html"
+    assert [d["series_key"] for d in body["drifts"]] == [
+        "rest|requests|1mb|latency|e2e_latency_ms_p99"]
+    assert SECRET not in json.dumps(body)
+    assert (tmp_path / "alerts" / "state.json").exists()
+
+    # Same run again: de-duplicated, no request.
+    summary = alerts.alert_on_drift(tmp_path, "r2", receiver.url(), fmt="slack")
+    assert summary["sent"] is False and summary["suppressed"] == 1
+    assert len(receiver.requests) == 1
+
+    # Next run recovers: one Slack message with the recovery.
+    _write_run(tmp_path, "r3", [_rec(run_id="r3", is_drift=False)])
+    summary = alerts.alert_on_drift(tmp_path, "r3", receiver.url(), fmt="slack")
+    assert summary["sent"] is True and summary["recoveries"] == 1
+    slack = receiver.requests[-1]["body"]
+    assert "recovered" in slack["text"] and slack["blocks"]
+    assert alerts.load_state(tmp_path)["series"] == {}
+
+
+def test_alert_on_drift_without_records_or_webhook(tmp_path: Path) -> None:
+    assert alerts.alert_on_drift(tmp_path, "none", "http://127.0.0.1:9/x")["sent"] is False
+    _write_run(tmp_path, "r2", [_rec(run_id="r2")])
+    s = alerts.alert_on_drift(tmp_path, "r2", None)
+    assert s["sent"] is False and s["reason"] == "no webhook configured"
+    assert not (tmp_path / "alerts" / "state.json").exists()
+
+
+def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path) -> None:
+    r = _Receiver(status=403, reply=f"invalid_token for /services/{SECRET}".encode())
+    try:
+        _write_run(tmp_path, "r2", [_rec(run_id="r2")])
+        with pytest.raises(alerts.AlertError) as ei:
+            alerts.alert_on_drift(tmp_path, "r2", r.url())
+        assert "HTTP 403" in str(ei.value)
+        assert SECRET not in str(ei.value)
+        assert not (tmp_path / "alerts" / "state.json").exists()
+    finally:
+        r.close()
+
+
+def test_alert_run_failed_real_http(receiver: _Receiver) -> None:
+    body = alerts.alert_run_failed(receiver.url(), "nightly", "r9",
+                                   f"Traceback ... posting to {receiver.url()}", fmt="generic")
+    assert body["kind"] == "run_failed"
+    got = receiver.requests[0]["body"]
+    assert got["kind"] == "run_failed" and got["dag_id"] == "nightly" and got["run_id"] == "r9"
+    assert SECRET not in json.dumps(got)
+    slack = alerts.alert_run_failed(receiver.url(), "nightly", "r9", "boom", fmt="slack")
+    assert "failed" in slack["text"] and "boom" in json.dumps(slack["blocks"])

@@ -1,0 +1,294 @@
+"""Unit tests for kafkalab.drift (pure detection, config validation, storage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from kafkalab import drift
+from kafkalab.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _history(values: list[float | None], metric: str = "e2e_latency_ms_p99",
+             emulator: bool = False, **extra: object) -> pd.DataFrame:
+    """One series, one row per run, runs one day apart (the last value is the latest run)."""
+    rows = []
+    for i, v in enumerate(values):
+        rows.append(
+            {
+                "run_id": f"202611{i + 1:02d}T000000Z-abc{i:03d}",
+                "run_date": f"2026-11-{i + 1:02d}",
+                "scenario": "confluent-kafka",
+                "client": "confluent-kafka",
+                "payload": "1mb",
+                "profile": "latency",
+                "broker_is_emulator": emulator,
+                metric: v,
+                **extra,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _cfg(**metrics: dict[str, object]) -> drift.DriftConfig:
+    return drift.parse_drift_config({"metrics": metrics or {"e2e_latency_ms_p99": {}}})
+
+
+def test_repo_config_loads_and_has_required_metrics() -> None:
+    cfg = drift.load_drift_config(REPO / "include" / "drift.yaml")
+    for m in ("e2e_latency_ms_p50", "e2e_latency_ms_p99", "publish_latency_ms_p99",
+              "first_message_subscribe_ms", "throughput_msgs_per_s", "lost_count"):
+        assert m in cfg.metrics
+    assert cfg.rule("throughput_msgs_per_s").direction == "lower_is_worse"
+    assert cfg.defaults.window_runs == 7
+    assert cfg.defaults.min_baseline_runs == 3
+    assert cfg.rule("e2e_latency_ms_p50").k_mad == 3.0
+    assert cfg.rule("e2e_latency_ms_p50").min_relative_change == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"defaults": {"k_mad": -1}}, "defaults.k_mad"),
+        ({"metrics": {"lost_count": {"direction": "sideways"}}}, "metrics.lost_count.direction"),
+        ({"metrics": {"x": {"k_mda": 2}}}, "metrics.x.k_mda"),
+        ({"bogus": 1}, "bogus"),
+        ({"defaults": {"window_runs": "many"}}, "defaults.window_runs"),
+        ({"alerts": {"worsen_margin_pct": -1}}, "alerts.worsen_margin_pct"),
+        ([1, 2], "top level must be a mapping"),
+    ],
+)
+def test_bad_config_names_the_key(data: object, needle: str, tmp_path: Path) -> None:
+    import yaml
+
+    p = tmp_path / "drift.yaml"
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as ei:
+        drift.load_drift_config(p)
+    assert needle in str(ei.value)
+
+
+def test_missing_or_invalid_yaml_is_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        drift.load_drift_config(tmp_path / "nope.yaml")
+    p = tmp_path / "bad.yaml"
+    p.write_text("defaults: [unclosed")
+    with pytest.raises(ConfigError):
+        drift.load_drift_config(p)
+    assert isinstance(drift.load_drift_config_or_default(tmp_path / "nope.yaml"),
+                      drift.DriftConfig)
+
+
+def test_step_up_is_flagged_with_right_change() -> None:
+    hist = _history([10.0, 10.4, 9.8, 10.1, 10.2, 9.9, 10.0, 15.0])
+    rec = drift.detect_drift(hist, _cfg())
+    assert len(rec) == 1
+    r = rec.iloc[0]
+    assert r["verdict"] == "drift" and bool(r["is_drift"])
+    assert r["direction"] == "higher_is_worse"
+    assert r["baseline_runs"] == 7
+    assert r["baseline_value"] == pytest.approx(10.0)
+    assert r["change_pct"] == pytest.approx(50.0)
+    assert r["robust_z"] > 3
+    assert 0.63 < r["confidence"] <= 1.0
+    assert r["run_id"] == "20261108T000000Z-abc007"
+    assert r["series_key"] == "confluent-kafka|confluent-kafka|1mb|latency|e2e_latency_ms_p99"
+
+
+def test_window_uses_only_most_recent_runs() -> None:
+    # Old runs at 100 fall out of a window of 3; the recent baseline is 10.
+    hist = _history([100.0, 100.0, 100.0, 10.0, 10.5, 9.5, 16.0])
+    cfg = drift.parse_drift_config({"metrics": {"e2e_latency_ms_p99": {"window_runs": 3}}})
+    r = drift.detect_drift(hist, cfg).iloc[0]
+    assert r["baseline_value"] == pytest.approx(10.0)
+    assert r["baseline_runs"] == 3
+    assert r["verdict"] == "drift"
+
+
+def test_order_follows_manifest_start_not_run_id() -> None:
+    hist = _history([10.0, 10.0, 10.0, 20.0])
+    # Make the run with 20.0 the OLDEST by start time: the latest then is 10.0 -> ok.
+    starts = ["2026-11-02T00:00:00Z", "2026-11-03T00:00:00Z", "2026-11-04T00:00:00Z",
+              "2026-11-01T00:00:00Z"]
+    hist["run_started_at"] = pd.to_datetime(starts, utc=True)
+    order = drift.run_order(hist)
+    assert order[0] == hist["run_id"].iloc[3]
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["run_id"] == hist["run_id"].iloc[2]
+    assert r["verdict"] == "ok"
+
+
+def test_flat_noisy_series_no_false_alarm() -> None:
+    # 5 % noise (sd 2.5 around 50): a 20 % move is 4 sd away; no alarm in 200 trials.
+    rng = np.random.default_rng(12345)
+    cfg = _cfg()
+    alarms = 0
+    for _ in range(200):
+        values = list(rng.normal(50.0, 2.5, size=8))
+        rec = drift.detect_drift(_history(values), cfg)
+        alarms += int(rec["is_drift"].sum())
+    assert alarms == 0
+
+
+def test_very_noisy_series_false_alarm_rate_is_low() -> None:
+    # 10 % noise: a 20 % move is only 2 sd, so a few alarms are expected; the MAD gate keeps
+    # the rate low (documented in docs/drift-and-alerts.md: about 2 % with a full window).
+    rng = np.random.default_rng(7)
+    rule = _cfg().rule("e2e_latency_ms_p99")
+    alarms = 0
+    trials = 2000
+    for _ in range(trials):
+        x = rng.normal(50.0, 5.0, size=8)
+        alarms += int(drift.evaluate_series(list(x[:7]), float(x[7]), rule)["is_drift"])
+    assert alarms / trials < 0.03
+
+
+def test_zero_mad_tiny_change_is_not_drift() -> None:
+    hist = _history([10.0, 10.0, 10.0, 10.0, 10.5])
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["baseline_mad"] == 0
+    assert r["verdict"] == "ok"
+    assert pd.isna(r["robust_z"])  # infinite z is stored as null
+    assert r["confidence"] == 1.0
+
+
+def test_improvement_is_not_drift() -> None:
+    hist = _history([10.0, 10.4, 9.8, 10.1, 10.2, 9.9, 10.0, 5.0])
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert not bool(r["is_drift"])
+    assert r["verdict"] == "improved"
+    assert r["change_pct"] == pytest.approx(-50.0)
+
+
+@pytest.mark.parametrize("n_values", [1, 2, 3])
+def test_insufficient_history(n_values: int) -> None:
+    hist = _history([10.0] * (n_values - 1) + [50.0])
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["verdict"] == "insufficient_history"
+    assert not bool(r["is_drift"])
+    assert r["baseline_runs"] == n_values - 1
+
+
+def test_lower_is_worse_throughput() -> None:
+    cfg = _cfg(throughput_msgs_per_s={"direction": "lower_is_worse"})
+    drop = _history([1000.0, 1010.0, 990.0, 1000.0, 600.0], metric="throughput_msgs_per_s")
+    r = drift.detect_drift(drop, cfg).iloc[0]
+    assert r["verdict"] == "drift" and r["direction"] == "lower_is_worse"
+    assert r["change_pct"] == pytest.approx(-40.0)
+    rise = _history([1000.0, 1010.0, 990.0, 1000.0, 1600.0], metric="throughput_msgs_per_s")
+    assert drift.detect_drift(rise, cfg).iloc[0]["verdict"] == "improved"
+
+
+def test_zero_baseline_lost_count() -> None:
+    cfg = _cfg(lost_count={"min_absolute_change": 0})
+    r = drift.detect_drift(_history([0, 0, 0, 0, 1], metric="lost_count"), cfg).iloc[0]
+    assert r["verdict"] == "drift" and bool(r["is_drift"])
+    assert pd.isna(r["change_pct"])
+    assert r["baseline_value"] == 0
+    r = drift.detect_drift(_history([0, 0, 0, 0, 0], metric="lost_count"), cfg).iloc[0]
+    assert r["verdict"] == "ok"
+    # An absolute tolerance can be configured.
+    cfg2 = _cfg(lost_count={"min_absolute_change": 2})
+    r = drift.detect_drift(_history([0, 0, 0, 0, 2], metric="lost_count"), cfg2).iloc[0]
+    assert r["verdict"] == "ok"
+
+
+def test_missing_metric_and_nulls_are_tolerated() -> None:
+    hist = _history([10.0, None, 10.0, 10.0, 10.0, 30.0])
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["baseline_runs"] == 4 and r["verdict"] == "drift"
+    # A metric the history lacks entirely produces no record; no crash.
+    assert drift.detect_drift(hist, _cfg(lost_count={})).empty
+    assert drift.detect_drift(pd.DataFrame(), _cfg()).empty
+    # Latest value null -> no record for that series.
+    assert drift.detect_drift(_history([10.0, 10.0, 10.0, None]), _cfg()).empty
+
+
+def test_emulator_runs_never_baseline_kafka_runs() -> None:
+    kafka = _history([10.0, 10.0, 10.0, 10.0, 10.0])
+    emu = _history([100.0] * 5, emulator=True)
+    emu["run_id"] = kafka["run_id"]  # same runs, different broker kind
+    hist = pd.concat([kafka, emu], ignore_index=True)
+    rec = drift.detect_drift(hist, _cfg())
+    assert set(rec["broker_is_emulator"]) == {True, False}
+    assert not rec["is_drift"].any()
+
+
+def test_failed_runs_excluded_from_baseline() -> None:
+    hist = _history([10.0, 10.0, 10.0, 500.0, 500.0, 500.0, 10.0])
+    hist["run_status"] = ["complete"] * 3 + ["failed"] * 3 + ["complete"]
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["baseline_runs"] == 3 and r["baseline_value"] == 10.0
+
+
+def test_explicit_latest_run_id() -> None:
+    hist = _history([10.0, 10.0, 10.0, 30.0, 10.0])
+    rid = hist["run_id"].iloc[3]
+    r = drift.detect_drift(hist, _cfg(), latest_run_id=rid).iloc[0]
+    assert r["run_id"] == rid and r["verdict"] == "drift"
+    assert drift.detect_drift(hist, _cfg(), latest_run_id="nope").empty
+
+
+def _write_aggregates(data_dir: Path, hist: pd.DataFrame) -> None:
+    for rid, grp in hist.groupby("run_id"):
+        d = data_dir / "aggregates" / f"run_id={rid}"
+        d.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pandas(grp.drop(columns=["run_id"]), preserve_index=False),
+                       d / "part-00000.parquet")
+        (d / "_SUCCESS").write_text("")
+
+
+def test_load_history_and_write_drift_roundtrip(tmp_path: Path) -> None:
+    assert drift.load_history(tmp_path).empty
+    hist = _history([10.0, 10.0, 10.0, 10.0, 30.0])
+    _write_aggregates(tmp_path, hist)
+    (tmp_path / "runs").mkdir()
+    rid = hist["run_id"].iloc[-1]
+    (tmp_path / "runs" / f"{rid}.json").write_text(
+        json.dumps({"run_id": rid, "status": "complete",
+                    "started_at": "2026-11-05T00:00:00+00:00"}))
+    loaded = drift.load_history(tmp_path)
+    assert len(loaded) == 5
+    assert set(loaded["run_id"]) == set(hist["run_id"])
+    assert loaded["run_started_at"].notna().sum() == 1
+    recs, path = drift.run_drift(tmp_path, config_path=REPO / "include" / "drift.yaml")
+    assert path == tmp_path / "drift" / f"run_id={rid}" / "drift.parquet"
+    assert path is not None and path.exists()
+    back = pq.read_table(path).to_pandas()
+    assert list(back.columns) == list(drift.DRIFT_COLUMNS)
+    assert back["is_drift"].tolist() == [True]
+    # A re-run replaces, never duplicates.
+    drift.write_drift(recs, tmp_path, rid)
+    assert len(pq.read_table(path).to_pandas()) == 1
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+    # Empty records still write a valid file with the schema.
+    drift.write_drift(drift.detect_drift(pd.DataFrame(), drift.DriftConfig()), tmp_path, "x")
+    assert list(pq.read_table(drift.drift_path(tmp_path, "x")).schema.names) == list(
+        drift.DRIFT_COLUMNS)
+
+
+def test_load_history_with_diverging_schemas(tmp_path: Path) -> None:
+    a = _history([10.0, 11.0])
+    b = _history([None, None])
+    b["run_id"] = ["20261201T000000Z-x1", "20261202T000000Z-x2"]
+    b["e2e_latency_ms_p99"] = pd.Series([None, None], dtype="object")  # null-typed column
+    _write_aggregates(tmp_path, a)
+    _write_aggregates(tmp_path, b)
+    loaded = drift.load_history(tmp_path)
+    assert len(loaded) == 4
+
+
+def test_records_to_dicts_is_json_safe() -> None:
+    rec = drift.detect_drift(_history([0, 0, 0, 3], metric="lost_count"), _cfg(lost_count={}))
+    d = drift.records_to_dicts(rec)
+    json.dumps(d, allow_nan=False)
+    assert d[0]["change_pct"] is None and d[0]["is_drift"] is True
