@@ -13,10 +13,11 @@ Order of work, so that bad input costs nothing and nothing measured is lost:
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,10 @@ from kafkalab.samples import (
     CellContext,
     Manifest,
     Sample,
+    atomic_write_bytes,
     cell_file,
     clear_run,
+    manifest_path,
     new_run_id,
     runtime_versions,
     to_rows,
@@ -136,8 +139,14 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
     return profiles
 
 
-def execute(req: RunRequest, progress: Progress) -> RunResult:
-    """Validate, provision, measure every cell, write samples and the manifest."""
+def _noop(_msg: str) -> None:
+    return None
+
+
+def start_run(req: RunRequest, progress: Progress = _noop) -> dict[str, Any]:
+    """Validate, check the cluster, provision topics, clear old rows of the run id and write
+    the manifest with status ``running``. Returns ``{"run_id", "cells": [...]}`` where each
+    cell is ``{"scenario", "payload", "profile"}`` (Airflow maps one task over each)."""
     from kafkalab.topics import TopicSpec, describe_topic, provision_topics
 
     profiles = validate_request(req)
@@ -149,16 +158,16 @@ def execute(req: RunRequest, progress: Progress) -> RunResult:
         check_reachable(d)
         if d.is_emulator:
             progress(f"NOTE: {d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka")
-    if needs_kafka and d is not None and req.provision:
-        specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
-                           replication_factor=p.topic.replication_factor,
-                           configs=p.topic.kafka_configs()) for p in profiles.values()]
-        for outcome in provision_topics(d, specs):
-            progress(f"topic {outcome['topic']}: {outcome['action']}")
-    if needs_kafka and d is not None:
+        if req.provision:
+            specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
+                               replication_factor=p.topic.replication_factor,
+                               configs=p.topic.kafka_configs()) for p in profiles.values()]
+            for outcome in provision_topics(d, specs):
+                progress(f"topic {outcome['topic']}: {outcome['action']}")
         _check_topic_limits(d, w, profiles, req.payloads, describe_topic)
 
     run_id = req.run_id or new_run_id()
+    req.run_id = run_id
     manifest = Manifest(
         run_id=run_id, started_at=utc_now_iso(), command=req.command,
         workload=w.model_dump(), profiles={k: v.model_dump() for k, v in profiles.items()},
@@ -166,38 +175,75 @@ def execute(req: RunRequest, progress: Progress) -> RunResult:
         cluster=public_view(d) if d is not None else {"flavor": "none"},
         versions=runtime_versions(),
     )
-    clear_run(req.data_dir, manifest.run_date, run_id)
-    manifest_path = manifest.write(req.data_dir)
-    work_dir = req.data_dir / "runs" / run_id
-    images = include_dir() / "images"
-    results: list[CellResult] = []
-    interrupted = False
-    try:
-        for prof in profiles.values():
-            for payload in req.payloads:
-                body = load_body(payload, w.encoding, images)
-                for scenario_name in req.scenarios:
-                    result = _run_cell(req, manifest, prof, payload, body, scenario_name,
-                                       work_dir, progress)
-                    results.append(result)
-                    manifest.cells.append({
-                        "scenario": scenario_name, "payload": payload, "profile": prof.name,
-                        "status": result.status, "rows": len(result.samples),
-                        "reason": result.reason,
-                    })
-                    manifest.write(req.data_dir)
-    except KeyboardInterrupt:
-        interrupted = True
-        manifest.error = "interrupted"
-    failed = [c for c in results if c.status == "failed"]
-    manifest.status = "incomplete" if (failed or interrupted) else "complete"
-    if failed and not manifest.error:
-        manifest.error = "; ".join(f"{c.scenario}/{c.payload}/{c.profile}: {c.reason}" for c in failed)
-    manifest.ended_at = utc_now_iso()
+    clear_run(req.data_dir, run_id)
+    for old in _fragments_dir(req.data_dir, run_id).glob("*.json"):
+        old.unlink()
     manifest.write(req.data_dir)
-    if interrupted:
+    cells = [{"scenario": sc, "payload": pl, "profile": pr}
+             for pr in req.profiles for pl in req.payloads for sc in req.scenarios]
+    return {"run_id": run_id, "run_date": manifest.run_date, "cells": cells}
+
+
+def _fragments_dir(data_dir: Path, run_id: str) -> Path:
+    return data_dir / "runs" / run_id / "cells"
+
+
+def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
+                 progress: Progress = _noop) -> CellResult:
+    """Measure one cell of a started run; its samples and a manifest fragment are written
+    before this returns (so a later failure loses nothing)."""
+    assert req.run_id, "start_run first"
+    manifest = Manifest.load(req.data_dir, req.run_id)
+    prof = load_profile(profile)
+    body = load_body(payload, req.workload.encoding, include_dir() / "images")
+    work_dir = req.data_dir / "runs" / req.run_id
+    result = _run_cell(req, manifest, prof, payload, body, scenario, work_dir, progress)
+    fragment = {"scenario": scenario, "payload": payload, "profile": profile,
+                "status": result.status, "rows": len(result.samples), "reason": result.reason}
+    path = _fragments_dir(req.data_dir, req.run_id) / f"{scenario}-{payload}-{profile}.json"
+    atomic_write_bytes(path, json.dumps(fragment, sort_keys=True).encode())
+    return result
+
+
+def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[str, Any]:
+    """Merge the cells' fragments into the manifest; status ``complete`` when every planned
+    cell completed or was skipped, else ``incomplete``."""
+    manifest = Manifest.load(data_dir, run_id)
+    frags = [json.loads(p.read_text()) for p in sorted(_fragments_dir(data_dir, run_id).glob("*.json"))]
+    order = {(sc, pl, pr): i for i, (pr, pl, sc) in enumerate(
+        (pr, pl, sc) for pr in manifest.profiles for pl in manifest.payloads for sc in manifest.scenarios)}
+    frags.sort(key=lambda f: order.get((f["scenario"], f["payload"], f["profile"]), 1 << 30))
+    manifest.cells = frags
+    planned = len(order)
+    failed = [f for f in frags if f["status"] == "failed"]
+    manifest.status = "complete" if (len(frags) == planned and not failed and not error) else "incomplete"
+    problems = [f"{f['scenario']}/{f['payload']}/{f['profile']}: {f['reason']}" for f in failed]
+    if len(frags) < planned:
+        problems.append(f"{planned - len(frags)} of {planned} cells were not measured")
+    if error:
+        problems.insert(0, error)
+    manifest.error = "; ".join(problems) or None
+    manifest.ended_at = utc_now_iso()
+    manifest.write(data_dir)
+    return asdict(manifest)
+
+
+def execute(req: RunRequest, progress: Progress) -> RunResult:
+    """The CLI's run: start, every cell in order, finish."""
+    plan = start_run(req, progress)
+    run_id = plan["run_id"]
+    results: list[CellResult] = []
+    error = None
+    try:
+        for cell in plan["cells"]:
+            results.append(measure_cell(req, cell["scenario"], cell["payload"], cell["profile"], progress))
+    except KeyboardInterrupt:
+        error = "interrupted"
+    manifest = finish_run(req.data_dir, run_id, error)
+    if error:
         raise KeyboardInterrupt
-    return RunResult(run_id=run_id, status=manifest.status, manifest_path=manifest_path, cells=results)
+    return RunResult(run_id=run_id, status=manifest["status"],
+                     manifest_path=manifest_path(req.data_dir, run_id), cells=results)
 
 
 def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, Profile],

@@ -133,7 +133,8 @@ def to_rows(ctx: CellContext, samples: Iterable[Sample]) -> list[dict[str, Any]]
     return rows
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary name in the same folder, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
@@ -153,7 +154,7 @@ def write_cell(path: Path, rows: list[dict[str, Any]]) -> Path:
     table = pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    _atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
     return path
 
 
@@ -173,10 +174,10 @@ def read_samples(data_dir: Path, run_id: str | None = None) -> pa.Table:
     return dataset.to_table(filter=filt)
 
 
-def clear_run(data_dir: Path, run_date: str, run_id: str) -> None:
-    """Remove a run's samples before it is re-run from scratch (so rows never duplicate)."""
-    folder = data_dir / "samples" / f"run_date={run_date}" / f"run_id={run_id}"
-    if folder.exists():
+def clear_run(data_dir: Path, run_id: str) -> None:
+    """Remove a run's samples (under any date) before it is re-run from scratch, so rows
+    never duplicate."""
+    for folder in (data_dir / "samples").glob(f"run_date=*/run_id={run_id}"):
         for f in folder.glob("*.parquet"):
             f.unlink()
 
@@ -206,10 +207,21 @@ class Manifest:
     def run_date(self) -> str:
         return self.started_at[:10]
 
+    @classmethod
+    def load(cls, data_dir: Path, run_id: str) -> Manifest:
+        """Read a run's manifest back."""
+        from kafkalab.errors import RunError
+
+        path = manifest_path(data_dir, run_id)
+        if not path.exists():
+            raise RunError(f"no run {run_id} in {data_dir} (no {path.name})")
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in json.loads(path.read_text()).items() if k in known})
+
     def write(self, data_dir: Path) -> Path:
         path = manifest_path(data_dir, self.run_id)
         data = json.dumps(asdict(self), indent=2, sort_keys=True, default=str).encode()
-        _atomic_write_bytes(path, data + b"\n")
+        atomic_write_bytes(path, data + b"\n")
         return path
 
 

@@ -130,7 +130,9 @@ def _wait_for_leaders(
             leaderless = [p for p, pm in parts.items() if pm.leader < 0]
             if len(parts) >= partitions and not leaderless:
                 return
-            last = f"{len(parts)} of {partitions} partitions known, leaderless: {sorted(leaderless)}"
+            last = (
+                f"{len(parts)} of {partitions} partitions known, leaderless: {sorted(leaderless)}"
+            )
         if remaining <= 0:
             raise ClusterError(
                 f"topic {name} on {descriptor.bootstrap_servers} has no leader for every "
@@ -218,7 +220,9 @@ _HEADER_RE = re.compile(
 )
 
 
-def _legacy_describe_all(descriptor: ClusterDescriptor, timeout_s: float) -> dict[str, dict[str, Any]]:
+def _legacy_describe_all(
+    descriptor: ClusterDescriptor, timeout_s: float
+) -> dict[str, dict[str, Any]]:
     out = _topic_command(descriptor, ["--describe"], timeout_s)
     topics: dict[str, dict[str, Any]] = {}
     for line in out.splitlines():
@@ -262,7 +266,9 @@ def _provision_legacy(
             ]
             for k, v in s.configs.items():
                 args += ["--config", f"{k}={v}"]
-            progress(f"creating topic {s.name} ({s.partitions} partitions, rf={s.replication_factor})")
+            progress(
+                f"creating topic {s.name} ({s.partitions} partitions, rf={s.replication_factor})"
+            )
             _topic_command(descriptor, args, timeout_s)
             results.append(
                 {
@@ -287,7 +293,13 @@ def _provision_legacy(
                 progress(f"adding partitions to {s.name}: {cur['partitions']} -> {s.partitions}")
                 _topic_command(
                     descriptor,
-                    ["--alter", "--topic", _literal_topic_regex(s.name), "--partitions", str(s.partitions)],
+                    [
+                        "--alter",
+                        "--topic",
+                        _literal_topic_regex(s.name),
+                        "--partitions",
+                        str(s.partitions),
+                    ],
                     timeout_s,
                 )
                 changes.append(f"partitions: {cur['partitions']} -> {s.partitions}")
@@ -341,7 +353,9 @@ def _modern_configs(admin: Any, name: str, timeout_s: float) -> dict[str, Any]:
     return _result(next(iter(futs.values())), f"describe_configs({name})", timeout_s)
 
 
-def _modern_alter(admin: Any, name: str, changes: dict[str, str], entries: dict[str, Any], timeout_s: float) -> None:
+def _modern_alter(
+    admin: Any, name: str, changes: dict[str, str], entries: dict[str, Any], timeout_s: float
+) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import (
         AlterConfigOpType,
@@ -355,7 +369,8 @@ def _modern_alter(admin: Any, name: str, changes: dict[str, str], entries: dict[
         ResourceType.TOPIC,
         name,
         incremental_configs=[
-            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in changes.items()
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in changes.items()
         ],
     )
     try:
@@ -364,7 +379,11 @@ def _modern_alter(admin: Any, name: str, changes: dict[str, str], entries: dict[
         return
     except KafkaException as exc:
         err = exc.args[0]
-        if err.code() not in (err.UNSUPPORTED_VERSION, err._UNSUPPORTED_FEATURE, err.INVALID_REQUEST):
+        if err.code() not in (
+            err.UNSUPPORTED_VERSION,
+            err._UNSUPPORTED_FEATURE,
+            err.INVALID_REQUEST,
+        ):
             raise ClusterError(f"altering configs of topic {name} failed: {err.str()}") from None
     # fallback: AlterConfigs replaces the whole set: keep the topic's other overrides
     keep = {
@@ -373,7 +392,9 @@ def _modern_alter(admin: Any, name: str, changes: dict[str, str], entries: dict[
         if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and e.value is not None
     }
     keep.update(changes)
-    futs = admin.alter_configs([ConfigResource(ResourceType.TOPIC, name, set_config=keep)], request_timeout=timeout_s)
+    futs = admin.alter_configs(
+        [ConfigResource(ResourceType.TOPIC, name, set_config=keep)], request_timeout=timeout_s
+    )
     _result(next(iter(futs.values())), f"alter_configs({name})", timeout_s)
 
 
@@ -389,9 +410,18 @@ def _provision_modern(
         tm = _topic_metadata(admin, s.name, timeout=timeout_s)
         created = False
         if tm is None:
-            progress(f"creating topic {s.name} ({s.partitions} partitions, rf={s.replication_factor})")
+            progress(
+                f"creating topic {s.name} ({s.partitions} partitions, rf={s.replication_factor})"
+            )
             futs = admin.create_topics(
-                [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor, config=dict(s.configs))],
+                [
+                    NewTopic(
+                        s.name,
+                        num_partitions=s.partitions,
+                        replication_factor=s.replication_factor,
+                        config=dict(s.configs),
+                    )
+                ],
                 operation_timeout=timeout_s,
                 request_timeout=timeout_s,
             )
@@ -491,7 +521,9 @@ def provision_topics(
     return _provision_modern(descriptor, spec_list, timeout_s, progress)
 
 
-def describe_topic(descriptor: ClusterDescriptor, name: str, timeout_s: float = 30) -> dict[str, Any]:
+def describe_topic(
+    descriptor: ClusterDescriptor, name: str, timeout_s: float = 30
+) -> dict[str, Any]:
     """Partitions, replication factor, configs and the effective max message size of a topic.
 
     ``configs``: on modern clusters every effective config; on 0.9 only the topic's
@@ -547,9 +579,13 @@ def delete_topics(
             results.append({"topic": name, "action": "absent"})
             continue
         if descriptor.is_legacy:
-            _topic_command(descriptor, ["--delete", "--topic", _literal_topic_regex(name)], timeout_s)
+            _topic_command(
+                descriptor, ["--delete", "--topic", _literal_topic_regex(name)], timeout_s
+            )
         else:
-            futs = admin.delete_topics([name], operation_timeout=timeout_s, request_timeout=timeout_s)
+            futs = admin.delete_topics(
+                [name], operation_timeout=timeout_s, request_timeout=timeout_s
+            )
             _result(futs[name], f"delete_topics({name})", timeout_s)
         deadline = time.monotonic() + timeout_s
         while _topic_metadata(admin, name, timeout=5) is not None:

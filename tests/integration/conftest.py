@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
 from kafkalab.cluster.distribution import NPM_TARBALL
 
@@ -36,10 +35,14 @@ def prepare_lab(lab: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def kafka09_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ClusterDescriptor]]:
+def kafka09_lab(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, ClusterDescriptor]]:
     lab = prepare_lab(tmp_path_factory.mktemp("lab-kafka09"))
     try:
-        d = cluster_up("kafka09", 1, lab_dir=lab, base_port=KAFKA09_BROKER_PORT, zk_port=KAFKA09_ZK_PORT)
+        d = cluster_up(
+            "kafka09", 1, lab_dir=lab, base_port=KAFKA09_BROKER_PORT, zk_port=KAFKA09_ZK_PORT
+        )
         yield lab, d
     finally:
         cluster_down(lab)

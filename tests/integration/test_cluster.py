@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
-
 from kafkalab.cluster import (
     ClusterDescriptor,
     cluster_down,
@@ -91,11 +90,17 @@ def test_descriptor_file_written(kafka09_lab: tuple[Path, ClusterDescriptor]) ->
     assert (lab / "cluster" / "logs" / "broker0" / "server.log").is_file()
 
 
-def test_lifecycle_up_noop_conflict_down(tmp_path: Path, make_lab: Any, kafka09_lab: tuple[Path, ClusterDescriptor]) -> None:
+def test_lifecycle_up_noop_conflict_down(
+    tmp_path: Path, make_lab: Any, kafka09_lab: tuple[Path, ClusterDescriptor]
+) -> None:
     lab = make_lab(tmp_path / "lab")
     msgs: list[str] = []
     d = cluster_up(
-        "kafka09", 1, lab_dir=lab, base_port=LIFECYCLE_BROKER_PORT, zk_port=LIFECYCLE_ZK_PORT,
+        "kafka09",
+        1,
+        lab_dir=lab,
+        base_port=LIFECYCLE_BROKER_PORT,
+        zk_port=LIFECYCLE_ZK_PORT,
         progress=msgs.append,
     )
     try:
@@ -116,7 +121,10 @@ def test_lifecycle_up_noop_conflict_down(tmp_path: Path, make_lab: Any, kafka09_
         assert any("already up" in m for m in msgs)
 
         # another topology: refused, nothing touched
-        with pytest.raises(ClusterError, match=r"a kafka09 cluster with 1 broker is already up; run `kafkalab cluster down` first"):
+        with pytest.raises(
+            ClusterError,
+            match=r"a kafka09 cluster with 1 broker is already up; run `kafkalab cluster down` first",
+        ):
             cluster_up("kafka09", 3, lab_dir=lab)
         with pytest.raises(ClusterError, match="already up"):
             cluster_up("noida", 1, lab_dir=lab)
@@ -148,9 +156,23 @@ def test_stale_state_is_cleaned_and_up_works(tmp_path: Path) -> None:
         "zookeeper_port": 1,
         "processes": [
             # dead pid
-            {"role": "zookeeper", "id": None, "pid": dead.pid, "port": 1, "marker": "/nowhere/zk.properties", "log": "x"},
+            {
+                "role": "zookeeper",
+                "id": None,
+                "pid": dead.pid,
+                "port": 1,
+                "marker": "/nowhere/zk.properties",
+                "log": "x",
+            },
             # pid reused by another program (this very test process): must not be killed
-            {"role": "broker", "id": 0, "pid": os.getpid(), "port": 2, "marker": "/nowhere/server0.properties", "log": "x"},
+            {
+                "role": "broker",
+                "id": 0,
+                "pid": os.getpid(),
+                "port": 2,
+                "marker": "/nowhere/server0.properties",
+                "log": "x",
+            },
         ],
     }
     (lab / "cluster").mkdir(parents=True)

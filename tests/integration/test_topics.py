@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-
 from kafkalab.cluster import (
     ClusterDescriptor,
     cluster_down,
@@ -32,8 +31,14 @@ def _roundtrip(d: ClusterDescriptor, topic: str, payload: bytes) -> None:
     p = Producer({**conf, "acks": "all", "message.max.bytes": 16000000})
     p.produce(topic, payload, partition=0)
     assert p.flush(15) == 0
-    c = Consumer({**conf, "group.id": "t-" + uuid.uuid4().hex[:6], "enable.auto.commit": False,
-                  "fetch.message.max.bytes": 16000000})
+    c = Consumer(
+        {
+            **conf,
+            "group.id": "t-" + uuid.uuid4().hex[:6],
+            "enable.auto.commit": False,
+            "fetch.message.max.bytes": 16000000,
+        }
+    )
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         deadline = time.monotonic() + 15
@@ -51,13 +56,17 @@ def _roundtrip(d: ClusterDescriptor, topic: str, payload: bytes) -> None:
 def test_provision_idempotent(flavor: str, request: pytest.FixtureRequest) -> None:
     d: ClusterDescriptor = request.getfixturevalue(f"{flavor}_cluster")
     name = f"lat.{flavor}-{uuid.uuid4().hex[:6]}"
-    spec = TopicSpec(name=name, partitions=1, replication_factor=1, configs={"max.message.bytes": 2000000})
+    spec = TopicSpec(
+        name=name, partitions=1, replication_factor=1, configs={"max.message.bytes": 2000000}
+    )
 
     r = provision_topics(d, [spec])
     assert r == [{"topic": name, "action": "created", "detail": r[0]["detail"]}]
     assert provision_topics(d, [spec])[0]["action"] == "exists"
 
-    changed = TopicSpec(name=name, partitions=2, replication_factor=1, configs={"max.message.bytes": 3000000})
+    changed = TopicSpec(
+        name=name, partitions=2, replication_factor=1, configs={"max.message.bytes": 3000000}
+    )
     r = provision_topics(d, [changed])
     assert r[0]["action"] == "altered"
     assert "max.message.bytes: 2000000 -> 3000000" in r[0]["detail"]
@@ -75,7 +84,7 @@ def test_provision_idempotent(flavor: str, request: pytest.FixtureRequest) -> No
 
     with pytest.raises(ConfigError, match="cannot reduce partitions"):
         provision_topics(d, [TopicSpec(name=name, partitions=1)])
-    with pytest.raises(ConfigError, match="replication.factor=2 .* but the cluster has 1 broker"):
+    with pytest.raises(ConfigError, match=r"replication\.factor=2 .* but the cluster has 1 broker"):
         provision_topics(d, [TopicSpec(name=name + "-rf", replication_factor=2)])
     with pytest.raises(ClusterError, match="does not exist"):
         describe_topic(d, name + "-rf")
@@ -85,23 +94,33 @@ def test_provision_idempotent(flavor: str, request: pytest.FixtureRequest) -> No
 
 def test_rf_refused_before_sending(kafka09_cluster: ClusterDescriptor) -> None:
     # an unreachable cluster with 1 declared broker: the check fires before any I/O
-    d = kafka09_cluster.model_copy(update={"bootstrap_servers": "127.0.0.1:1", "zookeeper": "127.0.0.1:1"})
-    with pytest.raises(ConfigError, match=r"profile asks for replication.factor=3 .*but the cluster has 1 broker"):
+    d = kafka09_cluster.model_copy(
+        update={"bootstrap_servers": "127.0.0.1:1", "zookeeper": "127.0.0.1:1"}
+    )
+    with pytest.raises(
+        ConfigError, match=r"profile asks for replication.factor=3 .*but the cluster has 1 broker"
+    ):
         provision_topics(d, [TopicSpec(name="x", replication_factor=3)])
 
 
 def test_legacy_without_zookeeper_is_explained(kafka09_cluster: ClusterDescriptor) -> None:
     d = ClusterDescriptor(
-        name="ext", flavor="external", protocol="legacy-0.9", version="0.9.0.1",
-        bootstrap_servers=kafka09_cluster.bootstrap_servers, broker_count=1,
+        name="ext",
+        flavor="external",
+        protocol="legacy-0.9",
+        version="0.9.0.1",
+        bootstrap_servers=kafka09_cluster.bootstrap_servers,
+        broker_count=1,
     )
     with pytest.raises(ClusterError, match="needs `zookeeper` and `kafka_home`"):
         provision_topics(d, [TopicSpec(name="lat.ext")])
 
 
 def test_unknown_topic_config_is_a_config_error(kafka09_cluster: ClusterDescriptor) -> None:
-    with pytest.raises(ConfigError, match="no.such.setting"):
-        provision_topics(kafka09_cluster, [TopicSpec(name="lat.badcfg", configs={"no.such.setting": "1"})])
+    with pytest.raises(ConfigError, match=r"no\.such\.setting"):
+        provision_topics(
+            kafka09_cluster, [TopicSpec(name="lat.badcfg", configs={"no.such.setting": "1"})]
+        )
 
 
 def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
@@ -112,8 +131,12 @@ def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
     try:
         assert d.broker_count == 3 and len(d.servers) == 3
         assert startup < 60
-        spec = TopicSpec(name="lat.rf3", partitions=1, replication_factor=3,
-                         configs={"min.insync.replicas": "2", "max.message.bytes": "10485760"})
+        spec = TopicSpec(
+            name="lat.rf3",
+            partitions=1,
+            replication_factor=3,
+            configs={"min.insync.replicas": "2", "max.message.bytes": "10485760"},
+        )
         assert provision_topics(d, [spec])[0]["action"] == "created"
         assert provision_topics(d, [spec])[0]["action"] == "exists"
         info = describe_topic(d, "lat.rf3")

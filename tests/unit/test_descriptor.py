@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from kafkalab import paths
 from kafkalab.cluster.descriptor import (
     ClusterDescriptor,
@@ -79,7 +78,9 @@ def test_invalid_values_name_the_key(tmp_path: Path) -> None:
     p.write_text(DOC_YAML.replace("flavor: kafka09", "flavor: kafka4"))
     with pytest.raises(ConfigError, match=r"key 'flavor'"):
         load_descriptor(p)
-    p.write_text(DOC_YAML.replace("bootstrap_servers: 127.0.0.1:19092,", "bootstrap_servers: nohost,"))
+    p.write_text(
+        DOC_YAML.replace("bootstrap_servers: 127.0.0.1:19092,", "bootstrap_servers: nohost,")
+    )
     with pytest.raises(ConfigError, match=r"key 'bootstrap_servers'"):
         load_descriptor(p)
     p.write_text("name: x\n")
@@ -99,7 +100,11 @@ def test_bad_yaml(tmp_path: Path) -> None:
 
 def test_inline_secret_refused_without_echo(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
-    p.write_text(DOC_YAML.replace("  sasl.username: lab\n", f"  sasl.username: lab\n  sasl.password: {SECRET}\n"))
+    p.write_text(
+        DOC_YAML.replace(
+            "  sasl.username: lab\n", f"  sasl.username: lab\n  sasl.password: {SECRET}\n"
+        )
+    )
     with pytest.raises(ConfigError) as ei:
         load_descriptor(p)
     assert "sasl.password" in str(ei.value) and "secret_env" in str(ei.value)
@@ -113,7 +118,9 @@ def test_save_roundtrip_atomic(tmp_path: Path, doc_descriptor: ClusterDescriptor
     assert [p.name for p in out.parent.iterdir()] == ["cluster.yaml"]  # no temp leftovers
 
 
-def test_librdkafka_config_legacy_and_secrets(monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor) -> None:
+def test_librdkafka_config_legacy_and_secrets(
+    monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor
+) -> None:
     monkeypatch.setenv("KAFKALAB_SASL_PASSWORD", SECRET)
     conf = librdkafka_config(doc_descriptor)
     assert conf["bootstrap.servers"] == doc_descriptor.bootstrap_servers
@@ -123,7 +130,9 @@ def test_librdkafka_config_legacy_and_secrets(monkeypatch: pytest.MonkeyPatch, d
     assert conf["sasl.password"] == SECRET
 
 
-def test_missing_secret_env_names_variable(monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor) -> None:
+def test_missing_secret_env_names_variable(
+    monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor
+) -> None:
     monkeypatch.delenv("KAFKALAB_SASL_PASSWORD", raising=False)
     with pytest.raises(ConfigError, match="environment variable KAFKALAB_SASL_PASSWORD is not set"):
         librdkafka_config(doc_descriptor)
@@ -132,8 +141,14 @@ def test_missing_secret_env_names_variable(monkeypatch: pytest.MonkeyPatch, doc_
 
 
 def test_modern_has_no_legacy_settings() -> None:
-    d = ClusterDescriptor(flavor="noida", protocol="modern", version="noida-db 0.2.3",
-                          is_emulator=True, bootstrap_servers="127.0.0.1:19192", broker_count=1)
+    d = ClusterDescriptor(
+        flavor="noida",
+        protocol="modern",
+        version="noida-db 0.2.3",
+        is_emulator=True,
+        bootstrap_servers="127.0.0.1:19192",
+        broker_count=1,
+    )
     assert librdkafka_config(d) == {"bootstrap.servers": "127.0.0.1:19192"}
     assert kafka_python_config(d) == {"bootstrap_servers": ["127.0.0.1:19192"]}
 
@@ -141,32 +156,52 @@ def test_modern_has_no_legacy_settings() -> None:
 def test_kafka_python_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PW", SECRET)
     d = ClusterDescriptor(
-        flavor="external", protocol="modern", bootstrap_servers="b1:9093,b2:9093", broker_count=2,
-        client_properties={"security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
-                           "sasl.username": "u", "ssl.ca.location": "/ca.pem",
-                           "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
-                           "ssl.endpoint.identification.algorithm": "none"},
+        flavor="external",
+        protocol="modern",
+        bootstrap_servers="b1:9093,b2:9093",
+        broker_count=2,
+        client_properties={
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "ssl.ca.location": "/ca.pem",
+            "ssl.certificate.location": "/c.pem",
+            "ssl.key.location": "/k.pem",
+            "ssl.endpoint.identification.algorithm": "none",
+        },
         secret_env={"sasl.password": "PW"},
     )
     kp = kafka_python_config(d)
     assert kp == {
-        "bootstrap_servers": ["b1:9093", "b2:9093"], "security_protocol": "SASL_SSL",
-        "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "u", "sasl_plain_password": SECRET,
-        "ssl_cafile": "/ca.pem", "ssl_certfile": "/c.pem", "ssl_keyfile": "/k.pem",
+        "bootstrap_servers": ["b1:9093", "b2:9093"],
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "u",
+        "sasl_plain_password": SECRET,
+        "ssl_cafile": "/ca.pem",
+        "ssl_certfile": "/c.pem",
+        "ssl_keyfile": "/k.pem",
         "ssl_check_hostname": False,
     }
     legacy = d.model_copy(update={"protocol": "legacy-0.9"})
     assert kafka_python_config(legacy)["api_version"] == (0, 9)
 
 
-def test_public_view_and_repr_never_leak(monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor) -> None:
+def test_public_view_and_repr_never_leak(
+    monkeypatch: pytest.MonkeyPatch, doc_descriptor: ClusterDescriptor
+) -> None:
     monkeypatch.setenv("KAFKALAB_SASL_PASSWORD", SECRET)
     librdkafka_config(doc_descriptor)  # reading the secret does not store it
     view = public_view(doc_descriptor)
     assert view["secret_env"] == {"sasl.password": "KAFKALAB_SASL_PASSWORD"}
     for k in ("flavor", "bootstrap_servers", "protocol", "version", "is_emulator"):
         assert k in view
-    for text in (str(view), repr(doc_descriptor), str(doc_descriptor), doc_descriptor.model_dump_json()):
+    for text in (
+        str(view),
+        repr(doc_descriptor),
+        str(doc_descriptor),
+        doc_descriptor.model_dump_json(),
+    ):
         assert SECRET not in text
 
 
@@ -174,9 +209,14 @@ def test_jvm_classpath_filters(tmp_path: Path) -> None:
     libs = tmp_path / "libs"
     libs.mkdir()
     keep = ["kafka_2.11-0.9.0.1.jar", "zookeeper-3.4.6.jar", "kafka-clients-0.9.0.1.jar"]
-    drop = ["kafka_2.11-0.9.0.1-javadoc.jar", "kafka_2.11-0.9.0.1-scaladoc.jar",
-            "kafka_2.11-0.9.0.1-sources.jar", "kafka_2.11-0.9.0.1-test.jar",
-            "kafka_2.11-0.9.0.1.jar.asc", "README"]
+    drop = [
+        "kafka_2.11-0.9.0.1-javadoc.jar",
+        "kafka_2.11-0.9.0.1-scaladoc.jar",
+        "kafka_2.11-0.9.0.1-sources.jar",
+        "kafka_2.11-0.9.0.1-test.jar",
+        "kafka_2.11-0.9.0.1.jar.asc",
+        "README",
+    ]
     for n in keep + drop:
         (libs / n).write_text("")
     cp = jvm_classpath(tmp_path).split(os.pathsep)

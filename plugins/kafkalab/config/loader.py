@@ -64,7 +64,7 @@ def parse_model(model: type[M], data: dict[str, Any], source: str) -> M:
 
 def _named_yaml(kind: str, name_or_path: str) -> Path:
     candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") or candidate.exists():
+    if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
         return candidate
     path = include_dir() / kind / f"{name_or_path}.yaml"
     if not path.exists():

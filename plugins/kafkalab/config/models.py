@@ -37,10 +37,10 @@ class ProducerSettings(_Strict):
     @classmethod
     def _acks_as_text(cls, value: object) -> object:
         # YAML reads `acks: 1` as an int and `acks: all` as text; accept both, store text.
+        if value in (-1, "-1"):
+            return "all"
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        if value == -1 or value == "-1":
-            return "all"
         return value
 
 

@@ -1,0 +1,188 @@
+"""`kafkalab run` end to end against the real embedded brokers and a real HTTP server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
+from kafkalab.samples import SAMPLE_SCHEMA, read_manifest, read_samples
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
+
+
+def kafkalab(*args: str, env_extra: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([*KAFKALAB, *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def kafka09_file(kafka09_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("desc") / "kafka09.yaml"
+    save_descriptor(kafka09_cluster, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def noida_file(noida_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("desc") / "noida.yaml"
+    save_descriptor(noida_cluster, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def full_run(kafka09_file: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    data = tmp_path_factory.mktemp("data")
+    proc = kafkalab("run", "--scenario", "rest,kafka-python,confluent-kafka,jvm-e2e",
+                    "--payload", "1kb,1mb", "--profile", "latency", "--messages", "8", "--warmup", "2",
+                    "--run-id", "itest-run", "--cluster", str(kafka09_file), "--data-dir", str(data))
+    return proc, data
+
+
+def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, data = full_run
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for scenario in ("rest", "kafka-python", "confluent-kafka", "jvm-e2e"):
+        assert scenario in proc.stdout
+    assert "p50 ms" in proc.stdout and "1st sub ms" in proc.stdout
+    assert "[confluent-kafka 1mb latency]" in proc.stderr  # progress while it runs
+    table = read_samples(data, "itest-run")
+    assert set(SAMPLE_SCHEMA.names) <= set(table.column_names)
+    rows = table.to_pylist()
+    msgs = [r for r in rows if r["sample_kind"] == "message"]
+    for scenario in ("rest", "kafka-python", "confluent-kafka"):
+        for payload in ("1kb", "1mb"):
+            cell = [r for r in msgs if r["scenario"] == scenario and r["payload"] == payload]
+            assert len(cell) == 10, (scenario, payload)
+            assert sum(r["is_warmup"] for r in cell) == 2
+            assert all(r["status"] == "ok" for r in cell)
+            assert all(r["e2e_latency_ms"] > 0 for r in cell)
+            assert all(r["broker_is_emulator"] is False for r in cell)
+            assert sorted(r["seq"] for r in cell) == list(range(10))
+    kafka_msgs = [r for r in msgs if r["scenario"] != "rest"]
+    assert all(r["publish_latency_ms"] is not None and r["publish_latency_ms"] > 0 for r in kafka_msgs)
+    assert all(r["offset"] is not None and r["topic"] == "klab-seed000-latency" for r in kafka_msgs)
+    assert all(r["cluster_flavor"] == "kafka09" and r["broker_version"] == "0.9.0.1" for r in kafka_msgs)
+    rest = [r for r in msgs if r["scenario"] == "rest"]
+    assert all(r["round_trip_ms"] >= r["e2e_latency_ms"] for r in rest)
+    assert all(r["cluster_flavor"] == "http" for r in rest)
+    # payload bytes on the wire: 32-byte stamp header + body (base64 of the 1 MB JPEG)
+    assert {r["payload_bytes"] for r in msgs if r["payload"] == "1kb"} == {1024 + 32}
+
+
+def test_first_message_delay_in_both_modes(full_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, data = full_run
+    rows = [r for r in read_samples(data, "itest-run").to_pylist() if r["sample_kind"] == "first_message"]
+    for client in ("kafka-python", "confluent-kafka"):
+        modes = {r["consumer_mode"]: r for r in rows if r["scenario"] == client and r["payload"] == "1kb"}
+        assert set(modes) == {"subscribe", "assign"}
+        for r in modes.values():
+            assert r["status"] == "ok"
+            assert 0 <= r["assign_delay_ms"] <= r["first_record_delay_ms"]
+            assert r["e2e_latency_ms"] is None  # never mixed into per-message latencies
+
+
+def test_jvm_tool_results_are_parsed(full_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, data = full_run
+    rows = [r for r in read_samples(data, "itest-run").to_pylist() if r["scenario"] == "jvm-e2e"]
+    stats = {(r["payload"], r["statistic"]): r for r in rows}
+    assert {s for _, s in stats} == {"avg", "p50", "p99", "p99.9"}
+    for payload in ("1kb", "1mb"):
+        assert stats[(payload, "p50")]["e2e_latency_ms"] <= stats[(payload, "p99")]["e2e_latency_ms"]
+        assert stats[(payload, "p50")]["latency_resolution_ms"] == 1.0
+        assert stats[(payload, "avg")]["e2e_latency_ms"] > 0
+    assert all(r["sample_kind"] == "tool_summary" for r in rows)
+
+
+def test_manifest_and_rerun_never_duplicates(full_run: tuple[subprocess.CompletedProcess[str], Path],
+                                             kafka09_file: Path) -> None:
+    _, data = full_run
+    m = read_manifest(data, "itest-run")
+    assert m["status"] == "complete" and m["schema_version"] == 1
+    assert m["cluster"]["flavor"] == "kafka09" and m["versions"]["confluent-kafka"]
+    assert len(m["cells"]) == 8 and all(c["status"] == "complete" for c in m["cells"])
+    before = read_samples(data, "itest-run").num_rows
+    # re-run one cell under the same run id: its rows replace the old ones
+    proc = kafkalab("run", "--scenario", "rest", "--payload", "1kb", "--messages", "8", "--warmup", "2",
+                    "--run-id", "itest-run", "--data-dir", str(data))
+    assert proc.returncode == 0, proc.stderr
+    after = read_samples(data, "itest-run")
+    assert after.num_rows == 10  # the run id was re-run from scratch: only the new cell remains
+    assert after.num_rows < before
+    files = list((data / "samples").rglob("*.parquet"))
+    assert all(pq.read_schema(f).names == SAMPLE_SCHEMA.names for f in files)
+
+
+def test_profile_needing_three_brokers_is_refused_before_sending(kafka09_file: Path, tmp_path: Path) -> None:
+    proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--profile", "durability",
+                    "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "kafkalab: error: profile durability asks for replication.factor=3 but the cluster has "
+        "1 broker(s); start 3 with `kafkalab cluster up --brokers 3`"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_payload_larger_than_max_message_bytes_is_refused(kafka09_file: Path, tmp_path: Path) -> None:
+    prof = tmp_path / "tiny.yaml"
+    prof.write_text("name: tiny\ngoal: latency\ntopic: {max_message_bytes: 100000}\n")
+    proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1mb", "--profile", str(prof),
+                    "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert "max.message.bytes=100000" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_unreachable_broker_names_the_address(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the block ends: nobody listens there
+    desc = tmp_path / "gone.yaml"
+    desc.write_text(f"name: gone\nflavor: external\nprotocol: modern\nbootstrap_servers: 127.0.0.1:{port}\n"
+                    "broker_count: 1\n")
+    proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--cluster", str(desc),
+                    "--data-dir", str(tmp_path))
+    assert proc.returncode == 3
+    assert f"cannot reach Kafka at 127.0.0.1:{port}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_taken_http_port_fails_that_cell_and_keeps_the_rest(kafka09_file: Path, tmp_path: Path) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        proc = kafkalab("run", "--scenario", "confluent-kafka,rest", "--payload", "1kb", "--messages", "3",
+                        "--warmup", "0", "--http-port", str(port), "--run-id", "half",
+                        "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 4
+    assert f"port {port} on 127.0.0.1 is already in use" in proc.stdout + proc.stderr
+    m = read_manifest(tmp_path, "half")
+    assert m["status"] == "incomplete"
+    assert {c["scenario"]: c["status"] for c in m["cells"]} == {"confluent-kafka": "complete", "rest": "failed"}
+    kept = read_samples(tmp_path, "half").to_pylist()
+    assert {r["scenario"] for r in kept} == {"confluent-kafka"}  # what was measured is kept
+
+
+def test_noida_run_is_labelled_emulator(noida_file: Path, tmp_path: Path) -> None:
+    proc = kafkalab("run", "--scenario", "confluent-kafka,kafka-python,jvm-e2e", "--payload", "1kb",
+                    "--messages", "5", "--warmup", "1", "--run-id", "emu",
+                    "--cluster", str(noida_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "EMULATOR" in proc.stdout and "EMULATOR" in proc.stderr
+    rows = read_samples(tmp_path, "emu").to_pylist()
+    assert rows and all(r["broker_is_emulator"] for r in rows)
+    assert {r["scenario"] for r in rows} == {"confluent-kafka", "kafka-python"}
+    m = read_manifest(tmp_path, "emu")
+    assert m["cluster"]["is_emulator"] is True
+    assert [c for c in m["cells"] if c["scenario"] == "jvm-e2e"][0]["status"] == "skipped"

@@ -1,0 +1,85 @@
+"""The CLI: complete help, and one clear line plus a non-zero exit for every user error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, **(env or {})}, timeout=120)
+
+
+@pytest.mark.parametrize("argv", [[], ["cluster"], ["cluster", "up"], ["cluster", "status"],
+                                  ["cluster", "down"], ["topics"], ["topics", "provision"], ["run"]])
+def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args([*argv, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: kafkalab")
+    # every option and sub-command carries a help text (argparse prints it after the name)
+    parser = build_parser()
+    for action in parser._actions:
+        assert action.help, action
+
+
+def test_run_help_lists_scenarios_payloads_profiles(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    out = capsys.readouterr().out
+    for word in ("rest", "kafka-python", "confluent-kafka", "jvm-e2e", "10mb", "durability", "--messages"):
+        assert word in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "--scenario", "grpc", "--payload", "1kb"], "unknown scenario 'grpc'"),
+        (["run", "--scenario", "rest", "--profile", "warp", "--payload", "1kb"], "unknown profile 'warp'"),
+        (["run", "--scenario", "rest", "--payload", "2mb"], "unknown payload '2mb'"),
+        (["run", "--scenario", "rest", "--payload", "1kb", "--messages", "0"], "--messages must be at least 1"),
+        (["run", "--workload", "no-such-workload"], "unknown workload 'no-such-workload'"),
+        (["run", "--frobnicate"], "unrecognized arguments"),
+        (["cluster", "up", "--brokers", "2"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line(args: list[str], expected: str, tmp_path: Path) -> None:
+    proc = run_cli(*args, "--data-dir", str(tmp_path)) if args[0] == "run" and "--frobnicate" not in args else run_cli(*args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "samples").exists()
+
+
+def test_malformed_workload_yaml_names_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: w\npayloads: [1kb\n")
+    proc = run_cli("run", "--workload", str(bad), "--data-dir", str(tmp_path))
+    assert proc.returncode == 2
+    assert "malformed YAML" in proc.stderr and str(bad) in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_workload_key_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: w\nmessages: many\n")
+    proc = run_cli("run", "--workload", str(bad), "--data-dir", str(tmp_path))
+    assert proc.returncode == 2 and "messages:" in proc.stderr
+
+
+def test_cluster_not_up_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--data-dir", str(tmp_path),
+                   env={"KAFKALAB_HOME": str(tmp_path / "empty-lab")})
+    assert proc.returncode == 3
+    assert "cluster not up" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
