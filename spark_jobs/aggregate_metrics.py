@@ -92,27 +92,34 @@ def _count_if(cond: Column) -> Column:
     return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
 
 
-def _exact_percentiles(
-    stats: DataFrame, value_col: str, percentiles: dict[str, tuple[int, int]], prefix: str
-) -> DataFrame:
-    """Exact nearest-rank percentiles of ``value_col`` per cell.
+def _exact_percentiles(stats: DataFrame, metrics: dict[str, dict[str, tuple[int, int]]]
+                       ) -> DataFrame:
+    """Exact nearest-rank percentiles per cell of several value columns, in one sort.
 
-    The value at rank ``ceil(n * q)`` (1-based) of the sorted non-null values, with ``q`` an
-    exact fraction so that no floating-point rounding can shift a rank.
+    For each column, the value at rank ``ceil(n * q)`` (1-based) of its sorted non-null
+    values, with ``q`` an exact fraction so no floating-point rounding can shift a rank. The
+    columns are unpivoted into (metric, value) rows so one window (one shuffle, one sort)
+    ranks them all. Output columns: ``<column>_<pXX>``.
     """
     keys = list(CELL_KEYS)
-    values = stats.where(F.col(value_col).isNotNull()).select(
-        *keys, F.col(value_col).alias("_v")
-    )
-    cell = Window.partitionBy(*keys)
-    ranked = values.withColumn("_n", F.count(F.lit(1)).over(cell)).withColumn(
+    long = stats.select(
+        *keys,
+        F.explode(F.array(*[
+            F.struct(F.lit(col).alias("_m"), F.col(col).cast("double").alias("_v"))
+            for col in metrics
+        ])).alias("_mv"),
+    ).select(*keys, "_mv._m", "_mv._v").where(F.col("_v").isNotNull())
+    cell = Window.partitionBy(*keys, "_m")
+    ranked = long.withColumn("_n", F.count(F.lit(1)).over(cell)).withColumn(
         "_rn", F.row_number().over(cell.orderBy(F.col("_v").asc()))
     )
     aggs = []
-    for name, (num, den) in percentiles.items():
-        rank = F.expr(f"(_n * {num} + {den - 1}) div {den}")
-        aggs.append(F.max(F.when(F.col("_rn") == rank, F.col("_v"))).alias(f"{prefix}_{name}"))
-    return ranked.groupBy(*keys).agg(*aggs)
+    for col, percentiles in metrics.items():
+        for name, (num, den) in percentiles.items():
+            rank = F.expr(f"(_n * {num} + {den - 1}) div {den}")
+            hit = (F.col("_m") == col) & (F.col("_rn") == rank)
+            aggs.append(F.max(F.when(hit, F.col("_v"))).alias(f"{col}_{name}"))
+    return ranked.where(F.col("_rn") >= F.expr("(_n + 1) div 2")).groupBy(*keys).agg(*aggs)
 
 
 def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataFrame:
@@ -174,13 +181,12 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     stats = samples.where(is_stat).select(
         *keys, "e2e_latency_ms", "publish_latency_ms", "round_trip_ms"
     )
-    result = main
-    for col, pcts, prefix in (
-        ("e2e_latency_ms", _E2E_PERCENTILES, "e2e_latency_ms"),
-        ("publish_latency_ms", _PUBLISH_PERCENTILES, "publish_latency_ms"),
-        ("round_trip_ms", _ROUND_TRIP_PERCENTILES, "round_trip_ms"),
-    ):
-        result = result.join(_exact_percentiles(stats, col, pcts, prefix), on=keys, how="left")
+    percentiles = _exact_percentiles(stats, {
+        "e2e_latency_ms": _E2E_PERCENTILES,
+        "publish_latency_ms": _PUBLISH_PERCENTILES,
+        "round_trip_ms": _ROUND_TRIP_PERCENTILES,
+    })
+    result = main.join(percentiles, on=keys, how="left")
 
     span_s = (F.col("_last_receive_ns") - F.col("_first_send_ns")) / F.lit(1e9)
     span_s = F.when(span_s > 0, span_s)
@@ -271,10 +277,14 @@ def _build_session(app_name: str) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "4")
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # the default (200) makes small runs crawl; scale with the cores instead
+        parallelism = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
+    spark.conf.set("spark.sql.debug.maxToStringFields", "200")
     return spark
 
 

@@ -440,10 +440,14 @@ def _build_session(app_name: str) -> SparkSession:
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.sql.shuffle.partitions", "4")
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # the default (200) makes small runs crawl; scale with the cores instead
+        parallelism = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
+    spark.conf.set("spark.sql.debug.maxToStringFields", "200")
     return spark
 
 

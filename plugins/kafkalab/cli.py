@@ -167,7 +167,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if not stopped:
         _say("cluster down: nothing was running")
     for proc in stopped:
-        _say(f"stopped {proc.get('role', '?')} pid {proc.get('pid')} ({proc.get('result', proc.get('status', ''))})")
+        _say(f"{proc.get('role', '?')} pid {proc.get('pid')}: {proc.get('action', '?')}")
     return 0
 
 

@@ -253,10 +253,10 @@ def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, P
     for prof in profiles.values():
         topic = w.topic_for(prof.name)
         info = describe(d, topic)
-        limit_text = (info.get("configs") or {}).get("max.message.bytes")
-        if not limit_text:
+        limit_value = info.get("max_message_bytes") or (info.get("configs") or {}).get("max.message.bytes")
+        if not limit_value:
             continue
-        limit = int(limit_text)
+        limit = int(limit_value)
         for payload in payloads:
             size = wire_size_bytes(load_body(payload, w.encoding, images))
             if size > limit:

@@ -75,8 +75,9 @@ def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.Compl
     rest = [r for r in msgs if r["scenario"] == "rest"]
     assert all(r["round_trip_ms"] >= r["e2e_latency_ms"] for r in rest)
     assert all(r["cluster_flavor"] == "http" for r in rest)
-    # payload bytes on the wire: 32-byte stamp header + body (base64 of the 1 MB JPEG)
-    assert {r["payload_bytes"] for r in msgs if r["payload"] == "1kb"} == {1024 + 32}
+    # bytes on the wire: 32-byte stamp header + body; seed000 sends base64 (1024 B -> 1368 B)
+    assert {r["payload_bytes"] for r in msgs if r["payload"] == "1kb"} == {1368 + 32}
+    assert {r["payload_encoding"] for r in msgs} == {"base64"}
 
 
 def test_first_message_delay_in_both_modes(full_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -27,10 +28,18 @@ def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[s
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: kafkalab")
-    # every option and sub-command carries a help text (argparse prints it after the name)
-    parser = build_parser()
-    for action in parser._actions:
-        assert action.help, action
+    # every option and sub-command of the whole tree carries a help text
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    assert choice.help, choice.dest
+                for child in action.choices.values():
+                    walk(child)
+            else:
+                assert action.help, action.dest
+
+    walk(build_parser())
 
 
 def test_run_help_lists_scenarios_payloads_profiles(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,180 @@
+"""Shared wiring of the lab's DAGs (not a DAG file: it defines no DAG).
+
+Both ``latency_experiment`` and ``nightly_latency_regression`` run the same chain; this module
+builds it once. Everything here is cheap at parse time: no file, network or database access;
+the logic lives in :mod:`kafkalab.pipeline` and runs only inside tasks.
+
+Chain and trigger rules (documented in ``docs/airflow.md``)::
+
+    name_run -> check_cluster -> prepare_run -> run_cell[...] -> close_run (all_done)
+      -> aggregate_metrics -> validate_metrics
+      -> check_drift (all_done) -> publish_report (all_done) -> send_alerts (all_done)
+    every task -> verify_outcome (one_failed: fails the DAG run when anything failed)
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
+
+from kafkalab import pipeline
+
+OWNER = "kafkalab"
+SPARK_CONN_ID = "spark_default"
+
+_DATA_DIR = pipeline.lab_data_dir()  # env or <repo>/lab-data: no I/O
+SAMPLES_ASSET = Asset(name="kafkalab_raw_samples", uri=(_DATA_DIR / "samples").as_uri(),
+                      group="kafkalab")
+AGGREGATES_ASSET = Asset(name="kafkalab_aggregates", uri=(_DATA_DIR / "aggregates").as_uri(),
+                         group="kafkalab")
+REPORT_ASSET = Asset(name="kafkalab_trend_report", uri=(_DATA_DIR / "reports").as_uri(),
+                     group="kafkalab")
+
+
+def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
+    """Owner and retry policy shared by every task of a DAG."""
+    return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay}
+
+
+def _array_param(default: list[str], choices: tuple[str, ...], title: str, what: str) -> Param:
+    # ``examples`` makes the trigger form a multi-select; ``items.enum`` validates.
+    return Param(list(default), type="array", title=title,
+                 items={"type": "string", "enum": list(choices)}, examples=list(choices),
+                 uniqueItems=True,
+                 description=f"{what}; leave empty to use the workload's.")
+
+
+def run_params(*, workload: str, scenarios: list[str], payloads: list[str], profiles: list[str],
+               messages: int | None) -> dict[str, Param]:
+    """The params (shown as the trigger form) of a latency run."""
+    return {
+        "workload": Param(workload, type="string", title="Workload",
+                          description="name of include/workloads/<name>.yaml, or a YAML path"),
+        "scenarios": _array_param(scenarios, pipeline.SCENARIO_CHOICES, "Scenarios",
+                                  "clients to compare"),
+        "payloads": _array_param(payloads, pipeline.PAYLOAD_CHOICES, "Payloads",
+                                 "message sizes"),
+        "profiles": _array_param(profiles, pipeline.PROFILE_CHOICES, "Profiles",
+                                 "client/topic tuning profiles (include/profiles)"),
+        "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
+                          minimum=1, title="Messages per cell",
+                          description="measured messages per cell, after warm-up"
+                          + ("; empty: the workload's" if messages is None else "")),
+        "cluster_descriptor": Param(None, type=["null", "string"], title="Cluster descriptor",
+                                    description="path of a cluster descriptor YAML; empty: the "
+                                    "kafkalab_cluster connection's extra.descriptor_path, else "
+                                    ".lab/cluster.yaml"),
+    }
+
+
+def _context_params() -> dict[str, Any]:
+    return dict(get_current_context()["params"])
+
+
+def _airflow_run_id() -> str:
+    return str(get_current_context()["dag_run"].run_id)
+
+
+def build_latency_chain(run_prefix: str) -> None:
+    """Create the tasks of one latency run in the DAG being defined.
+
+    Args:
+        run_prefix: prefix of the lab run ids (``nightly`` -> ``nightly-20261121T000000Z``).
+    """
+
+    @task
+    def name_run() -> str:
+        """Turn the Airflow run id into the lab's path-safe run id."""
+        return pipeline.lab_run_id(_airflow_run_id(), run_prefix)
+
+    @task
+    def check_cluster() -> dict[str, Any]:
+        """Fail early, with a clear message, when the Kafka cluster does not answer."""
+        params = _context_params()
+        return pipeline.check_cluster(params.get("cluster_descriptor") or None,
+                                      scenarios=pipeline.resolve_scenarios(params))
+
+    @task
+    def prepare_run(lab_run_id: str) -> list[dict[str, str]]:
+        """Validate the matrix, provision topics, start the run; returns the cells to map."""
+        ctx = get_current_context()
+        command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
+        return pipeline.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
+
+    @task(max_active_tis_per_dag=1)  # one cell at a time: parallel cells distort latencies
+    def run_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
+        """Measure one scenario x payload x profile cell."""
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        summary = pipeline.run_cell(_context_params(), lab_run_id, cell)
+        if summary["status"] == "skipped":
+            raise AirflowSkipException(f"cell skipped: {summary.get('reason')}")
+        return summary
+
+    @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[SAMPLES_ASSET])
+    def close_run(lab_run_id: str) -> dict[str, Any]:
+        """Merge the cells' results into the run manifest, even when some cells failed."""
+        return pipeline.close_run(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def check_drift(lab_run_id: str) -> dict[str, Any]:
+        """Compare this run with its baseline; writes the drift records."""
+        return pipeline.check_drift(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
+    def publish_report(lab_run_id: str) -> str:
+        """Rebuild the trend report; it shows validation results and drift flags."""
+        return pipeline.publish_report(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def send_alerts(lab_run_id: str) -> dict[str, Any]:
+        """Announce new drifts and recoveries on the kafkalab_alert_webhook connection."""
+        return pipeline.send_alerts(lab_run_id, pipeline.ALERT_CONN_ID,
+                                    dag_id=get_current_context()["dag"].dag_id)
+
+    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
+    def verify_outcome() -> None:
+        """Runs only when a task failed, and fails so the DAG run is marked failed."""
+        run_id = pipeline.lab_run_id(_airflow_run_id(), run_prefix)
+        pipeline.verify_outcome(run_id)  # raises naming the data problem, if there is one
+        raise pipeline.RunError(f"run {run_id}: an upstream task failed (see the grid)")
+
+    lab_run_id = name_run()
+    cluster = check_cluster()
+    cells = prepare_run(lab_run_id)
+    measured = run_cell.partial(lab_run_id=lab_run_id).expand(cell=cells)
+    closed = close_run(lab_run_id)
+    aggregate = SparkSubmitOperator(
+        task_id="aggregate_metrics",
+        conn_id=SPARK_CONN_ID,
+        application=pipeline.spark_application("aggregate"),
+        application_args=pipeline.spark_job_args("aggregate", lab_run_id, _DATA_DIR),
+        conf=pipeline.spark_conf(),
+        env_vars=pipeline.spark_env(),
+        name="kafkalab-aggregate-metrics",
+        outlets=[AGGREGATES_ASSET],
+        doc_md="Spark: raw samples of the run -> one aggregate row per cell (Parquet).",
+    )
+    validate = SparkSubmitOperator(
+        task_id="validate_metrics",
+        conn_id=SPARK_CONN_ID,
+        application=pipeline.spark_application("validate"),
+        application_args=pipeline.spark_job_args("validate", lab_run_id, _DATA_DIR),
+        conf=pipeline.spark_conf(),
+        env_vars=pipeline.spark_env(),
+        name="kafkalab-validate-metrics",
+        retries=0,  # a failed expectation is deterministic: retrying only costs time
+        doc_md="Spark + Great Expectations: fails (exit 1) when an expectation fails; the "
+        "result is validation/<run_id>.json, shown in the report.",
+    )
+    drift = check_drift(lab_run_id)
+    report = publish_report(lab_run_id)
+    alerts = send_alerts(lab_run_id)
+
+    lab_run_id >> cluster >> cells
+    measured >> closed >> aggregate >> validate >> drift >> report >> alerts
+    watcher = verify_outcome()
+    [lab_run_id, cluster, cells, measured, closed, aggregate, validate, drift, report, alerts] >> watcher

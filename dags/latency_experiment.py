@@ -1,0 +1,49 @@
+"""``latency_experiment``: one latency run, triggered by hand from the UI's form."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from _common import build_latency_chain, default_args, run_params
+from airflow.sdk import dag
+
+DOC_MD = """
+### Latency experiment
+
+Runs one latency experiment, chosen in the **trigger form**: scenarios × payloads ×
+profiles of a workload, each cell measured as its own (mapped) task, then aggregated and
+validated with Spark, drift-checked, reported and announced.
+
+`name_run` → `check_cluster` → `prepare_run` (topics) → `run_cell` × cells (one at a time)
+→ `close_run` → `aggregate_metrics` (Spark) → `validate_metrics` (Spark + Great Expectations)
+→ `check_drift` → `publish_report` → `send_alerts` → `verify_outcome`.
+
+**Trigger rules.** `close_run` runs when some cells failed (what was measured is kept, the
+run is `incomplete`). `check_drift`, `publish_report` and `send_alerts` run `all_done`: a
+failed validation still gets a report that shows it. `verify_outcome` runs only when a task
+failed (`one_failed`) and fails itself, so the DAG run is marked failed; in a healthy run it
+is *skipped*.
+
+Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`). Connections: `spark_default`,
+`kafkalab_cluster` (optional, `extra.descriptor_path`), `kafkalab_alert_webhook` (optional).
+See `docs/airflow.md`.
+"""
+
+
+@dag(
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
+    params=run_params(workload="seed000",
+                      scenarios=["rest", "kafka-python", "confluent-kafka", "jvm-e2e"],
+                      payloads=["1mb"], profiles=["latency"], messages=20),
+    tags=["kafkalab", "latency", "experiment"],
+    doc_md=DOC_MD,
+)
+def latency_experiment() -> None:
+    build_latency_chain(run_prefix="experiment")
+
+
+latency_experiment()

