@@ -267,8 +267,13 @@ def run(spark: SparkSession, samples_path: str, out_path: str,
     return n
 
 
-def _build_session(app_name: str) -> SparkSession:
-    """The session of spark-submit, or a loopback-only local one when run by plain python."""
+def _build_session(app_name: str) -> tuple[SparkSession, bool]:
+    """The session of spark-submit, or a loopback-only local one when run by plain python.
+
+    Returns ``(session, owned)``; ``owned`` is false when a session was already active
+    (e.g. ``main()`` called from a test or a notebook): the caller must not stop it then.
+    """
+    owned = SparkSession.getActiveSession() is None
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = (
@@ -285,7 +290,7 @@ def _build_session(app_name: str) -> SparkSession:
         parallelism = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
     spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-    return spark
+    return spark, owned
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -315,14 +320,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aggregate_metrics: error: samples path not found: {args.samples}",
               file=sys.stderr)
         return 2
-    spark = _build_session("kafkalab-aggregate-metrics")
+    spark, owned = _build_session("kafkalab-aggregate-metrics")
     try:
         n = run(spark, args.samples, args.out, args.run_ids)
     except InputError as exc:
         print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
     print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
     return 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import html
+import itertools
 import json
 import logging
 import os
@@ -212,7 +213,7 @@ def _ordered(cols: Sequence[str]) -> Column:
         all_null = all_null & F.col(c).isNull()
         none_null = none_null & F.col(c).isNotNull()
     order = F.lit(True)
-    for lo, hi in zip(cols, cols[1:], strict=False):
+    for lo, hi in itertools.pairwise(cols):
         order = order & (F.col(lo) <= F.col(hi))
     return F.coalesce(all_null | (none_null & order), F.lit(False))
 
@@ -430,8 +431,13 @@ def _read_run(spark: SparkSession, path: str, run_id: str, what: str) -> DataFra
     return df
 
 
-def _build_session(app_name: str) -> SparkSession:
-    """The session of spark-submit, or a loopback-only local one when run by plain python."""
+def _build_session(app_name: str) -> tuple[SparkSession, bool]:
+    """The session of spark-submit, or a loopback-only local one when run by plain python.
+
+    Returns ``(session, owned)``; ``owned`` is false when a session was already active
+    (e.g. ``main()`` called from a test or a notebook): the caller must not stop it then.
+    """
+    owned = SparkSession.getActiveSession() is None
     builder = SparkSession.builder.appName(app_name)
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = (
@@ -448,7 +454,7 @@ def _build_session(app_name: str) -> SparkSession:
         parallelism = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
     spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-    return spark
+    return spark, owned
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -467,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
     durable = [p.strip() for p in args.profiles_durable.split(",") if p.strip()]
-    spark = _build_session("kafkalab-validate-metrics")
+    spark, owned = _build_session("kafkalab-validate-metrics")
     try:
         samples = _read_run(spark, args.samples, args.run_id, "samples")
         aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates")
@@ -479,7 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"validate_metrics: error: {exc}", file=sys.stderr)
         return 2
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     if doc["data_docs_index"]:
         doc["data_docs_index"] = "docs/index.html"
     write_json_atomic(os.path.join(args.out, f"{args.run_id}.json"), doc)

@@ -311,9 +311,10 @@ def airflow_down(repo_root: Path | str | None = None, timeout_s: float = 30.0,
 def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, Any] | None = None,
               repo_root: Path | str | None = None, home: Path | str | None = None,
               extra_env: Mapping[str, str] | None = None, timeout_s: float = 1800,
-              migrate: bool = True) -> int:
+              migrate: bool = True, mark_success_pattern: str | None = None) -> int:
     """Run ``airflow dags test DAG_ID [DATE] [-c JSON]`` in a subprocess with the lab's env.
 
+    ``mark_success_pattern``: regex of task ids marked successful without running them.
     Returns the exit code (non-zero when the DAG run failed).
     """
     env = airflow_env(repo_root, home)
@@ -327,6 +328,8 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
         cmd.append(logical_date)
     if conf:
         cmd += ["-c", json.dumps(dict(conf))]
+    if mark_success_pattern:
+        cmd += ["--mark-success-pattern", mark_success_pattern]
     print("+", shlex.join(cmd), flush=True)
     repo = Path(repo_root) if repo_root is not None else default_repo_root()
     return subprocess.run(cmd, env=env, cwd=str(repo), timeout=timeout_s).returncode

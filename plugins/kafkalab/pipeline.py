@@ -119,6 +119,7 @@ def spark_conf() -> dict[str, str]:
         "spark.driver.host": host,
         "spark.driver.bindAddress": host,
         "spark.sql.shuffle.partitions": "4",
+        "spark.log.level": "WARN",
     }
 
 
@@ -170,7 +171,7 @@ def lab_run_id(airflow_run_id: str, prefix: str = "airflow") -> str:
         clean = (m.start() == len(kind) + 2 and m.end() == len(airflow_run_id)
                  and not (m["frac"] and int(m["frac"][1:] or 0)))
         return f"{prefix}-{stamp}" if clean else f"{prefix}-{stamp}-{digest}"
-    slug = _UNSAFE.sub("-", airflow_run_id).strip("-.")[:48] or "run"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", airflow_run_id).strip("-")[:48] or "run"
     return f"{prefix}-{slug}-{digest}"
 
 
@@ -581,10 +582,32 @@ def _jsonable(value: Any) -> Any:
 
 
 __all__ = [
-    "ALERT_CONN_ID", "CLUSTER_CONN_ID", "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES",
-    "CellFailedError", "ClusterError", "LabError", "RunError", "build_request", "check_cluster",
-    "check_drift", "close_run", "descriptor_path", "resolve_scenarios", "lab_data_dir", "lab_run_id",
-    "on_failure_alert", "prepare_run", "publish_report", "run_cell", "send_alerts",
-    "spark_application", "spark_conf", "spark_env", "spark_job_args", "verify_outcome",
+    "ALERT_CONN_ID",
+    "CLUSTER_CONN_ID",
+    "PAYLOAD_CHOICES",
+    "PROFILE_CHOICES",
+    "SCENARIO_CHOICES",
+    "CellFailedError",
+    "ClusterError",
+    "LabError",
+    "RunError",
+    "build_request",
+    "check_cluster",
+    "check_drift",
+    "close_run",
+    "descriptor_path",
+    "lab_data_dir",
+    "lab_run_id",
+    "on_failure_alert",
+    "prepare_run",
+    "publish_report",
+    "resolve_scenarios",
+    "run_cell",
+    "send_alerts",
+    "spark_application",
+    "spark_conf",
+    "spark_env",
+    "spark_job_args",
+    "verify_outcome",
     "webhook_from_connection",
 ]

@@ -88,7 +88,7 @@ def check_reachable(descriptor: ClusterDescriptor, timeout_s: float = 10.0) -> i
     """Ask the cluster for metadata; returns the broker count or fails naming the address."""
     from confluent_kafka.admin import AdminClient
 
-    cfg = librdkafka_config(descriptor)
+    cfg: dict[str, Any] = dict(librdkafka_config(descriptor))
     cfg["socket.connection.setup.timeout.ms"] = str(int(timeout_s * 1000))
     cfg["log_level"] = "0"
     try:

@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 __all__ = [
     "MESSAGE_SCENARIOS",
     "PARTITION_COLUMNS",
-    "SAMPLE_COLUMNS",
     "SAMPLES_ARROW_SCHEMA",
+    "SAMPLE_COLUMNS",
     "make_synthetic_samples",
     "synthetic_cell_frames",
     "to_arrow_table",
@@ -452,7 +452,8 @@ def make_synthetic_samples(
     ``scenarios``, ``payloads``, ``profiles``, ``workload``, ``first_message_probes``).
     Nullable integers use pandas' ``Int32``/``Int64`` dtypes; null floats are NaN.
     """
-    frames = [df for _, df in synthetic_cell_frames(n_rows, run_id, seed, **kwargs)]  # type: ignore[arg-type]
+    cells = synthetic_cell_frames(n_rows, run_id, seed, **kwargs)  # type: ignore[arg-type]
+    frames = [df for _, df in cells]
     if not frames:
         return _finish({}, 0)
     return pd.concat(frames, ignore_index=True)
@@ -483,7 +484,8 @@ def write_synthetic_samples(
     writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, Path, Path]] = {}
     run_dir: Path | None = None
     try:
-        for key, df in synthetic_cell_frames(n_rows, run_id, seed, **kwargs):  # type: ignore[arg-type]
+        cells = synthetic_cell_frames(n_rows, run_id, seed, **kwargs)  # type: ignore[arg-type]
+        for key, df in cells:
             if run_dir is None:
                 run_date = str(df["run_date"].iloc[0])
                 run_dir = (Path(data_dir) / "samples" / f"run_date={run_date}"

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafkalab.report.build import EMULATOR_LABEL, build_report
 
+from kafkalab.report.build import EMULATOR_LABEL, build_report
 from tests.unit.test_report import write_lab_data
 
 pytestmark = pytest.mark.browser

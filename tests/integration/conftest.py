@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
 from kafkalab.cluster.distribution import NPM_TARBALL
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
+
 from kafkalab.cluster import (
     ClusterDescriptor,
     cluster_down,

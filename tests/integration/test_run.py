@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -186,4 +185,4 @@ def test_noida_run_is_labelled_emulator(noida_file: Path, tmp_path: Path) -> Non
     assert {r["scenario"] for r in rows} == {"confluent-kafka", "kafka-python"}
     m = read_manifest(tmp_path, "emu")
     assert m["cluster"]["is_emulator"] is True
-    assert [c for c in m["cells"] if c["scenario"] == "jvm-e2e"][0]["status"] == "skipped"
+    assert next(c for c in m["cells"] if c["scenario"] == "jvm-e2e")["status"] == "skipped"

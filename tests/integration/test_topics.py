@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from kafkalab.cluster import (
     ClusterDescriptor,
     cluster_down,

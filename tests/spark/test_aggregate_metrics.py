@@ -252,10 +252,15 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
     table = pq.read_table(next((out / f"run_id={RUN}").glob("*.parquet")))
     assert table.num_rows == 16
 
-    bad = spark_submit("spark_jobs/aggregate_metrics.py", "--samples",
-                       str(tmp_path / "samples"), "--out", str(out), "--run-id", "nope")
-    assert bad.returncode == 2, bad.stderr[-3000:]
-    # spark-submit's PythonRunner merges the driver's stderr into its own stdout
-    output = bad.stdout + bad.stderr
-    assert "aggregate_metrics: error: no samples for run id(s) nope" in output
-    assert "Traceback" not in output
+
+
+def test_cli_no_rows_for_run_exits_2(spark: Any, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    write_synthetic_samples(tmp_path, 200, RUN, seed=5)
+    code = am.main(["--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "o"),
+                    "--run-id", "nope"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "aggregate_metrics: error: no samples for run id(s) nope" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert spark.range(1).count() == 1          # the shared session was not stopped

@@ -126,12 +126,14 @@ def test_write_json_atomic(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]
 
 
-def test_spark_submit_validate(spark_submit: Any, lab: dict[str, Any], tmp_path: Path) -> None:
+def test_cli_and_spark_submit_validate(
+    spark_submit: Any, lab: dict[str, Any], tmp_path: Path
+) -> None:
     root = lab["root"]
     args = ["--samples", str(root / "samples"), "--aggregates", str(root / "aggregates"),
             "--run-id", RUN, "--out", str(tmp_path / "validation")]
-    ok = spark_submit("spark_jobs/validate_metrics.py", *args)
-    assert ok.returncode == 0, (ok.stdout + ok.stderr)[-3000:]
+    code = vm.main(args)                        # in-process: exit code 0 path
+    assert code == 0
     doc = json.loads((tmp_path / "validation" / f"{RUN}.json").read_text())
     assert doc["success"] is True and doc["run_id"] == RUN
     assert doc["data_docs_index"] == "docs/index.html"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+
 from kafkalab import alerts, drift
 from kafkalab.errors import LabError
 

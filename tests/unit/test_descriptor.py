@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from kafkalab import paths
 from kafkalab.cluster.descriptor import (
     ClusterDescriptor,

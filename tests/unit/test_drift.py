@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from kafkalab import drift
 from kafkalab.errors import ConfigError
 

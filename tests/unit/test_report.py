@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from kafkalab import drift
 from kafkalab.report.build import EMULATOR_LABEL, build_report, fmt_num, nice_ticks
 

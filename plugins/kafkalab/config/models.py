@@ -89,9 +89,9 @@ class Profile(_Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     goal: Literal["default", "throughput", "latency", "durability", "availability"]
     description: str = ""
-    producer: ProducerSettings = ProducerSettings()
-    consumer: ConsumerSettings = ConsumerSettings()
-    topic: TopicSettings = TopicSettings()
+    producer: ProducerSettings = Field(default_factory=ProducerSettings)
+    consumer: ConsumerSettings = Field(default_factory=ConsumerSettings)
+    topic: TopicSettings = Field(default_factory=TopicSettings)
     broker_assumptions: dict[str, str] = Field(default_factory=dict)
     promises_zero_loss: bool = False
 

@@ -88,9 +88,9 @@ class ConfluentKafkaScenario:
                         p.offset = offset if p.partition == partition else -1
                     c.assign(parts)
 
-                consumer.subscribe([cell.topic], on_assign=on_assign)
+                consumer.subscribe([str(cell.topic)], on_assign=on_assign)
             else:
-                consumer.assign([TopicPartition(cell.topic, partition, offset)])
+                consumer.assign([TopicPartition(str(cell.topic), partition, offset)])
                 assigned_ns.append(now_ns())
             deadline = t0 + int(cell.workload.message_timeout_s * 1e9)
             first_ns = None
@@ -129,7 +129,7 @@ class ConfluentKafkaScenario:
             assigned.set()
 
         if mode == "subscribe":
-            consumer.subscribe([cell.topic], on_assign=position_at_end)
+            consumer.subscribe([str(cell.topic)], on_assign=position_at_end)
             deadline = now_ns() + int(_ASSIGN_TIMEOUT_S * 1e9)
             while not assigned.is_set() and now_ns() < deadline:
                 consumer.poll(0.1)
@@ -137,8 +137,13 @@ class ConfluentKafkaScenario:
                 consumer.close()
                 raise ClusterError(f"consumer got no partitions of {cell.topic} within {_ASSIGN_TIMEOUT_S:.0f} s")
         else:
-            meta = consumer.list_topics(cell.topic, timeout=10)
-            parts = [TopicPartition(cell.topic, p) for p in meta.topics[cell.topic].partitions]
+            topic = str(cell.topic)
+            # list all topics: asking 0.9 for one topic by name trips a librdkafka parse bug
+            meta = consumer.list_topics(timeout=10)
+            if topic not in meta.topics:
+                consumer.close()
+                raise ClusterError(f"topic {topic} does not exist on {self._bootstrap(cell)}")
+            parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
             position_at_end(consumer, parts)
         return consumer
 

@@ -9,6 +9,7 @@ hand, and answers ``{"receive_ts_ns": ..., "body_bytes": ...}``. ``GET /health``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import socket
 import sys
@@ -25,7 +26,7 @@ class _Handler(BaseHTTPRequestHandler):
         # client's delayed ACK add ~40 ms to every round trip.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         remaining, chunks = length, []
         while remaining > 0:
@@ -43,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = b'{"status": "ok"}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -67,10 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     server.daemon_threads = True
     print(f"LISTENING {server.server_address[1]}", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever(poll_interval=0.2)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

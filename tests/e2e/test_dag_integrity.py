@@ -1,0 +1,257 @@
+"""DAG integrity: the DagBag is parsed ONCE per session, with no database, no connections and
+a data directory that does not exist; parsing must not touch the lab's files or the network.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DAGS = REPO / "dags"
+DAG_IDS = ("latency_experiment", "nightly_latency_regression")
+CHAIN = ("name_run", "check_cluster", "prepare_run", "run_cell", "close_run",
+         "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
+         "send_alerts", "verify_outcome")
+
+_events: list[tuple[str, str]] = []
+_recording = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _recording:
+        return
+    if event == "open":
+        path, mode = str(args[0]), str(args[1] or "r")
+        _events.append(("open-" + ("w" if any(c in mode for c in "wax+") else "r"), path))
+    elif event in ("socket.connect", "socket.sendto", "urllib.Request", "subprocess.Popen"):
+        _events.append((event, repr(args[:2])))
+
+
+sys.addaudithook(_audit)  # audit hooks cannot be removed: it records only while parsing
+
+
+@pytest.fixture(scope="session")
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Parse dags/ once, recording every file open, socket and subprocess while parsing."""
+    global _recording
+    root = tmp_path_factory.mktemp("dagbag")
+    missing_data = root / "no-such-data-dir"
+    missing_home = root / "no-such-lab-home"
+    env = {
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+        "KAFKALAB_DATA_DIR": str(missing_data),
+        "KAFKALAB_HOME": str(missing_home),
+        "KAFKALAB_NIGHTLY_CRON": "30 2 * * *",
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        from airflow.dag_processing.dagbag import BundleDagBag
+
+        _events.clear()
+        _recording = True
+        try:
+            bag = BundleDagBag(dag_folder=str(DAGS), bundle_path=DAGS)
+        finally:
+            _recording = False
+        yield {"bag": bag, "events": list(_events), "data": missing_data, "home": missing_home}
+
+
+def test_no_import_errors(parsed: dict[str, Any]) -> None:
+    assert parsed["bag"].import_errors == {}
+
+
+def test_dag_ids(parsed: dict[str, Any]) -> None:
+    assert set(DAG_IDS) <= set(parsed["bag"].dag_ids)
+
+
+@pytest.mark.parametrize("dag_id", DAG_IDS)
+def test_tags_owner_retries_docs(parsed: dict[str, Any], dag_id: str) -> None:
+    dag = parsed["bag"].dags[dag_id]
+    assert "kafkalab" in dag.tags and "latency" in dag.tags
+    assert dag.doc_md and "verify_outcome" in dag.doc_md
+    for t in dag.tasks:
+        assert t.owner == "kafkalab", t.task_id
+    assert dag.default_args["retries"] >= 1
+    assert isinstance(dag.default_args["retry_delay"], timedelta)
+    assert tuple(t.task_id for t in dag.tasks) == CHAIN
+
+
+@pytest.mark.parametrize("dag_id", DAG_IDS)
+def test_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
+    dag = parsed["bag"].dags[dag_id]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    assert up["check_cluster"] == {"name_run"}
+    assert up["prepare_run"] >= {"name_run", "check_cluster"}
+    assert up["run_cell"] >= {"prepare_run"}
+    assert up["close_run"] >= {"run_cell"}
+    assert up["aggregate_metrics"] >= {"close_run", "name_run"}  # run id through XCom
+    assert up["validate_metrics"] >= {"aggregate_metrics"}
+    assert up["check_drift"] >= {"validate_metrics"}
+    assert up["publish_report"] >= {"check_drift"}
+    assert up["send_alerts"] >= {"publish_report"}
+    assert up["verify_outcome"] == set(CHAIN) - {"verify_outcome"}
+    rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
+    for tid in ("close_run", "check_drift", "publish_report", "send_alerts"):
+        assert rules[tid] == "all_done", tid
+    assert rules["verify_outcome"] == "one_failed"
+    assert rules["aggregate_metrics"] == rules["validate_metrics"] == "all_success"
+
+
+@pytest.mark.parametrize("dag_id", DAG_IDS)
+def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> None:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    dag = parsed["bag"].dags[dag_id]
+    cell = dag.get_task("run_cell")
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    assert isinstance(cell, MappedOperator)
+    assert cell.max_active_tis_per_dag == 1  # cells never measured in parallel
+    for tid, script in (("aggregate_metrics", "aggregate_metrics.py"),
+                        ("validate_metrics", "validate_metrics.py")):
+        op = dag.get_task(tid)
+        assert isinstance(op, SparkSubmitOperator)
+        assert op._conn_id == "spark_default"
+        assert op.application == str(REPO / "spark_jobs" / script)
+        assert op._conf["spark.ui.enabled"] == "false"
+        assert op._conf["spark.driver.bindAddress"] == "127.0.0.1"
+        args = [a for a in op.application_args if isinstance(a, str)]
+        assert str(parsed["data"] / "samples") in args
+    assert dag.get_task("validate_metrics").retries == 0
+
+
+def test_outlets_are_assets(parsed: dict[str, Any]) -> None:
+    dag = parsed["bag"].dags["nightly_latency_regression"]
+    uris = {tid: [a.uri for a in dag.get_task(tid).outlets]
+            for tid in ("close_run", "aggregate_metrics", "publish_report")}
+    data = parsed["data"].as_uri()
+    assert uris == {"close_run": [f"{data}/samples"], "aggregate_metrics": [f"{data}/aggregates"],
+                    "publish_report": [f"{data}/reports"]}
+
+
+def test_nightly_schedule(parsed: dict[str, Any]) -> None:
+    from kafkalab.pipeline import on_failure_alert
+
+    dag = parsed["bag"].dags["nightly_latency_regression"]
+    assert "expression='30 2 * * *'" in repr(dag.timetable)  # from KAFKALAB_NIGHTLY_CRON
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    assert dag.default_args["retries"] == 1
+    callbacks = dag.on_failure_callback
+    callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+    assert on_failure_alert in callbacks
+    assert dag.params["workload"] == "nightly"  # the matrix comes from nightly.yaml at run time
+
+
+def test_experiment_params_form(parsed: dict[str, Any]) -> None:
+    from kafkalab.config.models import SCENARIOS
+    from kafkalab.payloads import payload_names
+
+    dag = parsed["bag"].dags["latency_experiment"]
+    assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only
+    p = {k: dag.params.get_param(k) for k in dag.params}
+    assert set(p) == {"workload", "scenarios", "payloads", "profiles", "messages",
+                      "cluster_descriptor"}
+    assert p["workload"].value == "seed000"
+    assert p["scenarios"].schema["type"] == "array"
+    assert p["scenarios"].schema["items"]["enum"] == list(SCENARIOS)
+    assert p["payloads"].schema["items"]["enum"] == list(payload_names())
+    profiles = sorted(f.stem for f in (REPO / "include" / "profiles").glob("*.yaml"))
+    assert sorted(p["profiles"].schema["items"]["enum"]) == profiles
+    assert p["messages"].schema["type"] == "integer" and p["messages"].schema["minimum"] == 1
+    assert "null" in p["cluster_descriptor"].schema["type"]
+    # the form refuses bad values
+    from airflow.sdk.definitions.param import ParamsDict
+
+    with pytest.raises(Exception, match="not valid|messages|less than"):
+        ParamsDict({**dag.params, "messages": 0}).validate()
+    with pytest.raises(Exception):  # noqa: B017 - jsonschema / ParamValidationError
+        ParamsDict({**dag.params, "scenarios": ["carrier-pigeon"]}).validate()
+
+
+def test_parse_did_no_io(parsed: dict[str, Any]) -> None:
+    """Parsing neither created the data dir nor opened lab files, sockets or subprocesses."""
+    assert not parsed["data"].exists()
+    assert not parsed["home"].exists()
+    events = parsed["events"]
+    lab_paths = (str(parsed["data"]), str(parsed["home"]), str(REPO / "include"),
+                 str(REPO / "lab-data"), str(REPO / ".lab"))
+    touched = [e for e in events if e[0].startswith("open") and e[1].startswith(lab_paths)]
+    assert touched == [], touched
+    net = [e for e in events if not e[0].startswith("open")]
+    assert net == [], net
+    airflow_home = os.environ.get("AIRFLOW_HOME", "")
+    writes = [p for kind, p in events if kind == "open-w"
+              and not p.endswith((".pyc", ".tmp")) and "__pycache__" not in p
+              and not (airflow_home and p.startswith(airflow_home))]
+    assert writes == [], writes
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+@pytest.mark.parametrize(("airflow_run_id", "expected"), [
+    ("scheduled__2026-11-21T00:00:00+00:00", "nightly-20261121T000000Z"),
+    ("scheduled__2026-11-21T02:30:00+02:00", "nightly-20261121T003000Z"),
+])
+def test_lab_run_id_whole_seconds(airflow_run_id: str, expected: str) -> None:
+    from kafkalab.pipeline import lab_run_id
+
+    assert lab_run_id(airflow_run_id, "nightly") == expected
+
+
+def test_lab_run_id_unique_and_path_safe() -> None:
+    import re
+
+    from kafkalab.pipeline import lab_run_id
+
+    a = lab_run_id("manual__2026-11-22T00:52:39.019521+00:00", "experiment")
+    b = lab_run_id("manual__2026-11-22T00:52:39.519521+00:00", "experiment")
+    c = lab_run_id("my run/../../etc", "experiment")
+    assert a != b and a.startswith("experiment-20261122T005239Z-")
+    assert lab_run_id("manual__2026-11-22T00:52:39.019521+00:00", "experiment") == a
+    for rid in (a, b, c):
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", rid) and ".." not in rid, rid
+    assert "/" not in c
+
+
+def test_webhook_url_from_connection_forms() -> None:
+    from airflow.sdk import Connection
+
+    from kafkalab.pipeline import webhook_from_connection
+
+    json_form = Connection(conn_id="w", conn_type="http", host="127.0.0.1", port=8123,
+                           schema="http", extra='{"endpoint": "/hook", "format": "generic"}')
+    assert webhook_from_connection(json_form) == ("http://127.0.0.1:8123/hook", "generic", None)
+    uri_form = Connection(conn_id="w", uri="http://127.0.0.1:8123/hook")  # path lands in schema
+    assert webhook_from_connection(uri_form)[0] == "http://127.0.0.1:8123/hook"
+    slack = Connection(conn_id="w", conn_type="http", host="hooks.slack.com", schema="https",
+                       password="/services/T0/B0/XYZ")
+    assert webhook_from_connection(slack) == ("https://hooks.slack.com/services/T0/B0/XYZ",
+                                              "slack", None)
+    whole = Connection(conn_id="w", conn_type="http",
+                       extra='{"webhook_url": "https://example.invalid/x", "report_base_url": "https://r"}')
+    assert webhook_from_connection(whole) == ("https://example.invalid/x", "slack", "https://r")
+
+
+def test_on_failure_alert_never_raises() -> None:
+    from kafkalab.pipeline import on_failure_alert
+
+    class Broken:
+        @property
+        def run_id(self) -> str:
+            raise RuntimeError("boom")
+
+    on_failure_alert({"dag_run": Broken(), "reason": "task_failure"})  # must not raise
+    on_failure_alert({})
