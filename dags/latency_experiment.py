@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
+from kafkalab.pipeline import RUN_PREFIXES
+
 DOC_MD = """
 ### Latency experiment
 
@@ -43,7 +45,7 @@ See `docs/airflow.md`.
     doc_md=DOC_MD,
 )
 def latency_experiment() -> None:
-    build_latency_chain(run_prefix="experiment")
+    build_latency_chain(run_prefix=RUN_PREFIXES["latency_experiment"])
 
 
 latency_experiment()

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
-from kafkalab.pipeline import on_failure_alert
+from kafkalab.pipeline import RUN_PREFIXES, on_failure_alert
 
 DOC_MD = """
 ### Nightly latency regression
@@ -39,7 +39,7 @@ catch-up; tasks retry once (validation never: it is deterministic). Lab run ids 
     doc_md=DOC_MD,
 )
 def nightly_latency_regression() -> None:
-    build_latency_chain(run_prefix="nightly")
+    build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"])
 
 
 nightly_latency_regression()

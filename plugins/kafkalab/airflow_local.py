@@ -19,6 +19,7 @@ Usage: ``python -m kafkalab.airflow_local up|down|status|env|dags-test DAG_ID [D
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -295,10 +296,8 @@ def airflow_down(repo_root: Path | str | None = None, timeout_s: float = 30.0,
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.3)
             if _alive(pid):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 result = "killed"
             else:
                 result = "stopped"

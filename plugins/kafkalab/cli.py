@@ -118,6 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _cluster_arg(pr)
     _data_arg(pr)
+    # report / drift ------------------------------------------------------------------
+    prep = sub.add_parser("report", help="build the static HTML trend report",
+                          description="Build lab-data/reports/: one page per run and an index, "
+                          "self-contained (opens offline). Reads the aggregates written by the "
+                          "Spark job (spark_jobs/aggregate_metrics.py).")
+    prep.add_argument("--run-id", default=None, help="the run to feature (default: the latest)")
+    _data_arg(prep)
+    pdr = sub.add_parser("drift", help="compare the latest run with its baseline window",
+                         description="Robust drift check (median ± k·MAD and a minimum relative "
+                         "change, per metric; include/drift.yaml) over the aggregates history; "
+                         "writes lab-data/drift/run_id=<id>/drift.parquet and prints the flags.")
+    pdr.add_argument("--run-id", default=None, help="the run to check (default: the latest)")
+    pdr.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
+    _data_arg(pdr)
     return p
 
 
@@ -241,11 +255,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from kafkalab.paths import data_dir
+    from kafkalab.report.build import build_report
+
+    path = build_report((args.data_dir or data_dir()).resolve(), run_id=args.run_id)
+    _say(f"report: {path}")
+    return 0
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from kafkalab.drift import run_drift
+    from kafkalab.paths import data_dir
+
+    records, path = run_drift((args.data_dir or data_dir()).resolve(), run_id=args.run_id,
+                              config_path=args.config)
+    if path is None or len(records) == 0:
+        _say("drift: no aggregates yet (run the aggregation first)")
+        return 0
+    flagged = records[records["is_drift"].fillna(False).astype(bool)]
+
+    def num(v: Any, fmt: str) -> str:
+        return "n/a" if v is None or v != v else format(v, fmt)
+
+    for _, r in flagged.iterrows():
+        _say(f"DRIFT {r['series_key']}: {num(r['baseline_value'], '.3f')} -> {num(r['latest_value'], '.3f')}"
+             f" ({num(r['change_pct'], '+.1f')}%, confidence {num(r['confidence'], '.2f')})")
+    _say(f"drift: {len(flagged)} flag(s) in {len(records)} series; records: {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkalab`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run}
+    handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
+                "report": cmd_report, "drift": cmd_drift}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -47,6 +47,12 @@ PROFILE_CHOICES: tuple[str, ...] = ("default", "throughput", "latency", "durabil
 
 _KAFKA_SCENARIOS = frozenset({"kafka-python", "confluent-kafka", "jvm-e2e"})
 
+RUN_PREFIXES: dict[str, str] = {
+    "latency_experiment": "experiment",
+    "nightly_latency_regression": "nightly",
+}
+"""Prefix of the lab run ids of each DAG (``nightly-20261121T000000Z``)."""
+
 CLUSTER_CONN_ID = "kafkalab_cluster"
 ALERT_CONN_ID = "kafkalab_alert_webhook"
 
@@ -534,7 +540,7 @@ def on_failure_alert(context: Mapping[str, Any]) -> None:
         ti = context.get("task_instance") or context.get("ti")
         dag_id = getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", None)
         airflow_run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
-        prefix = "nightly" if dag_id and "nightly" in dag_id else (dag_id or "airflow")
+        prefix = RUN_PREFIXES.get(str(dag_id), str(dag_id or "airflow"))
         run_id = lab_run_id(str(airflow_run_id), prefix) if airflow_run_id else None
         parts = []
         if context.get("reason"):

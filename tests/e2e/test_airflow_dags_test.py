@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -39,7 +39,7 @@ SCENARIOS = ["rest", "confluent-kafka"]
 
 
 class _Receiver(BaseHTTPRequestHandler):
-    received: list[dict[str, Any]] = []
+    received: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -148,9 +148,9 @@ def _inject_baseline(data: Path, template_run: str, n: int = 3) -> list[str]:
             cols = []
             for name in table.column_names:
                 col = table.column(name)
-                if name.endswith("_ms") or "_ms_" in name:
-                    if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
-                        col = pc.multiply(col.cast(pa.float64()), factor).cast(col.type)
+                is_number = pa.types.is_floating(col.type) or pa.types.is_integer(col.type)
+                if (name.endswith("_ms") or "_ms_" in name) and is_number:
+                    col = pc.multiply(col.cast(pa.float64()), factor).cast(col.type)
                 if name == "run_id":
                     col = pa.array([rid] * len(table), type=col.type)
                 cols.append(col)
