@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help setup demo demo-quick test test-fast lint bench clean airflow airflow-down
+.PHONY: help setup demo demo-seed000 test test-fast lint bench bench-all clean airflow airflow-down nightly-demo
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,9 +29,27 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 setup: $(STAMP)  ## venv with pinned requirements, Java, Chromium, Kafka 0.9.0.1, test images (idempotent)
 	@$(BIN)/python -m kafkalab.setup_assets
 
-demo: setup  ## start the embedded Kafka, re-run seed 000, print the table
+demo: demo-seed000 nightly-demo  ## seed 000's table, then the nightly DAG over several dates; prints the report path
+
+demo-seed000: setup  ## start the embedded Kafka, re-run seed 000 (HTTP vs clients vs Kafka's tool), print the table
 	$(BIN)/kafkalab cluster up
 	$(BIN)/kafkalab run --workload demo
+
+# The nightly DAG through `airflow dags test`, once per logical date, so the report has a
+# history (drift verdicts need 3 earlier runs: the 4th date gets them).
+NIGHTLY_DATES ?= 2026-11-18 2026-11-19 2026-11-20 2026-11-21
+NIGHTLY_CONF  ?= {"scenarios":["rest","kafka-python","confluent-kafka","jvm-e2e"],"payloads":["1kb","1mb"],"profiles":["latency"],"messages":20}
+nightly-demo: setup  ## run nightly_latency_regression for NIGHTLY_DATES, print the report path
+	$(BIN)/kafkalab cluster up
+	for d in $(NIGHTLY_DATES); do $(BIN)/python -m kafkalab.airflow_local dags-test nightly_latency_regression $$d --conf '$(NIGHTLY_CONF)' || exit $$?; done
+	@echo "report: $(abspath lab-data/reports/index.html)"
+
+airflow: setup  ## Airflow UI on 127.0.0.1:8080 (api-server, scheduler, triggerer, dag-processor); prints the login
+	$(BIN)/kafkalab cluster up
+	$(BIN)/python -m kafkalab.airflow_local up
+
+airflow-down:  ## stop exactly the Airflow processes `make airflow` started
+	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow_local down
 
 test: setup  ## the whole test suite against real services
 	$(PYTEST) -q
@@ -43,9 +61,9 @@ lint: setup  ## ruff + mypy
 	$(BIN)/ruff check plugins tests dags spark_jobs
 	$(BIN)/mypy
 
-bench: setup  ## benchmark on the embedded kafka09 cluster; results in bench/results/
-	$(BIN)/python -m kafkalab.bench
+bench: setup  ## Kafka latency, Spark aggregation (1M/10M rows) and one nightly run by task; JSON in bench/results/
+	$(BIN)/python -m kafkalab.bench --spark --nightly
 
-clean:  ## stop the embedded cluster, remove lab data and caches (keeps the venv)
+clean: airflow-down  ## stop the embedded cluster and Airflow, remove lab data and caches (keeps the venv)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe
 	rm -rf lab-data .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log

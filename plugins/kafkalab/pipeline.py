@@ -592,6 +592,7 @@ __all__ = [
     "CLUSTER_CONN_ID",
     "PAYLOAD_CHOICES",
     "PROFILE_CHOICES",
+    "RUN_PREFIXES",
     "SCENARIO_CHOICES",
     "CellFailedError",
     "ClusterError",
