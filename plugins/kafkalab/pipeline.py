@@ -30,7 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.config.models import KAFKA_SCENARIOS, SCENARIOS
 from kafkalab.errors import ClusterError, LabError, RunError
+from kafkalab.payloads import payload_names
 
 if TYPE_CHECKING:
     from kafkalab.runner import RunRequest
@@ -40,12 +42,14 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout this module lives in (``plugins/kafkalab/pipeline.py`` -> repo)."""
 
-SCENARIO_CHOICES: tuple[str, ...] = ("rest", "kafka-python", "confluent-kafka", "jvm-e2e")
-PAYLOAD_CHOICES: tuple[str, ...] = ("100b", "1kb", "10kb", "100kb", "1mb", "3mb", "5mb", "10mb")
+SCENARIO_CHOICES: tuple[str, ...] = SCENARIOS
+PAYLOAD_CHOICES: tuple[str, ...] = tuple(payload_names())
 PROFILE_CHOICES: tuple[str, ...] = ("default", "throughput", "latency", "durability", "availability")
-"""Choices offered by the trigger form; the task re-validates against the lab's own lists."""
+"""Choices offered by the trigger form; the task re-validates against the lab's own lists.
+Profiles are listed here, not globbed from include/profiles/, so parsing a DAG reads no file
+(a unit test keeps the two in step)."""
 
-_KAFKA_SCENARIOS = frozenset({"kafka-python", "confluent-kafka", "jvm-e2e"})
+_KAFKA_SCENARIOS = frozenset(KAFKA_SCENARIOS)
 
 RUN_PREFIXES: dict[str, str] = {
     "latency_experiment": "experiment",

@@ -28,6 +28,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.samples import SAMPLE_SCHEMA
+
 __all__ = [
     "MESSAGE_SCENARIOS",
     "PARTITION_COLUMNS",
@@ -42,42 +44,10 @@ __all__ = [
 #: Partition columns of the raw samples: stored in the directory names only.
 PARTITION_COLUMNS: tuple[str, ...] = ("run_date", "run_id")
 
-#: Arrow schema of the raw samples, in documented column order (partition columns included).
+#: Arrow schema of the raw samples with the partition columns first: the file schema of
+#: :mod:`kafkalab.samples` (the one definition) plus ``run_id`` and ``run_date``.
 SAMPLES_ARROW_SCHEMA: pa.Schema = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("run_date", pa.string()),
-        ("sample_kind", pa.string()),
-        ("scenario", pa.string()),
-        ("client", pa.string()),
-        ("client_version", pa.string()),
-        ("profile", pa.string()),
-        ("workload", pa.string()),
-        ("payload", pa.string()),
-        ("payload_encoding", pa.string()),
-        ("payload_bytes", pa.int64()),
-        ("cluster_flavor", pa.string()),
-        ("broker_version", pa.string()),
-        ("broker_is_emulator", pa.bool_()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("seq", pa.int64()),
-        ("is_warmup", pa.bool_()),
-        ("status", pa.string()),
-        ("error", pa.string()),
-        ("send_ts_ns", pa.int64()),
-        ("ack_ts_ns", pa.int64()),
-        ("receive_ts_ns", pa.int64()),
-        ("publish_latency_ms", pa.float64()),
-        ("e2e_latency_ms", pa.float64()),
-        ("round_trip_ms", pa.float64()),
-        ("consumer_mode", pa.string()),
-        ("assign_delay_ms", pa.float64()),
-        ("first_record_delay_ms", pa.float64()),
-        ("statistic", pa.string()),
-        ("latency_resolution_ms", pa.float64()),
-    ]
+    [("run_id", pa.string()), ("run_date", pa.string()), *SAMPLE_SCHEMA]
 )
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(SAMPLES_ARROW_SCHEMA.names)

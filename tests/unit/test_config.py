@@ -125,3 +125,9 @@ def test_acks_accepts_yaml_int_and_minus_one(tmp_path: Path) -> None:
     assert load_profile(str(path)).producer.acks == "all"
     path.write_text("name: x\ngoal: latency\nproducer: {acks: 1}\n")
     assert load_profile(str(path)).producer.acks == "1"
+
+
+def test_airflow_form_offers_exactly_the_lab_profiles() -> None:
+    from kafkalab.pipeline import PROFILE_CHOICES
+
+    assert sorted(PROFILE_CHOICES) == known_names("profiles")
