@@ -63,7 +63,18 @@ def bench_kafka(messages_1kb: int, messages_mb: int, data_dir: Path) -> dict[str
                                    messages_1kb, 50, data_dir, d)]
     by = {r["scenario"]: r for r in small}
     h, t = by.get("confluent-kafka", {}), by.get("jvm-e2e", {})
-    ratio_p50 = (h["e2e_p50_ms"] / t["e2e_p50_ms"]) if h.get("e2e_p50_ms") and t.get("e2e_p50_ms") else None
+    hp50, tp50 = h.get("e2e_p50_ms"), t.get("e2e_p50_ms")
+    # The tool prints whole, truncated ms: its true p50 lies in [tp50, tp50 + 1).
+    ratio_p50 = (hp50 / tp50) if hp50 and tp50 else None
+    ratio_p50_vs_bucket_top = (hp50 / (tp50 + 1.0)) if hp50 is not None and tp50 is not None else None
+    if hp50 is None or tp50 is None:
+        verdict = None
+    elif tp50 > 0 and hp50 <= 1.2 * tp50:
+        verdict = "met"
+    elif hp50 <= 1.2 * (tp50 + 1.0):
+        verdict = "met within the tool's 1 ms resolution"
+    else:
+        verdict = "not met"
     ratio_mean = (h["e2e_mean_ms"] / t["e2e_mean_ms"]) if h.get("e2e_mean_ms") and t.get("e2e_mean_ms") else None
     large = [_row(c) for c in _run("bench", ["rest", "kafka-python", "confluent-kafka", "jvm-e2e"],
                                    ["1mb", "3mb", "5mb", "10mb"], messages_mb, 3, data_dir, d)]
@@ -80,8 +91,9 @@ def bench_kafka(messages_1kb: int, messages_mb: int, data_dir: Path) -> dict[str
                     "brokers": d.broker_count},
         "small_1kb": small,
         "harness_over_tool_p50": ratio_p50,
+        "harness_over_tool_p50_bucket_top": ratio_p50_vs_bucket_top,
         "harness_over_tool_mean": ratio_mean,
-        "goal_harness_within_1_2x_of_tool": None if ratio_p50 is None else ratio_p50 <= 1.2,
+        "goal_harness_within_1_2x_of_tool": verdict,
         "large": large,
         "confluent_vs_kafka_python": cmp,
         "goal_confluent_not_slower": all(c["confluent_over_kafka_python_p50"] <= 1.0 for c in cmp) if cmp else None,
@@ -93,8 +105,9 @@ def _print_kafka(res: dict[str, Any]) -> None:
     for r in res["small_1kb"]:
         print(f"  {r['scenario']:<16} p50 {r.get('e2e_p50_ms') or 0:8.3f} ms  p99 {r.get('e2e_p99_ms') or 0:8.3f} ms"
               f"  mean {r.get('e2e_mean_ms') or 0:8.3f} ms")
-    print(f"  harness/tool p50 = {res['harness_over_tool_p50']}, mean = {res['harness_over_tool_mean']}"
-          f"  (goal ≤ 1.2: {res['goal_harness_within_1_2x_of_tool']})")
+    print(f"  harness/tool p50 = {res['harness_over_tool_p50']} (vs the top of the tool's 1 ms bucket: "
+          f"{res['harness_over_tool_p50_bucket_top']}), mean = {res['harness_over_tool_mean']}"
+          f"  → goal ≤ 1.2×: {res['goal_harness_within_1_2x_of_tool']}")
     print("\n(b) seed 000 sizes: e2e p50 / p99 ms")
     for r in res["large"]:
         print(f"  {r['payload']:<5} {r['scenario']:<16} {r.get('e2e_p50_ms') or float('nan'):9.2f}"

@@ -224,3 +224,21 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
     assert {d["series_key"] for d in body["drifts"]} <= set(state["series"])
     # the report of run 2 shows its drift flags
     assert "drift-flags" in (data / "reports" / run2 / "index.html").read_text()
+    # ... and renders in a real browser: no console errors, charts drawn, nothing remote
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-quic"])
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((data / "reports" / run2 / "index.html").resolve().as_uri(), wait_until="load")
+            boxes = [b for b in (el.bounding_box() for el in page.query_selector_all("svg")) if b]
+            assert errors == []
+            assert boxes and all(b["width"] > 0 and b["height"] > 0 for b in boxes)
+        finally:
+            browser.close()
