@@ -186,3 +186,15 @@ def test_noida_run_is_labelled_emulator(noida_file: Path, tmp_path: Path) -> Non
     m = read_manifest(tmp_path, "emu")
     assert m["cluster"]["is_emulator"] is True
     assert next(c for c in m["cells"] if c["scenario"] == "jvm-e2e")["status"] == "skipped"
+
+
+def test_throughput_profile_runs_with_lz4_on_kafka09(kafka09_file: Path, tmp_path: Path) -> None:
+    # lz4 on a 0.9 broker: kafka-python needs the lz4 and xxhash packages for the old framing
+    proc = kafkalab("run", "--scenario", "kafka-python,confluent-kafka", "--payload", "1kb",
+                    "--profile", "throughput", "--messages", "3", "--warmup", "0", "--run-id", "thr",
+                    "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [r for r in read_samples(tmp_path, "thr").to_pylist() if r["sample_kind"] == "message"]
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
+    # fetch.min.bytes=100000 with a 500 ms wait: a lone 1 KB record waits for the timeout
+    assert all(r["e2e_latency_ms"] > 100 for r in rows)
