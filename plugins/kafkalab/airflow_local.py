@@ -369,7 +369,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if k.startswith(("AIRFLOW", "KAFKALAB", "SPARK", "PYSPARK", "GX_")) or k in ("PATH", "PYTHONPATH"):
                 print(f"export {k}={shlex.quote(env[k])}")
         return 0
-    conf = json.loads(args.conf) if args.conf else None
+    try:
+        conf = json.loads(args.conf) if args.conf else None
+    except json.JSONDecodeError as exc:
+        print(f"dags-test: error: --conf is not valid JSON ({exc.msg} at column {exc.colno})", file=sys.stderr)
+        return 2
     return dags_test(args.dag_id, args.logical_date, conf)
 
 

@@ -74,7 +74,7 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from kafkalab.cluster.embedded import cluster_down, cluster_up
 
     if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} missing: run `make setup` first")
+        pytest.fail(f"{TARBALL} missing: `make setup` downloads it")
     lab = tmp_path_factory.mktemp("af-lab")
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
