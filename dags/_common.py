@@ -34,6 +34,20 @@ REPORT_ASSET = Asset(name="kafkalab_trend_report", uri=(_DATA_DIR / "reports").a
                      group="kafkalab")
 
 
+def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> SparkSubmitOperator:
+    """``<job>_metrics`` as a spark-submit through the ``spark_default`` connection."""
+    return SparkSubmitOperator(
+        task_id=f"{job}_metrics",
+        conn_id=SPARK_CONN_ID,
+        application=pipeline.spark_application(job),
+        application_args=pipeline.spark_job_args(job, lab_run_id, _DATA_DIR),
+        conf=pipeline.spark_conf(),
+        env_vars=pipeline.spark_env(),
+        name=f"kafkalab-{job}-metrics",
+        **kwargs,
+    )
+
+
 def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
     """Owner and retry policy shared by every task of a DAG."""
     return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay}
@@ -147,25 +161,12 @@ def build_latency_chain(run_prefix: str) -> None:
     cells = prepare_run(lab_run_id)
     measured = run_cell.partial(lab_run_id=lab_run_id).expand(cell=cells)
     closed = close_run(lab_run_id)
-    aggregate = SparkSubmitOperator(
-        task_id="aggregate_metrics",
-        conn_id=SPARK_CONN_ID,
-        application=pipeline.spark_application("aggregate"),
-        application_args=pipeline.spark_job_args("aggregate", lab_run_id, _DATA_DIR),
-        conf=pipeline.spark_conf(),
-        env_vars=pipeline.spark_env(),
-        name="kafkalab-aggregate-metrics",
-        outlets=[AGGREGATES_ASSET],
+    aggregate = _spark_task(
+        "aggregate", lab_run_id, outlets=[AGGREGATES_ASSET],
         doc_md="Spark: raw samples of the run -> one aggregate row per cell (Parquet).",
     )
-    validate = SparkSubmitOperator(
-        task_id="validate_metrics",
-        conn_id=SPARK_CONN_ID,
-        application=pipeline.spark_application("validate"),
-        application_args=pipeline.spark_job_args("validate", lab_run_id, _DATA_DIR),
-        conf=pipeline.spark_conf(),
-        env_vars=pipeline.spark_env(),
-        name="kafkalab-validate-metrics",
+    validate = _spark_task(
+        "validate", lab_run_id,
         retries=0,  # a failed expectation is deterministic: retrying only costs time
         doc_md="Spark + Great Expectations: fails (exit 1) when an expectation fails; the "
         "result is validation/<run_id>.json, shown in the report.",
