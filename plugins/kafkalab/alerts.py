@@ -25,7 +25,7 @@ from kafkalab.drift import (
     read_drift,
     records_to_dicts,
 )
-from kafkalab.errors import LabError
+from kafkalab.errors import AlertError
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +44,6 @@ _DRIFT_FIELDS = (
     "baseline_value", "baseline_runs", "latest_value", "change_pct", "robust_z", "confidence",
     "verdict", "broker_is_emulator", "run_id",
 )
-
-
-class AlertError(LabError):
-    """An alert could not be delivered. The message never contains the webhook URL."""
 
 
 # --------------------------------------------------------------------------- secrets

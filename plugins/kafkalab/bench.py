@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import LabError
-from kafkalab.paths import repo_root
+from kafkalab.paths import project_root
 from kafkalab.runner import CellResult, RunRequest, cell_summary, execute
 
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-kafka", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    root = repo_root()
+    root = project_root()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = root / ".lab" / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)

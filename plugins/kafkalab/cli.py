@@ -203,9 +203,9 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kafkalab.config import load_workload
-    from kafkalab.config.models import KAFKA_SCENARIOS
     from kafkalab.paths import data_dir
     from kafkalab.runner import RunRequest, cell_summary, execute, format_table
+    from kafkalab.scenarios.catalog import KAFKA_SCENARIOS
 
     w = load_workload(args.workload)
     updates: dict[str, Any] = {}

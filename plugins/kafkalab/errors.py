@@ -28,3 +28,11 @@ class RunError(LabError):
     """A measurement run failed; what was measured is kept and marked incomplete."""
 
     exit_code = 4
+
+
+class CellFailedError(RunError):
+    """One cell's measurement failed; its samples and fragment are kept (run incomplete)."""
+
+
+class AlertError(LabError):
+    """An alert could not be delivered. The message never contains the webhook URL."""

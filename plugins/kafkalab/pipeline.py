@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.config.models import KAFKA_SCENARIOS, SCENARIOS
-from kafkalab.errors import ClusterError, LabError, RunError
+from kafkalab.errors import CellFailedError, ClusterError, LabError, RunError
 from kafkalab.payloads import payload_names
+from kafkalab.scenarios.catalog import KAFKA_SCENARIOS, SCENARIOS
 
 if TYPE_CHECKING:
     from kafkalab.runner import RunRequest
@@ -64,10 +64,6 @@ SPARK_JOBS: dict[str, str] = {
     "aggregate": "spark_jobs/aggregate_metrics.py",
     "validate": "spark_jobs/validate_metrics.py",
 }
-
-
-class CellFailedError(RunError):
-    """A cell's measurement failed; its samples and fragment are kept (run incomplete)."""
 
 
 # --------------------------------------------------------------------------- locations

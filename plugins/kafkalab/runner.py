@@ -23,7 +23,7 @@ from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config, public_view
 from kafkalab.config.loader import include_dir, load_profile
-from kafkalab.config.models import KAFKA_SCENARIOS, Profile, Workload
+from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
 from kafkalab.samples import (
@@ -40,7 +40,8 @@ from kafkalab.samples import (
     utc_now_iso,
     write_cell,
 )
-from kafkalab.scenarios import Cell, Skipped, get_scenario
+from kafkalab.scenarios.base import Cell, Skipped
+from kafkalab.scenarios.catalog import KAFKA_SCENARIOS, get_scenario
 from kafkalab.stats import LatencySummary, summarize
 
 Progress = Callable[[str], None]

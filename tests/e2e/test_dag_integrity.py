@@ -155,8 +155,8 @@ def test_nightly_schedule(parsed: dict[str, Any]) -> None:
 
 
 def test_experiment_params_form(parsed: dict[str, Any]) -> None:
-    from kafkalab.config.models import SCENARIOS
     from kafkalab.payloads import payload_names
+    from kafkalab.scenarios.catalog import SCENARIOS
 
     dag = parsed["bag"].dags["latency_experiment"]
     assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import paths
 from kafkalab.cluster.descriptor import (
     ClusterDescriptor,
     jvm_classpath,
@@ -224,22 +223,3 @@ def test_jvm_classpath_filters(tmp_path: Path) -> None:
     assert sorted(Path(x).name for x in cp) == sorted(keep)
     with pytest.raises(ClusterError, match="libs"):
         jvm_classpath(tmp_path / "nowhere")
-
-
-def test_paths(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    (root / "a" / "b").mkdir(parents=True)
-    (root / "pyproject.toml").write_text('[project]\nname = "kafkalab"\n')
-    monkeypatch.chdir(root / "a" / "b")
-    monkeypatch.delenv("KAFKALAB_HOME", raising=False)
-    monkeypatch.delenv("KAFKALAB_DATA_DIR", raising=False)
-    assert paths.repo_root() == root.resolve()
-    assert paths.lab_dir() == root.resolve() / ".lab"
-    assert paths.data_dir() == root.resolve() / "lab-data"
-    assert paths.default_descriptor_path() == root.resolve() / ".lab" / "cluster.yaml"
-    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "h"))
-    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "d"))
-    assert paths.lab_dir() == (tmp_path / "h").resolve()
-    assert paths.data_dir() == (tmp_path / "d").resolve()
-    monkeypatch.chdir(tmp_path)
-    assert paths.repo_root() == tmp_path.resolve()

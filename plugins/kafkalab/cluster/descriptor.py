@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kafkalab.errors import ClusterError, ConfigError
 
+EMULATOR_LABEL = "EMULATOR — not Kafka"
+"""The label every table, chart and report shows beside a figure measured on an emulator
+broker (``is_emulator``): its latencies say nothing about Apache Kafka."""
+
 __all__ = [
     "SECRET_PROPERTIES",
     "ClusterDescriptor",
@@ -159,13 +163,9 @@ def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
     p = Path(raw).expanduser()
     if p.is_absolute():
         return str(p)
-    from kafkalab.paths import repo_root
+    from kafkalab.paths import project_root
 
-    candidates = [
-        descriptor_path.parent / p,
-        repo_root(descriptor_path.parent) / p,
-        repo_root() / p,
-    ]
+    candidates = [descriptor_path.parent / p, project_root() / p]
     for c in candidates:
         if (c / "libs").is_dir():
             return str(c.resolve())

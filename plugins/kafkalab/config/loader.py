@@ -10,14 +10,9 @@ from pydantic import BaseModel, ValidationError
 
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ConfigError
-from kafkalab.paths import repo_root
+from kafkalab.paths import include_dir
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def include_dir() -> Path:
-    """The folder holding profiles/, workloads/, images/ and drift.yaml."""
-    return repo_root() / "include"
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

@@ -12,10 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCENARIOS: tuple[str, ...] = ("rest", "kafka-python", "confluent-kafka", "jvm-e2e")
-"""Every scenario the lab knows, in the order seed 000 ran them."""
-
-KAFKA_SCENARIOS: tuple[str, ...] = ("kafka-python", "confluent-kafka", "jvm-e2e")
+from kafkalab.scenarios.catalog import SCENARIOS
 
 
 class _Strict(BaseModel):

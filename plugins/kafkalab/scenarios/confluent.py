@@ -11,6 +11,7 @@ from kafkalab.config.mapping import confluent_consumer_config, confluent_produce
 from kafkalab.errors import ClusterError
 from kafkalab.samples import Sample
 from kafkalab.scenarios.base import Cell, Progress, Tracker, ms_between, now_ns
+from kafkalab.scenarios.catalog import scenario_spec
 
 _ASSIGN_TIMEOUT_S = 60.0
 
@@ -18,8 +19,9 @@ _ASSIGN_TIMEOUT_S = 60.0
 class ConfluentKafkaScenario:
     """Seed 000's scenario 3, with librdkafka."""
 
-    name = "confluent-kafka"
-    client = "confluent-kafka"
+    spec = scenario_spec("confluent-kafka")
+    name = spec.name
+    client = spec.client
 
     def client_version(self) -> str:
         import confluent_kafka

@@ -20,6 +20,7 @@ from kafkalab.errors import RunError
 from kafkalab.payloads import wire_size_bytes
 from kafkalab.samples import Sample
 from kafkalab.scenarios.base import Cell, Progress, Skipped
+from kafkalab.scenarios.catalog import scenario_spec
 
 TOOL_CLASS = "kafka.tools.EndToEndLatency"
 _AVG = re.compile(r"Avg latency:\s*([0-9.]+)\s*ms")
@@ -39,8 +40,9 @@ def parse_tool_output(text: str) -> dict[str, float]:
 class JvmEndToEndScenario:
     """Kafka's reference measurement, beside the harness's."""
 
-    name = "jvm-e2e"
-    client = TOOL_CLASS
+    spec = scenario_spec("jvm-e2e")
+    name = spec.name
+    client = spec.client
 
     def __init__(self) -> None:
         self._version = "unknown"

@@ -11,6 +11,7 @@ from kafkalab.config.mapping import kafka_python_consumer_config, kafka_python_p
 from kafkalab.errors import ClusterError
 from kafkalab.samples import Sample
 from kafkalab.scenarios.base import Cell, Progress, Tracker, ms_between, now_ns
+from kafkalab.scenarios.catalog import scenario_spec
 
 _ASSIGN_TIMEOUT_S = 60.0
 
@@ -18,8 +19,9 @@ _ASSIGN_TIMEOUT_S = 60.0
 class KafkaPythonScenario:
     """The pure-Python client."""
 
-    name = "kafka-python"
-    client = "kafka-python"
+    spec = scenario_spec("kafka-python")
+    name = spec.name
+    client = spec.client
 
     def client_version(self) -> str:
         import kafka

@@ -9,6 +9,7 @@ from typing import IO, cast
 from kafkalab.errors import ClusterError, RunError
 from kafkalab.samples import Sample
 from kafkalab.scenarios.base import Cell, Progress, Tracker, now_ns
+from kafkalab.scenarios.catalog import scenario_spec
 
 
 class HttpServerProcess:
@@ -63,8 +64,9 @@ def _readline_with_timeout(stream: IO[str], timeout_s: float) -> str:
 class RestScenario:
     """``requests`` client → local HTTP server; e2e is send start → server holds the body."""
 
-    name = "rest"
-    client = "requests"
+    spec = scenario_spec("rest")
+    name = spec.name
+    client = spec.client
 
     def client_version(self) -> str:
         import requests

@@ -1,0 +1,101 @@
+"""The scenarios the lab knows: the one list of their names, clients and capabilities.
+
+Everything that needs a scenario's name (workload validation, the Airflow trigger form, the
+report's ordering, synthetic data) reads it from :data:`CATALOG`; the implementation
+classes get their ``name`` and ``client`` from their :class:`ScenarioSpec`. This module
+imports nothing heavy (no client library, no pyarrow), so a DAG file may read it at parse
+time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkalab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kafkalab.scenarios.base import Scenario
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """What the lab knows about a scenario before running it."""
+
+    name: str
+    """The scenario's name in workloads, samples and reports (``confluent-kafka``)."""
+    client: str
+    """The client library or tool it measures (``requests``, ``kafka.tools.EndToEndLatency``)."""
+    uses_kafka: bool
+    """True when it needs a Kafka cluster (and a topic)."""
+    per_message: bool
+    """True when it writes one ``message`` sample per message (the JVM tool only prints a
+    summary)."""
+    impl: str
+    """``module:Class`` of the implementation, imported on first use."""
+
+
+CATALOG: tuple[ScenarioSpec, ...] = (
+    ScenarioSpec("rest", "requests", uses_kafka=False, per_message=True,
+                 impl="kafkalab.scenarios.rest:RestScenario"),
+    ScenarioSpec("kafka-python", "kafka-python", uses_kafka=True, per_message=True,
+                 impl="kafkalab.scenarios.kafka_python:KafkaPythonScenario"),
+    ScenarioSpec("confluent-kafka", "confluent-kafka", uses_kafka=True, per_message=True,
+                 impl="kafkalab.scenarios.confluent:ConfluentKafkaScenario"),
+    ScenarioSpec("jvm-e2e", "kafka.tools.EndToEndLatency", uses_kafka=True, per_message=False,
+                 impl="kafkalab.scenarios.jvm_e2e:JvmEndToEndScenario"),
+)
+"""Every scenario, in the order seed 000 ran them."""
+
+SCENARIOS: tuple[str, ...] = tuple(s.name for s in CATALOG)
+"""Every scenario name, in seed 000's order."""
+
+KAFKA_SCENARIOS: tuple[str, ...] = tuple(s.name for s in CATALOG if s.uses_kafka)
+"""The scenarios that need a Kafka cluster."""
+
+MESSAGE_SCENARIOS: tuple[str, ...] = tuple(s.name for s in CATALOG if s.per_message)
+"""The scenarios that write one row per message."""
+
+KAFKA_CLIENT_SCENARIOS: tuple[str, ...] = tuple(
+    s.name for s in CATALOG if s.uses_kafka and s.per_message)
+"""The Kafka client libraries driven by the harness (they also measure first-message delay)."""
+
+
+def scenario_spec(name: str) -> ScenarioSpec:
+    """The spec of scenario ``name``.
+
+    Raises:
+        ConfigError: ``unknown scenario 'x' (known: rest, kafka-python, ...)``.
+    """
+    for spec in CATALOG:
+        if spec.name == name:
+            return spec
+    raise ConfigError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
+
+
+def needs_kafka(scenarios: list[str] | tuple[str, ...]) -> bool:
+    """True when any of ``scenarios`` needs a Kafka cluster."""
+    return any(s in KAFKA_SCENARIOS for s in scenarios)
+
+
+def get_scenario(name: str) -> Scenario:
+    """A fresh implementation object of scenario ``name`` (imports its module on first use)."""
+    spec = scenario_spec(name)
+    module, _, cls_name = spec.impl.partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    scenario: Scenario = cls()
+    return scenario
+
+
+__all__ = [
+    "CATALOG",
+    "KAFKA_CLIENT_SCENARIOS",
+    "KAFKA_SCENARIOS",
+    "MESSAGE_SCENARIOS",
+    "SCENARIOS",
+    "ScenarioSpec",
+    "get_scenario",
+    "needs_kafka",
+    "scenario_spec",
+]

@@ -1,0 +1,352 @@
+"""The lab data directory: every path in it, every read of it, and the one atomic writer.
+
+The schema of each file is documented in ``docs/metrics-schema.md`` (samples, manifests,
+fragments), ``docs/aggregates-schema.md`` (aggregates, validation) and
+``docs/drift-and-alerts.md`` (drift records, alert state); this module is the one place that
+knows where those files live. Layout under the data directory (:func:`kafkalab.paths.data_dir`)::
+
+    samples/run_date=<YYYY-MM-DD>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet
+    runs/<id>.json                          run manifest
+    runs/<id>/cells/<scenario>-<payload>-<profile>.json   one fragment per measured cell
+    runs/<id>/                              scratch of the run's scenarios (tool settings, logs)
+    aggregates/run_id=<id>/part-*.parquet   written by spark_jobs/aggregate_metrics.py
+    validation/<id>.json, validation/<id>.html, validation/docs/   spark_jobs/validate_metrics.py
+    drift/run_id=<id>/drift.parquet         drift records
+    alerts/state.json                       what was already announced
+    reports/index.html, reports/<id>/index.html   the trend report
+
+Every file the library writes goes through :func:`atomic_write`: a temporary file in the
+same directory, fsynced, renamed over the target, and the directory fsynced; on any failure
+the temporary file is removed and the old file (if any) is left as it was. A reader never
+sees half a file. (The Spark jobs run on executors without this package: they receive these
+paths as arguments and write with Spark's own committer, or, for the validation JSON, with
+their own copy of the same recipe in ``spark_jobs/_session.py``.)
+
+No I/O happens at import time or in :class:`LabData`'s constructor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._=-]")
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (best effort where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one.
+
+    A temporary file in the same directory receives the data and is fsynced, renamed over
+    ``path``, and the directory is fsynced. On any failure (disk full, interrupt) the
+    temporary file is removed and the exception propagates; ``path`` is untouched.
+    ``str`` data is encoded as UTF-8. Returns ``path``.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+    return target
+
+
+def atomic_write_json(path: str | os.PathLike[str], doc: Any, *, sort_keys: bool = True) -> Path:
+    """:func:`atomic_write` of ``doc`` as indented JSON with a final newline.
+
+    Values JSON does not know (paths, datetimes) are written as strings; NaN and infinities
+    are refused (``ValueError``): sanitise with :func:`kafkalab.values.jsonable` first.
+    """
+    text = json.dumps(doc, indent=2, sort_keys=sort_keys, allow_nan=False, default=str)
+    return atomic_write(path, text + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The parsed JSON of ``path``, or None when the file does not exist.
+
+    Raises:
+        OSError, ValueError: the file exists but cannot be read or parsed.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return json.loads(text)
+
+
+def safe_name(name: str) -> str:
+    """A file-system-safe form of a run id or cell name (one path component)."""
+    return _UNSAFE_NAME.sub("_", name) or "_"
+
+
+# --------------------------------------------------------------------------- the data dir
+
+
+class LabData:
+    """One lab data directory: where each file lives, and how it is read and written.
+
+    Args:
+        root: the data directory (default :func:`kafkalab.paths.data_dir`). Nothing is
+            created until something is written.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        if root is None:
+            from kafkalab.paths import data_dir
+
+            root = data_dir()
+        self.root = Path(root).expanduser().absolute()
+
+    def __repr__(self) -> str:
+        return f"LabData({str(self.root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LabData) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    # -- folders ----------------------------------------------------------------------
+
+    @property
+    def samples_dir(self) -> Path:
+        """``samples/``: raw samples, Hive-partitioned by ``run_date`` and ``run_id``."""
+        return self.root / "samples"
+
+    @property
+    def runs_dir(self) -> Path:
+        """``runs/``: manifests, cell fragments and per-run scratch."""
+        return self.root / "runs"
+
+    @property
+    def aggregates_dir(self) -> Path:
+        """``aggregates/``: one Parquet partition per run (written by the Spark job)."""
+        return self.root / "aggregates"
+
+    @property
+    def validation_dir(self) -> Path:
+        """``validation/``: Great Expectations results per run, and Data Docs."""
+        return self.root / "validation"
+
+    @property
+    def validation_docs_dir(self) -> Path:
+        """``validation/docs/``: the GX Data Docs site."""
+        return self.validation_dir / "docs"
+
+    @property
+    def drift_dir(self) -> Path:
+        """``drift/``: drift records, one partition per run."""
+        return self.root / "drift"
+
+    @property
+    def alerts_dir(self) -> Path:
+        """``alerts/``: the alert de-duplication state."""
+        return self.root / "alerts"
+
+    @property
+    def reports_dir(self) -> Path:
+        """``reports/``: the static trend report."""
+        return self.root / "reports"
+
+    # -- run manifests -----------------------------------------------------------------
+
+    def manifest_path(self, run_id: str) -> Path:
+        """``runs/<run_id>.json``."""
+        return self.runs_dir / f"{run_id}.json"
+
+    def manifest(self, run_id: str) -> dict[str, Any] | None:
+        """A run's manifest, or None when the run does not exist or its file is unreadable."""
+        path = self.manifest_path(run_id)
+        try:
+            doc = read_json(path)
+        except (OSError, ValueError) as exc:
+            log.warning("run manifest %s unreadable (%s)", path, exc)
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def manifests(self) -> dict[str, dict[str, Any]]:
+        """Every run manifest by run id (sorted by file name; unreadable files are logged
+        and left out)."""
+        out: dict[str, dict[str, Any]] = {}
+        if not self.runs_dir.is_dir():
+            return out
+        for f in sorted(self.runs_dir.glob("*.json")):
+            try:
+                doc = read_json(f)
+            except (OSError, ValueError) as exc:
+                log.warning("run manifest %s unreadable (%s); skipped", f, exc)
+                continue
+            if isinstance(doc, dict):
+                out[str(doc.get("run_id") or f.stem)] = doc
+        return out
+
+    def write_manifest(self, doc: Mapping[str, Any]) -> Path:
+        """Write (replace) the manifest of ``doc["run_id"]`` atomically."""
+        return atomic_write_json(self.manifest_path(str(doc["run_id"])), dict(doc))
+
+    def run_work_dir(self, run_id: str) -> Path:
+        """``runs/<run_id>/``: scratch of the run's scenarios (tool settings and printouts)."""
+        return self.runs_dir / run_id
+
+    # -- cells: samples and fragments ----------------------------------------------------
+
+    def cell_file(self, run_date: str, run_id: str, scenario: str, payload: str,
+                  profile: str) -> Path:
+        """Where one cell's raw samples live."""
+        return (self.samples_dir / f"run_date={run_date}" / f"run_id={run_id}"
+                / f"part-{scenario}-{payload}-{profile}.parquet")
+
+    def run_sample_files(self, run_id: str) -> list[Path]:
+        """Every samples file of ``run_id`` (under any run date)."""
+        return sorted(self.samples_dir.glob(f"run_date=*/run_id={run_id}/*.parquet"))
+
+    def clear_run_samples(self, run_id: str) -> None:
+        """Remove a run's samples files (every run date)."""
+        for f in self.run_sample_files(run_id):
+            f.unlink(missing_ok=True)
+
+    def cell_fragments_dir(self, run_id: str) -> Path:
+        """``runs/<run_id>/cells/``."""
+        return self.run_work_dir(run_id) / "cells"
+
+    def cell_fragment_path(self, run_id: str, scenario: str, payload: str, profile: str) -> Path:
+        """``runs/<run_id>/cells/<scenario>-<payload>-<profile>.json``."""
+        return self.cell_fragments_dir(run_id) / f"{scenario}-{payload}-{profile}.json"
+
+    def write_cell_fragment(self, run_id: str, fragment: Mapping[str, Any]) -> Path:
+        """Write one cell's fragment (``scenario``, ``payload``, ``profile`` and its outcome)."""
+        path = self.cell_fragment_path(run_id, str(fragment["scenario"]),
+                                       str(fragment["payload"]), str(fragment["profile"]))
+        return atomic_write_json(path, dict(fragment))
+
+    def cell_fragments(self, run_id: str) -> list[dict[str, Any]]:
+        """Every cell fragment of ``run_id``, sorted by file name.
+
+        Raises:
+            OSError, ValueError: a fragment exists but is unreadable (a run is never closed
+                over a fragment it cannot read).
+        """
+        out = []
+        for f in sorted(self.cell_fragments_dir(run_id).glob("*.json")):
+            doc = read_json(f)
+            if isinstance(doc, dict):
+                out.append(doc)
+        return out
+
+    def clear_cell_fragments(self, run_id: str) -> None:
+        """Remove the cell fragments of ``run_id``."""
+        for f in self.cell_fragments_dir(run_id).glob("*.json"):
+            f.unlink(missing_ok=True)
+
+    # -- validation ----------------------------------------------------------------------
+
+    def validation_path(self, run_id: str) -> Path:
+        """``validation/<run_id>.json``: the GX result document of a run."""
+        return self.validation_dir / f"{run_id}.json"
+
+    def validation_html_path(self, run_id: str) -> Path:
+        """``validation/<run_id>.html``: its offline HTML summary."""
+        return self.validation_dir / f"{run_id}.html"
+
+    def validation(self, run_id: str) -> dict[str, Any] | None:
+        """A run's validation result; None when there is none yet; an unreadable file is
+        ``{"success": None, "failed": [], "unreadable": True}`` (never mistaken for a pass)."""
+        path = self.validation_path(run_id)
+        try:
+            doc = read_json(path)
+        except (OSError, ValueError):
+            return {"success": None, "failed": [], "unreadable": True}
+        if doc is None:
+            return None
+        return doc if isinstance(doc, dict) else {"success": None, "failed": [], "unreadable": True}
+
+    # -- drift -----------------------------------------------------------------------------
+
+    def drift_path(self, run_id: str) -> Path:
+        """``drift/run_id=<run_id>/drift.parquet``."""
+        return self.drift_dir / f"run_id={run_id}" / "drift.parquet"
+
+    def drift(self, run_id: str) -> pd.DataFrame | None:
+        """A run's stored drift records as written (None when absent); the columns are
+        normalised by :func:`kafkalab.drift.read_drift`."""
+        import pyarrow.parquet as pq
+
+        path = self.drift_path(run_id)
+        if not path.exists():
+            return None
+        return pq.read_table(path).to_pandas()
+
+    # -- alerts -----------------------------------------------------------------------------
+
+    def alert_state_path(self) -> Path:
+        """``alerts/state.json``."""
+        return self.alerts_dir / "state.json"
+
+    def alert_state(self) -> dict[str, Any] | None:
+        """The alert state as stored; None when absent or unreadable (logged)."""
+        path = self.alert_state_path()
+        try:
+            doc = read_json(path)
+        except (OSError, ValueError) as exc:
+            log.warning("alert state %s unreadable (%s)", path, exc)
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def write_alert_state(self, state: Mapping[str, Any]) -> Path:
+        """Write the alert state atomically."""
+        return atomic_write_json(self.alert_state_path(), dict(state))
+
+    # -- reports -----------------------------------------------------------------------------
+
+    def report_index_path(self, out_dir: str | os.PathLike[str] | None = None) -> Path:
+        """``reports/index.html`` (or ``<out_dir>/index.html``): the overview page."""
+        return Path(out_dir) / "index.html" if out_dir is not None else self.reports_dir / "index.html"
+
+    def report_page_dir(self, run_id: str, out_dir: str | os.PathLike[str] | None = None) -> Path:
+        """``reports/<run_id>/``: the folder of one run's page (a file-system-safe name)."""
+        base = Path(out_dir) if out_dir is not None else self.reports_dir
+        return base / safe_name(run_id)
+
+    def reports(self) -> list[Path]:
+        """The run pages written so far (``reports/*/index.html``), sorted."""
+        return sorted(self.reports_dir.glob("*/index.html"))
+
+
+__all__ = ["LabData", "atomic_write", "atomic_write_json", "read_json", "safe_name"]
