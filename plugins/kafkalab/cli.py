@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kafkalab.errors import ConfigError, LabError
+from kafkalab.errors import LabError
 
 EPILOG = """\
 examples:
@@ -202,35 +202,16 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kafkalab.config import load_workload
-    from kafkalab.paths import data_dir
-    from kafkalab.runner import RunRequest, cell_summary, execute, format_table
-    from kafkalab.scenarios.catalog import KAFKA_SCENARIOS
+    from kafkalab.runner import build_run_request, cell_summary, execute, format_table
 
-    w = load_workload(args.workload)
-    updates: dict[str, Any] = {}
-    if args.messages is not None:
-        if args.messages < 1:
-            raise ConfigError("--messages must be at least 1")
-        updates["messages"] = args.messages
-    if args.warmup is not None:
-        if args.warmup < 0:
-            raise ConfigError("--warmup must be 0 or more")
-        updates["warmup_messages"] = args.warmup
-    if args.encoding:
-        updates["encoding"] = args.encoding
-    if args.consumer_mode:
-        updates["consumer_mode"] = args.consumer_mode
-    w = w.model_copy(update=updates)
-    scenarios = args.scenario or w.scenarios
-    descriptor = None
-    if any(s in KAFKA_SCENARIOS for s in scenarios):
-        descriptor = _descriptor(args.cluster)
-    req = RunRequest(
-        workload=w, profiles=args.profile or w.profiles, payloads=args.payload or w.payloads,
-        scenarios=scenarios, data_dir=(args.data_dir or data_dir()).resolve(),
-        descriptor=descriptor, run_id=args.run_id, http_port=args.http_port,
-        provision=not args.no_provision,
+    req = build_run_request(
+        args.workload, scenarios=args.scenario, payloads=args.payload, profiles=args.profile,
+        overrides={"messages": args.messages, "warmup_messages": args.warmup,
+                   "encoding": args.encoding, "consumer_mode": args.consumer_mode},
+        option_names={"messages": "--messages", "warmup_messages": "--warmup",
+                      "encoding": "--encoding", "consumer_mode": "--consumer-mode"},
+        data_dir=args.data_dir, descriptor_path=args.cluster, run_id=args.run_id,
+        http_port=args.http_port, provision=not args.no_provision,
     )
     result = execute(req, progress=_err)
     if args.json:

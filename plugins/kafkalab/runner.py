@@ -14,15 +14,18 @@ Order of work, so that bad input costs nothing and nothing measured is lost:
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config, public_view
-from kafkalab.config.loader import include_dir, load_profile
+from kafkalab.config.loader import include_dir, load_profile, load_workload
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
@@ -41,7 +44,7 @@ from kafkalab.samples import (
     write_cell,
 )
 from kafkalab.scenarios.base import Cell, Skipped
-from kafkalab.scenarios.catalog import KAFKA_SCENARIOS, get_scenario
+from kafkalab.scenarios.catalog import KAFKA_SCENARIOS, get_scenario, needs_kafka
 from kafkalab.stats import LatencySummary, summarize
 
 Progress = Callable[[str], None]
@@ -61,6 +64,85 @@ class RunRequest:
     http_port: int = 0
     provision: bool = True
     command: str = field(default_factory=lambda: shlex.join(["kafkalab", *sys.argv[1:]]))
+
+
+_OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
+"""Workload keys a run may override from the command line or the trigger form."""
+
+
+def build_run_request(
+    workload: str = "seed000",
+    *,
+    scenarios: Sequence[str] | None = None,
+    payloads: Sequence[str] | None = None,
+    profiles: Sequence[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    option_names: Mapping[str, str] | None = None,
+    data_dir: Path | None = None,
+    descriptor_path: str | os.PathLike[str] | None = None,
+    run_id: str | None = None,
+    command: str | None = None,
+    http_port: int = 0,
+    provision: bool = True,
+) -> RunRequest:
+    """The one validated way to build a :class:`RunRequest` (CLI and Airflow tasks alike).
+
+    Args:
+        workload: workload name (``include/workloads/<name>.yaml``) or YAML path.
+        scenarios, payloads, profiles: the matrix; empty or None means the workload's.
+        overrides: values for the workload keys in :data:`_OVERRIDABLE` (``messages``,
+            ``warmup_messages``, ``encoding``, ``consumer_mode``); None or ``""`` means the
+            workload's. They are validated by the same model as the YAML file.
+        option_names: how the caller calls each key in errors (``{"messages": "--messages"}``
+            for the CLI; default ``param <key>``).
+        data_dir: the lab data directory (default :func:`kafkalab.paths.data_dir`).
+        descriptor_path: the cluster descriptor, loaded only when a scenario needs Kafka
+            (default :func:`kafkalab.paths.default_descriptor_path`).
+
+    Raises:
+        ConfigError: an unknown key, or a value the workload model refuses, named as the
+            caller calls it (``--messages must be at least 1, got 0``).
+        ClusterError: a Kafka scenario and no readable descriptor.
+    """
+    from kafkalab.cluster.descriptor import load_descriptor
+    from kafkalab.paths import data_dir as default_data_dir
+    from kafkalab.paths import default_descriptor_path
+
+    w = load_workload(workload)
+    names = dict(option_names or {})
+    given = {k: v for k, v in (overrides or {}).items() if v is not None and v != ""}
+    unknown = sorted(set(given) - set(_OVERRIDABLE))
+    if unknown:
+        raise ConfigError(f"cannot override workload key {unknown[0]!r} "
+                          f"(overridable: {', '.join(_OVERRIDABLE)})")
+    if given:
+        try:
+            w = Workload.model_validate({**w.model_dump(), **given})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            label = names.get(key, f"param {key}")
+            ctx = err.get("ctx") or {}
+            if err["type"] == "greater_than_equal":
+                msg = f"{label} must be at least {ctx.get('ge')}, got {given.get(key)!r}"
+            else:
+                msg = f"{label}: {err['msg']} (got {given.get(key)!r})"
+            raise ConfigError(msg) from None
+    chosen = [str(s) for s in (scenarios or w.scenarios)]
+    descriptor = None
+    if needs_kafka(chosen):
+        descriptor = load_descriptor(Path(descriptor_path) if descriptor_path
+                                     else default_descriptor_path())
+    kwargs: dict[str, Any] = {}
+    if command is not None:
+        kwargs["command"] = command
+    return RunRequest(
+        workload=w, profiles=[str(p) for p in (profiles or w.profiles)],
+        payloads=[str(p) for p in (payloads or w.payloads)], scenarios=chosen,
+        data_dir=Path(data_dir).absolute() if data_dir is not None else default_data_dir(),
+        descriptor=descriptor, run_id=run_id, http_port=http_port, provision=provision,
+        **kwargs,
+    )
 
 
 @dataclass
