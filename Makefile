@@ -33,7 +33,7 @@ demo: demo-seed000 nightly-demo  ## seed 000's table, then the nightly DAG over 
 
 demo-seed000: setup  ## start the embedded Kafka, re-run seed 000 (HTTP vs clients vs Kafka's tool), print the table
 	$(BIN)/kafkalab cluster up
-	$(BIN)/kafkalab run --workload demo
+	$(BIN)/kafkalab run --workload images-quick
 
 # The nightly DAG through `airflow dags test`, once per logical date, so the report has a
 # history (drift verdicts need 3 earlier runs: the 4th date gets them).

@@ -19,7 +19,7 @@ from kafkalab.errors import LabError
 EPILOG = """\
 examples:
   kafkalab cluster up                       # real Apache Kafka 0.9.0.1 + ZooKeeper on 127.0.0.1
-  kafkalab topics provision --workload seed000 --profile latency
+  kafkalab topics provision --workload images-http-vs-kafka --profile latency
   kafkalab run --scenario rest,kafka-python,confluent-kafka,jvm-e2e \\
                --payload 1mb,10mb --profile latency --messages 20
   kafkalab cluster down
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "profile's partitions, replication factor and topic configs; existing "
                            "topics are altered where Kafka allows it. Kafka 0.9 goes through "
                            "ZooKeeper with Kafka's own TopicCommand.")
-    prov.add_argument("--workload", default="seed000", help="workload name or YAML path (default seed000)")
+    prov.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")
     prov.add_argument("--profile", type=_csv, default=None, help="profile name(s), comma-separated (default: the workload's)")
     _cluster_arg(prov)
 
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "payloads:  100b, 1kb, 10kb, 100kb (synthetic), 1mb, 3mb, 5mb, 10mb (JPEG)\n"
                         "profiles:  default, throughput, latency, durability, availability",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    pr.add_argument("--workload", default="seed000", help="workload name or YAML path (default seed000)")
+    pr.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")
     pr.add_argument("--scenario", type=_csv, default=None, help="comma-separated scenarios (default: the workload's)")
     pr.add_argument("--payload", type=_csv, default=None, help="comma-separated payloads (default: the workload's)")
     pr.add_argument("--profile", type=_csv, default=None, help="comma-separated profiles (default: the workload's)")
@@ -165,7 +165,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if args.cluster_command == "up":
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
                        zk_port=args.zk_port, progress=_err)
-        label = " (EMULATOR, not Apache Kafka)" if d.is_emulator else ""
+        from kafkalab.cluster.descriptor import EMULATOR_LABEL
+
+        label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
         _say(f"cluster up: {d.flavor} {d.version}{label}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
         if d.zookeeper:
             _say(f"zookeeper: {d.zookeeper}")

@@ -13,7 +13,6 @@ Order of work, so that bad input costs nothing and nothing measured is lost:
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -24,19 +23,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config, public_view
-from kafkalab.config.loader import include_dir, load_profile, load_workload
+from kafkalab.cluster.descriptor import (
+    EMULATOR_LABEL,
+    ClusterDescriptor,
+    librdkafka_config,
+    public_view,
+)
+from kafkalab.config.loader import load_profile, load_workload
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
+from kafkalab.paths import include_dir
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
+from kafkalab.progress import Progress, noop
 from kafkalab.samples import (
     CellContext,
     Manifest,
     Sample,
-    atomic_write_bytes,
-    cell_file,
-    clear_run,
-    manifest_path,
     new_run_id,
     runtime_versions,
     to_rows,
@@ -44,10 +46,9 @@ from kafkalab.samples import (
     write_cell,
 )
 from kafkalab.scenarios.base import Cell, Skipped
-from kafkalab.scenarios.catalog import KAFKA_SCENARIOS, get_scenario, needs_kafka
+from kafkalab.scenarios.catalog import get_scenario, needs_kafka, scenario_spec
 from kafkalab.stats import LatencySummary, summarize
-
-Progress = Callable[[str], None]
+from kafkalab.store import LabData
 
 
 @dataclass
@@ -71,7 +72,7 @@ _OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
 
 
 def build_run_request(
-    workload: str = "seed000",
+    workload: str = "images-http-vs-kafka",
     *,
     scenarios: Sequence[str] | None = None,
     payloads: Sequence[str] | None = None,
@@ -187,9 +188,6 @@ def check_reachable(descriptor: ClusterDescriptor, timeout_s: float = 10.0) -> i
 def validate_request(req: RunRequest) -> dict[str, Profile]:
     """Everything that can be refused before a byte is sent; returns the loaded profiles."""
     w = req.workload
-    if w.rate_msgs_per_s is not None:
-        raise ConfigError("workload key rate_msgs_per_s: open-loop (fixed-rate) sending is not "
-                          "implemented yet; remove it to run the closed loop")
     for name in req.scenarios:
         get_scenario(name)
     known = payload_names()
@@ -197,8 +195,8 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
         if p not in known:
             raise ConfigError(f"unknown payload {p!r} (known: {', '.join(known)})")
     profiles = {name: load_profile(name) for name in req.profiles}
-    needs_kafka = any(s in KAFKA_SCENARIOS for s in req.scenarios)
-    if needs_kafka:
+    kafka = needs_kafka(req.scenarios)
+    if kafka:
         if req.descriptor is None:
             raise ClusterError("cluster not up: run `kafkalab cluster up` or pass --cluster FILE")
         for prof in profiles.values():
@@ -214,7 +212,7 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
         size = wire_size_bytes(load_body(payload, w.encoding, images))
         for prof in profiles.values():
             limit = prof.topic.max_message_bytes
-            if needs_kafka and size > limit:
+            if kafka and size > limit:
                 raise ConfigError(
                     f"payload {payload} is {size} bytes on the wire, larger than the topic's "
                     f"max.message.bytes={limit} (profile {prof.name}); raise topic.max_message_bytes"
@@ -222,11 +220,7 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
     return profiles
 
 
-def _noop(_msg: str) -> None:
-    return None
-
-
-def start_run(req: RunRequest, progress: Progress = _noop) -> dict[str, Any]:
+def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
     """Validate, check the cluster, provision topics, clear old rows of the run id and write
     the manifest with status ``running``. Returns ``{"run_id", "cells": [...]}`` where each
     cell is ``{"scenario", "payload", "profile"}`` (Airflow maps one task over each)."""
@@ -235,8 +229,7 @@ def start_run(req: RunRequest, progress: Progress = _noop) -> dict[str, Any]:
     profiles = validate_request(req)
     w = req.workload
     d = req.descriptor
-    needs_kafka = any(s in KAFKA_SCENARIOS for s in req.scenarios)
-    if needs_kafka and d is not None:
+    if needs_kafka(req.scenarios) and d is not None:
         progress(f"checking {d.bootstrap_servers} …")
         check_reachable(d)
         if d.is_emulator:
@@ -258,33 +251,29 @@ def start_run(req: RunRequest, progress: Progress = _noop) -> dict[str, Any]:
         cluster=public_view(d) if d is not None else {"flavor": "none"},
         versions=runtime_versions(),
     )
-    clear_run(req.data_dir, run_id)
-    for old in _fragments_dir(req.data_dir, run_id).glob("*.json"):
-        old.unlink()
+    lab = LabData(req.data_dir)
+    lab.clear_run_samples(run_id)
+    lab.clear_cell_fragments(run_id)
     manifest.write(req.data_dir)
     cells = [{"scenario": sc, "payload": pl, "profile": pr}
              for pr in req.profiles for pl in req.payloads for sc in req.scenarios]
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": cells}
 
 
-def _fragments_dir(data_dir: Path, run_id: str) -> Path:
-    return data_dir / "runs" / run_id / "cells"
-
-
 def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
-                 progress: Progress = _noop) -> CellResult:
+                 progress: Progress = noop) -> CellResult:
     """Measure one cell of a started run; its samples and a manifest fragment are written
     before this returns (so a later failure loses nothing)."""
     assert req.run_id, "start_run first"
     manifest = Manifest.load(req.data_dir, req.run_id)
     prof = load_profile(profile)
     body = load_body(payload, req.workload.encoding, include_dir() / "images")
-    work_dir = req.data_dir / "runs" / req.run_id
-    result = _run_cell(req, manifest, prof, payload, body, scenario, work_dir, progress)
-    fragment = {"scenario": scenario, "payload": payload, "profile": profile,
-                "status": result.status, "rows": len(result.samples), "reason": result.reason}
-    path = _fragments_dir(req.data_dir, req.run_id) / f"{scenario}-{payload}-{profile}.json"
-    atomic_write_bytes(path, json.dumps(fragment, sort_keys=True).encode())
+    lab = LabData(req.data_dir)
+    result = _run_cell(req, manifest, prof, payload, body, scenario,
+                       lab.run_work_dir(req.run_id), progress)
+    lab.write_cell_fragment(req.run_id, {
+        "scenario": scenario, "payload": payload, "profile": profile,
+        "status": result.status, "rows": len(result.samples), "reason": result.reason})
     return result
 
 
@@ -292,7 +281,7 @@ def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[st
     """Merge the cells' fragments into the manifest; status ``complete`` when every planned
     cell completed or was skipped, else ``incomplete``."""
     manifest = Manifest.load(data_dir, run_id)
-    frags = [json.loads(p.read_text()) for p in sorted(_fragments_dir(data_dir, run_id).glob("*.json"))]
+    frags = LabData(data_dir).cell_fragments(run_id)
     order = {(sc, pl, pr): i for i, (pr, pl, sc) in enumerate(
         (pr, pl, sc) for pr in manifest.profiles for pl in manifest.payloads for sc in manifest.scenarios)}
     frags.sort(key=lambda f: order.get((f["scenario"], f["payload"], f["profile"]), 1 << 30))
@@ -326,7 +315,7 @@ def execute(req: RunRequest, progress: Progress) -> RunResult:
     if error:
         raise KeyboardInterrupt
     return RunResult(run_id=run_id, status=manifest["status"],
-                     manifest_path=manifest_path(req.data_dir, run_id), cells=results)
+                     manifest_path=LabData(req.data_dir).manifest_path(run_id), cells=results)
 
 
 def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, Profile],
@@ -353,7 +342,7 @@ def _run_cell(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, 
               scenario_name: str, work_dir: Path, progress: Progress) -> CellResult:
     d = req.descriptor
     scenario = get_scenario(scenario_name)
-    is_kafka = scenario_name in KAFKA_SCENARIOS
+    is_kafka = scenario_spec(scenario_name).uses_kafka
     cell = Cell(run_id=manifest.run_id, workload=req.workload, profile=prof, payload=payload,
                 body=body, topic=req.workload.topic_for(prof.name) if is_kafka else None,
                 descriptor=d if is_kafka else None, work_dir=work_dir, http_port=req.http_port)
@@ -386,7 +375,8 @@ def _run_cell(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, 
         broker_is_emulator=emulator, topic=cell.topic,
     )
     if samples:
-        path = cell_file(req.data_dir, manifest.run_date, manifest.run_id, scenario_name, payload, prof.name)
+        path = LabData(req.data_dir).cell_file(manifest.run_date, manifest.run_id, scenario_name,
+                                               payload, prof.name)
         write_cell(path, to_rows(ctx, samples))
     if status == "complete":
         bad = sum(1 for s in samples if s.status in ("lost", "error") and s.sample_kind == "message")
@@ -411,7 +401,7 @@ def cell_summary(result: CellResult) -> dict[str, Any]:
         "scenario": result.scenario, "payload": result.payload, "profile": result.profile,
         "status": result.status, "reason": result.reason, "emulator": result.is_emulator,
         "payload_bytes": result.payload_bytes,
-        "count": lat.count if lat else (int(len(tool) > 0) and 0),
+        "count": lat.count if lat else 0,
         "warmup": sum(1 for s in msgs if s.is_warmup),
         "lost": sum(1 for s in msgs if s.status == "lost" and not s.is_warmup),
         "duplicate": sum(1 for s in msgs if s.status == "duplicate"),
@@ -434,7 +424,7 @@ def format_table(results: list[CellResult]) -> str:
         if s["status"] != "complete":
             note = f"{s['status']}: {(s['reason'] or '')[:60]}"
         elif s["emulator"]:
-            note = "EMULATOR (not Kafka)"
+            note = EMULATOR_LABEL
 
         def f(v: float | None) -> str:
             return "-" if v is None else f"{v:.2f}"

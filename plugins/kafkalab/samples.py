@@ -8,7 +8,6 @@ that dies half-way keeps every cell it finished and a re-run of a cell replaces 
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import platform
 import socket
@@ -20,6 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from kafkalab.store import LabData, atomic_write, read_json
 
 SCHEMA_VERSION = 1
 
@@ -133,36 +134,20 @@ def to_rows(ctx: CellContext, samples: Iterable[Sample]) -> list[dict[str, Any]]
     return rows
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary name in the same folder, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def cell_file(data_dir: Path, run_date: str, run_id: str, scenario: str, payload: str, profile: str) -> Path:
-    """Where one cell's samples live."""
-    return (
-        data_dir / "samples" / f"run_date={run_date}" / f"run_id={run_id}"
-        / f"part-{scenario}-{payload}-{profile}.parquet"
-    )
-
-
 def write_cell(path: Path, rows: list[dict[str, Any]]) -> Path:
-    """Write one cell's rows atomically (replacing an earlier file of the same cell)."""
+    """Write one cell's rows atomically (replacing an earlier file of the same cell); the
+    path comes from :meth:`kafkalab.store.LabData.cell_file`."""
     table = pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    atomic_write_bytes(path, sink.getvalue().to_pybytes())
-    return path
+    return atomic_write(path, sink.getvalue().to_pybytes())
 
 
 def read_samples(data_dir: Path, run_id: str | None = None) -> pa.Table:
     """All samples (or one run's) as an Arrow table, with the partition columns."""
     import pyarrow.dataset as ds
 
-    root = data_dir / "samples"
+    root = LabData(data_dir).samples_dir
     if not root.exists():
         return SAMPLE_SCHEMA.empty_table()
     part = pa.schema([("run_date", pa.string()), ("run_id", pa.string())])
@@ -172,14 +157,6 @@ def read_samples(data_dir: Path, run_id: str | None = None) -> pa.Table:
     )
     filt = ds.field("run_id") == run_id if run_id else None
     return dataset.to_table(filter=filt)
-
-
-def clear_run(data_dir: Path, run_id: str) -> None:
-    """Remove a run's samples (under any date) before it is re-run from scratch, so rows
-    never duplicate."""
-    for folder in (data_dir / "samples").glob(f"run_date=*/run_id={run_id}"):
-        for f in folder.glob("*.parquet"):
-            f.unlink()
 
 
 @dataclass
@@ -212,17 +189,17 @@ class Manifest:
         """Read a run's manifest back."""
         from kafkalab.errors import RunError
 
-        path = manifest_path(data_dir, run_id)
-        if not path.exists():
+        lab = LabData(data_dir)
+        path = lab.manifest_path(run_id)
+        doc = read_json(path)
+        if not isinstance(doc, dict):
             raise RunError(f"no run {run_id} in {data_dir} (no {path.name})")
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in json.loads(path.read_text()).items() if k in known})
+        return cls(**{k: v for k, v in doc.items() if k in known})
 
     def write(self, data_dir: Path) -> Path:
-        path = manifest_path(data_dir, self.run_id)
-        data = json.dumps(asdict(self), indent=2, sort_keys=True, default=str).encode()
-        atomic_write_bytes(path, data + b"\n")
-        return path
+        """Write (replace) this manifest atomically under ``runs/<run_id>.json``."""
+        return LabData(data_dir).write_manifest(asdict(self))
 
 
 def _user() -> str:
@@ -230,14 +207,6 @@ def _user() -> str:
         return getpass.getuser()
     except Exception:  # no passwd entry in some containers
         return os.environ.get("USER", "unknown")
-
-
-def manifest_path(data_dir: Path, run_id: str) -> Path:
-    return data_dir / "runs" / f"{run_id}.json"
-
-
-def read_manifest(data_dir: Path, run_id: str) -> dict[str, Any]:
-    return dict(json.loads(manifest_path(data_dir, run_id).read_text()))
 
 
 def utc_now_iso() -> str:

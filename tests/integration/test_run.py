@@ -6,21 +6,31 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
-from kafkalab.samples import SAMPLE_SCHEMA, read_manifest, read_samples
+from kafkalab.samples import SAMPLE_SCHEMA, read_samples
+from kafkalab.store import LabData
 
-REPO = Path(__file__).resolve().parents[2]
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
+ELSEWHERE = Path(tempfile.gettempdir())
+"""The CLI runs from a directory outside the checkout: no location depends on the cwd."""
+
+
+def read_manifest(data: Path, run_id: str) -> dict[str, Any]:
+    m = LabData(data).manifest(run_id)
+    assert m is not None, f"no manifest of {run_id} in {data}"
+    return m
 
 
 def kafkalab(*args: str, env_extra: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([*KAFKALAB, *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([*KAFKALAB, *args], capture_output=True, text=True, cwd=ELSEWHERE,
                           env=env, timeout=timeout)
 
 
@@ -69,12 +79,12 @@ def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.Compl
             assert sorted(r["seq"] for r in cell) == list(range(10))
     kafka_msgs = [r for r in msgs if r["scenario"] != "rest"]
     assert all(r["publish_latency_ms"] is not None and r["publish_latency_ms"] > 0 for r in kafka_msgs)
-    assert all(r["offset"] is not None and r["topic"] == "klab-seed000-latency" for r in kafka_msgs)
+    assert all(r["offset"] is not None and r["topic"] == "klab-images-http-vs-kafka-latency" for r in kafka_msgs)
     assert all(r["cluster_flavor"] == "kafka09" and r["broker_version"] == "0.9.0.1" for r in kafka_msgs)
     rest = [r for r in msgs if r["scenario"] == "rest"]
     assert all(r["round_trip_ms"] >= r["e2e_latency_ms"] for r in rest)
     assert all(r["cluster_flavor"] == "http" for r in rest)
-    # bytes on the wire: 32-byte stamp header + body; seed000 sends base64 (1024 B -> 1368 B)
+    # bytes on the wire: 32-byte stamp header + body; images-http-vs-kafka (seed000) sends base64 (1024 B -> 1368 B)
     assert {r["payload_bytes"] for r in msgs if r["payload"] == "1kb"} == {1368 + 32}
     assert {r["payload_encoding"] for r in msgs} == {"base64"}
 

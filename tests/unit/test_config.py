@@ -8,6 +8,7 @@ import pytest
 
 from kafkalab.cluster.descriptor import descriptor_from_dict, kafka_python_config, librdkafka_config
 from kafkalab.config import known_names, load_profile, load_workload
+from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.config.mapping import (
     confluent_consumer_config,
     confluent_producer_config,
@@ -40,7 +41,6 @@ def test_profiles_carry_seed_004_values() -> None:
     assert dur.producer.acks == "all" and dur.producer.max_in_flight == 1
     assert dur.topic.replication_factor == 3 and dur.topic.min_insync_replicas == 2
     assert dur.topic.unclean_leader_election_enable is False and dur.consumer.enable_auto_commit is False
-    assert dur.promises_zero_loss
     assert ava.topic.unclean_leader_election_enable is True and ava.topic.min_insync_replicas == 2
 
 
@@ -79,10 +79,24 @@ def test_jvm_tool_properties_raise_size_limits() -> None:
 
 
 def test_workloads_load() -> None:
-    w = load_workload("seed000")
+    w = load_workload("images-http-vs-kafka")
     assert w.payloads == ["1mb", "3mb", "5mb", "10mb"] and w.encoding == "base64"
-    assert w.topic_for("latency") == "klab-seed000-latency"
-    assert {"seed000", "demo", "nightly", "bench"} <= set(known_names("workloads"))
+    assert w.topic_for("latency") == "klab-images-http-vs-kafka-latency"
+    assert {"images-http-vs-kafka", "images-quick", "nightly", "bench-latency"} <= set(
+        known_names("workloads"))
+
+
+def test_former_workload_names_are_aliases() -> None:
+    for old, new in WORKLOAD_ALIASES.items():
+        assert load_workload(old) == load_workload(new)
+        assert load_workload(old).name == new
+
+
+def test_open_loop_rate_is_refused_at_the_edge(tmp_path: Path) -> None:
+    bad = tmp_path / "rate.yaml"
+    bad.write_text("name: rated\nrate_msgs_per_s: 100\n")
+    with pytest.raises(ConfigError, match=r"rate\.yaml: invalid .*rate_msgs_per_s: open-loop"):
+        load_workload(str(bad))
 
 
 def test_unknown_names_are_refused_with_the_known_ones() -> None:

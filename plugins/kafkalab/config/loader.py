@@ -57,13 +57,24 @@ def parse_model(model: type[M], data: dict[str, Any], source: str) -> M:
         raise ConfigError(f"{source}: invalid {describe_validation_error(exc)}") from None
 
 
+WORKLOAD_ALIASES: dict[str, str] = {
+    "seed000": "images-http-vs-kafka",
+    "demo": "images-quick",
+    "bench": "bench-latency",
+}
+"""Former workload names, still accepted: the name a field note or an old command used ->
+the workload's descriptive name today."""
+
+
 def _named_yaml(kind: str, name_or_path: str) -> Path:
     candidate = Path(name_or_path)
     if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
         return candidate
+    if kind == "workloads":
+        name_or_path = WORKLOAD_ALIASES.get(name_or_path, name_or_path)
     path = include_dir() / kind / f"{name_or_path}.yaml"
     if not path.exists():
-        known = sorted(p.stem for p in (include_dir() / kind).glob("*.yaml"))
+        known = known_names(kind)
         raise ConfigError(f"unknown {kind[:-1]} {name_or_path!r} (known: {', '.join(known)})")
     return path
 

@@ -90,7 +90,6 @@ class Profile(_Strict):
     consumer: ConsumerSettings = Field(default_factory=ConsumerSettings)
     topic: TopicSettings = Field(default_factory=TopicSettings)
     broker_assumptions: dict[str, str] = Field(default_factory=dict)
-    promises_zero_loss: bool = False
 
     @field_validator("broker_assumptions", mode="before")
     @classmethod
@@ -115,11 +114,18 @@ class Workload(_Strict):
     partitions: int = Field(1, ge=1)
     messages: int = Field(20, ge=1)
     warmup_messages: int = Field(2, ge=0)
-    rate_msgs_per_s: float | None = Field(None, gt=0)
     consumer_mode: ConsumerMode = "subscribe"
     first_message_probes: int = Field(1, ge=0)
     message_timeout_s: float = Field(30.0, gt=0)
     topic_prefix: str = Field("klab", pattern=r"^[A-Za-z0-9._-]+$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _closed_loop_only(cls, data: object) -> object:
+        if isinstance(data, dict) and "rate_msgs_per_s" in data:
+            raise ValueError("rate_msgs_per_s: open-loop (fixed-rate) sending is not "
+                             "implemented yet; remove the key to run the closed loop")
+        return data
 
     @field_validator("scenarios")
     @classmethod

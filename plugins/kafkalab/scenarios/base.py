@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -25,9 +24,8 @@ from typing import Protocol
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile, Workload
 from kafkalab.payloads import read_stamp, stamp
+from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-
-Progress = Callable[[str], None]
 
 
 @dataclass

@@ -18,8 +18,9 @@ from kafkalab.cluster.descriptor import jvm_classpath
 from kafkalab.config.mapping import jvm_tool_properties
 from kafkalab.errors import RunError
 from kafkalab.payloads import wire_size_bytes
+from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Progress, Skipped
+from kafkalab.scenarios.base import Cell, Skipped
 from kafkalab.scenarios.catalog import scenario_spec
 
 TOOL_CLASS = "kafka.tools.EndToEndLatency"

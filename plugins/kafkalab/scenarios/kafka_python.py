@@ -9,8 +9,9 @@ from typing import Any
 from kafkalab.cluster.descriptor import kafka_python_config
 from kafkalab.config.mapping import kafka_python_consumer_config, kafka_python_producer_config
 from kafkalab.errors import ClusterError
+from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Progress, Tracker, ms_between, now_ns
+from kafkalab.scenarios.base import Cell, Tracker, ms_between, now_ns
 from kafkalab.scenarios.catalog import scenario_spec
 
 _ASSIGN_TIMEOUT_S = 60.0

@@ -7,8 +7,9 @@ import sys
 from typing import IO, cast
 
 from kafkalab.errors import ClusterError, RunError
+from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Progress, Tracker, now_ns
+from kafkalab.scenarios.base import Cell, Tracker, now_ns
 from kafkalab.scenarios.catalog import scenario_spec
 
 

@@ -1,0 +1,72 @@
+"""The cell summary and the comparison table, from hand-made samples (no services)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkalab.runner import CellResult, cell_summary, format_table
+from kafkalab.samples import Sample
+
+
+def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = False) -> Sample:
+    send = 1_000_000_000 + seq * 10_000_000
+    recv = None if e2e_ms is None else send + int(e2e_ms * 1e6)
+    return Sample(sample_kind="message", seq=seq, is_warmup=warmup, status=status,
+                  send_ts_ns=send, ack_ts_ns=send + 100_000, receive_ts_ns=recv)
+
+
+def _cell(samples: list[Sample], scenario: str = "confluent-kafka", status: str = "complete",
+          reason: str | None = None, emulator: bool = False) -> CellResult:
+    return CellResult(scenario=scenario, payload="1kb", profile="latency", status=status,
+                      samples=samples, payload_bytes=1056, reason=reason, is_emulator=emulator)
+
+
+def test_summary_counts_every_status_and_excludes_warmup() -> None:
+    samples = [
+        _msg(0, 50.0, warmup=True),           # warm-up: counted, not in the statistics
+        *(_msg(i, float(i)) for i in range(1, 11)),  # 1 .. 10 ms
+        _msg(11, 40.0, status="late"),        # late: still a latency
+        _msg(12, None, status="lost"),
+        _msg(13, None, status="error"),
+        Sample(sample_kind="message", seq=3, status="duplicate", send_ts_ns=1, receive_ts_ns=2),
+        Sample(sample_kind="first_message", seq=0, consumer_mode="subscribe",
+               first_record_delay_ms=812.5),
+        Sample(sample_kind="first_message", seq=0, consumer_mode="assign",
+               first_record_delay_ms=12.25),
+    ]
+    s = cell_summary(_cell(samples))
+    assert (s["count"], s["warmup"], s["lost"], s["late"], s["errors"], s["duplicate"]) == (
+        11, 1, 1, 1, 1, 1)
+    lat = s["latency"]
+    assert lat.p50_ms == 6.0 and lat.max_ms == 40.0  # exact nearest rank over 11 values
+    assert s["first_subscribe_ms"] == 812.5 and s["first_assign_ms"] == 12.25
+    assert s["tool"] == {}
+
+
+def test_summary_of_a_tool_cell_has_no_latency_and_zero_count() -> None:
+    tool = [Sample(sample_kind="tool_summary", seq=0, statistic=st, e2e_latency_ms_override=v,
+                   latency_resolution_ms=1.0) for st, v in (("avg", 1.5), ("p50", 1.0), ("p99", 7.0))]
+    s = cell_summary(_cell(tool, scenario="jvm-e2e"))
+    assert s["latency"] is None and s["count"] == 0
+    assert s["tool"] == {"avg": 1.5, "p50": 1.0, "p99": 7.0}
+
+
+def test_table_has_one_row_per_cell_with_notes() -> None:
+    ok = _cell([_msg(i, 2.0) for i in range(5)])
+    emu = _cell([_msg(i, 3.0) for i in range(5)], scenario="kafka-python", emulator=True)
+    failed = _cell([], scenario="rest", status="failed", reason="port 1 on 127.0.0.1 is in use")
+    tool = _cell([Sample(sample_kind="tool_summary", seq=0, statistic="p50",
+                         e2e_latency_ms_override=1.0)], scenario="jvm-e2e")
+    lines = format_table([ok, emu, failed, tool]).splitlines()
+    assert lines[0].split()[:4] == ["scenario", "payload", "profile", "n"]
+    assert len(lines) == 2 + 4
+    by_scenario = {line.split()[0]: line for line in lines[2:]}
+    assert by_scenario["confluent-kafka"].split()[3:5] == ["5", "2.00"]
+    assert "EMULATOR" in by_scenario["kafka-python"]
+    assert "failed: port 1 on 127.0.0.1 is in use" in by_scenario["rest"]
+    assert by_scenario["jvm-e2e"].split()[3] == "tool" and "whole ms" in by_scenario["jvm-e2e"]
+
+
+@pytest.mark.parametrize("cells", [[]])
+def test_empty_table_has_only_the_header(cells: list[CellResult]) -> None:
+    assert len(format_table(cells).splitlines()) == 2
