@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(Parquet) and a run manifest under the data directory. Exits non-zero "
                         "if any cell failed.",
                         epilog="scenarios: rest, kafka-python, confluent-kafka, jvm-e2e\n"
-                        "payloads:  100b, 1kb, 10kb, 100kb (synthetic), 1mb, 3mb, 5mb, 10mb (JPEG)\n"
+                        "payloads:  100b, 1kb, 10kb, 100kb (random bytes), 1mb, 3mb, 5mb, 10mb (JPEG)\n"
                         "profiles:  default, throughput, latency, durability, availability",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     pr.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")

@@ -1,4 +1,4 @@
-"""Payloads: seed 000's JPEG images and small synthetic messages, plus the stamp header.
+"""Payloads: seed 000's JPEG images and small random bodies, plus the stamp header.
 
 Images live in ``include/images/<name>.jpg``. They are not committed: ``ensure_images``
 generates them deterministically (a seeded gradient-plus-noise picture encoded by the pinned
@@ -22,13 +22,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import os
 import random
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.errors import ConfigError
+from kafkalab.store import atomic_write
 
 HEADER = struct.Struct(">4sHHQQ8s")
 HEADER_BYTES = HEADER.size
@@ -58,12 +58,12 @@ IMAGE_SPECS: dict[str, ImageSpec] = {
     )
 }
 
-SYNTHETIC_SIZES_BYTES: dict[str, int] = {"100b": 100, "1kb": 1024, "10kb": 10 * 1024, "100kb": 100 * 1024}
+RANDOM_BODY_SIZES_BYTES: dict[str, int] = {"100b": 100, "1kb": 1024, "10kb": 10 * 1024, "100kb": 100 * 1024}
 
 
 def payload_names() -> list[str]:
     """Every payload name the lab accepts."""
-    return [*SYNTHETIC_SIZES_BYTES, *IMAGE_SPECS]
+    return [*RANDOM_BODY_SIZES_BYTES, *IMAGE_SPECS]
 
 
 def _render_jpeg(spec: ImageSpec) -> bytes:
@@ -107,9 +107,7 @@ def ensure_images(images_dir: Path, names: list[str] | None = None) -> list[Path
                 f"generated {path.name} has sha256 {digest[:12]}…, expected {spec.sha256[:12]}…: "
                 "install the pinned Pillow (pip install -c constraints.txt -r requirements.txt)"
             )
-        tmp = path.with_suffix(".jpg.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
         paths.append(path)
     return paths
 
@@ -120,8 +118,8 @@ def _sha256(data: bytes) -> str:
 
 def load_body(name: str, encoding: str, images_dir: Path) -> bytes:
     """The payload body (without header) for ``name`` in ``encoding`` (raw or base64)."""
-    if name in SYNTHETIC_SIZES_BYTES:
-        size = SYNTHETIC_SIZES_BYTES[name]
+    if name in RANDOM_BODY_SIZES_BYTES:
+        size = RANDOM_BODY_SIZES_BYTES[name]
         raw = random.Random(size).randbytes(size)
     elif name in IMAGE_SPECS:
         path = image_path(images_dir, name)

@@ -41,6 +41,6 @@ def test_1mb_image_is_generated_deterministically_and_verified(tmp_path: Path) -
     assert hashlib.sha256(path.read_bytes()).hexdigest() == IMAGE_SPECS["1mb"].sha256
 
 
-def test_synthetic_payload_is_deterministic(tmp_path: Path) -> None:
+def test_random_body_payload_is_deterministic(tmp_path: Path) -> None:
     assert load_body("1kb", "raw", tmp_path) == load_body("1kb", "raw", tmp_path)
     assert len(load_body("1kb", "raw", tmp_path)) == 1024
