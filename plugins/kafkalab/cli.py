@@ -189,16 +189,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 def cmd_topics(args: argparse.Namespace) -> int:
     from kafkalab.config import load_profile, load_workload
-    from kafkalab.topics import TopicSpec, provision_topics
+    from kafkalab.runner import topic_specs
+    from kafkalab.topics import provision_topics
 
     w = load_workload(args.workload)
-    names = args.profile or w.profiles
-    profiles = [load_profile(n) for n in names]
+    profiles = [load_profile(n) for n in (args.profile or w.profiles)]
     d = _descriptor(args.cluster)
-    specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
-                       replication_factor=p.topic.replication_factor, configs=p.topic.kafka_configs())
-             for p in profiles]
-    for outcome in provision_topics(d, specs, progress=_err):
+    for outcome in provision_topics(d, topic_specs(w, profiles), progress=_err):
         _say(f"{outcome['topic']}: {outcome['action']}" + (f" ({outcome['detail']})" if outcome.get("detail") else ""))
     return 0
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -49,6 +49,9 @@ from kafkalab.scenarios.base import Cell, Skipped
 from kafkalab.scenarios.catalog import get_scenario, needs_kafka, scenario_spec
 from kafkalab.stats import LatencySummary, summarize
 from kafkalab.store import LabData
+
+if TYPE_CHECKING:
+    from kafkalab.topics import TopicSpec
 
 
 @dataclass
@@ -220,11 +223,21 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
     return profiles
 
 
+def topic_specs(workload: Workload, profiles: Iterable[Profile]) -> list[TopicSpec]:
+    """The topic of each (workload, profile) pair: the workload's partitions, the profile's
+    replication factor and topic configs."""
+    from kafkalab.topics import TopicSpec
+
+    return [TopicSpec(name=workload.topic_for(p.name), partitions=workload.partitions,
+                      replication_factor=p.topic.replication_factor,
+                      configs=p.topic.kafka_configs()) for p in profiles]
+
+
 def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
     """Validate, check the cluster, provision topics, clear old rows of the run id and write
     the manifest with status ``running``. Returns ``{"run_id", "cells": [...]}`` where each
     cell is ``{"scenario", "payload", "profile"}`` (Airflow maps one task over each)."""
-    from kafkalab.topics import TopicSpec, describe_topic, provision_topics
+    from kafkalab.topics import describe_topic, provision_topics
 
     profiles = validate_request(req)
     w = req.workload
@@ -235,10 +248,7 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         if d.is_emulator:
             progress(f"NOTE: {d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka")
         if req.provision:
-            specs = [TopicSpec(name=w.topic_for(p.name), partitions=w.partitions,
-                               replication_factor=p.topic.replication_factor,
-                               configs=p.topic.kafka_configs()) for p in profiles.values()]
-            for outcome in provision_topics(d, specs):
+            for outcome in provision_topics(d, topic_specs(w, profiles.values())):
                 progress(f"topic {outcome['topic']}: {outcome['action']}")
         _check_topic_limits(d, w, profiles, req.payloads, describe_topic)
 
