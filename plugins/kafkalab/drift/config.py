@@ -1,0 +1,177 @@
+"""The drift rules: ``include/drift.yaml`` validated into typed settings.
+
+Each metric that is checked has a :class:`MetricRule`; thresholds it leaves out come from
+:class:`DriftDefaults`; :meth:`DriftConfig.rule` gives the :class:`ResolvedRule` the
+detection (:mod:`kafkalab.drift.detect`) applies. :class:`AlertSettings` holds the alert
+de-duplication margin (:mod:`kafkalab.alerts`). The file's keys are documented in
+``docs/drift-and-alerts.md``; its default location is :func:`kafkalab.paths.drift_config_path`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kafkalab.errors import ConfigError
+from kafkalab.paths import drift_config_path
+
+Direction = Literal["higher_is_worse", "lower_is_worse"]
+"""Which way a metric gets worse."""
+
+
+class DriftDefaults(BaseModel):
+    """Default thresholds, used for every metric that does not override them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    window_runs: int = Field(default=7, ge=1)
+    min_baseline_runs: int = Field(default=3, ge=1)
+    k_mad: float = Field(default=3.0, gt=0)
+    min_relative_change: float = Field(default=0.2, ge=0)
+    min_absolute_change: float = Field(default=0.0, ge=0)
+
+
+class MetricRule(BaseModel):
+    """Per-metric settings; any threshold left out falls back to :class:`DriftDefaults`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    direction: Direction = "higher_is_worse"
+    window_runs: int | None = Field(default=None, ge=1)
+    min_baseline_runs: int | None = Field(default=None, ge=1)
+    k_mad: float | None = Field(default=None, gt=0)
+    min_relative_change: float | None = Field(default=None, ge=0)
+    min_absolute_change: float | None = Field(default=None, ge=0)
+
+
+class ResolvedRule(BaseModel):
+    """A metric's rule with every threshold filled in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    direction: Direction
+    window_runs: int
+    min_baseline_runs: int
+    k_mad: float
+    min_relative_change: float
+    min_absolute_change: float
+
+
+class AlertSettings(BaseModel):
+    """Settings of the alert de-duplication (see :mod:`kafkalab.alerts`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    worsen_margin_pct: float = Field(default=10.0, ge=0)
+
+
+def _default_metrics() -> dict[str, MetricRule]:
+    return {
+        "e2e_latency_ms_p50": MetricRule(),
+        "e2e_latency_ms_p99": MetricRule(min_relative_change=0.25),
+        "publish_latency_ms_p99": MetricRule(min_relative_change=0.25),
+        "first_message_subscribe_ms": MetricRule(),
+        "throughput_msgs_per_s": MetricRule(direction="lower_is_worse"),
+        "lost_count": MetricRule(min_absolute_change=0.0),
+    }
+
+
+class DriftConfig(BaseModel):
+    """The validated content of ``include/drift.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defaults: DriftDefaults = Field(default_factory=DriftDefaults)
+    metrics: dict[str, MetricRule] = Field(default_factory=_default_metrics)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+
+    def rule(self, metric: str) -> ResolvedRule:
+        """Return the rule of ``metric`` with defaults filled in."""
+        m = self.metrics[metric]
+        d = self.defaults
+
+        def pick(name: str) -> Any:
+            value = getattr(m, name)
+            return getattr(d, name) if value is None else value
+
+        return ResolvedRule(
+            metric=metric,
+            direction=m.direction,
+            window_runs=pick("window_runs"),
+            min_baseline_runs=pick("min_baseline_runs"),
+            k_mad=pick("k_mad"),
+            min_relative_change=pick("min_relative_change"),
+            min_absolute_change=pick("min_absolute_change"),
+        )
+
+
+def default_config_path() -> Path:
+    """Where the drift config lives: :func:`kafkalab.paths.drift_config_path`
+    (``$KAFKALAB_DRIFT_CONFIG`` or ``<include>/drift.yaml``)."""
+    return drift_config_path()
+
+
+def parse_drift_config(data: Mapping[str, Any] | None, source: str = "drift config") -> DriftConfig:
+    """Validate a mapping (the parsed YAML) into a :class:`DriftConfig`.
+
+    Raises:
+        ConfigError: naming the offending key, e.g. ``metrics.lost_count.k_mad``.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        return DriftConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
+        msg = first.get("msg", "invalid value")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ConfigError(f"{source}: {loc}: {msg}{more}") from None
+
+
+def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig:
+    """Load and validate the drift config YAML at ``path`` (default: :func:`default_config_path`).
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, or has a bad key or value.
+    """
+    p = Path(path) if path is not None else default_config_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read drift config ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc})") from None
+    return parse_drift_config(data, source=str(p))
+
+
+def load_drift_config_or_default(path: str | os.PathLike[str] | None = None) -> DriftConfig:
+    """Like :func:`load_drift_config`, but built-in defaults when the file does not exist."""
+    p = Path(path) if path is not None else default_config_path()
+    if not p.exists():
+        return DriftConfig()
+    return load_drift_config(p)
+
+
+__all__ = [
+    "AlertSettings",
+    "Direction",
+    "DriftConfig",
+    "DriftDefaults",
+    "MetricRule",
+    "ResolvedRule",
+    "default_config_path",
+    "load_drift_config",
+    "load_drift_config_or_default",
+    "parse_drift_config",
+]

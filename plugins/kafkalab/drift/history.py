@@ -1,0 +1,158 @@
+"""The history drift is judged against, and the drift records of each run, on disk.
+
+Reads every run's aggregates (``aggregates/run_id=<id>/part-*.parquet``) with each run's
+start time and status from its manifest, orders the runs, and reads and writes the drift
+records (``drift/run_id=<id>/drift.parquet``). Every location comes from
+:class:`kafkalab.store.LabData`; every write goes through :func:`kafkalab.store.atomic_write`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
+from kafkalab.store import LabData, atomic_write
+
+_RUN_ID_TS = re.compile(r"^(\d{8}T\d{6}Z)")
+
+MANIFEST_COLUMNS: tuple[str, ...] = ("run_id", "run_started_at", "run_status")
+"""Columns :func:`load_history` adds to the aggregates from the run manifests."""
+
+
+def manifest_frame(manifests: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Run id, start time (UTC timestamp, NaT when absent or unparsable) and status of each
+    manifest in ``manifests`` (as :meth:`kafkalab.store.LabData.manifests` returns them)."""
+    rows = [
+        {"run_id": rid, "run_started_at": m.get("started_at"), "run_status": m.get("status")}
+        for rid, m in manifests.items()
+    ]
+    df = pd.DataFrame(rows, columns=list(MANIFEST_COLUMNS))
+    df["run_started_at"] = pd.to_datetime(df["run_started_at"], utc=True, errors="coerce")
+    return df
+
+
+def _read_aggregates(agg_dir: Path) -> pd.DataFrame:
+    """All aggregate Parquet files under ``agg_dir`` as one DataFrame (hive ``run_id``)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
+    try:
+        dataset = ds.dataset(str(agg_dir), format="parquet", partitioning=part)
+        table = dataset.to_table()
+        return table.to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+        pass
+    # Files with diverging schemas (a column null in one run, double in another): read them
+    # one by one and let pandas unify.
+    frames: list[pd.DataFrame] = []
+    for f in sorted(agg_dir.rglob("*.parquet")):
+        if any(p.startswith((".", "_")) for p in f.relative_to(agg_dir).parts):
+            continue
+        try:
+            df = pq.read_table(f).to_pandas()
+        except (OSError, pa.ArrowException):
+            continue
+        rid = next(
+            (p.split("=", 1)[1] for p in f.relative_to(agg_dir).parts if p.startswith("run_id=")),
+            None,
+        )
+        if rid is not None:
+            df["run_id"] = rid
+        frames.append(df)
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_history(data_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read every run's aggregates under ``<data_dir>/aggregates`` into one DataFrame.
+
+    Adds ``run_started_at`` (UTC timestamp) and ``run_status`` from the run manifests when
+    they exist (null otherwise). Returns an empty DataFrame when there are no aggregates.
+    """
+    lab = LabData(data_dir)
+    agg_dir = lab.aggregates_dir
+    if not agg_dir.is_dir() or not any(agg_dir.rglob("*.parquet")):
+        return pd.DataFrame()
+    df = _read_aggregates(agg_dir)
+    if df.empty:
+        return df
+    if "run_id" in df.columns:
+        df["run_id"] = df["run_id"].astype(str)
+    df = df.drop(columns=[c for c in MANIFEST_COLUMNS[1:] if c in df.columns])
+    return df.merge(manifest_frame(lab.manifests()), on="run_id", how="left")
+
+
+def run_order(history: pd.DataFrame) -> list[str]:
+    """Run ids of ``history`` from oldest to newest (pure).
+
+    The order key is the manifest's ``run_started_at``; when missing, the timestamp prefix of
+    the run id (``YYYYMMDDTHHMMSSZ-...``), then ``run_date``; ties are broken by run id.
+    """
+    if history.empty or "run_id" not in history.columns:
+        return []
+    keys: dict[str, pd.Timestamp] = {}
+    for rid, grp in history.groupby("run_id", sort=False):
+        ts: Any = pd.NaT
+        if "run_started_at" in grp.columns:
+            ts = pd.to_datetime(grp["run_started_at"], utc=True, errors="coerce").min()
+        if pd.isna(ts):
+            m = _RUN_ID_TS.match(str(rid))
+            if m:
+                ts = pd.to_datetime(m.group(1), format="%Y%m%dT%H%M%SZ", utc=True, errors="coerce")
+        if pd.isna(ts) and "run_date" in grp.columns:
+            ts = pd.to_datetime(grp["run_date"].astype(str), utc=True, errors="coerce").min()
+        keys[str(rid)] = ts
+    far_past = pd.Timestamp("1970-01-01", tz="UTC")
+    return sorted(keys, key=lambda r: (far_past if pd.isna(keys[r]) else keys[r], r))
+
+
+def drift_path(data_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """``<data_dir>/drift/run_id=<run_id>/drift.parquet`` (:meth:`LabData.drift_path`)."""
+    return LabData(data_dir).drift_path(run_id)
+
+
+def write_drift(
+    records: pd.DataFrame, data_dir: str | os.PathLike[str], run_id: str
+) -> Path:
+    """Write a run's drift records atomically; a re-run replaces the previous file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = coerce_records(records.copy()) if not records.empty else empty_records()
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf)
+    return atomic_write(drift_path(data_dir, run_id), buf.getvalue())
+
+
+def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | None:
+    """A run's stored drift records, or None when the file does not exist.
+
+    Columns of :data:`DRIFT_COLUMNS` missing from the file are added as nulls.
+    """
+    df = LabData(data_dir).drift(run_id)
+    if df is None:
+        return None
+    for c in DRIFT_COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    return df
+
+
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "drift_path",
+    "load_history",
+    "manifest_frame",
+    "read_drift",
+    "run_order",
+    "write_drift",
+]
