@@ -80,7 +80,7 @@ def test_send_error_never_contains_the_url() -> None:
 
 def test_bodies_never_contain_the_url_in_failure_text() -> None:
     url = f"https://hooks.example.test/services/{SECRET}"
-    body = alerts.build_generic_body(run_id="r1", error=alerts._scrub(f"boom at {url}", url))
+    body = alerts.build_generic_body(run_id="r1", error=alerts.scrub_url(f"boom at {url}", url))
     assert SECRET not in json.dumps(body)
 
 

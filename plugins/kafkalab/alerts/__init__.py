@@ -1,0 +1,58 @@
+"""Drift, recovery and run-failure alerts to a webhook (Slack-compatible or generic JSON).
+
+One role per module:
+
+| module | role |
+|---|---|
+| :mod:`kafkalab.alerts.secrets` | webhook URLs are secrets: :func:`redact_url`, :func:`scrub_url` |
+| :mod:`kafkalab.alerts.bodies` | the message bodies (Slack Block Kit, generic ``kafkalab.alert/v1``) |
+| :mod:`kafkalab.alerts.delivery` | :func:`send_alert`: one JSON POST, failures as :class:`AlertError` |
+| :mod:`kafkalab.alerts.state` | the de-duplication state (``alerts/state.json``, via :mod:`kafkalab.store`) |
+| :mod:`kafkalab.alerts.plan` | :func:`plan_alerts`: what to announce (pure) |
+| :mod:`kafkalab.alerts.notify` | the entry points :func:`alert_on_drift`, :func:`alert_run_failed` |
+
+Body and state schemas are documented in ``docs/drift-and-alerts.md``.
+"""
+
+from kafkalab.alerts.bodies import (
+    GENERIC_SCHEMA,
+    MAX_ERROR_CHARS,
+    MAX_SLACK_DRIFT_BLOCKS,
+    AlertFormat,
+    AlertKind,
+    build_body,
+    build_generic_body,
+    build_slack_body,
+)
+from kafkalab.alerts.delivery import send_alert
+from kafkalab.alerts.notify import alert_on_drift, alert_run_failed
+from kafkalab.alerts.plan import DEFAULT_WORSEN_MARGIN_PCT, plan_alerts
+from kafkalab.alerts.secrets import redact_url, scrub_url
+from kafkalab.alerts.state import STATE_SCHEMA, empty_state, load_state, save_state, state_path
+from kafkalab.cluster.descriptor import EMULATOR_LABEL
+from kafkalab.errors import AlertError
+
+__all__ = [
+    "DEFAULT_WORSEN_MARGIN_PCT",
+    "EMULATOR_LABEL",
+    "GENERIC_SCHEMA",
+    "MAX_ERROR_CHARS",
+    "MAX_SLACK_DRIFT_BLOCKS",
+    "STATE_SCHEMA",
+    "AlertError",
+    "AlertFormat",
+    "AlertKind",
+    "alert_on_drift",
+    "alert_run_failed",
+    "build_body",
+    "build_generic_body",
+    "build_slack_body",
+    "empty_state",
+    "load_state",
+    "plan_alerts",
+    "redact_url",
+    "save_state",
+    "scrub_url",
+    "send_alert",
+    "state_path",
+]
