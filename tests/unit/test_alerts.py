@@ -313,3 +313,65 @@ def test_alert_run_failed_real_http(receiver: _Receiver) -> None:
     assert SECRET not in json.dumps(got)
     slack = alerts.alert_run_failed(receiver.url(), "nightly", "r9", "boom", fmt="slack")
     assert "failed" in slack["text"] and "boom" in json.dumps(slack["blocks"])
+
+
+# --------------------------------------------------------------------------- split modules
+
+
+def test_scrub_url_removes_every_secret_part() -> None:
+    url = f"https://user:pw-secret@hooks.example.test/services/{SECRET}?token=tok123"
+    text = alerts.scrub_url(f"POST {url} failed; path /services/{SECRET}; token=tok123", url)
+    for secret in (SECRET, "pw-secret", "tok123"):
+        assert secret not in text
+    assert "https://hooks.example.test/***" in text
+    assert alerts.scrub_url("untouched", "") == "untouched"
+
+
+def test_badness_and_worsened() -> None:
+    from kafkalab.alerts.plan import badness, worsened
+
+    assert badness({"change_pct": 30.0}) == 30.0
+    assert badness({"change_pct": -30.0, "direction": "lower_is_worse"}) == 30.0
+    assert badness({"change_pct": None}) is None
+    assert worsened({"change_pct": 61.0}, {"change_pct": 50.0}, 10.0)
+    assert not worsened({"change_pct": 59.0}, {"change_pct": 50.0}, 10.0)
+    # Zero baseline: values compared, relative to the announced one.
+    assert worsened({"change_pct": None, "latest_value": 1}, {"latest_value": 0}, 10.0)
+    assert worsened({"change_pct": None, "latest_value": 11}, {"latest_value": 10}, 10.0)
+    assert not worsened({"change_pct": None, "latest_value": 10.5}, {"latest_value": 10}, 10.0)
+    assert not worsened({"change_pct": None}, {"latest_value": 10}, 10.0)
+
+
+def test_formatting_helpers() -> None:
+    from kafkalab.alerts.bodies import (
+        MAX_ERROR_CHARS,
+        AlertContent,
+        clean_drift,
+        format_change,
+        format_value,
+        series_line,
+        truncate_error,
+    )
+
+    assert format_value(1234.5) == "1,234" and format_value(12.34) == "12.3"
+    assert format_value(0.012345, " ms") == "0.0123 ms" and format_value(None) == "n/a"
+    assert format_change(12.345) == "+12.3%" and format_change(float("nan")) == "from 0"
+    assert truncate_error(None) is None and truncate_error("short") == "short"
+    cut = truncate_error("x" * (MAX_ERROR_CHARS + 5))
+    assert cut is not None and len(cut) == MAX_ERROR_CHARS and cut.endswith("…")
+    clean = clean_drift({**_rec(change_pct=float("inf"), emulator=True), "worsened": 1,
+                         "baseline_mad": 0.2})
+    assert clean["change_pct"] is None and clean["worsened"] is True
+    assert "baseline_mad" not in clean
+    assert series_line(clean).endswith("(from 0) (worsened) [EMULATOR — not Kafka]")
+    assert AlertContent.of(run_id="r").kind == "recovery"
+    assert AlertContent.of(run_id="r", drifts=[_rec()]).kind == "drift"
+    assert AlertContent.of(run_id="r", drifts=[_rec()], error="e").kind == "run_failed"
+
+
+def test_slack_body_caps_lines_per_section() -> None:
+    drifts = [_rec(f"s{i}|c|1kb|latency|lost_count") for i in range(25)]
+    body = alerts.build_slack_body(run_id="r", drifts=drifts)
+    section = body["blocks"][1]["text"]["text"]
+    assert section.startswith("*Drift*") and section.endswith("… and 5 more")
+    assert section.count("• ") == alerts.MAX_SLACK_DRIFT_BLOCKS

@@ -293,3 +293,66 @@ def test_records_to_dicts_is_json_safe() -> None:
     d = drift.records_to_dicts(rec)
     json.dumps(d, allow_nan=False)
     assert d[0]["change_pct"] is None and d[0]["is_drift"] is True
+
+
+# --------------------------------------------------------------------------- split modules
+
+
+def test_default_config_path_is_the_path_policy(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    from kafkalab import paths
+
+    monkeypatch.delenv("KAFKALAB_DRIFT_CONFIG", raising=False)
+    assert drift.default_config_path() == paths.drift_config_path()
+    custom = tmp_path / "rules.yaml"
+    custom.write_text("defaults: {window_runs: 4}\n")
+    monkeypatch.setenv("KAFKALAB_DRIFT_CONFIG", str(custom))
+    assert drift.default_config_path() == custom
+    assert drift.load_drift_config().defaults.window_runs == 4
+    monkeypatch.setenv("KAFKALAB_DRIFT_CONFIG", str(tmp_path / "absent.yaml"))
+    assert drift.load_drift_config_or_default() == drift.DriftConfig()
+
+
+def test_manifest_frame_parses_start_and_status() -> None:
+    from kafkalab.drift.history import MANIFEST_COLUMNS, manifest_frame
+
+    df = manifest_frame({
+        "a": {"run_id": "a", "started_at": "2026-11-01T00:00:00+00:00", "status": "complete"},
+        "b": {"run_id": "b", "started_at": "not a time"},
+    })
+    assert tuple(df.columns) == MANIFEST_COLUMNS
+    assert df["run_id"].tolist() == ["a", "b"]
+    assert df["run_started_at"].iloc[0] == pd.Timestamp("2026-11-01", tz="UTC")
+    assert pd.isna(df["run_started_at"].iloc[1]) and pd.isna(df["run_status"].iloc[1])
+    empty = manifest_frame({})
+    assert empty.empty and tuple(empty.columns) == MANIFEST_COLUMNS
+
+
+def test_coerce_records_gives_the_stored_schema() -> None:
+    from kafkalab.drift.records import coerce_records, empty_records
+
+    df = coerce_records(pd.DataFrame([{"run_id": "r", "extra": 1, "baseline_runs": None,
+                                       "confidence": "0.5", "is_drift": True}]))
+    assert list(df.columns) == list(drift.DRIFT_COLUMNS)
+    assert df["baseline_runs"].dtype == "int64" and df["baseline_runs"].iloc[0] == 0
+    assert df["confidence"].dtype == "float64" and df["confidence"].iloc[0] == 0.5
+    assert df["run_id"].dtype == "string" and pd.isna(df["metric"].iloc[0])
+    assert bool(df["is_drift"].iloc[0]) and not bool(df["broker_is_emulator"].iloc[0])
+    empty = empty_records()
+    assert empty.empty and list(empty.columns) == list(drift.DRIFT_COLUMNS)
+    assert drift.records_to_dicts(empty) == [] and drift.records_to_dicts(None) == []
+
+
+def test_series_key_blanks_missing_parts() -> None:
+    assert drift.series_key("rest", None, float("nan"), pd.NA, "lost_count") == "rest||||lost_count"
+    assert drift.series_key("a", "b", "1kb", "latency", "m") == "a|b|1kb|latency|m"
+
+
+def test_read_drift_adds_missing_columns(tmp_path: Path) -> None:
+    assert drift.read_drift(tmp_path, "r1") is None
+    path = drift.drift_path(tmp_path, "r1")
+    assert path == tmp_path / "drift" / "run_id=r1" / "drift.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame({"run_id": ["r1"]})), path)
+    back = drift.read_drift(tmp_path, "r1")
+    assert back is not None and set(drift.DRIFT_COLUMNS) <= set(back.columns)
