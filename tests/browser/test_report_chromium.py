@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from kafkalab.report.build import EMULATOR_LABEL, build_report
+from kafkalab.cluster.descriptor import EMULATOR_LABEL
+from kafkalab.report.build import build_report
 from tests.unit.test_report import write_lab_data
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""Unit tests for kafkalab.report.build on synthetic aggregates written to a temp dir."""
+"""Unit tests for the trend report (kafkalab.report) on synthetic aggregates in a temp dir."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkalab import drift
-from kafkalab.report.build import EMULATOR_LABEL, build_report, fmt_num, nice_ticks
+from kafkalab.cluster.descriptor import EMULATOR_LABEL
+from kafkalab.report.build import build_report
+from kafkalab.report.charts import nice_ticks
+from kafkalab.report.format import fmt_num
 
 pytestmark = pytest.mark.unit
 

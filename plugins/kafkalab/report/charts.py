@@ -1,0 +1,348 @@
+"""Inline SVG charts for the report: a line chart and a grouped bar chart.
+
+Pure functions of their arguments (no pandas, no files): values in, SVG text out. A series
+measured on an emulator broker is drawn dashed, named ``<name> [EMULATOR — not Kafka]`` in
+the legend, and puts the emulator badge in the chart's corner.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from kafkalab.cluster.descriptor import EMULATOR_LABEL
+from kafkalab.report.format import esc, fmt_num
+
+PALETTE = (
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+)
+"""Line colours, in series order (repeating)."""
+
+_PLOT_H_PX = 250
+_LINE_X_AXIS_PX = 70  # room under the plot for rotated run labels
+_BAR_X_AXIS_PX = 50  # room under the plot for group labels
+_LEGEND_ROW_PX = 18
+_LEGEND_MAX_CHARS = 64
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi] with about ``n`` intervals (at least two ticks)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [0.0, 1.0]
+    if hi <= lo:
+        hi = lo + (abs(lo) * 0.1 or 1.0)
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = mag
+    for m in (1, 2, 2.5, 5, 10):
+        step = m * mag
+        if (hi - lo) / step <= n:
+            break
+    start = math.floor(lo / step) * step
+    ticks: list[float] = []
+    t = start
+    while t < hi + step * 0.5 and len(ticks) < 50:
+        ticks.append(round(t, 12))
+        if t >= hi:
+            break
+        t += step
+    if len(ticks) < 2:
+        ticks.append(ticks[-1] + step)
+    return ticks
+
+
+def tick_label(value: float) -> str:
+    """A short axis label: ``12``, ``2.5``, ``40k``, ``1.2M``."""
+    a = abs(value)
+    if a >= 1e6:
+        return f"{value / 1e6:g}M"
+    if a >= 1e4:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"
+
+
+def emulator_name(name: str, emulator: bool) -> str:
+    """A series name as the legend shows it: with ``[EMULATOR — not Kafka]`` when it applies."""
+    return name + (f" [{EMULATOR_LABEL}]" if emulator else "")
+
+
+@dataclass
+class LineSeries:
+    """One line of a line chart: values aligned with the chart's x labels (None = gap)."""
+
+    name: str
+    values: list[float | None]
+    emulator: bool = False
+
+
+@dataclass
+class BarSeries:
+    """One bar per group (None = no bar) with a legend name and a colour."""
+
+    name: str
+    values: list[float | None]
+    color: str
+    emulator: bool = False
+    emulator_values: list[bool] | None = None  # per-bar flags; default: ``emulator`` for all
+
+    def is_emulator(self, i: int) -> bool:
+        """Whether bar ``i`` was measured on an emulator broker."""
+        if self.emulator_values is not None and i < len(self.emulator_values):
+            return bool(self.emulator_values[i])
+        return self.emulator
+
+
+class _LegendItem(NamedTuple):
+    key: str  # the series' ``data-series`` (the hover script pairs legend and series by it)
+    label: str
+    dashed: bool
+    color: str
+
+
+@dataclass
+class _Frame:
+    """The geometry of one chart (pixels) and the SVG parts written so far."""
+
+    width: int
+    height: int
+    legend: list[_LegendItem]
+    legend_h: int
+    left: int = 64
+    right: int = 16
+    top: int = 34
+    bottom: int = 70
+    lo: float = 0.0
+    hi: float = 1.0
+    parts: list[str] = field(default_factory=list)
+
+    @property
+    def plot_w(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.top - self.bottom
+
+    @property
+    def base_y(self) -> int:
+        """The y of the x axis."""
+        return self.top + self.plot_h
+
+    def py(self, value: float) -> float:
+        """The y pixel of ``value`` on the y axis."""
+        return self.top + self.plot_h * (1 - (value - self.lo) / (self.hi - self.lo))
+
+
+def _legend_col_w(items: list[_LegendItem], width: int) -> int:
+    """Legend column width (px) fitting the longest label (about 6.3 px per character)."""
+    longest = max((min(len(i.label), _LEGEND_MAX_CHARS) for i in items), default=10)
+    return int(min(max(width, 120), 40 + 6.3 * longest))
+
+
+def _legend_height(items: list[_LegendItem], width: int) -> int:
+    per_row = max(1, width // _legend_col_w(items, width))
+    return math.ceil(len(items) / per_row) * _LEGEND_ROW_PX if items else 0
+
+
+def _legend(items: list[_LegendItem], x0: int, y0: int, width: int) -> str:
+    """Legend rows, as many items per row as fit in ``width``."""
+    col_w = _legend_col_w(items, width)
+    per_row = max(1, width // col_w)
+    out = []
+    for i, (key, label, dashed, color) in enumerate(items):
+        x = x0 + (i % per_row) * col_w
+        y = y0 + (i // per_row) * _LEGEND_ROW_PX
+        short = label if len(label) <= _LEGEND_MAX_CHARS else label[: _LEGEND_MAX_CHARS - 1] + "…"
+        dash = ' stroke-dasharray="5 3"' if dashed else ""
+        out.append(
+            f'<g class="legend-item" data-series="{esc(key)}"><title>{esc(label)}</title>'
+            f'<line x1="{x}" y1="{y}" x2="{x + 22}" y2="{y}" stroke="{color}" '
+            f'stroke-width="3"{dash}/><text x="{x + 28}" y="{y + 4}">{esc(short)}</text></g>'
+        )
+    return "".join(out)
+
+
+def _emu_badge(width: int) -> str:
+    w = 172
+    x = width - w - 8
+    return (
+        f'<g class="emu-badge"><rect class="emu-svg" x="{x}" y="6" width="{w}" height="20" '
+        f'rx="3"/><text class="emu-svg" x="{x + w / 2:.1f}" y="20" text-anchor="middle">'
+        f"{esc(EMULATOR_LABEL)}</text></g>"
+    )
+
+
+def _open(title: str, width: int, x_axis_px: int, legend: list[_LegendItem],
+          emulator: bool) -> _Frame:
+    """Start a chart: the ``<svg>`` element, its title, and the emulator badge if any."""
+    legend_h = _legend_height(legend, width - _Frame.left - _Frame.right)
+    fr = _Frame(width=width, height=_PLOT_H_PX + x_axis_px + legend_h, legend=legend,
+                legend_h=legend_h, bottom=x_axis_px + legend_h + 8)
+    fr.parts.append(
+        f'<svg class="chart" role="img" aria-label="{esc(title)}" width="{fr.width}" '
+        f'height="{fr.height}" viewBox="0 0 {fr.width} {fr.height}">'
+        f"<title>{esc(title)}</title>"
+    )
+    fr.parts.append(f'<text class="ttl" x="{fr.left}" y="20">{esc(title)}</text>')
+    if emulator:
+        fr.parts.append(_emu_badge(fr.width))
+    return fr
+
+
+def _no_data(fr: _Frame) -> str:
+    fr.parts.append(
+        f'<text x="{fr.width / 2:.0f}" y="{fr.height / 2:.0f}" text-anchor="middle">'
+        "no data</text></svg>"
+    )
+    return "".join(fr.parts)
+
+
+def _y_axis(fr: _Frame, values: list[float], y_label: str) -> None:
+    """Draw the y axis (from 0 or below) with grid lines, and set the frame's scale."""
+    ticks = nice_ticks(min(0.0, min(values)), max(values))
+    fr.lo, fr.hi = ticks[0], ticks[-1]
+    for t in ticks:
+        y = fr.py(t)
+        fr.parts.append(
+            f'<line class="grid" x1="{fr.left}" y1="{y:.1f}" x2="{fr.left + fr.plot_w}" '
+            f'y2="{y:.1f}"/><text x="{fr.left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{esc(tick_label(t))}</text>"
+        )
+    fr.parts.append(
+        f'<line class="axis" x1="{fr.left}" y1="{fr.top}" x2="{fr.left}" '
+        f'y2="{fr.base_y}"/>'
+        f'<line class="axis" x1="{fr.left}" y1="{fr.base_y}" '
+        f'x2="{fr.left + fr.plot_w}" y2="{fr.base_y}"/>'
+        f'<text x="14" y="{fr.top + fr.plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {fr.top + fr.plot_h / 2:.1f})">{esc(y_label)}</text>'
+    )
+
+
+def _close(fr: _Frame) -> str:
+    """Finish a chart: the legend under the plot, and ``</svg>``."""
+    fr.parts.append(_legend(fr.legend, fr.left, fr.height - fr.legend_h - 4, fr.plot_w))
+    fr.parts.append("</svg>")
+    return "".join(fr.parts)
+
+
+def svg_line_chart(
+    title: str,
+    x_labels: list[str],
+    series: list[LineSeries],
+    y_label: str,
+    width: int = 620,
+    x_titles: list[str] | None = None,
+) -> str:
+    """An inline SVG line chart: one line per series, y from 0, gaps for missing values.
+
+    ``x_titles`` are the hover texts of the x labels (default: the labels themselves).
+    """
+    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator,
+                          PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+    fr = _open(title, width, _LINE_X_AXIS_PX, legend, any(s.emulator for s in series))
+    vals = [v for s in series for v in s.values if v is not None]
+    if not vals or not x_labels:
+        return _no_data(fr)
+    _y_axis(fr, vals, y_label)
+    tips = x_titles or x_labels
+    n = len(x_labels)
+
+    def px(i: int) -> float:
+        return fr.left + (fr.plot_w * (i + 0.5) / n)
+
+    step = max(1, math.ceil(n / 12))
+    for i, lab in enumerate(x_labels):
+        if i % step and i != n - 1:
+            continue
+        x = px(i)
+        fr.parts.append(
+            f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
+            f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 14}" text-anchor="end" '
+            f'transform="rotate(-30 {x:.1f} {fr.base_y + 14})"><title>{esc(tips[i])}</title>'
+            f"{esc(lab)}</text>"
+        )
+    for s, item in zip(series, legend, strict=True):
+        dash = ' stroke-dasharray="5 3"' if s.emulator else ""
+        segs: list[list[tuple[float, float]]] = [[]]
+        points = []
+        for i, v in enumerate(s.values):
+            if v is None:
+                if segs[-1]:
+                    segs.append([])
+                continue
+            segs[-1].append((px(i), fr.py(v)))
+            points.append(
+                f'<circle cx="{px(i):.1f}" cy="{fr.py(v):.1f}" r="3" fill="{item.color}">'
+                f"<title>{esc(s.name)} | {esc(tips[i])}: {esc(fmt_num(v))} {esc(y_label)}"
+                "</title></circle>"
+            )
+        paths = "".join(
+            f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)
+            + '"/>'
+            for seg in segs
+            if len(seg) > 1
+        )
+        fr.parts.append(f'<g class="series" data-series="{item.key}">{paths}{"".join(points)}</g>')
+    return _close(fr)
+
+
+def svg_bar_chart(
+    title: str,
+    groups: list[str],
+    bars: list[BarSeries],
+    y_label: str,
+    width: int = 620,
+) -> str:
+    """An inline SVG grouped bar chart: one group per label, one bar per series.
+
+    Emulator bars get a dashed outline and the label in their hover text.
+    """
+    legend = [_LegendItem(f"b{i}", emulator_name(b.name, b.emulator), b.emulator, b.color)
+              for i, b in enumerate(bars)]
+    emulator = any(b.is_emulator(i) for b in bars for i in range(len(b.values)))
+    fr = _open(title, width, _BAR_X_AXIS_PX, legend, emulator)
+    vals = [v for b in bars for v in b.values if v is not None]
+    if not vals or not groups:
+        return _no_data(fr)
+    _y_axis(fr, vals, y_label)
+    g_w = fr.plot_w / len(groups)
+    bar_w = g_w * 0.8 / max(1, len(bars))
+    for gi, g in enumerate(groups):
+        cx = fr.left + g_w * (gi + 0.5)
+        fr.parts.append(
+            f'<text x="{cx:.1f}" y="{fr.base_y + 16}" text-anchor="middle">{esc(g)}</text>'
+        )
+    for bi, (b, item) in enumerate(zip(bars, legend, strict=True)):
+        rects = []
+        for gi, v in enumerate(b.values):
+            if v is None:
+                continue
+            x = fr.left + g_w * gi + g_w * 0.1 + bar_w * bi
+            y0, y1 = fr.py(max(v, 0.0)), fr.py(min(v, 0.0))
+            emu_bar = b.is_emulator(gi)
+            stroke = ' stroke="#7a4b00" stroke-width="1.5" stroke-dasharray="3 2"' if (
+                emu_bar) else ""
+            emu_tip = f" [{EMULATOR_LABEL}]" if emu_bar else ""
+            rects.append(
+                f'<rect x="{x:.1f}" y="{y0:.1f}" width="{max(bar_w - 2, 1):.1f}" '
+                f'height="{max(y1 - y0, 0.5):.1f}" fill="{b.color}"{stroke}>'
+                f"<title>{esc(b.name)} | {esc(groups[gi])}: {esc(fmt_num(v))} {esc(y_label)}"
+                f"{esc(emu_tip)}</title></rect>"
+            )
+        fr.parts.append(f'<g class="series" data-series="{item.key}">{"".join(rects)}</g>')
+    return _close(fr)
+
+
+__all__ = [
+    "PALETTE",
+    "BarSeries",
+    "LineSeries",
+    "emulator_name",
+    "nice_ticks",
+    "svg_bar_chart",
+    "svg_line_chart",
+    "tick_label",
+]
