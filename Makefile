@@ -41,15 +41,15 @@ NIGHTLY_DATES ?= 2026-11-18 2026-11-19 2026-11-20 2026-11-21
 NIGHTLY_CONF  ?= {"scenarios":["rest","kafka-python","confluent-kafka","jvm-e2e"],"payloads":["1kb","1mb"],"profiles":["latency"],"messages":20}
 nightly-demo: setup  ## run nightly_latency_regression for NIGHTLY_DATES, print the report path
 	$(BIN)/kafkalab cluster up
-	for d in $(NIGHTLY_DATES); do $(BIN)/python -m kafkalab.airflow_local dags-test nightly_latency_regression $$d --conf '$(NIGHTLY_CONF)' || exit $$?; done
+	for d in $(NIGHTLY_DATES); do $(BIN)/python -m kafkalab.airflow.launcher dags-test nightly_latency_regression $$d --conf '$(NIGHTLY_CONF)' || exit $$?; done
 	@echo "report: $(abspath lab-data/reports/index.html)"
 
 airflow: setup  ## Airflow UI on 127.0.0.1:8080 (api-server, scheduler, triggerer, dag-processor); prints the login
 	$(BIN)/kafkalab cluster up
-	$(BIN)/python -m kafkalab.airflow_local up
+	$(BIN)/python -m kafkalab.airflow.launcher up
 
 airflow-down:  ## stop exactly the Airflow processes `make airflow` started
-	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow_local down
+	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow.launcher down
 
 test: setup  ## the whole test suite against real services
 	$(PYTEST) -q

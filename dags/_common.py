@@ -2,7 +2,7 @@
 
 Both ``latency_experiment`` and ``nightly_latency_regression`` run the same chain; this module
 builds it once. Everything here is cheap at parse time: no file, network or database access;
-the logic lives in :mod:`kafkalab.pipeline` and runs only inside tasks.
+the logic lives in :mod:`kafkalab.airflow.tasks` and runs only inside tasks.
 
 Chain and trigger rules (documented in ``docs/airflow.md``)::
 
@@ -20,17 +20,20 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
-from kafkalab import pipeline
+from kafkalab.airflow import run_ids, spark_submit, tasks
+from kafkalab.airflow.params import PAYLOAD_CHOICES, PROFILE_CHOICES, SCENARIO_CHOICES
+from kafkalab.errors import RunError
+from kafkalab.store import LabData
 
 OWNER = "kafkalab"
 SPARK_CONN_ID = "spark_default"
 
-_DATA_DIR = pipeline.lab_data_dir()  # env or <repo>/lab-data: no I/O
-SAMPLES_ASSET = Asset(name="kafkalab_raw_samples", uri=(_DATA_DIR / "samples").as_uri(),
+_LAB = LabData()  # $KAFKALAB_DATA_DIR or <root>/lab-data: no I/O
+SAMPLES_ASSET = Asset(name="kafkalab_raw_samples", uri=_LAB.samples_dir.as_uri(),
                       group="kafkalab")
-AGGREGATES_ASSET = Asset(name="kafkalab_aggregates", uri=(_DATA_DIR / "aggregates").as_uri(),
+AGGREGATES_ASSET = Asset(name="kafkalab_aggregates", uri=_LAB.aggregates_dir.as_uri(),
                          group="kafkalab")
-REPORT_ASSET = Asset(name="kafkalab_trend_report", uri=(_DATA_DIR / "reports").as_uri(),
+REPORT_ASSET = Asset(name="kafkalab_trend_report", uri=_LAB.reports_dir.as_uri(),
                      group="kafkalab")
 
 
@@ -39,10 +42,11 @@ def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> SparkSubmitOperator
     return SparkSubmitOperator(
         task_id=f"{job}_metrics",
         conn_id=SPARK_CONN_ID,
-        application=pipeline.spark_application(job),
-        application_args=pipeline.spark_job_args(job, lab_run_id, _DATA_DIR),
-        conf=pipeline.spark_conf(),
-        env_vars=pipeline.spark_env(),
+        application=spark_submit.spark_application(job),
+        application_args=spark_submit.spark_job_args(job, lab_run_id, _LAB.root),
+        py_files=spark_submit.spark_py_files(),
+        conf=spark_submit.spark_conf(),
+        env_vars=spark_submit.spark_env(),
         name=f"kafkalab-{job}-metrics",
         **kwargs,
     )
@@ -67,11 +71,11 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
     return {
         "workload": Param(workload, type="string", title="Workload",
                           description="name of include/workloads/<name>.yaml, or a YAML path"),
-        "scenarios": _array_param(scenarios, pipeline.SCENARIO_CHOICES, "Scenarios",
+        "scenarios": _array_param(scenarios, SCENARIO_CHOICES, "Scenarios",
                                   "clients to compare"),
-        "payloads": _array_param(payloads, pipeline.PAYLOAD_CHOICES, "Payloads",
+        "payloads": _array_param(payloads, PAYLOAD_CHOICES, "Payloads",
                                  "message sizes"),
-        "profiles": _array_param(profiles, pipeline.PROFILE_CHOICES, "Profiles",
+        "profiles": _array_param(profiles, PROFILE_CHOICES, "Profiles",
                                  "client/topic tuning profiles (include/profiles)"),
         "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
                           minimum=1, title="Messages per cell",
@@ -102,28 +106,28 @@ def build_latency_chain(run_prefix: str) -> None:
     @task
     def name_run() -> str:
         """Turn the Airflow run id into the lab's path-safe run id."""
-        return pipeline.lab_run_id(_airflow_run_id(), run_prefix)
+        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
 
     @task
     def check_cluster() -> dict[str, Any]:
         """Fail early, with a clear message, when the Kafka cluster does not answer."""
         params = _context_params()
-        return pipeline.check_cluster(params.get("cluster_descriptor") or None,
-                                      scenarios=pipeline.resolve_scenarios(params))
+        return tasks.check_cluster(params.get("cluster_descriptor") or None,
+                                   scenarios=tasks.resolve_scenarios(params))
 
     @task
     def prepare_run(lab_run_id: str) -> list[dict[str, str]]:
         """Validate the matrix, provision topics, start the run; returns the cells to map."""
         ctx = get_current_context()
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
-        return pipeline.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
+        return tasks.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
 
     @task(max_active_tis_per_dag=1)  # one cell at a time: parallel cells distort latencies
     def run_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
         """Measure one scenario x payload x profile cell."""
         from airflow.sdk.exceptions import AirflowSkipException
 
-        summary = pipeline.run_cell(_context_params(), lab_run_id, cell)
+        summary = tasks.run_cell(_context_params(), lab_run_id, cell)
         if summary["status"] == "skipped":
             raise AirflowSkipException(f"cell skipped: {summary.get('reason')}")
         return summary
@@ -131,30 +135,29 @@ def build_latency_chain(run_prefix: str) -> None:
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[SAMPLES_ASSET])
     def close_run(lab_run_id: str) -> dict[str, Any]:
         """Merge the cells' results into the run manifest, even when some cells failed."""
-        return pipeline.close_run(lab_run_id)
+        return tasks.close_run(lab_run_id)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def check_drift(lab_run_id: str) -> dict[str, Any]:
         """Compare this run with its baseline; writes the drift records."""
-        return pipeline.check_drift(lab_run_id)
+        return tasks.check_drift(lab_run_id)
 
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
     def publish_report(lab_run_id: str) -> str:
         """Rebuild the trend report; it shows validation results and drift flags."""
-        return pipeline.publish_report(lab_run_id)
+        return tasks.publish_report(lab_run_id)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def send_alerts(lab_run_id: str) -> dict[str, Any]:
         """Announce new drifts and recoveries on the kafkalab_alert_webhook connection."""
-        return pipeline.send_alerts(lab_run_id, pipeline.ALERT_CONN_ID,
-                                    dag_id=get_current_context()["dag"].dag_id)
+        return tasks.send_alerts(lab_run_id, dag_id=get_current_context()["dag"].dag_id)
 
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = pipeline.lab_run_id(_airflow_run_id(), run_prefix)
-        pipeline.verify_outcome(run_id)  # raises naming the data problem, if there is one
-        raise pipeline.RunError(f"run {run_id}: an upstream task failed (see the grid)")
+        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        tasks.verify_outcome(run_id)  # raises naming the data problem, if there is one
+        raise RunError(f"run {run_id}: an upstream task failed (see the grid)")
 
     lab_run_id = name_run()
     cluster = check_cluster()

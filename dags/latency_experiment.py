@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
-from kafkalab.pipeline import RUN_PREFIXES
+from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
 ### Latency experiment

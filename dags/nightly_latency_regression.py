@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
-from kafkalab.pipeline import RUN_PREFIXES, on_failure_alert
+from kafkalab.airflow.callbacks import on_failure_alert
+from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
 ### Nightly latency regression

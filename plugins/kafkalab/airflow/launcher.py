@@ -8,23 +8,23 @@ so the four components are started separately, bound to 127.0.0.1 where they lis
 * ``airflow triggerer --skip-serve-logs``;
 * ``airflow dag-processor``.
 
-State lives in ``<repo>/.lab/airflow`` (``AIRFLOW_HOME``): the SQLite DB, logs, one pid file
-and one log file per component, and ``secrets.json`` (JWT / API secret shared by the
-components). The UI login comes from the simple auth manager: user ``admin``, password in
+State lives in :func:`kafkalab.paths.airflow_home` (``$AIRFLOW_HOME``, default
+``<lab_dir>/airflow``): the SQLite DB, logs, one pid file and one log file per component,
+and ``secrets.json`` (JWT / API secret shared by the components). The components run in
+that folder, with the Python (and its ``bin/``) that runs this launcher. The UI login comes
+from the simple auth manager: user ``admin``, password in
 ``simple_auth_manager_passwords.json.generated`` (printed by :func:`airflow_up`).
 
-Usage: ``python -m kafkalab.airflow_local up|down|status|env|dags-test DAG_ID [DATE] [--conf JSON]``.
+Usage: ``python -m kafkalab.airflow.launcher up|down|status|env|dags-test DAG_ID [DATE] [--conf JSON]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import secrets
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -34,7 +34,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-HOST = "127.0.0.1"
+from kafkalab import procs
+from kafkalab.paths import airflow_home, dags_dir, data_dir, plugins_dir
+from kafkalab.progress import Progress
+from kafkalab.store import atomic_write, atomic_write_json, read_json
+
+HOST = procs.HOST
 PORT = 8080
 COMPONENTS: dict[str, list[str]] = {
     "api-server": ["api-server", "-H", HOST, "-p", str(PORT)],
@@ -44,57 +49,48 @@ COMPONENTS: dict[str, list[str]] = {
 }
 ADMIN_USER = "admin"
 SPARK_LOCAL_CONN = json.dumps({"conn_type": "spark", "host": "local[*]"})
+PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
 
 
-def default_repo_root() -> Path:
-    """The checkout this module lives in (``plugins/kafkalab/airflow_local.py`` -> repo)."""
-    return Path(__file__).resolve().parents[2]
-
-
-def airflow_home(repo_root: Path) -> Path:
-    """``$AIRFLOW_HOME`` when set by the caller, else ``<repo>/.lab/airflow``."""
-    return repo_root / ".lab" / "airflow"
+def _home(home: Path | str | None) -> Path:
+    return Path(home).expanduser().absolute() if home is not None else airflow_home()
 
 
 def _secrets(home: Path) -> dict[str, str]:
     """JWT and API secrets shared by all components (created once, mode 0600)."""
     path = home / "secrets.json"
-    if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and data.get("jwt_secret") and data.get("secret_key"):
-            return {str(k): str(v) for k, v in data.items()}
-    home.mkdir(parents=True, exist_ok=True)
-    data = {"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32)}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-    return data
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and data.get("jwt_secret") and data.get("secret_key"):
+        return {str(k): str(v) for k, v in data.items()}
+    fresh = {"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32)}
+    atomic_write_json(path, fresh)  # a temporary file of mode 0600, renamed
+    return fresh
 
 
-def airflow_env(repo_root: Path | str | None = None, home: Path | str | None = None,
-                base: Mapping[str, str] | None = None, with_secrets: bool = True) -> dict[str, str]:
+def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None = None,
+                with_secrets: bool = True) -> dict[str, str]:
     """The environment every Airflow process of the lab runs with.
 
     Args:
-        repo_root: the checkout (default: the one this module lives in).
-        home: ``AIRFLOW_HOME`` (default ``<repo>/.lab/airflow``).
+        home: ``AIRFLOW_HOME`` (default :func:`kafkalab.paths.airflow_home`).
         base: environment to start from (default ``os.environ``); ``KAFKALAB_DATA_DIR`` and
             ``AIRFLOW_CONN_*`` already in it are kept.
         with_secrets: add the shared JWT/API secrets (creates ``<home>/secrets.json``).
     """
-    repo = Path(repo_root) if repo_root is not None else default_repo_root()
-    repo = repo.resolve()
-    af_home = Path(home) if home is not None else airflow_home(repo)
+    af_home = _home(home)
     env = dict(os.environ if base is None else base)
-    venv_bin = repo / ".venv" / "bin"
-    python = venv_bin / "python"
-    py = str(python) if python.exists() else sys.executable
-    path_parts = [str(venv_bin)] + [p for p in env.get("PATH", "").split(os.pathsep)
-                                    if p and p != str(venv_bin)]
+    python = sys.executable
+    bin_dir = str(Path(python).parent)  # the venv's bin/: airflow, spark-submit
+    path_parts = [bin_dir] + [p for p in env.get("PATH", "").split(os.pathsep)
+                              if p and p != bin_dir]
+    plugins = str(plugins_dir())
     env.update({
         "AIRFLOW_HOME": str(af_home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(repo / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(repo / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir()),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": plugins,
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "4",
@@ -111,14 +107,15 @@ def airflow_env(repo_root: Path | str | None = None, home: Path | str | None = N
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "PATH": os.pathsep.join(path_parts),
         "SPARK_LOCAL_IP": HOST,
-        "PYSPARK_PYTHON": py,
-        "PYSPARK_DRIVER_PYTHON": py,
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": python,
         "GX_ANALYTICS_ENABLED": "false",
         "PYTHONPATH": os.pathsep.join(
-            [str(repo / "plugins")] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]),
+            [plugins] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                         if p and p != plugins]),
     })
     env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", SPARK_LOCAL_CONN)
-    env.setdefault("KAFKALAB_DATA_DIR", str(repo / "lab-data"))
+    env.setdefault("KAFKALAB_DATA_DIR", str(data_dir()))
     if with_secrets:
         s = _secrets(af_home)
         env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", s["jwt_secret"])
@@ -153,32 +150,6 @@ def _read_pid(home: Path, name: str) -> int | None:
         return None
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours counts as dead.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _is_airflow(pid: int) -> bool:
-    """True when ``pid`` still runs an ``airflow`` command (guards against pid reuse)."""
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return True  # no /proc: trust the pid file
-    return any(b"airflow" in part for part in cmd)
-
-
 def health(timeout_s: float = 2.0) -> dict[str, Any] | None:
     """The api-server's ``/api/v2/monitor/health`` document, or None when it does not answer."""
     try:
@@ -192,67 +163,58 @@ def health(timeout_s: float = 2.0) -> dict[str, Any] | None:
 
 def admin_password(home: Path) -> str | None:
     """The admin password of the simple auth manager (from its generated password file)."""
-    path = home / "simple_auth_manager_passwords.json.generated"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(home / PASSWORD_FILE)
     except (OSError, ValueError):
         return None
     return str(data.get(ADMIN_USER)) if isinstance(data, dict) and data.get(ADMIN_USER) else None
 
 
 def _ensure_password(home: Path) -> str:
-    """Create the password file with a random admin password unless one exists."""
+    """Create the password file (mode 0600) with a random admin password unless one exists."""
     existing = admin_password(home)
     if existing:
         return existing
     pw = secrets.token_urlsafe(12)
-    path = home / "simple_auth_manager_passwords.json.generated"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({ADMIN_USER: pw}) + "\n")
+    atomic_write_json(home / PASSWORD_FILE, {ADMIN_USER: pw})
     return pw
 
 
-def airflow_status(repo_root: Path | str | None = None) -> dict[str, Any]:
+def airflow_status(home: Path | str | None = None) -> dict[str, Any]:
     """Which components run (by pid file) and whether the API answers."""
-    repo = Path(repo_root) if repo_root is not None else default_repo_root()
-    home = airflow_home(repo.resolve())
+    af_home = _home(home)
     comps = {}
     for name in COMPONENTS:
-        pid = _read_pid(home, name)
-        comps[name] = {"pid": pid, "alive": bool(pid and _alive(pid)),
-                       "log": str(home / f"{name}.log")}
+        pid = _read_pid(af_home, name)
+        comps[name] = {"pid": pid, "alive": procs.pid_alive(pid),
+                       "log": str(af_home / f"{name}.log")}
     h = health()
     up = all(c["alive"] for c in comps.values()) and h is not None
     return {"status": "up" if up else ("partial" if any(c["alive"] for c in comps.values())
                                         else "down"),
-            "url": f"http://{HOST}:{PORT}", "airflow_home": str(home), "components": comps,
+            "url": f"http://{HOST}:{PORT}", "airflow_home": str(af_home), "components": comps,
             "health": h}
 
 
-def airflow_up(repo_root: Path | str | None = None, timeout_s: float = 180.0,
-               progress: Any = print) -> dict[str, Any]:
+def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
+               progress: Progress = print) -> dict[str, Any]:
     """Migrate the DB, start the four components (each once), wait for health, print login."""
-    repo = (Path(repo_root) if repo_root is not None else default_repo_root()).resolve()
-    home = airflow_home(repo)
-    home.mkdir(parents=True, exist_ok=True)
-    env = airflow_env(repo, home)
-    progress(f"airflow home {home}; migrating the database …")
+    af_home = _home(home)
+    af_home.mkdir(parents=True, exist_ok=True)
+    env = airflow_env(af_home)
+    progress(f"airflow home {af_home}; migrating the database …")
     db_migrate(env)
-    password = _ensure_password(home)
+    password = _ensure_password(af_home)
     airflow = _airflow_bin(env)
     for name, args in COMPONENTS.items():
-        pid = _read_pid(home, name)
-        if pid and _alive(pid) and _is_airflow(pid):
+        pid = _read_pid(af_home, name)
+        if procs.runs(pid, "airflow"):
             progress(f"{name}: already running (pid {pid})")
             continue
-        log_file = home / f"{name}.log"
-        with open(log_file, "ab") as log:
-            proc = subprocess.Popen([airflow, *args], env=env, cwd=str(repo), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-        _pid_file(home, name).write_text(f"{proc.pid}\n")
-        progress(f"{name}: started pid {proc.pid}, log {log_file}")
+        log_file = af_home / f"{name}.log"
+        new_pid = procs.spawn([airflow, *args], log_file, cwd=af_home, env=env)
+        atomic_write(_pid_file(af_home, name), f"{new_pid}\n")
+        progress(f"{name}: started pid {new_pid}, log {log_file}")
     deadline = time.monotonic() + timeout_s
     h = None
     while time.monotonic() < deadline:
@@ -261,62 +223,48 @@ def airflow_up(repo_root: Path | str | None = None, timeout_s: float = 180.0,
                 (h.get(k) or {}).get("status") == "healthy"
                 for k in ("metadatabase", "scheduler")):
             break
-        dead = [n for n in COMPONENTS if not _alive(_read_pid(home, n))]
+        dead = [n for n in COMPONENTS if not procs.pid_alive(_read_pid(af_home, n))]
         if dead:
-            raise RuntimeError(f"airflow {', '.join(dead)} exited; see {home}/{dead[0]}.log")
+            raise RuntimeError(f"airflow {', '.join(dead)} exited; see {af_home}/{dead[0]}.log")
         time.sleep(2)
     else:
         raise RuntimeError(f"airflow api-server not healthy within {timeout_s:.0f} s: {h}; "
-                           f"see {home}/api-server.log")
+                           f"see {af_home}/api-server.log")
     progress(f"Airflow UI: http://{HOST}:{PORT}  login: {ADMIN_USER} / {password}")
-    progress(f"(password file {home}/simple_auth_manager_passwords.json.generated)")
-    return airflow_status(repo)
+    progress(f"(password file {af_home / PASSWORD_FILE})")
+    return airflow_status(af_home)
 
 
-def airflow_down(repo_root: Path | str | None = None, timeout_s: float = 30.0,
-                 progress: Any = print) -> list[dict[str, Any]]:
+def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
+                 progress: Progress = print) -> list[dict[str, Any]]:
     """Stop exactly the processes :func:`airflow_up` started (their process groups), by pid."""
-    repo = (Path(repo_root) if repo_root is not None else default_repo_root()).resolve()
-    home = airflow_home(repo)
+    af_home = _home(home)
     stopped: list[dict[str, Any]] = []
     for name in reversed(list(COMPONENTS)):
-        pid = _read_pid(home, name)
+        pid = _read_pid(af_home, name)
         if not pid:
             continue
         result = "not running"
-        if _alive(pid) and _is_airflow(pid):
+        if procs.runs(pid, "airflow"):
             # Each component was started in its own session: its group holds its workers.
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout_s
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.3)
-            if _alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-                result = "killed"
-            else:
-                result = "stopped"
-        _pid_file(home, name).unlink(missing_ok=True)
+            result = procs.stop(pid, timeout_s=timeout_s, group=True)
+        _pid_file(af_home, name).unlink(missing_ok=True)
         stopped.append({"component": name, "pid": pid, "result": result})
         progress(f"{name}: pid {pid} {result}")
     return stopped
 
 
 def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, Any] | None = None,
-              repo_root: Path | str | None = None, home: Path | str | None = None,
-              extra_env: Mapping[str, str] | None = None, timeout_s: float = 1800,
-              migrate: bool = True, mark_success_pattern: str | None = None) -> int:
+              home: Path | str | None = None, extra_env: Mapping[str, str] | None = None,
+              timeout_s: float = 1800, migrate: bool = True,
+              mark_success_pattern: str | None = None) -> int:
     """Run ``airflow dags test DAG_ID [DATE] [-c JSON]`` in a subprocess with the lab's env.
 
-    ``mark_success_pattern``: regex of task ids marked successful without running them.
-    Returns the exit code (non-zero when the DAG run failed).
+    ``home``: ``AIRFLOW_HOME`` (default :func:`kafkalab.paths.airflow_home`); ``extra_env``
+    is laid over the lab's environment. ``mark_success_pattern``: regex of task ids marked
+    successful without running them. Returns the exit code (non-zero when the DAG run failed).
     """
-    env = airflow_env(repo_root, home)
+    env = airflow_env(home)
     if extra_env:
         env.update(extra_env)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
@@ -330,13 +278,12 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
     if mark_success_pattern:
         cmd += ["--mark-success-pattern", mark_success_pattern]
     print("+", shlex.join(cmd), flush=True)
-    repo = Path(repo_root) if repo_root is not None else default_repo_root()
-    return subprocess.run(cmd, env=env, cwd=str(repo), timeout=timeout_s).returncode
+    return subprocess.run(cmd, env=env, timeout=timeout_s).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kafkalab.airflow_local up|down|status|env|dags-test``."""
-    p = argparse.ArgumentParser(prog="python -m kafkalab.airflow_local",
+    """``python -m kafkalab.airflow.launcher up|down|status|env|dags-test``."""
+    p = argparse.ArgumentParser(prog="python -m kafkalab.airflow.launcher",
                                 description="Loopback-only local Airflow for the lab.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("up", help="start api-server, scheduler, triggerer, dag-processor")

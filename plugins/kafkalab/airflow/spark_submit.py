@@ -1,0 +1,111 @@
+"""What the DAGs' ``SparkSubmitOperator`` tasks submit: script, arguments, conf, env, py-files.
+
+The scripts live in :func:`kafkalab.paths.spark_jobs_dir`; the data folders they read and
+write are named by :class:`kafkalab.store.LabData`. Pure functions (environment only, no
+file access), so ``dags/_common.py`` calls them while the DAG file is parsed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kafkalab.paths import data_dir, spark_jobs_dir
+from kafkalab.store import LabData
+
+SPARK_JOBS: dict[str, str] = {
+    "aggregate": "aggregate_metrics.py",
+    "validate": "validate_metrics.py",
+}
+"""The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir`."""
+
+SESSION_MODULE = "_session.py"
+"""The session builder every job imports, shipped with each job as a py-file."""
+
+_LAYOUT = LabData(Path("/"))
+"""The data dir's layout at the root: only used for the folder names of :class:`LabData`."""
+
+
+def _check_job(job: str) -> None:
+    if job not in SPARK_JOBS:
+        raise ValueError(f"unknown Spark job {job!r} (known: {', '.join(SPARK_JOBS)})")
+
+
+def spark_application(job: str) -> str:
+    """Absolute path of a Spark job script (``aggregate`` or ``validate``). No I/O.
+
+    Raises:
+        ValueError: an unknown job.
+    """
+    _check_job(job)
+    return str(spark_jobs_dir() / SPARK_JOBS[job])
+
+
+def spark_py_files() -> str:
+    """The ``py_files`` of every job: the path of ``spark_jobs/_session.py`` (the shared
+    Spark session builder), put on the driver's and executors' ``PYTHONPATH``. No I/O."""
+    return str(spark_jobs_dir() / SESSION_MODULE)
+
+
+def spark_job_args(job: str, run_id: Any,
+                   data: str | os.PathLike[str] | None = None) -> list[Any]:
+    """The ``application_args`` of a Spark job for one run.
+
+    Args:
+        job: ``aggregate`` (``spark_jobs/aggregate_metrics.py``) or ``validate``
+            (``spark_jobs/validate_metrics.py``).
+        run_id: the lab run id, or an XComArg / Jinja string resolved by Airflow at run time.
+        data: lab data directory or any Hadoop-compatible URI (``s3a://bucket/lab``);
+            default :func:`kafkalab.paths.data_dir`.
+
+    Raises:
+        ValueError: an unknown job.
+    """
+    _check_job(job)
+    root = str(data if data is not None else data_dir()).rstrip("/")
+
+    def under(folder: Path) -> str:
+        return f"{root}/{folder.relative_to(_LAYOUT.root).as_posix()}"
+
+    samples, aggregates = under(_LAYOUT.samples_dir), under(_LAYOUT.aggregates_dir)
+    if job == "aggregate":
+        return ["--samples", samples, "--out", aggregates, "--run-id", run_id]
+    return ["--samples", samples, "--aggregates", aggregates, "--run-id", run_id,
+            "--out", under(_LAYOUT.validation_dir)]
+
+
+def spark_conf() -> dict[str, str]:
+    """Spark settings for the jobs: no UI, loopback driver (``$KAFKALAB_SPARK_DRIVER_HOST``
+    overrides the driver address when executors run on other hosts)."""
+    host = os.environ.get("KAFKALAB_SPARK_DRIVER_HOST", "127.0.0.1")
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": host,
+        "spark.sql.shuffle.partitions": "4",
+        "spark.log.level": "WARN",
+    }
+
+
+def spark_env() -> dict[str, str]:
+    """Environment of ``spark-submit``: the Python that runs the jobs, no GX analytics."""
+    python = os.environ.get("PYSPARK_PYTHON") or sys.executable
+    env = {"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python,
+           "GX_ANALYTICS_ENABLED": "false"}
+    if "KAFKALAB_SPARK_DRIVER_HOST" not in os.environ:
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    return env
+
+
+__all__ = [
+    "SESSION_MODULE",
+    "SPARK_JOBS",
+    "spark_application",
+    "spark_conf",
+    "spark_env",
+    "spark_job_args",
+    "spark_py_files",
+]

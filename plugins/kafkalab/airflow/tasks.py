@@ -1,0 +1,309 @@
+"""The Airflow tasks of the lab, as plain importable functions.
+
+The DAG files in ``dags/`` only wire these together; every function here takes and returns
+JSON-able values (they travel through XCom), imports its heavy dependencies inside its body
+and does no I/O at import time, so importing this module while a DAG file is parsed costs
+nothing but the module itself. No function depends on the current directory: locations
+come from :mod:`kafkalab.paths`, data-dir files from :class:`kafkalab.store.LabData`.
+
+The chain (see ``docs/airflow.md``)::
+
+    name_run -> check_cluster -> prepare_run -> run_cell x N (dynamic mapping) -> close_run
+      -> aggregate_metrics (Spark) -> validate_metrics (Spark + GX)
+      -> check_drift -> publish_report -> send_alerts -> verify_outcome
+
+Settings come from Airflow Connections, read at run time through
+:mod:`kafkalab.airflow.connections` (``kafkalab_cluster``, ``kafkalab_alert_webhook``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.airflow.connections import (
+    ALERT_CONN_ID,
+    AlertWebhookConnection,
+    ClusterConnection,
+)
+from kafkalab.errors import CellFailedError, RunError
+from kafkalab.scenarios.catalog import needs_kafka
+from kafkalab.store import LabData
+from kafkalab.values import jsonable
+
+if TYPE_CHECKING:
+    from kafkalab.runner import CellResult, RunRequest
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WORKLOAD = "seed000"
+"""The workload of a run whose params name none."""
+
+_PARAM_OVERRIDES = ("messages", "warmup_messages")
+"""The workload keys a DAG param may override (``null`` or empty: the workload's)."""
+
+
+def _workload(params: Mapping[str, Any]) -> str:
+    return str(params.get("workload") or DEFAULT_WORKLOAD)
+
+
+def resolve_scenarios(params: Mapping[str, Any]) -> list[str]:
+    """The scenarios a run of these params measures (the param, else the workload's)."""
+    if params.get("scenarios"):
+        return [str(s) for s in params["scenarios"]]
+    from kafkalab.config import load_workload
+
+    return list(load_workload(_workload(params)).scenarios)
+
+
+def check_cluster(cluster_path: str | None = None,
+                  scenarios: list[str] | None = None) -> dict[str, Any]:
+    """Check that the cluster of the descriptor answers metadata (~10 s timeout).
+
+    Args:
+        cluster_path: descriptor YAML (default: see
+            :meth:`~kafkalab.airflow.connections.ClusterConnection.descriptor_path`).
+        scenarios: when given and none of them uses Kafka, nothing is checked.
+
+    Returns:
+        ``{"required", "descriptor_path", "brokers_answering", "cluster": <public view>}``.
+
+    Raises:
+        ClusterError: no descriptor, or the cluster does not answer.
+    """
+    if scenarios is not None and not needs_kafka(scenarios):
+        log.info("scenarios %s need no Kafka cluster", scenarios)
+        return {"required": False, "descriptor_path": None, "brokers_answering": 0, "cluster": None}
+    from kafkalab.cluster.descriptor import load_descriptor, public_view
+    from kafkalab.runner import check_reachable
+
+    path = ClusterConnection().descriptor_path(cluster_path)
+    d = load_descriptor(path)
+    n = check_reachable(d)
+    log.info("cluster %s (%s %s) answers: %d broker(s)", d.bootstrap_servers, d.flavor, d.version, n)
+    if d.is_emulator:
+        log.warning("%s is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka",
+                    d.version)
+    return {"required": True, "descriptor_path": str(path), "brokers_answering": n,
+            "cluster": jsonable(public_view(d))}
+
+
+def build_request(params: Mapping[str, Any], run_id: str | None = None,
+                  command: str | None = None) -> RunRequest:
+    """A :class:`~kafkalab.runner.RunRequest` from DAG params, through
+    :func:`kafkalab.runner.build_run_request`.
+
+    Params: ``workload`` (name or YAML path, default ``seed000``), ``scenarios``,
+    ``payloads``, ``profiles`` (empty or absent: the workload's), ``messages`` (int >= 1 or
+    null: the workload's), ``warmup_messages`` (optional), ``cluster_descriptor`` (optional
+    path, else the ``kafkalab_cluster`` Connection's). Invalid values raise
+    :class:`~kafkalab.errors.ConfigError` naming the param (``param messages must be at
+    least 1, got 0``).
+    """
+    from kafkalab.runner import build_run_request
+
+    return build_run_request(
+        _workload(params),
+        scenarios=params.get("scenarios") or None,
+        payloads=params.get("payloads") or None,
+        profiles=params.get("profiles") or None,
+        overrides={key: params.get(key) for key in _PARAM_OVERRIDES},
+        option_names={key: f"param {key}" for key in _PARAM_OVERRIDES},
+        data_dir=LabData().root,
+        descriptor_path=ClusterConnection().descriptor_path(params.get("cluster_descriptor")),
+        run_id=run_id,
+        command=command or f"airflow task (kafkalab.airflow.tasks) run_id={run_id}",
+    )
+
+
+def prepare_run(params: Mapping[str, Any], run_id: str,
+                command: str | None = None) -> list[dict[str, str]]:
+    """Validate, check the cluster, provision the topics, start the run (manifest ``running``).
+
+    Returns:
+        The cells ``[{"scenario", "payload", "profile"}, ...]``, one mapped task each.
+    """
+    from kafkalab.runner import start_run
+
+    req = build_request(params, run_id, command)
+    started = start_run(req, progress=log.info)
+    cells = [{"scenario": str(c["scenario"]), "payload": str(c["payload"]),
+              "profile": str(c["profile"])} for c in started["cells"]]
+    log.info("run %s started: %d cell(s) in %s", run_id, len(cells), req.data_dir)
+    return cells
+
+
+def _summary(result: CellResult | Mapping[str, Any]) -> dict[str, Any]:
+    """JSON-able summary of a measured cell (a CellResult or an already JSON-able dict)."""
+    if isinstance(result, Mapping):
+        return dict(jsonable(dict(result)))
+    from kafkalab.runner import cell_summary
+
+    s = cell_summary(result)
+    lat = s.get("latency")
+    tool = s.get("tool") or {}
+    p50 = lat.p50_ms if lat is not None else tool.get("p50")
+    p99 = lat.p99_ms if lat is not None else tool.get("p99")
+    return {
+        "scenario": result.scenario, "payload": result.payload, "profile": result.profile,
+        "status": result.status, "rows": len(result.samples), "reason": result.reason,
+        "count": s.get("count"), "lost": s.get("lost"),
+        "p50_ms": None if p50 is None else float(p50),
+        "p99_ms": None if p99 is None else float(p99),
+        "emulator": bool(s.get("emulator")),
+    }
+
+
+def run_cell(params: Mapping[str, Any], run_id: str, cell: Mapping[str, str]) -> dict[str, Any]:
+    """Measure one ``(scenario, payload, profile)`` cell of a started run.
+
+    Its samples and manifest fragment are written before this returns or raises.
+
+    Returns:
+        ``{"scenario", "payload", "profile", "status", "rows", "reason", "p50_ms", "p99_ms", ...}``
+        with status ``complete`` or ``skipped``.
+
+    Raises:
+        CellFailedError: the cell failed (the run will be ``incomplete``).
+    """
+    from kafkalab.runner import measure_cell
+
+    req = build_request(params, run_id)
+    result = measure_cell(req, cell["scenario"], cell["payload"], cell["profile"],
+                          progress=log.info)
+    summary = _summary(result)
+    log.info("cell %s/%s/%s: %s, %s rows, p50 %s ms, p99 %s ms", summary["scenario"],
+             summary["payload"], summary["profile"], summary["status"], summary.get("rows"),
+             summary.get("p50_ms"), summary.get("p99_ms"))
+    if summary["status"] == "failed":
+        raise CellFailedError(f"cell {summary['scenario']}/{summary['payload']}/"
+                              f"{summary['profile']} failed: {summary.get('reason')}")
+    return summary
+
+
+def close_run(run_id: str) -> dict[str, Any]:
+    """Merge the cells' fragments into ``runs/<run_id>.json`` (status complete|incomplete).
+
+    Returns:
+        ``{"run_id", "status", "error", "cells"}``.
+
+    Raises:
+        RunError: the run was never started (no manifest).
+    """
+    from kafkalab.runner import finish_run
+
+    lab = LabData()
+    if not lab.manifest_path(run_id).is_file():
+        raise RunError(f"run {run_id} was never started: no {lab.manifest_path(run_id)}")
+    manifest = finish_run(lab.root, run_id)
+    out = {"run_id": run_id, "status": manifest.get("status"), "error": manifest.get("error"),
+           "cells": jsonable(manifest.get("cells") or [])}
+    log.info("run %s: %s%s", run_id, out["status"], f" ({out['error']})" if out["error"] else "")
+    return out
+
+
+def check_drift(run_id: str) -> dict[str, Any]:
+    """Detect drift of ``run_id`` against its baseline; writes ``drift/run_id=<id>/drift.parquet``.
+
+    Returns:
+        ``{"run_id", "series", "drifts", "path", "flags": [{series_key, change_pct, ...}]}``.
+    """
+    from kafkalab.drift import records_to_dicts, run_drift
+
+    records, path = run_drift(LabData().root, run_id)
+    recs = records_to_dicts(records)
+    flags = [{k: r.get(k) for k in ("series_key", "metric", "baseline_value", "latest_value",
+                                    "change_pct", "confidence", "broker_is_emulator")}
+             for r in recs if r.get("is_drift")]
+    log.info("run %s: %d series checked, %d drift(s)", run_id, len(recs), len(flags))
+    for f in flags[:20]:
+        log.warning("DRIFT %s: %s -> %s (%s %%)", f["series_key"], f["baseline_value"],
+                    f["latest_value"], f["change_pct"])
+    return {"run_id": run_id, "series": len(recs), "drifts": len(flags),
+            "path": str(path) if path else None, "flags": flags[:50]}
+
+
+def publish_report(run_id: str) -> str:
+    """Build the trend report (overview + this run's page); returns the run page's path."""
+    from kafkalab.report.build import build_report
+
+    lab = LabData()
+    page = build_report(lab.root, run_id=run_id)
+    log.info("report of %s: %s (overview %s)", run_id, page, lab.report_index_path())
+    return str(page)
+
+
+def send_alerts(run_id: str, conn_id: str = ALERT_CONN_ID,
+                dag_id: str | None = None) -> dict[str, Any]:
+    """Announce new drifts / recoveries of ``run_id`` to the webhook of Connection ``conn_id``.
+
+    No Connection: logs "no alert webhook configured" and returns (not a failure).
+
+    Returns:
+        The summary of :func:`kafkalab.alerts.alert_on_drift`.
+
+    Raises:
+        AlertError: delivery failed (message without the URL); the state is not updated, so
+            the next run announces again.
+        ConfigError: the Connection's ``extra.format`` is unknown.
+    """
+    from kafkalab.alerts import alert_on_drift
+
+    hook = AlertWebhookConnection(conn_id).settings()
+    if hook is None:
+        log.info("no alert webhook configured (Connection %r); alerts not sent", conn_id)
+        return {"run_id": run_id, "sent": False, "drifts": 0, "recoveries": 0, "suppressed": 0,
+                "reason": "no alert webhook configured"}
+    lab = LabData()
+    summary = alert_on_drift(lab.root, run_id, hook.url, fmt=hook.fmt,
+                             report_url=hook.report_url(run_id, lab), dag_id=dag_id)
+    log.info("alerts for %s: %s", run_id, summary)
+    return dict(jsonable(summary))
+
+
+def verify_outcome(run_id: str) -> dict[str, Any]:
+    """The run's verdict from its files: manifest complete and validation passed.
+
+    Returns:
+        ``{"run_id", "status": "complete", "validation_success": True}``.
+
+    Raises:
+        RunError: naming what is wrong (incomplete run, failed or missing validation).
+    """
+    lab = LabData()
+    problems: list[str] = []
+    manifest = lab.manifest(run_id)
+    status = None
+    if manifest is None:
+        problems.append("no run manifest")
+    else:
+        status = manifest.get("status")
+        if status != "complete":
+            problems.append(f"run is {status}")
+    validation = lab.validation(run_id)
+    valid = None
+    if validation is None:
+        problems.append("no validation result")
+    else:
+        valid = bool(validation.get("success"))
+        if not valid:
+            problems.append(f"validation failed (see {lab.validation_path(run_id)})")
+    if problems:
+        raise RunError(f"run {run_id}: " + "; ".join(problems))
+    return {"run_id": run_id, "status": status, "validation_success": valid}
+
+
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "build_request",
+    "check_cluster",
+    "check_drift",
+    "close_run",
+    "prepare_run",
+    "publish_report",
+    "resolve_scenarios",
+    "run_cell",
+    "send_alerts",
+    "verify_outcome",
+]

@@ -1,0 +1,48 @@
+"""The local Airflow launcher's environment (no Airflow process is started)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab.airflow import launcher
+from kafkalab.airflow.launcher import airflow_env, airflow_status
+from kafkalab.paths import dags_dir, plugins_dir
+
+
+def test_env_honours_airflow_home_and_paths(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "af"))
+    monkeypatch.chdir(tmp_path)
+    base = {"PATH": "/usr/bin", "PYTHONPATH": "/extra", "KAFKALAB_DATA_DIR": "/data/lab",
+            "PYSPARK_GATEWAY_PORT": "1"}
+    env = airflow_env(base=base, with_secrets=False)
+    assert env["AIRFLOW_HOME"] == str(tmp_path / "af")
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(dags_dir())
+    assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(plugins_dir())
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(plugins_dir()), "/extra"]
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert env["KAFKALAB_DATA_DIR"] == "/data/lab"  # kept
+    assert env["PYSPARK_PYTHON"] == sys.executable
+    assert "PYSPARK_GATEWAY_PORT" not in env
+    assert not (tmp_path / "af").exists()  # no secrets asked: nothing written
+
+
+def test_env_secrets_are_private_and_stable(tmp_path: Path) -> None:
+    home = tmp_path / "af"
+    first = airflow_env(home, base={})
+    second = airflow_env(home, base={})
+    assert first["AIRFLOW__API_AUTH__JWT_SECRET"] == second["AIRFLOW__API_AUTH__JWT_SECRET"]
+    assert stat.S_IMODE((home / "secrets.json").stat().st_mode) == 0o600
+
+
+def test_status_of_a_home_without_pid_files(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    monkeypatch.setattr(launcher, "health", lambda timeout_s=2.0: None)  # no api-server asked
+    st = airflow_status(tmp_path / "af")
+    assert st["status"] == "down" and st["airflow_home"] == str(tmp_path / "af")
+    assert all(c["pid"] is None and c["alive"] is False for c in st["components"].values())

@@ -1,0 +1,48 @@
+"""What the spark-submit tasks submit (pure: paths from the environment)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalab.airflow.spark_submit import (
+    spark_application,
+    spark_conf,
+    spark_env,
+    spark_job_args,
+    spark_py_files,
+)
+from kafkalab.paths import spark_jobs_dir
+
+
+def test_application_and_py_files_are_absolute_job_files() -> None:
+    assert spark_application("aggregate") == str(spark_jobs_dir() / "aggregate_metrics.py")
+    assert spark_application("validate") == str(spark_jobs_dir() / "validate_metrics.py")
+    assert Path(spark_py_files()) == spark_jobs_dir() / "_session.py"
+    for script in (spark_application("aggregate"), spark_application("validate"),
+                   spark_py_files()):
+        assert Path(script).is_absolute() and Path(script).is_file(), script
+    with pytest.raises(ValueError, match="unknown Spark job 'x'"):
+        spark_application("x")
+
+
+def test_job_args_follow_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    data = str(tmp_path / "data")
+    assert spark_job_args("aggregate", "r1") == [
+        "--samples", f"{data}/samples", "--out", f"{data}/aggregates", "--run-id", "r1"]
+    assert spark_job_args("validate", "r1", "s3a://bucket/lab/") == [
+        "--samples", "s3a://bucket/lab/samples", "--aggregates", "s3a://bucket/lab/aggregates",
+        "--run-id", "r1", "--out", "s3a://bucket/lab/validation"]
+    with pytest.raises(ValueError, match="unknown Spark job"):
+        spark_job_args("x", "r1")
+
+
+def test_conf_and_env_bind_loopback_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKALAB_SPARK_DRIVER_HOST", raising=False)
+    assert spark_conf()["spark.driver.bindAddress"] == "127.0.0.1"
+    assert spark_env()["SPARK_LOCAL_IP"] == "127.0.0.1"
+    monkeypatch.setenv("KAFKALAB_SPARK_DRIVER_HOST", "10.0.0.5")
+    assert spark_conf()["spark.driver.host"] == "10.0.0.5"
+    assert "SPARK_LOCAL_IP" not in spark_env()

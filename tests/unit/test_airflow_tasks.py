@@ -1,0 +1,96 @@
+"""The Airflow task functions, run as a worker runs them: from a directory of its own.
+
+No Airflow services: the data dir is a temporary one written through LabData, the working
+directory is elsewhere, and the cluster Connection lookup is stubbed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalab.airflow import tasks
+from kafkalab.airflow.connections import ClusterConnection
+from kafkalab.errors import ClusterError, ConfigError, RunError
+from kafkalab.store import LabData, atomic_write_json
+
+
+@pytest.fixture
+def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
+    """A temporary lab data dir (``$KAFKALAB_DATA_DIR``) and lab home; the current directory
+    is an unrelated empty folder, as for an Airflow task."""
+    data = LabData(tmp_path / "data")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(data.root))
+    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
+    monkeypatch.setattr(ClusterConnection, "get_connection", lambda self: None)
+    elsewhere = tmp_path / "task-cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    return data
+
+
+def _write_run(lab: LabData, run_id: str, status: str, success: bool | None) -> None:
+    lab.write_manifest({"run_id": run_id, "status": status, "cells": []})
+    if success is not None:
+        atomic_write_json(lab.validation_path(run_id), {"run_id": run_id, "success": success})
+
+
+def test_verify_outcome_reads_the_data_dir_not_the_cwd(lab: LabData) -> None:
+    _write_run(lab, "nightly-20261121T000000Z", "complete", True)
+    assert tasks.verify_outcome("nightly-20261121T000000Z") == {
+        "run_id": "nightly-20261121T000000Z", "status": "complete", "validation_success": True}
+
+
+@pytest.mark.parametrize(("status", "success", "problem"), [
+    ("incomplete", True, r"run is incomplete$"),
+    ("complete", False, r"validation failed \(see .*validation/r1\.json\)$"),
+    ("complete", None, r"no validation result$"),
+])
+def test_verify_outcome_names_the_problem(lab: LabData, status: str, success: bool | None,
+                                          problem: str) -> None:
+    _write_run(lab, "r1", status, success)
+    with pytest.raises(RunError, match=r"^run r1: " + problem):
+        tasks.verify_outcome("r1")
+
+
+def test_verify_outcome_without_a_run(lab: LabData) -> None:
+    with pytest.raises(RunError, match=r"no run manifest; no validation result"):
+        tasks.verify_outcome("never-ran")
+
+
+def test_close_run_refuses_a_run_never_started(lab: LabData) -> None:
+    with pytest.raises(RunError, match="was never started"):
+        tasks.close_run("never-ran")
+
+
+def test_resolve_scenarios_loads_the_workload_from_include(lab: LabData) -> None:
+    assert tasks.resolve_scenarios({"workload": "seed000"}) == [
+        "rest", "kafka-python", "confluent-kafka", "jvm-e2e"]
+    assert tasks.resolve_scenarios({"scenarios": ["rest"], "workload": "seed000"}) == ["rest"]
+
+
+def test_build_request_from_params(lab: LabData) -> None:
+    req = tasks.build_request({"workload": "seed000", "scenarios": ["rest"], "payloads": ["1kb"],
+                               "profiles": [], "messages": 3, "warmup_messages": None},
+                              run_id="experiment-1")
+    assert req.data_dir == lab.root
+    assert req.scenarios == ["rest"] and req.payloads == ["1kb"] and req.profiles == ["latency"]
+    assert req.workload.messages == 3 and req.workload.warmup_messages == 2
+    assert req.descriptor is None  # rest needs no cluster
+    assert req.run_id == "experiment-1"
+    assert "experiment-1" in req.command
+
+
+def test_build_request_names_the_param(lab: LabData) -> None:
+    with pytest.raises(ConfigError, match=r"param messages must be at least 1, got 0"):
+        tasks.build_request({"workload": "seed000", "scenarios": ["rest"], "messages": 0})
+
+
+def test_build_request_finds_the_descriptor_in_the_lab_home(lab: LabData, tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match=str(tmp_path / "lab" / "cluster.yaml")):
+        tasks.build_request({"workload": "seed000", "scenarios": ["kafka-python"]})
+
+
+def test_check_cluster_skips_when_no_scenario_needs_kafka(lab: LabData) -> None:
+    assert tasks.check_cluster(None, scenarios=["rest"])["required"] is False
