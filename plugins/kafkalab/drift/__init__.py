@@ -36,10 +36,6 @@ from kafkalab.drift.detect import (
 from kafkalab.drift.history import drift_path, load_history, read_drift, run_order, write_drift
 from kafkalab.drift.records import DRIFT_COLUMNS, Verdict, records_to_dicts
 from kafkalab.drift.task import run_drift
-from kafkalab.store import atomic_write as atomic_write_bytes
-
-# ``atomic_write_bytes`` is :func:`kafkalab.store.atomic_write` under its old name, kept only
-# while ``kafkalab.report.build`` still calls it here; new code calls the store directly.
 
 __all__ = [
     "DRIFT_COLUMNS",
@@ -52,7 +48,6 @@ __all__ = [
     "MetricRule",
     "ResolvedRule",
     "Verdict",
-    "atomic_write_bytes",
     "default_config_path",
     "detect_drift",
     "drift_path",
