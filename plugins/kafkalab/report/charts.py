@@ -42,14 +42,11 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
             break
     start = math.floor(lo / step) * step
     ticks: list[float] = []
-    t = start
-    while t < hi + step * 0.5 and len(ticks) < 50:
-        ticks.append(round(t, 12))
-        if t >= hi:
+    while len(ticks) < 50:  # up to the first tick at or above ``hi`` (at least two: lo < hi)
+        t = round(start + len(ticks) * step, 12)
+        ticks.append(t)
+        if t >= hi - step * 1e-9:
             break
-        t += step
-    if len(ticks) < 2:
-        ticks.append(ticks[-1] + step)
     return ticks
 
 
