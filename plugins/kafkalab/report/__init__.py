@@ -1,4 +1,11 @@
-"""The static trend report (``kafkalab.report.build.build_report``)."""
+"""The static trend report: :func:`build_report` writes ``<data_dir>/reports/``.
+
+* :mod:`~kafkalab.report.build`: page assembly and the entry point ``build_report``;
+* :mod:`~kafkalab.report.data`: what a page shows, read through the store and drift;
+* :mod:`~kafkalab.report.sections`: the HTML sections of a run's page and the runs table;
+* :mod:`~kafkalab.report.charts`: pure inline SVG charts;
+* :mod:`~kafkalab.report.format`: escaping, number formats, links, inlined assets.
+"""
 
 from __future__ import annotations
 

@@ -71,6 +71,18 @@ def _figure(attrs: str, caption: str, emulator: bool, svg: str) -> str:
     return f"<figure{attrs}><figcaption>{caption}</figcaption>{banner}{svg}</figure>"
 
 
+def _cells(rows: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a run's rows with the cell's coordinates as plain columns: ``_scenario``,
+    ``_client``, ``_payload``, ``_profile`` (strings), ``_bytes``, ``_emu``, ``_rank``."""
+    df = rows.copy()
+    for name in ("scenario", "client", "payload", "profile"):
+        df[f"_{name}"] = strings(df, name)
+    df["_bytes"] = numbers(df, "payload_bytes")
+    df["_emu"] = emulator_mask(df)
+    df["_rank"] = df["_scenario"].map(scenario_rank)
+    return df
+
+
 def _cell_key(record: dict[str, Any]) -> str:
     """The cell of a drift record: its series key without the metric, plus the emulator flag."""
     return (str(record["series_key"]).rsplit("|", 1)[0]
@@ -92,14 +104,7 @@ def section_latest(v: RunView) -> str:
     if v.rows.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
         return "".join(h)
-    df = v.rows.copy()
-    df["_scenario"] = strings(df, "scenario")
-    df["_client"] = strings(df, "client")
-    df["_payload"] = strings(df, "payload")
-    df["_profile"] = strings(df, "profile")
-    df["_emu"] = emulator_mask(df)
-    df["_bytes"] = numbers(df, "payload_bytes")
-    df["_rank"] = df["_scenario"].map(scenario_rank)
+    df = _cells(v.rows)
     df = df.sort_values(["_rank", "_scenario", "_bytes", "_payload", "_profile"])
     base = {(_cell_key(r), str(r["metric"])): r for r in records_to_dicts(v.table_drift)}
     flagged = {_cell_key(r) for r in records_to_dicts(v.drift_records) if r.get("is_drift")}
@@ -236,12 +241,7 @@ def section_comparison(v: RunView) -> str:
     if v.rows.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
         return "".join(h)
-    df = v.rows.copy()
-    df["_scenario"] = strings(df, "scenario")
-    df["_payload"] = strings(df, "payload")
-    df["_profile"] = strings(df, "profile")
-    df["_bytes"] = numbers(df, "payload_bytes")
-    df["_emu"] = emulator_mask(df)
+    df = _cells(v.rows)
     df["_v"] = numbers(df, "e2e_latency_ms_p50")
     tool = df["_scenario"].isin(_TOOL_SCENARIOS)
     tool_p50 = numbers(df, "tool_p50_ms")[tool]
