@@ -1,5 +1,7 @@
-"""Clusters: the descriptor (how to reach one) and the embedded lab cluster (kafka09 / noida)."""
+"""Clusters: the descriptor (how to reach one), the admin client (the one way to reach its
+admin API) and the embedded lab cluster (kafka09 / noida)."""
 
+from kafkalab.cluster.admin import admin_client, check_reachable
 from kafkalab.cluster.descriptor import (
     ClusterDescriptor,
     jvm_classpath,
@@ -15,11 +17,12 @@ from kafkalab.cluster.embedded import (
     cluster_status,
     cluster_up,
     kill_broker,
-    restart_broker,
 )
 
 __all__ = [
     "ClusterDescriptor",
+    "admin_client",
+    "check_reachable",
     "cluster_down",
     "cluster_status",
     "cluster_up",
@@ -31,6 +34,5 @@ __all__ = [
     "librdkafka_config",
     "load_descriptor",
     "public_view",
-    "restart_broker",
     "save_descriptor",
 ]

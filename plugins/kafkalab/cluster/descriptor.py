@@ -8,7 +8,6 @@ Secrets never live in the descriptor: ``secret_env`` maps a librdkafka property 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.store import atomic_write
 
 EMULATOR_LABEL = "EMULATOR — not Kafka"
 """The label every table, chart and report shows beside a figure measured on an emulator
@@ -30,6 +30,7 @@ __all__ = [
     "load_descriptor",
     "public_view",
     "save_descriptor",
+    "string_properties",
 ]
 
 #: librdkafka properties whose values are secrets: they must come through ``secret_env``.
@@ -46,6 +47,15 @@ SECRET_PROPERTIES = frozenset(
 )
 
 _LEGACY_DEFAULTS = {"api.version.request": "false", "broker.version.fallback": "0.9.0.1"}
+
+
+def string_properties(v: Any) -> Any:
+    """Kafka properties as strings, as a validator sees them before checking: a mapping's
+    keys and values become strings (``True`` -> ``"true"``, ``3`` -> ``"3"``); anything
+    else is returned as given (for the validator to refuse)."""
+    if isinstance(v, dict):
+        return {str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()}
+    return v
 
 
 def _looks_secret(key: str) -> bool:
@@ -97,11 +107,7 @@ class ClusterDescriptor(BaseModel):
     @field_validator("client_properties", mode="before")
     @classmethod
     def _stringify_props(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {
-                str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()
-            }
-        return v
+        return string_properties(v)
 
     @field_validator("client_properties")
     @classmethod
@@ -202,24 +208,14 @@ def load_descriptor(path: Path | str) -> ClusterDescriptor:
 
 
 def save_descriptor(d: ClusterDescriptor, path: Path | str) -> Path:
-    """Write ``d`` as YAML atomically (temporary file in the same directory + rename)."""
+    """Write ``d`` as YAML atomically (:func:`kafkalab.store.atomic_write`); returns the path."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     data = d.model_dump(mode="json")
     for key in ("zookeeper", "kafka_home"):
         if data.get(key) is None:
             data.pop(key, None)
     text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(p, text)
     return p
 
 

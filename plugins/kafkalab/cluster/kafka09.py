@@ -1,0 +1,235 @@
+"""The kafka09 launcher: real Apache Kafka 0.9.0.1 (JVM), one ZooKeeper and 1..N brokers.
+
+Started with ``java -cp <libs>`` directly (the distribution's ``bin/*.sh`` fail on Java 17),
+every process bound to 127.0.0.1. Files under ``<lab_dir>/cluster/``: ``config/``
+(``zookeeper.properties``, ``serverN.properties``, regenerated on every start), ``logs/``
+(``zookeeper/``, ``brokerN/``: ``stdout.log`` plus log4j files) and ``data/``
+(``zookeeper``, ``brokerN``, and ``kafka09-topology.json``, the broker count that made them).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from kafkalab import procs
+from kafkalab.cluster import zookeeper
+from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
+from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java, ensure_kafka_distribution
+from kafkalab.cluster.processes import start_process
+from kafkalab.cluster.state import ClusterState, cluster_dir
+from kafkalab.progress import Progress
+from kafkalab.store import atomic_write_json, read_json
+
+__all__ = [
+    "BROKER_JVM_OPTS",
+    "BROKER_MESSAGE_MAX_BYTES",
+    "DEFAULT_BROKER_PORT",
+    "DEFAULT_ZK_PORT",
+    "MAX_BROKERS",
+    "ZK_JVM_OPTS",
+    "broker_properties",
+    "kafka09_descriptor",
+    "start_kafka09",
+    "zookeeper_properties",
+]
+
+DEFAULT_ZK_PORT = 12181
+DEFAULT_BROKER_PORT = 19092
+"""Port of broker 0; broker i listens on ``DEFAULT_BROKER_PORT + i``."""
+MAX_BROKERS = 9
+"""At most this many brokers on one machine."""
+
+BROKER_MESSAGE_MAX_BYTES = 16777216
+"""``message.max.bytes`` (and ``replica.fetch.max.bytes``) of the embedded brokers: 16 MiB."""
+
+BROKER_JVM_OPTS = [
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+]
+ZK_JVM_OPTS = ["-Xmx128m", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true"]
+
+
+def kafka09_descriptor(n: int, zk_port: int, ports: list[int], home: Path) -> ClusterDescriptor:
+    """The descriptor of an embedded kafka09 cluster of ``n`` brokers on ``ports``."""
+    return ClusterDescriptor(
+        name="embedded",
+        flavor="kafka09",
+        protocol="legacy-0.9",
+        version=KAFKA_VERSION,
+        is_emulator=False,
+        bootstrap_servers=",".join(f"{procs.HOST}:{p}" for p in ports),
+        broker_count=n,
+        zookeeper=f"{procs.HOST}:{zk_port}",
+        kafka_home=str(home),
+    )
+
+
+def _props_text(props: dict[str, Any]) -> str:
+    lines = ["# written by kafkalab (embedded lab cluster); regenerated on every `cluster up`"]
+    lines += [f"{k}={v}" for k, v in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def zookeeper_properties(data_dir: Path, zk_port: int) -> dict[str, Any]:
+    """``zookeeper.properties`` of the embedded ZooKeeper."""
+    return {
+        "dataDir": data_dir,
+        "clientPort": zk_port,
+        "clientPortAddress": procs.HOST,
+        "maxClientCnxns": 0,
+        "tickTime": 2000,
+    }
+
+
+def broker_properties(
+    broker_id: int, port: int, zk_port: int, log_dir: Path, n: int
+) -> dict[str, Any]:
+    """``serverN.properties`` of broker ``broker_id`` in a cluster of ``n`` brokers."""
+    return {
+        "broker.id": broker_id,
+        "listeners": f"PLAINTEXT://{procs.HOST}:{port}",
+        # with only advertised.host.name set, 0.9 would advertise port 9092
+        "advertised.listeners": f"PLAINTEXT://{procs.HOST}:{port}",
+        "advertised.host.name": procs.HOST,
+        "advertised.port": port,
+        "host.name": procs.HOST,
+        "port": port,
+        "log.dirs": log_dir,
+        "zookeeper.connect": f"{procs.HOST}:{zk_port}",
+        "zookeeper.connection.timeout.ms": 10000,
+        "message.max.bytes": BROKER_MESSAGE_MAX_BYTES,
+        "replica.fetch.max.bytes": BROKER_MESSAGE_MAX_BYTES,
+        "socket.request.max.bytes": 104857600,
+        "auto.create.topics.enable": "false",
+        "delete.topic.enable": "true",
+        "offsets.topic.replication.factor": min(3, n),
+        "offsets.topic.num.partitions": 1,
+        "num.partitions": 1,
+        "default.replication.factor": 1,
+        "unclean.leader.election.enable": "false",
+        "group.min.session.timeout.ms": 1000,
+        "controlled.shutdown.enable": "true",
+        "controlled.shutdown.retry.backoff.ms": 1000,
+        "log.cleaner.dedupe.buffer.size": 16777216,
+    }
+
+
+def _wipe_if_topology_changed(data: Path, n: int, progress: Progress) -> None:
+    """ZooKeeper and broker data made by another broker count cannot be reused: wipe them."""
+    marker = data / "kafka09-topology.json"
+    try:
+        old = read_json(marker)
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and old.get("brokers") != n:
+        progress(
+            f"previous kafka09 data was made by {old.get('brokers')} broker(s), not {n}: "
+            "wiping ZooKeeper and broker data"
+        )
+        shutil.rmtree(data / "zookeeper", ignore_errors=True)
+        for d in data.glob("broker*"):
+            shutil.rmtree(d, ignore_errors=True)
+    atomic_write_json(marker, {"brokers": n})
+
+
+def start_kafka09(
+    lab: Path,
+    n: int,
+    zk_port: int,
+    base_port: int,
+    state: ClusterState,
+    progress: Progress,
+) -> ClusterDescriptor:
+    """Start ZooKeeper, wait until it answers, then start ``n`` brokers (not waiting for them).
+
+    Every process is recorded in ``state`` (and the state file) as soon as it is spawned.
+
+    Raises:
+        ClusterError: a port is in use, ZooKeeper does not come up, or a dead broker's old
+            registration does not expire.
+    """
+    home = ensure_kafka_distribution(lab, progress)
+    java = ensure_java()
+    cp = jvm_classpath(home)
+    ports = [base_port + i for i in range(n)]
+    procs.check_ports_free([zk_port, *ports])
+    base = cluster_dir(lab)
+    config, logs, data = base / "config", base / "logs", base / "data"
+    for d in (config, logs, data):
+        d.mkdir(parents=True, exist_ok=True)
+    _wipe_if_topology_changed(data, n, progress)
+    log4j = home / "config" / "log4j.properties"
+    descriptor = kafka09_descriptor(n, zk_port, ports, home)
+    state.update(
+        {
+            "flavor": "kafka09",
+            "brokers": n,
+            "kafka_home": str(home),
+            "zookeeper_port": zk_port,
+            "broker_ports": ports,
+        }
+    )
+
+    def java_cmd(opts: list[str], logs_dir: Path, main: str, conf: Path) -> list[str]:
+        return [
+            java,
+            *opts,
+            f"-Dlog4j.configuration=file:{log4j}",
+            f"-Dkafka.logs.dir={logs_dir}",
+            "-cp",
+            cp,
+            main,
+            str(conf),
+        ]
+
+    # ZooKeeper
+    zk_conf = config / "zookeeper.properties"
+    zk_logs = logs / "zookeeper"
+    zk_logs.mkdir(parents=True, exist_ok=True)
+    zk_conf.write_text(_props_text(zookeeper_properties(data / "zookeeper", zk_port)))
+    progress(f"starting ZooKeeper on {procs.HOST}:{zk_port}")
+    zk_proc = start_process(
+        lab,
+        state,
+        role="zookeeper",
+        proc_id=None,
+        port=zk_port,
+        marker=str(zk_conf),
+        config=str(zk_conf),
+        cmd=java_cmd(
+            ZK_JVM_OPTS, zk_logs, "org.apache.zookeeper.server.quorum.QuorumPeerMain", zk_conf
+        ),
+        logs_dir=zk_logs,
+    )
+    zookeeper.wait_serving(zk_proc)
+
+    # after a crash, ZooKeeper restores the dead brokers' sessions until they time out
+    zookeeper.wait_broker_ids_free(zk_port, set(range(n)), progress)
+
+    # brokers
+    for i, port in enumerate(ports):
+        conf = config / f"server{i}.properties"
+        broker_logs = logs / f"broker{i}"
+        broker_logs.mkdir(parents=True, exist_ok=True)
+        conf.write_text(_props_text(broker_properties(i, port, zk_port, data / f"broker{i}", n)))
+        progress(f"starting broker {i} on {procs.HOST}:{port}")
+        start_process(
+            lab,
+            state,
+            role="broker",
+            proc_id=i,
+            port=port,
+            marker=str(conf),
+            config=str(conf),
+            cmd=java_cmd(BROKER_JVM_OPTS, broker_logs, "kafka.Kafka", conf),
+            logs_dir=broker_logs,
+        )
+    return descriptor

@@ -1,0 +1,172 @@
+"""The embedded cluster's state file: what ``cluster up`` started, and the lock around it.
+
+Layout under ``<lab_dir>/cluster/``:
+
+- ``state.json``: one :class:`ClusterState` (flavor, broker count, ports, and one
+  :class:`ProcessRecord` per process: pid, port, command line, log, ownership *marker*);
+- ``.lock``: an ``flock`` held by ``up``, ``down`` and ``kill_broker`` while they read and
+  change the state (two CLIs never start the same cluster twice);
+- ``config/``, ``logs/``, ``data/``: written by the launchers (:mod:`kafkalab.cluster.kafka09`,
+  :mod:`kafkalab.cluster.noida`).
+
+The descriptor of the running cluster goes to ``<lab_dir>/cluster.yaml``. ``state.json`` is
+written with :func:`kafkalab.store.atomic_write_json` (keys in insertion order).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypedDict, cast
+
+from kafkalab.store import atomic_write_json
+
+__all__ = [
+    "EMBEDDED_FLAVORS",
+    "ClusterState",
+    "ProcessRecord",
+    "cluster_dir",
+    "descriptor_path",
+    "locked",
+    "now_iso",
+    "read_state",
+    "remove_state",
+    "resolve_lab",
+    "state_path",
+    "write_state",
+]
+
+EMBEDDED_FLAVORS = ("kafka09", "noida")
+
+
+class ProcessRecord(TypedDict):
+    """One process the cluster started, as recorded in ``state.json``."""
+
+    role: str
+    """``zookeeper`` or ``broker`` (noida's one process is ``broker`` 0)."""
+    id: int | None
+    """Broker id; None for ZooKeeper."""
+    port: int
+    marker: str
+    """A string one argument of the process's command line contains: ownership proof
+    (a recycled pid never carries it)."""
+    config: str | None
+    log: str
+    """stdout + stderr of the process."""
+    logs_dir: str
+    cmdline: list[str]
+    cwd: str
+    pid: int
+
+
+class ClusterState(TypedDict, total=False):
+    """The whole ``state.json``."""
+
+    version: int
+    flavor: str
+    brokers: int
+    lab_dir: str
+    started_at: str
+    descriptor_path: str
+    processes: list[ProcessRecord]
+    kafka_home: str
+    zookeeper_port: int
+    broker_ports: list[int]
+    startup_s: float
+    ready_at: str
+    corrupt: bool
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 (``started_at``, ``ready_at``)."""
+    return datetime.now(UTC).isoformat()
+
+
+def resolve_lab(lab_dir: Path | str | None) -> Path:
+    """``lab_dir`` made absolute, or the lab's default (:func:`kafkalab.paths.lab_dir`)."""
+    if lab_dir is None:
+        from kafkalab.paths import lab_dir as default_lab_dir
+
+        return default_lab_dir()
+    return Path(lab_dir).expanduser().resolve()
+
+
+def cluster_dir(lab: Path) -> Path:
+    """``<lab>/cluster``: state, lock, configs, logs and data of the embedded cluster."""
+    return lab / "cluster"
+
+
+def state_path(lab: Path) -> Path:
+    """``<lab>/cluster/state.json``."""
+    return cluster_dir(lab) / "state.json"
+
+
+def descriptor_path(lab: Path) -> Path:
+    """``<lab>/cluster.yaml``: the descriptor of the running embedded cluster."""
+    return lab / "cluster.yaml"
+
+
+def read_state(lab: Path) -> ClusterState | None:
+    """The recorded state, None when there is none.
+
+    An unreadable file gives a *corrupt* state with no processes: it is treated as stale
+    (processes that cannot be verified are never signalled).
+    """
+    try:
+        data = json.loads(state_path(lab).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"flavor": "unknown", "brokers": 0, "processes": [], "corrupt": True}
+    return cast(ClusterState, data) if isinstance(data, dict) else None
+
+
+def write_state(lab: Path, state: ClusterState) -> None:
+    """Write ``state.json`` atomically (a reader sees the old or the new state)."""
+    atomic_write_json(state_path(lab), state, sort_keys=False)
+
+
+def remove_state(lab: Path, state: ClusterState | None) -> None:
+    """Forget the cluster: delete ``state.json`` and the descriptor(s) it wrote.
+
+    A descriptor file is deleted only when it describes an embedded cluster (a user's own
+    descriptor at that path is left alone).
+    """
+    state_path(lab).unlink(missing_ok=True)
+    paths = {descriptor_path(lab)}
+    if state and state.get("descriptor_path"):
+        paths.add(Path(state["descriptor_path"]))
+    for p in paths:
+        if p.is_file() and _is_embedded_descriptor(p):
+            p.unlink(missing_ok=True)
+
+
+def _is_embedded_descriptor(p: Path) -> bool:
+    try:
+        import yaml
+
+        data: Any = yaml.safe_load(p.read_text())
+    except Exception:
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("name") == "embedded"
+        and data.get("flavor") in EMBEDDED_FLAVORS
+    )
+
+
+@contextlib.contextmanager
+def locked(lab: Path) -> Iterator[None]:
+    """Hold the cluster's lock (``<lab>/cluster/.lock``, exclusive ``flock``) for the block."""
+    d = cluster_dir(lab)
+    d.mkdir(parents=True, exist_ok=True)
+    with (d / ".lock").open("a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
