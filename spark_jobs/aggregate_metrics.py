@@ -11,14 +11,14 @@ Usage::
         --out lab-data/aggregates [--run-id ID ...]
     python spark_jobs/aggregate_metrics.py ...        # builds its own local session
 
-Self-contained: needs only PySpark on the cluster (not the ``kafkalab`` package).
+Needs PySpark and ``_session.py`` (beside this script, or shipped with ``--py-files``), not
+the ``kafkalab`` package.
 Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad arguments).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -26,9 +26,30 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
+    from ._session import (
+        METRIC_PERCENTILES,
+        InputError,
+        job_session,
+        local_path_missing,
+        percentile_columns,
+        read_parquet,
+    )
+else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+    from _session import (  # type: ignore[no-redef]
+        METRIC_PERCENTILES,
+        InputError,
+        job_session,
+        local_path_missing,
+        percentile_columns,
+        read_parquet,
+    )
+
 __all__ = [
     "AGGREGATE_COLUMNS",
+    "CARRIED_COLUMNS",
     "CELL_KEYS",
+    "REQUIRED_INPUT_COLUMNS",
     "InputError",
     "extract",
     "load",
@@ -46,26 +67,16 @@ CARRIED_COLUMNS: tuple[str, ...] = (
 )
 PERCENTILE_METHOD = "exact nearest-rank"
 
-#: Percentiles as exact fractions (numerator, denominator): rank = ceil(n * num / den).
-_E2E_PERCENTILES: dict[str, tuple[int, int]] = {
-    "p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100), "p999": (999, 1000),
-}
-_PUBLISH_PERCENTILES: dict[str, tuple[int, int]] = {
-    "p50": (1, 2), "p95": (19, 20), "p99": (99, 100),
-}
-_ROUND_TRIP_PERCENTILES: dict[str, tuple[int, int]] = {"p50": (1, 2), "p99": (99, 100)}
-
 #: Output columns in order (documented in docs/aggregates-schema.md).
 AGGREGATE_COLUMNS: tuple[str, ...] = (
     "run_id", "run_date", "scenario", "client", "payload", "profile", "workload",
     "payload_bytes", "cluster_flavor", "broker_version", "broker_is_emulator",
     "sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
     "error_count", "warmup_excluded_count",
-    "e2e_latency_ms_mean", "e2e_latency_ms_p50", "e2e_latency_ms_p90", "e2e_latency_ms_p95",
-    "e2e_latency_ms_p99", "e2e_latency_ms_p999", "e2e_latency_ms_max",
-    "publish_latency_ms_mean", "publish_latency_ms_p50", "publish_latency_ms_p95",
-    "publish_latency_ms_p99", "publish_latency_ms_max",
-    "round_trip_ms_p50", "round_trip_ms_p99",
+    "e2e_latency_ms_mean", *percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max",
+    "publish_latency_ms_mean", *percentile_columns("publish_latency_ms"),
+    "publish_latency_ms_max",
+    *percentile_columns("round_trip_ms"),
     "measured_span_s", "throughput_msgs_per_s", "throughput_mb_per_s",
     "first_message_subscribe_ms", "first_message_assign_ms", "assign_delay_subscribe_ms",
     "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms",
@@ -77,15 +88,12 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "bytes_per_mb": 1_000_000,
 }
 
-_REQUIRED_INPUT_COLUMNS: tuple[str, ...] = (
+#: The sample columns :func:`transform` reads (and needs).
+REQUIRED_INPUT_COLUMNS: tuple[str, ...] = (
     *CELL_KEYS, *CARRIED_COLUMNS, "sample_kind", "is_warmup", "status", "send_ts_ns",
     "receive_ts_ns", "publish_latency_ms", "e2e_latency_ms", "round_trip_ms", "consumer_mode",
     "assign_delay_ms", "first_record_delay_ms", "statistic", "latency_resolution_ms",
 )
-
-
-class InputError(Exception):
-    """The input cannot be aggregated (missing path, no rows, missing columns)."""
 
 
 def _count_if(cond: Column) -> Column:
@@ -133,7 +141,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     nearest-rank. Columns and units: ``docs/aggregates-schema.md``.
     """
     cfg = {**DEFAULT_CONFIG, **(config or {})}
-    missing = [c for c in _REQUIRED_INPUT_COLUMNS if c not in samples.columns]
+    missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in samples.columns]
     if missing:
         raise InputError(f"samples lack required columns: {', '.join(missing)}")
     keys = list(CELL_KEYS)
@@ -181,11 +189,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     stats = samples.where(is_stat).select(
         *keys, "e2e_latency_ms", "publish_latency_ms", "round_trip_ms"
     )
-    percentiles = _exact_percentiles(stats, {
-        "e2e_latency_ms": _E2E_PERCENTILES,
-        "publish_latency_ms": _PUBLISH_PERCENTILES,
-        "round_trip_ms": _ROUND_TRIP_PERCENTILES,
-    })
+    percentiles = _exact_percentiles(stats, METRIC_PERCENTILES)
     result = main.join(percentiles, on=keys, how="left")
 
     span_s = (F.col("_last_receive_ns") - F.col("_first_send_ns")) / F.lit(1e9)
@@ -216,14 +220,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
     Partition values are read as strings (no type inference: ``run_date`` stays a string).
     Raises :class:`InputError` when the path is missing or holds no rows for the run ids.
     """
-    from pyspark.errors import AnalysisException
-
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    try:
-        df = spark.read.parquet(samples_path)
-    except AnalysisException as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read samples at {samples_path}: {first_line}") from None
+    df = read_parquet(spark, samples_path, "samples")
     for col in ("run_id", "run_date"):
         if col not in df.columns:
             raise InputError(
@@ -267,32 +264,6 @@ def run(spark: SparkSession, samples_path: str, out_path: str,
     return n
 
 
-def _build_session(app_name: str) -> tuple[SparkSession, bool]:
-    """The session of spark-submit, or a loopback-only local one when run by plain python.
-
-    Returns ``(session, owned)``; ``owned`` is false when a session was already active
-    (e.g. ``main()`` called from a test or a notebook): the caller must not stop it then.
-    """
-    owned = SparkSession.getActiveSession() is None
-    builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = (
-            builder.master(os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]"))
-            .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-        )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-        # the default (200) makes small runs crawl; scale with the cores instead
-        parallelism = spark.sparkContext.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
-    spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-    return spark, owned
-
-
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="aggregate_metrics",
@@ -308,27 +279,19 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ns
 
 
-def _local_path_missing(path: str) -> bool:
-    """True when ``path`` is a local path (no URI scheme) that does not exist."""
-    return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     args = _parse_args(argv)
-    if _local_path_missing(args.samples):
+    if local_path_missing(args.samples):
         print(f"aggregate_metrics: error: samples path not found: {args.samples}",
               file=sys.stderr)
         return 2
-    spark, owned = _build_session("kafkalab-aggregate-metrics")
-    try:
-        n = run(spark, args.samples, args.out, args.run_ids)
-    except InputError as exc:
-        print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if owned:
-            spark.stop()
+    with job_session("kafkalab-aggregate-metrics") as spark:
+        try:
+            n = run(spark, args.samples, args.out, args.run_ids)
+        except InputError as exc:
+            print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
+            return 2
     runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
     print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
     return 0

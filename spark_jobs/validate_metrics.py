@@ -19,7 +19,8 @@ Usage::
         [--profiles-durable durability,...]
 
 Exit codes: 0 valid, 1 validation failed (one line per failed expectation on stderr),
-2 bad input. Self-contained: needs PySpark and great-expectations, not ``kafkalab``.
+2 bad input. Needs PySpark, great-expectations and ``_session.py`` (beside this script, or
+shipped with ``--py-files``), not the ``kafkalab`` package.
 """
 
 from __future__ import annotations
@@ -32,13 +33,33 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+if __package__:  # imported as spark_jobs.validate_metrics (tests, tools)
+    from ._session import (
+        InputError,
+        job_session,
+        local_path_missing,
+        percentile_columns,
+        read_parquet,
+        write_json_atomic,
+        write_text_atomic,
+    )
+else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+    from _session import (  # type: ignore[no-redef]
+        InputError,
+        job_session,
+        local_path_missing,
+        percentile_columns,
+        read_parquet,
+        write_json_atomic,
+        write_text_atomic,
+    )
 
 __all__ = [
     "AGGREGATE_CHECK_COLUMNS",
@@ -91,19 +112,24 @@ AGGREGATE_COUNT_COLUMNS: tuple[str, ...] = (
     "sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
     "error_count", "warmup_excluded_count",
 )
+#: Columns that must be non-decreasing in each aggregate row: percentiles, then the max.
+_E2E_ORDER = (*percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max")
+_PUBLISH_ORDER = (*percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
+
+
+def _order_check(metric: str, columns: Sequence[str]) -> str:
+    """``e2e_latency_ms p50 <= p90 <= ... <= max (or all null)``: an ordering rule in words."""
+    steps = " <= ".join(c.removeprefix(f"{metric}_") for c in columns)
+    return f"{metric} {steps} (or all null)"
+
+
 #: Computed boolean columns of the aggregates suite (each must be true on every row).
 AGGREGATE_CHECK_COLUMNS: dict[str, str] = {
     "loss_accounting_ok": "received_count = sent_count - lost_count",
-    "e2e_percentiles_ordered_ok":
-        "e2e_latency_ms p50 <= p90 <= p95 <= p99 <= p999 <= max (or all null)",
-    "publish_percentiles_ordered_ok":
-        "publish_latency_ms p50 <= p95 <= p99 <= max (or all null)",
+    "e2e_percentiles_ordered_ok": _order_check("e2e_latency_ms", _E2E_ORDER),
+    "publish_percentiles_ordered_ok": _order_check("publish_latency_ms", _PUBLISH_ORDER),
     "durability_no_loss_ok": "lost_count = 0 where the profile promises durability",
 }
-_E2E_ORDER = ("e2e_latency_ms_p50", "e2e_latency_ms_p90", "e2e_latency_ms_p95",
-              "e2e_latency_ms_p99", "e2e_latency_ms_p999", "e2e_latency_ms_max")
-_PUBLISH_ORDER = ("publish_latency_ms_p50", "publish_latency_ms_p95", "publish_latency_ms_p99",
-                  "publish_latency_ms_max")
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "run_id": None,               # only used in the report
@@ -111,10 +137,6 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "docs_dir": None,             # Data Docs site directory; None: no Data Docs
     "partial_unexpected_count": 5,
 }
-
-
-class InputError(Exception):
-    """The input cannot be validated (missing path, no rows for the run id)."""
 
 
 # --------------------------------------------------------------------------- GX plumbing
@@ -284,7 +306,8 @@ def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
     vdef = context.validation_definitions.add(
         gx.ValidationDefinition(name=f"{name}_validation", data=batch_def, suite=suite)
     )
-    actions = [UpdateDataDocsAction(name="data_docs", site_names=site_names)] if site_names else []
+    actions: list[Any] = (
+        [UpdateDataDocsAction(name="data_docs", site_names=site_names)] if site_names else [])
     checkpoint = context.checkpoints.add(
         Checkpoint(name=f"{name}_checkpoint", validation_definitions=[vdef], actions=actions,
                    result_format={"result_format": "SUMMARY"})
@@ -342,26 +365,6 @@ def validate(samples_df: DataFrame, aggregates_df: DataFrame,
 # --------------------------------------------------------------------------- outputs
 
 
-def write_json_atomic(path: str, doc: dict[str, Any]) -> None:
-    """Write ``doc`` as JSON to ``path`` via a temporary file in the same directory."""
-    _write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
-
-
-def _write_text_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d1d1f}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}
@@ -413,48 +416,15 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 def _read_run(spark: SparkSession, path: str, run_id: str, what: str) -> DataFrame:
-    from pyspark.errors import AnalysisException
-
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    if "://" not in path and not path.startswith("file:") and not os.path.exists(path):
+    if local_path_missing(path):
         raise InputError(f"{what} path not found: {path}")
-    try:
-        df = spark.read.parquet(path)
-    except AnalysisException as exc:
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"cannot read {what} at {path}: {first_line}") from None
+    df = read_parquet(spark, path, what)
     if "run_id" not in df.columns:
         raise InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)
     if not df.limit(1).take(1):
         raise InputError(f"no {what} for run id {run_id} under {path}")
     return df
-
-
-def _build_session(app_name: str) -> tuple[SparkSession, bool]:
-    """The session of spark-submit, or a loopback-only local one when run by plain python.
-
-    Returns ``(session, owned)``; ``owned`` is false when a session was already active
-    (e.g. ``main()`` called from a test or a notebook): the caller must not stop it then.
-    """
-    owned = SparkSession.getActiveSession() is None
-    builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = (
-            builder.master(os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]"))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-        )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-        # the default (200) makes small runs crawl; scale with the cores instead
-        parallelism = spark.sparkContext.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
-    spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-    return spark, owned
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -473,24 +443,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
     durable = [p.strip() for p in args.profiles_durable.split(",") if p.strip()]
-    spark, owned = _build_session("kafkalab-validate-metrics")
-    try:
-        samples = _read_run(spark, args.samples, args.run_id, "samples")
-        aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates")
-        doc = validate(samples, aggregates, {
-            "run_id": args.run_id, "durable_profiles": durable,
-            "docs_dir": os.path.join(args.out, "docs"),
-        })
-    except InputError as exc:
-        print(f"validate_metrics: error: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if owned:
-            spark.stop()
+    with job_session("kafkalab-validate-metrics") as spark:
+        try:
+            samples = _read_run(spark, args.samples, args.run_id, "samples")
+            aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates")
+            doc = validate(samples, aggregates, {
+                "run_id": args.run_id, "durable_profiles": durable,
+                "docs_dir": os.path.join(args.out, "docs"),
+            })
+        except InputError as exc:
+            print(f"validate_metrics: error: {exc}", file=sys.stderr)
+            return 2
     if doc["data_docs_index"]:
         doc["data_docs_index"] = "docs/index.html"
     write_json_atomic(os.path.join(args.out, f"{args.run_id}.json"), doc)
-    _write_text_atomic(os.path.join(args.out, f"{args.run_id}.html"), render_html(doc))
+    write_text_atomic(os.path.join(args.out, f"{args.run_id}.html"), render_html(doc))
     if doc["success"]:
         n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
         print(f"validate_metrics: run {args.run_id} passed ({n} expectations)")

@@ -5,31 +5,27 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkalab.paths import project_root
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
-REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = REPO / ".venv" / "bin"
+VENV_BIN = project_root() / ".venv" / "bin"
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A loopback-only local[2] SparkSession shared by all Spark tests."""
-    from pyspark.sql import SparkSession
+    """A loopback-only local[2] SparkSession shared by all Spark tests (the jobs' builder)."""
+    from spark_jobs._session import local_builder
 
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kafkalab-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        local_builder("kafkalab-tests", "local[2]")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .getOrCreate()
@@ -39,9 +35,10 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-def _spark_submit(script: str, *args: str,
+def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
                   timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` (relative to the repo) through the venv's spark-submit on local[2]."""
+    """Run ``script`` (relative to the repo, or absolute) through the venv's spark-submit on
+    local[2]; ``py_files`` are shipped with ``--py-files``."""
     python = VENV_BIN / "python"
     py = str(python) if python.exists() else sys.executable
     env = {
@@ -54,6 +51,7 @@ def _spark_submit(script: str, *args: str,
     }
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
+    shipped = ["--py-files", ",".join(str(p) for p in py_files)] if py_files else []
     cmd = [
         str(VENV_BIN / "spark-submit"), "--master", "local[2]",
         "--conf", "spark.ui.enabled=false",
@@ -62,15 +60,16 @@ def _spark_submit(script: str, *args: str,
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", "spark.sql.shuffle.partitions=2",
-        str(REPO / script), *args,
+        *shipped,
+        str(project_root() / script), *args,
     ]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s,
-                          cwd=REPO, check=False)
+                          cwd=project_root(), check=False)
 
 
 @pytest.fixture(scope="session")
 def spark_submit() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """``spark_submit(script, *args)`` -> CompletedProcess (text stdout/stderr)."""
+    """``spark_submit(script, *args, py_files=())`` -> CompletedProcess (text stdout/stderr)."""
     if not (VENV_BIN / "spark-submit").exists():
         pytest.skip("spark-submit not found in .venv/bin")
     return _spark_submit

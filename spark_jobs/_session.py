@@ -1,0 +1,184 @@
+"""What every Spark job of the lab shares: the session, input plumbing, percentiles, writer.
+
+This file is shipped with the jobs: ``spark-submit --py-files spark_jobs/_session.py
+spark_jobs/<job>.py ...`` (the DAG takes the path from
+``kafkalab.airflow.spark_submit.spark_py_files()``). Run locally (``spark-submit`` or
+``python spark_jobs/<job>.py``), the script's own folder is on ``sys.path`` and this module
+is found beside it. A job imports it as::
+
+    if __package__:  # imported as spark_jobs.<job> (tests, tools)
+        from ._session import ...
+    else:            # run as a script: beside it, or shipped with --py-files
+        from _session import ...
+
+Needs only PySpark: the executors that run the jobs do not have the ``kafkalab`` package,
+so :func:`write_text_atomic` is the one copy, outside ``kafkalab``, of the recipe of
+:func:`kafkalab.store.atomic_write` (keep the two in step).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "LOOPBACK_HOST",
+    "METRIC_PERCENTILES",
+    "InputError",
+    "build_session",
+    "job_session",
+    "local_builder",
+    "local_path_missing",
+    "percentile_columns",
+    "read_parquet",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+LOOPBACK_HOST = "127.0.0.1"
+"""The address a local driver binds to: nothing listens beyond this host."""
+
+METRIC_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
+    "e2e_latency_ms": {"p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100),
+                       "p999": (999, 1000)},
+    "publish_latency_ms": {"p50": (1, 2), "p95": (19, 20), "p99": (99, 100)},
+    "round_trip_ms": {"p50": (1, 2), "p99": (99, 100)},
+}
+"""The percentiles the aggregation computes per latency column, as exact fractions
+``(numerator, denominator)``: nearest rank = ``ceil(n * num / den)``. Output columns are
+``<column>_<name>`` in this order (``docs/aggregates-schema.md``); the validation checks them
+in the same order. The e2e fractions are those of ``kafkalab.stats.PERCENTILES``: keep the two
+in step."""
+
+
+class InputError(Exception):
+    """The input cannot be processed (missing path, no rows for the run id, missing columns)."""
+
+
+def percentile_columns(metric: str) -> tuple[str, ...]:
+    """``<metric>_p50``, ... : the percentile columns of ``metric`` in ascending order."""
+    return tuple(f"{metric}_{name}" for name in METRIC_PERCENTILES[metric])
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def local_builder(app_name: str, master: str) -> SparkSession.Builder:
+    """A builder for a loopback-only local session: no UI, no console progress bar."""
+    return (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", LOOPBACK_HOST)
+        .config("spark.driver.bindAddress", LOOPBACK_HOST)
+    )
+
+
+def build_session(app_name: str) -> tuple[SparkSession, bool]:
+    """The session of spark-submit, or a loopback-only local one when run by plain python.
+
+    Plain python uses ``$KAFKALAB_SPARK_MASTER`` (default ``local[2]``). Returns
+    ``(session, owned)``; ``owned`` is false when a session was already active (e.g.
+    ``main()`` called from a test or a notebook): the caller must not stop it then.
+    """
+    owned = SparkSession.getActiveSession() is None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its settings rule
+        builder = SparkSession.builder.appName(app_name)
+    else:
+        builder = local_builder(app_name, os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # the default (200) makes small runs crawl; scale with the cores instead
+        parallelism = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
+    spark.conf.set("spark.sql.debug.maxToStringFields", "200")
+    return spark, owned
+
+
+@contextlib.contextmanager
+def job_session(app_name: str) -> Iterator[SparkSession]:
+    """:func:`build_session` for the length of a ``with`` block; stopped after it if owned."""
+    spark, owned = build_session(app_name)
+    try:
+        yield spark
+    finally:
+        if owned:
+            spark.stop()
+
+
+# --------------------------------------------------------------------------- input
+
+
+def local_path_missing(path: str) -> bool:
+    """True when ``path`` is a local path (no URI scheme) that does not exist."""
+    return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
+
+
+def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
+    """Read the Hive-partitioned Parquet below ``path``, partition values as strings.
+
+    Raises:
+        InputError: ``cannot read <what> at <path>: <first line of Spark's error>``.
+    """
+    from pyspark.errors import AnalysisException
+
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    try:
+        return spark.read.parquet(path)
+    except AnalysisException as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"cannot read {what} at {path}: {first_line}") from None
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (best effort where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the whole new one.
+
+    The recipe of ``kafkalab.store.atomic_write``, copied because the jobs run without
+    ``kafkalab``: a temporary file in the same directory, fsynced, renamed over ``path``, the
+    directory fsynced; on any failure the temporary file is removed and ``path`` is untouched.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+def write_json_atomic(path: str, doc: dict[str, Any]) -> None:
+    """:func:`write_text_atomic` of ``doc`` as indented JSON (key order kept, final newline)."""
+    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n")
