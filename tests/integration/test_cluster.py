@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -13,12 +14,14 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from kafkalab import procs
 from kafkalab.cluster import (
     ClusterDescriptor,
     cluster_down,
     cluster_status,
     cluster_up,
     kafka_python_config,
+    kill_broker,
     librdkafka_config,
     load_descriptor,
 )
@@ -36,6 +39,8 @@ LIFECYCLE_BROKER_PORT = 29392
 STALE_NOIDA_PORT = 29492
 TAKEN_NOIDA_PORT = 29592
 TAKEN_KAFKA_PORT = 29692
+KILL_ZK_PORT = 22481
+KILL_BROKER_PORT = 29792
 
 
 def _alive(pid: int) -> bool:
@@ -253,3 +258,39 @@ def test_no_leftover_processes_after_down(tmp_path: Path) -> None:
     cluster_down(lab, wipe_data=True)
     assert not (_our_cluster_pids() & started)
     assert not (lab / "cluster" / "data").exists()
+
+
+def test_kill_broker_releases_its_port_and_up_heals(tmp_path: Path, make_lab: Any) -> None:
+    """Right after kill_broker (SIGTERM or SIGKILL) the broker is gone and its port is free,
+    so `cluster up` restarts it at once (it used to fail with "port ... already in use")."""
+    lab = make_lab(tmp_path / "lab")
+    cluster_up("kafka09", 1, lab_dir=lab, base_port=KILL_BROKER_PORT, zk_port=KILL_ZK_PORT)
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            pid = next(p["pid"] for p in cluster_status(lab)["processes"] if p["role"] == "broker")
+            k = kill_broker(lab, 0, signal=sig)
+            assert k["action"] == "signalled" and k["signal"] == sig
+            assert k["pid"] == pid and k["port"] == KILL_BROKER_PORT
+            assert not _alive(pid)
+            assert not procs.port_in_use(KILL_BROKER_PORT)
+            procs.check_ports_free([KILL_BROKER_PORT])
+            st = cluster_status(lab)
+            assert st["state"] == "degraded"
+            assert [p["role"] for p in st["processes"] if not p["alive"]] == ["broker"]
+            # killing a dead broker again does nothing
+            assert kill_broker(lab, 0, signal=sig)["action"] == "not-running"
+
+            msgs: list[str] = []
+            cluster_up("kafka09", 1, lab_dir=lab, progress=msgs.append)
+            assert any("restarted broker 0" in m for m in msgs), msgs
+            st = cluster_status(lab)
+            assert st["state"] == "up"
+            assert all(p["alive"] and p["listening"] for p in st["processes"])
+        with pytest.raises(ConfigError, match=r"no broker 7 in the embedded cluster"):
+            kill_broker(lab, 7)
+    finally:
+        stopped = cluster_down(lab)
+    assert [r["role"] for r in stopped] == ["broker", "zookeeper"]
+    assert not procs.port_in_use(KILL_BROKER_PORT) and not procs.port_in_use(KILL_ZK_PORT)
+    with pytest.raises(ClusterError, match="no embedded cluster is up"):
+        kill_broker(lab, 0)

@@ -19,6 +19,7 @@ from kafkalab.cluster import (
     librdkafka_config,
 )
 from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.procs import port_in_use
 from kafkalab.topics import TopicSpec, delete_topics, describe_topic, provision_topics
 
 pytestmark = pytest.mark.integration
@@ -151,6 +152,8 @@ def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
         follower = next(b for b in part["replicas"] if b != part["leader"])
         k = kill_broker(lab, follower)
         assert k["action"] == "signalled"
+        # it returns once the broker is gone and its port released: `up` can restart it
+        assert not port_in_use(k["port"])
         st = cluster_status(lab)
         assert st["state"] == "degraded"
         assert [p["id"] for p in st["processes"] if not p["alive"]] == [follower]
