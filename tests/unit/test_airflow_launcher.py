@@ -23,7 +23,9 @@ def test_env_honours_airflow_home_and_paths(monkeypatch: pytest.MonkeyPatch,
     env = airflow_env(base=base, with_secrets=False)
     assert env["AIRFLOW_HOME"] == str(tmp_path / "af")
     assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(dags_dir())
-    assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(plugins_dir())
+    # the library is on PYTHONPATH, not in the plugins folder (whose files Airflow would
+    # execute as top-level modules named by their stem)
+    assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(tmp_path / "af" / "plugins")
     assert env["PYTHONPATH"].split(os.pathsep) == [str(plugins_dir()), "/extra"]
     assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
     assert env["KAFKALAB_DATA_DIR"] == "/data/lab"  # kept

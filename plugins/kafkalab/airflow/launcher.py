@@ -10,7 +10,8 @@ so the four components are started separately, bound to 127.0.0.1 where they lis
 
 State lives in :func:`kafkalab.paths.airflow_home` (``$AIRFLOW_HOME``, default
 ``<lab_dir>/airflow``): the SQLite DB, logs, one pid file and one log file per component,
-and ``secrets.json`` (JWT / API secret shared by the components). The components run in
+``secrets.json`` (JWT / API secret shared by the components) and an empty ``plugins/``
+(Airflow's plugins folder; the ``kafkalab`` package is imported from ``PYTHONPATH``). The components run in
 that folder, with the Python (and its ``bin/``) that runs this launcher. The UI login comes
 from the simple auth manager: user ``admin``, password in
 ``simple_auth_manager_passwords.json.generated`` (printed by :func:`airflow_up`).
@@ -90,7 +91,11 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
     env.update({
         "AIRFLOW_HOME": str(af_home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir()),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": plugins,
+        # The lab has no Airflow plugins: kafkalab is a library on PYTHONPATH. Airflow's
+        # plugin loader executes every .py file under its plugins folder as a top-level
+        # module named by its stem (plugins/kafkalab/alerts/secrets.py would replace the
+        # standard library's `secrets`), so it is given a folder of its own.
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(af_home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "4",
