@@ -75,8 +75,8 @@ def check_cluster(cluster_path: str | None = None,
     if scenarios is not None and not needs_kafka(scenarios):
         log.info("scenarios %s need no Kafka cluster", scenarios)
         return {"required": False, "descriptor_path": None, "brokers_answering": 0, "cluster": None}
+    from kafkalab.cluster.admin import check_reachable
     from kafkalab.cluster.descriptor import load_descriptor, public_view
-    from kafkalab.runner import check_reachable
 
     path = ClusterConnection().descriptor_path(cluster_path)
     d = load_descriptor(path)
