@@ -23,12 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from kafkalab.cluster.descriptor import (
-    EMULATOR_LABEL,
-    ClusterDescriptor,
-    librdkafka_config,
-    public_view,
-)
+from kafkalab.cluster.admin import check_reachable
+from kafkalab.cluster.descriptor import EMULATOR_LABEL, ClusterDescriptor, public_view
 from kafkalab.config.loader import load_profile, load_workload
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
@@ -169,23 +165,6 @@ class RunResult:
     status: str
     manifest_path: Path
     cells: list[CellResult]
-
-
-def check_reachable(descriptor: ClusterDescriptor, timeout_s: float = 10.0) -> int:
-    """Ask the cluster for metadata; returns the broker count or fails naming the address."""
-    from confluent_kafka.admin import AdminClient
-
-    cfg: dict[str, Any] = dict(librdkafka_config(descriptor))
-    cfg["socket.connection.setup.timeout.ms"] = str(int(timeout_s * 1000))
-    cfg["log_level"] = "0"
-    try:
-        meta = AdminClient(cfg).list_topics(timeout=timeout_s)
-    except Exception as exc:
-        raise ClusterError(
-            f"cannot reach Kafka at {descriptor.bootstrap_servers} within {timeout_s:.0f} s "
-            f"({type(exc).__name__})"
-        ) from None
-    return len(meta.brokers)
 
 
 def validate_request(req: RunRequest) -> dict[str, Profile]:

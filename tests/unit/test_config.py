@@ -142,6 +142,6 @@ def test_acks_accepts_yaml_int_and_minus_one(tmp_path: Path) -> None:
 
 
 def test_airflow_form_offers_exactly_the_lab_profiles() -> None:
-    from kafkalab.pipeline import PROFILE_CHOICES
+    from kafkalab.airflow.params import PROFILE_CHOICES
 
     assert sorted(PROFILE_CHOICES) == known_names("profiles")
