@@ -7,9 +7,9 @@ spark_jobs/<job>.py ...`` (the DAG takes the path from
 is found beside it. A job imports it as::
 
     if __package__:  # imported as spark_jobs.<job> (tests, tools)
-        from ._session import ...
+        from . import _session as shared
     else:            # run as a script: beside it, or shipped with --py-files
-        from _session import ...
+        import _session as shared
 
 Needs only PySpark: the executors that run the jobs do not have the ``kafkalab`` package,
 so :func:`write_text_atomic` is the one copy, outside ``kafkalab``, of the recipe of

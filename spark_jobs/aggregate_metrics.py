@@ -27,23 +27,12 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
-    from ._session import (
-        METRIC_PERCENTILES,
-        InputError,
-        job_session,
-        local_path_missing,
-        percentile_columns,
-        read_parquet,
-    )
+    from . import _session as shared
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
-    from _session import (  # type: ignore[no-redef]
-        METRIC_PERCENTILES,
-        InputError,
-        job_session,
-        local_path_missing,
-        percentile_columns,
-        read_parquet,
-    )
+    import _session as shared  # type: ignore[no-redef]
+
+InputError = shared.InputError
+"""Raised for bad input (re-exported: callers catch ``aggregate_metrics.InputError``)."""
 
 __all__ = [
     "AGGREGATE_COLUMNS",
@@ -73,10 +62,10 @@ AGGREGATE_COLUMNS: tuple[str, ...] = (
     "payload_bytes", "cluster_flavor", "broker_version", "broker_is_emulator",
     "sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
     "error_count", "warmup_excluded_count",
-    "e2e_latency_ms_mean", *percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max",
-    "publish_latency_ms_mean", *percentile_columns("publish_latency_ms"),
+    "e2e_latency_ms_mean", *shared.percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max",
+    "publish_latency_ms_mean", *shared.percentile_columns("publish_latency_ms"),
     "publish_latency_ms_max",
-    *percentile_columns("round_trip_ms"),
+    *shared.percentile_columns("round_trip_ms"),
     "measured_span_s", "throughput_msgs_per_s", "throughput_mb_per_s",
     "first_message_subscribe_ms", "first_message_assign_ms", "assign_delay_subscribe_ms",
     "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms",
@@ -189,7 +178,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     stats = samples.where(is_stat).select(
         *keys, "e2e_latency_ms", "publish_latency_ms", "round_trip_ms"
     )
-    percentiles = _exact_percentiles(stats, METRIC_PERCENTILES)
+    percentiles = _exact_percentiles(stats, shared.METRIC_PERCENTILES)
     result = main.join(percentiles, on=keys, how="left")
 
     span_s = (F.col("_last_receive_ns") - F.col("_first_send_ns")) / F.lit(1e9)
@@ -220,7 +209,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
     Partition values are read as strings (no type inference: ``run_date`` stays a string).
     Raises :class:`InputError` when the path is missing or holds no rows for the run ids.
     """
-    df = read_parquet(spark, samples_path, "samples")
+    df = shared.read_parquet(spark, samples_path, "samples")
     for col in ("run_id", "run_date"):
         if col not in df.columns:
             raise InputError(
@@ -282,11 +271,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     args = _parse_args(argv)
-    if local_path_missing(args.samples):
+    if shared.local_path_missing(args.samples):
         print(f"aggregate_metrics: error: samples path not found: {args.samples}",
               file=sys.stderr)
         return 2
-    with job_session("kafkalab-aggregate-metrics") as spark:
+    with shared.job_session("kafkalab-aggregate-metrics") as spark:
         try:
             n = run(spark, args.samples, args.out, args.run_ids)
         except InputError as exc:

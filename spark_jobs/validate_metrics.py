@@ -41,25 +41,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.validate_metrics (tests, tools)
-    from ._session import (
-        InputError,
-        job_session,
-        local_path_missing,
-        percentile_columns,
-        read_parquet,
-        write_json_atomic,
-        write_text_atomic,
-    )
+    from . import _session as shared
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
-    from _session import (  # type: ignore[no-redef]
-        InputError,
-        job_session,
-        local_path_missing,
-        percentile_columns,
-        read_parquet,
-        write_json_atomic,
-        write_text_atomic,
-    )
+    import _session as shared  # type: ignore[no-redef]
+
+InputError = shared.InputError
+"""Raised for bad input (re-exported: callers catch ``validate_metrics.InputError``)."""
+write_json_atomic = shared.write_json_atomic
+"""The validation report's writer (re-exported from ``_session``)."""
 
 __all__ = [
     "AGGREGATE_CHECK_COLUMNS",
@@ -113,8 +102,8 @@ AGGREGATE_COUNT_COLUMNS: tuple[str, ...] = (
     "error_count", "warmup_excluded_count",
 )
 #: Columns that must be non-decreasing in each aggregate row: percentiles, then the max.
-_E2E_ORDER = (*percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max")
-_PUBLISH_ORDER = (*percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
+_E2E_ORDER = (*shared.percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max")
+_PUBLISH_ORDER = (*shared.percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
 
 
 def _order_check(metric: str, columns: Sequence[str]) -> str:
@@ -416,9 +405,9 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 def _read_run(spark: SparkSession, path: str, run_id: str, what: str) -> DataFrame:
-    if local_path_missing(path):
+    if shared.local_path_missing(path):
         raise InputError(f"{what} path not found: {path}")
-    df = read_parquet(spark, path, what)
+    df = shared.read_parquet(spark, path, what)
     if "run_id" not in df.columns:
         raise InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)
@@ -443,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
     durable = [p.strip() for p in args.profiles_durable.split(",") if p.strip()]
-    with job_session("kafkalab-validate-metrics") as spark:
+    with shared.job_session("kafkalab-validate-metrics") as spark:
         try:
             samples = _read_run(spark, args.samples, args.run_id, "samples")
             aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates")
@@ -457,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if doc["data_docs_index"]:
         doc["data_docs_index"] = "docs/index.html"
     write_json_atomic(os.path.join(args.out, f"{args.run_id}.json"), doc)
-    write_text_atomic(os.path.join(args.out, f"{args.run_id}.html"), render_html(doc))
+    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}.html"), render_html(doc))
     if doc["success"]:
         n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
         print(f"validate_metrics: run {args.run_id} passed ({n} expectations)")
