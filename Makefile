@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help setup demo demo-seed000 test test-fast lint bench bench-all clean airflow airflow-down nightly-demo
+.PHONY: help setup demo demo-seed000 test test-fast lint bench clean airflow airflow-down nightly-demo
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@touch $@
 
 setup: $(STAMP)  ## venv with pinned requirements, Java, Chromium, Kafka 0.9.0.1, test images (idempotent)
-	@$(BIN)/python -m kafkalab.setup_assets
+	@$(BIN)/python -m tools.setup_assets
 
 demo: demo-seed000 nightly-demo  ## seed 000's table, then the nightly DAG over several dates; prints the report path
 
@@ -62,7 +62,7 @@ lint: setup  ## ruff + mypy
 	$(BIN)/mypy
 
 bench: setup  ## Kafka latency, Spark aggregation (1M/10M rows) and one nightly run by task; JSON in bench/results/
-	$(BIN)/python -m kafkalab.bench --spark --nightly
+	$(BIN)/python -m tools.bench --spark --nightly
 
 clean: airflow-down  ## stop the embedded cluster and Airflow, remove lab data and caches (keeps the venv)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe

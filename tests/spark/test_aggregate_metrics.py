@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafkalab.synthetic import (
-    SAMPLES_ARROW_SCHEMA,
-    make_synthetic_samples,
-    to_arrow_table,
-    write_synthetic_samples,
-)
+from kafkalab.airflow.spark_submit import spark_py_files
+from kafkalab.paths import spark_jobs_dir
 from spark_jobs import aggregate_metrics as am
+from tools.fake_samples import (
+    SAMPLES_ARROW_SCHEMA,
+    make_fake_samples,
+    to_arrow_table,
+    write_fake_samples,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -171,8 +174,8 @@ def _nearest_rank(values: np.ndarray, q_num: int, q_den: int) -> float:
     return float(s[math.ceil(len(s) * q_num / q_den) - 1])
 
 
-def test_synthetic_run_matches_pandas_reference(spark: Any) -> None:
-    pdf = make_synthetic_samples(6000, RUN, seed=3)
+def test_fake_run_matches_pandas_reference(spark: Any) -> None:
+    pdf = make_fake_samples(6000, RUN, seed=3)
     out = {(r["scenario"], r["payload"], r["profile"]): r
            for r in am.transform(spark.createDataFrame(to_arrow_table(pdf))).collect()}
     assert len(out) == 16
@@ -202,8 +205,8 @@ def _files(root: Path) -> dict[str, list[str]]:
 
 def test_load_is_idempotent_per_run_and_leaves_other_runs(spark: Any, tmp_path: Path) -> None:
     run_a, run_b = "20261122T010203Z-aaaaaa", "20261123T010203Z-bbbbbb"
-    write_synthetic_samples(tmp_path, 800, run_a, seed=1)
-    write_synthetic_samples(tmp_path, 800, run_b, seed=2)
+    write_fake_samples(tmp_path, 800, run_a, seed=1)
+    write_fake_samples(tmp_path, 800, run_b, seed=2)
     samples, out = str(tmp_path / "samples"), tmp_path / "aggregates"
 
     assert am.run(spark, samples, str(out), [run_a, run_b]) == 32
@@ -227,7 +230,7 @@ def test_load_is_idempotent_per_run_and_leaves_other_runs(spark: Any, tmp_path: 
 def test_extract_errors_are_input_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(am.InputError, match="cannot read samples"):
         am.extract(spark, str(tmp_path / "nope"))
-    write_synthetic_samples(tmp_path, 200, RUN, seed=1)
+    write_fake_samples(tmp_path, 200, RUN, seed=1)
     with pytest.raises(am.InputError, match="no samples for run id"):
         am.extract(spark, str(tmp_path / "samples"), ["19990101T000000Z-000000"])
     df = am.extract(spark, str(tmp_path / "samples"), [RUN])
@@ -243,7 +246,7 @@ def test_cli_missing_samples_path_exits_2(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
-    write_synthetic_samples(tmp_path, 600, RUN, seed=5)
+    write_fake_samples(tmp_path, 600, RUN, seed=5)
     out = tmp_path / "aggregates"
     proc = spark_submit("spark_jobs/aggregate_metrics.py", "--samples",
                         str(tmp_path / "samples"), "--out", str(out), "--run-id", RUN)
@@ -254,9 +257,26 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
 
 
 
+def test_spark_submit_ships_the_shared_session_with_py_files(
+    spark_submit: Any, tmp_path: Path
+) -> None:
+    """As on a cluster: the job file alone, with the DAG's ``py_files`` (``_session.py``)."""
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    script = shutil.copy(spark_jobs_dir() / "aggregate_metrics.py", job_dir)
+    write_fake_samples(tmp_path, 300, RUN, seed=6)
+    args = ("--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "aggregates"),
+            "--run-id", RUN)
+    alone = spark_submit(script, *args)
+    assert alone.returncode != 0 and "_session" in alone.stdout + alone.stderr
+    shipped = spark_submit(script, *args, py_files=[Path(spark_py_files())])
+    assert shipped.returncode == 0, shipped.stderr[-3000:]
+    assert "wrote 16 aggregate rows" in shipped.stdout
+
+
 def test_cli_no_rows_for_run_exits_2(spark: Any, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    write_synthetic_samples(tmp_path, 200, RUN, seed=5)
+    write_fake_samples(tmp_path, 200, RUN, seed=5)
     code = am.main(["--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "o"),
                     "--run-id", "nope"])
     assert code == 2

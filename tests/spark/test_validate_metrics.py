@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kafkalab.synthetic import write_synthetic_samples
 from spark_jobs import aggregate_metrics as am
 from spark_jobs import validate_metrics as vm
+from tools.fake_samples import write_fake_samples
 
 pytestmark = pytest.mark.spark
 
@@ -19,9 +19,9 @@ RUN = "20261122T010203Z-cccccc"
 
 @pytest.fixture(scope="module")
 def lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Synthetic samples of one run, aggregated; returns paths and both DataFrames."""
+    """Fake samples of one run, aggregated; returns paths and both DataFrames."""
     root = tmp_path_factory.mktemp("lab")
-    write_synthetic_samples(root, 2000, RUN, seed=11)
+    write_fake_samples(root, 2000, RUN, seed=11)
     am.run(spark, str(root / "samples"), str(root / "aggregates"), [RUN])
     samples = vm._read_run(spark, str(root / "samples"), RUN, "samples")
     aggregates = vm._read_run(spark, str(root / "aggregates"), RUN, "aggregates")
@@ -32,7 +32,7 @@ def _failed(doc: dict[str, Any]) -> set[tuple[str, str | None, str]]:
     return {(f["suite"], f["column"], f["expectation_type"]) for f in doc["failed_expectations"]}
 
 
-def test_good_synthetic_data_passes(lab: dict[str, Any], tmp_path: Path) -> None:
+def test_good_fake_data_passes(lab: dict[str, Any], tmp_path: Path) -> None:
     doc = vm.validate(lab["samples"], lab["aggregates"],
                       {"run_id": RUN, "docs_dir": str(tmp_path / "docs")})
     assert doc["failed_expectations"] == []

@@ -1,6 +1,6 @@
-"""Benchmark: the Spark aggregation job against the same aggregation in pandas.
+"""Bench part (c): the Spark aggregation job against the same aggregation in pandas.
 
-``bench_aggregation`` writes synthetic raw samples (``kafkalab.synthetic``), then times
+``bench_aggregation`` writes fake raw samples (:mod:`tools.fake_samples`), then times
 
 * Spark: ``spark.read.parquet`` + ``aggregate_metrics.transform`` + ``collect()`` (the full
   result is forced) on a local[2] session;
@@ -12,59 +12,34 @@ and returns rows/s for each and the ratio spark/pandas. Data generation is not t
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import math
 import shutil
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from kafkalab.synthetic import write_synthetic_samples
+from kafkalab.paths import lab_dir
+from kafkalab.store import LabData
+from kafkalab.values import is_missing
+from spark_jobs import aggregate_metrics
+from spark_jobs._session import METRIC_PERCENTILES, local_builder
+from tools.fake_samples import write_fake_samples
 
 __all__ = ["bench_aggregation", "pandas_aggregate"]
 
-_KEYS = ["run_id", "scenario", "client", "payload", "profile"]
-_CARRIED = ["run_date", "workload", "payload_bytes", "cluster_flavor", "broker_version",
-            "broker_is_emulator"]
-_LEAN_COLUMNS = [
-    *_KEYS, *_CARRIED, "sample_kind", "is_warmup", "status", "send_ts_ns", "receive_ts_ns",
-    "publish_latency_ms", "e2e_latency_ms", "round_trip_ms", "consumer_mode",
-    "assign_delay_ms", "first_record_delay_ms", "statistic", "latency_resolution_ms",
-]
-_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
-    "e2e_latency_ms": {"p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100),
-                       "p999": (999, 1000)},
-    "publish_latency_ms": {"p50": (1, 2), "p95": (19, 20), "p99": (99, 100)},
-    "round_trip_ms": {"p50": (1, 2), "p99": (99, 100)},
-}
-
-
-def _aggregate_module() -> ModuleType:
-    """``spark_jobs.aggregate_metrics``, imported by name or from the repository checkout."""
-    try:
-        return importlib.import_module("spark_jobs.aggregate_metrics")
-    except ImportError:
-        path = Path(__file__).resolve().parents[2] / "spark_jobs" / "aggregate_metrics.py"
-        spec = importlib.util.spec_from_file_location("kafkalab_aggregate_metrics", path)
-        if spec is None or spec.loader is None:
-            raise
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
+_KEYS = list(aggregate_metrics.CELL_KEYS)
+_CARRIED = list(aggregate_metrics.CARRIED_COLUMNS)
+_RUN_ID = "20261122T010203Z-be0c4a"
 
 
 def _read_lean(samples_dir: Path) -> pd.DataFrame:
     """Read the samples with only the columns the aggregation needs; strings as categoricals."""
-    table = pq.read_table(samples_dir, columns=_LEAN_COLUMNS, partitioning="hive")
+    table = pq.read_table(samples_dir, columns=list(aggregate_metrics.REQUIRED_INPUT_COLUMNS),
+                          partitioning="hive")
     return table.to_pandas(strings_to_categorical=True, self_destruct=True)
 
 
@@ -99,7 +74,7 @@ def pandas_aggregate(df: pd.DataFrame) -> pd.DataFrame:
     rows: dict[tuple[Any, ...], dict[str, float]] = {}
     for key, grp in stats.groupby(_KEYS, observed=True):
         rec: dict[str, float] = {}
-        for col, pcts in _PERCENTILES.items():
+        for col, pcts in METRIC_PERCENTILES.items():
             values = np.sort(grp[col].dropna().to_numpy())
             n = len(values)
             for name, (num, den) in pcts.items():
@@ -138,15 +113,9 @@ def pandas_aggregate(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _local_session(master: str, driver_memory: str) -> Any:
-    from pyspark.sql import SparkSession
-
+    """A loopback-only local session for the bench (the jobs' own builder, more memory)."""
     session = (
-        SparkSession.builder.master(master)
-        .appName("kafkalab-bench-aggregation")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        local_builder("kafkalab-bench-aggregation", master)
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.shuffle.partitions", "4")
         .getOrCreate()
@@ -169,16 +138,14 @@ def _results_match(spark_rows: list[Any], pdf: pd.DataFrame) -> bool:
             return False
         for col in check:
             a, b = srow[col], rec[col]
-            a_missing = a is None or (isinstance(a, float) and math.isnan(a))
-            b_missing = b is None or (isinstance(b, float) and math.isnan(b))
-            if a_missing != b_missing or (not a_missing and float(a) != float(b)):
+            if is_missing(a) != is_missing(b) or (not is_missing(a) and float(a) != float(b)):
                 return False
     return True
 
 
 def bench_aggregation(
     rows_list: Sequence[int] = (1_000_000, 10_000_000),
-    work_dir: str | Path = "lab-data/bench-spark",
+    work_dir: str | Path | None = None,
     *,
     seed: int = 0,
     spark: Any = None,
@@ -188,29 +155,28 @@ def bench_aggregation(
 ) -> list[dict[str, Any]]:
     """Time the Spark aggregation against pandas for each row count in ``rows_list``.
 
-    Writes ``n`` synthetic sample rows under ``<work_dir>/rows=<n>/samples/`` (not timed),
-    then times read + aggregate + materialise for Spark (``transform`` + ``collect``) and
-    pandas. ``spark``: an existing session to use (else a local one on ``master`` is built and
+    Writes ``n`` fake sample rows into a throw-away lab data directory
+    ``<work_dir>/rows=<n>/`` (default ``work_dir``: ``<lab_dir>/bench/spark``; not timed), then
+    times read + aggregate + materialise for Spark (``transform`` + ``collect``) and pandas. ``spark``: an existing session to use (else a local one on ``master`` is built and
     stopped at the end). Returns one dict per row count: ``rows``, ``cells``,
     ``spark_seconds``, ``pandas_seconds``, ``spark_rows_per_s``, ``pandas_rows_per_s``,
     ``spark_over_pandas`` (ratio of rows/s, > 1 means Spark is faster), ``results_match``.
     """
-    agg = _aggregate_module()
+    work = Path(work_dir) if work_dir is not None else lab_dir() / "bench" / "spark"
     own_session = spark is None
     session = spark if spark is not None else _local_session(master, driver_memory)
     results: list[dict[str, Any]] = []
     try:
         session.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         for n_rows in rows_list:
-            base = Path(work_dir) / f"rows={n_rows}"
+            base = work / f"rows={n_rows}"
             if base.exists():
                 shutil.rmtree(base)
-            run_id = "20261122T010203Z-be0c4a"
-            write_synthetic_samples(base, n_rows, run_id, seed=seed)
-            samples = base / "samples"
+            write_fake_samples(base, n_rows, _RUN_ID, seed=seed)
+            samples = LabData(base).samples_dir
 
             t0 = time.perf_counter()
-            spark_rows = agg.transform(session.read.parquet(str(samples))).collect()
+            spark_rows = aggregate_metrics.transform(session.read.parquet(str(samples))).collect()
             spark_s = time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -238,9 +204,3 @@ def bench_aggregation(
             session.stop()
     return results
 
-
-if __name__ == "__main__":  # pragma: no cover - manual benchmark
-    import json
-
-    counts = [int(a) for a in sys.argv[1:]] or [1_000_000, 10_000_000]
-    print(json.dumps(bench_aggregation(counts), indent=2))

@@ -1,17 +1,22 @@
-"""Synthetic raw samples that follow ``docs/metrics-schema.md`` exactly.
+"""Fake raw-sample rows (made up, never measured) that follow ``docs/metrics-schema.md``.
 
-Used by the Spark tests and the Spark-vs-pandas benchmark. Everything is deterministic
-for a given ``seed``. Generation is vectorised (numpy) and chunked per cell, so tens of
-millions of rows can be written without holding them all in memory.
+Used by the Spark tests and the Spark-vs-pandas benchmark to fill a samples directory with
+as many rows as wanted. (Not to be confused with the lab's *random payload bodies*,
+``kafkalab.payloads.RANDOM_BODY_SIZES_BYTES``, which are what a real run sends.) Everything
+is deterministic for a given ``seed``. Generation is vectorised (numpy) and chunked per cell,
+so tens of millions of rows can be written without holding them all in memory.
 
-Shape of the data (defaults):
+Scenario names, clients and kinds come from :data:`kafkalab.scenarios.catalog.CATALOG`.
+Shape of the data (defaults: every scenario of the catalog):
 
-* message cells: ``rest``, ``kafka-python``, ``confluent-kafka`` × payloads × profiles; the
-  first few messages of every cell are warm-up rows; the ``latency`` profile has a few
-  ``lost``/``error`` rows, every profile has a few ``late``/``duplicate`` rows (the
-  ``durability`` profile never loses a message, so the data passes validation);
-* ``first_message`` probes (``subscribe`` and ``assign``) for the two Kafka clients;
-* ``tool_summary`` rows (``avg``, ``p50``, ``p99``, ``p99.9``) for ``jvm-e2e``.
+* message cells: the per-message scenarios (``rest``, ``kafka-python``, ``confluent-kafka``)
+  × payloads × profiles; the first few messages of every cell are warm-up rows; the
+  ``latency`` profile has a few ``lost``/``error`` rows, every profile has a few
+  ``late``/``duplicate`` rows (the ``durability`` profile never loses a message, so the data
+  passes validation);
+* ``first_message`` probes (``subscribe`` and ``assign``) for the Kafka client scenarios;
+* ``tool_summary`` rows (``avg``, ``p50``, ``p99``, ``p99.9``) for the summary-only scenario
+  (``jvm-e2e``).
 """
 
 from __future__ import annotations
@@ -29,16 +34,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkalab.samples import SAMPLE_SCHEMA
+from kafkalab.scenarios.catalog import (
+    KAFKA_CLIENT_SCENARIOS,
+    MESSAGE_SCENARIOS,
+    SCENARIOS,
+    ScenarioSpec,
+    scenario_spec,
+)
+from kafkalab.store import LabData
 
 __all__ = [
-    "MESSAGE_SCENARIOS",
     "PARTITION_COLUMNS",
     "SAMPLES_ARROW_SCHEMA",
     "SAMPLE_COLUMNS",
-    "make_synthetic_samples",
-    "synthetic_cell_frames",
+    "fake_cell_frames",
+    "make_fake_samples",
     "to_arrow_table",
-    "write_synthetic_samples",
+    "write_fake_samples",
 ]
 
 #: Partition columns of the raw samples: stored in the directory names only.
@@ -51,9 +63,6 @@ SAMPLES_ARROW_SCHEMA: pa.Schema = pa.schema(
 )
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(SAMPLES_ARROW_SCHEMA.names)
-
-MESSAGE_SCENARIOS: tuple[str, ...] = ("rest", "kafka-python", "confluent-kafka")
-KAFKA_CLIENT_SCENARIOS: tuple[str, ...] = ("kafka-python", "confluent-kafka")
 
 _PANDAS_DTYPES: dict[str, str] = {
     "payload_bytes": "int64",
@@ -73,15 +82,17 @@ _PANDAS_DTYPES: dict[str, str] = {
     "latency_resolution_ms": "float64",
 }
 
-_CLIENTS: dict[str, tuple[str, str]] = {
-    "rest": ("requests", "2.32.3"),
-    "kafka-python": ("kafka-python", "3.0.12"),
-    "confluent-kafka": ("confluent-kafka", "2.16.1"),
-    "jvm-e2e": ("kafka.tools.EndToEndLatency", "0.9.0.1"),
+_FAKE_CLIENT_VERSIONS: dict[str, str] = {
+    "rest": "2.32.3",
+    "kafka-python": "3.0.12",
+    "confluent-kafka": "2.16.1",
+    "jvm-e2e": "0.9.0.1",
 }
+"""``client_version`` of the fake rows per scenario: fixed, so the rows do not depend on what is
+installed (a scenario added to the catalog later gets :data:`_UNKNOWN_VERSION`)."""
+_UNKNOWN_VERSION = "0.0.0"
 
-_PAYLOAD_BYTES: dict[str, int] = {"1kb": 1024, "10kb": 10 * 1024, "100kb": 100 * 1024,
-                                  "1mb": 1024 * 1024}
+_KAFKA_FLAVOR, _KAFKA_VERSION = "kafka09", "0.9.0.1"
 
 _RUN_ID_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
 
@@ -89,6 +100,8 @@ _HARNESS_RESOLUTION_MS = 1e-6
 _TOOL_PCT_RESOLUTION_MS = 1.0
 _TOOL_AVG_RESOLUTION_MS = 1e-4
 _LATE_TIMEOUT_MS = 2_000.0
+_TOOL_STATS: tuple[str, ...] = ("avg", "p50", "p99", "p99.9")
+"""The statistics the summary-only tool prints (``kafkalab.scenarios.jvm_e2e``)."""
 
 
 @dataclass(frozen=True)
@@ -109,19 +122,18 @@ def _run_start(run_id: str, seed: int) -> dt.datetime:
 
 
 def _payload_bytes(payload: str) -> int:
-    if payload in _PAYLOAD_BYTES:
-        return _PAYLOAD_BYTES[payload]
+    """The nominal size of a payload name: ``1kb`` -> 1024, ``1mb`` -> 1048576."""
     m = re.fullmatch(r"(\d+)(b|kb|mb)", payload.lower())
     if not m:
         raise ValueError(f"unknown payload name {payload!r} (expected e.g. 1kb, 1mb)")
     return int(m.group(1)) * {"b": 1, "kb": 1024, "mb": 1024 * 1024}[m.group(2)]
 
 
-def _cluster(scenario: str) -> tuple[str, str, bool]:
+def _cluster(spec: ScenarioSpec) -> tuple[str, str, bool]:
     """(cluster_flavor, broker_version, broker_is_emulator) of a scenario."""
-    if scenario == "rest":
+    if not spec.uses_kafka:
         return "http", "http", False
-    return "kafka09", "0.9.0.1", False
+    return _KAFKA_FLAVOR, _KAFKA_VERSION, False
 
 
 def _plan_cells(
@@ -134,9 +146,9 @@ def _plan_cells(
     """Split ``n_rows`` into message cells; returns the cells and the fixed overhead rows."""
     msg_scenarios = [s for s in scenarios if s in MESSAGE_SCENARIOS]
     n_kafka = sum(1 for s in scenarios if s in KAFKA_CLIENT_SCENARIOS)
-    n_jvm = 1 if "jvm-e2e" in scenarios else 0
+    n_summary = sum(1 for s in scenarios if not scenario_spec(s).per_message)
     per_combo = len(payloads) * len(profiles)
-    overhead = per_combo * (n_kafka * 2 * first_message_probes + n_jvm * 4)
+    overhead = per_combo * (n_kafka * 2 * first_message_probes + n_summary * len(_TOOL_STATS))
     n_cells = len(msg_scenarios) * per_combo
     budget = n_rows - overhead
     if n_cells == 0:
@@ -166,15 +178,15 @@ def _common_columns(
     n: int, run_id: str, run_date: str, kind: str, scenario: str, payload: str, profile: str,
     workload: str,
 ) -> dict[str, object]:
-    client, version = _CLIENTS[scenario]
-    flavor, broker_version, emulator = _cluster(scenario)
+    spec = scenario_spec(scenario)
+    flavor, broker_version, emulator = _cluster(spec)
     return {
         "run_id": _const(n, run_id),
         "run_date": _const(n, run_date),
         "sample_kind": _const(n, kind),
         "scenario": _const(n, scenario),
-        "client": _const(n, client),
-        "client_version": _const(n, version),
+        "client": _const(n, spec.client),
+        "client_version": _const(n, _FAKE_CLIENT_VERSIONS.get(scenario, _UNKNOWN_VERSION)),
         "profile": _const(n, profile),
         "workload": _const(n, workload),
         "payload": _const(n, payload),
@@ -183,7 +195,7 @@ def _common_columns(
         "cluster_flavor": _const(n, flavor),
         "broker_version": _const(n, broker_version),
         "broker_is_emulator": np.full(n, emulator, dtype=bool),
-        "topic": _const(n, None if scenario == "rest" else f"kafkalab-{payload}-{profile}"),
+        "topic": _const(n, f"kafkalab-{payload}-{profile}" if spec.uses_kafka else None),
     }
 
 
@@ -257,7 +269,7 @@ def _message_chunk(
     error_text = _const(n, None)
     error_text[err] = "KafkaError{code=_MSG_TIMED_OUT,val=-192,str=\"Local: Message timed out\"}"
 
-    kafka = cell.scenario != "rest"
+    kafka = scenario_spec(cell.scenario).uses_kafka
     partition = (seq % 3).astype(np.int32).astype(object) if kafka else _const(n, None)
     offset = (seq // 3).astype(object) if kafka else _const(n, None)
     if kafka:
@@ -326,31 +338,31 @@ def _first_message_rows(
 
 
 def _tool_summary_rows(
-    rng: np.random.Generator, payload: str, profile: str, run_id: str, run_date: str,
-    workload: str,
+    rng: np.random.Generator, scenario: str, payload: str, profile: str, run_id: str,
+    run_date: str, workload: str,
 ) -> pd.DataFrame:
-    n = 4
+    n = len(_TOOL_STATS)
     base = 2.0 if _payload_bytes(payload) < 100_000 else 12.0
     avg = round(base * rng.uniform(0.9, 1.1), 4)
     values = [avg, float(int(base)), float(int(base * 3)), float(int(base * 6))]
-    cols = _common_columns(n, run_id, run_date, "tool_summary", "jvm-e2e", payload, profile,
+    cols = _common_columns(n, run_id, run_date, "tool_summary", scenario, payload, profile,
                            workload)
     cols.update(
         seq=np.zeros(n, dtype=np.int64), is_warmup=np.zeros(n, dtype=bool),
         status=_const(n, "ok"), e2e_latency_ms=np.array(values, dtype=float),
-        statistic=np.array(["avg", "p50", "p99", "p99.9"], dtype=object),
+        statistic=np.array(_TOOL_STATS, dtype=object),
         latency_resolution_ms=np.array([_TOOL_AVG_RESOLUTION_MS] + [_TOOL_PCT_RESOLUTION_MS] * 3),
     )
     return _finish(cols, n)
 
 
-def synthetic_cell_frames(
+def fake_cell_frames(
     n_rows: int,
     run_id: str,
     seed: int = 0,
     *,
     run_date: str | None = None,
-    scenarios: Sequence[str] = ("rest", "kafka-python", "confluent-kafka", "jvm-e2e"),
+    scenarios: Sequence[str] = SCENARIOS,
     payloads: Sequence[str] = ("1kb", "1mb"),
     profiles: Sequence[str] = ("latency", "durability"),
     workload: str = "baseline",
@@ -361,7 +373,7 @@ def synthetic_cell_frames(
 
     A cell may come in several chunks of at most about ``chunk_rows`` rows (same key).
     """
-    unknown = set(scenarios) - set(_CLIENTS)
+    unknown = set(scenarios) - set(SCENARIOS)
     if unknown:
         raise ValueError(f"unknown scenarios: {sorted(unknown)}")
     start = _run_start(run_id, seed)
@@ -372,10 +384,11 @@ def synthetic_cell_frames(
     cell_offset_ns = 0
     for cell in cells:
         small = _payload_bytes(cell.payload) < 100_000
+        over_http = not scenario_spec(cell.scenario).uses_kafka
         base = {
             "interval_ms": 1.0 if small else 10.0,
             "publish_ms": 1.5 if small else 8.0,
-            "e2e_ms": (3.0 if small else 20.0) * (1.5 if cell.scenario == "rest" else 1.0)
+            "e2e_ms": (3.0 if small else 20.0) * (1.5 if over_http else 1.0)
             * (1.3 if cell.profile == "durability" else 1.0),
             "lost_rate": 0.002, "error_rate": 0.0005, "late_rate": 0.001,
         }
@@ -404,13 +417,13 @@ def synthetic_cell_frames(
                         rng, scenario, payload, profile, first_message_probes, run_id,
                         run_date, workload, start_ns,
                     )
-                elif scenario == "jvm-e2e":
+                elif not scenario_spec(scenario).per_message:
                     yield (scenario, payload, profile), _tool_summary_rows(
-                        rng, payload, profile, run_id, run_date, workload
+                        rng, scenario, payload, profile, run_id, run_date, workload
                     )
 
 
-def make_synthetic_samples(
+def make_fake_samples(
     n_rows: int,
     run_id: str,
     seed: int = 0,
@@ -418,11 +431,11 @@ def make_synthetic_samples(
 ) -> pd.DataFrame:
     """Return ``n_rows`` raw samples of one run as a pandas DataFrame (all documented columns).
 
-    Keyword arguments are those of :func:`synthetic_cell_frames` (``run_date``,
+    Keyword arguments are those of :func:`fake_cell_frames` (``run_date``,
     ``scenarios``, ``payloads``, ``profiles``, ``workload``, ``first_message_probes``).
     Nullable integers use pandas' ``Int32``/``Int64`` dtypes; null floats are NaN.
     """
-    cells = synthetic_cell_frames(n_rows, run_id, seed, **kwargs)  # type: ignore[arg-type]
+    cells = fake_cell_frames(n_rows, run_id, seed, **kwargs)  # type: ignore[arg-type]
     frames = [df for _, df in cells]
     if not frames:
         return _finish({}, 0)
@@ -437,40 +450,45 @@ def to_arrow_table(df: pd.DataFrame, *, include_partitions: bool = True) -> pa.T
     return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
 
 
-def write_synthetic_samples(
+def write_fake_samples(
     data_dir: str | os.PathLike[str],
     n_rows: int,
     run_id: str,
     seed: int = 0,
     **kwargs: object,
 ) -> list[Path]:
-    """Write ``n_rows`` synthetic samples of one run under ``<data_dir>/samples/`` (Hive layout).
+    """Write ``n_rows`` fake samples of one run into the lab data directory ``data_dir``.
 
-    Files: ``samples/run_date=<d>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet``;
-    the partition columns live in the path only. Each file is written to a temporary name
-    and renamed into place; an existing run partition is replaced. Returns the files written.
+    Files: one per cell at :meth:`kafkalab.store.LabData.cell_file`
+    (``samples/run_date=<d>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet``); the
+    partition columns live in the path only. The run's existing samples files are removed
+    first. Each file is streamed (chunk by chunk, so it never sits whole in memory) to a
+    hidden temporary name beside it and renamed into place once every chunk is written; on
+    failure the temporary files are removed. Returns the files written.
     """
+    lab = LabData(data_dir)
     file_schema = pa.schema([f for f in SAMPLES_ARROW_SCHEMA if f.name not in PARTITION_COLUMNS])
     writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, Path, Path]] = {}
-    run_dir: Path | None = None
+    cleared = False
     try:
-        cells = synthetic_cell_frames(n_rows, run_id, seed, **kwargs)  # type: ignore[arg-type]
-        for key, df in cells:
-            if run_dir is None:
-                run_date = str(df["run_date"].iloc[0])
-                run_dir = (Path(data_dir) / "samples" / f"run_date={run_date}"
-                           / f"run_id={run_id}")
-                run_dir.mkdir(parents=True, exist_ok=True)
-                for old in run_dir.glob("part-*.parquet"):
-                    old.unlink()
-            if key not in writers:
-                final = run_dir / f"part-{key[0]}-{key[1]}-{key[2]}.parquet"
-                tmp = run_dir / f".{final.name}.tmp"
-                writers[key] = (pq.ParquetWriter(tmp, file_schema), tmp, final)
-            writers[key][0].write_table(to_arrow_table(df, include_partitions=False))
-    finally:
-        for writer, _, _ in writers.values():
-            writer.close()
+        try:
+            for key, df in fake_cell_frames(n_rows, run_id, seed, **kwargs):  # type: ignore[arg-type]
+                if not cleared:
+                    lab.clear_run_samples(run_id)
+                    cleared = True
+                if key not in writers:
+                    final = lab.cell_file(str(df["run_date"].iloc[0]), run_id, *key)
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = final.with_name(f".{final.name}.tmp")
+                    writers[key] = (pq.ParquetWriter(tmp, file_schema), tmp, final)
+                writers[key][0].write_table(to_arrow_table(df, include_partitions=False))
+        finally:
+            for writer, _, _ in writers.values():
+                writer.close()
+    except BaseException:
+        for _, tmp, _ in writers.values():
+            tmp.unlink(missing_ok=True)
+        raise
     written = []
     for _, tmp, final in writers.values():
         os.replace(tmp, final)

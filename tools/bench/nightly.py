@@ -1,4 +1,4 @@
-"""Wall time of one ``nightly_latency_regression`` run on the embedded stack, split by task.
+"""Bench part (d): wall time of one ``nightly_latency_regression`` run, split by task.
 
 Runs ``airflow dags test`` in a throw-away ``AIRFLOW_HOME`` and data directory (the lab's
 embedded kafka09 cluster must be up), then reads the task instances' durations from that
@@ -17,7 +17,7 @@ from typing import Any
 
 def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[str, Any]:
     """Run the nightly DAG once and return its wall time and per-task durations (seconds)."""
-    from kafkalab.airflow_local import dags_test
+    from kafkalab.airflow.launcher import dags_test
 
     work_dir.mkdir(parents=True, exist_ok=True)
     home = work_dir / "airflow-home"

@@ -1,0 +1,85 @@
+"""``python -m tools.bench`` (``make bench``): run the bench parts and write their JSON.
+
+The parts are described in :mod:`tools.bench`. Results go to
+``<project root>/bench/results/bench-<utc>.json`` (or ``--out``); scratch data (the bench
+runs' cells, the fake Spark samples, the nightly run's Airflow home) to
+``<lab_dir>/bench/<utc>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kafkalab.errors import LabError
+from kafkalab.paths import lab_dir, project_root
+from kafkalab.store import atomic_write
+
+
+def results_dir() -> Path:
+    """``<project root>/bench/results``: where the bench's JSON files are kept."""
+    return project_root() / "bench" / "results"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.bench",
+        description="The lab's speed checks (make bench); JSON in bench/results/.")
+    parser.add_argument("--messages-1kb", type=int, default=1000)
+    parser.add_argument("--messages-mb", type=int, default=20)
+    parser.add_argument("--spark", action="store_true", help="also benchmark the Spark aggregation")
+    parser.add_argument("--spark-rows", default="1000000,10000000")
+    parser.add_argument("--nightly", action="store_true", help="also time one nightly DAG run by task")
+    parser.add_argument("--skip-kafka", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen bench parts, print them and write the result file; returns the exit code."""
+    args = _parser().parse_args(argv)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    work = lab_dir() / "bench" / stamp
+    work.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"started_at": datetime.now(UTC).isoformat(), "host": platform.node(),
+                              "python": platform.python_version()}
+    t0 = time.perf_counter()
+    try:
+        if not args.skip_kafka:
+            from tools.bench.latency import bench_kafka, print_kafka
+
+            result["kafka"] = bench_kafka(args.messages_1kb, args.messages_mb, work / "data")
+            print_kafka(result["kafka"])
+        if args.spark:
+            from tools.bench.spark import bench_aggregation
+
+            rows = [int(x) for x in args.spark_rows.split(",")]
+            result["spark_aggregation"] = bench_aggregation(rows, work / "spark")
+            print("\n(c) Spark aggregation on local[2]")
+            for r in result["spark_aggregation"]:
+                print("  " + json.dumps(r))
+        if args.nightly:
+            from tools.bench.nightly import bench_nightly_run
+
+            result["nightly"] = bench_nightly_run(work / "nightly")
+            print("\n(d) one nightly run, wall time by task")
+            for r in result["nightly"].get("tasks", []):
+                print(f"  {r['task_id']:<28} {r['duration_s']:8.2f} s")
+    except LabError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        result["error"] = str(exc)
+    result["wall_s"] = time.perf_counter() - t0
+    out = args.out or results_dir() / f"bench-{stamp}.json"
+    atomic_write(out, json.dumps(result, indent=2, default=str) + "\n")
+    print(f"\nresults: {out}")
+    return 1 if "error" in result else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
