@@ -58,7 +58,7 @@ test-fast: setup  ## unit tests only
 	$(PYTEST) -q -m unit
 
 lint: setup  ## ruff + mypy
-	$(BIN)/ruff check plugins tests dags spark_jobs
+	$(BIN)/ruff check plugins tests dags spark_jobs tools
 	$(BIN)/mypy
 
 bench: setup  ## Kafka latency, Spark aggregation (1M/10M rows) and one nightly run by task; JSON in bench/results/
