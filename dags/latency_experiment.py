@@ -8,6 +8,7 @@ from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
 from kafkalab.airflow.run_ids import RUN_PREFIXES
+from kafkalab.scenarios.catalog import SCENARIOS
 
 DOC_MD = """
 ### Latency experiment
@@ -38,8 +39,8 @@ See `docs/airflow.md`.
     catchup=False,
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
-    params=run_params(workload="seed000",
-                      scenarios=["rest", "kafka-python", "confluent-kafka", "jvm-e2e"],
+    params=run_params(workload="images-http-vs-kafka",
+                      scenarios=list(SCENARIOS),
                       payloads=["1mb"], profiles=["latency"], messages=20),
     tags=["kafkalab", "latency", "experiment"],
     doc_md=DOC_MD,

@@ -166,7 +166,7 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"workload", "scenarios", "payloads", "profiles", "messages",
                       "cluster_descriptor"}
-    assert p["workload"].value == "seed000"
+    assert p["workload"].value == "images-http-vs-kafka"
     assert p["scenarios"].schema["type"] == "array"
     assert p["scenarios"].schema["items"]["enum"] == list(SCENARIOS)
     assert p["payloads"].schema["items"]["enum"] == list(payload_names())

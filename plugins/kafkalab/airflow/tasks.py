@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WORKLOAD = "seed000"
+DEFAULT_WORKLOAD = "images-http-vs-kafka"
 """The workload of a run whose params name none."""
 
 _PARAM_OVERRIDES = ("messages", "warmup_messages")
@@ -94,7 +94,7 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
     """A :class:`~kafkalab.runner.RunRequest` from DAG params, through
     :func:`kafkalab.runner.build_run_request`.
 
-    Params: ``workload`` (name or YAML path, default ``seed000``), ``scenarios``,
+    Params: ``workload`` (name or YAML path, default ``images-http-vs-kafka``, alias ``seed000``), ``scenarios``,
     ``payloads``, ``profiles`` (empty or absent: the workload's), ``messages`` (int >= 1 or
     null: the workload's), ``warmup_messages`` (optional), ``cluster_descriptor`` (optional
     path, else the ``kafkalab_cluster`` Connection's). Invalid values raise

@@ -68,8 +68,8 @@ the workload's descriptive name today."""
 
 def _named_yaml(kind: str, name_or_path: str) -> Path:
     candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
-        return candidate
+    if candidate.suffix in (".yaml", ".yml") or len(candidate.parts) > 1:
+        return candidate  # a path the user gave (relative to where they run the command)
     if kind == "workloads":
         name_or_path = WORKLOAD_ALIASES.get(name_or_path, name_or_path)
     path = include_dir() / kind / f"{name_or_path}.yaml"

@@ -20,7 +20,7 @@ from kafkalab.drift import records_to_dicts
 from kafkalab.report.charts import PALETTE, BarSeries, LineSeries, svg_bar_chart, svg_line_chart
 from kafkalab.report.data import RunSummary, RunView, emulator_mask, numbers, strings
 from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num, fmt_pct, rel_href
-from kafkalab.scenarios.catalog import CATALOG, SCENARIOS
+from kafkalab.scenarios.catalog import CATALOG, SCENARIOS, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.values import as_float, is_missing
 
@@ -31,9 +31,6 @@ TIME_SERIES_METRICS: tuple[tuple[str, str, str], ...] = (
     ("first_message_subscribe_ms", "First message delay (subscribe)", "ms"),
 )
 """The trend charts: (metric column, title, unit)."""
-
-SCENARIO_LABELS = {"rest": "HTTP (rest)", "jvm-e2e": "Kafka tool (EndToEndLatency)"}
-"""How the comparison names a scenario (default: its name)."""
 
 BAR_COLORS = {
     "rest": "#4c78a8", "kafka-python": "#f58518", "confluent-kafka": "#54a24b",
@@ -55,8 +52,9 @@ def scenario_rank(name: Any) -> int:
 
 
 def scenario_label(name: str) -> str:
-    """A scenario's name in the comparison (``HTTP (rest)``)."""
-    return SCENARIO_LABELS.get(name, name)
+    """A scenario's name in the comparison (``HTTP (rest)``): the catalog's label; a name
+    the catalog does not know (an old run's) is shown as it is."""
+    return scenario_spec(name).display_name if name in SCENARIOS else name
 
 
 def series_label(scenario: str, client: str, payload: str, profile: str) -> str:
@@ -471,7 +469,6 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
 
 __all__ = [
     "BAR_COLORS",
-    "SCENARIO_LABELS",
     "TIME_SERIES_METRICS",
     "run_labels",
     "run_sections",

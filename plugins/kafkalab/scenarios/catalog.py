@@ -34,17 +34,25 @@ class ScenarioSpec:
     summary)."""
     impl: str
     """``module:Class`` of the implementation, imported on first use."""
+    label: str = ""
+    """How tables and charts name it beside the others (default: its name)."""
+
+    @property
+    def display_name(self) -> str:
+        """:attr:`label`, or the name when there is none."""
+        return self.label or self.name
 
 
 CATALOG: tuple[ScenarioSpec, ...] = (
     ScenarioSpec("rest", "requests", uses_kafka=False, per_message=True,
-                 impl="kafkalab.scenarios.rest:RestScenario"),
+                 impl="kafkalab.scenarios.rest:RestScenario", label="HTTP (rest)"),
     ScenarioSpec("kafka-python", "kafka-python", uses_kafka=True, per_message=True,
                  impl="kafkalab.scenarios.kafka_python:KafkaPythonScenario"),
     ScenarioSpec("confluent-kafka", "confluent-kafka", uses_kafka=True, per_message=True,
                  impl="kafkalab.scenarios.confluent:ConfluentKafkaScenario"),
     ScenarioSpec("jvm-e2e", "kafka.tools.EndToEndLatency", uses_kafka=True, per_message=False,
-                 impl="kafkalab.scenarios.jvm_e2e:JvmEndToEndScenario"),
+                 impl="kafkalab.scenarios.jvm_e2e:JvmEndToEndScenario",
+                 label="Kafka tool (EndToEndLatency)"),
 )
 """Every scenario, in the order seed 000 ran them."""
 
