@@ -201,7 +201,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from kafkalab.runner import build_run_request, cell_summary, execute, format_table
+    from kafkalab.runner import build_run_request, execute
+    from kafkalab.summary import cell_summary, format_table
 
     req = build_run_request(
         args.workload, scenarios=args.scenario, payloads=args.payload, profiles=args.profile,

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kafkalab.runner import CellResult, build_run_request, cell_summary, execute
+from kafkalab.runner import CellResult, build_run_request, execute
+from kafkalab.summary import cell_summary
 
 __all__ = ["bench_kafka", "print_kafka"]
 

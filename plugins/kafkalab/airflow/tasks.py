@@ -138,7 +138,7 @@ def _summary(result: CellResult | Mapping[str, Any]) -> dict[str, Any]:
     """JSON-able summary of a measured cell (a CellResult or an already JSON-able dict)."""
     if isinstance(result, Mapping):
         return dict(jsonable(dict(result)))
-    from kafkalab.runner import cell_summary
+    from kafkalab.summary import cell_summary
 
     s = cell_summary(result)
     lat = s.get("latency")

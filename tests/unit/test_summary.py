@@ -1,11 +1,12 @@
-"""The cell summary and the comparison table, from hand-made samples (no services)."""
+"""The cell summary and the comparison table (kafkalab.summary), from hand-made samples."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafkalab.runner import CellResult, cell_summary, format_table
+from kafkalab.runner import CellResult
 from kafkalab.samples import Sample
+from kafkalab.summary import cell_summary, format_table
 
 
 def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = False) -> Sample:
