@@ -16,16 +16,18 @@ All Kafka scenarios measure the same way, so their figures compare:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile, Workload
 from kafkalab.payloads import read_stamp, stamp
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
+from kafkalab.scenarios.catalog import ScenarioSpec, scenario_spec
 
 
 @dataclass
@@ -62,8 +64,15 @@ class Skipped(Exception):
 class Scenario(Protocol):
     """One way of moving a payload from a sender to a receiver."""
 
-    name: str
-    client: str
+    @property
+    def name(self) -> str:
+        """The scenario's name (its catalog entry)."""
+        ...
+
+    @property
+    def client(self) -> str:
+        """The client library or tool it measures."""
+        ...
 
     def client_version(self) -> str:
         """The client library's or tool's version."""
@@ -74,14 +83,36 @@ class Scenario(Protocol):
         ...
 
 
+class CatalogScenario:
+    """Base of the implementations: ``class X(CatalogScenario, scenario="rest")`` takes its
+    ``name`` and ``client`` from the scenario's :class:`~kafkalab.scenarios.catalog.ScenarioSpec`."""
+
+    spec: ClassVar[ScenarioSpec]
+
+    def __init_subclass__(cls, scenario: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if scenario:
+            cls.spec = scenario_spec(scenario)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def client(self) -> str:
+        return self.spec.client
+
+
 class Tracker:
     """Book-keeping of a closed loop: which seq was sent when, what came back, and how.
 
     The consumer side calls :meth:`on_receive` for every record, the producer side
-    :meth:`on_ack`; :meth:`samples` turns it into rows, losing nothing.
+    :meth:`on_ack` (often from a client library's thread); :meth:`samples` turns it into
+    rows, losing nothing. Every method is thread-safe.
     """
 
     def __init__(self, cell: Cell) -> None:
+        self._lock = threading.Lock()
         self.cell = cell
         self.sent: dict[int, Sample] = {}
         self.extra: list[Sample] = []
@@ -89,28 +120,40 @@ class Tracker:
         self.foreign_records = 0
 
     def on_send(self, seq: int, send_ts_ns: int) -> None:
-        self.sent[seq] = Sample(
-            sample_kind="message", seq=seq, is_warmup=seq < self.cell.workload.warmup_messages,
-            status="lost", send_ts_ns=send_ts_ns,
-        )
-        self.deadline_ns[seq] = send_ts_ns + int(self.cell.workload.message_timeout_s * 1e9)
+        """Message ``seq`` is being sent at ``send_ts_ns`` (``lost`` until received)."""
+        with self._lock:
+            self.sent[seq] = Sample(
+                sample_kind="message", seq=seq,
+                is_warmup=seq < self.cell.workload.warmup_messages,
+                status="lost", send_ts_ns=send_ts_ns,
+            )
+            self.deadline_ns[seq] = send_ts_ns + int(self.cell.workload.message_timeout_s * 1e9)
 
     def on_send_error(self, seq: int, error: str) -> None:
-        s = self.sent[seq]
-        s.status, s.error = "error", error
+        """The client refused to send ``seq``."""
+        with self._lock:
+            s = self.sent[seq]
+            s.status, s.error = "error", error
 
     def on_ack(self, seq: int, ack_ts_ns: int, error: str | None = None) -> None:
-        s = self.sent.get(seq)
-        if s is None:
-            return
-        if error is not None:
-            s.status, s.error = "error", error
-        else:
-            s.ack_ts_ns = ack_ts_ns
+        """The broker acknowledged ``seq`` (or the delivery failed with ``error``)."""
+        with self._lock:
+            s = self.sent.get(seq)
+            if s is None:
+                return
+            if error is not None:
+                s.status, s.error = "error", error
+            else:
+                s.ack_ts_ns = ack_ts_ns
 
     def on_receive(self, value: bytes | None, receive_ts_ns: int, partition: int | None,
                    offset: int | None) -> int | None:
         """Record one received record; returns its seq if it is one of this cell's."""
+        with self._lock:
+            return self._receive(value, receive_ts_ns, partition, offset)
+
+    def _receive(self, value: bytes | None, receive_ts_ns: int, partition: int | None,
+                 offset: int | None) -> int | None:
         parsed = read_stamp(value)
         if parsed is None or parsed[2] != self.cell.nonce:
             self.foreign_records += 1
@@ -133,13 +176,20 @@ class Tracker:
         return seq
 
     def received(self, seq: int) -> bool:
-        return self.sent[seq].receive_ts_ns is not None
+        """True once ``seq`` was received."""
+        with self._lock:
+            return self.sent[seq].receive_ts_ns is not None
 
     def all_received(self) -> bool:
-        return all(s.receive_ts_ns is not None or s.status == "error" for s in self.sent.values())
+        """True when every sent message was received or failed."""
+        with self._lock:
+            return all(s.receive_ts_ns is not None or s.status == "error"
+                       for s in self.sent.values())
 
     def samples(self) -> list[Sample]:
-        return [self.sent[k] for k in sorted(self.sent)] + self.extra
+        """Every row: one per sent message in seq order, then the duplicates."""
+        with self._lock:
+            return [self.sent[k] for k in sorted(self.sent)] + self.extra
 
 
 def now_ns() -> int:

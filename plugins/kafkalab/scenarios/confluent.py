@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from typing import Any
 
 from kafkalab.cluster.descriptor import librdkafka_config
@@ -11,48 +10,42 @@ from kafkalab.config.mapping import confluent_consumer_config, confluent_produce
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Tracker, ms_between, now_ns
-from kafkalab.scenarios.catalog import scenario_spec
+from kafkalab.scenarios.base import Cell, Tracker, now_ns
+from kafkalab.scenarios.kafka_client import (
+    ASSIGN_TIMEOUT_S,
+    PROBE_SEQ_BASE,
+    KafkaClientScenario,
+)
 
-_ASSIGN_TIMEOUT_S = 60.0
 
-
-class ConfluentKafkaScenario:
+class ConfluentKafkaScenario(KafkaClientScenario, scenario="confluent-kafka"):
     """Seed 000's scenario 3, with librdkafka."""
-
-    spec = scenario_spec("confluent-kafka")
-    name = spec.name
-    client = spec.client
 
     def client_version(self) -> str:
         import confluent_kafka
 
         return f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
 
-    def _base(self, cell: Cell) -> dict[str, str]:
+    def _base(self, cell: Cell) -> dict[str, Any]:
         assert cell.descriptor is not None
         return librdkafka_config(cell.descriptor)
 
-    def run(self, cell: Cell, progress: Progress) -> list[Sample]:
+    def _open_producer(self, cell: Cell, base: dict[str, Any]) -> Any:
+        """A producer whose delivery reports a thread serves as soon as they arrive."""
         from confluent_kafka import Producer
 
         assert cell.topic is not None
-        base = self._base(cell)
         producer = Producer(confluent_producer_config(base, cell.profile))
-        samples: list[Sample] = []
-        stop = threading.Event()
-        pump = threading.Thread(target=_serve_delivery_reports, args=(producer, stop), daemon=True)
-        pump.start()
-        try:
-            for probe in range(cell.workload.first_message_probes):
-                for mode in ("subscribe", "assign"):
-                    samples.append(self._first_message(cell, producer, base, mode, probe))
-            samples.extend(self._closed_loop(cell, producer, base, progress))
-        finally:
-            stop.set()
-            pump.join(timeout=5)
-            producer.flush(10)
-        return samples
+        self._stop_pump = threading.Event()
+        self._pump = threading.Thread(target=_serve_delivery_reports,
+                                      args=(producer, self._stop_pump), daemon=True)
+        self._pump.start()
+        return producer
+
+    def _close_producer(self, producer: Any) -> None:
+        self._stop_pump.set()
+        self._pump.join(timeout=5)
+        producer.flush(10)
 
     # -- first-message delay (seed 000's ~1.4 s mystery) ---------------------------------
 
@@ -72,13 +65,13 @@ class ConfluentKafkaScenario:
             )
         return int(where["partition"]), int(where["offset"])
 
-    def _first_message(self, cell: Cell, producer: Any, base: dict[str, str], mode: str,
+    def _first_message(self, cell: Cell, producer: Any, base: dict[str, Any], mode: str,
                        probe: int) -> Sample:
         """Time from consumer creation to partition assignment and to the first record."""
         from confluent_kafka import Consumer, TopicPartition
 
-        partition, offset = self._produce_probe(cell, producer, 1_000_000 + probe)
-        group = f"kafkalab-probe-{uuid.uuid4().hex[:12]}" if mode == "subscribe" else None
+        partition, offset = self._produce_probe(cell, producer, PROBE_SEQ_BASE + probe)
+        group = self.probe_group_id(mode)
         cfg = confluent_consumer_config(base, cell.profile, group)
         assigned_ns: list[int] = []
         t0 = now_ns()
@@ -106,21 +99,16 @@ class ConfluentKafkaScenario:
                     break
         finally:
             consumer.close()
-        return Sample(
-            sample_kind="first_message", seq=probe, status="ok" if first_ns else "lost",
-            partition=partition, offset=offset, consumer_mode=mode,
-            assign_delay_ms=ms_between(t0, assigned_ns[0]) if assigned_ns else None,
-            first_record_delay_ms=ms_between(t0, first_ns) if first_ns else None,
-        )
+        return self.first_message_sample(probe, mode, partition, offset, t0, assigned_ns, first_ns)
 
     # -- the measured loop ------------------------------------------------------------
 
-    def _ready_consumer(self, cell: Cell, base: dict[str, str]) -> Any:
+    def _ready_consumer(self, cell: Cell, base: dict[str, Any]) -> Any:
         """A consumer assigned to every partition and positioned at the end."""
         from confluent_kafka import Consumer, TopicPartition
 
         mode = cell.workload.consumer_mode
-        group = f"kafkalab-{cell.run_id}-{uuid.uuid4().hex[:8]}" if mode == "subscribe" else None
+        group = self.measuring_group_id(cell)
         consumer = Consumer(confluent_consumer_config(base, cell.profile, group))
         assigned = threading.Event()
 
@@ -133,12 +121,12 @@ class ConfluentKafkaScenario:
 
         if mode == "subscribe":
             consumer.subscribe([str(cell.topic)], on_assign=position_at_end)
-            deadline = now_ns() + int(_ASSIGN_TIMEOUT_S * 1e9)
+            deadline = now_ns() + int(ASSIGN_TIMEOUT_S * 1e9)
             while not assigned.is_set() and now_ns() < deadline:
                 consumer.poll(0.1)
             if not assigned.is_set():
                 consumer.close()
-                raise ClusterError(f"consumer got no partitions of {cell.topic} within {_ASSIGN_TIMEOUT_S:.0f} s")
+                raise ClusterError(f"consumer got no partitions of {cell.topic} within {ASSIGN_TIMEOUT_S:.0f} s")
         else:
             topic = str(cell.topic)
             # list all topics: asking 0.9 for one topic by name trips a librdkafka parse bug
@@ -150,31 +138,27 @@ class ConfluentKafkaScenario:
             position_at_end(consumer, parts)
         return consumer
 
-    def _closed_loop(self, cell: Cell, producer: Any, base: dict[str, str],
+    def _closed_loop(self, cell: Cell, producer: Any, base: dict[str, Any],
                      progress: Progress) -> list[Sample]:
         consumer = self._ready_consumer(cell, base)
         tracker = Tracker(cell)
-        lock = threading.Lock()
 
         def on_delivery_for(seq: int) -> Any:
             def on_delivery(err: Any, _msg: Any) -> None:
                 ts = now_ns()
-                with lock:
-                    tracker.on_ack(seq, ts, None if err is None else str(err))
+                tracker.on_ack(seq, ts, None if err is None else str(err))
             return on_delivery
 
         total = cell.total_messages
         try:
             for seq in range(total):
                 send_ns = now_ns()
-                with lock:
-                    tracker.on_send(seq, send_ns)
+                tracker.on_send(seq, send_ns)
                 try:
                     producer.produce(cell.topic, cell.message(seq, send_ns),
                                      on_delivery=on_delivery_for(seq))
                 except Exception as exc:  # BufferError, KafkaException: recorded, not fatal
-                    with lock:
-                        tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
+                    tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
                     continue
                 deadline = tracker.deadline_ns[seq]
                 while True:
@@ -185,24 +169,21 @@ class ConfluentKafkaScenario:
                     if msg is None or msg.error():
                         continue
                     recv_ns = now_ns()
-                    with lock:
-                        got = tracker.on_receive(msg.value(), recv_ns, msg.partition(), msg.offset())
+                    got = tracker.on_receive(msg.value(), recv_ns, msg.partition(), msg.offset())
                     if got == seq:
                         break
-                if (seq + 1) % max(1, total // 4) == 0 or seq + 1 == total:
+                if self.progress_due(seq, total):
                     progress(f"{seq + 1}/{total} messages")
             # Late arrivals and duplicates: give stragglers a short grace period.
-            grace_end = now_ns() + int(min(2.0, cell.workload.message_timeout_s) * 1e9)
+            grace_end = self.grace_deadline_ns(cell)
             while now_ns() < grace_end and not tracker.all_received():
                 msg = consumer.poll(0.2)
                 if msg is not None and not msg.error():
-                    with lock:
-                        tracker.on_receive(msg.value(), now_ns(), msg.partition(), msg.offset())
+                    tracker.on_receive(msg.value(), now_ns(), msg.partition(), msg.offset())
             producer.flush(10)
         finally:
             consumer.close()
-        with lock:
-            return tracker.samples()
+        return tracker.samples()
 
     def _bootstrap(self, cell: Cell) -> str:
         return cell.descriptor.bootstrap_servers if cell.descriptor else "?"

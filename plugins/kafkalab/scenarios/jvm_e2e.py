@@ -20,8 +20,7 @@ from kafkalab.errors import RunError
 from kafkalab.payloads import wire_size_bytes
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Skipped
-from kafkalab.scenarios.catalog import scenario_spec
+from kafkalab.scenarios.base import CatalogScenario, Cell, Skipped
 
 TOOL_CLASS = "kafka.tools.EndToEndLatency"
 _AVG = re.compile(r"Avg latency:\s*([0-9.]+)\s*ms")
@@ -38,12 +37,8 @@ def parse_tool_output(text: str) -> dict[str, float]:
             "p99": float(pct.group(2)), "p99.9": float(pct.group(3))}
 
 
-class JvmEndToEndScenario:
+class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
     """Kafka's reference measurement, beside the harness's."""
-
-    spec = scenario_spec("jvm-e2e")
-    name = spec.name
-    client = spec.client
 
     def __init__(self) -> None:
         self._version = "unknown"

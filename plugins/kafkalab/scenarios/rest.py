@@ -9,8 +9,7 @@ from typing import IO, cast
 from kafkalab.errors import ClusterError, RunError
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Tracker, now_ns
-from kafkalab.scenarios.catalog import scenario_spec
+from kafkalab.scenarios.base import CatalogScenario, Cell, Tracker, now_ns
 
 
 class HttpServerProcess:
@@ -62,12 +61,8 @@ def _readline_with_timeout(stream: IO[str], timeout_s: float) -> str:
     return stream.readline() if ready else ""
 
 
-class RestScenario:
+class RestScenario(CatalogScenario, scenario="rest"):
     """``requests`` client → local HTTP server; e2e is send start → server holds the body."""
-
-    spec = scenario_spec("rest")
-    name = spec.name
-    client = spec.client
 
     def client_version(self) -> str:
         import requests
