@@ -24,7 +24,8 @@ examples:
                --payload 1mb,10mb --profile latency --messages 20
   kafkalab cluster down
 
-Data goes to ./lab-data (or --data-dir / KAFKALAB_DATA_DIR); the schema of every file is in
+Data goes to lab-data/ in the project (or --data-dir / KAFKALAB_DATA_DIR), wherever the command
+is run from; cluster state to .lab/ (KAFKALAB_HOME). The schema of every file is in
 docs/metrics-schema.md.
 """
 
@@ -51,8 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kafkalab import __version__
 
     p.add_argument("--version", action="version", version=f"kafkalab {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
+    sub = _subcommands(p, "command", "COMMAND")
 
     # cluster ---------------------------------------------------------------------------
     pc = sub.add_parser("cluster", help="start, inspect or stop the embedded cluster",
@@ -60,8 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "broker (flavor kafka09, default) with its ZooKeeper, or the noida-db "
                         "emulator (flavor noida, modern protocol, labelled EMULATOR). Everything "
                         "binds 127.0.0.1; state, data and logs live under .lab/cluster/.")
-    csub = pc.add_subparsers(dest="cluster_command", metavar="ACTION", parser_class=_Parser)
-    csub.required = True
+    csub = _subcommands(pc, "cluster_command")
     up = csub.add_parser("up", help="start the cluster (no-op when the same one is up)",
                          description="Start ZooKeeper and the brokers, wait until every broker "
                          "answers metadata, and write the cluster descriptor .lab/cluster.yaml "
@@ -80,8 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     # topics ----------------------------------------------------------------------------
     pt = sub.add_parser("topics", help="provision topics for a workload and profiles",
                         description="Topic administration.")
-    tsub = pt.add_subparsers(dest="topics_command", metavar="ACTION", parser_class=_Parser)
-    tsub.required = True
+    tsub = _subcommands(pt, "topics_command")
     prov = tsub.add_parser("provision", help="create or align topics (idempotent)",
                            description="Create the topic of each (workload, profile) pair with the "
                            "profile's partitions, replication factor and topic configs; existing "
@@ -99,9 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "subscribe and assign mode. Prints a comparison table; writes samples "
                         "(Parquet) and a run manifest under the data directory. Exits non-zero "
                         "if any cell failed.",
-                        epilog="scenarios: rest, kafka-python, confluent-kafka, jvm-e2e\n"
-                        "payloads:  100b, 1kb, 10kb, 100kb (random bytes), 1mb, 3mb, 5mb, 10mb (JPEG)\n"
-                        "profiles:  default, throughput, latency, durability, availability",
+                        epilog=_run_epilog(),
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     pr.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")
     pr.add_argument("--scenario", type=_csv, default=None, help="comma-separated scenarios (default: the workload's)")
@@ -135,13 +131,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _subcommands(p: argparse.ArgumentParser, dest: str,
+                 metavar: str = "ACTION") -> argparse._SubParsersAction[Any]:
+    """A required level of sub-commands whose parsers report errors in one line."""
+    sub = p.add_subparsers(dest=dest, metavar=metavar, parser_class=_Parser)
+    sub.required = True
+    return sub
+
+
+def _run_epilog() -> str:
+    """The names ``run`` accepts, from the catalog, the payloads and include/profiles/."""
+    from kafkalab.config import known_names
+    from kafkalab.payloads import IMAGE_SPECS, RANDOM_BODY_SIZES_BYTES
+    from kafkalab.scenarios.catalog import SCENARIOS
+
+    return (f"scenarios: {', '.join(SCENARIOS)}\n"
+            f"payloads:  {', '.join(RANDOM_BODY_SIZES_BYTES)} (random bytes), "
+            f"{', '.join(IMAGE_SPECS)} (JPEG)\n"
+            f"profiles:  {', '.join(known_names('profiles'))}\n"
+            f"workloads: {', '.join(known_names('workloads'))}")
+
+
 def _cluster_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", type=Path, default=None,
                    help="cluster descriptor YAML (default: .lab/cluster.yaml written by `cluster up`)")
 
 
 def _data_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, default=None, help="lab data directory (default ./lab-data)")
+    p.add_argument("--data-dir", type=Path, default=None, help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
 
 
 def _say(msg: str) -> None:
