@@ -11,9 +11,10 @@ is found beside it. A job imports it as::
     else:            # run as a script: beside it, or shipped with --py-files
         import _session as shared
 
-Needs only PySpark: the executors that run the jobs do not have the ``kafkalab`` package,
-so :func:`write_text_atomic` is the one copy, outside ``kafkalab``, of the recipe of
-:func:`kafkalab.store.atomic_write` (keep the two in step).
+Needs only PySpark and the lab's one atomic writer, :func:`kafkalab.store.atomic_write`. That
+module imports nothing but the standard library, so a Spark node without the ``kafkalab``
+package gets it as a lone file: ``spark_py_files()`` ships ``plugins/kafkalab/store.py`` with
+``_session.py``, importable there as ``store``.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+
+try:  # the lab's one atomic writer, from the installed package ...
+    from kafkalab.store import atomic_write as _atomic_write
+except ImportError:  # ... or, on a Spark node without it, the file shipped with --py-files
+    from store import atomic_write as _atomic_write  # type: ignore[no-redef]
 
 __all__ = [
     "LOOPBACK_HOST",
@@ -141,42 +146,10 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
 # --------------------------------------------------------------------------- output
 
 
-def _fsync_dir(directory: str) -> None:
-    """Make a rename in ``directory`` durable (best effort where directories cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_text_atomic(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the whole new one.
-
-    The recipe of ``kafkalab.store.atomic_write``, copied because the jobs run without
-    ``kafkalab``: a temporary file in the same directory, fsynced, renamed over ``path``, the
-    directory fsynced; on any failure the temporary file is removed and ``path`` is untouched.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
+    """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the whole new
+    one: :func:`kafkalab.store.atomic_write`."""
+    _atomic_write(path, text)
 
 
 def write_json_atomic(path: str, doc: dict[str, Any]) -> None:

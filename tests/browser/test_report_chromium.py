@@ -18,8 +18,6 @@ from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
 from tests.unit.test_report import write_lab_data
 
-pytestmark = pytest.mark.browser
-
 CHROMIUM = os.environ.get("KAFKALAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

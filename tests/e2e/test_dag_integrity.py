@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kafkalab.airflow.spark_submit import spark_py_files
 from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_dir
 
 DAGS = dags_dir()
@@ -126,7 +127,8 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
         assert isinstance(op, SparkSubmitOperator)
         assert op._conn_id == "spark_default"
         assert op.application == str(spark_jobs_dir() / script)
-        assert op.py_files == str(spark_jobs_dir() / "_session.py")  # the shared session
+        assert op.py_files == spark_py_files()  # the shared session and the lab's store.py
+        assert op.py_files.split(",")[0] == str(spark_jobs_dir() / "_session.py")
         assert op.conf["spark.ui.enabled"] == "false"
         assert op.conf["spark.driver.bindAddress"] == "127.0.0.1"
         args = [a for a in op.application_args if isinstance(a, str)]

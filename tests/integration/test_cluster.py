@@ -32,8 +32,6 @@ from kafkalab.cluster.distribution import (
 )
 from kafkalab.errors import ClusterError, ConfigError
 
-pytestmark = pytest.mark.integration
-
 LIFECYCLE_ZK_PORT = 22281
 LIFECYCLE_BROKER_PORT = 29392
 STALE_NOIDA_PORT = 29492

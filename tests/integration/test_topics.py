@@ -22,8 +22,6 @@ from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.procs import port_in_use
 from kafkalab.topics import TopicSpec, delete_topics, describe_topic, provision_topics
 
-pytestmark = pytest.mark.integration
-
 THREE_ZK_PORT = 24181
 THREE_BASE_PORT = 29292
 

@@ -23,8 +23,6 @@ from tools.fake_samples import (
     write_fake_samples,
 )
 
-pytestmark = pytest.mark.spark
-
 RUN = "20261122T010203Z-aaaaaa"
 BASE_NS = 1_795_309_323_000_000_000
 
@@ -260,7 +258,8 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
 def test_spark_submit_ships_the_shared_session_with_py_files(
     spark_submit: Any, tmp_path: Path
 ) -> None:
-    """As on a cluster: the job file alone, with the DAG's ``py_files`` (``_session.py``)."""
+    """As on a cluster: the job file alone, with the DAG's ``py_files`` (``_session.py`` and
+    the lab's ``store.py``)."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     script = shutil.copy(spark_jobs_dir() / "aggregate_metrics.py", job_dir)
@@ -269,7 +268,7 @@ def test_spark_submit_ships_the_shared_session_with_py_files(
             "--run-id", RUN)
     alone = spark_submit(script, *args)
     assert alone.returncode != 0 and "_session" in alone.stdout + alone.stderr
-    shipped = spark_submit(script, *args, py_files=[Path(spark_py_files())])
+    shipped = spark_submit(script, *args, py_files=[Path(f) for f in spark_py_files().split(",")])
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     assert "wrote 16 aggregate rows" in shipped.stdout
 

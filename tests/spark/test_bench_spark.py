@@ -5,11 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tools.bench.spark import bench_aggregation
-
-pytestmark = pytest.mark.spark
 
 
 def test_bench_aggregation_pandas_reference_matches_spark(spark: Any, tmp_path: Path) -> None:

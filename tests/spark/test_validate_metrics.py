@@ -12,8 +12,6 @@ from spark_jobs import aggregate_metrics as am
 from spark_jobs import validate_metrics as vm
 from tools.fake_samples import write_fake_samples
 
-pytestmark = pytest.mark.spark
-
 RUN = "20261122T010203Z-cccccc"
 
 

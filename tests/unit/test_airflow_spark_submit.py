@@ -19,9 +19,10 @@ from kafkalab.paths import spark_jobs_dir
 def test_application_and_py_files_are_absolute_job_files() -> None:
     assert spark_application("aggregate") == str(spark_jobs_dir() / "aggregate_metrics.py")
     assert spark_application("validate") == str(spark_jobs_dir() / "validate_metrics.py")
-    assert Path(spark_py_files()) == spark_jobs_dir() / "_session.py"
-    for script in (spark_application("aggregate"), spark_application("validate"),
-                   spark_py_files()):
+    shipped = spark_py_files().split(",")
+    assert [Path(f).name for f in shipped] == ["_session.py", "store.py"]
+    assert Path(shipped[0]) == spark_jobs_dir() / "_session.py"
+    for script in (spark_application("aggregate"), spark_application("validate"), *shipped):
         assert Path(script).is_absolute() and Path(script).is_file(), script
     with pytest.raises(ValueError, match="unknown Spark job 'x'"):
         spark_application("x")

@@ -15,8 +15,6 @@ import pytest
 from kafkalab import alerts, drift
 from kafkalab.errors import LabError
 
-pytestmark = pytest.mark.unit
-
 SECRET = "T0SECRET/B0SECRET/xoxbSuperSecretToken123"
 
 

@@ -10,8 +10,6 @@ from kafkalab.cluster.admin import admin_client, check_reachable
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.errors import ClusterError, ConfigError
 
-pytestmark = pytest.mark.unit
-
 
 def _closed_port() -> int:
     with socket.socket() as s:

@@ -7,8 +7,6 @@ import signal
 import sys
 from pathlib import Path
 
-import pytest
-
 from kafkalab import procs
 from kafkalab.cluster import processes
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
@@ -20,8 +18,6 @@ from kafkalab.cluster.state import (
     state_path,
     write_state,
 )
-
-pytestmark = pytest.mark.unit
 
 
 def _state(lab: Path) -> ClusterState:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import socket
 
-import pytest
-
 from kafkalab.cluster import zookeeper
-
-pytestmark = pytest.mark.unit
 
 # the shape of ZooKeeper 3.4's `dump` answer
 DUMP = """\

@@ -18,8 +18,6 @@ from kafkalab.cluster.descriptor import (
 )
 from kafkalab.errors import ClusterError, ConfigError
 
-pytestmark = pytest.mark.unit
-
 DOC_YAML = """\
 name: embedded            # free text
 flavor: kafka09           # kafka09 | noida | external

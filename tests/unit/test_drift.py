@@ -14,8 +14,6 @@ import pytest
 from kafkalab import drift
 from kafkalab.errors import ConfigError
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -10,15 +10,12 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from kafkalab import drift
 from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
 from kafkalab.report.charts import nice_ticks
 from kafkalab.report.format import fmt_num
-
-pytestmark = pytest.mark.unit
 
 RUN_IDS = [f"2026110{d}T010203Z-aa{d:04d}" for d in range(1, 6)]
 PAYLOADS = [("1kb", 1056), ("1mb", 1048608)]

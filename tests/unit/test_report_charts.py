@@ -23,8 +23,6 @@ from kafkalab.report.format import esc, fmt_num, fmt_pct, rel_href
 from kafkalab.report.sections import run_labels, scenario_rank, series_label
 from kafkalab.scenarios.catalog import SCENARIOS
 
-pytestmark = pytest.mark.unit
-
 SVG = "{http://www.w3.org/2000/svg}"
 
 

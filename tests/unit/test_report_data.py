@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from kafkalab.report.data import (
     emulator_mask,
@@ -18,8 +17,6 @@ from kafkalab.report.data import (
 )
 from kafkalab.store import LabData
 from tests.unit.test_report import RUN_IDS, write_lab_data
-
-pytestmark = pytest.mark.unit
 
 
 def test_column_helpers_tolerate_missing_and_odd_values() -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,9 +34,40 @@ def test_library_never_imports_the_tools_or_the_jobs() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_spark_jobs_never_import_kafkalab() -> None:
+def test_spark_jobs_import_only_the_standalone_store_of_kafkalab() -> None:
     for path in spark_jobs_dir().glob("*.py"):
-        assert "kafkalab" not in _imported_roots(path), path.name
+        used = {n.module for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kafkalab")}
+        assert used <= {"kafkalab.store"}, path.name
+    # store.py ships alone to Spark nodes (spark_py_files): at module level, stdlib only
+    tree = ast.parse((PACKAGE_DIR / "store.py").read_text(encoding="utf-8"))
+    top = {a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    top |= {n.module.split(".")[0] for n in tree.body
+            if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+    assert top - {"__future__"} <= set(sys.stdlib_module_names), top
+
+
+def test_shipped_store_is_the_writer_where_kafkalab_is_not_installed(tmp_path: Path) -> None:
+    """A Spark node without the package: _session.py finds the writer in the shipped store.py."""
+    from kafkalab.airflow.spark_submit import spark_py_files
+
+    stub = tmp_path / "stub" / "kafkalab"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('kafkalab is not installed here')\n")
+    shipped = tmp_path / "py-files"
+    shipped.mkdir()
+    for f in spark_py_files().split(","):
+        shutil.copy(f, shipped)
+    target = tmp_path / "out" / "validation.json"
+    code = ("import sys, _session; _session.write_json_atomic(sys.argv[1], {'success': True}); "
+            "print(_session._atomic_write.__module__)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub.parent), str(shipped)])}
+    proc = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "store"
+    assert json.loads(target.read_text()) == {"success": True}
+    assert [p.name for p in target.parent.iterdir()] == ["validation.json"]
 
 
 def test_fake_samples_follow_the_catalog_and_are_deterministic() -> None:

@@ -7,8 +7,6 @@ from pydantic import ValidationError
 
 from kafkalab.topics import TopicSpec
 
-pytestmark = pytest.mark.unit
-
 
 def test_config_values_become_kafka_strings() -> None:
     spec = TopicSpec(name="lat.x", configs={"unclean.leader.election.enable": False, "x": 3})  # type: ignore[dict-item]

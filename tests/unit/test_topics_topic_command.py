@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from kafkalab.topics.topic_command import (
     TopicDescription,
     command_error,
     literal_topic_regex,
     parse_describe,
 )
-
-pytestmark = pytest.mark.unit
 
 # captured from kafka.admin.TopicCommand --describe on the embedded 0.9.0.1 cluster
 DESCRIBE_OUT = (

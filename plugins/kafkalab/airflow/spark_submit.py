@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kafkalab.paths import data_dir, spark_jobs_dir
+from kafkalab.paths import PACKAGE_DIR, data_dir, spark_jobs_dir
 from kafkalab.store import LabData
 
 SPARK_JOBS: dict[str, str] = {
@@ -44,9 +44,11 @@ def spark_application(job: str) -> str:
 
 
 def spark_py_files() -> str:
-    """The ``py_files`` of every job: the path of ``spark_jobs/_session.py`` (the shared
-    Spark session builder), put on the driver's and executors' ``PYTHONPATH``. No I/O."""
-    return str(spark_jobs_dir() / SESSION_MODULE)
+    """The ``py_files`` of every job, comma-separated: ``spark_jobs/_session.py`` (the shared
+    Spark session builder) and ``kafkalab/store.py`` (the lab's atomic writer, standard
+    library only, importable as ``store`` where the package is not installed); Spark puts
+    them on the driver's and executors' ``PYTHONPATH``. No I/O."""
+    return ",".join([str(spark_jobs_dir() / SESSION_MODULE), str(PACKAGE_DIR / "store.py")])
 
 
 def spark_job_args(job: str, run_id: Any,

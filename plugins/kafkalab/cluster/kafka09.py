@@ -20,7 +20,7 @@ from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java, ensure_kaf
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.progress import Progress
-from kafkalab.store import atomic_write_json, read_json
+from kafkalab.store import atomic_write, atomic_write_json, read_json
 
 __all__ = [
     "BROKER_JVM_OPTS",
@@ -194,7 +194,7 @@ def start_kafka09(
     zk_conf = config / "zookeeper.properties"
     zk_logs = logs / "zookeeper"
     zk_logs.mkdir(parents=True, exist_ok=True)
-    zk_conf.write_text(_props_text(zookeeper_properties(data / "zookeeper", zk_port)))
+    atomic_write(zk_conf, _props_text(zookeeper_properties(data / "zookeeper", zk_port)))
     progress(f"starting ZooKeeper on {procs.HOST}:{zk_port}")
     zk_proc = start_process(
         lab,
@@ -219,7 +219,7 @@ def start_kafka09(
         conf = config / f"server{i}.properties"
         broker_logs = logs / f"broker{i}"
         broker_logs.mkdir(parents=True, exist_ok=True)
-        conf.write_text(_props_text(broker_properties(i, port, zk_port, data / f"broker{i}", n)))
+        atomic_write(conf, _props_text(broker_properties(i, port, zk_port, data / f"broker{i}", n)))
         progress(f"starting broker {i} on {procs.HOST}:{port}")
         start_process(
             lab,

@@ -161,17 +161,3 @@ def load_drift_config_or_default(path: str | os.PathLike[str] | None = None) -> 
     if not p.exists():
         return DriftConfig()
     return load_drift_config(p)
-
-
-__all__ = [
-    "AlertSettings",
-    "Direction",
-    "DriftConfig",
-    "DriftDefaults",
-    "MetricRule",
-    "ResolvedRule",
-    "default_config_path",
-    "load_drift_config",
-    "load_drift_config_or_default",
-    "parse_drift_config",
-]

@@ -1,32 +1,10 @@
-"""The scenarios of seed 000 behind one interface: the catalog (names, clients) here, the
-interface and the shared closed-loop book-keeping in ``base.py``, one module per scenario.
+"""The scenarios of seed 000 behind one interface.
 
-Importing this package is cheap (no client library, no pyarrow): the catalog is safe at
-DAG-parse time.
+- ``catalog.py``: the one list of scenarios (names, clients, capabilities) and
+  ``get_scenario``; cheap to import, safe at DAG-parse time;
+- ``base.py``: the interface (:class:`~kafkalab.scenarios.base.Scenario`), the cell, and the
+  closed loop's book-keeping (``Tracker``);
+- ``kafka_client.py``: what the two Kafka client scenarios share;
+- one module per scenario: ``rest.py`` (with ``http_server.py``), ``kafka_python.py``,
+  ``confluent.py``, ``jvm_e2e.py``.
 """
-
-from __future__ import annotations
-
-from kafkalab.scenarios.catalog import (
-    CATALOG,
-    KAFKA_CLIENT_SCENARIOS,
-    KAFKA_SCENARIOS,
-    MESSAGE_SCENARIOS,
-    SCENARIOS,
-    ScenarioSpec,
-    get_scenario,
-    needs_kafka,
-    scenario_spec,
-)
-
-__all__ = [
-    "CATALOG",
-    "KAFKA_CLIENT_SCENARIOS",
-    "KAFKA_SCENARIOS",
-    "MESSAGE_SCENARIOS",
-    "SCENARIOS",
-    "ScenarioSpec",
-    "get_scenario",
-    "needs_kafka",
-    "scenario_spec",
-]

@@ -21,6 +21,7 @@ from kafkalab.payloads import wire_size_bytes
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
 from kafkalab.scenarios.base import CatalogScenario, Cell, Skipped
+from kafkalab.store import atomic_write
 
 TOOL_CLASS = "kafka.tools.EndToEndLatency"
 _AVG = re.compile(r"Avg latency:\s*([0-9.]+)\s*ms")
@@ -55,9 +56,10 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         if not (home / "libs").is_dir():
             raise Skipped(f"kafka_home {home} has no libs/ folder")
         self._version = d.version
+        # the run's scratch folder (LabData.run_work_dir): the settings the tool was given ...
         props = cell.work_dir / f"e2e-{cell.profile.name}-{cell.payload}.properties"
-        props.parent.mkdir(parents=True, exist_ok=True)
-        props.write_text("".join(f"{k}={v}\n" for k, v in jvm_tool_properties(cell.profile).items()))
+        atomic_write(props, "".join(f"{k}={v}\n"
+                                    for k, v in jvm_tool_properties(cell.profile).items()))
         acks = "all" if cell.profile.producer.acks == "all" else cell.profile.producer.acks
         size = wire_size_bytes(cell.body)
         count = cell.total_messages
@@ -70,7 +72,8 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         except subprocess.TimeoutExpired:
             raise RunError(f"EndToEndLatency did not finish within {timeout_s:.0f} s") from None
         out = proc.stdout + proc.stderr
-        (cell.work_dir / f"e2e-{cell.profile.name}-{cell.payload}.log").write_text(out)
+        # ... and its whole printout, beside them
+        atomic_write(cell.work_dir / f"e2e-{cell.profile.name}-{cell.payload}.log", out)
         if proc.returncode != 0:
             raise RunError(f"EndToEndLatency exited {proc.returncode}: "
                            + " | ".join(out.strip().splitlines()[-2:]))
