@@ -6,7 +6,7 @@ the logic lives in :mod:`kafkalab.airflow.tasks` and runs only inside tasks.
 
 Chain and trigger rules (documented in ``docs/airflow.md``)::
 
-    name_run -> check_cluster -> prepare_run -> run_cell[...] -> close_run (all_done)
+    name_run -> check_cluster -> prepare_run -> measure_cell[...] -> close_run (all_done)
       -> aggregate_metrics -> validate_metrics
       -> check_drift (all_done) -> publish_report (all_done) -> send_alerts (all_done)
     every task -> verify_outcome (one_failed: fails the DAG run when anything failed)
@@ -123,11 +123,11 @@ def build_latency_chain(run_prefix: str) -> None:
         return tasks.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
 
     @task(max_active_tis_per_dag=1)  # one cell at a time: parallel cells distort latencies
-    def run_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
+    def measure_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
         """Measure one scenario x payload x profile cell."""
         from airflow.sdk.exceptions import AirflowSkipException
 
-        summary = tasks.run_cell(_context_params(), lab_run_id, cell)
+        summary = tasks.measure_cell(_context_params(), lab_run_id, cell)
         if summary["status"] == "skipped":
             raise AirflowSkipException(f"cell skipped: {summary.get('reason')}")
         return summary
@@ -162,7 +162,7 @@ def build_latency_chain(run_prefix: str) -> None:
     lab_run_id = name_run()
     cluster = check_cluster()
     cells = prepare_run(lab_run_id)
-    measured = run_cell.partial(lab_run_id=lab_run_id).expand(cell=cells)
+    measured = measure_cell.partial(lab_run_id=lab_run_id).expand(cell=cells)
     closed = close_run(lab_run_id)
     aggregate = _spark_task(
         "aggregate", lab_run_id, outlets=[AGGREGATES_ASSET],

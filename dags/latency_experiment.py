@@ -17,7 +17,7 @@ Runs one latency experiment, chosen in the **trigger form**: scenarios × payloa
 profiles of a workload, each cell measured as its own (mapped) task, then aggregated and
 validated with Spark, drift-checked, reported and announced.
 
-`name_run` → `check_cluster` → `prepare_run` (topics) → `run_cell` × cells (one at a time)
+`name_run` → `check_cluster` → `prepare_run` (topics) → `measure_cell` × cells (one at a time)
 → `close_run` → `aggregate_metrics` (Spark) → `validate_metrics` (Spark + Great Expectations)
 → `check_drift` → `publish_report` → `send_alerts` → `verify_outcome`.
 

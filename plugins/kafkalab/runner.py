@@ -257,7 +257,7 @@ def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
     prof = load_profile(profile)
     body = load_body(payload, req.workload.encoding, include_dir() / "images")
     lab = LabData(req.data_dir)
-    result = _run_cell(req, manifest, prof, payload, body, scenario,
+    result = _measure(req, manifest, prof, payload, body, scenario,
                        lab.run_work_dir(req.run_id), progress)
     lab.write_cell_fragment(req.run_id, {
         "scenario": scenario, "payload": payload, "profile": profile,
@@ -326,7 +326,7 @@ def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, P
                 )
 
 
-def _run_cell(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
+def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
               scenario_name: str, work_dir: Path, progress: Progress) -> CellResult:
     d = req.descriptor
     scenario = get_scenario(scenario_name)

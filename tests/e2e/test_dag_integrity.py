@@ -19,7 +19,7 @@ DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
 """What the lab would read or write with this environment (none of it may be opened)."""
 DAG_IDS = ("latency_experiment", "nightly_latency_regression")
-CHAIN = ("name_run", "check_cluster", "prepare_run", "run_cell", "close_run",
+CHAIN = ("name_run", "check_cluster", "prepare_run", "measure_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
          "send_alerts", "verify_outcome")
 
@@ -96,8 +96,8 @@ def test_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
     up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
     assert up["check_cluster"] == {"name_run"}
     assert up["prepare_run"] >= {"name_run", "check_cluster"}
-    assert up["run_cell"] >= {"prepare_run"}
-    assert up["close_run"] >= {"run_cell"}
+    assert up["measure_cell"] >= {"prepare_run"}
+    assert up["close_run"] >= {"measure_cell"}
     assert up["aggregate_metrics"] >= {"close_run", "name_run"}  # run id through XCom
     assert up["validate_metrics"] >= {"aggregate_metrics"}
     assert up["check_drift"] >= {"validate_metrics"}
@@ -116,7 +116,7 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     dag = parsed["bag"].dags[dag_id]
-    cell = dag.get_task("run_cell")
+    cell = dag.get_task("measure_cell")
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     assert isinstance(cell, MappedOperator)

@@ -48,14 +48,14 @@ def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch) -> N
     on_failure_alert({
         "dag": _Named(dag_id="nightly_latency_regression"),
         "dag_run": _Named(run_id="scheduled__2026-11-21T00:00:00+00:00"),
-        "task_instance": _Named(task_id="run_cell"),
+        "task_instance": _Named(task_id="measure_cell"),
         "reason": "task_failure",
         "exception": ValueError("broker gone"),
     })
     assert sent == [{
         "url": "https://hooks.example/T/X", "dag_id": "nightly_latency_regression",
         "run_id": "nightly-20261121T000000Z",
-        "error": "task_failure; task run_cell failed; ValueError: broker gone",
+        "error": "task_failure; task measure_cell failed; ValueError: broker gone",
         "fmt": "generic",
         "report_url": "https://reports.example/nightly-20261121T000000Z/index.html",
     }]

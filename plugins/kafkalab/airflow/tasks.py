@@ -8,7 +8,7 @@ come from :mod:`kafkalab.paths`, data-dir files from :class:`kafkalab.store.LabD
 
 The chain (see ``docs/airflow.md``)::
 
-    name_run -> check_cluster -> prepare_run -> run_cell x N (dynamic mapping) -> close_run
+    name_run -> check_cluster -> prepare_run -> measure_cell x N (dynamic mapping) -> close_run
       -> aggregate_metrics (Spark) -> validate_metrics (Spark + GX)
       -> check_drift -> publish_report -> send_alerts -> verify_outcome
 
@@ -155,7 +155,7 @@ def _summary(result: CellResult | Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_cell(params: Mapping[str, Any], run_id: str, cell: Mapping[str, str]) -> dict[str, Any]:
+def measure_cell(params: Mapping[str, Any], run_id: str, cell: Mapping[str, str]) -> dict[str, Any]:
     """Measure one ``(scenario, payload, profile)`` cell of a started run.
 
     Its samples and manifest fragment are written before this returns or raises.
@@ -167,11 +167,11 @@ def run_cell(params: Mapping[str, Any], run_id: str, cell: Mapping[str, str]) ->
     Raises:
         CellFailedError: the cell failed (the run will be ``incomplete``).
     """
-    from kafkalab.runner import measure_cell
+    from kafkalab import runner
 
     req = build_request(params, run_id)
-    result = measure_cell(req, cell["scenario"], cell["payload"], cell["profile"],
-                          progress=log.info)
+    result = runner.measure_cell(req, cell["scenario"], cell["payload"], cell["profile"],
+                                 progress=log.info)
     summary = _summary(result)
     log.info("cell %s/%s/%s: %s, %s rows, p50 %s ms, p99 %s ms", summary["scenario"],
              summary["payload"], summary["profile"], summary["status"], summary.get("rows"),
@@ -300,10 +300,10 @@ __all__ = [
     "check_cluster",
     "check_drift",
     "close_run",
+    "measure_cell",
     "prepare_run",
     "publish_report",
     "resolve_scenarios",
-    "run_cell",
     "send_alerts",
     "verify_outcome",
 ]
