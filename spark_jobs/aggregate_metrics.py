@@ -258,9 +258,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="aggregate_metrics",
         description="Aggregate raw latency samples into one row per cell (Parquet).",
     )
-    p.add_argument("--samples", default="lab-data/samples",
+    p.add_argument("--samples", required=True,
                    help="samples root (Hive layout), any Hadoop-compatible URI or local dir")
-    p.add_argument("--out", default="lab-data/aggregates", help="aggregates root")
+    p.add_argument("--out", required=True, help="aggregates root")
     p.add_argument("--run-id", dest="run_ids", action="append", default=[], nargs="+",
                    metavar="ID", help="run id(s) to aggregate (repeatable); default: all runs")
     ns = p.parse_args(argv)

@@ -419,10 +419,10 @@ def _read_run(spark: SparkSession, path: str, run_id: str, what: str) -> DataFra
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="validate_metrics",
                                 description="Validate raw samples and aggregates of a run.")
-    p.add_argument("--samples", default="lab-data/samples", help="samples root (Hive layout)")
-    p.add_argument("--aggregates", default="lab-data/aggregates", help="aggregates root")
+    p.add_argument("--samples", required=True, help="samples root (Hive layout)")
+    p.add_argument("--aggregates", required=True, help="aggregates root")
     p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", default="lab-data/validation", help="output directory")
+    p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--profiles-durable", default="durability",
                    help="comma-separated profiles that promise no loss (default: durability)")
     return p.parse_args(argv)

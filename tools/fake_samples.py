@@ -21,6 +21,7 @@ Shape of the data (defaults: every scenario of the catalog):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -41,7 +42,7 @@ from kafkalab.scenarios.catalog import (
     ScenarioSpec,
     scenario_spec,
 )
-from kafkalab.store import LabData
+from kafkalab.store import LabData, atomic_file
 
 __all__ = [
     "PARTITION_COLUMNS",
@@ -462,35 +463,27 @@ def write_fake_samples(
     Files: one per cell at :meth:`kafkalab.store.LabData.cell_file`
     (``samples/run_date=<d>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet``); the
     partition columns live in the path only. The run's existing samples files are removed
-    first. Each file is streamed (chunk by chunk, so it never sits whole in memory) to a
-    hidden temporary name beside it and renamed into place once every chunk is written; on
-    failure the temporary files are removed. Returns the files written.
+    first. Each file is streamed chunk by chunk (it never sits whole in memory) through
+    :func:`kafkalab.store.atomic_file`: it appears whole once every chunk is written, and on
+    failure no temporary file is left. Returns the files written.
     """
     lab = LabData(data_dir)
     file_schema = pa.schema([f for f in SAMPLES_ARROW_SCHEMA if f.name not in PARTITION_COLUMNS])
-    writers: dict[tuple[str, str, str], tuple[pq.ParquetWriter, Path, Path]] = {}
+    writers: dict[tuple[str, str, str], pq.ParquetWriter] = {}
+    written: list[Path] = []
     cleared = False
-    try:
-        try:
-            for key, df in fake_cell_frames(n_rows, run_id, seed, **kwargs):  # type: ignore[arg-type]
-                if not cleared:
-                    lab.clear_run_samples(run_id)
-                    cleared = True
-                if key not in writers:
-                    final = lab.cell_file(str(df["run_date"].iloc[0]), run_id, *key)
-                    final.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = final.with_name(f".{final.name}.tmp")
-                    writers[key] = (pq.ParquetWriter(tmp, file_schema), tmp, final)
-                writers[key][0].write_table(to_arrow_table(df, include_partitions=False))
-        finally:
-            for writer, _, _ in writers.values():
-                writer.close()
-    except BaseException:
-        for _, tmp, _ in writers.values():
-            tmp.unlink(missing_ok=True)
-        raise
-    written = []
-    for _, tmp, final in writers.values():
-        os.replace(tmp, final)
-        written.append(final)
+    # each file through store.atomic_file: whole or not at all; the ExitStack closes each
+    # Parquet writer before its file is renamed into place (or removed, on failure)
+    with contextlib.ExitStack() as files:
+        for key, df in fake_cell_frames(n_rows, run_id, seed, **kwargs):  # type: ignore[arg-type]
+            if not cleared:
+                lab.clear_run_samples(run_id)
+                cleared = True
+            if key not in writers:
+                final = lab.cell_file(str(df["run_date"].iloc[0]), run_id, *key)
+                sink = files.enter_context(atomic_file(final))
+                writers[key] = pq.ParquetWriter(sink, file_schema)
+                files.callback(writers[key].close)
+                written.append(final)
+            writers[key].write_table(to_arrow_table(df, include_partitions=False))
     return written

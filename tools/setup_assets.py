@@ -8,7 +8,7 @@ import sys
 
 from kafkalab.cluster.distribution import ensure_java, ensure_kafka_distribution
 from kafkalab.errors import LabError
-from kafkalab.paths import include_dir, lab_dir
+from kafkalab.paths import images_dir, lab_dir
 from kafkalab.payloads import ensure_images
 
 
@@ -17,7 +17,7 @@ def main() -> int:
     try:
         ensure_java()
         home = ensure_kafka_distribution(lab_dir(), progress=lambda m: print(m, flush=True))
-        images = ensure_images(include_dir() / "images")
+        images = ensure_images(images_dir())
     except LabError as exc:
         print(f"setup: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -254,19 +254,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from kafkalab.paths import data_dir
     from kafkalab.report.build import build_report
+    from kafkalab.store import LabData
 
-    path = build_report((args.data_dir or data_dir()).resolve(), run_id=args.run_id)
+    path = build_report(LabData(args.data_dir).root, run_id=args.run_id)
     _say(f"report: {path}")
     return 0
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from kafkalab.drift import run_drift
-    from kafkalab.paths import data_dir
+    from kafkalab.store import LabData
 
-    records, path = run_drift((args.data_dir or data_dir()).resolve(), run_id=args.run_id,
+    records, path = run_drift(LabData(args.data_dir).root, run_id=args.run_id,
                               config_path=args.config)
     if path is None or len(records) == 0:
         _say("drift: no aggregates yet (run the aggregation first)")

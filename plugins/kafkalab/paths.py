@@ -8,6 +8,7 @@ Celery worker or a container runs in a directory of its own, and finds the same 
 |---|---|---|
 | :func:`project_root` | the folder above ``plugins/`` that holds this package | ``KAFKALAB_ROOT`` |
 | :func:`include_dir` | ``<root>/include`` (profiles, workloads, images, drift.yaml) | ``KAFKALAB_INCLUDE_DIR`` |
+| :func:`images_dir` | ``<include>/images`` (payload JPEGs) | — |
 | :func:`spark_jobs_dir` | ``<root>/spark_jobs`` | ``KAFKALAB_SPARK_JOBS_DIR`` |
 | :func:`dags_dir` | ``<root>/dags`` | — |
 | :func:`lab_dir` | ``<root>/.lab`` (Kafka distribution, embedded cluster, Airflow home) | ``KAFKALAB_HOME`` |
@@ -50,6 +51,11 @@ def include_dir() -> Path:
     return _env_path("KAFKALAB_INCLUDE_DIR") or project_root() / "include"
 
 
+def images_dir() -> Path:
+    """``<include>/images``: the payload JPEGs (generated and sha256-verified by ``make setup``)."""
+    return include_dir() / "images"
+
+
 def spark_jobs_dir() -> Path:
     """The folder holding the Spark job scripts submitted with ``spark-submit``."""
     return _env_path("KAFKALAB_SPARK_JOBS_DIR") or project_root() / "spark_jobs"
@@ -75,9 +81,10 @@ def data_dir() -> Path:
     return _env_path("KAFKALAB_DATA_DIR") or project_root() / "lab-data"
 
 
-def default_descriptor_path() -> Path:
-    """``<lab_dir>/cluster.yaml``: the descriptor ``kafkalab cluster up`` writes."""
-    return lab_dir() / "cluster.yaml"
+def default_descriptor_path(lab: Path | None = None) -> Path:
+    """``<lab_dir>/cluster.yaml``: the descriptor ``kafkalab cluster up`` writes (in the lab
+    home ``lab``, default :func:`lab_dir`)."""
+    return (lab if lab is not None else lab_dir()) / "cluster.yaml"
 
 
 def drift_config_path() -> Path:
@@ -97,6 +104,7 @@ __all__ = [
     "data_dir",
     "default_descriptor_path",
     "drift_config_path",
+    "images_dir",
     "include_dir",
     "lab_dir",
     "plugins_dir",

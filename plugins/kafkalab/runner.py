@@ -28,7 +28,7 @@ from kafkalab.cluster.descriptor import ClusterDescriptor, public_view
 from kafkalab.config.loader import load_profile, load_workload
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
-from kafkalab.paths import include_dir
+from kafkalab.paths import images_dir
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
 from kafkalab.progress import Progress, noop
 from kafkalab.samples import (
@@ -188,7 +188,7 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
                     f"{req.descriptor.broker_count} broker(s); start 3 with "
                     "`kafkalab cluster up --brokers 3`"
                 )
-    images = include_dir() / "images"
+    images = images_dir()
     for payload in req.payloads:
         size = wire_size_bytes(load_body(payload, w.encoding, images))
         for prof in profiles.values():
@@ -255,7 +255,7 @@ def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
     assert req.run_id, "start_run first"
     manifest = Manifest.load(req.data_dir, req.run_id)
     prof = load_profile(profile)
-    body = load_body(payload, req.workload.encoding, include_dir() / "images")
+    body = load_body(payload, req.workload.encoding, images_dir())
     lab = LabData(req.data_dir)
     result = _measure(req, manifest, prof, payload, body, scenario,
                        lab.run_work_dir(req.run_id), progress)
@@ -309,7 +309,7 @@ def execute(req: RunRequest, progress: Progress) -> RunResult:
 def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, Profile],
                         payloads: list[str], describe: Callable[..., dict[str, Any]]) -> None:
     """Refuse a payload larger than the *existing* topic's max.message.bytes (when known)."""
-    images = include_dir() / "images"
+    images = images_dir()
     for prof in profiles.values():
         topic = w.topic_for(prof.name)
         info = describe(d, topic)

@@ -18,9 +18,10 @@ knows where those files live. Layout under the data directory (:func:`kafkalab.p
 Every file the library writes goes through :func:`atomic_write`: a temporary file in the
 same directory, fsynced, renamed over the target, and the directory fsynced; on any failure
 the temporary file is removed and the old file (if any) is left as it was. A reader never
-sees half a file. (The Spark jobs run on executors without this package: they receive these
-paths as arguments and write with Spark's own committer, or, for the validation JSON, with
-their own copy of the same recipe in ``spark_jobs/_session.py``.)
+sees half a file. The Spark jobs receive these paths as arguments and write Parquet with
+Spark's own committer, and the validation JSON with this module's :func:`atomic_write`: at
+module level this file imports only the standard library, so it ships to Spark nodes that
+lack the package as a lone ``--py-files`` file (``kafkalab.airflow.spark_submit``); keep it so.
 
 No I/O happens at import time or in :class:`LabData`'s constructor.
 """
@@ -33,9 +34,9 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +44,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._=-]")
+
+SAMPLES_DIR = "samples"
+RUNS_DIR = "runs"
+AGGREGATES_DIR = "aggregates"
+VALIDATION_DIR = "validation"
+DRIFT_DIR = "drift"
+ALERTS_DIR = "alerts"
+REPORTS_DIR = "reports"
+"""The top-level folders of a data directory, for callers that address it by URI
+(``s3a://bucket/lab/samples``) rather than through :class:`LabData`."""
 
 
 # --------------------------------------------------------------------------- atomic writes
@@ -62,21 +73,21 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one.
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` through, appearing whole or not at all.
 
-    A temporary file in the same directory receives the data and is fsynced, renamed over
-    ``path``, and the directory is fsynced. On any failure (disk full, interrupt) the
-    temporary file is removed and the exception propagates; ``path`` is untouched.
-    ``str`` data is encoded as UTF-8. Returns ``path``.
+    The file is a temporary one in the same directory; when the block ends normally it is
+    fsynced, renamed over ``path``, and the directory is fsynced. On any failure (disk full,
+    interrupt, an exception in the block) the temporary file is removed and the exception
+    propagates; ``path`` is untouched. For data produced in pieces (a Parquet writer).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -85,7 +96,14 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
             os.unlink(tmp)
         raise
     _fsync_dir(target.parent)
-    return target
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one
+    (:func:`atomic_file`); ``str`` data is encoded as UTF-8. Returns ``path``."""
+    with atomic_file(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
 
 
 def atomic_write_json(path: str | os.PathLike[str], doc: Any, *, sort_keys: bool = True) -> Path:
@@ -148,22 +166,22 @@ class LabData:
     @property
     def samples_dir(self) -> Path:
         """``samples/``: raw samples, Hive-partitioned by ``run_date`` and ``run_id``."""
-        return self.root / "samples"
+        return self.root / SAMPLES_DIR
 
     @property
     def runs_dir(self) -> Path:
         """``runs/``: manifests, cell fragments and per-run scratch."""
-        return self.root / "runs"
+        return self.root / RUNS_DIR
 
     @property
     def aggregates_dir(self) -> Path:
         """``aggregates/``: one Parquet partition per run (written by the Spark job)."""
-        return self.root / "aggregates"
+        return self.root / AGGREGATES_DIR
 
     @property
     def validation_dir(self) -> Path:
         """``validation/``: Great Expectations results per run, and Data Docs."""
-        return self.root / "validation"
+        return self.root / VALIDATION_DIR
 
     @property
     def validation_docs_dir(self) -> Path:
@@ -173,17 +191,17 @@ class LabData:
     @property
     def drift_dir(self) -> Path:
         """``drift/``: drift records, one partition per run."""
-        return self.root / "drift"
+        return self.root / DRIFT_DIR
 
     @property
     def alerts_dir(self) -> Path:
         """``alerts/``: the alert de-duplication state."""
-        return self.root / "alerts"
+        return self.root / ALERTS_DIR
 
     @property
     def reports_dir(self) -> Path:
         """``reports/``: the static trend report."""
-        return self.root / "reports"
+        return self.root / REPORTS_DIR
 
     # -- run manifests -----------------------------------------------------------------
 
@@ -349,4 +367,18 @@ class LabData:
         return sorted(self.reports_dir.glob("*/index.html"))
 
 
-__all__ = ["LabData", "atomic_write", "atomic_write_json", "read_json", "safe_name"]
+__all__ = [
+    "AGGREGATES_DIR",
+    "ALERTS_DIR",
+    "DRIFT_DIR",
+    "REPORTS_DIR",
+    "RUNS_DIR",
+    "SAMPLES_DIR",
+    "VALIDATION_DIR",
+    "LabData",
+    "atomic_file",
+    "atomic_write",
+    "atomic_write_json",
+    "read_json",
+    "safe_name",
+]

@@ -32,6 +32,7 @@ def test_defaults_come_from_the_package_not_the_cwd(clean_env: pytest.MonkeyPatc
     assert (paths.include_dir() / "profiles" / "latency.yaml").is_file()
     assert paths.spark_jobs_dir() == REPO / "spark_jobs"
     assert (paths.spark_jobs_dir() / "aggregate_metrics.py").is_file()
+    assert paths.images_dir() == REPO / "include" / "images"
     assert paths.dags_dir() == REPO / "dags"
     assert paths.plugins_dir() == REPO / "plugins"
     assert paths.lab_dir() == REPO / ".lab"

@@ -126,3 +126,17 @@ def test_clear_run_samples_removes_only_that_run(tmp_path: Path) -> None:
 ])
 def test_safe_name(run_id: str, expected: str) -> None:
     assert safe_name(run_id) == expected
+
+
+def test_atomic_file_streams_and_an_error_in_the_block_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "cell.parquet"
+    with store.atomic_file(target) as fh:
+        fh.write(b"part 1, ")
+        assert not target.exists()  # not visible until the block ends
+        fh.write(b"part 2")
+    assert target.read_bytes() == b"part 1, part 2"
+    with pytest.raises(RuntimeError), store.atomic_file(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("writer failed")
+    assert target.read_bytes() == b"part 1, part 2"
+    assert [p.name for p in tmp_path.iterdir()] == ["cell.parquet"]

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from kafkalab import store
 from kafkalab.paths import PACKAGE_DIR, data_dir, spark_jobs_dir
-from kafkalab.store import LabData
 
 SPARK_JOBS: dict[str, str] = {
     "aggregate": "aggregate_metrics.py",
@@ -23,10 +22,6 @@ SPARK_JOBS: dict[str, str] = {
 
 SESSION_MODULE = "_session.py"
 """The session builder every job imports, shipped with each job as a py-file."""
-
-_LAYOUT = LabData(Path("/"))
-"""The data dir's layout at the root: only used for the folder names of :class:`LabData`."""
-
 
 def _check_job(job: str) -> None:
     if job not in SPARK_JOBS:
@@ -68,14 +63,11 @@ def spark_job_args(job: str, run_id: Any,
     _check_job(job)
     root = str(data if data is not None else data_dir()).rstrip("/")
 
-    def under(folder: Path) -> str:
-        return f"{root}/{folder.relative_to(_LAYOUT.root).as_posix()}"
-
-    samples, aggregates = under(_LAYOUT.samples_dir), under(_LAYOUT.aggregates_dir)
+    samples, aggregates = f"{root}/{store.SAMPLES_DIR}", f"{root}/{store.AGGREGATES_DIR}"
     if job == "aggregate":
         return ["--samples", samples, "--out", aggregates, "--run-id", run_id]
     return ["--samples", samples, "--aggregates", aggregates, "--run-id", run_id,
-            "--out", under(_LAYOUT.validation_dir)]
+            "--out", f"{root}/{store.VALIDATION_DIR}"]
 
 
 def spark_conf() -> dict[str, str]:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
+from kafkalab.paths import default_descriptor_path
 from kafkalab.store import atomic_write_json
 
 __all__ = [
@@ -92,7 +93,7 @@ def resolve_lab(lab_dir: Path | str | None) -> Path:
         from kafkalab.paths import lab_dir as default_lab_dir
 
         return default_lab_dir()
-    return Path(lab_dir).expanduser().resolve()
+    return Path(lab_dir).expanduser().absolute()
 
 
 def cluster_dir(lab: Path) -> Path:
@@ -107,7 +108,7 @@ def state_path(lab: Path) -> Path:
 
 def descriptor_path(lab: Path) -> Path:
     """``<lab>/cluster.yaml``: the descriptor of the running embedded cluster."""
-    return lab / "cluster.yaml"
+    return default_descriptor_path(lab)
 
 
 def read_state(lab: Path) -> ClusterState | None:

@@ -23,7 +23,8 @@ from kafkalab.samples import Sample
 from kafkalab.scenarios.base import CatalogScenario, Cell, Skipped
 from kafkalab.store import atomic_write
 
-TOOL_CLASS = "kafka.tools.EndToEndLatency"
+TOOL_STATISTICS: tuple[str, ...] = ("avg", "p50", "p99", "p99.9")
+"""The statistics the tool prints, as the ``statistic`` of its ``tool_summary`` rows."""
 _AVG = re.compile(r"Avg latency:\s*([0-9.]+)\s*ms")
 _PCT = re.compile(r"Percentiles:\s*50th\s*=\s*(\d+),\s*99th\s*=\s*(\d+),\s*99\.9th\s*=\s*(\d+)")
 
@@ -34,8 +35,8 @@ def parse_tool_output(text: str) -> dict[str, float]:
     if not avg or not pct:
         raise RunError("EndToEndLatency printed no results; its output ends with: "
                        + " | ".join(text.strip().splitlines()[-3:]))
-    return {"avg": float(avg.group(1)), "p50": float(pct.group(1)),
-            "p99": float(pct.group(2)), "p99.9": float(pct.group(3))}
+    values = (avg.group(1), pct.group(1), pct.group(2), pct.group(3))
+    return {name: float(v) for name, v in zip(TOOL_STATISTICS, values, strict=True)}
 
 
 class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
@@ -63,7 +64,7 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         acks = "all" if cell.profile.producer.acks == "all" else cell.profile.producer.acks
         size = wire_size_bytes(cell.body)
         count = cell.total_messages
-        cmd = ["java", "-Xmx1g", "-cp", jvm_classpath(home), TOOL_CLASS,
+        cmd = ["java", "-Xmx1g", "-cp", jvm_classpath(home), self.client,
                d.bootstrap_servers, str(cell.topic), str(count), acks, str(size), str(props)]
         progress(f"EndToEndLatency: {count} messages of {size} bytes")
         timeout_s = count * cell.workload.message_timeout_s + 60
