@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.run_ids import run_id_time
 from kafkalab.samples import SAMPLE_SCHEMA
 from kafkalab.scenarios.catalog import (
     KAFKA_CLIENT_SCENARIOS,
@@ -95,8 +96,6 @@ _UNKNOWN_VERSION = "0.0.0"
 
 _KAFKA_FLAVOR, _KAFKA_VERSION = "kafka09", "0.9.0.1"
 
-_RUN_ID_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
-
 _HARNESS_RESOLUTION_MS = 1e-6
 _TOOL_PCT_RESOLUTION_MS = 1.0
 _TOOL_AVG_RESOLUTION_MS = 1e-4
@@ -115,10 +114,9 @@ class _Cell:
 
 def _run_start(run_id: str, seed: int) -> dt.datetime:
     """Start of the run: parsed from a ``YYYYMMDDTHHMMSSZ-...`` run id, else a fixed date."""
-    m = _RUN_ID_RE.match(run_id)
-    if m:
-        y, mo, d, h, mi, s = (int(g) for g in m.groups())
-        return dt.datetime(y, mo, d, h, mi, s, tzinfo=dt.UTC)
+    started = run_id_time(run_id)
+    if started is not None:
+        return started
     return dt.datetime(2026, 11, 22, 1, 2, 3, tzinfo=dt.UTC) + dt.timedelta(seconds=seed)
 
 

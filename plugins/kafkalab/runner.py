@@ -31,11 +31,11 @@ from kafkalab.errors import ClusterError, ConfigError, LabError
 from kafkalab.paths import images_dir
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
 from kafkalab.progress import Progress, noop
+from kafkalab.run_ids import new_run_id
 from kafkalab.samples import (
     CellContext,
     Manifest,
     Sample,
-    new_run_id,
     runtime_versions,
     to_rows,
     utc_now_iso,

@@ -213,11 +213,6 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def new_run_id() -> str:
-    """``YYYYMMDDTHHMMSSZ-<6 hex>``: sortable by start time, unique enough."""
-    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{os.urandom(3).hex()}"
-
-
 def runtime_versions() -> dict[str, str]:
     """Versions of everything that shapes a measurement."""
     from importlib.metadata import PackageNotFoundError, version

@@ -9,6 +9,8 @@ import hashlib
 import re
 from datetime import UTC, datetime, timedelta
 
+from kafkalab.run_ids import format_run_time
+
 RUN_PREFIXES: dict[str, str] = {
     "latency_experiment": "experiment",
     "nightly_latency_regression": "nightly",
@@ -42,7 +44,7 @@ def lab_run_id(airflow_run_id: str, prefix: str = "airflow") -> str:
             sign = 1 if tz[0] == "+" else -1
             hh, mm = int(tz[1:3]), int(tz[-2:])
             ts = ts - sign * timedelta(hours=hh, minutes=mm)
-        stamp = ts.strftime("%Y%m%dT%H%M%SZ")
+        stamp = format_run_time(ts)
         kind, _, _ = airflow_run_id.partition("__")
         clean = (m.start() == len(kind) + 2 and m.end() == len(airflow_run_id)
                  and not (m["frac"] and int(m["frac"][1:] or 0)))

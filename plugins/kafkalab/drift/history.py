@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,8 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
+from kafkalab.run_ids import run_id_time
 from kafkalab.store import LabData, atomic_write
-
-_RUN_ID_TS = re.compile(r"^(\d{8}T\d{6}Z)")
 
 MANIFEST_COLUMNS: tuple[str, ...] = ("run_id", "run_started_at", "run_status")
 """Columns :func:`load_history` adds to the aggregates from the run manifests."""
@@ -105,9 +103,9 @@ def run_order(history: pd.DataFrame) -> list[str]:
         if "run_started_at" in grp.columns:
             ts = pd.to_datetime(grp["run_started_at"], utc=True, errors="coerce").min()
         if pd.isna(ts):
-            m = _RUN_ID_TS.match(str(rid))
-            if m:
-                ts = pd.to_datetime(m.group(1), format="%Y%m%dT%H%M%SZ", utc=True, errors="coerce")
+            started = run_id_time(str(rid))
+            if started is not None:
+                ts = pd.Timestamp(started)
         if pd.isna(ts) and "run_date" in grp.columns:
             ts = pd.to_datetime(grp["run_date"].astype(str), utc=True, errors="coerce").min()
         keys[str(rid)] = ts

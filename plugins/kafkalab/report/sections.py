@@ -10,7 +10,6 @@ they are separate rows, lines and bars, and the emulator ones carry the label.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from kafkalab.drift import records_to_dicts
 from kafkalab.report.charts import PALETTE, BarSeries, LineSeries, svg_bar_chart, svg_line_chart
 from kafkalab.report.data import RunSummary, RunView, emulator_mask, numbers, strings
 from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num, fmt_pct, rel_href
+from kafkalab.run_ids import run_id_time
 from kafkalab.scenarios.catalog import CATALOG, SCENARIOS, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.values import as_float, is_missing
@@ -43,7 +43,6 @@ EMULATOR_BAR_COLOR = "#c9a227"
 _TOOL_SCENARIOS = tuple(s.name for s in CATALOG if not s.per_message)
 """Scenarios (Kafka's tool) whose latency is the tool's printed summary (``tool_p50_ms``)."""
 
-_RUN_ID_TS = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})")
 
 
 def scenario_rank(name: Any) -> int:
@@ -169,9 +168,9 @@ def run_labels(order: list[str], history: pd.DataFrame) -> tuple[list[str], list
                 dates.setdefault(rid, str(d)[:10])
     labels = []
     for rid in order:
-        m = _RUN_ID_TS.match(rid)
-        if m:
-            labels.append(f"{m[2]}-{m[3]} {m[4]}:{m[5]}")
+        started = run_id_time(rid)
+        if started is not None:
+            labels.append(started.strftime("%m-%d %H:%M"))
         elif rid in dates:
             labels.append(f"{dates[rid][5:]} {rid if len(rid) <= 14 else rid[:13] + '…'}")
         else:
