@@ -8,6 +8,7 @@ from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
 from kafkalab.airflow.run_ids import RUN_PREFIXES
+from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.scenarios.catalog import SCENARIOS
 
 DOC_MD = """
@@ -39,7 +40,7 @@ See `docs/airflow.md`.
     catchup=False,
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
-    params=run_params(workload="images-http-vs-kafka",
+    params=run_params(workload=DEFAULT_WORKLOAD,
                       scenarios=list(SCENARIOS),
                       payloads=["1mb"], profiles=["latency"], messages=20),
     tags=["kafkalab", "latency", "experiment"],

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.errors import LabError
 
 EPILOG = """\
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "profile's partitions, replication factor and topic configs; existing "
                            "topics are altered where Kafka allows it. Kafka 0.9 goes through "
                            "ZooKeeper with Kafka's own TopicCommand.")
-    prov.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")
+    prov.add_argument("--workload", default=DEFAULT_WORKLOAD, help=f"workload name or YAML path (default {DEFAULT_WORKLOAD})")
     prov.add_argument("--profile", type=_csv, default=None, help="profile name(s), comma-separated (default: the workload's)")
     _cluster_arg(prov)
 
@@ -99,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "if any cell failed.",
                         epilog=_run_epilog(),
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    pr.add_argument("--workload", default="images-http-vs-kafka", help="workload name or YAML path (default images-http-vs-kafka, alias seed000)")
+    pr.add_argument("--workload", default=DEFAULT_WORKLOAD, help=f"workload name or YAML path (default {DEFAULT_WORKLOAD})")
     pr.add_argument("--scenario", type=_csv, default=None, help="comma-separated scenarios (default: the workload's)")
     pr.add_argument("--payload", type=_csv, default=None, help="comma-separated payloads (default: the workload's)")
     pr.add_argument("--profile", type=_csv, default=None, help="comma-separated profiles (default: the workload's)")
@@ -265,6 +266,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_drift(args: argparse.Namespace) -> int:
     from kafkalab.drift import run_drift
     from kafkalab.store import LabData
+    from kafkalab.values import as_float
 
     records, path = run_drift(LabData(args.data_dir).root, run_id=args.run_id,
                               config_path=args.config)
@@ -274,7 +276,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
     flagged = records[records["is_drift"].fillna(False).astype(bool)]
 
     def num(v: Any, fmt: str) -> str:
-        return "n/a" if v is None or v != v else format(v, fmt)
+        f = as_float(v)
+        return "n/a" if f is None else format(f, fmt)
 
     for _, r in flagged.iterrows():
         _say(f"DRIFT {r['series_key']}: {num(r['baseline_value'], '.3f')} -> {num(r['latest_value'], '.3f')}"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from kafkalab.cluster.admin import check_reachable
-from kafkalab.cluster.descriptor import ClusterDescriptor, public_view
-from kafkalab.config.loader import load_profile, load_workload
+from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
+from kafkalab.config.loader import DEFAULT_WORKLOAD, load_profile, load_workload
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
 from kafkalab.paths import images_dir
@@ -70,7 +70,7 @@ _OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
 
 
 def build_run_request(
-    workload: str = "images-http-vs-kafka",
+    workload: str = DEFAULT_WORKLOAD,
     *,
     scenarios: Sequence[str] | None = None,
     payloads: Sequence[str] | None = None,
@@ -224,7 +224,7 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         progress(f"checking {d.bootstrap_servers} …")
         check_reachable(d)
         if d.is_emulator:
-            progress(f"NOTE: {d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka")
+            progress(f"NOTE: {emulator_note(d)}")
         if req.provision:
             for outcome in provision_topics(d, topic_specs(w, profiles.values())):
                 progress(f"topic {outcome['topic']}: {outcome['action']}")

@@ -27,6 +27,7 @@ from kafkalab.airflow.connections import (
     AlertWebhookConnection,
     ClusterConnection,
 )
+from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.errors import CellFailedError, RunError
 from kafkalab.scenarios.catalog import needs_kafka
 from kafkalab.store import LabData
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WORKLOAD = "images-http-vs-kafka"
-"""The workload of a run whose params name none."""
 
 _PARAM_OVERRIDES = ("messages", "warmup_messages")
 """The workload keys a DAG param may override (``null`` or empty: the workload's)."""
@@ -76,15 +75,14 @@ def check_cluster(cluster_path: str | None = None,
         log.info("scenarios %s need no Kafka cluster", scenarios)
         return {"required": False, "descriptor_path": None, "brokers_answering": 0, "cluster": None}
     from kafkalab.cluster.admin import check_reachable
-    from kafkalab.cluster.descriptor import load_descriptor, public_view
+    from kafkalab.cluster.descriptor import emulator_note, load_descriptor, public_view
 
     path = ClusterConnection().descriptor_path(cluster_path)
     d = load_descriptor(path)
     n = check_reachable(d)
     log.info("cluster %s (%s %s) answers: %d broker(s)", d.bootstrap_servers, d.flavor, d.version, n)
     if d.is_emulator:
-        log.warning("%s is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka",
-                    d.version)
+        log.warning("%s", emulator_note(d))
     return {"required": True, "descriptor_path": str(path), "brokers_answering": n,
             "cluster": jsonable(public_view(d))}
 
@@ -295,7 +293,6 @@ def verify_outcome(run_id: str) -> dict[str, Any]:
 
 
 __all__ = [
-    "DEFAULT_WORKLOAD",
     "build_request",
     "check_cluster",
     "check_drift",

@@ -8,7 +8,6 @@ announce, the recoveries, or the error of a failed run); the schemas are documen
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Required, TypedDict, Unpack
@@ -52,7 +51,7 @@ def clean_drift(rec: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in DRIFT_FIELDS:
         v = rec.get(k)
-        out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+        out[k] = as_float(v) if isinstance(v, float) else v
     out["broker_is_emulator"] = bool(rec.get("broker_is_emulator") or False)
     if "worsened" in rec:
         out["worsened"] = bool(rec["worsened"])

@@ -21,6 +21,11 @@ EMULATOR_LABEL = "EMULATOR — not Kafka"
 """The label every table, chart and report shows beside a figure measured on an emulator
 broker (``is_emulator``): its latencies say nothing about Apache Kafka."""
 
+
+def emulator_note(d: ClusterDescriptor) -> str:
+    """The one-line warning printed and logged when a run measures an emulator broker."""
+    return f"{d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka"
+
 __all__ = [
     "SECRET_PROPERTIES",
     "ClusterDescriptor",

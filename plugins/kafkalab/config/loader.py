@@ -57,8 +57,11 @@ def parse_model(model: type[M], data: dict[str, Any], source: str) -> M:
         raise ConfigError(f"{source}: invalid {describe_validation_error(exc)}") from None
 
 
+DEFAULT_WORKLOAD = "images-http-vs-kafka"
+"""The workload of a run that names none: seed 000's comparison."""
+
 WORKLOAD_ALIASES: dict[str, str] = {
-    "seed000": "images-http-vs-kafka",
+    "seed000": DEFAULT_WORKLOAD,
     "demo": "images-quick",
     "bench": "bench-latency",
 }
