@@ -13,6 +13,7 @@ import pytest
 
 from kafkalab import drift
 from kafkalab.errors import ConfigError
+from kafkalab.store import LabData
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -271,7 +272,7 @@ def test_load_history_and_write_drift_roundtrip(tmp_path: Path) -> None:
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
     # Empty records still write a valid file with the schema.
     drift.write_drift(drift.detect_drift(pd.DataFrame(), drift.DriftConfig()), tmp_path, "x")
-    assert list(pq.read_table(drift.drift_path(tmp_path, "x")).schema.names) == list(
+    assert list(pq.read_table(LabData(tmp_path).drift_path("x")).schema.names) == list(
         drift.DRIFT_COLUMNS)
 
 
@@ -296,16 +297,16 @@ def test_records_to_dicts_is_json_safe() -> None:
 # --------------------------------------------------------------------------- split modules
 
 
-def test_default_config_path_is_the_path_policy(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path: Path) -> None:
-    from kafkalab import paths
+def test_default_config_is_the_path_policy(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    from kafkalab.paths import include_dir
 
     monkeypatch.delenv("KAFKALAB_DRIFT_CONFIG", raising=False)
-    assert drift.default_config_path() == paths.drift_config_path()
+    monkeypatch.chdir(tmp_path)  # not found from the current directory
+    assert drift.load_drift_config() == drift.load_drift_config(include_dir() / "drift.yaml")
     custom = tmp_path / "rules.yaml"
     custom.write_text("defaults: {window_runs: 4}\n")
     monkeypatch.setenv("KAFKALAB_DRIFT_CONFIG", str(custom))
-    assert drift.default_config_path() == custom
     assert drift.load_drift_config().defaults.window_runs == 4
     monkeypatch.setenv("KAFKALAB_DRIFT_CONFIG", str(tmp_path / "absent.yaml"))
     assert drift.load_drift_config_or_default() == drift.DriftConfig()
@@ -348,7 +349,7 @@ def test_series_key_blanks_missing_parts() -> None:
 
 def test_read_drift_adds_missing_columns(tmp_path: Path) -> None:
     assert drift.read_drift(tmp_path, "r1") is None
-    path = drift.drift_path(tmp_path, "r1")
+    path = LabData(tmp_path).drift_path("r1")
     assert path == tmp_path / "drift" / "run_id=r1" / "drift.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(pa.Table.from_pandas(pd.DataFrame({"run_id": ["r1"]})), path)

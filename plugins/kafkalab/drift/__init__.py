@@ -21,7 +21,6 @@ from kafkalab.drift.config import (
     DriftDefaults,
     MetricRule,
     ResolvedRule,
-    default_config_path,
     load_drift_config,
     load_drift_config_or_default,
     parse_drift_config,
@@ -33,7 +32,7 @@ from kafkalab.drift.detect import (
     evaluate_series,
     series_key,
 )
-from kafkalab.drift.history import drift_path, load_history, read_drift, run_order, write_drift
+from kafkalab.drift.history import load_history, read_drift, run_order, write_drift
 from kafkalab.drift.records import DRIFT_COLUMNS, Verdict, records_to_dicts
 from kafkalab.drift.task import run_drift
 
@@ -48,9 +47,7 @@ __all__ = [
     "MetricRule",
     "ResolvedRule",
     "Verdict",
-    "default_config_path",
     "detect_drift",
-    "drift_path",
     "evaluate_series",
     "load_drift_config",
     "load_drift_config_or_default",

@@ -111,12 +111,6 @@ class DriftConfig(BaseModel):
         )
 
 
-def default_config_path() -> Path:
-    """Where the drift config lives: :func:`kafkalab.paths.drift_config_path`
-    (``$KAFKALAB_DRIFT_CONFIG`` or ``<include>/drift.yaml``)."""
-    return drift_config_path()
-
-
 def parse_drift_config(data: Mapping[str, Any] | None, source: str = "drift config") -> DriftConfig:
     """Validate a mapping (the parsed YAML) into a :class:`DriftConfig`.
 
@@ -138,12 +132,12 @@ def parse_drift_config(data: Mapping[str, Any] | None, source: str = "drift conf
 
 
 def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig:
-    """Load and validate the drift config YAML at ``path`` (default: :func:`default_config_path`).
+    """Load and validate the drift config YAML at ``path`` (default: :func:`kafkalab.paths.drift_config_path`).
 
     Raises:
         ConfigError: the file is missing, is not YAML, or has a bad key or value.
     """
-    p = Path(path) if path is not None else default_config_path()
+    p = Path(path) if path is not None else drift_config_path()
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
@@ -157,7 +151,7 @@ def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig
 
 def load_drift_config_or_default(path: str | os.PathLike[str] | None = None) -> DriftConfig:
     """Like :func:`load_drift_config`, but built-in defaults when the file does not exist."""
-    p = Path(path) if path is not None else default_config_path()
+    p = Path(path) if path is not None else drift_config_path()
     if not p.exists():
         return DriftConfig()
     return load_drift_config(p)

@@ -113,11 +113,6 @@ def run_order(history: pd.DataFrame) -> list[str]:
     return sorted(keys, key=lambda r: (far_past if pd.isna(keys[r]) else keys[r], r))
 
 
-def drift_path(data_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """``<data_dir>/drift/run_id=<run_id>/drift.parquet`` (:meth:`LabData.drift_path`)."""
-    return LabData(data_dir).drift_path(run_id)
-
-
 def write_drift(
     records: pd.DataFrame, data_dir: str | os.PathLike[str], run_id: str
 ) -> Path:
@@ -128,7 +123,7 @@ def write_drift(
     df = coerce_records(records.copy()) if not records.empty else empty_records()
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf)
-    return atomic_write(drift_path(data_dir, run_id), buf.getvalue())
+    return atomic_write(LabData(data_dir).drift_path(run_id), buf.getvalue())
 
 
 def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | None:
@@ -147,7 +142,6 @@ def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | 
 
 __all__ = [
     "MANIFEST_COLUMNS",
-    "drift_path",
     "load_history",
     "manifest_frame",
     "read_drift",
