@@ -159,7 +159,8 @@ def build_latency_chain(run_prefix: str) -> None:
         tasks.verify_outcome(run_id)  # raises naming the data problem, if there is one
         raise RunError(f"run {run_id}: an upstream task failed (see the grid)")
 
-    lab_run_id = name_run()
+    # an XComArg: each task receives the str it resolves to at run time
+    lab_run_id: Any = name_run()
     cluster = check_cluster()
     cells = prepare_run(lab_run_id)
     measured = measure_cell.partial(lab_run_id=lab_run_id).expand(cell=cells)

@@ -94,3 +94,10 @@ def test_build_request_finds_the_descriptor_in_the_lab_home(lab: LabData, tmp_pa
 
 def test_check_cluster_skips_when_no_scenario_needs_kafka(lab: LabData) -> None:
     assert tasks.check_cluster(None, scenarios=["rest"])["required"] is False
+
+
+def test_a_relative_workload_path_is_refused(lab: LabData) -> None:
+    with pytest.raises(ConfigError, match=r"param workload: 'w/mine\.yaml' is a relative path"):
+        tasks.resolve_scenarios({"workload": "w/mine.yaml"})
+    assert tasks.resolve_scenarios({"workload": "nightly"})  # a name is fine
+

@@ -44,7 +44,18 @@ _PARAM_OVERRIDES = ("messages", "warmup_messages")
 
 
 def _workload(params: Mapping[str, Any]) -> str:
-    return str(params.get("workload") or DEFAULT_WORKLOAD)
+    """The ``workload`` param: a name from ``include/workloads/``, or an absolute YAML path
+    (a task runs in a directory of its own, so a relative path would mean nothing)."""
+    from pathlib import Path
+
+    from kafkalab.errors import ConfigError
+
+    value = str(params.get("workload") or DEFAULT_WORKLOAD)
+    path = Path(value)
+    if (path.suffix in (".yaml", ".yml") or len(path.parts) > 1) and not path.is_absolute():
+        raise ConfigError(f"param workload: {value!r} is a relative path; give a workload "
+                          "name from include/workloads/ or an absolute path")
+    return value
 
 
 def resolve_scenarios(params: Mapping[str, Any]) -> list[str]:
