@@ -67,32 +67,32 @@ def test_missing_file_is_cluster_error(tmp_path: Path) -> None:
 def test_unknown_key_names_the_key(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text(DOC_YAML + "brokers: 3\n")
-    with pytest.raises(ConfigError, match=r"key 'brokers': unknown key"):
+    with pytest.raises(ConfigError, match=r"invalid brokers: unknown key"):
         load_descriptor(p)
 
 
 def test_invalid_values_name_the_key(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text(DOC_YAML.replace("flavor: kafka09", "flavor: kafka4"))
-    with pytest.raises(ConfigError, match=r"key 'flavor'"):
+    with pytest.raises(ConfigError, match=r"invalid flavor: "):
         load_descriptor(p)
     p.write_text(
         DOC_YAML.replace("bootstrap_servers: 127.0.0.1:19092,", "bootstrap_servers: nohost,")
     )
-    with pytest.raises(ConfigError, match=r"key 'bootstrap_servers'"):
+    with pytest.raises(ConfigError, match=r"invalid bootstrap_servers: "):
         load_descriptor(p)
     p.write_text("name: x\n")
-    with pytest.raises(ConfigError, match=r"key 'flavor': missing required key"):
+    with pytest.raises(ConfigError, match=r"invalid flavor: missing required key"):
         load_descriptor(p)
 
 
 def test_bad_yaml(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text("name: [unclosed\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match=r"line \d+, column \d+: malformed YAML"):
         load_descriptor(p)
     p.write_text("- a list\n")
-    with pytest.raises(ConfigError, match="expected a YAML mapping"):
+    with pytest.raises(ConfigError, match="expected a mapping at the top level, got list"):
         load_descriptor(p)
 
 

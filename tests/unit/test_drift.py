@@ -64,7 +64,7 @@ def test_repo_config_loads_and_has_required_metrics() -> None:
         ({"bogus": 1}, "bogus"),
         ({"defaults": {"window_runs": "many"}}, "defaults.window_runs"),
         ({"alerts": {"worsen_margin_pct": -1}}, "alerts.worsen_margin_pct"),
-        ([1, 2], "top level must be a mapping"),
+        ([1, 2], "expected a mapping at the top level"),
     ],
 )
 def test_bad_config_names_the_key(data: object, needle: str, tmp_path: Path) -> None:

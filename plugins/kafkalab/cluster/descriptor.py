@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.store import atomic_write
@@ -157,19 +157,6 @@ class ClusterDescriptor(BaseModel):
 # --------------------------------------------------------------------------- load / save
 
 
-def _format_validation_error(path: Path | str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "missing required key"
-        parts.append(f"key '{loc}': {msg}")
-    return f"invalid cluster descriptor {path}: " + "; ".join(parts)
-
-
 def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
     p = Path(raw).expanduser()
     if p.is_absolute():
@@ -184,12 +171,13 @@ def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
 
 
 def descriptor_from_dict(data: Any, source: Path | str = "<dict>") -> ClusterDescriptor:
+    """Validate parsed YAML as a descriptor; errors name ``source`` and the offending key."""
+    from kafkalab.config.loader import parse_model
+
     if not isinstance(data, dict):
-        raise ConfigError(f"invalid cluster descriptor {source}: expected a YAML mapping")
-    try:
-        return ClusterDescriptor.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_format_validation_error(source, exc)) from None
+        raise ConfigError(f"cluster descriptor {source}: expected a mapping at the top level, "
+                          f"got {type(data).__name__}")
+    return parse_model(ClusterDescriptor, data, f"cluster descriptor {source}")
 
 
 def load_descriptor(path: Path | str) -> ClusterDescriptor:
@@ -198,15 +186,9 @@ def load_descriptor(path: Path | str) -> ClusterDescriptor:
         raise ClusterError(
             f"cluster not up: no descriptor at {p}; run `kafkalab cluster up` or pass --cluster FILE"
         )
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(f"cluster descriptor {p} is not valid YAML{where}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read cluster descriptor {p}: {exc.strerror}") from None
-    d = descriptor_from_dict(data, p)
+    from kafkalab.config.loader import read_yaml
+
+    d = descriptor_from_dict(read_yaml(p), p)
     if d.kafka_home:
         d = d.model_copy(update={"kafka_home": _resolve_kafka_home(d.kafka_home, p)})
     return d

@@ -44,6 +44,8 @@ def describe_validation_error(exc: ValidationError) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
+    elif err["type"] == "missing":
+        msg = "missing required key"
     msg = msg.removeprefix("Value error, ")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{key}: {msg}{more}"

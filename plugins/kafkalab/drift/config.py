@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from kafkalab.config.loader import parse_model, read_yaml
 from kafkalab.errors import ConfigError
 from kafkalab.paths import drift_config_path
 
@@ -120,15 +120,9 @@ def parse_drift_config(data: Mapping[str, Any] | None, source: str = "drift conf
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
-    try:
-        return DriftConfig.model_validate(dict(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ())) or "<root>"
-        msg = first.get("msg", "invalid value")
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ConfigError(f"{source}: {loc}: {msg}{more}") from None
+        raise ConfigError(f"{source}: expected a mapping at the top level, "
+                          f"got {type(data).__name__}")
+    return parse_model(DriftConfig, dict(data), source)
 
 
 def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig:
@@ -138,15 +132,7 @@ def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig
         ConfigError: the file is missing, is not YAML, or has a bad key or value.
     """
     p = Path(path) if path is not None else drift_config_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read drift config ({exc.strerror or exc})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({exc})") from None
-    return parse_drift_config(data, source=str(p))
+    return parse_drift_config(read_yaml(p), source=str(p))
 
 
 def load_drift_config_or_default(path: str | os.PathLike[str] | None = None) -> DriftConfig:
