@@ -35,18 +35,20 @@ def prepare_lab(lab: Path) -> Path:
     return lab
 
 
+def _running(lab: Path, flavor: str, **ports: int) -> Iterator[tuple[Path, ClusterDescriptor]]:
+    """A one-broker cluster of ``flavor`` in ``lab`` for the whole session, stopped after."""
+    try:
+        yield lab, cluster_up(flavor, 1, lab_dir=lab, **ports)
+    finally:
+        cluster_down(lab)
+
+
 @pytest.fixture(scope="session")
 def kafka09_lab(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, ClusterDescriptor]]:
-    lab = prepare_lab(tmp_path_factory.mktemp("lab-kafka09"))
-    try:
-        d = cluster_up(
-            "kafka09", 1, lab_dir=lab, base_port=KAFKA09_BROKER_PORT, zk_port=KAFKA09_ZK_PORT
-        )
-        yield lab, d
-    finally:
-        cluster_down(lab)
+    yield from _running(prepare_lab(tmp_path_factory.mktemp("lab-kafka09")), "kafka09",
+                        base_port=KAFKA09_BROKER_PORT, zk_port=KAFKA09_ZK_PORT)
 
 
 @pytest.fixture(scope="session")
@@ -56,12 +58,7 @@ def kafka09_cluster(kafka09_lab: tuple[Path, ClusterDescriptor]) -> ClusterDescr
 
 @pytest.fixture(scope="session")
 def noida_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ClusterDescriptor]]:
-    lab = tmp_path_factory.mktemp("lab-noida")
-    try:
-        d = cluster_up("noida", 1, lab_dir=lab, base_port=NOIDA_PORT)
-        yield lab, d
-    finally:
-        cluster_down(lab)
+    yield from _running(tmp_path_factory.mktemp("lab-noida"), "noida", base_port=NOIDA_PORT)
 
 
 @pytest.fixture(scope="session")
