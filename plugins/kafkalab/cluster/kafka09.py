@@ -18,7 +18,7 @@ from kafkalab.cluster import zookeeper
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
 from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java, ensure_kafka_distribution
 from kafkalab.cluster.processes import start_process
-from kafkalab.cluster.state import ClusterState, cluster_dir
+from kafkalab.cluster.state import ClusterState, ProcessRecord, cluster_dir
 from kafkalab.progress import Progress
 from kafkalab.store import atomic_write, atomic_write_json, read_json
 
@@ -178,58 +178,31 @@ def start_kafka09(
         }
     )
 
-    def java_cmd(opts: list[str], logs_dir: Path, main: str, conf: Path) -> list[str]:
-        return [
-            java,
-            *opts,
-            f"-Dlog4j.configuration=file:{log4j}",
-            f"-Dkafka.logs.dir={logs_dir}",
-            "-cp",
-            cp,
-            main,
-            str(conf),
-        ]
+    def start_jvm(role: str, proc_id: int | None, port: int, name: str,
+                  props: dict[str, Any], opts: list[str], main: str) -> ProcessRecord:
+        """Write ``<config>/<name>.properties``, then start ``main`` on it, logging to
+        ``<logs>/<role dir>``; the properties file's path marks the process as ours."""
+        conf = config / f"{name}.properties"
+        logs_dir = logs / (role if proc_id is None else f"{role}{proc_id}")
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(conf, _props_text(props))
+        cmd = [java, *opts, f"-Dlog4j.configuration=file:{log4j}",
+               f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, main, str(conf)]
+        return start_process(lab, state, role=role, proc_id=proc_id, port=port,
+                             marker=str(conf), config=str(conf), cmd=cmd, logs_dir=logs_dir)
 
-    # ZooKeeper
-    zk_conf = config / "zookeeper.properties"
-    zk_logs = logs / "zookeeper"
-    zk_logs.mkdir(parents=True, exist_ok=True)
-    atomic_write(zk_conf, _props_text(zookeeper_properties(data / "zookeeper", zk_port)))
     progress(f"starting ZooKeeper on {procs.HOST}:{zk_port}")
-    zk_proc = start_process(
-        lab,
-        state,
-        role="zookeeper",
-        proc_id=None,
-        port=zk_port,
-        marker=str(zk_conf),
-        config=str(zk_conf),
-        cmd=java_cmd(
-            ZK_JVM_OPTS, zk_logs, "org.apache.zookeeper.server.quorum.QuorumPeerMain", zk_conf
-        ),
-        logs_dir=zk_logs,
-    )
+    zk_proc = start_jvm("zookeeper", None, zk_port, "zookeeper",
+                        zookeeper_properties(data / "zookeeper", zk_port), ZK_JVM_OPTS,
+                        "org.apache.zookeeper.server.quorum.QuorumPeerMain")
     zookeeper.wait_serving(zk_proc)
 
     # after a crash, ZooKeeper restores the dead brokers' sessions until they time out
     zookeeper.wait_broker_ids_free(zk_port, set(range(n)), progress)
 
-    # brokers
     for i, port in enumerate(ports):
-        conf = config / f"server{i}.properties"
-        broker_logs = logs / f"broker{i}"
-        broker_logs.mkdir(parents=True, exist_ok=True)
-        atomic_write(conf, _props_text(broker_properties(i, port, zk_port, data / f"broker{i}", n)))
         progress(f"starting broker {i} on {procs.HOST}:{port}")
-        start_process(
-            lab,
-            state,
-            role="broker",
-            proc_id=i,
-            port=port,
-            marker=str(conf),
-            config=str(conf),
-            cmd=java_cmd(BROKER_JVM_OPTS, broker_logs, "kafka.Kafka", conf),
-            logs_dir=broker_logs,
-        )
+        start_jvm("broker", i, port, f"server{i}",
+                  broker_properties(i, port, zk_port, data / f"broker{i}", n), BROKER_JVM_OPTS,
+                  "kafka.Kafka")
     return descriptor
