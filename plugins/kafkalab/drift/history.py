@@ -70,11 +70,14 @@ def _read_aggregates(agg_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def load_history(data_dir: str | os.PathLike[str]) -> pd.DataFrame:
+def load_history(data_dir: str | os.PathLike[str],
+                 manifests: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Read every run's aggregates under ``<data_dir>/aggregates`` into one DataFrame.
 
     Adds ``run_started_at`` (UTC timestamp) and ``run_status`` from the run manifests when
-    they exist (null otherwise). Returns an empty DataFrame when there are no aggregates.
+    they exist (null otherwise); ``manifests``: those already read by the caller
+    (:meth:`LabData.manifests`), else they are read here. Returns an empty DataFrame when
+    there are no aggregates.
     """
     lab = LabData(data_dir)
     agg_dir = lab.aggregates_dir
@@ -86,7 +89,8 @@ def load_history(data_dir: str | os.PathLike[str]) -> pd.DataFrame:
     if "run_id" in df.columns:
         df["run_id"] = df["run_id"].astype(str)
     df = df.drop(columns=[c for c in MANIFEST_COLUMNS[1:] if c in df.columns])
-    return df.merge(manifest_frame(lab.manifests()), on="run_id", how="left")
+    known = manifests if manifests is not None else lab.manifests()
+    return df.merge(manifest_frame(known), on="run_id", how="left")
 
 
 def run_order(history: pd.DataFrame) -> list[str]:

@@ -114,13 +114,13 @@ def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]]) -
 
 def load_report_data(lab: LabData,
                      config_path: str | os.PathLike[str] | None = None) -> ReportData:
-    """Read the history, manifests and drift config (built-in defaults when absent)."""
+    """Read the history, manifests (once) and drift config (built-in defaults when absent)."""
+    manifests = lab.manifests()
     try:
-        history = load_history(lab.root)
+        history = load_history(lab.root, manifests)
     except Exception as exc:  # unreadable aggregates: report what can be reported
         log.warning("aggregates under %s unreadable (%s); report without them", lab.root, exc)
         history = pd.DataFrame()
-    manifests = lab.manifests()
     return ReportData(lab=lab, history=history, manifests=manifests,
                       order=_ordered_runs(history, manifests),
                       config=load_drift_config_or_default(config_path))
