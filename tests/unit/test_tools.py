@@ -122,3 +122,19 @@ def test_bench_cli_parses_without_running(capsys: pytest.CaptureFixture[str]) ->
         main(["--help"])
     assert exc.value.code == 0
     assert "--spark" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--spark-rows", "abc"], "expected comma-separated row counts, got 'abc'"),
+    (["--spark-rows", "1000,0"], "expected positive row counts"),
+    (["--messages-1kb", "0"], "--messages-1kb: must be at least 1, got 0"),
+])
+def test_bench_refuses_bad_arguments_before_running(args: list[str], message: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.bench.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and "Traceback" not in "\n".join(err)

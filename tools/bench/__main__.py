@@ -27,17 +27,42 @@ def results_dir() -> Path:
     return project_root() / "bench" / "results"
 
 
+def _row_counts(text: str) -> list[int]:
+    """``--spark-rows``: comma-separated positive row counts."""
+    try:
+        counts = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated row counts, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive row counts, got {text!r}")
+    return counts
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.bench",
         description="The lab's speed checks (make bench); JSON in bench/results/.")
-    parser.add_argument("--messages-1kb", type=int, default=1000)
-    parser.add_argument("--messages-mb", type=int, default=20)
+    parser.add_argument("--messages-1kb", type=_positive, default=1000,
+                        help="measured 1 KB messages per client (default 1000)")
+    parser.add_argument("--messages-mb", type=_positive, default=20,
+                        help="measured messages per cell at the seed 000 sizes (default 20)")
     parser.add_argument("--spark", action="store_true", help="also benchmark the Spark aggregation")
-    parser.add_argument("--spark-rows", default="1000000,10000000")
+    parser.add_argument("--spark-rows", type=_row_counts, default=[1_000_000, 10_000_000],
+                        help="row counts of the Spark bench, comma-separated (default 1000000,10000000)")
     parser.add_argument("--nightly", action="store_true", help="also time one nightly DAG run by task")
-    parser.add_argument("--skip-kafka", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="result file (default bench/results/bench-<UTC time>.json)")
     return parser
 
 
@@ -59,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.spark:
             from tools.bench.spark import bench_aggregation
 
-            rows = [int(x) for x in args.spark_rows.split(",")]
+            rows = args.spark_rows
             result["spark_aggregation"] = bench_aggregation(rows, work / "spark")
             print("\n(c) Spark aggregation on local[2]")
             for r in result["spark_aggregation"]:
