@@ -10,6 +10,9 @@ Chain and trigger rules (documented in ``docs/airflow.md``)::
       -> aggregate_metrics -> validate_metrics
       -> check_drift (all_done) -> publish_report (all_done) -> send_alerts (all_done)
     every task -> verify_outcome (one_failed: fails the DAG run when anything failed)
+
+The tasks that load the cluster (``prepare_run``, ``measure_cell``) run in the one-slot pool
+``kafkalab_measure`` (:mod:`kafkalab.airflow.pools`), shared by every DAG.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import run_ids, spark_submit, tasks
 from kafkalab.airflow.params import PAYLOAD_CHOICES, PROFILE_CHOICES, SCENARIO_CHOICES
+from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.errors import RunError
 from kafkalab.store import LabData
 
@@ -115,14 +119,15 @@ def build_latency_chain(run_prefix: str) -> None:
         return tasks.check_cluster(params.get("cluster_descriptor") or None,
                                    scenarios=tasks.resolve_scenarios(params))
 
-    @task
+    @task(pool=MEASURE_POOL)  # provisioning topics loads the broker: not while another DAG measures
     def prepare_run(lab_run_id: str) -> list[dict[str, str]]:
         """Validate the matrix, provision topics, start the run; returns the cells to map."""
         ctx = get_current_context()
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
         return tasks.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
 
-    @task(max_active_tis_per_dag=1)  # one cell at a time: parallel cells distort latencies
+    # One cell at a time (parallel cells distort latencies); the pool extends it across DAGs.
+    @task(pool=MEASURE_POOL, max_active_tis_per_dag=1)
     def measure_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
         """Measure one scenario x payload x profile cell."""
         from airflow.sdk.exceptions import AirflowSkipException

@@ -2,7 +2,8 @@
 broker, local Spark, Great Expectations and a local HTTP webhook receiver.
 
 1. a kafka09 1-broker cluster (ZooKeeper 32381, broker 39392) in a temporary lab dir;
-2. ``airflow db migrate`` into a temporary AIRFLOW_HOME, data into a temporary data dir;
+2. ``airflow db migrate`` and the one-slot measuring pool (the launcher's ``prepare_db``) in a
+   temporary AIRFLOW_HOME, data into a temporary data dir;
 3. run 1: rest + confluent-kafka, 1kb, latency, 5 messages -> samples, aggregates,
    validation, drift records, report; no alert (no history yet);
 4. drift is injected: three earlier runs whose latencies are ~10x lower (copies of run 1's
@@ -29,7 +30,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kafkalab.airflow.launcher import airflow_env, dags_test, db_migrate
+from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
+from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.cluster.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
@@ -90,7 +92,8 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
                   receiver: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Temporary AIRFLOW_HOME (migrated) and data dir; the webhook Connection as env."""
+    """Temporary AIRFLOW_HOME (migrated, with the measuring pool) and data dir; the webhook
+    Connection as env."""
     root = tmp_path_factory.mktemp("af-e2e")
     home, data = root / "airflow", root / "data"
     home.mkdir()
@@ -107,9 +110,17 @@ def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
     }
     env = airflow_env(home, base={**os.environ, **extra_env})
     t0 = time.monotonic()
-    db_migrate(env)
-    print(f"airflow db migrate: {time.monotonic() - t0:.1f} s")
+    prepare_db(env)
+    print(f"airflow db migrate + pool: {time.monotonic() - t0:.1f} s")
     return {"home": home, "data": data, "extra_env": extra_env}
+
+
+def test_the_set_up_creates_the_one_slot_measuring_pool(airflow_setup: dict[str, Any]) -> None:
+    import sqlite3
+
+    with sqlite3.connect(airflow_setup["home"] / "airflow.db") as con:
+        pools = dict(con.execute("SELECT pool, slots FROM slot_pool").fetchall())
+    assert pools[MEASURE_POOL] == 1, pools
 
 
 def _conf(cluster_yaml: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kafkalab.airflow.pools import CLUSTER_TASKS, MEASURE_POOL
 from kafkalab.airflow.spark_submit import spark_py_files
 from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_dir
 
@@ -134,6 +135,21 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
         args = [a for a in op.application_args if isinstance(a, str)]
         assert str(parsed["data"] / "samples") in args
     assert dag.get_task("validate_metrics").retries == 0
+
+
+def test_every_cluster_task_of_every_dag_is_in_the_one_measuring_pool(
+        parsed: dict[str, Any]) -> None:
+    """Two DAGs never load the cluster at once: provisioning and measuring tasks of every DAG
+    share one pool (one slot, made by the launcher); nothing else takes its slot."""
+    bag = parsed["bag"]
+    in_pool = {(dag_id, t.task_id) for dag_id in bag.dag_ids for t in bag.dags[dag_id].tasks
+               if t.pool == MEASURE_POOL}
+    assert in_pool == {(dag_id, tid) for dag_id in DAG_IDS for tid in CLUSTER_TASKS}
+    for dag_id in DAG_IDS:
+        dag = bag.dags[dag_id]
+        for tid in CLUSTER_TASKS:
+            assert dag.get_task(tid).pool_slots == 1, (dag_id, tid)
+        assert {t.pool for t in dag.tasks if t.task_id not in CLUSTER_TASKS} == {"default_pool"}
 
 
 def test_outlets_are_assets(parsed: dict[str, Any]) -> None:

@@ -8,6 +8,10 @@ so the four components are started separately, bound to 127.0.0.1 where they lis
 * ``airflow triggerer --skip-serve-logs``;
 * ``airflow dag-processor``.
 
+``up`` and ``dags-test`` migrate the metadata DB and create the one-slot pool
+:data:`kafkalab.airflow.pools.MEASURE_POOL` (:func:`prepare_db`), so two DAGs never load the
+cluster at once.
+
 State lives in :func:`kafkalab.paths.airflow_home` (``$AIRFLOW_HOME``, default
 ``<lab_dir>/airflow``): the SQLite DB, logs, one pid file and one log file per component,
 ``secrets.json`` (JWT / API secret shared by the components) and an empty ``plugins/``
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab import procs
+from kafkalab.airflow.pools import MEASURE_POOL, ensure_measure_pool
 from kafkalab.paths import airflow_home, dags_dir, data_dir, plugins_dir
 from kafkalab.progress import Progress
 from kafkalab.store import atomic_write, atomic_write_json, read_json
@@ -144,6 +149,15 @@ def db_migrate(env: Mapping[str, str], timeout_s: float = 300) -> None:
                    stdout=subprocess.DEVNULL, timeout=timeout_s)
 
 
+def prepare_db(env: Mapping[str, str], timeout_s: float = 300) -> None:
+    """Migrate the metadata DB and create the measuring pool (:data:`MEASURE_POOL`, one slot).
+
+    Idempotent; what ``up`` and ``dags-test`` run before anything else (~5 s on SQLite).
+    """
+    db_migrate(env, timeout_s=timeout_s)
+    ensure_measure_pool(env, _airflow_bin(env), timeout_s=timeout_s)
+
+
 def _pid_file(home: Path, name: str) -> Path:
     return home / f"{name}.pid"
 
@@ -203,12 +217,13 @@ def airflow_status(home: Path | str | None = None) -> dict[str, Any]:
 
 def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
                progress: Progress = print) -> dict[str, Any]:
-    """Migrate the DB, start the four components (each once), wait for health, print login."""
+    """Migrate the DB, create the measuring pool, start the four components (each once),
+    wait for health, print the login."""
     af_home = _home(home)
     af_home.mkdir(parents=True, exist_ok=True)
     env = airflow_env(af_home)
-    progress(f"airflow home {af_home}; migrating the database …")
-    db_migrate(env)
+    progress(f"airflow home {af_home}; migrating the database, pool {MEASURE_POOL} …")
+    prepare_db(env)
     password = _ensure_password(af_home)
     airflow = _airflow_bin(env)
     for name, args in COMPONENTS.items():
@@ -266,7 +281,8 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
     """Run ``airflow dags test DAG_ID [DATE] [-c JSON]`` in a subprocess with the lab's env.
 
     ``home``: ``AIRFLOW_HOME`` (default :func:`kafkalab.paths.airflow_home`); ``extra_env``
-    is laid over the lab's environment. ``mark_success_pattern``: regex of task ids marked
+    is laid over the lab's environment. ``migrate``: run :func:`prepare_db` first (DB
+    migration and the measuring pool). ``mark_success_pattern``: regex of task ids marked
     successful without running them. Returns the exit code (non-zero when the DAG run failed).
     """
     env = airflow_env(home)
@@ -274,7 +290,7 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
         env.update(extra_env)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     if migrate:
-        db_migrate(env)
+        prepare_db(env)
     cmd = [_airflow_bin(env), "dags", "test", dag_id]
     if logical_date:
         cmd.append(logical_date)
@@ -291,7 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kafkalab.airflow.launcher",
                                 description="Loopback-only local Airflow for the lab.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("up", help="start api-server, scheduler, triggerer, dag-processor")
+    sub.add_parser("up", help="migrate the DB, create the measuring pool, start api-server, "
+                   "scheduler, triggerer, dag-processor")
     sub.add_parser("down", help="stop exactly the processes `up` started")
     sub.add_parser("status", help="components, pids, health")
     sub.add_parser("env", help="print the environment as shell exports")

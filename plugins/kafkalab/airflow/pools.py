@@ -1,0 +1,63 @@
+"""The Airflow pool that keeps two DAGs from loading one Kafka cluster at once.
+
+``max_active_tis_per_dag=1`` serialises the cells of one DAG only: a ``latency_experiment``
+triggered while ``nightly_latency_regression`` measures would measure the same broker at the
+same time, and each would see the other's load as latency. Every task that loads the
+cluster (:data:`CLUSTER_TASKS`: topic provisioning and measuring) of every DAG takes a slot
+of :data:`MEASURE_POOL`, which has one slot, so they run one at a time across DAGs.
+
+The pool is created by the lab's Airflow set-up (:func:`ensure_measure_pool`, called by
+``python -m kafkalab.airflow.launcher up`` and ``dags-test`` after ``airflow db migrate``).
+A scheduler does not start tasks of a pool that does not exist (they wait, logged as
+"non-existent pool"); ``airflow dags test`` runs tasks one at a time in-process and does not
+check pools.
+
+Cheap to import (the constants are read while a DAG file is parsed); only
+:func:`ensure_measure_pool` starts a process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+
+MEASURE_POOL = "kafkalab_measure"
+"""Name of the pool every cluster-loading task runs in."""
+
+MEASURE_POOL_SLOTS = 1
+"""One slot: one cluster-loading task at a time, whichever DAG it belongs to."""
+
+MEASURE_POOL_DESCRIPTION = ("Kafka Latency Lab: one task at a time may provision or measure "
+                            "the cluster (across every DAG)")
+
+CLUSTER_TASKS: tuple[str, ...] = ("prepare_run", "measure_cell")
+"""The task ids that load the cluster and therefore run in :data:`MEASURE_POOL`:
+``prepare_run`` creates and alters topics, ``measure_cell`` measures."""
+
+
+def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",
+                        timeout_s: float = 120) -> None:
+    """Create (or reset to one slot) :data:`MEASURE_POOL` in the metadata DB of ``env``.
+
+    Runs ``airflow pools set`` (idempotent, ~2 s); the DB must be migrated first.
+
+    Args:
+        env: the environment of the lab's Airflow processes (``AIRFLOW_HOME`` etc.).
+        airflow_bin: the ``airflow`` executable.
+        timeout_s: how long the command may take.
+
+    Raises:
+        subprocess.CalledProcessError: the command failed (its stderr is in the exception).
+    """
+    subprocess.run([airflow_bin, "pools", "set", MEASURE_POOL, str(MEASURE_POOL_SLOTS),
+                    MEASURE_POOL_DESCRIPTION],
+                   env=dict(env), check=True, capture_output=True, text=True, timeout=timeout_s)
+
+
+__all__ = [
+    "CLUSTER_TASKS",
+    "MEASURE_POOL",
+    "MEASURE_POOL_DESCRIPTION",
+    "MEASURE_POOL_SLOTS",
+    "ensure_measure_pool",
+]
