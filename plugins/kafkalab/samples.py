@@ -1,28 +1,36 @@
 """Raw samples and run manifests on disk (schema: docs/metrics-schema.md).
 
 One Parquet file per measured cell (scenario × payload × profile) under
-``samples/run_date=<d>/run_id=<id>/``, written to a temporary name and renamed, so a run
-that dies half-way keeps every cell it finished and a re-run of a cell replaces its file.
+``samples/run_date=<d>/run_id=<id>/``. A cell's rows are *streamed*: a scenario hands each
+row to its :class:`SampleSink` the moment it is final, and :class:`CellWriter` appends them to
+a hidden temporary file in row groups (every :data:`FLUSH_ROWS` rows or
+:data:`FLUSH_INTERVAL_S` seconds), so memory stays bounded and a cell that raises half-way
+keeps what it measured. Closing renames the file into place: a re-run of a cell replaces
+exactly that cell's file and nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
+import json
 import os
 import platform
 import socket
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkalab.store import LabData, atomic_write, read_json
+from kafkalab.store import LabData, atomic_file, read_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version of the samples and manifest schemas (docs/metrics-schema.md, "Versions")."""
 
 SAMPLE_SCHEMA = pa.schema(
     [
@@ -56,6 +64,13 @@ SAMPLE_SCHEMA = pa.schema(
         ("first_record_delay_ms", pa.float64()),
         ("statistic", pa.string()),
         ("latency_resolution_ms", pa.float64()),
+        ("wall_ts_ns", pa.int64()),
+        ("loop_mode", pa.string()),
+        ("cold_start", pa.bool_()),
+        ("planned_messages", pa.int64()),
+        ("message_timeout_ms", pa.float64()),
+        ("broker_count", pa.int32()),
+        ("client_settings", pa.string()),
     ]
 )
 """Columns stored in each file; ``run_date`` and ``run_id`` are Hive path partitions only."""
@@ -80,6 +95,16 @@ class CellContext:
     broker_version: str
     broker_is_emulator: bool
     topic: str | None
+    planned_messages: int
+    message_timeout_ms: float
+    broker_count: int | None
+    client_settings: str
+    """JSON object (sorted keys) of the effective client settings; see :func:`settings_json`."""
+
+
+def settings_json(settings: Mapping[str, Any]) -> str:
+    """The ``client_settings`` column: a JSON object with sorted keys, values as strings."""
+    return json.dumps({str(k): str(v) for k, v in settings.items()}, sort_keys=True)
 
 
 @dataclass
@@ -103,6 +128,9 @@ class Sample:
     first_record_delay_ms: float | None = None
     statistic: str | None = None
     latency_resolution_ms: float = NS_RESOLUTION_MS
+    wall_ts_ns: int | None = None
+    loop_mode: str | None = None
+    cold_start: bool | None = None
 
     @property
     def publish_latency_ms(self) -> float | None:
@@ -119,44 +147,170 @@ class Sample:
         return (self.receive_ts_ns - self.send_ts_ns) / 1e6
 
 
-def to_rows(ctx: CellContext, samples: Iterable[Sample]) -> list[dict[str, Any]]:
-    """Flatten samples of one cell into dict rows following SAMPLE_SCHEMA."""
+def to_row(base: Mapping[str, Any], s: Sample) -> dict[str, Any]:
+    """One row following SAMPLE_SCHEMA: the cell's shared columns ``base`` plus ``s``."""
+    row = dict(base)
+    row.update({f.name: getattr(s, f.name) for f in fields(s) if f.name != "e2e_latency_ms_override"})
+    row["publish_latency_ms"] = s.publish_latency_ms
+    row["e2e_latency_ms"] = s.e2e_latency_ms
+    return row
+
+
+def cell_columns(ctx: CellContext) -> dict[str, Any]:
+    """The columns every row of one cell shares (the context without ``run_id``)."""
     base = asdict(ctx)
     base.pop("run_id")
-    rows = []
-    skip = {"e2e_latency_ms_override"}
-    for s in samples:
-        row = dict(base)
-        row.update({f.name: getattr(s, f.name) for f in fields(s) if f.name not in skip})
-        row["publish_latency_ms"] = s.publish_latency_ms
-        row["e2e_latency_ms"] = s.e2e_latency_ms
-        rows.append(row)
-    return rows
+    return base
+
+
+def to_rows(ctx: CellContext, samples: Iterable[Sample]) -> list[dict[str, Any]]:
+    """Flatten samples of one cell into dict rows following SAMPLE_SCHEMA."""
+    base = cell_columns(ctx)
+    return [to_row(base, s) for s in samples]
+
+
+class SampleSink(Protocol):
+    """Where a scenario hands each row the moment it is final."""
+
+    def write(self, sample: Sample) -> None:
+        """Take one row."""
+        ...
+
+
+class ListSink:
+    """A sink that keeps rows in memory (``rows``): for tests and tools."""
+
+    def __init__(self) -> None:
+        self.rows: list[Sample] = []
+
+    def write(self, sample: Sample) -> None:
+        self.rows.append(sample)
+
+
+FLUSH_ROWS = 1_000
+"""A :class:`CellWriter` writes a row group at least every this many rows ..."""
+FLUSH_INTERVAL_S = 1.0
+"""... and at least this often while rows arrive."""
+
+
+class CellWriter:
+    """Streams one cell's rows to its Parquet file (a :class:`SampleSink`).
+
+    Rows are buffered and appended as row groups to a hidden temporary file in the cell's
+    directory (readers ignore names starting with ``.``). :meth:`close` makes the file
+    durable and renames it over ``path`` (replacing an earlier measurement of the same cell);
+    a cell that produced no rows removes ``path``, since its re-measurement found nothing.
+    :meth:`abort` (used only when the file itself cannot be written) discards the temporary
+    file and leaves ``path`` as it was. Not thread-safe: scenarios serialise their writes
+    through their tracker's lock or write from one thread.
+    """
+
+    def __init__(self, path: Path, ctx: CellContext | Callable[[], CellContext]) -> None:
+        self.path = Path(path)
+        self.rows_written = 0
+        self._ctx = ctx
+        self._base: dict[str, Any] | None = None
+        self._buffer: list[dict[str, Any]] = []
+        self._last_flush = time.monotonic()
+        self._stack = contextlib.ExitStack()
+        self._fh = self._stack.enter_context(atomic_file(self.path))
+        self._writer: pq.ParquetWriter | None = None
+        self._closed = False
+
+    def write(self, sample: Sample) -> None:
+        """Buffer one row; flush a row group when the buffer is full or old enough."""
+        if self._base is None:  # the context is read once, when the first row arrives
+            self._base = cell_columns(self._ctx() if callable(self._ctx) else self._ctx)
+        self._buffer.append(to_row(self._base, sample))
+        if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the buffered rows to the temporary file as one row group."""
+        if not self._buffer:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._fh, SAMPLE_SCHEMA, compression="zstd")
+        self._writer.write_table(pa.Table.from_pylist(self._buffer, schema=SAMPLE_SCHEMA))
+        self.rows_written += len(self._buffer)
+        self._buffer.clear()
+        self._fh.flush()
+        self._last_flush = time.monotonic()
+
+    def close(self) -> int:
+        """Flush, make the file durable and rename it into place; returns the row count."""
+        if self._closed:
+            return self.rows_written
+        self._closed = True
+        try:
+            self.flush()
+            if self._writer is not None:
+                self._writer.close()
+        except BaseException as exc:
+            self._stack.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        if self.rows_written == 0:
+            self._stack.__exit__(RuntimeError, RuntimeError("no rows"), None)
+            self.path.unlink(missing_ok=True)
+            return 0
+        self._stack.close()
+        return self.rows_written
+
+    def abort(self) -> None:
+        """Discard the temporary file; ``path`` keeps its earlier content."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
 
 def write_cell(path: Path, rows: list[dict[str, Any]]) -> Path:
-    """Write one cell's rows atomically (replacing an earlier file of the same cell); the
-    path comes from :meth:`kafkalab.store.LabData.cell_file`."""
+    """Write one cell's rows at once (replacing an earlier file of the same cell); the path
+    comes from :meth:`kafkalab.store.LabData.cell_file`."""
     table = pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    return atomic_write(path, sink.getvalue().to_pybytes())
+    with atomic_file(path) as fh:
+        pq.write_table(table, fh, compression="zstd")
+    return Path(path)
+
+
+def read_cell(path: Path) -> pa.Table:
+    """One cell's rows (a file written by :class:`CellWriter` or :func:`write_cell`)."""
+    return pq.read_table(path)
 
 
 def read_samples(data_dir: Path, run_id: str | None = None) -> pa.Table:
-    """All samples (or one run's) as an Arrow table, with the partition columns."""
+    """All samples (or one run's) as an Arrow table, with the partition columns.
+
+    A file that is not valid Parquet is an error naming it (never silently skipped: its
+    rows would vanish from every statistic). Temporary files of cells being written start
+    with ``.`` and are not read.
+
+    Raises:
+        RunError: a samples file is corrupt or unreadable.
+    """
     import pyarrow.dataset as ds
+
+    from kafkalab.errors import RunError
 
     root = LabData(data_dir).samples_dir
     if not root.exists():
         return SAMPLE_SCHEMA.empty_table()
     part = pa.schema([("run_date", pa.string()), ("run_id", pa.string())])
-    dataset = ds.dataset(
-        root, format="parquet", partitioning=ds.partitioning(part, flavor="hive"),
-        exclude_invalid_files=True,
-    )
-    filt = ds.field("run_id") == run_id if run_id else None
-    return dataset.to_table(filter=filt)
+    files = (LabData(data_dir).run_sample_files(run_id) if run_id
+             else sorted(p for p in root.glob("run_date=*/run_id=*/*.parquet")))
+    if not files:
+        return SAMPLE_SCHEMA.empty_table()
+    for f in files:
+        try:
+            pq.read_metadata(f)
+        except (OSError, pa.ArrowException) as exc:
+            raise RunError(f"samples file {f} is unreadable ({exc}); move it aside to read the rest") from None
+    # The full schema: files from before schema 2 lack its new columns and read them as null.
+    full = pa.schema([*SAMPLE_SCHEMA, *part])
+    dataset = ds.dataset([str(f) for f in files], format="parquet", schema=full,
+                         partitioning=ds.partitioning(part, flavor="hive"),
+                         partition_base_dir=str(root))
+    return dataset.to_table()
 
 
 @dataclass
@@ -179,6 +333,11 @@ class Manifest:
     cells: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     schema_version: int = SCHEMA_VERSION
+    owner: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    client_settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    stale_outputs: list[str] = field(default_factory=list)
+    reopened_at: list[str] = field(default_factory=list)
 
     @property
     def run_date(self) -> str:
@@ -213,8 +372,34 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def runtime_versions() -> dict[str, str]:
-    """Versions of everything that shapes a measurement."""
+def environment() -> dict[str, Any]:
+    """The machine a run measures on: CPU count, load average (1, 5, 15 min), platform."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = []
+    return {"cpu_count": os.cpu_count(), "load_avg_start": load,
+            "platform": platform.platform(), "machine": platform.machine()}
+
+
+def java_version() -> str:
+    """The first line of ``java -version`` (``missing`` when there is no Java)."""
+    import shutil
+    import subprocess
+
+    java = shutil.which("java")
+    if java is None:
+        return "missing"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    return lines[0] if lines else "unknown"
+
+
+def runtime_versions(java: bool = False) -> dict[str, str]:
+    """Versions of everything that shapes a measurement (``java``: also the JVM's)."""
     from importlib.metadata import PackageNotFoundError, version
 
     import kafkalab
@@ -231,4 +416,6 @@ def runtime_versions() -> dict[str, str]:
         out["librdkafka"] = confluent_kafka.libversion()[0]
     except ImportError:
         pass
+    if java:
+        out["java"] = java_version()
     return out
