@@ -115,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _cluster_arg(pr)
     _data_arg(pr)
+    pruns = sub.add_parser("runs", help="list the runs in the data directory and their state",
+                           description="One line per run: id, state (complete, incomplete, "
+                           "failed, running, or stale: running with no live owner), cells, "
+                           "command, and its outputs that are stale after a cell was re-measured.")
+    _data_arg(pruns)
     # report / drift ------------------------------------------------------------------
     prep = sub.add_parser("report", help="build the static HTML trend report",
                           description="Build lab-data/reports/: one page per run and an index, "
@@ -220,7 +225,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kafkalab.runner import build_run_request, execute
-    from kafkalab.summary import cell_summary, format_table
+    from kafkalab.summary import format_table, json_summary
 
     req = build_run_request(
         args.workload, scenarios=args.scenario, payloads=args.payload, profiles=args.profile,
@@ -233,24 +238,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     result = execute(req, progress=_err)
     if args.json:
-        rows = []
-        for c in result.cells:
-            s = cell_summary(c)
-            lat = s.pop("latency")
-            s.update({k: v for k, v in (lat.__dict__.items() if lat else [])})
-            rows.append(s)
-        _say(json.dumps({"run_id": result.run_id, "status": result.status, "cells": rows}, indent=2, default=str))
+        rows = [json_summary(c) for c in result.cells]
+        _say(json.dumps({"run_id": result.run_id, "status": result.status, "cells": rows},
+                        indent=2, default=str))
     else:
         _say("")
         _say(format_table(result.cells))
         _say("")
-        _say("e2e = send start → whole record/body in the receiver's hands (exact nearest-rank "
-             "percentiles, warm-up excluded). 1st sub/asg = consumer start → first record, "
-             "subscribe (consumer group) vs assign.")
+        _say("e2e = send start → whole record/body in the receiver's hands, monotonic clock; exact "
+             "nearest-rank percentiles over the measured messages (warm-up excluded; lost and "
+             "failed ones count as ≥ the timeout). n<100: too few messages for that percentile. "
+             "1st sub/asg = median consumer start → first record, subscribe (consumer group) vs "
+             "assign (cold first group start shown apart).")
         _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
     if result.status != "complete":
         _err(f"kafkalab: error: run {result.run_id} is {result.status}: some cells failed (see the table)")
         return 4
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from kafkalab.store import LabData
+
+    lab = LabData(args.data_dir)
+    docs = lab.manifests()
+    if not docs:
+        _say(f"no runs in {lab.root}")
+        return 0
+    for rid, doc in docs.items():
+        state = lab.run_state(rid)
+        cells = doc.get("cells") or []
+        extra = f" ({lab.run_state_reason(rid)})" if state == "stale" else ""
+        stale = doc.get("stale_outputs") or []
+        if stale:
+            extra += f"; stale: {', '.join(stale)}"
+        _say(f"{rid}  {state:<10} {len(cells):>3} cells  {doc.get('command', '')}{extra}")
     return 0
 
 
@@ -291,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
-                "report": cmd_report, "drift": cmd_drift}
+                "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -5,10 +5,17 @@ Order of work, so that bad input costs nothing and nothing measured is lost:
 1. everything is validated before anything is sent (names, rf versus brokers, payload size
    versus ``max.message.bytes``, the broker reachable within ~10 s);
 2. topics are provisioned (idempotent);
-3. each cell is measured and its samples written at once (atomic file per cell), and the
-   manifest is rewritten after every cell; a failing cell is recorded and the run goes on;
-4. the manifest ends ``complete``, or ``incomplete`` when a cell failed or the run was
-   interrupted; the caller exits non-zero in that case.
+3. each cell is measured and its rows are streamed to its file as they are measured
+   (:class:`kafkalab.samples.CellWriter`); a cell that raises keeps what it measured and
+   says why; a failing cell is recorded and the run goes on;
+4. the manifest always ends ``complete``, ``incomplete`` (a cell failed or was not
+   measured, or the run was interrupted) or ``failed`` (the run itself broke, or no cell
+   succeeded); the caller exits non-zero unless it is complete. A run left ``running`` by a
+   process that died is reported as *stale* (:meth:`kafkalab.store.LabData.run_state`).
+
+Re-running a run id re-measures only the cells asked for: every other cell's rows stay,
+and the run's aggregates, validation, drift records and report page are marked stale in
+the manifest (``stale_outputs``) until they are recomputed.
 """
 
 from __future__ import annotations
@@ -34,16 +41,19 @@ from kafkalab.progress import Progress, noop
 from kafkalab.run_ids import new_run_id
 from kafkalab.samples import (
     CellContext,
+    CellWriter,
     Manifest,
-    Sample,
+    environment,
+    read_cell,
     runtime_versions,
-    to_rows,
+    settings_json,
     utc_now_iso,
-    write_cell,
 )
 from kafkalab.scenarios.base import Cell, Skipped
 from kafkalab.scenarios.catalog import get_scenario, needs_kafka, scenario_spec
 from kafkalab.store import LabData
+from kafkalab.summary import CellResult, summarize_rows
+from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
     from kafkalab.topics import TopicSpec
@@ -63,6 +73,9 @@ class RunRequest:
     http_port: int = 0
     provision: bool = True
     command: str = field(default_factory=lambda: shlex.join(["kafkalab", *sys.argv[1:]]))
+    owner_kind: str = "cli"
+    """Who drives the run: ``cli`` (one process; stale when it is gone) or ``airflow``
+    (tasks in several processes; stale when nothing was written for a long time)."""
 
 
 _OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
@@ -145,20 +158,6 @@ def build_run_request(
 
 
 @dataclass
-class CellResult:
-    """One measured cell, kept in memory for the comparison table."""
-
-    scenario: str
-    payload: str
-    profile: str
-    status: str
-    samples: list[Sample]
-    payload_bytes: int
-    reason: str | None = None
-    is_emulator: bool = False
-
-
-@dataclass
 class RunResult:
     run_id: str
     status: str
@@ -212,14 +211,32 @@ def topic_specs(workload: Workload, profiles: Iterable[Profile]) -> list[TopicSp
 
 
 def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
-    """Validate, check the cluster, provision topics, clear old rows of the run id and write
-    the manifest with status ``running``. Returns ``{"run_id", "cells": [...]}`` where each
-    cell is ``{"scenario", "payload", "profile"}`` (Airflow maps one task over each)."""
+    """Validate, check the cluster, provision topics and write the manifest with status
+    ``running``. Returns ``{"run_id", "run_date", "cells": [...]}`` where each cell is
+    ``{"scenario", "payload", "profile"}`` (Airflow maps one task over each).
+
+    With the id of an existing run, the run is *re-opened*: its cells measured before stay
+    (rows, fragments), the plan grows by the cells asked for, and the run's derived outputs
+    are marked stale. The workload must be the one the run was measured with.
+
+    Raises:
+        ConfigError: the run id exists with another workload.
+    """
     from kafkalab.topics import describe_topic, provision_topics
 
     profiles = validate_request(req)
     w = req.workload
     d = req.descriptor
+    lab = LabData(req.data_dir)
+    for rid in lab.stale_runs():
+        progress(f"NOTE: run {rid} is stale: {lab.run_state_reason(rid)}")
+    run_id = req.run_id or new_run_id()
+    previous = lab.manifest(run_id) if req.run_id else None
+    if previous is not None and previous.get("workload") != jsonable(w.model_dump()):
+        raise ConfigError(
+            f"run {run_id} was measured with workload {previous.get('workload', {}).get('name')!r} "
+            "and other settings; re-run its cells with the same workload and overrides, or use a "
+            "new --run-id")
     if needs_kafka(req.scenarios) and d is not None:
         progress(f"checking {d.bootstrap_servers} …")
         check_reachable(d)
@@ -230,53 +247,95 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
                 progress(f"topic {outcome['topic']}: {outcome['action']}")
         _check_topic_limits(d, w, profiles, req.payloads, describe_topic)
 
-    run_id = req.run_id or new_run_id()
     req.run_id = run_id
     manifest = Manifest(
         run_id=run_id, started_at=utc_now_iso(), command=req.command,
         workload=w.model_dump(), profiles={k: v.model_dump() for k, v in profiles.items()},
         scenarios=req.scenarios, payloads=req.payloads,
         cluster=public_view(d) if d is not None else {"flavor": "none"},
-        versions=runtime_versions(),
+        versions=runtime_versions(java=any(not scenario_spec(s).per_message for s in req.scenarios)),
+        owner=owner(req.owner_kind), environment=environment(),
     )
-    lab = LabData(req.data_dir)
-    lab.clear_run_samples(run_id)
-    lab.clear_cell_fragments(run_id)
+    if previous is not None:
+        manifest = _reopen(manifest, previous, lab)
+        if manifest.stale_outputs:
+            progress(f"run {run_id} re-opened: its {', '.join(manifest.stale_outputs)} are stale "
+                     "until recomputed")
     manifest.write(req.data_dir)
     cells = [{"scenario": sc, "payload": pl, "profile": pr}
              for pr in req.profiles for pl in req.payloads for sc in req.scenarios]
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": cells}
 
 
+def _union(old: Iterable[str], new: Iterable[str]) -> list[str]:
+    out = list(old)
+    out += [x for x in new if x not in out]
+    return out
+
+
+def _reopen(manifest: Manifest, previous: Mapping[str, Any], lab: LabData) -> Manifest:
+    """The manifest of a re-opened run: the earlier start (its rows live under that run
+    date), the union of both plans, and every derived output that exists marked stale."""
+    manifest.started_at = str(previous.get("started_at") or manifest.started_at)
+    manifest.scenarios = _union(previous.get("scenarios") or [], manifest.scenarios)
+    manifest.payloads = _union(previous.get("payloads") or [], manifest.payloads)
+    manifest.profiles = {**(previous.get("profiles") or {}), **manifest.profiles}
+    manifest.client_settings = dict(previous.get("client_settings") or {})
+    manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
+    manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
+                                    | set(lab.derived_outputs(manifest.run_id)))
+    return manifest
+
+
+def owner(kind: str) -> dict[str, Any]:
+    """Who drives a run: host, process id and kind (see :attr:`RunRequest.owner_kind`)."""
+    import socket
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "kind": kind}
+
+
 def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
                  progress: Progress = noop) -> CellResult:
-    """Measure one cell of a started run; its samples and a manifest fragment are written
-    before this returns (so a later failure loses nothing)."""
+    """Measure one cell of a started run. Its rows are streamed to the cell's file while it
+    is measured, and a fragment with its outcome and settings is written before this
+    returns (so a later failure loses nothing). Re-measuring a cell replaces exactly that
+    cell's rows."""
     assert req.run_id, "start_run first"
     manifest = Manifest.load(req.data_dir, req.run_id)
     prof = load_profile(profile)
     body = load_body(payload, req.workload.encoding, images_dir())
     lab = LabData(req.data_dir)
-    result = _measure(req, manifest, prof, payload, body, scenario,
-                       lab.run_work_dir(req.run_id), progress)
+    result, settings = _measure(req, manifest, prof, payload, body, scenario,
+                                lab.run_work_dir(req.run_id), progress)
     lab.write_cell_fragment(req.run_id, {
         "scenario": scenario, "payload": payload, "profile": profile,
-        "status": result.status, "rows": len(result.samples), "reason": result.reason})
+        "status": result.status, "rows": result.rows, "reason": result.reason,
+        "client_settings": settings, "measured_at": utc_now_iso()})
     return result
 
 
 def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[str, Any]:
-    """Merge the cells' fragments into the manifest; status ``complete`` when every planned
-    cell completed or was skipped, else ``incomplete``."""
+    """Merge the cells' fragments into the manifest and close it: ``complete`` when every
+    planned cell completed or was skipped; ``failed`` when the run itself broke (``error``)
+    before any cell completed, or every cell failed; else ``incomplete``."""
     manifest = Manifest.load(data_dir, run_id)
     frags = LabData(data_dir).cell_fragments(run_id)
     order = {(sc, pl, pr): i for i, (pr, pl, sc) in enumerate(
         (pr, pl, sc) for pr in manifest.profiles for pl in manifest.payloads for sc in manifest.scenarios)}
     frags.sort(key=lambda f: order.get((f["scenario"], f["payload"], f["profile"]), 1 << 30))
-    manifest.cells = frags
+    manifest.client_settings = {**manifest.client_settings, **{
+        f"{f['scenario']}/{f['profile']}": f["client_settings"]
+        for f in frags if f.get("client_settings")}}
+    manifest.cells = [{k: v for k, v in f.items() if k != "client_settings"} for f in frags]
     planned = len(order)
     failed = [f for f in frags if f["status"] == "failed"]
-    manifest.status = "complete" if (len(frags) == planned and not failed and not error) else "incomplete"
+    good = [f for f in frags if f["status"] in ("complete", "skipped")]
+    if len(good) == planned and not error:
+        manifest.status = "complete"
+    elif not good and (error or failed):
+        manifest.status = "failed"
+    else:
+        manifest.status = "incomplete"
     problems = [f"{f['scenario']}/{f['payload']}/{f['profile']}: {f['reason']}" for f in failed]
     if len(frags) < planned:
         problems.append(f"{planned - len(frags)} of {planned} cells were not measured")
@@ -284,23 +343,30 @@ def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[st
         problems.insert(0, error)
     manifest.error = "; ".join(problems) or None
     manifest.ended_at = utc_now_iso()
+    manifest.environment = {**manifest.environment, "load_avg_end": environment()["load_avg_start"]}
     manifest.write(data_dir)
     return asdict(manifest)
 
 
 def execute(req: RunRequest, progress: Progress) -> RunResult:
-    """The CLI's run: start, every cell in order, finish."""
+    """The CLI's run: start, every cell in order, finish — the manifest is closed whatever
+    happens after it was opened (an interrupt, a failed write)."""
     plan = start_run(req, progress)
     run_id = plan["run_id"]
     results: list[CellResult] = []
-    error = None
+    error: str | None = None
+    interrupted = False
     try:
         for cell in plan["cells"]:
             results.append(measure_cell(req, cell["scenario"], cell["payload"], cell["profile"], progress))
     except KeyboardInterrupt:
-        error = "interrupted"
+        error, interrupted = "interrupted", True
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        finish_run(req.data_dir, run_id, error)
+        raise
     manifest = finish_run(req.data_dir, run_id, error)
-    if error:
+    if interrupted:
         raise KeyboardInterrupt
     return RunResult(run_id=run_id, status=manifest["status"],
                      manifest_path=LabData(req.data_dir).manifest_path(run_id), cells=results)
@@ -327,7 +393,10 @@ def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, P
 
 
 def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
-              scenario_name: str, work_dir: Path, progress: Progress) -> CellResult:
+             scenario_name: str, work_dir: Path, progress: Progress
+             ) -> tuple[CellResult, dict[str, str]]:
+    """Measure one cell, streaming its rows to its file; returns the result and the
+    effective client settings the scenario used."""
     d = req.descriptor
     scenario = get_scenario(scenario_name)
     is_kafka = scenario_spec(scenario_name).uses_kafka
@@ -339,11 +408,32 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     def cell_progress(msg: str) -> None:
         progress(f"{label} {msg}")
 
+    emulator = bool(d is not None and d.is_emulator and is_kafka)
+    settings = {str(k): str(v) for k, v in scenario.client_settings(cell).items()}
+
+    def context() -> CellContext:  # read when the first rows are written (the tool's version is known then)
+        return CellContext(
+            run_id=manifest.run_id, scenario=scenario_name, client=scenario.client,
+            client_version=scenario.client_version(), profile=prof.name,
+            workload=req.workload.name, payload=payload, payload_encoding=req.workload.encoding,
+            payload_bytes=wire_size_bytes(body),
+            cluster_flavor=(d.flavor if (d is not None and is_kafka) else "http"),
+            broker_version=(d.version if (d is not None and is_kafka) else "n/a"),
+            broker_is_emulator=emulator, topic=cell.topic,
+            planned_messages=req.workload.messages,
+            message_timeout_ms=req.workload.message_timeout_s * 1000.0,
+            broker_count=d.broker_count if (d is not None and is_kafka) else None,
+            client_settings=settings_json(settings),
+        )
+
+    path = LabData(req.data_dir).cell_file(manifest.run_date, manifest.run_id, scenario_name,
+                                           payload, prof.name)
+    writer = CellWriter(path, context)
+    cell.sink = writer
     cell_progress("start")
     status, reason = "complete", None
-    samples: list[Sample] = []
     try:
-        samples = scenario.run(cell, cell_progress)
+        scenario.run(cell, cell_progress)
     except Skipped as exc:
         status, reason = "skipped", str(exc)
         cell_progress(f"skipped: {reason}")
@@ -353,22 +443,21 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     except Exception as exc:  # a client library error: keep the run going, record it
         status, reason = "failed", f"{type(exc).__name__}: {exc}"
         cell_progress(f"FAILED: {reason}")
-    emulator = bool(d is not None and d.is_emulator and is_kafka)
-    ctx = CellContext(
-        run_id=manifest.run_id, scenario=scenario_name, client=scenario.client,
-        client_version=scenario.client_version(), profile=prof.name, workload=req.workload.name,
-        payload=payload, payload_encoding=req.workload.encoding, payload_bytes=wire_size_bytes(body),
-        cluster_flavor=(d.flavor if (d is not None and is_kafka) else "http"),
-        broker_version=(d.version if (d is not None and is_kafka) else "n/a"),
-        broker_is_emulator=emulator, topic=cell.topic,
-    )
-    if samples:
-        path = LabData(req.data_dir).cell_file(manifest.run_date, manifest.run_id, scenario_name,
-                                               payload, prof.name)
-        write_cell(path, to_rows(ctx, samples))
+    try:
+        for tracker in cell.trackers:  # rows still held (lost, unacked) are written now
+            tracker.finish()
+        rows = writer.close()
+    except OSError as exc:  # the rows could not be written (disk full): the cell failed
+        writer.abort()
+        rows, status = 0, "failed"
+        reason = f"could not write {path.name}: {exc}" + (f" (after: {reason})" if reason else "")
+        cell_progress(f"FAILED: {reason}")
+    summary = summarize_rows(read_cell(path).to_pylist()) if rows else summarize_rows([])
+    if status == "failed" and rows:
+        reason = f"{reason} ({rows} rows measured before the failure are kept)"
     if status == "complete":
-        bad = sum(1 for s in samples if s.status in ("lost", "error") and s.sample_kind == "message")
-        cell_progress(f"done: {len(samples)} rows" + (f", {bad} lost/failed" if bad else ""))
+        bad = summary["lost"] + summary["errors"]
+        cell_progress(f"done: {rows} rows" + (f", {bad} lost/failed" if bad else ""))
     return CellResult(scenario=scenario_name, payload=payload, profile=prof.name, status=status,
-                      samples=samples, payload_bytes=wire_size_bytes(body), reason=reason,
-                      is_emulator=emulator)
+                      payload_bytes=wire_size_bytes(body), rows=rows, reason=reason,
+                      is_emulator=emulator, summary=summary), settings

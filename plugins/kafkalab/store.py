@@ -52,6 +52,22 @@ VALIDATION_DIR = "validation"
 DRIFT_DIR = "drift"
 ALERTS_DIR = "alerts"
 REPORTS_DIR = "reports"
+
+DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
+"""A run's outputs computed from its samples (``stale_outputs`` in the manifest)."""
+
+STALE_AFTER_S = 6 * 3600.0
+"""A ``running`` run with no write for this long has no live owner: it is stale."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 """The top-level folders of a data directory, for callers that address it by URI
 (``s3a://bucket/lab/samples``) rather than through :class:`LabData`."""
 
@@ -366,14 +382,88 @@ class LabData:
         """The run pages written so far (``reports/*/index.html``), sorted."""
         return sorted(self.reports_dir.glob("*/index.html"))
 
+    # -- run state: stale outputs and stale runs -------------------------------------------
+
+    def derived_outputs(self, run_id: str) -> list[str]:
+        """Which of a run's derived outputs exist (:data:`DERIVED_OUTPUTS` order): the ones a
+        re-measured cell makes stale."""
+        present = {
+            "aggregates": (self.aggregates_dir / f"run_id={run_id}").is_dir(),
+            "validation": self.validation_path(run_id).exists(),
+            "drift": self.drift_path(run_id).exists(),
+            "report": (self.report_page_dir(run_id) / "index.html").exists(),
+        }
+        return [name for name in DERIVED_OUTPUTS if present[name]]
+
+    def clear_stale(self, run_id: str, output: str) -> bool:
+        """Remove ``output`` from the run's ``stale_outputs`` once it was recomputed; returns
+        whether the manifest changed."""
+        doc = self.manifest(run_id)
+        if doc is None or output not in (doc.get("stale_outputs") or []):
+            return False
+        doc["stale_outputs"] = [o for o in doc["stale_outputs"] if o != output]
+        self.write_manifest(doc)
+        return True
+
+    def last_activity(self, run_id: str) -> float | None:
+        """When the run last wrote anything (manifest, fragment or samples file), as a POSIX
+        time; None when nothing exists. The run's heartbeat."""
+        paths = [self.manifest_path(run_id), *self.cell_fragments_dir(run_id).glob("*.json"),
+                 *self.run_sample_files(run_id)]
+        times = []
+        for p in paths:
+            try:
+                times.append(p.stat().st_mtime)
+            except OSError:
+                continue
+        return max(times) if times else None
+
+    def run_state(self, run_id: str, now: float | None = None) -> str:
+        """``complete``, ``incomplete``, ``failed``, ``running`` or ``stale`` (a run still
+        ``running`` whose owner is gone: a ``cli`` owner on this host whose process is dead,
+        or no write for :data:`STALE_AFTER_S`); ``missing`` when there is no manifest."""
+        return self._state(run_id, now)[0]
+
+    def run_state_reason(self, run_id: str, now: float | None = None) -> str:
+        """Why :meth:`run_state` says what it says, in a few words."""
+        return self._state(run_id, now)[1]
+
+    def stale_runs(self, now: float | None = None) -> list[str]:
+        """The ids of every stale run."""
+        return [rid for rid, doc in self.manifests().items()
+                if doc.get("status") == "running" and self.run_state(rid, now) == "stale"]
+
+    def _state(self, run_id: str, now: float | None) -> tuple[str, str]:
+        import socket
+        import time
+
+        doc = self.manifest(run_id)
+        if doc is None:
+            return "missing", "no manifest"
+        status = str(doc.get("status") or "running")
+        if status != "running":
+            return status, f"closed {status}"
+        owner = doc.get("owner") or {}
+        pid = owner.get("pid")
+        if (owner.get("kind") == "cli" and owner.get("host") == socket.gethostname()
+                and isinstance(pid, int) and not _pid_alive(pid)):
+            return "stale", f"running, but its process {pid} on this host is gone"
+        last = self.last_activity(run_id)
+        idle_s = (now if now is not None else time.time()) - last if last is not None else None
+        if idle_s is not None and idle_s > STALE_AFTER_S:
+            return "stale", f"running, but nothing was written for {idle_s / 3600:.1f} h"
+        return "running", "running"
+
 
 __all__ = [
     "AGGREGATES_DIR",
     "ALERTS_DIR",
+    "DERIVED_OUTPUTS",
     "DRIFT_DIR",
     "REPORTS_DIR",
     "RUNS_DIR",
     "SAMPLES_DIR",
+    "STALE_AFTER_S",
     "VALIDATION_DIR",
     "LabData",
     "atomic_file",

@@ -140,3 +140,42 @@ def test_atomic_file_streams_and_an_error_in_the_block_leaves_nothing(tmp_path: 
         raise RuntimeError("writer failed")
     assert target.read_bytes() == b"part 1, part 2"
     assert [p.name for p in tmp_path.iterdir()] == ["cell.parquet"]
+
+
+def _manifest(lab: LabData, run_id: str, **doc: object) -> None:
+    lab.write_manifest({"run_id": run_id, "status": "running", **doc})
+
+
+def test_run_state_tells_a_stale_run_from_a_live_one(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    lab = LabData(tmp_path)
+    host = socket.gethostname()
+    _manifest(lab, "live", owner={"host": host, "pid": os.getpid(), "kind": "cli"})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _manifest(lab, "orphan", owner={"host": host, "pid": dead.pid, "kind": "cli"})
+    _manifest(lab, "quiet", owner={"host": "worker-7", "pid": 1, "kind": "airflow"})
+    _manifest(lab, "done", status="complete")
+    assert lab.run_state("live") == "running"
+    assert lab.run_state("orphan") == "stale" and str(dead.pid) in lab.run_state_reason("orphan")
+    assert lab.run_state("quiet") == "running"
+    later = time.time() + store.STALE_AFTER_S + 60
+    assert lab.run_state("quiet", now=later) == "stale"
+    assert "nothing was written" in lab.run_state_reason("quiet", now=later)
+    assert lab.run_state("done") == "complete" and lab.run_state("nope") == "missing"
+    assert lab.stale_runs() == ["orphan"]
+
+
+def test_derived_outputs_and_clearing_a_stale_one(tmp_path: Path) -> None:
+    lab = LabData(tmp_path)
+    (lab.aggregates_dir / "run_id=r1").mkdir(parents=True)
+    atomic_write_json(lab.validation_path("r1"), {"success": True})
+    assert lab.derived_outputs("r1") == ["aggregates", "validation"]
+    _manifest(lab, "r1", stale_outputs=["aggregates", "validation"])
+    assert lab.clear_stale("r1", "aggregates") is True
+    assert lab.clear_stale("r1", "aggregates") is False
+    assert (lab.manifest("r1") or {})["stale_outputs"] == ["validation"]

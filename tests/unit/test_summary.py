@@ -18,8 +18,9 @@ def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = Fals
 
 def _cell(samples: list[Sample], scenario: str = "confluent-kafka", status: str = "complete",
           reason: str | None = None, emulator: bool = False) -> CellResult:
-    return CellResult(scenario=scenario, payload="1kb", profile="latency", status=status,
-                      samples=samples, payload_bytes=1056, reason=reason, is_emulator=emulator)
+    return CellResult.from_samples(samples, scenario=scenario, payload="1kb", profile="latency",
+                                   status=status, payload_bytes=1056, reason=reason,
+                                   is_emulator=emulator)
 
 
 def test_summary_counts_every_status_and_excludes_warmup() -> None:
@@ -39,7 +40,10 @@ def test_summary_counts_every_status_and_excludes_warmup() -> None:
     assert (s["count"], s["warmup"], s["lost"], s["late"], s["errors"], s["duplicate"]) == (
         11, 1, 1, 1, 1, 1)
     lat = s["latency"]
-    assert lat.p50_ms == 6.0 and lat.max_ms == 40.0  # exact nearest rank over 11 values
+    # 11 received + 2 censored (lost, error): rank ceil(13/2) = 7 of 1..10, 40, inf, inf
+    assert lat.count == 13 and lat.p50_ms == 7.0 and lat.max_ms == 40.0
+    assert lat.p90_ms is None and lat.reasons["p90"] == "censored"
+    assert lat.p99_ms is None and lat.reasons["p99"] == "n<100"
     assert s["first_subscribe_ms"] == 812.5 and s["first_assign_ms"] == 12.25
     assert s["tool"] == {}
 
@@ -60,9 +64,11 @@ def test_table_has_one_row_per_cell_with_notes() -> None:
                          e2e_latency_ms_override=1.0)], scenario="jvm-e2e")
     lines = format_table([ok, emu, failed, tool]).splitlines()
     assert lines[0].split()[:4] == ["scenario", "payload", "profile", "n"]
-    assert len(lines) == 2 + 4
-    by_scenario = {line.split()[0]: line for line in lines[2:]}
+    assert len(lines) == 2 + 4 + 1                 # header, rule, 4 cells, what-e2e-means line
+    assert lines[-1].startswith("What e2e measures: rest = client → HTTP server process")
+    by_scenario = {line.split()[0]: line for line in lines[2:-1]}
     assert by_scenario["confluent-kafka"].split()[3:5] == ["5", "2.00"]
+    assert by_scenario["confluent-kafka"].split()[6] == "n<100"   # p99 of 5 messages
     assert "EMULATOR" in by_scenario["kafka-python"]
     assert "failed: port 1 on 127.0.0.1 is in use" in by_scenario["rest"]
     assert by_scenario["jvm-e2e"].split()[3] == "tool" and "whole ms" in by_scenario["jvm-e2e"]
@@ -71,3 +77,31 @@ def test_table_has_one_row_per_cell_with_notes() -> None:
 @pytest.mark.parametrize("cells", [[]])
 def test_empty_table_has_only_the_header(cells: list[CellResult]) -> None:
     assert len(format_table(cells).splitlines()) == 2
+
+
+def test_first_message_is_the_median_of_warm_probes_with_the_cold_one_apart() -> None:
+    def probe(seq: int, mode: str, ms: float | None, cold: bool = False) -> Sample:
+        return Sample(sample_kind="first_message", seq=seq, consumer_mode=mode,
+                      first_record_delay_ms=ms, cold_start=cold, status="ok" if ms else "lost")
+    s = cell_summary(_cell([probe(0, "subscribe", 3000.0, cold=True), probe(1, "subscribe", 40.0),
+                            probe(2, "subscribe", 50.0), probe(3, "subscribe", 60.0),
+                            probe(0, "assign", 5.0), probe(1, "assign", None)]))
+    assert s["first_subscribe_ms"] == 50.0 and s["first_cold_ms"] == 3000.0
+    assert s["first_assign_ms"] == 5.0 and s["first_lost"] == 1
+
+
+def test_tool_row_is_labelled_with_the_settings_it_used_not_the_profile() -> None:
+    tool = [Sample(sample_kind="tool_summary", seq=0, statistic="p50", e2e_latency_ms_override=1.0)]
+    result = _cell(tool, scenario="jvm-e2e")
+    result.summary["client_settings"] = {"acks": "1", "linger.ms": "0", "fetch.max.wait.ms": "0"}
+    line = format_table([result]).splitlines()[2]
+    assert "latency" not in line and "tool: acks=1, linger.ms=0, fetch.max.wait.ms=0" in line
+
+
+def test_json_summary_says_why_a_percentile_is_undefined() -> None:
+    from kafkalab.summary import json_summary
+
+    s = json_summary(_cell([_msg(i, float(i + 1)) for i in range(20)]))
+    assert s["p99_ms"] is None and s["p99_ms_reason"] == "n<100 (20 in the population)"
+    assert s["p50_ms"] == 10.0 and "p50_ms_reason" not in s
+    assert s["p50_ms_ci95"] == [6.0, 15.0]
