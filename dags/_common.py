@@ -17,6 +17,7 @@ The tasks that load the cluster (``prepare_run``, ``measure_cell``) run in the o
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -41,10 +42,39 @@ REPORT_ASSET = Asset(name="kafkalab_trend_report", uri=_LAB.reports_dir.as_uri()
                      group="kafkalab")
 
 
-def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> SparkSubmitOperator:
+class LabSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit that recomputes one output of a lab run, then marks it fresh.
+
+    After the job, :func:`kafkalab.airflow.tasks.mark_recomputed` removes ``stale_output``
+    from the run's ``stale_outputs``: always when the job succeeded; when it failed, only if
+    it rewrote its output first (a validation whose expectations failed is a fresh result).
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
+
+    def __init__(self, *, lab_run_id: Any, stale_output: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lab_run_id = lab_run_id
+        self.stale_output = stale_output
+
+    def execute(self, context: Any) -> None:
+        """Run the job, then mark its output recomputed (see the class)."""
+        started_s = time.time()  # compared with file modification times (wall clock)
+        succeeded = False
+        try:
+            super().execute(context)
+            succeeded = True
+        finally:
+            tasks.mark_recomputed(str(self.lab_run_id), self.stale_output,
+                                  written_since_s=None if succeeded else started_s)
+
+
+def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOperator:
     """``<job>_metrics`` as a spark-submit through the ``spark_default`` connection."""
-    return SparkSubmitOperator(
+    return LabSparkSubmitOperator(
         task_id=f"{job}_metrics",
+        lab_run_id=lab_run_id,
+        stale_output=spark_submit.SPARK_JOB_OUTPUTS[job],
         conn_id=SPARK_CONN_ID,
         application=spark_submit.spark_application(job),
         application_args=spark_submit.spark_job_args(job, lab_run_id, _LAB.root),

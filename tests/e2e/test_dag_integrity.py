@@ -135,6 +135,47 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
         args = [a for a in op.application_args if isinstance(a, str)]
         assert str(parsed["data"] / "samples") in args
     assert dag.get_task("validate_metrics").retries == 0
+    assert dag.get_task("aggregate_metrics").stale_output == "aggregates"
+    assert dag.get_task("validate_metrics").stale_output == "validation"
+
+
+@pytest.mark.parametrize(("outcome", "stale_after"), [
+    ("succeeds", []),
+    ("writes its result, then fails", []),  # a failed validation is a fresh result
+    ("fails before writing", ["validation"]),
+])
+def test_a_spark_task_clears_its_stale_output_once_recomputed(
+        parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+        outcome: str, stale_after: list[str]) -> None:
+    """validate_metrics removes ``validation`` from the run's stale outputs when the job
+    succeeded or rewrote its result; spark-submit itself is replaced by a stand-in."""
+    import copy
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from kafkalab.store import LabData, atomic_write_json
+
+    lab = LabData(tmp_path / "data")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(lab.root))
+    lab.write_manifest({"run_id": "r1", "status": "complete", "cells": [],
+                        "stale_outputs": ["validation"]})
+
+    def spark_job(self: Any, context: Any) -> None:
+        if outcome != "fails before writing":
+            atomic_write_json(lab.validation_path("r1"), {"run_id": "r1", "success": False})
+        if outcome != "succeeds":
+            raise RuntimeError("spark-submit exited 1")
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", spark_job)
+    op = copy.copy(parsed["bag"].dags["latency_experiment"].get_task("validate_metrics"))
+    op.lab_run_id = "r1"  # the XComArg, resolved
+    if outcome == "succeeds":
+        op.execute({})
+    else:
+        with pytest.raises(RuntimeError):
+            op.execute({})
+    manifest = lab.manifest("r1")
+    assert manifest is not None and manifest["stale_outputs"] == stale_after
 
 
 def test_every_cluster_task_of_every_dag_is_in_the_one_measuring_pool(

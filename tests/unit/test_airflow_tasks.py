@@ -101,3 +101,58 @@ def test_a_relative_workload_path_is_refused(lab: LabData) -> None:
         tasks.resolve_scenarios({"workload": "w/mine.yaml"})
     assert tasks.resolve_scenarios({"workload": "nightly"})  # a name is fine
 
+
+
+def _stale_run(lab: LabData, run_id: str, stale: list[str]) -> None:
+    lab.write_manifest({"run_id": run_id, "status": "complete", "cells": [],
+                        "stale_outputs": stale})
+
+
+def _stale(lab: LabData, run_id: str) -> list[str]:
+    manifest = lab.manifest(run_id)
+    assert manifest is not None
+    return list(manifest.get("stale_outputs") or [])
+
+
+def test_a_recomputed_output_leaves_stale_outputs(lab: LabData) -> None:
+    _stale_run(lab, "r1", list(tasks.STALE_OUTPUTS))
+    assert tasks.mark_recomputed("r1", "aggregates") is True
+    assert _stale(lab, "r1") == ["validation", "drift", "report"]
+    assert tasks.mark_recomputed("r1", "aggregates") is True  # already fresh: nothing to do
+    assert _stale(lab, "r1") == ["validation", "drift", "report"]
+
+
+def test_an_output_computed_from_stale_inputs_stays_stale(lab: LabData) -> None:
+    _stale_run(lab, "r1", list(tasks.STALE_OUTPUTS))
+    assert tasks.mark_recomputed("r1", "drift") is False  # the aggregates were not recomputed
+    assert tasks.mark_recomputed("r1", "report") is False
+    assert _stale(lab, "r1") == list(tasks.STALE_OUTPUTS)
+    for output in tasks.STALE_OUTPUTS:  # in the chain's order, each clears
+        assert tasks.mark_recomputed("r1", output) is True, output
+    assert _stale(lab, "r1") == []
+
+
+def test_a_failed_spark_task_clears_only_an_output_it_rewrote(lab: LabData) -> None:
+    import time
+
+    _stale_run(lab, "r1", ["validation"])
+    started_s = time.time()
+    assert tasks.mark_recomputed("r1", "validation", written_since_s=started_s) is False
+    assert _stale(lab, "r1") == ["validation"]  # no result written: still stale
+    atomic_write_json(lab.validation_path("r1"), {"run_id": "r1", "success": False})
+    assert tasks.mark_recomputed("r1", "validation", written_since_s=started_s) is True
+    assert _stale(lab, "r1") == []  # a failed validation is a fresh result
+
+
+def test_check_drift_and_publish_report_clear_their_entry(lab: LabData) -> None:
+    _stale_run(lab, "r1", ["drift", "report"])
+    out = tasks.check_drift("r1")
+    assert out["run_id"] == "r1"
+    page = tasks.publish_report("r1")
+    assert Path(page).is_file() and "r1" in Path(page).read_text()
+    assert _stale(lab, "r1") == []
+
+
+def test_mark_recomputed_refuses_an_unknown_output(lab: LabData) -> None:
+    with pytest.raises(ValueError, match="unknown output 'samples'"):
+        tasks.mark_recomputed("r1", "samples")

@@ -20,6 +20,12 @@ SPARK_JOBS: dict[str, str] = {
 }
 """The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir`."""
 
+SPARK_JOB_OUTPUTS: dict[str, str] = {
+    "aggregate": "aggregates",
+    "validate": "validation",
+}
+"""The run output each job recomputes (its entry in the manifest's ``stale_outputs``)."""
+
 SESSION_MODULE = "_session.py"
 """The session builder every job imports, shipped with each job as a py-file."""
 
@@ -97,6 +103,7 @@ def spark_env() -> dict[str, str]:
 __all__ = [
     "SESSION_MODULE",
     "SPARK_JOBS",
+    "SPARK_JOB_OUTPUTS",
     "spark_application",
     "spark_conf",
     "spark_env",

@@ -14,12 +14,19 @@ The chain (see ``docs/airflow.md``)::
 
 Settings come from Airflow Connections, read at run time through
 :mod:`kafkalab.airflow.connections` (``kafkalab_cluster``, ``kafkalab_alert_webhook``).
+
+Stale outputs: when a cell of a run is measured again after the run's aggregates,
+validation, drift records or report were computed, the run manifest lists them in
+``stale_outputs``. The tasks that compute them (``aggregate_metrics``, ``validate_metrics``,
+``check_drift``, ``publish_report``) always recompute, then remove their entry
+(:func:`mark_recomputed`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import (
@@ -39,6 +46,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+STALE_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
+"""The derived outputs of a run that a re-measured cell makes stale, in the order the chain
+recomputes them (the manifest's ``stale_outputs`` entries)."""
+
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "aggregates": (),
+    "validation": ("aggregates",),
+    "drift": ("aggregates",),
+    "report": ("aggregates", "validation", "drift"),
+}
+"""What each output is computed from: one computed from a stale input is stale itself."""
+
 _PARAM_OVERRIDES = ("messages", "warmup_messages")
 """The workload keys a DAG param may override (``null`` or empty: the workload's)."""
 
@@ -46,8 +65,6 @@ _PARAM_OVERRIDES = ("messages", "warmup_messages")
 def _workload(params: Mapping[str, Any]) -> str:
     """The ``workload`` param: a name from ``include/workloads/``, or an absolute YAML path
     (a task runs in a directory of its own, so a relative path would mean nothing)."""
-    from pathlib import Path
-
     from kafkalab.errors import ConfigError
 
     value = str(params.get("workload") or DEFAULT_WORKLOAD)
@@ -212,6 +229,61 @@ def close_run(run_id: str) -> dict[str, Any]:
     return out
 
 
+def _output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
+    """The files that hold a run's ``output`` (those that exist)."""
+    if output == "aggregates":
+        return sorted((lab.aggregates_dir / f"run_id={run_id}").glob("*.parquet"))
+    if output == "validation":
+        return [p for p in (lab.validation_path(run_id),) if p.is_file()]
+    if output == "drift":
+        return [p for p in (lab.drift_path(run_id),) if p.is_file()]
+    return [p for p in (lab.report_page_dir(run_id) / "index.html",) if p.is_file()]
+
+
+def mark_recomputed(run_id: str, output: str, written_since_s: float | None = None) -> bool:
+    """Remove ``output`` from the run's ``stale_outputs`` once it has been recomputed.
+
+    Args:
+        run_id: the lab run id.
+        output: one of :data:`STALE_OUTPUTS`.
+        written_since_s: when given (a wall-clock time, seconds since the epoch), the entry
+            is removed only if a file of the output was written at or after it: a Spark task
+            that failed after writing its result (a validation whose expectations failed)
+            did recompute it; one that failed before did not.
+
+    An output computed from inputs that are still stale (:data:`DERIVED_FROM`: drift checked
+    on aggregates a failed Spark job did not recompute) stays stale.
+
+    Returns:
+        True when the output is now fresh (its entry removed, or there was none).
+
+    Raises:
+        ValueError: an unknown output.
+    """
+    if output not in STALE_OUTPUTS:
+        raise ValueError(f"unknown output {output!r} (known: {', '.join(STALE_OUTPUTS)})")
+    lab = LabData()
+    manifest = lab.manifest(run_id)
+    if manifest is None:
+        return False
+    if written_since_s is not None:
+        mtimes = [p.stat().st_mtime for p in _output_files(lab, run_id, output)]
+        if not mtimes or max(mtimes) < written_since_s:
+            log.warning("run %s: %s not rewritten by this task; still stale", run_id, output)
+            return False
+    stale = [str(x) for x in manifest.get("stale_outputs") or []]
+    if output not in stale:
+        return True
+    inputs = [x for x in DERIVED_FROM[output] if x in stale]
+    if inputs:
+        log.warning("run %s: %s computed from stale %s; still stale", run_id, output,
+                    ", ".join(inputs))
+        return False
+    lab.clear_stale(run_id, output)
+    log.info("run %s: %s recomputed (no longer stale)", run_id, output)
+    return True
+
+
 def check_drift(run_id: str) -> dict[str, Any]:
     """Detect drift of ``run_id`` against its baseline; writes ``drift/run_id=<id>/drift.parquet``.
 
@@ -221,6 +293,7 @@ def check_drift(run_id: str) -> dict[str, Any]:
     from kafkalab.drift import records_to_dicts, run_drift
 
     records, path = run_drift(LabData().root, run_id)
+    mark_recomputed(run_id, "drift")
     recs = records_to_dicts(records)
     flags = [{k: r.get(k) for k in ("series_key", "metric", "baseline_value", "latest_value",
                                     "change_pct", "confidence", "broker_is_emulator")}
@@ -239,6 +312,7 @@ def publish_report(run_id: str) -> str:
 
     lab = LabData()
     page = build_report(lab.root, run_id=run_id)
+    mark_recomputed(run_id, "report")
     log.info("report of %s: %s (overview %s)", run_id, page, lab.report_index_path())
     return str(page)
 
@@ -304,10 +378,13 @@ def verify_outcome(run_id: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "DERIVED_FROM",
+    "STALE_OUTPUTS",
     "build_request",
     "check_cluster",
     "check_drift",
     "close_run",
+    "mark_recomputed",
     "measure_cell",
     "prepare_run",
     "publish_report",
