@@ -125,12 +125,9 @@ def test_unknown_topic_config_is_a_config_error(kafka09_cluster: ClusterDescript
 
 def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
     lab = make_lab(tmp_path / "lab3")
-    t0 = time.monotonic()
     d = cluster_up("kafka09", 3, lab_dir=lab, base_port=THREE_BASE_PORT, zk_port=THREE_ZK_PORT)
-    startup = time.monotonic() - t0
     try:
         assert d.broker_count == 3 and len(d.servers) == 3
-        assert startup < 60
         spec = TopicSpec(
             name="lat.rf3",
             partitions=1,
