@@ -156,3 +156,27 @@ def test_check_drift_and_publish_report_clear_their_entry(lab: LabData) -> None:
 def test_mark_recomputed_refuses_an_unknown_output(lab: LabData) -> None:
     with pytest.raises(ValueError, match="unknown output 'samples'"):
         tasks.mark_recomputed("r1", "samples")
+
+
+def test_the_cell_summary_in_xcom_says_why_p99_is_undefined() -> None:
+    from kafkalab.samples import Sample
+    from kafkalab.summary import CellResult
+
+    def msg(seq: int, e2e_ms: float) -> Sample:
+        send = 1_000_000_000 + seq * 10_000_000
+        return Sample(sample_kind="message", seq=seq, status="ok", send_ts_ns=send,
+                      ack_ts_ns=send + 100_000, receive_ts_ns=send + int(e2e_ms * 1e6))
+
+    cell = CellResult.from_samples([msg(i, float(i)) for i in range(1, 21)],
+                                   scenario="confluent-kafka", payload="1kb", profile="latency",
+                                   status="complete", payload_bytes=1056)
+    s = tasks._summary(cell)
+    assert (s["status"], s["rows"], s["count"], s["population"]) == ("complete", 20, 20, 20)
+    assert s["p50_ms"] == 10.0
+    assert s["p99_ms"] is None and s["p99_ms_reason"].startswith("n<100")
+    tool = CellResult.from_samples(
+        [Sample(sample_kind="tool_summary", seq=0, statistic=st, e2e_latency_ms_override=v,
+                latency_resolution_ms=1.0) for st, v in (("p50", 1.0), ("p99", 7.0))],
+        scenario="jvm-e2e", payload="1kb", profile="latency", status="complete",
+        payload_bytes=1056)
+    assert (tasks._summary(tool)["p50_ms"], tasks._summary(tool)["p99_ms"]) == (1.0, 7.0)

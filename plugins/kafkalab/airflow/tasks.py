@@ -41,7 +41,8 @@ from kafkalab.store import LabData
 from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
-    from kafkalab.runner import CellResult, RunRequest
+    from kafkalab.runner import RunRequest
+    from kafkalab.summary import CellResult
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
     """
     from kafkalab.runner import build_run_request
 
-    return build_run_request(
+    req = build_run_request(
         _workload(params),
         scenarios=params.get("scenarios") or None,
         payloads=params.get("payloads") or None,
@@ -141,6 +142,8 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
         run_id=run_id,
         command=command or f"airflow task (kafkalab.airflow.tasks) run_id={run_id}",
     )
+    req.owner_kind = "airflow"  # tasks in several processes: stale by heartbeat, not by pid
+    return req
 
 
 def prepare_run(params: Mapping[str, Any], run_id: str,
@@ -161,24 +164,28 @@ def prepare_run(params: Mapping[str, Any], run_id: str,
 
 
 def _summary(result: CellResult | Mapping[str, Any]) -> dict[str, Any]:
-    """JSON-able summary of a measured cell (a CellResult or an already JSON-able dict)."""
+    """JSON-able summary of a measured cell (a CellResult or an already JSON-able dict):
+    p50/p99 are null when undefined, with the reason (``p99_ms_reason: "n<100 (20 in the
+    population)"``); for Kafka's tool they are the tool's printed figures."""
     if isinstance(result, Mapping):
         return dict(jsonable(dict(result)))
-    from kafkalab.summary import cell_summary
+    from kafkalab.summary import json_summary
 
-    s = cell_summary(result)
-    lat = s.get("latency")
+    s = json_summary(result)
     tool = s.get("tool") or {}
-    p50 = lat.p50_ms if lat is not None else tool.get("p50")
-    p99 = lat.p99_ms if lat is not None else tool.get("p99")
-    return {
+    out: dict[str, Any] = {
         "scenario": result.scenario, "payload": result.payload, "profile": result.profile,
-        "status": result.status, "rows": len(result.samples), "reason": result.reason,
-        "count": s.get("count"), "lost": s.get("lost"),
-        "p50_ms": None if p50 is None else float(p50),
-        "p99_ms": None if p99 is None else float(p99),
+        "status": result.status, "rows": result.rows, "reason": result.reason,
+        "count": s.get("count"), "population": s.get("population"), "lost": s.get("lost"),
+        "errors": s.get("errors"), "loop_mode": s.get("loop_mode"),
         "emulator": bool(s.get("emulator")),
     }
+    for name in ("p50", "p99"):
+        value = s.get(f"{name}_ms") if not tool else tool.get(name)
+        out[f"{name}_ms"] = None if value is None else float(value)
+        if value is None and s.get(f"{name}_ms_reason") and not tool:
+            out[f"{name}_ms_reason"] = s[f"{name}_ms_reason"]
+    return dict(jsonable(out))
 
 
 def measure_cell(params: Mapping[str, Any], run_id: str, cell: Mapping[str, str]) -> dict[str, Any]:
