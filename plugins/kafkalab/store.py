@@ -454,6 +454,29 @@ class LabData:
             return "stale", f"running, but nothing was written for {idle_s / 3600:.1f} h"
         return "running", "running"
 
+    # -- drift acceptances -------------------------------------------------------------------
+
+    def drift_acceptances_path(self) -> Path:
+        """``drift/acceptances.json``: the drift levels a person accepted
+        (``kafkalab drift accept``; schema in ``docs/drift-and-alerts.md``)."""
+        return self.drift_dir / "acceptances.json"
+
+    def drift_acceptances(self) -> dict[str, Any] | None:
+        """The acceptances document as stored; None when absent.
+
+        Raises:
+            OSError, ValueError: the file exists but cannot be read or parsed (acceptances
+                are never silently dropped).
+        """
+        doc = read_json(self.drift_acceptances_path())
+        if doc is not None and not isinstance(doc, dict):
+            raise ValueError(f"{self.drift_acceptances_path()}: not a JSON object")
+        return doc
+
+    def write_drift_acceptances(self, doc: Mapping[str, Any]) -> Path:
+        """Write the acceptances document atomically (:func:`atomic_write_json`)."""
+        return atomic_write_json(self.drift_acceptances_path(), dict(doc))
+
 
 __all__ = [
     "AGGREGATES_DIR",

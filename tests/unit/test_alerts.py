@@ -28,9 +28,10 @@ def _no_proxy_for_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
 def _rec(key: str = "rest|requests|1mb|latency|e2e_latency_ms_p99", *, is_drift: bool = True,
          change_pct: float | None = 50.0, verdict: str | None = None, run_id: str = "r2",
          direction: str = "higher_is_worse", latest: float = 15.0,
-         emulator: bool = False) -> dict[str, Any]:
+         emulator: bool = False, alert_status: str | None = None) -> dict[str, Any]:
     scenario, client, payload, profile, metric = key.split("|")
     return {
+        "alert_status": alert_status or ("drifting" if is_drift else "clear"),
         "run_id": run_id, "series_key": key, "scenario": scenario, "client": client,
         "payload": payload, "profile": profile, "metric": metric, "direction": direction,
         "baseline_value": 10.0, "baseline_mad": 0.2, "baseline_runs": 7, "latest_value": latest,
@@ -153,15 +154,44 @@ def test_plan_new_drift_then_suppressed_then_worse_then_recovery() -> None:
 
     # Insufficient history keeps the state.
     to_alert, rec, state4 = alerts.plan_alerts(
-        [_rec(is_drift=False, verdict="insufficient_history")], state3)
+        [_rec(is_drift=False, verdict="insufficient_history", alert_status="alerting")], state3)
     assert to_alert == [] and rec == [] and key in state4["series"]
 
-    # Back to ok: one recovery, removed from state; a second ok says nothing.
-    to_alert, rec, state5 = alerts.plan_alerts([_rec(is_drift=False, run_id="r5")], state4)
-    assert to_alert == [] and len(rec) == 1 and key not in state5["series"]
+    # Back to ok, but fewer good runs than recovery_runs: still in alert, nothing said.
+    to_alert, rec, state5 = alerts.plan_alerts(
+        [_rec(is_drift=False, run_id="r5", alert_status="alerting")], state4)
+    assert to_alert == [] and rec == [] and key in state5["series"]
+    # The run that completes the recovery: one recovery, removed; a later ok says nothing.
+    to_alert, rec, state6 = alerts.plan_alerts(
+        [_rec(is_drift=False, run_id="r6", alert_status="recovered")], state5)
+    assert to_alert == [] and len(rec) == 1 and key not in state6["series"]
     assert rec[0]["alerted_run_id"] == "r4"
-    to_alert, rec, _ = alerts.plan_alerts([_rec(is_drift=False, run_id="r6")], state5)
+    to_alert, rec, _ = alerts.plan_alerts([_rec(is_drift=False, run_id="r7")], state6)
     assert to_alert == [] and rec == []
+
+
+def test_plan_accepted_series_leaves_state_silently() -> None:
+    _, _, st = alerts.plan_alerts([_rec()], alerts.empty_state())
+    # `clear` while announced: the level was accepted; no recovery is announced.
+    to_alert, rec, st2 = alerts.plan_alerts([_rec(is_drift=False, alert_status="clear")], st)
+    assert to_alert == [] and rec == [] and st2["series"] == {}
+    # A record without alert_status (written before it existed) never announces a recovery.
+    old = {k: v for k, v in _rec(is_drift=False).items() if k != "alert_status"}
+    assert alerts.plan_alerts([old], st)[1] == [] and alerts.plan_alerts([old], st)[2] == st
+
+
+def test_forget_series_and_outdated_state(tmp_path: Path) -> None:
+    _, _, st = alerts.plan_alerts([_rec(), _rec("a|b|1kb|latency|lost_count")],
+                                  alerts.empty_state())
+    alerts.save_state(tmp_path, st)
+    from kafkalab.alerts.state import forget_series
+
+    assert forget_series(tmp_path, ["a|b|1kb|latency|lost_count", "nope"]) == [
+        "a|b|1kb|latency|lost_count"]
+    assert set(alerts.load_state(tmp_path)["series"]) == {_rec()["series_key"]}
+    # A v1 state's keys can never match today's records: read as empty.
+    alerts.save_state(tmp_path, {**st, "schema": "kafkalab.alert-state/v1"})
+    assert alerts.load_state(tmp_path) == alerts.empty_state()
 
 
 def test_plan_margin_configurable_and_lower_is_worse() -> None:
@@ -272,8 +302,8 @@ def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver) -> None:
     assert summary["sent"] is False and summary["suppressed"] == 1
     assert len(receiver.requests) == 1
 
-    # Next run recovers: one Slack message with the recovery.
-    _write_run(tmp_path, "r3", [_rec(run_id="r3", is_drift=False)])
+    # A later run completes the recovery: one Slack message with the recovery.
+    _write_run(tmp_path, "r3", [_rec(run_id="r3", is_drift=False, alert_status="recovered")])
     summary = alerts.alert_on_drift(tmp_path, "r3", receiver.url(), fmt="slack")
     assert summary["sent"] is True and summary["recoveries"] == 1
     slack = receiver.requests[-1]["body"]

@@ -18,20 +18,32 @@ from kafkalab.store import LabData
 REPO = Path(__file__).resolve().parents[2]
 
 
+SERIES = {
+    "scenario": "confluent-kafka", "client": "confluent-kafka", "payload": "1mb",
+    "payload_encoding": "raw", "payload_bytes": 1048576, "profile": "latency",
+    "workload": "nightly", "cluster_flavor": "kafka09", "broker_version": "0.9.0.1",
+    "broker_count": 1, "planned_messages": 200,
+}
+"""The series columns of the synthetic history (aggregates schema v2)."""
+KEY = ("confluent-kafka|confluent-kafka|1mb|raw|1048576|latency|nightly|kafka09|0.9.0.1|1|200|"
+       "e2e_latency_ms_p99")
+
+
 def _history(values: list[float | None], metric: str = "e2e_latency_ms_p99",
              emulator: bool = False, **extra: object) -> pd.DataFrame:
-    """One series, one row per run, runs one day apart (the last value is the latest run)."""
+    """One series, one row per run, runs one day apart (the last value is the latest run);
+    every run complete and validated (a good baseline run)."""
     rows = []
     for i, v in enumerate(values):
         rows.append(
             {
                 "run_id": f"202611{i + 1:02d}T000000Z-abc{i:03d}",
                 "run_date": f"2026-11-{i + 1:02d}",
-                "scenario": "confluent-kafka",
-                "client": "confluent-kafka",
-                "payload": "1mb",
-                "profile": "latency",
+                **SERIES,
                 "broker_is_emulator": emulator,
+                "run_state": "complete",
+                "run_validated": True,
+                "run_stale_outputs": "",
                 metric: v,
                 **extra,
             }
@@ -46,9 +58,12 @@ def _cfg(**metrics: dict[str, object]) -> drift.DriftConfig:
 def test_repo_config_loads_and_has_required_metrics() -> None:
     cfg = drift.load_drift_config(REPO / "include" / "drift.yaml")
     for m in ("e2e_latency_ms_p50", "e2e_latency_ms_p99", "publish_latency_ms_p99",
-              "first_message_subscribe_ms", "throughput_msgs_per_s", "lost_count"):
+              "first_message_subscribe_ms", "lost_count"):
         assert m in cfg.metrics
-    assert cfg.rule("throughput_msgs_per_s").direction == "lower_is_worse"
+    # The closed loop's message rate is ~1/mean latency: the same cause, not checked twice.
+    for m in ("throughput_msgs_per_s", "message_rate_per_s"):
+        assert m not in cfg.metrics and m not in drift.DriftConfig().metrics
+    assert cfg.defaults.recovery_runs == 3 and cfg.rule("lost_count").recovery_runs == 3
     assert cfg.defaults.window_runs == 7
     assert cfg.defaults.min_baseline_runs == 3
     assert cfg.rule("e2e_latency_ms_p50").k_mad == 3.0
@@ -101,7 +116,10 @@ def test_step_up_is_flagged_with_right_change() -> None:
     assert r["robust_z"] > 3
     assert 0.63 < r["confidence"] <= 1.0
     assert r["run_id"] == "20261108T000000Z-abc007"
-    assert r["series_key"] == "confluent-kafka|confluent-kafka|1mb|latency|e2e_latency_ms_p99"
+    assert r["series_key"] == KEY
+    assert r["workload"] == "nightly" and r["payload_bytes"] == 1048576
+    assert r["rule"] == "mad" and "MAD rule only" in r["note"]  # no CI columns
+    assert r["alert_status"] == "drifting" and r["alert_since_run_id"] == r["run_id"]
 
 
 def test_window_uses_only_most_recent_runs() -> None:
@@ -178,13 +196,13 @@ def test_insufficient_history(n_values: int) -> None:
     assert r["baseline_runs"] == n_values - 1
 
 
-def test_lower_is_worse_throughput() -> None:
-    cfg = _cfg(throughput_msgs_per_s={"direction": "lower_is_worse"})
-    drop = _history([1000.0, 1010.0, 990.0, 1000.0, 600.0], metric="throughput_msgs_per_s")
+def test_lower_is_worse() -> None:
+    cfg = _cfg(message_rate_per_s={"direction": "lower_is_worse"})
+    drop = _history([1000.0, 1010.0, 990.0, 1000.0, 600.0], metric="message_rate_per_s")
     r = drift.detect_drift(drop, cfg).iloc[0]
     assert r["verdict"] == "drift" and r["direction"] == "lower_is_worse"
     assert r["change_pct"] == pytest.approx(-40.0)
-    rise = _history([1000.0, 1010.0, 990.0, 1000.0, 1600.0], metric="throughput_msgs_per_s")
+    rise = _history([1000.0, 1010.0, 990.0, 1000.0, 1600.0], metric="message_rate_per_s")
     assert drift.detect_drift(rise, cfg).iloc[0]["verdict"] == "improved"
 
 
@@ -209,8 +227,10 @@ def test_missing_metric_and_nulls_are_tolerated() -> None:
     # A metric the history lacks entirely produces no record; no crash.
     assert drift.detect_drift(hist, _cfg(lost_count={})).empty
     assert drift.detect_drift(pd.DataFrame(), _cfg()).empty
-    # Latest value null -> no record for that series.
-    assert drift.detect_drift(_history([10.0, 10.0, 10.0, None]), _cfg()).empty
+    # Latest value null -> never judged: an `undefined` record says so (not silence).
+    r = drift.detect_drift(_history([10.0, 10.0, 10.0, None]), _cfg()).iloc[0]
+    assert r["verdict"] == "undefined" and not bool(r["is_drift"])
+    assert pd.isna(r["latest_value"]) and r["note"].startswith("null in the aggregates")
 
 
 def test_emulator_runs_never_baseline_kafka_runs() -> None:
@@ -223,11 +243,23 @@ def test_emulator_runs_never_baseline_kafka_runs() -> None:
     assert not rec["is_drift"].any()
 
 
-def test_failed_runs_excluded_from_baseline() -> None:
+@pytest.mark.parametrize(("column", "bad"), [
+    ("run_state", "failed"), ("run_state", "incomplete"), ("run_state", "running"),
+    ("run_state", "stale"), ("run_state", None), ("run_validated", False),
+    ("run_validated", None), ("run_stale_outputs", "aggregates"),
+])
+def test_runs_that_are_not_good_are_excluded_from_baseline(column: str, bad: object) -> None:
     hist = _history([10.0, 10.0, 10.0, 500.0, 500.0, 500.0, 10.0])
-    hist["run_status"] = ["complete"] * 3 + ["failed"] * 3 + ["complete"]
+    hist[column] = hist[column].astype("object")
+    hist.loc[3:5, column] = bad
     r = drift.detect_drift(hist, _cfg()).iloc[0]
     assert r["baseline_runs"] == 3 and r["baseline_value"] == 10.0
+
+
+def test_history_without_run_facts_has_no_baseline() -> None:
+    hist = _history([10.0, 10.0, 10.0, 30.0]).drop(columns=["run_state", "run_validated"])
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["verdict"] == "insufficient_history" and r["baseline_runs"] == 0
 
 
 def test_explicit_latest_run_id() -> None:
@@ -250,16 +282,20 @@ def _write_aggregates(data_dir: Path, hist: pd.DataFrame) -> None:
 def test_load_history_and_write_drift_roundtrip(tmp_path: Path) -> None:
     assert drift.load_history(tmp_path).empty
     hist = _history([10.0, 10.0, 10.0, 10.0, 30.0])
-    _write_aggregates(tmp_path, hist)
-    (tmp_path / "runs").mkdir()
+    _write_aggregates(tmp_path, hist.drop(columns=["run_state", "run_validated",
+                                                  "run_stale_outputs"]))
+    lab = LabData(tmp_path)
+    for i, rid in enumerate(hist["run_id"]):
+        lab.write_manifest({"run_id": rid, "status": "complete",
+                            "started_at": f"2026-11-0{i + 1}T00:00:00+00:00"})
+        (lab.validation_dir).mkdir(exist_ok=True)
+        lab.validation_path(rid).write_text(json.dumps({"success": True}))
     rid = hist["run_id"].iloc[-1]
-    (tmp_path / "runs" / f"{rid}.json").write_text(
-        json.dumps({"run_id": rid, "status": "complete",
-                    "started_at": "2026-11-05T00:00:00+00:00"}))
     loaded = drift.load_history(tmp_path)
     assert len(loaded) == 5
     assert set(loaded["run_id"]) == set(hist["run_id"])
-    assert loaded["run_started_at"].notna().sum() == 1
+    assert loaded["run_started_at"].notna().sum() == 5
+    assert loaded["run_state"].eq("complete").all() and loaded["run_validated"].all()
     recs, path = drift.run_drift(tmp_path, config_path=REPO / "include" / "drift.yaml")
     assert path == tmp_path / "drift" / f"run_id={rid}" / "drift.parquet"
     assert path is not None and path.exists()
@@ -316,13 +352,16 @@ def test_manifest_frame_parses_start_and_status() -> None:
     from kafkalab.drift.history import MANIFEST_COLUMNS, manifest_frame
 
     df = manifest_frame({
-        "a": {"run_id": "a", "started_at": "2026-11-01T00:00:00+00:00", "status": "complete"},
+        "a": {"run_id": "a", "started_at": "2026-11-01T00:00:00+00:00", "status": "complete",
+              "stale_outputs": ["validation", "aggregates"]},
         "b": {"run_id": "b", "started_at": "not a time"},
     })
     assert tuple(df.columns) == MANIFEST_COLUMNS
     assert df["run_id"].tolist() == ["a", "b"]
     assert df["run_started_at"].iloc[0] == pd.Timestamp("2026-11-01", tz="UTC")
     assert pd.isna(df["run_started_at"].iloc[1]) and pd.isna(df["run_status"].iloc[1])
+    assert df["run_stale_outputs"].tolist() == ["aggregates,validation", ""]
+    assert df["run_state"].iloc[0] == "complete" and not df["run_validated"].any()
     empty = manifest_frame({})
     assert empty.empty and tuple(empty.columns) == MANIFEST_COLUMNS
 
@@ -345,6 +384,11 @@ def test_coerce_records_gives_the_stored_schema() -> None:
 def test_series_key_blanks_missing_parts() -> None:
     assert drift.series_key("rest", None, float("nan"), pd.NA, "lost_count") == "rest||||lost_count"
     assert drift.series_key("a", "b", "1kb", "latency", "m") == "a|b|1kb|latency|m"
+    # Whole numbers read back as floats (a column with nulls) keep their integer form.
+    assert drift.series_key(*SERIES.values(), "e2e_latency_ms_p99") == KEY
+    as_floats = {k: float(v) if isinstance(v, int) else v for k, v in SERIES.items()}
+    assert drift.series_key(*as_floats.values(), "e2e_latency_ms_p99") == KEY
+    assert tuple(SERIES) == drift.SERIES_COLUMNS
 
 
 def test_read_drift_adds_missing_columns(tmp_path: Path) -> None:

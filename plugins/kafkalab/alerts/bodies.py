@@ -27,9 +27,12 @@ AlertFormat = Literal["slack", "generic"]
 AlertKind = Literal["drift", "recovery", "run_failed"]
 
 DRIFT_FIELDS: tuple[str, ...] = (
-    "series_key", "scenario", "client", "payload", "profile", "metric", "direction",
-    "baseline_value", "baseline_runs", "latest_value", "change_pct", "robust_z", "confidence",
-    "verdict", "broker_is_emulator", "run_id",
+    "series_key", "scenario", "client", "payload", "payload_encoding", "payload_bytes",
+    "profile", "workload", "cluster_flavor", "broker_version", "broker_count",
+    "planned_messages", "metric", "direction", "baseline_value", "baseline_runs",
+    "latest_value", "change_pct", "robust_z", "confidence", "latest_ci_low", "latest_ci_high",
+    "baseline_ci_low", "baseline_ci_high", "rule", "verdict", "alert_status", "good_runs",
+    "alert_since_run_id", "broker_is_emulator", "run_id",
 )
 """The drift-record fields an alert body carries for each series."""
 
@@ -122,9 +125,11 @@ def series_line(rec: Mapping[str, Any]) -> str:
     """One line of text about one series' drift record."""
     emu = f" [{EMULATOR_LABEL}]" if rec.get("broker_is_emulator") else ""
     worse = " (worsened)" if rec.get("worsened") else ""
+    workload = f" ({rec['workload']})" if rec.get("workload") else ""
     return (
         f"{rec.get('metric')} {rec.get('scenario')}/{rec.get('client')} "
-        f"{rec.get('payload')} {rec.get('profile')}: {format_value(rec.get('latest_value'))} vs "
+        f"{rec.get('payload')} {rec.get('profile')}{workload}: "
+        f"{format_value(rec.get('latest_value'))} vs "
         f"baseline {format_value(rec.get('baseline_value'))} "
         f"({format_change(rec.get('change_pct'))}){worse}{emu}"
     )

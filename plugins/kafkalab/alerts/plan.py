@@ -76,9 +76,14 @@ def plan_alerts(
     * a drifting series already in ``state`` is announced again only when it worsened: its
       change (positive = worse) grew by at least ``worsen_margin_pct`` percentage points
       (``worsened: true`` in the record); the state then keeps the new values;
-    * a series in ``state`` whose verdict is now ``ok`` or ``improved`` is announced once as a
-      recovery and removed from the state;
-    * ``insufficient_history`` or a series absent from the records leaves the state alone.
+    * a series in ``state`` whose record says ``alert_status: recovered`` (the last of
+      ``recovery_runs`` consecutive good runs, :mod:`kafkalab.drift.episodes`) is announced
+      once as a recovery and removed from the state;
+    * a series in ``state`` whose record says ``clear`` (its new level was accepted) leaves
+      the state without an announcement;
+    * anything else (``alerting``: fewer good runs than needed yet; ``undefined``,
+      ``insufficient_history``; a record without ``alert_status``; no record) leaves the
+      state alone.
 
     Returns:
         ``(to_alert, recoveries, new_state)``.
@@ -101,8 +106,10 @@ def plan_alerts(
                 continue
             to_alert.append(rec)
             new_series[key] = _announced(rec, prev)
-        elif prev is not None and rec.get("verdict") in ("ok", "improved"):
+        elif prev is not None and rec.get("alert_status") == "recovered":
             recoveries.append({**rec, "alerted_run_id": prev.get("run_id")})
+            new_series.pop(key, None)
+        elif prev is not None and rec.get("alert_status") == "clear":
             new_series.pop(key, None)
     new_state = {**dict(state or {}), "schema": STATE_SCHEMA, "series": new_series}
     return to_alert, recoveries, new_state

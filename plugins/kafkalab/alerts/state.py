@@ -1,19 +1,24 @@
 """The alert de-duplication state: which series are currently announced as drifting.
 
 Stored at ``alerts/state.json`` of the data directory (:meth:`kafkalab.store.LabData.alert_state`);
-schema ``kafkalab.alert-state/v1``, documented in ``docs/drift-and-alerts.md``.
+schema ``kafkalab.alert-state/v2``, documented in ``docs/drift-and-alerts.md``. A state of an
+earlier schema is read as empty: its series keys (``scenario|client|payload|profile|metric``)
+can never match a record of today's keys, so they would stay "announced" forever.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kafkalab.store import LabData
 
-STATE_SCHEMA = "kafkalab.alert-state/v1"
+log = logging.getLogger(__name__)
+
+STATE_SCHEMA = "kafkalab.alert-state/v2"
 
 
 def state_path(data_dir: str | os.PathLike[str]) -> Path:
@@ -27,12 +32,17 @@ def empty_state() -> dict[str, Any]:
 
 
 def load_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read the alert state; an absent, unreadable or malformed file is an empty state
-    (an unreadable one is logged)."""
+    """Read the alert state; an absent, unreadable or malformed file, or one of an earlier
+    schema, is an empty state (an unreadable or outdated one is logged)."""
     data = LabData(data_dir).alert_state()
     if data is None or not isinstance(data.get("series"), dict):
         return empty_state()
-    data.setdefault("schema", STATE_SCHEMA)
+    schema = data.get("schema", STATE_SCHEMA)
+    if schema != STATE_SCHEMA:
+        log.warning("alert state %s has schema %s, not %s: its series keys are outdated; "
+                    "starting from an empty state", state_path(data_dir), schema, STATE_SCHEMA)
+        return empty_state()
+    data["schema"] = STATE_SCHEMA
     return data
 
 
@@ -41,4 +51,19 @@ def save_state(data_dir: str | os.PathLike[str], state: Mapping[str, Any]) -> Pa
     return LabData(data_dir).write_alert_state(state)
 
 
-__all__ = ["STATE_SCHEMA", "empty_state", "load_state", "save_state", "state_path"]
+def forget_series(data_dir: str | os.PathLike[str], series_keys: Iterable[str]) -> list[str]:
+    """Remove ``series_keys`` from the state (their new level was accepted: no recovery will
+    be announced); returns the keys that were there. The file is written only when it
+    changes."""
+    state = load_state(data_dir)
+    series = state["series"]
+    gone = [k for k in dict.fromkeys(series_keys) if k in series]
+    if gone:
+        for k in gone:
+            series.pop(k)
+        save_state(data_dir, state)
+    return gone
+
+
+__all__ = ["STATE_SCHEMA", "empty_state", "forget_series", "load_state", "save_state",
+           "state_path"]

@@ -1,68 +1,146 @@
 """Drift detection: the robust rule, applied to every series of a run (pure, no I/O).
 
-For every series ``(scenario, client, payload, profile, metric)`` the latest run is compared
-with a baseline window made of the ``window_runs`` most recent *earlier* runs of the same
-series (ordered by run start, :func:`kafkalab.drift.history.run_order`). The rule is robust
-to outliers:
+A **series** is one aggregate metric of one kind of cell measured the same way:
+:data:`kafkalab.drift.records.SERIES_COLUMNS` + the metric (:func:`series_key`). The judged
+run's value is compared with a **baseline window**: the ``window_runs`` most recent earlier
+runs of the same series that are *good* for it (ordered by run start,
+:func:`kafkalab.drift.history.run_order`):
+
+* the run's state is ``complete``, its validation succeeded (a run with no validation
+  result is not validated) and it has no stale outputs (``run_state``, ``run_validated``,
+  ``run_stale_outputs`` of :func:`kafkalab.drift.history.load_history`);
+* the run's own stored drift record of that series was not a drift, unless a person
+  accepted that level (:mod:`kafkalab.drift.acceptances`): then the baseline starts at the
+  accepted run;
+* same kind of broker (emulator or not) and a defined (non-null) value.
+
+The rule is robust to outliers:
 
 * baseline = median of the window; spread = ``1.4826 * MAD`` (MAD = median absolute
   deviation from the median; the factor makes it estimate a normal standard deviation);
 * ``robust_z = (latest - median) / spread``;
-* a series drifts when the latest value is beyond ``median ± k_mad * spread`` in the
-  metric's bad direction **and** ``|latest - median| / |median| >= min_relative_change``.
-  Both conditions are needed: a noisy series needs a large z, a zero-spread series needs a
-  relative change that matters;
-* zero baseline (median = 0, e.g. ``lost_count``): the relative change is undefined, so the
-  latest value drifts when it is worse than 0 by more than ``min_absolute_change``
-  (default 0: *any* increase from 0 is a drift); ``change_pct`` is then null;
+* the **MAD rule**: the latest value is beyond ``median ± k_mad * spread`` **and**
+  ``|latest - median| / |median| >= min_relative_change``;
+* the **CI rule**, for metrics with confidence-interval columns (``<metric>_ci_low`` /
+  ``_ci_high``): the latest interval and the baseline interval (median of the window's lows,
+  median of its highs) do not overlap. A drift (or an improvement) needs both rules; without
+  intervals (runs before aggregates schema v2) the MAD rule alone decides and the record
+  says so (``rule = "mad"``, ``note``);
+* zero baseline (median = 0, e.g. ``lost_count``): the latest value drifts when it is worse
+  than 0 by more than ``min_absolute_change``; ``change_pct`` is then null;
 * confidence = ``1 - exp(-|robust_z| / k_mad)`` in [0, 1] (0.63 at the threshold, 0.95 at
   3x the threshold); 1.0 when the spread is 0 and the value moved (``robust_z`` null).
 
-The whole schema of a drift record is in ``docs/drift-and-alerts.md``.
+A null latest value (an undefined percentile: too few samples, or the loss exceeds the
+tail) is never judged: its record has verdict ``undefined`` and the reason in ``note``.
+Where the series stands (in alert, recovered) is :mod:`kafkalab.drift.episodes`. The whole
+schema of a drift record is in ``docs/drift-and-alerts.md``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from kafkalab.drift.acceptances import Acceptance, in_force
 from kafkalab.drift.config import DriftConfig, ResolvedRule
+from kafkalab.drift.episodes import Step, standing
 from kafkalab.drift.history import run_order
-from kafkalab.drift.records import coerce_records, empty_records
+from kafkalab.drift.records import SERIES_COLUMNS, coerce_records, empty_records
 from kafkalab.values import as_bool, is_missing
 
 MAD_SCALE = 1.4826
 """Scale factor turning a MAD into a consistent estimate of a normal standard deviation."""
 
-SERIES_COLUMNS: tuple[str, ...] = ("scenario", "client", "payload", "profile")
-"""Columns that, with the metric name, identify a series."""
+CI_LOW_SUFFIX = "_ci_low"
+CI_HIGH_SUFFIX = "_ci_high"
+"""A metric ``m`` has a confidence interval when the aggregates have ``m_ci_low`` and
+``m_ci_high`` (e.g. ``e2e_latency_ms_p99_ci_low``)."""
+
+GOOD_RUN_STATE = "complete"
+"""The only run state whose runs can serve as a baseline."""
+
+_INT_PARTS = ("payload_bytes", "broker_count", "planned_messages")
 
 
-def series_key(scenario: Any, client: Any, payload: Any, profile: Any, metric: str) -> str:
-    """The stable string id of a series: ``scenario|client|payload|profile|metric``."""
-    parts = [scenario, client, payload, profile, metric]
-    return "|".join("" if is_missing(p) else str(p) for p in parts)
+def key_part(value: Any) -> str:
+    """One part of a series key: '' for a missing value, whole numbers without a decimal
+    point (``1048576``, not ``1048576.0``), anything else as ``str``."""
+    if is_missing(value):
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if hasattr(value, "item"):  # numpy scalars
+        return key_part(value.item())
+    return str(value)
 
 
-def _median(values: list[float]) -> float:
-    return float(pd.Series(values, dtype="float64").median())
+def series_key(*parts: Any) -> str:
+    """The stable string id of a series: the :data:`SERIES_COLUMNS` values then the metric,
+    joined by ``|`` (missing parts are empty): ``scenario|client|payload|payload_encoding|
+    payload_bytes|profile|workload|cluster_flavor|broker_version|broker_count|
+    planned_messages|metric``."""
+    return "|".join(key_part(p) for p in parts)
+
+
+def _median(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    return float(pd.Series(vals, dtype="float64").median()) if vals else None
+
+
+def _ci_judgement(delta: float, latest_ci: tuple[float | None, float | None] | None,
+                  baseline_ci: Iterable[tuple[float | None, float | None]] | None
+                  ) -> tuple[dict[str, Any], bool | None, str | None]:
+    """The interval fields of a record, whether the intervals are apart on the side the
+    value moved (None when that cannot be told), and a note when they cannot."""
+    out: dict[str, Any] = {"latest_ci_low": None, "latest_ci_high": None,
+                           "baseline_ci_low": None, "baseline_ci_high": None,
+                           "ci_overlap": None}
+    if latest_ci is None or baseline_ci is None:
+        return out, None, "no confidence-interval columns (runs before schema v2): MAD rule only"
+    pairs = list(baseline_ci)
+    lat_lo, lat_hi = latest_ci
+    base_lo = _median(lo for lo, _ in pairs if lo is not None)
+    base_hi = _median(hi for _, hi in pairs if hi is not None)
+    out.update(latest_ci_low=lat_lo, latest_ci_high=lat_hi, baseline_ci_low=base_lo,
+               baseline_ci_high=base_hi)
+    # Up: apart when the latest low is above the baseline high; down: the mirror image.
+    need = (lat_lo, base_hi) if delta >= 0 else (base_lo, lat_hi)
+    if need[0] is None or need[1] is None:
+        side = "latest low / baseline high" if delta >= 0 else "baseline low / latest high"
+        return out, None, f"confidence interval undefined ({side} null): MAD rule only"
+    apart = need[0] > need[1]
+    out["ci_overlap"] = not apart
+    return out, apart, None
 
 
 def evaluate_series(
-    baseline: list[float], latest: float, rule: ResolvedRule
+    baseline: list[float],
+    latest: float,
+    rule: ResolvedRule,
+    latest_ci: tuple[float | None, float | None] | None = None,
+    baseline_ci: Iterable[tuple[float | None, float | None]] | None = None,
 ) -> dict[str, Any]:
-    """Apply the robust rule to one series (pure; see the module docstring).
+    """Apply the rule to one series (pure; see the module docstring).
 
     Args:
-        baseline: values of the earlier runs in the window (oldest first).
-        latest: the latest run's value.
+        baseline: values of the good earlier runs in the window (oldest first).
+        latest: the judged run's value (defined).
         rule: the metric's resolved thresholds.
+        latest_ci: the judged run's ``(ci_low, ci_high)`` (either may be None), or None when
+            the metric has no interval columns.
+        baseline_ci: the window runs' ``(ci_low, ci_high)``, or None (no interval columns).
 
     Returns:
         A dict with baseline_value, baseline_mad, baseline_runs, latest_value, change_pct,
-        robust_z, confidence, is_drift and verdict.
+        robust_z, confidence, the interval fields (latest_ci_low/high, baseline_ci_low/high,
+        ci_overlap), rule, is_drift, verdict and note.
     """
     n = len(baseline)
     out: dict[str, Any] = {
@@ -73,13 +151,20 @@ def evaluate_series(
         "change_pct": None,
         "robust_z": None,
         "confidence": 0.0,
+        "latest_ci_low": None,
+        "latest_ci_high": None,
+        "baseline_ci_low": None,
+        "baseline_ci_high": None,
+        "ci_overlap": None,
+        "rule": None,
         "is_drift": False,
         "verdict": "insufficient_history",
+        "note": f"{n} good earlier run(s) < min_baseline_runs {rule.min_baseline_runs}",
     }
     if n == 0:
         return out
-    med = _median(baseline)
-    mad = _median([abs(v - med) for v in baseline])
+    med = float(pd.Series(baseline, dtype="float64").median())
+    mad = float(pd.Series([abs(v - med) for v in baseline], dtype="float64").median())
     spread = MAD_SCALE * mad
     delta = latest - med
     out["baseline_value"] = med
@@ -87,57 +172,135 @@ def evaluate_series(
     if med != 0:
         out["change_pct"] = delta / abs(med) * 100.0
     if spread > 0:
-        z: float | None = delta / spread
-        confidence = 1.0 - math.exp(-abs(delta / spread) / rule.k_mad)
+        out["robust_z"] = delta / spread
+        out["confidence"] = 1.0 - math.exp(-abs(delta / spread) / rule.k_mad)
     else:
-        z = 0.0 if delta == 0 else None
-        confidence = 0.0 if delta == 0 else 1.0
-    out["robust_z"] = z
-    out["confidence"] = confidence
+        out["robust_z"] = 0.0 if delta == 0 else None
+        out["confidence"] = 0.0 if delta == 0 else 1.0
+    ci_fields, apart, ci_note = _ci_judgement(delta, latest_ci, baseline_ci)
+    out.update(ci_fields)
     if n < rule.min_baseline_runs:
         return out
 
+    out["note"] = None
     sign = 1.0 if rule.direction == "higher_is_worse" else -1.0
     bad_delta = sign * delta  # > 0 means worse
     if med == 0:
         # Zero baseline: relative change undefined; any move beyond min_absolute_change in
         # the bad (or good) direction decides.
-        beyond = abs(delta) > rule.min_absolute_change
-        if beyond and bad_delta > 0:
-            out["verdict"], out["is_drift"] = "drift", True
-        elif beyond and bad_delta < 0:
-            out["verdict"] = "improved"
-        else:
-            out["verdict"] = "ok"
-        return out
-    beyond_mad = abs(delta) > rule.k_mad * spread
-    relevant = abs(delta) / abs(med) >= rule.min_relative_change
-    if beyond_mad and relevant and bad_delta > 0:
+        out["rule"] = "zero_baseline"
+        moved = abs(delta) > rule.min_absolute_change
+    else:
+        out["rule"] = "mad" if apart is None else "mad+ci"
+        out["note"] = ci_note
+        mad_moved = (abs(delta) > rule.k_mad * spread
+                     and abs(delta) / abs(med) >= rule.min_relative_change)
+        moved = mad_moved and apart is not False
+        if mad_moved and apart is False:
+            out["note"] = ("beyond the MAD threshold, but the confidence intervals overlap: "
+                           "not a drift")
+    if moved and bad_delta > 0:
         out["verdict"], out["is_drift"] = "drift", True
-    elif beyond_mad and relevant and bad_delta < 0:
+    elif moved and bad_delta < 0:
         out["verdict"] = "improved"
     else:
         out["verdict"] = "ok"
     return out
 
 
+def undefined_reason(metric: str, rows: pd.DataFrame) -> str:
+    """Why ``metric`` is null in ``rows`` (the judged run's rows of one series).
+
+    A percentile ``<base>_pNN`` whose ``<base>_percentiles_note`` names it (``"p99: n<100;
+    p999: n<1000"``) gives that reason (``p99: n<100``); otherwise a general one.
+    """
+    base, _, pct = metric.rpartition("_")
+    note_col = f"{base}_percentiles_note"
+    if base and pct.startswith("p") and note_col in rows.columns:
+        for note in rows[note_col].dropna().astype(str):
+            for part in note.split(";"):
+                if part.strip().startswith(f"{pct}:"):
+                    return part.strip()
+    return "null in the aggregates (undefined, or not measured by this scenario)"
+
+
+def _prepare(history: pd.DataFrame, pos: Mapping[str, int]) -> pd.DataFrame:
+    """``history`` with run positions, the broker kind, the good-run flag and the series
+    parts as key strings (``_k_<column>``) and their joined prefix (``_series``)."""
+    df = history.copy()
+    df["run_id"] = df["run_id"].astype(str)
+    df["_pos"] = df["run_id"].map(pos)
+    df["_emu"] = (df["broker_is_emulator"].map(as_bool).astype(bool)
+                  if "broker_is_emulator" in df.columns else False)
+
+    def col(name: str) -> pd.Series:
+        return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype="object")
+
+    state_ok = col("run_state").map(lambda v: not is_missing(v) and str(v).lower() == GOOD_RUN_STATE)
+    validated = col("run_validated").map(as_bool)
+    not_stale = col("run_stale_outputs").map(lambda v: is_missing(v) or str(v).strip() == "")
+    df["_good_run"] = (state_ok & validated & not_stale).astype(bool)
+    for c in SERIES_COLUMNS:
+        df[f"_k_{c}"] = col(c).map(key_part).astype(str)
+    df["_series"] = df[[f"_k_{c}" for c in SERIES_COLUMNS]].agg("|".join, axis=1) \
+        if len(df) else pd.Series(dtype=str)
+    return df
+
+
+def _series_fields(first: Mapping[str, Any]) -> dict[str, Any]:
+    """The series columns of a record, from the key strings of one of its rows."""
+    out: dict[str, Any] = {}
+    for c in SERIES_COLUMNS:
+        v = str(first[f"_k_{c}"])
+        if c in _INT_PARTS:
+            out[c] = int(v) if v.lstrip("-").isdigit() else None
+        else:
+            out[c] = v or None
+    return out
+
+
+def _prior_verdicts(prior: pd.DataFrame | None, skip_run: str
+                    ) -> dict[tuple[str, str, bool], str]:
+    """(run id, series key, emulator) -> the stored verdict, for every run but ``skip_run``."""
+    if prior is None or prior.empty:
+        return {}
+    out: dict[tuple[str, str, bool], str] = {}
+    for rec in prior.to_dict(orient="records"):
+        rid = str(rec.get("run_id"))
+        if rid == skip_run or is_missing(rec.get("series_key")):
+            continue
+        verdict = rec.get("verdict")
+        if is_missing(verdict):
+            verdict = "drift" if as_bool(rec.get("is_drift")) else "ok"
+        out[(rid, str(rec["series_key"]), as_bool(rec.get("broker_is_emulator")))] = str(verdict)
+    return out
+
+
 def detect_drift(
-    history: pd.DataFrame, config: DriftConfig, latest_run_id: str | None = None
+    history: pd.DataFrame,
+    config: DriftConfig,
+    latest_run_id: str | None = None,
+    *,
+    prior: pd.DataFrame | None = None,
+    acceptances: Iterable[Acceptance] | None = None,
 ) -> pd.DataFrame:
-    """Compare the latest run of every series with its baseline window (pure function).
+    """Judge every series of one run against its baseline window (pure function).
 
     Args:
-        history: aggregates of all runs (as returned by
-            :func:`kafkalab.drift.history.load_history`); missing columns and null values
-            are tolerated (a metric absent from the latest run gives no record).
+        history: aggregates of all runs with their run facts (as returned by
+            :func:`kafkalab.drift.history.load_history`); missing columns and null values are
+            tolerated. A run lacking ``run_state``/``run_validated`` is never a baseline.
         config: thresholds and the metrics to check.
         latest_run_id: the run to judge; default the newest run of ``history``.
+        prior: the stored drift records of earlier runs
+            (:func:`kafkalab.drift.history.load_prior_records`): their drift flags keep those
+            runs out of the baseline, and their verdicts give the alert standing. None: no
+            run was flagged.
+        acceptances: accepted levels (:func:`kafkalab.drift.acceptances.load_acceptances`).
 
     Returns:
-        One row per series of the latest run and configured metric, columns
-        :data:`kafkalab.drift.records.DRIFT_COLUMNS`. The baseline of a series only uses
-        runs on the same kind of broker (emulator or not) as the latest value, and skips
-        runs whose manifest status is ``failed``.
+        One row per series of the judged run (per broker kind) and configured metric present
+        in the history, columns :data:`kafkalab.drift.records.DRIFT_COLUMNS`.
     """
     order = run_order(history)
     if not order:
@@ -147,64 +310,126 @@ def detect_drift(
     if latest_run_id not in order:
         return empty_records()
     pos = {rid: i for i, rid in enumerate(order)}
-    df = history.copy()
-    df["run_id"] = df["run_id"].astype(str)
-    df["_pos"] = df["run_id"].map(pos)
-    for c in SERIES_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    df["_emu"] = (
-        df["broker_is_emulator"].map(as_bool) if "broker_is_emulator" in df.columns else False
-    )
-    status = df["run_status"] if "run_status" in df.columns else pd.Series(None, index=df.index)
-    df["_failed"] = status.astype("string").str.lower().eq("failed").fillna(False).astype(bool)
+    df = _prepare(history, pos)
     latest_pos = pos[latest_run_id]
-    key_cols = [*SERIES_COLUMNS, "_emu"]
-    # Group keys must not be NaN for groupby; use a filled copy.
-    for c in SERIES_COLUMNS:
-        df[c] = df[c].astype("object").where(df[c].notna(), "")
+    latest_rows = df[df["_pos"] == latest_pos]
+    earlier = df[df["_pos"] < latest_pos]
+    verdicts = _prior_verdicts(prior, latest_run_id)
+    accepted = in_force(acceptances)
 
     records: list[dict[str, Any]] = []
-    latest_rows = df[df["_pos"] == latest_pos]
-    earlier = df[(df["_pos"] < latest_pos) & ~df["_failed"]]
     for metric in config.metrics:
         if metric not in df.columns:
             continue
         rule = config.rule(metric)
-        values = pd.to_numeric(df[metric], errors="coerce")
-        lat = latest_rows.assign(_v=values.loc[latest_rows.index]).dropna(subset=["_v"])
-        if lat.empty:
-            continue
-        lat_series = lat.groupby(key_cols, sort=True)["_v"].median()
-        base = earlier.assign(_v=values.loc[earlier.index]).dropna(subset=["_v"])
-        # One value per (series, run): the median if a run has several rows.
-        per_run = base.groupby([*key_cols, "_pos"], sort=True)["_v"].median()
-        for key, latest_value in lat_series.items():
-            k = key if isinstance(key, tuple) else (key,)
-            try:
-                hist = per_run.loc[k]
-            except KeyError:
-                hist = pd.Series(dtype="float64")
-            window = [float(v) for v in hist.sort_index().tail(rule.window_runs).tolist()]
-            res = evaluate_series(window, float(latest_value), rule)
-            scenario, client, payload, profile, emu = k
-            records.append(
-                {
-                    "run_id": latest_run_id,
-                    "series_key": series_key(scenario, client, payload, profile, metric),
-                    "scenario": scenario,
-                    "client": client,
-                    "payload": payload,
-                    "profile": profile,
-                    "metric": metric,
-                    "direction": rule.direction,
-                    "broker_is_emulator": bool(emu),
-                    **res,
-                }
-            )
+        lo_col, hi_col = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
+        has_ci = lo_col in df.columns and hi_col in df.columns
+        for (series, emu), rows in latest_rows.groupby(["_series", "_emu"], sort=True):
+            key = f"{series}|{metric}"
+            records.append(_judge_series(
+                metric, rule, key, bool(emu), rows,
+                earlier[(earlier["_series"] == series) & (earlier["_emu"] == emu)],
+                has_ci, verdicts, accepted.get(key), pos, latest_run_id))
     if not records:
         return empty_records()
     return coerce_records(pd.DataFrame.from_records(records))
 
 
-__all__ = ["MAD_SCALE", "SERIES_COLUMNS", "detect_drift", "evaluate_series", "series_key"]
+def _num(rows: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(rows[column], errors="coerce")
+
+
+@dataclass(frozen=True)
+class _EarlierRun:
+    """One earlier run of a series, as the judgement of a later run sees it."""
+
+    run_id: str
+    position: int
+    verdict: str | None
+    """Its stored verdict for the series (None: never judged)."""
+    good_run: bool
+    value: float | None
+    ci: tuple[float | None, float | None]
+    baseline_ok: bool
+    """Not flagged (or flagged but accepted), and not before an accepted level."""
+
+
+def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd.DataFrame,
+                  earlier: pd.DataFrame, has_ci: bool,
+                  verdicts: Mapping[tuple[str, str, bool], str], acceptance: Acceptance | None,
+                  pos: Mapping[str, int], latest_run_id: str) -> dict[str, Any]:
+    """The drift record of one series of the judged run (see :func:`detect_drift`)."""
+    lo_col, hi_col = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
+    accepted: tuple[int, int] | None = None
+    if acceptance is not None and acceptance.from_run_id in pos:
+        start = pos[acceptance.from_run_id]
+        accepted = (start, max(start, pos.get(acceptance.through_run_id, start)))
+
+    # One value per earlier run (the median if a run has several rows).
+    per_run: list[_EarlierRun] = []
+    for p, grp in earlier.groupby("_pos", sort=True):
+        rid = str(grp["run_id"].iloc[0])
+        verdict = verdicts.get((rid, key, emu))
+        in_accepted = accepted is not None and accepted[0] <= int(p) <= accepted[1]
+        before_accepted = accepted is not None and int(p) < accepted[0]
+        per_run.append(_EarlierRun(
+            run_id=rid, position=int(p), verdict=verdict,
+            good_run=bool(grp["_good_run"].all()),
+            value=_median(_num(grp, metric).tolist()),
+            ci=((_median(_num(grp, lo_col).tolist()), _median(_num(grp, hi_col).tolist()))
+                if has_ci else (None, None)),
+            baseline_ok=not (verdict == "drift" and not in_accepted) and not before_accepted,
+        ))
+    window = [r for r in per_run if r.good_run and r.baseline_ok and r.value is not None
+              ][-rule.window_runs:]
+    values = [r.value for r in window if r.value is not None]
+    latest_value = _median(_num(rows, metric).tolist())
+    latest_good = bool(rows["_good_run"].all())
+
+    if latest_value is None:
+        res: dict[str, Any] = {
+            "baseline_value": _median(values),
+            "baseline_runs": len(window), "latest_value": None, "confidence": 0.0,
+            "is_drift": False, "verdict": "undefined", "note": undefined_reason(metric, rows),
+        }
+    else:
+        latest_ci = ((_median(_num(rows, lo_col).tolist()), _median(_num(rows, hi_col).tolist()))
+                     if has_ci else None)
+        base_ci = [r.ci for r in window] if has_ci else None
+        res = evaluate_series(values, latest_value, rule, latest_ci, base_ci)
+    if not latest_good:
+        why = "not a good run (state, validation or stale outputs): not counted for recovery"
+        res["note"] = f"{res['note']}; {why}" if res.get("note") else why
+
+    steps = [Step(r.run_id, r.position, r.verdict, r.good_run)
+             for r in per_run if r.verdict is not None]
+    steps.append(Step(latest_run_id, pos[latest_run_id], str(res["verdict"]), latest_good))
+    now = standing(steps, rule.recovery_runs, accepted)
+    return {
+        "run_id": latest_run_id,
+        "series_key": key,
+        **_series_fields(rows.iloc[0]),
+        "metric": metric,
+        "direction": rule.direction,
+        "baseline_from_run_id": (acceptance.from_run_id
+                                 if accepted is not None and acceptance is not None else None),
+        **res,
+        "alert_status": now.alert_status,
+        "good_runs": now.good_runs,
+        "alert_since_run_id": now.alert_since_run_id,
+        "broker_is_emulator": emu,
+    }
+
+
+__all__ = [
+    "CI_HIGH_SUFFIX",
+    "CI_LOW_SUFFIX",
+    "GOOD_RUN_STATE",
+    "MAD_SCALE",
+    "SERIES_COLUMNS",
+    "detect_drift",
+    "evaluate_series",
+    "key_part",
+    "series_key",
+    "undefined_reason",
+]

@@ -1,16 +1,18 @@
 """The history drift is judged against, and the drift records of each run, on disk.
 
 Reads every run's aggregates (``aggregates/run_id=<id>/part-*.parquet``) with each run's
-start time and status from its manifest, orders the runs, and reads and writes the drift
-records (``drift/run_id=<id>/drift.parquet``). Every location comes from
+facts from its manifest and validation result (start time, state, validated, stale
+outputs), orders the runs, and reads and writes the drift records
+(``drift/run_id=<id>/drift.parquet``). Every location comes from
 :class:`kafkalab.store.LabData`; every write goes through :func:`kafkalab.store.atomic_write`.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +22,47 @@ from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
 from kafkalab.run_ids import run_id_time
 from kafkalab.store import LabData, atomic_write
 
-MANIFEST_COLUMNS: tuple[str, ...] = ("run_id", "run_started_at", "run_status")
-"""Columns :func:`load_history` adds to the aggregates from the run manifests."""
+log = logging.getLogger(__name__)
+
+MANIFEST_COLUMNS: tuple[str, ...] = (
+    "run_id", "run_started_at", "run_status", "run_state", "run_validated", "run_stale_outputs",
+)
+"""Columns :func:`load_history` adds to the aggregates: from the run manifest
+(``run_started_at``, ``run_status`` as written), :meth:`LabData.run_state` (``run_state``:
+complete, incomplete, failed, running, stale), the validation result (``run_validated``: its
+``success`` is true; no validation file is false) and the manifest's ``stale_outputs``
+(``run_stale_outputs``: comma-separated, empty when none)."""
 
 
-def manifest_frame(manifests: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Run id, start time (UTC timestamp, NaT when absent or unparsable) and status of each
-    manifest in ``manifests`` (as :meth:`kafkalab.store.LabData.manifests` returns them)."""
+def _run_state(lab: LabData | None, run_id: str, manifest: Mapping[str, Any]) -> Any:
+    """The run's state (:meth:`LabData.run_state`); without ``lab``, the manifest's
+    ``status``."""
+    return lab.run_state(run_id) if lab is not None else manifest.get("status")
+
+
+def _validated(lab: LabData | None, run_id: str) -> bool:
+    """True only when the run's validation result exists and its ``success`` is true."""
+    if lab is None:
+        return False
+    doc = lab.validation(run_id)
+    return doc is not None and doc.get("success") is True
+
+
+def manifest_frame(manifests: Mapping[str, Mapping[str, Any]],
+                   lab: LabData | None = None) -> pd.DataFrame:
+    """The :data:`MANIFEST_COLUMNS` of each run in ``manifests`` (as
+    :meth:`kafkalab.store.LabData.manifests` returns them); start time as a UTC timestamp
+    (NaT when absent or unparsable). Without ``lab`` (the data directory) the state is the
+    manifest's status and no run is validated."""
     rows = [
-        {"run_id": rid, "run_started_at": m.get("started_at"), "run_status": m.get("status")}
+        {"run_id": rid, "run_started_at": m.get("started_at"), "run_status": m.get("status"),
+         "run_state": _run_state(lab, rid, m), "run_validated": _validated(lab, rid),
+         "run_stale_outputs": ",".join(sorted(str(o) for o in m.get("stale_outputs") or []))}
         for rid, m in manifests.items()
     ]
     df = pd.DataFrame(rows, columns=list(MANIFEST_COLUMNS))
     df["run_started_at"] = pd.to_datetime(df["run_started_at"], utc=True, errors="coerce")
+    df["run_validated"] = df["run_validated"].astype(bool)
     return df
 
 
@@ -74,8 +104,8 @@ def load_history(data_dir: str | os.PathLike[str],
                  manifests: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """Read every run's aggregates under ``<data_dir>/aggregates`` into one DataFrame.
 
-    Adds ``run_started_at`` (UTC timestamp) and ``run_status`` from the run manifests when
-    they exist (null otherwise); ``manifests``: those already read by the caller
+    Adds the run facts of :data:`MANIFEST_COLUMNS` (null when a run has no manifest; such a
+    run is never a baseline); ``manifests``: those already read by the caller
     (:meth:`LabData.manifests`), else they are read here. Returns an empty DataFrame when
     there are no aggregates.
     """
@@ -90,7 +120,7 @@ def load_history(data_dir: str | os.PathLike[str],
         df["run_id"] = df["run_id"].astype(str)
     df = df.drop(columns=[c for c in MANIFEST_COLUMNS[1:] if c in df.columns])
     known = manifests if manifests is not None else lab.manifests()
-    return df.merge(manifest_frame(known), on="run_id", how="left")
+    return df.merge(manifest_frame(known, lab), on="run_id", how="left")
 
 
 def run_order(history: pd.DataFrame) -> list[str]:
@@ -130,6 +160,27 @@ def write_drift(
     return atomic_write(LabData(data_dir).drift_path(run_id), buf.getvalue())
 
 
+def load_prior_records(data_dir: str | os.PathLike[str], run_ids: Iterable[str]) -> pd.DataFrame:
+    """The stored drift records of ``run_ids``, one table (:data:`DRIFT_COLUMNS`).
+
+    Runs without a drift file contribute nothing (their flags are unknown: they count as
+    unflagged); an unreadable file is logged and treated the same way.
+    """
+    frames = []
+    for rid in run_ids:
+        try:
+            df = read_drift(data_dir, rid)
+        except (OSError, ValueError) as exc:
+            log.warning("drift records of run %s unreadable (%s); its flags are unknown",
+                        rid, exc)
+            continue
+        if df is not None and not df.empty:
+            frames.append(coerce_records(df))
+    if not frames:
+        return empty_records()
+    return pd.concat(frames, ignore_index=True)
+
+
 def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | None:
     """A run's stored drift records, or None when the file does not exist.
 
@@ -147,6 +198,7 @@ def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | 
 __all__ = [
     "MANIFEST_COLUMNS",
     "load_history",
+    "load_prior_records",
     "manifest_frame",
     "read_drift",
     "run_order",

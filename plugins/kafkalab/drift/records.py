@@ -14,53 +14,93 @@ import pandas as pd
 
 from kafkalab.values import is_missing, jsonable
 
+SERIES_COLUMNS: tuple[str, ...] = (
+    "scenario", "client", "payload", "payload_encoding", "payload_bytes", "profile",
+    "workload", "cluster_flavor", "broker_version", "broker_count", "planned_messages",
+)
+"""Aggregate columns that, with the metric name, identify a series (in key order). Runs
+written before aggregates schema v2 lack ``payload_encoding``, ``broker_count`` and
+``planned_messages``: those parts are empty, so old and new runs never share a series."""
+
 DRIFT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "series_key",
-    "scenario",
-    "client",
-    "payload",
-    "profile",
+    *SERIES_COLUMNS,
     "metric",
     "direction",
     "baseline_value",
     "baseline_mad",
     "baseline_runs",
+    "baseline_from_run_id",
     "latest_value",
     "change_pct",
     "robust_z",
     "confidence",
+    "latest_ci_low",
+    "latest_ci_high",
+    "baseline_ci_low",
+    "baseline_ci_high",
+    "ci_overlap",
+    "rule",
     "is_drift",
     "verdict",
+    "note",
+    "alert_status",
+    "good_runs",
+    "alert_since_run_id",
     "broker_is_emulator",
 )
 """Columns of a drift record, in order."""
 
-Verdict = Literal["drift", "ok", "insufficient_history", "improved"]
-"""The judgement of one series."""
+Verdict = Literal["drift", "ok", "improved", "insufficient_history", "undefined"]
+"""The judgement of one series in one run."""
+
+AlertStatus = Literal["drifting", "alerting", "recovered", "clear"]
+"""Where a series stands after a run: ``drifting`` (this run drifts), ``alerting`` (an
+earlier drift not yet followed by ``recovery_runs`` good runs, nor accepted),
+``recovered`` (this run is the last of those good runs), ``clear``."""
+
+Rule = Literal["mad+ci", "mad", "zero_baseline"]
+"""Which test judged a series: the MAD rule and non-overlapping confidence intervals, the
+MAD rule alone (no intervals to compare), or the zero-baseline rule."""
 
 _FLOAT_COLUMNS = ("baseline_value", "baseline_mad", "latest_value", "change_pct", "robust_z",
-                  "confidence")
+                  "confidence", "latest_ci_low", "latest_ci_high", "baseline_ci_low",
+                  "baseline_ci_high")
+_INT_COLUMNS = ("baseline_runs", "good_runs")
+_NULLABLE_INT_COLUMNS = ("payload_bytes", "broker_count", "planned_messages")
 _BOOL_COLUMNS = ("is_drift", "broker_is_emulator")
-_STRING_COLUMNS = ("run_id", "series_key", "scenario", "client", "payload", "profile",
-                   "metric", "direction", "verdict")
+_NULLABLE_BOOL_COLUMNS = ("ci_overlap",)
+_STRING_COLUMNS = ("run_id", "series_key", "scenario", "client", "payload", "payload_encoding",
+                   "profile", "workload", "cluster_flavor", "broker_version", "metric",
+                   "direction", "baseline_from_run_id", "rule", "verdict", "note",
+                   "alert_status", "alert_since_run_id")
+
+
+def _nullable_bool(value: Any) -> Any:
+    return pd.NA if is_missing(value) else bool(value)
 
 
 def coerce_records(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with exactly :data:`DRIFT_COLUMNS`, in order, with their stored dtypes.
 
     Columns ``df`` lacks are added as nulls; other columns are dropped. Floats are float64,
-    ``baseline_runs`` int64 (null -> 0), flags bool, text pandas ``string``. Modifies ``df``.
+    counts int64 (null -> 0), series sizes nullable ``Int64``, flags bool (``ci_overlap``
+    nullable ``boolean``), text pandas ``string``. Modifies ``df``.
     """
     for c in DRIFT_COLUMNS:
         if c not in df.columns:
             df[c] = None
     for c in _FLOAT_COLUMNS:
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
-    df["baseline_runs"] = pd.to_numeric(df["baseline_runs"], errors="coerce").fillna(0)
-    df["baseline_runs"] = df["baseline_runs"].astype("int64")
+    for c in _INT_COLUMNS:
+        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
+    for c in _NULLABLE_INT_COLUMNS:
+        df[c] = pd.to_numeric(df[c], errors="coerce").round().astype("Int64")
     for c in _BOOL_COLUMNS:
-        df[c] = df[c].astype(bool)
+        df[c] = df[c].map(lambda v: False if is_missing(v) else bool(v)).astype(bool)
+    for c in _NULLABLE_BOOL_COLUMNS:
+        df[c] = df[c].map(_nullable_bool).astype("boolean")
     for c in _STRING_COLUMNS:
         df[c] = df[c].astype("string")
     return df[list(DRIFT_COLUMNS)].reset_index(drop=True)
@@ -81,4 +121,13 @@ def records_to_dicts(records: pd.DataFrame | None) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["DRIFT_COLUMNS", "Verdict", "coerce_records", "empty_records", "records_to_dicts"]
+__all__ = [
+    "DRIFT_COLUMNS",
+    "SERIES_COLUMNS",
+    "AlertStatus",
+    "Rule",
+    "Verdict",
+    "coerce_records",
+    "empty_records",
+    "records_to_dicts",
+]

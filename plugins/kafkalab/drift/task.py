@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from kafkalab.drift.acceptances import load_acceptances
 from kafkalab.drift.config import load_drift_config_or_default
 from kafkalab.drift.detect import detect_drift
-from kafkalab.drift.history import load_history, run_order, write_drift
+from kafkalab.drift.history import load_history, load_prior_records, run_order, write_drift
 from kafkalab.drift.records import empty_records
 
 
@@ -18,19 +19,30 @@ def run_drift(
     run_id: str | None = None,
     config_path: str | os.PathLike[str] | None = None,
 ) -> tuple[pd.DataFrame, Path | None]:
-    """Load history, detect drift for ``run_id`` (default newest) and write the records.
+    """Load the history, judge ``run_id`` (default the newest run) and write its records.
 
-    ``config_path`` defaults to :func:`kafkalab.paths.drift_config_path` (built-in rules
-    when that file does not exist).
+    The judgement uses the stored drift records of the earlier runs (their flags keep them
+    out of the baselines) and the accepted levels (``drift/acceptances.json``). Clearing
+    ``drift`` from the run's ``stale_outputs`` is the caller's (the Airflow task knows whether
+    the inputs were fresh). ``config_path``
+    defaults to :func:`kafkalab.paths.drift_config_path` (built-in rules when that file does
+    not exist).
 
     Returns the records and the written path (None when there is no history at all).
+
+    Raises:
+        ConfigError: a bad drift config, or an unreadable acceptances file.
     """
     config = load_drift_config_or_default(config_path)
+    acceptances = load_acceptances(data_dir)
     history = load_history(data_dir)
     if history.empty:
         return empty_records(), None
-    rid = run_id or run_order(history)[-1]
-    records = detect_drift(history, config, rid)
+    order = run_order(history)
+    rid = run_id or order[-1]
+    earlier = order[: order.index(rid)] if rid in order else []
+    records = detect_drift(history, config, rid, prior=load_prior_records(data_dir, earlier),
+                           acceptances=acceptances)
     return records, write_drift(records, data_dir, rid)
 
 
