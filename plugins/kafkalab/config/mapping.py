@@ -4,12 +4,18 @@ Each function takes the cluster's connection settings (from the descriptor: boot
 servers, security, and the protocol extras 0.9 needs) and a profile, and returns the
 settings for one client. Large payloads need the size limits raised on both sides, so the
 topic's ``max.message.bytes`` drives the producer request size and the consumer fetch size.
+
+:func:`settings_view` turns such a configuration into what a run may record (the
+``client_settings`` column and the manifest): strings, without secrets.
+:func:`jvm_tool_settings` says what Kafka 0.9.0.1's EndToEndLatency actually applies.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafkalab.cluster.descriptor import SECRET_PROPERTIES
 from kafkalab.config.models import Profile
 
 _FETCH_HEADROOM_BYTES = 1024 * 1024
@@ -130,3 +136,70 @@ def jvm_tool_properties(profile: Profile) -> dict[str, str]:
         "compression.type": profile.producer.compression,
         "retries": str(profile.producer.retries),
     }
+
+
+_JVM_PRODUCER_FILE_KEYS = ("max.request.size", "buffer.memory", "compression.type", "retries")
+"""Keys of :func:`jvm_tool_properties` that 0.9.0.1's ProducerConfig knows."""
+_JVM_CONSUMER_FILE_KEYS = ("max.partition.fetch.bytes",)
+"""Keys of :func:`jvm_tool_properties` that 0.9.0.1's ConsumerConfig knows (each client
+ignores, with a warning, the keys it does not know)."""
+
+
+def jvm_tool_settings(profile: Profile, acks: str, bootstrap_servers: str) -> dict[str, str]:
+    """What Kafka 0.9.0.1's ``kafka.tools.EndToEndLatency`` actually applies, as
+    ``producer.<key>`` / ``consumer.<key>``.
+
+    The tool loads its properties file (:func:`jvm_tool_properties`) *twice*, once as the
+    producer's and once as the consumer's properties, then overrides: the producer gets
+    ``bootstrap.servers``, ``linger.ms=0``, ``block.on.buffer.full=true`` and ``acks`` (its
+    argument: ``1`` or ``all``); the consumer gets ``bootstrap.servers``, a fresh
+    ``group.id`` (``test-group-<epoch ms>``), ``enable.auto.commit=false``,
+    ``auto.offset.reset=latest`` and ``fetch.max.wait.ms=0``. Every other setting is the Java
+    client's default — the profile's linger, batch, fetch.min.bytes and fetch wait are *not*
+    applied. (Byte-array serializers are set on both sides; not listed.)
+    """
+    file = jvm_tool_properties(profile)
+    producer = {k: file[k] for k in _JVM_PRODUCER_FILE_KEYS if k in file}
+    producer.update({"bootstrap.servers": bootstrap_servers, "linger.ms": "0",
+                     "block.on.buffer.full": "true", "acks": acks})
+    consumer = {k: file[k] for k in _JVM_CONSUMER_FILE_KEYS if k in file}
+    consumer.update({"bootstrap.servers": bootstrap_servers,
+                     "group.id": "test-group-<epoch ms>", "enable.auto.commit": "false",
+                     "auto.offset.reset": "latest", "fetch.max.wait.ms": "0"})
+    return {**{f"producer.{k}": v for k, v in producer.items()},
+            **{f"consumer.{k}": v for k, v in consumer.items()}}
+
+
+def looks_secret(key: str) -> bool:
+    """True for a setting whose value must never be recorded (a password, a secret, a
+    private key), in librdkafka or kafka-python spelling."""
+    k = key.lower()
+    return (k in SECRET_PROPERTIES or "password" in k or "secret" in k or "jaas" in k
+            or k in {"ssl.key.pem", "ssl_key", "sasl_oauth_token_provider"})
+
+
+def setting_text(value: Any) -> str:
+    """A setting as text, the way Kafka properties spell it: ``true``/``false``, a list as
+    ``a,b``, a version tuple as ``0.9``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return ".".join(str(v) for v in value)
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def settings_view(configs: Mapping[str, Mapping[str, Any]],
+                  secret_keys: Iterable[str] = ()) -> dict[str, str]:
+    """``{"producer": {...}, "consumer": {...}}`` as one flat ``{"producer.<key>": text}``
+    mapping, without secrets: keys in ``secret_keys`` (the descriptor's ``secret_env``) or
+    that :func:`looks_secret`, and ``None`` values (the client's default applies)."""
+    hidden = {k.lower() for k in secret_keys}
+    out: dict[str, str] = {}
+    for role, cfg in configs.items():
+        for key, value in cfg.items():
+            if value is None or key.lower() in hidden or looks_secret(key):
+                continue
+            out[f"{role}.{key}"] = setting_text(value)
+    return out

@@ -36,6 +36,10 @@ class ScenarioSpec:
     """``module:Class`` of the implementation, imported on first use."""
     label: str = ""
     """How tables and charts name it beside the others (default: its name)."""
+    loop_mode: str | None = None
+    """How its loop orders a message's steps (the ``loop_mode`` column): ``overlapped`` (send,
+    then poll at once; the ack arrives meanwhile), ``serial`` (wait for the ack, then poll:
+    EndToEndLatency's order), ``request`` (one HTTP request: no broker ack)."""
 
     @property
     def display_name(self) -> str:
@@ -43,18 +47,30 @@ class ScenarioSpec:
         return self.label or self.name
 
 
+LOOP_MODES: tuple[str, ...] = ("overlapped", "serial", "request")
+"""Every value of the ``loop_mode`` column (see :attr:`ScenarioSpec.loop_mode`)."""
+
 CATALOG: tuple[ScenarioSpec, ...] = (
     ScenarioSpec("rest", "requests", uses_kafka=False, per_message=True,
-                 impl="kafkalab.scenarios.rest:RestScenario", label="HTTP (rest)"),
+                 impl="kafkalab.scenarios.rest:RestScenario", label="HTTP (rest)",
+                 loop_mode="request"),
     ScenarioSpec("kafka-python", "kafka-python", uses_kafka=True, per_message=True,
-                 impl="kafkalab.scenarios.kafka_python:KafkaPythonScenario"),
+                 impl="kafkalab.scenarios.kafka_python:KafkaPythonScenario",
+                 loop_mode="overlapped"),
     ScenarioSpec("confluent-kafka", "confluent-kafka", uses_kafka=True, per_message=True,
-                 impl="kafkalab.scenarios.confluent:ConfluentKafkaScenario"),
+                 impl="kafkalab.scenarios.confluent:ConfluentKafkaScenario",
+                 loop_mode="overlapped"),
+    ScenarioSpec("confluent-kafka-serial", "confluent-kafka", uses_kafka=True, per_message=True,
+                 impl="kafkalab.scenarios.confluent:ConfluentKafkaSerialScenario",
+                 label="confluent-kafka (serial: wait for the ack, then poll — "
+                       "EndToEndLatency's order)",
+                 loop_mode="serial"),
     ScenarioSpec("jvm-e2e", "kafka.tools.EndToEndLatency", uses_kafka=True, per_message=False,
                  impl="kafkalab.scenarios.jvm_e2e:JvmEndToEndScenario",
-                 label="Kafka tool (EndToEndLatency)"),
+                 label="Kafka tool (EndToEndLatency)", loop_mode="serial"),
 )
-"""Every scenario, in the order seed 000 ran them."""
+"""Every scenario, in the order seed 000 ran them; the serial harness sits beside the tool
+whose order it copies."""
 
 SCENARIOS: tuple[str, ...] = tuple(s.name for s in CATALOG)
 """Every scenario name, in seed 000's order."""
@@ -100,6 +116,7 @@ __all__ = [
     "CATALOG",
     "KAFKA_CLIENT_SCENARIOS",
     "KAFKA_SCENARIOS",
+    "LOOP_MODES",
     "MESSAGE_SCENARIOS",
     "SCENARIOS",
     "ScenarioSpec",

@@ -2,8 +2,13 @@
 
 Run as its own process: ``python -m kafkalab.scenarios.http_server --port 0``. It prints
 ``LISTENING <port>`` once bound (127.0.0.1 only). ``POST /ingest`` reads the whole body,
-stamps ``receive_ts_ns`` (the lab's clock, time.time_ns()) the moment the last byte is in
-hand, and answers ``{"receive_ts_ns": ..., "body_bytes": ...}``. ``GET /health`` answers ok.
+stamps ``receive_ts_ns`` the moment the last byte is in hand, and answers
+``{"receive_ts_ns": ..., "body_bytes": ...}``. ``GET /health`` answers ok.
+
+``receive_ts_ns`` is ``time.monotonic_ns()`` — CLOCK_MONOTONIC, the lab's interval clock
+(:data:`kafkalab.scenarios.base.now_ns`). On Linux it is one clock for every process of the
+host, so the client subtracts its own send time from it; a wall-clock step cannot distort
+the interval. It means nothing on another host.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
-        receive_ts_ns = time.time_ns()
+        receive_ts_ns = time.monotonic_ns()  # the lab's interval clock, shared by the host
         got = length - remaining
         body = json.dumps({"receive_ts_ns": receive_ts_ns, "body_bytes": got}).encode()
         self.send_response(200 if remaining == 0 else 400)

@@ -1,8 +1,17 @@
-"""kafka-python producer → broker → consumer, closed loop (seed 000's scenario 2)."""
+"""kafka-python producer → broker → consumer, closed loop (seed 000's scenario 2).
+
+The loop is ``overlapped``: send, then poll at once; the broker's ack resolves the send's
+future meanwhile, on kafka-python's I/O thread, whose callback only appends ``(seq, ack
+time, error)`` to a queue the loop hands to the tracker after the receipt. The message and
+the callback are built before ``send_ts_ns`` is read, immediately before ``send()``;
+``receive_ts_ns`` is read immediately after ``poll()`` returns.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections import deque
+from functools import partial
 from typing import Any
 
 from kafkalab.cluster.descriptor import kafka_python_config
@@ -10,11 +19,13 @@ from kafkalab.config.mapping import kafka_python_consumer_config, kafka_python_p
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import Cell, Tracker, now_ns
+from kafkalab.scenarios.base import Cell, Tracker, now_ns, wall_now_ns
 from kafkalab.scenarios.kafka_client import (
     ASSIGN_TIMEOUT_S,
     PROBE_SEQ_BASE,
+    Acks,
     KafkaClientScenario,
+    hand_over,
 )
 
 
@@ -26,9 +37,13 @@ class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
 
         return str(kafka.__version__)
 
-    def _base(self, cell: Cell) -> dict[str, Any]:
-        assert cell.descriptor is not None
-        return kafka_python_config(cell.descriptor)
+    def _base(self, cell: Cell, secrets: bool = True) -> dict[str, Any]:
+        return kafka_python_config(self.descriptor(cell, secrets))
+
+    def _configs(self, cell: Cell, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        return {"producer": kafka_python_producer_config(base, cell.profile),
+                "consumer": kafka_python_consumer_config(base, cell.profile,
+                                                         self.settings_group_id(cell))}
 
     def _open_producer(self, cell: Cell, base: dict[str, Any]) -> Any:
         from kafka import KafkaProducer
@@ -44,16 +59,18 @@ class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
         from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
         try:
-            meta = producer.send(cell.topic, cell.message(PROBE_SEQ_BASE + probe, now_ns())).get(
+            meta = producer.send(cell.topic, cell.message(PROBE_SEQ_BASE + probe)).get(
                 timeout=cell.workload.message_timeout_s)
         except Exception as exc:
             raise ClusterError(f"could not produce to {cell.topic}: {exc}") from None
         partition, offset = meta.partition, meta.offset
         tp = TopicPartition(cell.topic, partition)
         assigned_ns: list[int] = []
-        t0 = now_ns()
         group = self.probe_group_id(mode)
-        consumer = KafkaConsumer(**kafka_python_consumer_config(base, cell.profile, group))
+        cfg = kafka_python_consumer_config(base, cell.profile, group)
+        wall_ns = wall_now_ns()
+        t0 = now_ns()
+        consumer = KafkaConsumer(**cfg)
         try:
             if mode == "subscribe":
                 class _Listener(ConsumerRebalanceListener):
@@ -74,12 +91,14 @@ class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
             first_ns = None
             while first_ns is None and now_ns() < deadline:
                 batches = consumer.poll(timeout_ms=500)
+                got_ns = now_ns()
                 for got_tp, records in batches.items():
                     if got_tp == tp and any(r.offset == offset for r in records):
-                        first_ns = now_ns()
+                        first_ns = got_ns
         finally:
             consumer.close(autocommit=False)
-        return self.first_message_sample(probe, mode, partition, offset, t0, assigned_ns, first_ns)
+        return self.first_message_sample(probe, mode, partition, offset, t0, assigned_ns,
+                                         first_ns, wall_ns)
 
     def _ready_consumer(self, cell: Cell, base: dict[str, Any]) -> Any:
         from kafka import KafkaConsumer, TopicPartition
@@ -124,56 +143,72 @@ class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
         return consumer
 
     def _closed_loop(self, cell: Cell, producer: Any, base: dict[str, Any],
-                     progress: Progress) -> list[Sample]:
+                     progress: Progress) -> None:
+        """Send every message, one at a time, and poll until it is back."""
         consumer = self._ready_consumer(cell, base)
-        tracker = Tracker(cell)
+        tracker = Tracker(cell, loop_mode=self.loop_mode)
+        acks: Acks = deque()
+        topic = cell.topic
         total = cell.total_messages
-
-        def record_batches(batches: dict[Any, list[Any]], recv_ns: int) -> set[int]:
-            seen: set[int] = set()
-            for got_tp, records in batches.items():
-                for r in records:
-                    seq = tracker.on_receive(r.value, recv_ns, got_tp.partition, r.offset)
-                    if seq is not None:
-                        seen.add(seq)
-            return seen
-
+        send = producer.send
         try:
             for seq in range(total):
+                # Everything the send needs exists before the clock is read.
+                value = cell.message(seq)
+                on_done = partial(_record_outcome, acks, seq)
+                wall_ns = wall_now_ns()
                 send_ns = now_ns()
-                tracker.on_send(seq, send_ns)
                 try:
-                    future = producer.send(cell.topic, cell.message(seq, send_ns))
+                    future = send(topic, value)
                 except Exception as exc:
+                    tracker.on_send(seq, send_ns, wall_ns)
                     tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
                     continue
-
-                def on_ok(_meta: Any, seq: int = seq) -> None:
-                    ts = now_ns()
-                    tracker.on_ack(seq, ts)
-
-                def on_err(exc: Any, seq: int = seq) -> None:
-                    ts = now_ns()
-                    tracker.on_ack(seq, ts, f"{type(exc).__name__}: {exc}")
-
-                future.add_callback(on_ok)
-                future.add_errback(on_err)
-                deadline = tracker.deadline_ns[seq]
+                future.add_both(on_done)
+                tracker.on_send(seq, send_ns, wall_ns)  # the message is in flight meanwhile
+                deadline_ns = send_ns + tracker.timeout_ns
                 while True:
-                    remaining_ms = (deadline - now_ns()) / 1e6
+                    remaining_ms = (deadline_ns - now_ns()) / 1e6
                     if remaining_ms <= 0:
                         break
                     batches = consumer.poll(timeout_ms=int(min(remaining_ms, 1000)) or 1)
-                    if batches and seq in record_batches(batches, now_ns()):
+                    recv_ns = now_ns()
+                    if batches and seq in _record_batches(tracker, batches, recv_ns):
                         break
+                    hand_over(acks, tracker)
+                    if tracker.failed(seq):  # the delivery failed: it will not come
+                        break
+                hand_over(acks, tracker)
                 if self.progress_due(seq, total):
                     progress(f"{seq + 1}/{total} messages")
             grace_end = self.grace_deadline_ns(cell)
             while now_ns() < grace_end and not tracker.all_received():
                 batches = consumer.poll(timeout_ms=200)
                 if batches:
-                    record_batches(batches, now_ns())
+                    _record_batches(tracker, batches, now_ns())
             producer.flush(timeout=10)
         finally:
-            consumer.close(autocommit=False)
-        return tracker.samples()
+            try:
+                consumer.close(autocommit=False)
+            finally:
+                hand_over(acks, tracker)
+                tracker.finish()
+
+
+def _record_outcome(acks: Acks, seq: int, outcome: Any) -> None:
+    """The send future's callback and errback for message ``seq`` (bound before the send):
+    the ack time first, then one append."""
+    ack_ns = now_ns()
+    error = f"{type(outcome).__name__}: {outcome}" if isinstance(outcome, BaseException) else None
+    acks.append((seq, ack_ns, error))
+
+
+def _record_batches(tracker: Tracker, batches: dict[Any, list[Any]], recv_ns: int) -> set[int]:
+    """Record every record of one ``poll()``; the seqs of this cell's records."""
+    seen: set[int] = set()
+    for got_tp, records in batches.items():
+        for r in records:
+            seq = tracker.on_receive(r.value, recv_ns, got_tp.partition, r.offset)
+            if seq is not None:
+                seen.add(seq)
+    return seen

@@ -1,4 +1,15 @@
-"""HTTP POST of the same payload to a real local server (seed 000's scenario 1)."""
+"""HTTP POST of the same payload to a real local server (seed 000's scenario 1).
+
+What it measures, beside Kafka: *one hop* (client → server process on the same host), where
+Kafka's e2e is two hops (producer → broker → consumer) plus the log append (and replication
+when rf > 1). ``e2e_latency_ms`` is send → the server holds the whole body (the server
+stamps ``receive_ts_ns`` on CLOCK_MONOTONIC, shared with this process on Linux);
+``round_trip_ms`` is the whole request (send → response read). There is no broker ack:
+``ack_ts_ns`` and so ``publish_latency_ms`` are null (``loop_mode = request``). A request
+that fails (a timeout, a refused connection, a non-2xx answer) is an ``error`` row: sent and
+failed, never dropped. The body is built before ``send_ts_ns`` is read, immediately before
+``post()``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +19,7 @@ from typing import IO, cast
 
 from kafkalab.errors import ClusterError, RunError
 from kafkalab.progress import Progress
-from kafkalab.samples import Sample
-from kafkalab.scenarios.base import CatalogScenario, Cell, Tracker, now_ns
+from kafkalab.scenarios.base import CatalogScenario, Cell, Tracker, now_ns, wall_now_ns
 
 
 class HttpServerProcess:
@@ -69,33 +79,50 @@ class RestScenario(CatalogScenario, scenario="rest"):
 
         return str(requests.__version__)
 
-    def run(self, cell: Cell, progress: Progress) -> list[Sample]:
+    def client_settings(self, cell: Cell) -> dict[str, str]:
+        """How the requests are made: one keep-alive session, POST, the timeout."""
+        return {"http.method": "POST", "http.session": "keep-alive (one requests.Session)",
+                "http.timeout_s": str(cell.workload.message_timeout_s),
+                "http.server": "kafkalab.scenarios.http_server on 127.0.0.1 (TCP_NODELAY)",
+                "harness.loop_mode": str(self.loop_mode)}
+
+    def run(self, cell: Cell, progress: Progress) -> None:
+        """POST every message, one at a time; every row goes to ``cell.sink``.
+
+        Raises:
+            RunError: every request failed (the rows are written first).
+        """
         import requests
 
-        tracker = Tracker(cell)
+        tracker = Tracker(cell, expects_ack=False, loop_mode=self.loop_mode)
         total = cell.total_messages
-        with HttpServerProcess(cell.http_port) as server, requests.Session() as session:
-            for seq in range(total):
-                send_ns = now_ns()
-                tracker.on_send(seq, send_ns)
-                try:
-                    resp = session.post(server.url, data=cell.message(seq, send_ns),
-                                        timeout=cell.workload.message_timeout_s)
-                    done_ns = now_ns()
-                    resp.raise_for_status()
-                    answer = resp.json()
-                except requests.RequestException as exc:
-                    tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
-                    continue
-                sample = tracker.sent[seq]
-                sample.ack_ts_ns = done_ns
-                sample.receive_ts_ns = int(answer["receive_ts_ns"])
-                sample.round_trip_ms = (done_ns - send_ns) / 1e6
-                within = sample.receive_ts_ns <= tracker.deadline_ns[seq]
-                sample.status = "ok" if within else "late"
-                if (seq + 1) % max(1, total // 4) == 0 or seq + 1 == total:
-                    progress(f"{seq + 1}/{total} requests")
-        samples = tracker.samples()
-        if samples and all(s.status == "error" for s in samples):
-            raise RunError(f"every HTTP request failed: {samples[0].error}")
-        return samples
+        timeout_s = cell.workload.message_timeout_s
+        try:
+            with HttpServerProcess(cell.http_port) as server, requests.Session() as session:
+                url, post = server.url, session.post
+                for seq in range(total):
+                    value = cell.message(seq)  # built before the clock is read
+                    wall_ns = wall_now_ns()
+                    send_ns = now_ns()
+                    try:
+                        resp = post(url, data=value, timeout=timeout_s)
+                        done_ns = now_ns()
+                    except requests.RequestException as exc:  # a timeout, a refusal
+                        tracker.on_send(seq, send_ns, wall_ns)
+                        tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
+                        continue
+                    tracker.on_send(seq, send_ns, wall_ns)
+                    try:
+                        resp.raise_for_status()
+                        receive_ns = int(resp.json()["receive_ts_ns"])
+                    except (requests.RequestException, ValueError, KeyError) as exc:
+                        tracker.on_send_error(seq, f"{type(exc).__name__}: {exc}")
+                        continue
+                    tracker.on_receipt(seq, receive_ns, round_trip_ms=(done_ns - send_ns) / 1e6)
+                    if (seq + 1) % max(1, total // 4) == 0 or seq + 1 == total:
+                        progress(f"{seq + 1}/{total} requests")
+        finally:
+            tracker.finish()
+        if tracker.status_counts and set(tracker.status_counts) == {"error"}:
+            raise RunError(f"every HTTP request failed ({tracker.status_counts['error']} of "
+                           f"{total}); see the rows' error column")
