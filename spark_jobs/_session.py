@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -33,14 +34,18 @@ except ImportError:  # ... or, on a Spark node without it, the file shipped with
     from store import atomic_write as _atomic_write  # type: ignore[no-redef]
 
 __all__ = [
+    "CI_CONFIDENCE",
+    "CI_PERCENTILES",
     "LOOPBACK_HOST",
     "METRIC_PERCENTILES",
+    "MIN_SAMPLES",
     "InputError",
     "build_session",
     "job_session",
     "local_builder",
     "local_path_missing",
     "percentile_columns",
+    "quantile_ci_ranks",
     "read_parquet",
     "write_json_atomic",
     "write_text_atomic",
@@ -61,6 +66,17 @@ METRIC_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
 in the same order. The e2e fractions are those of ``kafkalab.stats.PERCENTILES``: keep the two
 in step."""
 
+MIN_SAMPLES: dict[str, int] = {"p50": 1, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
+"""The fewest values a percentile needs (``kafkalab.stats.MIN_SAMPLES``): below it the
+percentile is null, reason ``n<100`` (etc.). Applies to every metric of
+:data:`METRIC_PERCENTILES`."""
+
+CI_PERCENTILES: tuple[str, ...] = ("p50", "p99")
+"""The e2e percentiles that get a confidence interval (``kafkalab.stats.CI_PERCENTILES``)."""
+
+CI_CONFIDENCE = 0.95
+"""Coverage of those intervals (``kafkalab.stats.CI_CONFIDENCE``)."""
+
 
 class InputError(Exception):
     """The input cannot be processed (missing path, no rows for the run id, missing columns)."""
@@ -69,6 +85,59 @@ class InputError(Exception):
 def percentile_columns(metric: str) -> tuple[str, ...]:
     """``<metric>_p50``, ... : the percentile columns of ``metric`` in ascending order."""
     return tuple(f"{metric}_{name}" for name in METRIC_PERCENTILES[metric])
+
+
+# --------------------------------------------------------------------------- statistics
+# A copy of kafkalab.stats.quantile_ci_ranks (the Spark nodes run without the kafkalab
+# package); tests/unit/test_lists_in_step.py checks that both give the same ranks.
+
+
+def _log_binom_pmf(k: int, n: int, q: float) -> float:
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            + k * math.log(q) + (n - k) * math.log1p(-q))
+
+
+def quantile_ci_ranks(n: int, q: float, confidence: float = CI_CONFIDENCE
+                      ) -> tuple[int | None, int | None]:
+    """1-based ranks ``(lo, hi)`` of a distribution-free ``confidence`` interval for the
+    ``q`` quantile of ``n`` values: ``P(x_(lo) <= ξ_q < x_(hi)) >= confidence``.
+
+    With F the Binomial(n, q) CDF and α = 1 − confidence: ``lo = max{l >= 1 : F(l−1) <= α/2}``
+    and ``hi = min{u <= n : F(u−1) >= 1 − α/2}``; either is None when no rank qualifies (too
+    few values for that side). The binomial mass is summed over a window of ±(10 sd + 10)
+    around ``n·q`` (the rest is below 1e-20), so the cost grows with sd, not with n. The
+    original is ``kafkalab.stats.quantile_ci_ranks``; ``tests/unit/test_lists_in_step.py``
+    keeps the two identical.
+    """
+    if n <= 0 or not 0 < q < 1:
+        return None, None
+    alpha = 1.0 - confidence
+    sd = math.sqrt(n * q * (1 - q))
+    centre = int(n * q)
+    lo_k = max(0, centre - int(10 * sd) - 10)
+    hi_k = min(n, centre + int(10 * sd) + 10)
+    cdf: dict[int, float] = {}
+    total = 0.0
+    for k in range(lo_k, hi_k + 1):
+        total += math.exp(_log_binom_pmf(k, n, q))
+        cdf[k] = total
+
+    def F(k: int) -> float:
+        if k < lo_k:
+            return 0.0
+        return cdf[min(k, hi_k)]
+
+    lo = None
+    for rank in range(min(n, hi_k + 1), 0, -1):
+        if F(rank - 1) <= alpha / 2:
+            lo = rank
+            break
+    hi = None
+    for rank in range(max(1, lo_k), n + 1):
+        if F(rank - 1) >= 1 - alpha / 2:
+            hi = rank
+            break
+    return lo, hi
 
 
 # --------------------------------------------------------------------------- sessions
@@ -130,6 +199,10 @@ def local_path_missing(path: str) -> bool:
 def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     """Read the Hive-partitioned Parquet below ``path``, partition values as strings.
 
+    The files' schemas are merged (``mergeSchema``): files written under an older schema
+    version lack the newer columns and read them as null, and no file's columns are dropped
+    because Spark happened to take its schema from an older file.
+
     Raises:
         InputError: ``cannot read <what> at <path>: <first line of Spark's error>``.
     """
@@ -137,7 +210,7 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
 
     spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
     try:
-        return spark.read.parquet(path)
+        return spark.read.option("mergeSchema", "true").parquet(path)
     except AnalysisException as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"cannot read {what} at {path}: {first_line}") from None

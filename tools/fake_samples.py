@@ -1,4 +1,5 @@
-"""Fake raw-sample rows (made up, never measured) that follow ``docs/metrics-schema.md``.
+"""Fake raw-sample rows (made up, never measured) that follow ``docs/metrics-schema.md``
+(samples schema 2).
 
 Used by the Spark tests and the Spark-vs-pandas benchmark to fill a samples directory with
 as many rows as wanted. (Not to be confused with the lab's *random payload bodies*,
@@ -6,17 +7,25 @@ as many rows as wanted. (Not to be confused with the lab's *random payload bodie
 is deterministic for a given ``seed``. Generation is vectorised (numpy) and chunked per cell,
 so tens of millions of rows can be written without holding them all in memory.
 
-Scenario names, clients and kinds come from :data:`kafkalab.scenarios.catalog.CATALOG`.
-Shape of the data (defaults: every scenario of the catalog):
+Scenario names, clients, kinds and loop modes come from
+:data:`kafkalab.scenarios.catalog.CATALOG`. Shape of the data (defaults: every scenario of the
+catalog):
 
-* message cells: the per-message scenarios (``rest``, ``kafka-python``, ``confluent-kafka``)
-  × payloads × profiles; the first few messages of every cell are warm-up rows; the
-  ``latency`` profile has a few ``lost``/``error`` rows, every profile has a few
-  ``late``/``duplicate`` rows (the ``durability`` profile never loses a message, so the data
-  passes validation);
-* ``first_message`` probes (``subscribe`` and ``assign``) for the Kafka client scenarios;
+* message cells: the per-message scenarios × payloads × profiles; the first few messages of
+  every cell are warm-up rows. Kafka cells of the ``latency`` profile have a few ``lost``
+  and ``error`` rows (sent-and-failed), every Kafka cell a few ``late`` and ``duplicate``
+  rows; ``rest`` cells of the ``latency`` profile have a few ``error`` rows (timeouts; REST
+  has no broker ack, so no publish latency). The ``durability`` profile never loses or
+  fails a message, so the data passes validation. The losses are enough to censor the
+  p99.9 of a cell of 1,000+ messages;
+* ``first_message`` probes (``subscribe`` and ``assign``, the order alternating from probe
+  to probe) for the Kafka client scenarios: the run's very first probe is the cold one
+  (``cold_start``) and one probe of the second Kafka cell is lost;
 * ``tool_summary`` rows (``avg``, ``p50``, ``p99``, ``p99.9``) for the summary-only scenario
-  (``jvm-e2e``).
+  (``jvm-e2e``);
+* the per-cell constants of schema 2 (``planned_messages``, ``message_timeout_ms``,
+  ``broker_count``, ``client_settings``, ``loop_mode``); ``*_ts_ns`` on a made-up monotonic
+  clock, ``wall_ts_ns`` the run's wall time.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkalab.run_ids import run_id_time
-from kafkalab.samples import SAMPLE_SCHEMA
+from kafkalab.samples import SAMPLE_SCHEMA, settings_json
 from kafkalab.scenarios.catalog import (
     KAFKA_CLIENT_SCENARIOS,
     MESSAGE_SCENARIOS,
@@ -82,24 +91,35 @@ _PANDAS_DTYPES: dict[str, str] = {
     "assign_delay_ms": "float64",
     "first_record_delay_ms": "float64",
     "latency_resolution_ms": "float64",
+    "wall_ts_ns": "Int64",
+    "cold_start": "boolean",
+    "planned_messages": "int64",
+    "message_timeout_ms": "float64",
+    "broker_count": "Int32",
 }
 
 _FAKE_CLIENT_VERSIONS: dict[str, str] = {
     "rest": "2.32.3",
     "kafka-python": "3.0.12",
     "confluent-kafka": "2.16.1",
+    "confluent-kafka-serial": "2.16.1",
     "jvm-e2e": "0.9.0.1",
 }
 """``client_version`` of the fake rows per scenario: fixed, so the rows do not depend on what is
 installed (a scenario added to the catalog later gets :data:`_UNKNOWN_VERSION`)."""
 _UNKNOWN_VERSION = "0.0.0"
 
-_KAFKA_FLAVOR, _KAFKA_VERSION = "kafka09", "0.9.0.1"
+_KAFKA_FLAVOR, _KAFKA_VERSION, _KAFKA_BROKERS = "kafka09", "0.9.0.1", 3
 
 _HARNESS_RESOLUTION_MS = 1e-6
 _TOOL_PCT_RESOLUTION_MS = 1.0
 _TOOL_AVG_RESOLUTION_MS = 1e-4
 _LATE_TIMEOUT_MS = 2_000.0
+"""``message_timeout_ms`` of every fake cell: a late message arrived after it."""
+_TOOL_PLANNED_MESSAGES = 1_000
+"""``planned_messages`` of the summary-only tool's cells (it writes no message rows)."""
+_MONOTONIC_START_NS = 86_400 * 1_000_000_000
+"""The made-up CLOCK_MONOTONIC reading at the run's start (one day of uptime)."""
 _TOOL_STATS: tuple[str, ...] = ("avg", "p50", "p99", "p99.9")
 """The statistics the summary-only tool prints (``kafkalab.scenarios.jvm_e2e``)."""
 
@@ -110,6 +130,18 @@ class _Cell:
     payload: str
     profile: str
     n_messages: int
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The run's two clocks: ``mono_ns`` (intervals) and ``wall_ns`` (labels) at its start."""
+
+    mono_ns: int
+    wall_ns: int
+
+    def wall(self, mono: np.ndarray) -> np.ndarray:
+        """The wall-clock label of monotonic stamps ``mono``."""
+        return mono - self.mono_ns + self.wall_ns
 
 
 def _run_start(run_id: str, seed: int) -> dt.datetime:
@@ -128,11 +160,22 @@ def _payload_bytes(payload: str) -> int:
     return int(m.group(1)) * {"b": 1, "kb": 1024, "mb": 1024 * 1024}[m.group(2)]
 
 
-def _cluster(spec: ScenarioSpec) -> tuple[str, str, bool]:
-    """(cluster_flavor, broker_version, broker_is_emulator) of a scenario."""
+def _cluster(spec: ScenarioSpec) -> tuple[str, str, bool, int | None]:
+    """(cluster_flavor, broker_version, broker_is_emulator, broker_count) of a scenario."""
     if not spec.uses_kafka:
-        return "http", "http", False
-    return _KAFKA_FLAVOR, _KAFKA_VERSION, False
+        return "http", "http", False, None
+    return _KAFKA_FLAVOR, _KAFKA_VERSION, False, _KAFKA_BROKERS
+
+
+def _client_settings(spec: ScenarioSpec, profile: str) -> str:
+    """A made-up ``client_settings`` value (JSON, sorted keys) for a scenario and profile;
+    the tool's are its own hard-coded ones, whatever the profile."""
+    if not spec.uses_kafka:
+        return settings_json({"timeout_s": _LATE_TIMEOUT_MS / 1000})
+    if not spec.per_message:
+        return settings_json({"acks": "1", "fetch.max.wait.ms": "0", "linger.ms": "0"})
+    acks = "all" if profile == "durability" else "1"
+    return settings_json({"acks": acks, "fetch.wait.max.ms": "10", "linger.ms": "0"})
 
 
 def _plan_cells(
@@ -175,10 +218,12 @@ def _const(n: int, value: object) -> np.ndarray:
 
 def _common_columns(
     n: int, run_id: str, run_date: str, kind: str, scenario: str, payload: str, profile: str,
-    workload: str,
+    workload: str, planned: int,
 ) -> dict[str, object]:
+    """The columns every row of a cell shares (per-cell constants included); ``loop_mode``
+    is the scenario's except on ``first_message`` rows (null)."""
     spec = scenario_spec(scenario)
-    flavor, broker_version, emulator = _cluster(spec)
+    flavor, broker_version, emulator, brokers = _cluster(spec)
     return {
         "run_id": _const(n, run_id),
         "run_date": _const(n, run_date),
@@ -195,6 +240,11 @@ def _common_columns(
         "broker_version": _const(n, broker_version),
         "broker_is_emulator": np.full(n, emulator, dtype=bool),
         "topic": _const(n, f"kafkalab-{payload}-{profile}" if spec.uses_kafka else None),
+        "loop_mode": _const(n, None if kind == "first_message" else spec.loop_mode),
+        "planned_messages": np.full(n, planned, dtype=np.int64),
+        "message_timeout_ms": np.full(n, _LATE_TIMEOUT_MS),
+        "broker_count": _const(n, brokers),
+        "client_settings": _const(n, _client_settings(spec, profile)),
     }
 
 
@@ -228,8 +278,12 @@ def _message_chunk(
     run_date: str,
     workload: str,
     cell_start_ns: int,
+    clock: _Clock,
+    planned: int,
 ) -> pd.DataFrame:
-    """Rows for the distinct seqs ``[seq_lo, seq_hi)`` of a cell plus ``n_dups`` duplicates."""
+    """Rows for the distinct seqs ``[seq_lo, seq_hi)`` of a cell plus ``n_dups`` duplicates;
+    ``cell_start_ns`` is on the monotonic clock; ``planned``: the cell's non-warm-up
+    messages."""
     n = seq_hi - seq_lo
     seq = np.arange(seq_lo, seq_hi, dtype=np.int64)
     is_warmup = seq < warmup
@@ -238,7 +292,7 @@ def _message_chunk(
 
     def pick(rate: float) -> np.ndarray:
         k = round(rate * n)
-        if force_anomalies and len(measured) >= 50:
+        if force_anomalies and rate > 0 and len(measured) >= 50:
             k = max(k, 1)
         free = measured[status[measured] == "ok"]
         k = min(k, len(free))
@@ -249,6 +303,7 @@ def _message_chunk(
         status[pick(base["error_rate"])] = "error"
     status[pick(base["late_rate"])] = "late"
 
+    kafka = scenario_spec(cell.scenario).uses_kafka
     interval_ns = int(base["interval_ms"] * 1e6)
     send = cell_start_ns + seq * interval_ns + rng.integers(0, max(interval_ns // 10, 1), n)
     pub_ms = base["publish_ms"] * rng.lognormal(0.0, 0.25, n)
@@ -262,30 +317,33 @@ def _message_chunk(
     received = (status == "ok") | late
     recv[~received] = None
     err = status == "error"
+    if not kafka:  # one HTTP request: no broker ack, so no publish latency
+        ack[:] = None
     ack[err] = None
-    publish_latency = np.where(err, np.nan, pub_ns / 1e6)
+    publish_latency = np.where(err | (not kafka), np.nan, pub_ns / 1e6)
     e2e_latency = np.where(received, e2e_ns / 1e6, np.nan)
     error_text = _const(n, None)
-    error_text[err] = "KafkaError{code=_MSG_TIMED_OUT,val=-192,str=\"Local: Message timed out\"}"
+    error_text[err] = (
+        "KafkaError{code=_MSG_TIMED_OUT,val=-192,str=\"Local: Message timed out\"}" if kafka
+        else f"ReadTimeout: no response within {_LATE_TIMEOUT_MS / 1000:g} s"
+    )
 
-    kafka = scenario_spec(cell.scenario).uses_kafka
     partition = (seq % 3).astype(np.int32).astype(object) if kafka else _const(n, None)
     offset = (seq // 3).astype(object) if kafka else _const(n, None)
     if kafka:
         partition[~received] = None
         offset[~received] = None
     round_trip = (
-        np.where(err, np.nan, e2e_latency + rng.uniform(0.05, 0.5, n))
+        np.where(received, e2e_latency + rng.uniform(0.05, 0.5, n), np.nan)
         if not kafka else np.full(n, np.nan)
     )
-    if not kafka:
-        round_trip = np.where(received, round_trip, np.nan)
 
     cols = _common_columns(n, run_id, run_date, "message", cell.scenario, cell.payload,
-                           cell.profile, workload)
+                           cell.profile, workload, planned)
     cols.update(
         seq=seq, is_warmup=is_warmup, status=status, error=error_text,
         send_ts_ns=send.astype(object), ack_ts_ns=ack, receive_ts_ns=recv,
+        wall_ts_ns=clock.wall(send).astype(object),
         publish_latency_ms=publish_latency, e2e_latency_ms=e2e_latency,
         round_trip_ms=round_trip, partition=partition, offset=offset,
         latency_resolution_ms=np.full(n, _HARNESS_RESOLUTION_MS),
@@ -312,26 +370,45 @@ def _message_chunk(
 
 def _first_message_rows(
     rng: np.random.Generator, scenario: str, payload: str, profile: str, probes: int,
-    run_id: str, run_date: str, workload: str, start_ns: int,
+    run_id: str, run_date: str, workload: str, start_ns: int, planned: int, clock: _Clock,
+    *, cold_first: bool, lose_one: bool,
 ) -> pd.DataFrame:
+    """``probes`` probes × both modes of one cell, the mode order alternating (probe 0:
+    subscribe first; probe 1: assign first; ...). ``cold_first``: probe 0 is the cold one
+    (it created ``__consumer_offsets``); ``lose_one``: the last probe's assign mode is lost."""
     n = 2 * probes
-    modes = np.array(["subscribe"] * probes + ["assign"] * probes, dtype=object)
+    probe = np.repeat(np.arange(probes, dtype=np.int64), 2)
+    first, second = np.array(["subscribe", "assign"], dtype=object), np.array(
+        ["assign", "subscribe"], dtype=object)
+    modes = np.concatenate([first if p % 2 == 0 else second for p in range(probes)]) \
+        if probes else np.empty(0, dtype=object)
     subscribe = modes == "subscribe"
     assign_delay = np.where(subscribe, rng.uniform(2900.0, 3100.0, n), rng.uniform(1.0, 5.0, n))
     first_record = assign_delay + rng.uniform(5.0, 20.0, n)
+    cold = np.zeros(n, dtype=bool)
+    if cold_first and n:
+        cold[0] = True                                     # probe 0, first mode
+        first_record[0] += 1_500.0                         # the offsets topic was created
+    lost = np.zeros(n, dtype=bool)
+    if lose_one and n:
+        lost[np.flatnonzero((probe == probes - 1) & ~subscribe)[0]] = True
     cols = _common_columns(n, run_id, run_date, "first_message", scenario, payload, profile,
-                           workload)
+                           workload, planned)
     send = start_ns + np.arange(n, dtype=np.int64) * 5_000_000_000
-    recv = send + (first_record * 1e6).astype(np.int64)
+    recv = (send + (first_record * 1e6).astype(np.int64)).astype(object)
+    recv[lost] = None
+    first_record[lost] = np.nan
+    offset = np.zeros(n, dtype=np.int64).astype(object)
+    offset[lost] = None
     cols.update(
-        partition=np.zeros(n, dtype=np.int32).astype(object),
-        offset=np.zeros(n, dtype=np.int64).astype(object),
-        seq=np.concatenate([np.arange(probes), np.arange(probes)]).astype(np.int64),
-        is_warmup=np.zeros(n, dtype=bool), status=_const(n, "ok"),
-        send_ts_ns=send.astype(object), receive_ts_ns=recv.astype(object),
-        e2e_latency_ms=(recv - send) / 1e6,
+        partition=np.zeros(n, dtype=np.int32).astype(object), offset=offset,
+        seq=probe, is_warmup=np.zeros(n, dtype=bool),
+        status=np.where(lost, "lost", "ok").astype(object),
+        send_ts_ns=send.astype(object), receive_ts_ns=recv,
+        wall_ts_ns=clock.wall(send).astype(object),
+        e2e_latency_ms=np.where(lost, np.nan, first_record),
         consumer_mode=modes, assign_delay_ms=assign_delay, first_record_delay_ms=first_record,
-        latency_resolution_ms=np.full(n, _HARNESS_RESOLUTION_MS),
+        cold_start=cold, latency_resolution_ms=np.full(n, _HARNESS_RESOLUTION_MS),
     )
     return _finish(cols, n)
 
@@ -345,7 +422,7 @@ def _tool_summary_rows(
     avg = round(base * rng.uniform(0.9, 1.1), 4)
     values = [avg, float(int(base)), float(int(base * 3)), float(int(base * 6))]
     cols = _common_columns(n, run_id, run_date, "tool_summary", scenario, payload, profile,
-                           workload)
+                           workload, _TOOL_PLANNED_MESSAGES)
     cols.update(
         seq=np.zeros(n, dtype=np.int64), is_warmup=np.zeros(n, dtype=bool),
         status=_const(n, "ok"), e2e_latency_ms=np.array(values, dtype=float),
@@ -377,9 +454,11 @@ def fake_cell_frames(
         raise ValueError(f"unknown scenarios: {sorted(unknown)}")
     start = _run_start(run_id, seed)
     run_date = run_date or start.strftime("%Y-%m-%d")
-    start_ns = int(start.timestamp()) * 1_000_000_000
+    clock = _Clock(mono_ns=_MONOTONIC_START_NS + seed * 1_000_000_000,
+                   wall_ns=int(start.timestamp()) * 1_000_000_000)
     rng = np.random.default_rng(seed)
     cells, _ = _plan_cells(n_rows, scenarios, payloads, profiles, first_message_probes)
+    planned: dict[tuple[str, str, str], int] = {}
     cell_offset_ns = 0
     for cell in cells:
         small = _payload_bytes(cell.payload) < 100_000
@@ -389,13 +468,17 @@ def fake_cell_frames(
             "publish_ms": 1.5 if small else 8.0,
             "e2e_ms": (3.0 if small else 20.0) * (1.5 if over_http else 1.0)
             * (1.3 if cell.profile == "durability" else 1.0),
-            "lost_rate": 0.002, "error_rate": 0.0005, "late_rate": 0.001,
+            # REST: no broker, so nothing is lost, late or duplicated; timeouts are errors
+            "lost_rate": 0.0 if over_http else 0.002,
+            "error_rate": 0.0025 if over_http else 0.0005,
+            "late_rate": 0.0 if over_http else 0.001,
         }
         m = cell.n_messages
-        n_dups = max(1, round(0.001 * m)) if m >= 50 else 0
+        n_dups = max(1, round(0.001 * m)) if m >= 50 and not over_http else 0
         distinct = m - n_dups
         warmup = max(1, min(10, distinct // 20)) if distinct >= 2 else 0
-        cell_start = start_ns + cell_offset_ns
+        planned[(cell.scenario, cell.payload, cell.profile)] = distinct - warmup
+        cell_start = clock.mono_ns + cell_offset_ns
         cell_offset_ns += int(distinct * base["interval_ms"] * 1e6) + 60_000_000_000
         lo = 0
         dups_done = 0
@@ -404,18 +487,22 @@ def fake_cell_frames(
             dups_to = round(n_dups * hi / distinct)
             yield (cell.scenario, cell.payload, cell.profile), _message_chunk(
                 rng, cell, lo, hi, dups_to - dups_done, warmup, base, lo == 0,
-                run_id, run_date, workload, cell_start,
+                run_id, run_date, workload, cell_start, clock, distinct - warmup,
             )
             dups_done = dups_to
             lo = hi
+    probe_cells = 0
     for scenario in scenarios:
         for payload in payloads:
             for profile in profiles:
                 if scenario in KAFKA_CLIENT_SCENARIOS:
                     yield (scenario, payload, profile), _first_message_rows(
                         rng, scenario, payload, profile, first_message_probes, run_id,
-                        run_date, workload, start_ns,
+                        run_date, workload, clock.mono_ns,
+                        planned.get((scenario, payload, profile), 0), clock,
+                        cold_first=probe_cells == 0, lose_one=probe_cells == 1,
                     )
+                    probe_cells += 1
                 elif not scenario_spec(scenario).per_message:
                     yield (scenario, payload, profile), _tool_summary_rows(
                         rng, scenario, payload, profile, run_id, run_date, workload

@@ -1,30 +1,41 @@
-"""Tests of spark_jobs/aggregate_metrics.py: exact percentiles, counting rules, idempotent load."""
+"""Tests of spark_jobs/aggregate_metrics.py: exact, censored percentiles with their minimum
+sample counts and confidence intervals (equal to the CLI's statistics on the same rows),
+counting rules, schema-1 files, idempotent load."""
 
 from __future__ import annotations
 
-import math
 import random
 import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from kafkalab.airflow.spark_submit import spark_py_files
 from kafkalab.paths import spark_jobs_dir
+from kafkalab.scenarios.catalog import SCENARIOS
+from kafkalab.stats import quantile_ci_ranks
+from kafkalab.summary import summarize_rows
+from spark_jobs import _session as shared
 from spark_jobs import aggregate_metrics as am
 from tools.fake_samples import (
+    PARTITION_COLUMNS,
     SAMPLES_ARROW_SCHEMA,
     make_fake_samples,
     to_arrow_table,
     write_fake_samples,
 )
 
+V2_COLUMNS: tuple[str, ...] = ("wall_ts_ns", "loop_mode", "cold_start", "planned_messages",
+                               "message_timeout_ms", "broker_count", "client_settings")
+"""The sample columns samples schema 2 added."""
+
 RUN = "20261122T010203Z-aaaaaa"
-BASE_NS = 1_795_309_323_000_000_000
+BASE_NS = 86_400_000_000_000          # the monotonic clock (any origin)
+SETTINGS = '{"acks": "1", "linger.ms": "0"}'
+N_CELLS = len(SCENARIOS) * 2 * 2       # fake samples: every scenario × 2 payloads × 2 profiles
 
 
 def _row(**overrides: Any) -> dict[str, Any]:
@@ -34,7 +45,9 @@ def _row(**overrides: Any) -> dict[str, Any]:
         client="kafka-python", client_version="3.0.12", profile="latency", workload="baseline",
         payload="1kb", payload_encoding="raw", payload_bytes=1024, cluster_flavor="kafka09",
         broker_version="0.9.0.1", broker_is_emulator=False, topic="t", seq=0,
-        is_warmup=False, status="ok", latency_resolution_ms=1e-6,
+        is_warmup=False, status="ok", latency_resolution_ms=1e-6, loop_mode="overlapped",
+        planned_messages=102, message_timeout_ms=2000.0, broker_count=3,
+        client_settings=SETTINGS,
     )
     row.update(overrides)
     return row
@@ -50,8 +63,15 @@ def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = Fals
         receive_ts_ns=send + round(e2e_ms * 1e6) if received else None,
         e2e_latency_ms=e2e_ms if received else None,
         publish_latency_ms=None if status == "error" else (e2e_ms or 1.0) / 10,
-        **kw,
+        wall_ts_ns=1_795_309_323_000_000_000 + seq, **kw,
     )
+
+
+def _probe(seq: int, mode: str, delay_ms: float | None, assign_ms: float,
+           cold: bool = False) -> dict[str, Any]:
+    return _row(sample_kind="first_message", seq=seq, consumer_mode=mode, loop_mode=None,
+                status="ok" if delay_ms is not None else "lost", cold_start=cold,
+                assign_delay_ms=assign_ms, first_record_delay_ms=delay_ms)
 
 
 def _df(spark: Any, rows: list[dict[str, Any]]) -> Any:
@@ -60,7 +80,14 @@ def _df(spark: Any, rows: list[dict[str, Any]]) -> Any:
 
 @pytest.fixture(scope="module")
 def known_rows() -> list[dict[str, Any]]:
-    """One kafka-python cell with latencies 1..100 plus every special kind of row."""
+    """Three message cells and a tool cell with every special kind of row:
+
+    * kafka-python/1kb: warm-up, latencies 1..100 (100 late), one lost, one error, one
+      duplicate, and probes (one cold, one lost): population 102, p99 censored;
+    * kafka-python/1mb: ten latencies (too few for p95 and above);
+    * confluent-kafka/1kb: twenty latencies, twenty lost: population 40, p90 censored;
+    * jvm-e2e/1kb: the tool's summary rows.
+    """
     rng = random.Random(7)
     lat = list(range(1, 101))
     rng.shuffle(lat)
@@ -71,23 +98,27 @@ def known_rows() -> list[dict[str, Any]]:
     rows.append(_msg(104, None, status="error", error="boom"))
     rows.append(_msg(10, 5000.0, status="duplicate"))                    # extra receipt
     rows += [
-        _row(sample_kind="first_message", seq=0, consumer_mode="subscribe",
-             assign_delay_ms=2900.0, first_record_delay_ms=3000.0),
-        _row(sample_kind="first_message", seq=1, consumer_mode="subscribe",
-             assign_delay_ms=2950.0, first_record_delay_ms=3100.0),
-        _row(sample_kind="first_message", seq=0, consumer_mode="assign",
-             assign_delay_ms=1.0, first_record_delay_ms=10.0),
-        _row(sample_kind="first_message", seq=1, consumer_mode="assign",
-             assign_delay_ms=2.0, first_record_delay_ms=20.0),
+        _probe(0, "subscribe", 3000.0, 2900.0, cold=True),                # cold: apart
+        _probe(0, "assign", 10.0, 1.0),
+        _probe(1, "assign", 20.0, 2.0),
+        _probe(1, "subscribe", 3100.0, 2950.0),
+        _probe(2, "subscribe", 3200.0, 2990.0),
+        _probe(2, "assign", None, 3.0),                                   # lost probe
     ]
     jvm = {"scenario": "jvm-e2e", "client": "kafka.tools.EndToEndLatency",
-           "client_version": "0.9.0.1", "sample_kind": "tool_summary"}
+           "client_version": "0.9.0.1", "sample_kind": "tool_summary", "loop_mode": "serial",
+           "client_settings": '{"fetch.max.wait.ms": "0", "linger.ms": "0"}'}
     for stat, value, res in (("avg", 2.1675, 1e-4), ("p50", 2.0, 1.0), ("p99", 6.0, 1.0),
                              ("p99.9", 12.0, 1.0)):
         rows.append(_row(**jvm, statistic=stat, e2e_latency_ms=value, latency_resolution_ms=res))
-    # a second message cell with 10 values: p50 = 5th, p90 = 9th, p95 = p99 = 10th value
+    # ten values: p50 = 5th, p90 = 9th; p95 and above undefined (n < 20)
     for i, v in enumerate([70, 10, 40, 100, 20, 90, 30, 60, 50, 80]):
-        rows.append(_msg(i, float(v), payload="1mb", payload_bytes=1_048_576))
+        rows.append(_msg(i, float(v), payload="1mb", payload_bytes=1_048_576,
+                         planned_messages=10))
+    ck = {"scenario": "confluent-kafka", "client": "confluent-kafka", "planned_messages": 40}
+    for i in range(20):
+        rows.append(_msg(i, float(i + 1), **ck))
+        rows.append(_msg(20 + i, None, status="lost", **ck))
     return rows
 
 
@@ -100,30 +131,73 @@ def known_result(spark: Any, known_rows: list[dict[str, Any]]) -> dict[tuple[str
 def test_output_has_documented_columns_one_row_per_cell(
     spark: Any, known_rows: list[dict[str, Any]], known_result: dict[Any, Any]
 ) -> None:
-    assert tuple(am.transform(_df(spark, known_rows)).columns) == am.AGGREGATE_COLUMNS
+    df = am.transform(_df(spark, known_rows))
+    assert tuple(df.columns) == am.AGGREGATE_COLUMNS
+    assert dict(df.dtypes) == am.AGGREGATE_SCHEMA
     assert set(known_result) == {("kafka-python", "1kb"), ("jvm-e2e", "1kb"),
-                                 ("kafka-python", "1mb")}
+                                 ("kafka-python", "1mb"), ("confluent-kafka", "1kb")}
 
 
-def test_exact_nearest_rank_percentiles(known_result: dict[Any, Any]) -> None:
+def test_carried_columns(known_result: dict[Any, Any]) -> None:
     r = known_result[("kafka-python", "1kb")]
-    assert r["e2e_latency_ms_p50"] == 50.0
-    assert r["e2e_latency_ms_p90"] == 90.0
-    assert r["e2e_latency_ms_p95"] == 95.0
-    assert r["e2e_latency_ms_p99"] == 99.0
-    assert r["e2e_latency_ms_p999"] == 100.0
-    assert r["e2e_latency_ms_max"] == 100.0          # duplicate (5000) and warm-up excluded
+    assert (r["payload_encoding"], r["broker_count"], r["planned_messages"],
+            r["message_timeout_ms"], r["loop_mode"], r["client_settings"]) == (
+        "raw", 3, 102, 2000.0, "overlapped", SETTINGS)
+    jvm = known_result[("jvm-e2e", "1kb")]
+    assert jvm["loop_mode"] == "serial" and "fetch.max.wait.ms" in jvm["client_settings"]
+
+
+def test_exact_nearest_rank_percentiles_with_censoring(known_result: dict[Any, Any]) -> None:
+    r = known_result[("kafka-python", "1kb")]
+    # population: 1..100 received + lost + error (+inf); n = 102
+    assert r["e2e_latency_ms_p50"] == 51.0                # rank 51
+    assert r["e2e_latency_ms_p90"] == 92.0                # rank ceil(91.8) = 92
+    assert r["e2e_latency_ms_p95"] == 97.0                # rank ceil(96.9) = 97
+    assert r["e2e_latency_ms_p99"] is None                # rank 101: a censored value
+    assert r["e2e_latency_ms_p999"] is None               # n < 1000
+    assert r["e2e_latency_ms_percentiles_note"] == "p99: censored; p999: n<1000"
+    assert r["e2e_latency_ms_max"] == 100.0               # received only; dup and warm-up out
     assert r["e2e_latency_ms_mean"] == pytest.approx(50.5)
-    assert r["publish_latency_ms_p50"] == pytest.approx(5.0)
+    assert r["publish_latency_ms_p50"] == pytest.approx(5.0)   # received only, no censoring
     assert r["publish_latency_ms_p95"] == pytest.approx(9.5)
     assert r["publish_latency_ms_p99"] == pytest.approx(9.9)
     assert r["publish_latency_ms_max"] == pytest.approx(10.0)
     assert r["round_trip_ms_p50"] is None
     assert r["percentile_method"] == "exact nearest-rank"
+    heavy = known_result[("confluent-kafka", "1kb")]      # 20 received + 20 lost
+    assert heavy["e2e_latency_ms_p50"] == 20.0
+    assert heavy["e2e_latency_ms_p90"] is None and heavy["e2e_latency_ms_p95"] is None
+    assert heavy["e2e_latency_ms_percentiles_note"] == (
+        "p90: censored; p95: censored; p99: n<100; p999: n<1000")
+    assert heavy["e2e_latency_ms_max"] == 20.0
+
+
+def test_too_few_samples_leave_the_tail_undefined(known_result: dict[Any, Any]) -> None:
+    small = known_result[("kafka-python", "1mb")]         # n = 10
+    assert (small["e2e_latency_ms_p50"], small["e2e_latency_ms_p90"]) == (50.0, 90.0)
+    assert (small["e2e_latency_ms_p95"], small["e2e_latency_ms_p99"],
+            small["e2e_latency_ms_p999"]) == (None, None, None)
+    assert small["e2e_latency_ms_percentiles_note"] == "p95: n<20; p99: n<100; p999: n<1000"
+    assert small["publish_latency_ms_p95"] is None        # min-n applies to publish too
+    assert small["publish_latency_ms_p50"] == pytest.approx(5.0)
+    assert small["e2e_latency_ms_max"] == 100.0
+
+
+def test_confidence_intervals_are_order_statistics(known_result: dict[Any, Any]) -> None:
+    r = known_result[("kafka-python", "1kb")]
+    assert quantile_ci_ranks(102, 0.5) == (41, 62)        # ranks from the binomial ...
+    assert (r["e2e_latency_ms_p50_ci_low"], r["e2e_latency_ms_p50_ci_high"]) == (41.0, 62.0)
+    assert quantile_ci_ranks(102, 0.99) == (99, None)     # ... no upper rank below n = 367
+    assert (r["e2e_latency_ms_p99_ci_low"], r["e2e_latency_ms_p99_ci_high"]) == (99.0, None)
+    assert r["ci_confidence"] == 0.95
+    heavy = known_result[("confluent-kafka", "1kb")]      # ranks (14, 27) of 40
+    assert (heavy["e2e_latency_ms_p50_ci_low"], heavy["e2e_latency_ms_p50_ci_high"]) == (
+        14.0, None)                                       # rank 27 is a lost message
     small = known_result[("kafka-python", "1mb")]
-    assert (small["e2e_latency_ms_p50"], small["e2e_latency_ms_p90"],
-            small["e2e_latency_ms_p95"], small["e2e_latency_ms_p99"],
-            small["e2e_latency_ms_p999"]) == (50.0, 90.0, 100.0, 100.0, 100.0)
+    assert (small["e2e_latency_ms_p50_ci_low"], small["e2e_latency_ms_p50_ci_high"]) == (
+        20.0, 90.0)                                       # ranks (2, 9) of 10
+    jvm = known_result[("jvm-e2e", "1kb")]
+    assert jvm["e2e_latency_ms_p50_ci_low"] is None and jvm["ci_confidence"] == 0.95
 
 
 def test_counting_rules(known_result: dict[Any, Any]) -> None:
@@ -131,21 +205,23 @@ def test_counting_rules(known_result: dict[Any, Any]) -> None:
     assert r["received_count"] == 100                 # 99 ok + 1 late
     assert r["late_count"] == 1
     assert r["lost_count"] == 1
-    assert r["sent_count"] == 101                     # ok + late + lost
-    assert r["duplicate_count"] == 1
     assert r["error_count"] == 1
+    assert r["sent_count"] == 102                     # ok + late + lost + error
+    assert r["sent_count"] == r["received_count"] + r["lost_count"] + r["error_count"]
+    assert r["duplicate_count"] == 1
     assert r["warmup_excluded_count"] == 3
-    assert r["received_count"] == r["sent_count"] - r["lost_count"]
 
 
-def test_throughput_first_message_and_tool_summary(known_result: dict[Any, Any]) -> None:
+def test_message_rate_first_message_and_tool_summary(known_result: dict[Any, Any]) -> None:
     r = known_result[("kafka-python", "1kb")]
     assert r["measured_span_s"] is not None and r["measured_span_s"] > 0
-    assert r["throughput_msgs_per_s"] == pytest.approx(100 / r["measured_span_s"])
-    assert r["throughput_mb_per_s"] == pytest.approx(100 * 1024 / 1e6 / r["measured_span_s"])
-    assert r["first_message_subscribe_ms"] == pytest.approx(3050.0)
-    assert r["first_message_assign_ms"] == pytest.approx(15.0)
-    assert r["assign_delay_subscribe_ms"] == pytest.approx(2925.0)
+    assert r["message_rate_per_s"] == pytest.approx(100 / r["measured_span_s"])
+    assert r["message_rate_mb_per_s"] == pytest.approx(100 * 1024 / 1e6 / r["measured_span_s"])
+    assert r["first_message_subscribe_ms"] == 3100.0  # median of the warm 3100, 3200
+    assert r["first_message_assign_ms"] == 10.0       # median of 10, 20 (one probe lost)
+    assert r["first_message_cold_ms"] == 3000.0
+    assert r["first_message_lost_count"] == 1
+    assert r["assign_delay_subscribe_ms"] == 2950.0   # median of the warm 2950, 2990
     assert r["latency_resolution_ms"] == pytest.approx(1e-6)
     jvm = known_result[("jvm-e2e", "1kb")]
     assert (jvm["tool_p50_ms"], jvm["tool_p99_ms"], jvm["tool_p999_ms"]) == (2.0, 6.0, 12.0)
@@ -153,6 +229,8 @@ def test_throughput_first_message_and_tool_summary(known_result: dict[Any, Any])
     assert jvm["latency_resolution_ms"] == 1.0
     assert jvm["sent_count"] == 0 and jvm["received_count"] == 0
     assert jvm["e2e_latency_ms_p50"] is None
+    assert jvm["e2e_latency_ms_percentiles_note"] == "no messages"
+    assert jvm["first_message_lost_count"] == 0 and jvm["first_message_subscribe_ms"] is None
     assert jvm["client"] == "kafka.tools.EndToEndLatency"
 
 
@@ -160,40 +238,100 @@ def test_span_matches_definition(spark: Any, known_rows: list[dict[str, Any]],
                                  known_result: dict[Any, Any]) -> None:
     cell = [x for x in known_rows if x["payload"] == "1kb" and x["sample_kind"] == "message"
             and x["scenario"] == "kafka-python" and not x["is_warmup"]]
-    first_send = min(x["send_ts_ns"] for x in cell if x["status"] in ("ok", "late", "lost"))
+    first_send = min(x["send_ts_ns"] for x in cell
+                     if x["status"] in ("ok", "late", "lost", "error"))
     last_recv = max(x["receive_ts_ns"] for x in cell if x["status"] in ("ok", "late"))
     span_s = (last_recv - first_send) / 1e9
     r = known_result[("kafka-python", "1kb")]
     assert r["measured_span_s"] == pytest.approx(span_s)
 
 
-def _nearest_rank(values: np.ndarray, q_num: int, q_den: int) -> float:
-    s = np.sort(values)
-    return float(s[math.ceil(len(s) * q_num / q_den) - 1])
+def _assert_matches_the_cli_statistics(spark_row: dict[str, Any], rows: list[dict[str, Any]]
+                                       ) -> None:
+    """One aggregate row against ``kafkalab.summary.summarize_rows`` (the CLI's statistics,
+    built on ``kafkalab.stats``) of the same raw rows: equal, not approximately."""
+    s = summarize_rows(rows)
+    lat = s["latency"]
+    assert spark_row["sent_count"] == s["population"]
+    assert spark_row["received_count"] == s["count"]
+    assert (spark_row["lost_count"], spark_row["error_count"], spark_row["duplicate_count"],
+            spark_row["late_count"], spark_row["warmup_excluded_count"]) == (
+        s["lost"], s["errors"], s["duplicate"], s["late"], s["warmup"])
+    for name in ("p50", "p90", "p95", "p99", "p999"):
+        assert spark_row[f"e2e_latency_ms_{name}"] == (getattr(lat, f"{name}_ms") if lat
+                                                       else None), name
+    if lat:
+        assert spark_row["e2e_latency_ms_percentiles_note"] == lat.note
+        assert spark_row["e2e_latency_ms_max"] == lat.max_ms
+        for name, (lo, hi) in lat.ci.items():
+            assert (spark_row[f"e2e_latency_ms_{name}_ci_low"],
+                    spark_row[f"e2e_latency_ms_{name}_ci_high"]) == (lo, hi), name
+    for metric, key in (("publish_latency_ms", "publish"), ("round_trip_ms", "round_trip")):
+        sub = s[key]
+        for name in shared.METRIC_PERCENTILES[metric]:
+            assert spark_row[f"{metric}_{name}"] == (getattr(sub, f"{name}_ms") if sub
+                                                     else None), (metric, name)
+    assert spark_row["first_message_subscribe_ms"] == s["first_subscribe_ms"]
+    assert spark_row["first_message_assign_ms"] == s["first_assign_ms"]
+    assert spark_row["first_message_cold_ms"] == s["first_cold_ms"]
+    assert spark_row["first_message_lost_count"] == s["first_lost"]
 
 
-def test_fake_run_matches_pandas_reference(spark: Any) -> None:
-    pdf = make_fake_samples(6000, RUN, seed=3)
-    out = {(r["scenario"], r["payload"], r["profile"]): r
-           for r in am.transform(spark.createDataFrame(to_arrow_table(pdf))).collect()}
-    assert len(out) == 16
-    msgs = pdf[(pdf.sample_kind == "message") & ~pdf.is_warmup]
-    for (scenario, payload, profile), g in msgs.groupby(["scenario", "payload", "profile"]):
-        r = out[(scenario, payload, profile)]
-        stat = g[g.status.isin(["ok", "late"])]
-        assert r["received_count"] == len(stat)
-        assert r["sent_count"] == int(g.status.isin(["ok", "late", "lost"]).sum())
-        assert r["duplicate_count"] == int((g.status == "duplicate").sum())
-        assert r["lost_count"] == int((g.status == "lost").sum())
-        lat = stat["e2e_latency_ms"].to_numpy()
-        assert r["e2e_latency_ms_p99"] == _nearest_rank(lat, 99, 100)
-        assert r["e2e_latency_ms_p999"] == _nearest_rank(lat, 999, 1000)
-        assert r["e2e_latency_ms_p50"] == _nearest_rank(lat, 1, 2)
-        if scenario == "rest":
-            assert r["round_trip_ms_p99"] == _nearest_rank(stat["round_trip_ms"].to_numpy(),
-                                                           99, 100)
+def test_known_cells_match_the_cli_statistics(known_rows: list[dict[str, Any]],
+                                              known_result: dict[Any, Any]) -> None:
+    for (scenario, payload), r in known_result.items():
+        rows = [x for x in known_rows if (x["scenario"], x["payload"]) == (scenario, payload)]
+        _assert_matches_the_cli_statistics(r, rows)
+
+
+def test_fake_run_matches_the_cli_statistics(spark: Any) -> None:
+    table = to_arrow_table(make_fake_samples(17000, RUN, seed=3))
+    out = {(r["scenario"], r["payload"], r["profile"]): r.asDict()
+           for r in am.transform(spark.createDataFrame(table)).collect()}
+    assert len(out) == N_CELLS
+    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in table.to_pylist():
+        by_cell.setdefault((row["scenario"], row["payload"], row["profile"]), []).append(row)
+    for key, rows in by_cell.items():
+        _assert_matches_the_cli_statistics(out[key], rows)
+    # the fake run exercises the new paths: censored p99.9, errors in REST, cold probes
+    notes = {k: r["e2e_latency_ms_percentiles_note"] for k, r in out.items()}
+    assert notes[("kafka-python", "1kb", "latency")] == "p999: censored"
+    assert notes[("kafka-python", "1kb", "durability")] is None
+    assert out[("rest", "1kb", "latency")]["error_count"] > 0
+    assert out[("rest", "1kb", "latency")]["publish_latency_ms_p50"] is None
     assert out[("rest", "1kb", "latency")]["cluster_flavor"] == "http"
-    assert out[("kafka-python", "1kb", "latency")]["first_message_subscribe_ms"] > 0
+    assert out[("rest", "1kb", "latency")]["broker_count"] is None
+    assert sum(r["first_message_cold_ms"] is not None for r in out.values()) == 1
+    assert sum(r["first_message_lost_count"] for r in out.values()) == 1
+    assert out[("confluent-kafka-serial", "1kb", "latency")]["loop_mode"] == "serial"
+
+
+def test_v1_sample_files_are_tolerated(spark: Any, tmp_path: Path) -> None:
+    """Runs written under samples schema 1 (no wall_ts_ns, loop_mode, cold_start, per-cell
+    constants) aggregate beside schema-2 runs: their new columns are null."""
+    old_run, new_run = "20251122T010203Z-000001", "20261122T010203Z-000002"
+    v1 = [n for n in SAMPLES_ARROW_SCHEMA.names if n not in V2_COLUMNS + PARTITION_COLUMNS]
+    old_rows = [{k: v for k, v in _msg(s, float(s + 1)).items() if k in v1} for s in range(30)]
+    old_file = (tmp_path / "samples" / "run_date=2025-11-22" / f"run_id={old_run}"
+                / "part-kafka-python-1kb-latency.parquet")
+    old_file.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(old_rows, schema=pa.schema(
+        [f for f in SAMPLES_ARROW_SCHEMA if f.name in v1 and f.name not in ("run_id",
+                                                                           "run_date")])),
+        old_file)
+    write_fake_samples(tmp_path, 600, new_run, seed=4)
+    out = tmp_path / "aggregates"
+    assert am.run(spark, str(tmp_path / "samples"), str(out)) == 1 + N_CELLS
+    agg = {(r["run_id"], r["scenario"], r["payload"], r["profile"]): r.asDict()
+           for r in spark.read.parquet(str(out)).collect()}
+    old = agg[(old_run, "kafka-python", "1kb", "latency")]
+    assert (old["planned_messages"], old["loop_mode"], old["client_settings"],
+            old["broker_count"], old["message_timeout_ms"]) == (None, None, None, None, None)
+    assert old["sent_count"] == 30 and old["e2e_latency_ms_p50"] == 15.0
+    new = agg[(new_run, "kafka-python", "1kb", "latency")]
+    assert new["planned_messages"] > 0 and new["loop_mode"] == "overlapped"
+    assert new["broker_count"] == 3 and new["client_settings"].startswith("{")
 
 
 def _files(root: Path) -> dict[str, list[str]]:
@@ -207,19 +345,20 @@ def test_load_is_idempotent_per_run_and_leaves_other_runs(spark: Any, tmp_path: 
     write_fake_samples(tmp_path, 800, run_b, seed=2)
     samples, out = str(tmp_path / "samples"), tmp_path / "aggregates"
 
-    assert am.run(spark, samples, str(out), [run_a, run_b]) == 32
+    assert am.run(spark, samples, str(out), [run_a, run_b]) == 2 * N_CELLS
     first = _files(out)
     assert set(first) == {f"run_id={run_a}", f"run_id={run_b}"}
     assert all(len(v) == 1 for v in first.values())
 
-    assert am.run(spark, samples, str(out), [run_a]) == 16
+    assert am.run(spark, samples, str(out), [run_a]) == N_CELLS
     second = _files(out)
     assert second[f"run_id={run_b}"] == first[f"run_id={run_b}"]    # b not rewritten
     assert len(second[f"run_id={run_a}"]) == 1                        # a replaced, not added
     agg = spark.read.parquet(str(out))
     counts = {r["run_id"]: r["count"] for r in agg.groupBy("run_id").count().collect()}
-    assert counts == {run_a: 16, run_b: 16}
-    assert agg.select("run_id", "scenario", "client", "payload", "profile").distinct().count() == 32
+    assert counts == {run_a: N_CELLS, run_b: N_CELLS}
+    assert (agg.select("run_id", "scenario", "client", "payload", "profile").distinct().count()
+            == 2 * N_CELLS)
     # run_id lives in the path only; the file itself holds no run_id column
     part = next((out / f"run_id={run_a}").glob("*.parquet"))
     assert "run_id" not in pq.read_schema(part).names
@@ -249,10 +388,9 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
     proc = spark_submit("spark_jobs/aggregate_metrics.py", "--samples",
                         str(tmp_path / "samples"), "--out", str(out), "--run-id", RUN)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "wrote 16 aggregate rows" in proc.stdout
+    assert f"wrote {N_CELLS} aggregate rows" in proc.stdout
     table = pq.read_table(next((out / f"run_id={RUN}").glob("*.parquet")))
-    assert table.num_rows == 16
-
+    assert table.num_rows == N_CELLS
 
 
 def test_spark_submit_ships_the_shared_session_with_py_files(
@@ -270,7 +408,7 @@ def test_spark_submit_ships_the_shared_session_with_py_files(
     assert alone.returncode != 0 and "_session" in alone.stdout + alone.stderr
     shipped = spark_submit(script, *args, py_files=[Path(f) for f in spark_py_files().split(",")])
     assert shipped.returncode == 0, shipped.stderr[-3000:]
-    assert "wrote 16 aggregate rows" in shipped.stdout
+    assert f"wrote {N_CELLS} aggregate rows" in shipped.stdout
 
 
 def test_cli_no_rows_for_run_exits_2(spark: Any, tmp_path: Path,
