@@ -8,11 +8,17 @@ from pathlib import Path
 import pandas as pd
 
 from kafkalab.report.data import (
+    NOTE_COLUMN,
     emulator_mask,
+    honest_percentiles,
+    is_schema_v2,
     load_report_data,
     numbers,
+    parse_percentile_note,
+    percentile_reasons,
     run_summaries,
     run_view,
+    stale_outputs,
     strings,
 )
 from kafkalab.store import LabData
@@ -48,7 +54,9 @@ def test_run_view_stops_at_its_run(tmp_path: Path) -> None:
     assert v.order == RUN_IDS[:3]
     assert set(v.history["run_id"]) == set(RUN_IDS[:3])
     assert set(v.rows["run_id"]) == {RUN_IDS[2]}
-    assert not v.emulator and not v.drift_stored and v.validation is None
+    assert not v.emulator and not v.drift_stored
+    assert v.validation == {"success": True, "failed": []}  # runs 0-3 were validated
+    assert (v.state, v.stale_outputs) == ("complete", ())
 
 
 def test_run_view_of_newest_run(tmp_path: Path) -> None:
@@ -61,7 +69,7 @@ def test_run_view_of_newest_run(tmp_path: Path) -> None:
     assert v.validation is not None and v.validation["success"] is False
     assert v.validation_html == LabData(tmp_path).validation_html_path(RUN_IDS[-1])
     newest = run_summaries(data)[0]
-    assert newest.emulator and newest.cells == 9 and newest.drift_flags
+    assert newest.emulator and newest.cells == 11 and newest.drift_flags
     assert newest.flavor == "kafka09, noida"
 
 
@@ -78,3 +86,40 @@ def test_unreadable_files_give_views_not_errors(tmp_path: Path) -> None:
     v = run_view(data, "r1")
     assert v.rows.empty and not v.drift_stored and v.drift_records.empty
     assert v.validation == {"success": None, "failed": [], "unreadable": True}
+
+
+def test_percentile_note_parsing() -> None:
+    assert parse_percentile_note("p99: n<100; p999: n<1000") == {"p99": "n<100",
+                                                                  "p999": "n<1000"}
+    assert parse_percentile_note("p50: censored") == {"p50": "censored"}
+    assert parse_percentile_note(None) == {} and parse_percentile_note(float("nan")) == {}
+
+
+def test_schema_1_rows_get_the_minimum_n_rule_and_schema_2_rows_stay() -> None:
+    df = pd.DataFrame({
+        "received_count": [20, 150, 2000, 20],
+        "planned_messages": [None, None, None, 20],  # the last row is schema 2
+        "e2e_latency_ms_p50": [1.0, 1.0, 1.0, 1.0],
+        "e2e_latency_ms_p90": [2.0, 2.0, 2.0, 2.0],
+        "e2e_latency_ms_p99": [3.0, 3.0, 3.0, None],
+        "e2e_latency_ms_p999": [4.0, 4.0, 4.0, None],
+        NOTE_COLUMN: [None, None, None, "p99: n<100; p999: n<1000"],
+        "throughput_msgs_per_s": [10.0, 20.0, 30.0, None],
+        "message_rate_per_s": [None, None, None, 40.0],
+    })
+    assert is_schema_v2(df).tolist() == [False, False, False, True]
+    out = honest_percentiles(df)
+    assert numbers(out, "e2e_latency_ms_p99").isna().tolist() == [True, False, False, True]
+    assert numbers(out, "e2e_latency_ms_p999").isna().tolist() == [True, True, False, True]
+    assert numbers(out, "e2e_latency_ms_p90").tolist() == [2.0] * 4  # 20 >= 10
+    assert [r.get("p99") for r in percentile_reasons(out)] == ["n<100", None, None, "n<100"]
+    assert out[NOTE_COLUMN].tolist()[:3] == ["p99: n<100; p999: n<1000", "p999: n<1000", None]
+    assert numbers(out, "message_rate_per_s").tolist() == [10.0, 20.0, 30.0, 40.0]
+    assert numbers(df, "e2e_latency_ms_p99").tolist()[0] == 3.0  # the input is not changed
+
+
+def test_stale_outputs_leave_out_the_page_being_built() -> None:
+    m = {"stale_outputs": ["aggregates", "report"]}
+    assert stale_outputs(m, page_built=False) == ("aggregates", "report")
+    assert stale_outputs(m, page_built=True) == ("aggregates",)
+    assert stale_outputs(None, page_built=True) == ()

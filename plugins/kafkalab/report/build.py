@@ -5,7 +5,8 @@ Layout (see ``docs/drift-and-alerts.md``):
 * ``reports/index.html``: every run (newest first) linking to its page, then the newest
   run's sections mirrored;
 * ``reports/<run_id>/index.html``: one page per run with five sections
-  (:mod:`kafkalab.report.sections`).
+  (:mod:`kafkalab.report.sections`), under a banner when the run is stale, failed or
+  incomplete or some of its outputs are stale.
 
 Charts are inline SVG (:mod:`kafkalab.report.charts`); CSS and the small hover script are
 inlined from ``assets/``. Pages reference nothing outside the data directory (no network at
@@ -44,12 +45,15 @@ def _page(title: str, header_meta: str, nav: str, body: str) -> str:
 
 
 def _run_meta(v: RunView) -> str:
-    """The header line of a run's page: id, status, start, cluster, emulator label."""
+    """The header line of a run's page: id, state (and stale outputs), start, cluster,
+    emulator label."""
     m = v.manifest or {}
     cl = m.get("cluster") or {}
     bits = [f"run {esc(v.run_id)}"]
-    if m.get("status"):
-        bits.append(f"status {esc(m['status'])}")
+    if v.state or m.get("status"):
+        bits.append(f"state {esc(v.state or m.get('status'))}")
+    if v.stale_outputs:
+        bits.append(f"stale: {esc(', '.join(v.stale_outputs))}")
     if m.get("started_at"):
         bits.append(f"started {esc(m['started_at'])}")
     if cl.get("flavor"):
@@ -81,7 +85,8 @@ def build_report(
     out = Path(out_dir) if out_dir is not None else lab.reports_dir
     data = load_report_data(lab, config_path)
     written: Path | None = None
-    for rid in [run_id] if run_id is not None else data.order:
+    pages = [run_id] if run_id is not None else list(data.order)
+    for rid in pages:
         view = run_view(data, rid)
         page_dir = lab.report_page_dir(rid, out)
         nav = f'<a href="{rel_href(lab.report_index_path(out), page_dir)}">← all runs</a>'
@@ -91,7 +96,7 @@ def build_report(
 
     # Overview: all runs, then the newest run mirrored.
     parts = ["<section id=\"runs\"><h2>Runs</h2>",
-             runs_table(run_summaries(data), lab, out), "</section>"]
+             runs_table(run_summaries(data, pages_built=set(pages)), lab, out), "</section>"]
     meta = f"{len(data.order)} run(s) in {esc(lab.root.name or str(lab.root))}"
     if data.order:
         latest = data.order[-1]

@@ -25,6 +25,7 @@ _LINE_X_AXIS_PX = 70  # room under the plot for rotated run labels
 _BAR_X_AXIS_PX = 50  # room under the plot for group labels
 _LEGEND_ROW_PX = 18
 _LEGEND_MAX_CHARS = 64
+_NOTE_PX = 18  # room under the title for the note line
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -172,17 +173,21 @@ def _emu_badge(width: int) -> str:
 
 
 def _open(title: str, width: int, x_axis_px: int, legend: list[_LegendItem],
-          emulator: bool) -> _Frame:
-    """Start a chart: the ``<svg>`` element, its title, and the emulator badge if any."""
+          emulator: bool, note: str = "") -> _Frame:
+    """Start a chart: the ``<svg>`` element, its title, the note line under it (what the
+    figures measure) and the emulator badge if any."""
     legend_h = _legend_height(legend, width - _Frame.left - _Frame.right)
-    fr = _Frame(width=width, height=_PLOT_H_PX + x_axis_px + legend_h, legend=legend,
-                legend_h=legend_h, bottom=x_axis_px + legend_h + 8)
+    note_px = _NOTE_PX if note else 0
+    fr = _Frame(width=width, height=_PLOT_H_PX + x_axis_px + legend_h + note_px, legend=legend,
+                legend_h=legend_h, top=_Frame.top + note_px, bottom=x_axis_px + legend_h + 8)
     fr.parts.append(
         f'<svg class="chart" role="img" aria-label="{esc(title)}" width="{fr.width}" '
         f'height="{fr.height}" viewBox="0 0 {fr.width} {fr.height}">'
         f"<title>{esc(title)}</title>"
     )
     fr.parts.append(f'<text class="ttl" x="{fr.left}" y="20">{esc(title)}</text>')
+    if note:
+        fr.parts.append(f'<text class="note" x="{fr.left}" y="38">{esc(note)}</text>')
     if emulator:
         fr.parts.append(_emu_badge(fr.width))
     return fr
@@ -231,14 +236,16 @@ def svg_line_chart(
     y_label: str,
     width: int = 620,
     x_titles: list[str] | None = None,
+    note: str = "",
 ) -> str:
     """An inline SVG line chart: one line per series, y from 0, gaps for missing values.
 
-    ``x_titles`` are the hover texts of the x labels (default: the labels themselves).
+    ``x_titles`` are the hover texts of the x labels (default: the labels themselves);
+    ``note``: a line drawn under the title (what the figures measure).
     """
     legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator,
                           PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
-    fr = _open(title, width, _LINE_X_AXIS_PX, legend, any(s.emulator for s in series))
+    fr = _open(title, width, _LINE_X_AXIS_PX, legend, any(s.emulator for s in series), note)
     vals = [v for s in series for v in s.values if v is not None]
     if not vals or not x_labels:
         return _no_data(fr)
@@ -292,15 +299,17 @@ def svg_bar_chart(
     bars: list[BarSeries],
     y_label: str,
     width: int = 620,
+    note: str = "",
 ) -> str:
     """An inline SVG grouped bar chart: one group per label, one bar per series.
 
-    Emulator bars get a dashed outline and the label in their hover text.
+    Emulator bars get a dashed outline and the label in their hover text; ``note``: a line
+    drawn under the title (what the figures measure).
     """
     legend = [_LegendItem(f"b{i}", emulator_name(b.name, b.emulator), b.emulator, b.color)
               for i, b in enumerate(bars)]
     emulator = any(b.is_emulator(i) for b in bars for i in range(len(b.values)))
-    fr = _open(title, width, _BAR_X_AXIS_PX, legend, emulator)
+    fr = _open(title, width, _BAR_X_AXIS_PX, legend, emulator, note)
     vals = [v for b in bars for v in b.values if v is not None]
     if not vals or not groups:
         return _no_data(fr)

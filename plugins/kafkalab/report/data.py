@@ -4,6 +4,12 @@ Every read goes through :class:`kafkalab.store.LabData` (manifests, validation r
 :mod:`kafkalab.drift` (aggregates history, run order, stored or recomputed drift records).
 Missing or unreadable files give empty views (logged), never an exception: a report with
 holes is better than no report.
+
+Aggregates of both schema versions are read. Rows written before aggregates schema 2 (no
+``planned_messages``, no percentile note) are made honest on reading
+(:func:`honest_percentiles`): a percentile whose minimum sample count the cell did not reach
+is blanked and its reason noted, so an old p99 of 20 messages is never shown, plotted or
+compared; their ``throughput_*`` columns are read as the message rate they were.
 """
 
 from __future__ import annotations
@@ -25,13 +31,26 @@ from kafkalab.drift import (
     read_drift,
     run_order,
 )
+from kafkalab.stats import MIN_SAMPLES
 from kafkalab.store import LabData
-from kafkalab.values import as_bool
+from kafkalab.values import as_bool, is_missing
 
 log = logging.getLogger(__name__)
 
 TABLE_DRIFT_METRICS = ("e2e_latency_ms_p50", "e2e_latency_ms_p99")
 """The metrics whose baseline and change the latest-run table shows."""
+
+PERCENTILE_NAMES: tuple[str, ...] = ("p50", "p90", "p95", "p99", "p999")
+"""The e2e percentiles of an aggregate row (``e2e_latency_ms_<name>``)."""
+
+NOTE_COLUMN = "e2e_latency_ms_percentiles_note"
+"""Why some e2e percentiles of a row are null: ``"p99: n<100; p999: n<1000"``."""
+
+RENAMED_V1: dict[str, str] = {
+    "throughput_msgs_per_s": "message_rate_per_s",
+    "throughput_mb_per_s": "message_rate_mb_per_s",
+}
+"""Aggregate columns of schema 1 and the schema 2 names of the same figures."""
 
 
 # --------------------------------------------------------------------------- columns
@@ -56,6 +75,73 @@ def emulator_mask(df: pd.DataFrame) -> pd.Series:
     if "broker_is_emulator" in df.columns:
         return df["broker_is_emulator"].map(as_bool).astype(bool)
     return pd.Series(False, index=df.index, dtype=bool)
+
+
+def parse_percentile_note(note: Any) -> dict[str, str]:
+    """``"p99: n<100; p999: n<1000"`` -> ``{"p99": "n<100", "p999": "n<1000"}`` ({} if null)."""
+    if is_missing(note):
+        return {}
+    out: dict[str, str] = {}
+    for part in str(note).split(";"):
+        name, sep, reason = part.partition(":")
+        if sep and name.strip():
+            out[name.strip()] = reason.strip()
+    return out
+
+
+def _format_note(reasons: dict[str, str]) -> str | None:
+    parts = [f"{n}: {reasons[n]}" for n in PERCENTILE_NAMES if n in reasons]
+    return "; ".join(parts) or None
+
+
+def is_schema_v2(df: pd.DataFrame) -> pd.Series:
+    """True for aggregate rows written by schema 2 (they carry ``planned_messages`` or
+    ``ci_confidence``; rows of earlier runs have neither)."""
+    return numbers(df, "planned_messages").notna() | numbers(df, "ci_confidence").notna()
+
+
+def honest_percentiles(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of aggregate rows in which every e2e percentile is either defined or null with
+    its reason in :data:`NOTE_COLUMN`, and the schema 2 message-rate columns exist.
+
+    Schema 2 rows are left as written. Schema 1 rows (percentiles of the received messages,
+    however few): a percentile whose :data:`kafkalab.stats.MIN_SAMPLES` the cell's
+    ``received_count`` does not reach becomes null with reason ``n<N`` (a row without
+    counts is left as written); ``throughput_*``
+    become ``message_rate_*`` (the same figure: ≈ 1 / mean latency in a closed loop).
+    """
+    out = df.copy()
+    if out.empty:
+        return out
+    for old, new in RENAMED_V1.items():
+        if old in out.columns:
+            out[new] = numbers(out, new).where(numbers(out, new).notna(), numbers(out, old))
+    if NOTE_COLUMN not in out.columns:
+        out[NOTE_COLUMN] = None
+    out[NOTE_COLUMN] = out[NOTE_COLUMN].astype("object")
+    old_rows = ~is_schema_v2(out)
+    if not old_rows.any():
+        return out
+    received = numbers(out, "received_count")
+    for idx in out.index[old_rows]:
+        reasons = parse_percentile_note(out.at[idx, NOTE_COLUMN])
+        n = received.get(idx)
+        for name in PERCENTILE_NAMES:
+            col = f"e2e_latency_ms_{name}"
+            if col not in out.columns or is_missing(out.at[idx, col]):
+                continue
+            if not is_missing(n) and n < MIN_SAMPLES[name]:  # unknown n: left as written
+                out.at[idx, col] = float("nan")
+                reasons[name] = f"n<{MIN_SAMPLES[name]}"
+        out.at[idx, NOTE_COLUMN] = _format_note(reasons)
+    return out
+
+
+def percentile_reasons(df: pd.DataFrame) -> pd.Series:
+    """Per row, ``{percentile name: reason}`` of its undefined e2e percentiles."""
+    if NOTE_COLUMN not in df.columns:
+        return pd.Series([{} for _ in df.index], index=df.index, dtype="object")
+    return df[NOTE_COLUMN].map(parse_percentile_note)
 
 
 def _rows_of(history: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
@@ -121,6 +207,7 @@ def load_report_data(lab: LabData,
     except Exception as exc:  # unreadable aggregates: report what can be reported
         log.warning("aggregates under %s unreadable (%s); report without them", lab.root, exc)
         history = pd.DataFrame()
+    history = honest_percentiles(history)
     return ReportData(lab=lab, history=history, manifests=manifests,
                       order=_ordered_runs(history, manifests),
                       config=load_drift_config_or_default(config_path))
@@ -150,6 +237,13 @@ class RunView:
     validation_html: Path | None
     emulator: bool
     """True when any cell of the run, or its cluster, is an emulator broker."""
+    state: str = ""
+    """:meth:`kafkalab.store.LabData.run_state`: ``complete``, ``incomplete``, ``failed``,
+    ``running``, ``stale`` (running with no live owner); ``""`` without a manifest."""
+    state_reason: str = ""
+    stale_outputs: tuple[str, ...] = ()
+    """The run's derived outputs not recomputed since a cell was measured again (the page
+    being built is never among them)."""
 
     @property
     def cluster_is_emulator(self) -> bool:
@@ -165,6 +259,25 @@ def _detect(hist: pd.DataFrame, rows: pd.DataFrame, config: DriftConfig,
     return detect_drift(hist, config, run_id)
 
 
+def run_state(lab: LabData, run_id: str, manifest: dict[str, Any] | None) -> tuple[str, str]:
+    """A run's state and its reason (``("", "")`` without a manifest); never raises."""
+    if manifest is None:
+        return "", ""
+    try:
+        return lab.run_state(run_id), lab.run_state_reason(run_id)
+    except Exception as exc:  # an odd manifest must not break the report
+        log.warning("state of run %s unknown (%s)", run_id, exc)
+        return str(manifest.get("status") or ""), ""
+
+
+def stale_outputs(manifest: dict[str, Any] | None, page_built: bool) -> tuple[str, ...]:
+    """The manifest's ``stale_outputs``; without ``report`` when this build writes the
+    run's page (that page is fresh)."""
+    raw = (manifest or {}).get("stale_outputs") or []
+    names = [str(x) for x in raw] if isinstance(raw, list) else []
+    return tuple(x for x in names if not (page_built and x == "report"))
+
+
 def run_view(data: ReportData, run_id: str) -> RunView:
     """The view of ``run_id`` as of that run (later runs are left out of its trends)."""
     upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
@@ -177,6 +290,7 @@ def run_view(data: ReportData, run_id: str) -> RunView:
     )
     stored = _stored_drift(data.lab, run_id)
     vhtml = data.lab.validation_html_path(run_id)
+    state, reason = run_state(data.lab, run_id, manifest)
     return RunView(
         run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
         table_drift=_detect(hist, rows, table_cfg, run_id),
@@ -185,6 +299,8 @@ def run_view(data: ReportData, run_id: str) -> RunView:
         validation=data.lab.validation(run_id),
         validation_html=vhtml if vhtml.exists() else None,
         emulator=_is_emulator(rows, manifest),
+        state=state, state_reason=reason,
+        stale_outputs=stale_outputs(manifest, page_built=True),
     )
 
 
@@ -205,10 +321,16 @@ class RunSummary:
     drift_flags: int | None
     """How many stored drift records are flagged; None when none are stored."""
     validation: dict[str, Any] | None
+    state: str = ""
+    """As :attr:`RunView.state`."""
+    state_reason: str = ""
+    stale_outputs: tuple[str, ...] = ()
 
 
-def run_summaries(data: ReportData) -> list[RunSummary]:
-    """A summary of every run, newest first."""
+def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = frozenset()
+                  ) -> list[RunSummary]:
+    """A summary of every run, newest first; ``pages_built``: the runs whose page this build
+    writes (their ``report`` output is not stale)."""
     out = []
     for rid in reversed(data.order):
         m = data.manifests.get(rid) or {}
@@ -218,25 +340,37 @@ def run_summaries(data: ReportData) -> list[RunSummary]:
         if not rows.empty:
             flavors |= set(strings(rows, "cluster_flavor")) - {"", "http"}
         dr = _stored_drift(data.lab, rid)
+        state, reason = run_state(data.lab, rid, data.manifests.get(rid))
         out.append(RunSummary(
             run_id=rid, started_at=str(m.get("started_at") or ""),
             status=str(m.get("status") or ""), flavor=", ".join(sorted(flavors)),
             emulator=_is_emulator(rows, m), cells=len(rows),
             drift_flags=None if dr is None else int(dr["is_drift"].fillna(False).astype(bool).sum()),
             validation=data.lab.validation(rid),
+            state=state, state_reason=reason,
+            stale_outputs=stale_outputs(data.manifests.get(rid), rid in pages_built),
         ))
     return out
 
 
 __all__ = [
+    "NOTE_COLUMN",
+    "PERCENTILE_NAMES",
+    "RENAMED_V1",
     "TABLE_DRIFT_METRICS",
     "ReportData",
     "RunSummary",
     "RunView",
     "emulator_mask",
+    "honest_percentiles",
+    "is_schema_v2",
     "load_report_data",
     "numbers",
+    "parse_percentile_note",
+    "percentile_reasons",
+    "run_state",
     "run_summaries",
     "run_view",
+    "stale_outputs",
     "strings",
 ]

@@ -1,9 +1,15 @@
 """The HTML sections of a run's page, and the overview's table of runs.
 
-A run page has five sections: (1) the latest run's table with baselines and changes, (2) time
-series across runs, (3) HTTP vs Kafka clients vs Kafka's tool by payload, (4) first-message
-delay, (5) validation and drift flags. Each is a function of a :class:`~kafkalab.report.data.RunView`
-returning HTML text; none reads a file. Emulator and Kafka measurements are never blended:
+A run page has five sections: (1) the latest run's table with baselines, changes and 95 %
+intervals, (2) time series across runs, (3) HTTP vs Kafka clients vs Kafka's tool by payload,
+(4) first-message delay, (5) the run's state, validation and drift flags. Each is a function
+of a :class:`~kafkalab.report.data.RunView` returning HTML text; none reads a file.
+
+What every figure is, said where it is shown (:mod:`kafkalab.report.notes`): a table or chart
+that puts REST and Kafka side by side carries the line saying what each one's e2e measures;
+an undefined percentile shows its reason (``n<100``, ``censored``) and is never plotted;
+Kafka's tool is shown with the settings it used, not under a profile it did not apply, and
+the serial-mode harness stands beside it. Emulator and Kafka measurements are never blended:
 they are separate rows, lines and bars, and the emulator ones carry the label.
 """
 
@@ -15,38 +21,78 @@ from typing import Any
 
 import pandas as pd
 
-from kafkalab.drift import records_to_dicts
+from kafkalab.drift import SERIES_COLUMNS, records_to_dicts
 from kafkalab.report.charts import PALETTE, BarSeries, LineSeries, svg_bar_chart, svg_line_chart
-from kafkalab.report.data import RunSummary, RunView, emulator_mask, numbers, strings
-from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num, fmt_pct, rel_href
+from kafkalab.report.data import (
+    RunSummary,
+    RunView,
+    emulator_mask,
+    is_schema_v2,
+    numbers,
+    percentile_reasons,
+    strings,
+)
+from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, fmt_num, fmt_pct, rel_href
+from kafkalab.report.notes import (
+    MEASURES_SHORT,
+    MESSAGE_RATE_NOTE,
+    ci_cell,
+    is_tool,
+    measures_note,
+    mixes_rest_and_kafka,
+    percentile_cell,
+    profile_text,
+    scenario_kind,
+    settings_text,
+    settings_title,
+)
 from kafkalab.run_ids import run_id_time
-from kafkalab.scenarios.catalog import CATALOG, SCENARIOS, scenario_spec
+from kafkalab.scenarios.catalog import SCENARIOS, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.values import as_float, is_missing
 
 TIME_SERIES_METRICS: tuple[tuple[str, str, str], ...] = (
     ("e2e_latency_ms_p50", "End-to-end latency p50", "ms"),
     ("e2e_latency_ms_p99", "End-to-end latency p99", "ms"),
-    ("throughput_msgs_per_s", "Throughput", "msgs/s"),
-    ("first_message_subscribe_ms", "First message delay (subscribe)", "ms"),
+    ("message_rate_per_s", "Message rate (≈ 1 / mean latency; closed loop, not capacity)",
+     "msgs/s"),
+    ("first_message_subscribe_ms", "First message delay (subscribe, median of warm probes)",
+     "ms"),
 )
 """The trend charts: (metric column, title, unit)."""
 
+TREND_SERIES_EXTRAS: tuple[tuple[str, str], ...] = (
+    ("workload", "{}"), ("payload_encoding", "{}"), ("broker_count", "{} broker(s)"),
+    ("planned_messages", "n={}"),
+)
+"""Series facts added to a trend line's name when they differ between runs (a nightly
+raw 1 MB run and a seed 000 base64 1 MB run are different series, never one line)."""
+
 BAR_COLORS = {
     "rest": "#4c78a8", "kafka-python": "#f58518", "confluent-kafka": "#54a24b",
-    "jvm-e2e": "#b279a2", "subscribe": "#e45756", "assign": "#72b7b2",
+    "confluent-kafka-serial": "#2f8f83", "jvm-e2e": "#b279a2", "subscribe": "#e45756",
+    "assign": "#72b7b2",
 }
 """Bar colours of the scenarios and of the first-message modes."""
 
 EMULATOR_BAR_COLOR = "#c9a227"
 
-_TOOL_SCENARIOS = tuple(s.name for s in CATALOG if not s.per_message)
-"""Scenarios (Kafka's tool) whose latency is the tool's printed summary (``tool_p50_ms``)."""
-
+UNDEFINED_NOTE = ("n<100: too few messages for that percentile (p99 needs 100, p99.9 needs "
+                  "1,000); censored: lost or failed messages, counted as “at least the "
+                  "timeout”, reach its rank. Undefined percentiles are never plotted nor "
+                  "drift-checked.")
+CI_NOTE = ("95 % CI: distribution-free interval of the percentile (order statistics, exact "
+           "binomial); ? = an open end (too few messages, or censored).")
+TOOL_NOTE = ("† printed by Kafka's EndToEndLatency tool: whole, truncated ms, over all its "
+             "messages including its warm-up; compare its mean (4 decimals) rather than its "
+             "p50. The tool applies its own settings (shown), never the profile's linger or "
+             "fetch settings; the serial harness (confluent-kafka-serial) is its like-for-like "
+             "counterpart.")
 
 
 def scenario_rank(name: Any) -> int:
-    """Where a scenario sorts: the catalog's order, unknown names last."""
+    """Where a scenario sorts: the catalog's order (the serial harness beside the tool),
+    unknown names last."""
     return SCENARIOS.index(name) if name in SCENARIOS else len(SCENARIOS)
 
 
@@ -56,34 +102,65 @@ def scenario_label(name: str) -> str:
     return scenario_spec(name).display_name if name in SCENARIOS else name
 
 
-def series_label(scenario: str, client: str, payload: str, profile: str) -> str:
-    """``scenario[/client] payload profile`` (the client only when it differs)."""
+def series_label(scenario: str, client: str, payload: str, profile: str,
+                 extras: tuple[str, ...] = ()) -> str:
+    """``scenario[/client] payload profile [extras]`` (the client only when it differs;
+    Kafka's tool without a profile: it applies its own settings)."""
     who = scenario if client in ("", scenario) else f"{scenario}/{client}"
-    return " ".join(p for p in (who, payload, profile) if p)
+    prof = "" if is_tool(scenario) else profile
+    return " ".join(p for p in (who, payload, prof, *extras) if p)
 
 
-def _figure(attrs: str, caption: str, emulator: bool, svg: str) -> str:
-    """A chart in a ``<figure>`` with its caption (and the emulator banner when it applies)."""
+def _figure(attrs: str, caption: str, emulator: bool, svg: str, note: str = "") -> str:
+    """A chart in a ``<figure>`` with its caption, the what-it-measures line when it applies
+    (``note``, HTML) and the emulator banner when it applies."""
     banner = emu_banner() if emulator else ""
-    return f"<figure{attrs}><figcaption>{caption}</figcaption>{banner}{svg}</figure>"
+    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
 
 
 def _cells(rows: pd.DataFrame) -> pd.DataFrame:
     """A copy of a run's rows with the cell's coordinates as plain columns: ``_scenario``,
-    ``_client``, ``_payload``, ``_profile`` (strings), ``_bytes``, ``_emu``, ``_rank``."""
+    ``_client``, ``_payload``, ``_profile`` (strings), ``_bytes``, ``_emu``, ``_rank``,
+    ``_tool`` (Kafka's tool), ``_reasons`` (undefined percentiles)."""
     df = rows.copy()
     for name in ("scenario", "client", "payload", "profile"):
         df[f"_{name}"] = strings(df, name)
     df["_bytes"] = numbers(df, "payload_bytes")
     df["_emu"] = emulator_mask(df)
     df["_rank"] = df["_scenario"].map(scenario_rank)
+    df["_tool"] = df["_scenario"].map(is_tool).astype(bool)
+    df["_reasons"] = percentile_reasons(df)
     return df
 
 
-def _cell_key(record: dict[str, Any]) -> str:
-    """The cell of a drift record: its series key without the metric, plus the emulator flag."""
-    return (str(record["series_key"]).rsplit("|", 1)[0]
-            + f"|{bool(record['broker_is_emulator'])}")
+def _key_part(value: Any) -> str:
+    """One part of a series key, the same whether read from aggregates or drift records."""
+    if is_missing(value) or value == "":
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    f = as_float(value)
+    if f is not None and not isinstance(value, str):
+        return str(int(f)) if f.is_integer() else repr(f)
+    return str(value)
+
+
+def _series_columns(records: pd.DataFrame) -> list[str]:
+    """The series columns the drift records carry (older records carry fewer)."""
+    return [c for c in SERIES_COLUMNS if c in records.columns]
+
+
+def _series_of(row: Any, cols: list[str], emulator: bool) -> tuple[tuple[str, ...], bool]:
+    """The series of an aggregate row or drift record (``row.get`` by column) and broker kind."""
+    return tuple(_key_part(row.get(c)) for c in cols), bool(emulator)
+
+
+def _drift_by_series(records: pd.DataFrame) -> dict[tuple[tuple[str, ...], bool, str],
+                                                    dict[str, Any]]:
+    """Drift records by (series, emulator, metric)."""
+    cols = _series_columns(records)
+    return {(*_series_of(r, cols, bool(r.get("broker_is_emulator"))), str(r.get("metric"))): r
+            for r in records_to_dicts(records)}
 
 
 # --------------------------------------------------------------------------- (1) latest run
@@ -95,62 +172,115 @@ def _change_cell(rec: dict[str, Any]) -> str:
     return f'<td class="chg{klass}">{esc(fmt_pct(c))}</td>'
 
 
+def _num_cell(value: Any) -> str:
+    return f"<td>{esc(fmt_num(value))}</td>"
+
+
+def _count(value: Any) -> str:
+    """A count: ``1,000``; ``—`` when missing."""
+    f = as_float(value)
+    return MISSING if f is None else f"{int(f):,}"
+
+
+_LATEST_HEAD = (
+    '<th class="t">scenario</th><th class="t">client</th><th class="t">payload</th>'
+    '<th class="t">profile</th><th class="t">settings used</th><th class="t">loop</th>'
+    '<th class="t">broker</th>'
+    '<th title="messages in the percentile population: received + lost + failed">n</th>'
+    "<th>p50 ms</th><th>p50 95% CI</th><th>baseline p50</th><th>change p50</th>"
+    "<th>p99 ms</th><th>p99 95% CI</th><th>baseline p99</th><th>change p99</th>"
+    "<th>runs in baseline</th>"
+    '<th title="send → broker ack (Kafka only)">publish p50 ms</th>'
+    '<th title="request → response (REST only)">rt p50 ms</th>'
+    '<th title="≈ 1 / mean latency in a closed loop; not capacity">msg rate /s</th>'
+    "<th>lost</th><th>failed</th>"
+)
+
+
+def _text(value: Any) -> str:
+    return "" if is_missing(value) else str(value)
+
+
+def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[str],
+                flagged: set[Any], flag_cols: list[str]) -> tuple[str, bool]:
+    """One cell's row of the latest-run table; and whether it shows the tool's figures."""
+    emu = bool(r["_emu"])
+    series = _series_of(r, base_cols, emu)
+    reasons: dict[str, str] = r["_reasons"] or {}
+    tool = bool(r["_tool"])
+    b50 = base.get((*series, "e2e_latency_ms_p50"), {})
+    b99 = base.get((*series, "e2e_latency_ms_p99"), {})
+    if tool:
+        p50 = f"{esc(fmt_num(r.get('tool_p50_ms')))}†"
+        p99 = f"{esc(fmt_num(r.get('tool_p99_ms')))}†"
+        ci50 = ci99 = esc(MISSING)
+        n = esc(MISSING)
+    else:
+        p50 = percentile_cell(r.get("e2e_latency_ms_p50"), reasons.get("p50"))
+        p99 = percentile_cell(r.get("e2e_latency_ms_p99"), reasons.get("p99"))
+        ci50 = ci_cell(r.get("e2e_latency_ms_p50_ci_low"), r.get("e2e_latency_ms_p50_ci_high"))
+        ci99 = ci_cell(r.get("e2e_latency_ms_p99_ci_low"), r.get("e2e_latency_ms_p99_ci_high"))
+        n = esc(_count(r.get("sent_count")))
+    rest = scenario_kind(r["_scenario"]) == "rest"
+    publish = ('<td class="na" title="REST has no broker ack: its round trip is rt">n/a</td>'
+               if rest else _num_cell(r.get("publish_latency_ms_p50")))
+    flavor = r.get("cluster_flavor", "")
+    broker = esc("" if is_missing(flavor) else flavor) + (" " + emu_span() if emu else "")
+    settings = settings_text(r.get("client_settings"), r["_scenario"])
+    title = settings_title(r.get("client_settings"))
+    loop = _text(r.get("loop_mode")) or MISSING
+    cls = ' class="drift"' if _series_of(r, flag_cols, emu) in flagged else ""
+    prof_cls = ' class="t own"' if tool else ' class="t"'
+    row = (
+        f"<tr{cls}><td class=\"t\">{esc(r['_scenario'])}</td>"
+        f"<td class=\"t\">{esc(r['_client'])}</td><td class=\"t\">{esc(r['_payload'])}</td>"
+        f"<td{prof_cls}>{esc(profile_text(r['_profile'], r['_scenario']))}</td>"
+        f'<td class="t settings" title="{esc(title)}">{esc(settings)}</td>'
+        f'<td class="t">{esc(loop)}</td><td class="t">{broker}</td><td>{n}</td>'
+        f"<td>{p50}</td><td>{ci50}</td><td>{esc(fmt_num(b50.get('baseline_value')))}</td>"
+        f"{_change_cell(b50)}"
+        f"<td>{p99}</td><td>{ci99}</td><td>{esc(fmt_num(b99.get('baseline_value')))}</td>"
+        f"{_change_cell(b99)}"
+        f"<td>{esc(b99.get('baseline_runs', b50.get('baseline_runs', 0)))}</td>"
+        f"{publish}{_num_cell(r.get('round_trip_ms_p50'))}"
+        f"{_num_cell(r.get('message_rate_per_s'))}"
+        f"<td>{esc(_count(r.get('lost_count')))}</td><td>{esc(_count(r.get('error_count')))}</td>"
+        "</tr>"
+    )
+    return row, tool
+
+
 def section_latest(v: RunView) -> str:
-    """(1) One row per cell of the run: p50/p99 against the baseline, throughput, losses."""
+    """(1) One row per cell of the run: p50/p99 with their 95 % intervals against the
+    baseline, the settings used, publish and round-trip latency, message rate, losses."""
     h = ['<section id="latest"><h2>1. Latest run</h2>']
     if v.rows.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
         return "".join(h)
     df = _cells(v.rows)
     df = df.sort_values(["_rank", "_scenario", "_bytes", "_payload", "_profile"])
-    base = {(_cell_key(r), str(r["metric"])): r for r in records_to_dicts(v.table_drift)}
-    flagged = {_cell_key(r) for r in records_to_dicts(v.drift_records) if r.get("is_drift")}
-    caption = "Latency of each cell (ms); baseline = median of the previous runs' window"
+    base_cols = _series_columns(v.table_drift)
+    base = _drift_by_series(v.table_drift)
+    flag_cols = _series_columns(v.drift_records)  # stored records may carry fewer
+    flagged = {_series_of(r, flag_cols, bool(r.get("broker_is_emulator")))
+               for r in records_to_dicts(v.drift_records) if r.get("is_drift")}
+    caption = "Latency of each cell (ms); baseline = median of the previous comparable runs"
     if df["_emu"].any():
         caption += f" {emu_span()}"
+    h.append(measures_note(df["_scenario"]))
     h.append('<div class="scroll">')
-    h.append(f"<table class=\"latest\"><caption>{caption}</caption><thead><tr>"
-             '<th class="t">scenario</th><th class="t">client</th><th class="t">payload</th>'
-             '<th class="t">profile</th><th class="t">broker</th>'
-             "<th>p50 ms</th><th>baseline p50</th><th>change p50</th>"
-             "<th>p99 ms</th><th>baseline p99</th><th>change p99</th><th>runs in baseline</th>"
-             "<th>msgs/s</th><th>lost</th></tr></thead><tbody>")
+    h.append(f'<table class="latest"><caption>{caption}</caption><thead><tr>{_LATEST_HEAD}'
+             "</tr></thead><tbody>")
     tool_note = False
-    for idx, r in df.iterrows():
-        ek = "|".join([r["_scenario"], r["_client"], r["_payload"], r["_profile"],
-                       str(bool(r["_emu"]))])
-        p50 = as_float(numbers(df, "e2e_latency_ms_p50").get(idx))
-        p99 = as_float(numbers(df, "e2e_latency_ms_p99").get(idx))
-        tool50 = as_float(numbers(df, "tool_p50_ms").get(idx))
-        tool99 = as_float(numbers(df, "tool_p99_ms").get(idx))
-        mark50 = mark99 = ""
-        if p50 is None and tool50 is not None:
-            p50, mark50, tool_note = tool50, "†", True
-        if p99 is None and tool99 is not None:
-            p99, mark99, tool_note = tool99, "†", True
-        b50 = base.get((ek, "e2e_latency_ms_p50"), {})
-        b99 = base.get((ek, "e2e_latency_ms_p99"), {})
-        flavor = r.get("cluster_flavor", "")
-        broker = esc("" if is_missing(flavor) else flavor)
-        if r["_emu"]:
-            broker += " " + emu_span()
-        cls = ' class="drift"' if ek in flagged else ""
-        h.append(
-            f"<tr{cls}><td class=\"t\">{esc(r['_scenario'])}</td>"
-            f"<td class=\"t\">{esc(r['_client'])}</td><td class=\"t\">{esc(r['_payload'])}</td>"
-            f"<td class=\"t\">{esc(r['_profile'])}</td><td class=\"t\">{broker}</td>"
-            f"<td>{esc(fmt_num(p50))}{mark50}</td><td>{esc(fmt_num(b50.get('baseline_value')))}</td>"
-            f"{_change_cell(b50)}"
-            f"<td>{esc(fmt_num(p99))}{mark99}</td><td>{esc(fmt_num(b99.get('baseline_value')))}</td>"
-            f"{_change_cell(b99)}"
-            f"<td>{esc(b99.get('baseline_runs', b50.get('baseline_runs', 0)))}</td>"
-            f"<td>{esc(fmt_num(numbers(df, 'throughput_msgs_per_s').get(idx)))}</td>"
-            f"<td>{esc(fmt_num(numbers(df, 'lost_count').get(idx)))}</td></tr>"
-        )
+    for _, r in df.iterrows():
+        row, tool = _latest_row(r, base, base_cols, flagged, flag_cols)
+        tool_note |= tool
+        h.append(row)
     h.append("</tbody></table></div>")
+    notes = [UNDEFINED_NOTE, CI_NOTE, MESSAGE_RATE_NOTE]
     if tool_note:
-        h.append('<p class="note">† value printed by Kafka\'s EndToEndLatency tool '
-                 "(whole, truncated ms), not measured by the harness.</p>")
+        notes.insert(0, TOOL_NOTE)
+    h.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
     h.append("</section>")
     return "".join(h)
 
@@ -178,9 +308,52 @@ def run_labels(order: list[str], history: pd.DataFrame) -> tuple[list[str], list
     return labels, list(order)
 
 
+def _trend_labels(df: pd.DataFrame) -> list[str]:
+    """Each row's line name: its cell, plus the series facts (:data:`TREND_SERIES_EXTRAS`)
+    that differ between the runs of that cell, so rows of different series never share a
+    line. A fact a row of aggregates schema 1 lacks is named ``(older schema)``."""
+    base = [series_label(a, b, c, d) for a, b, c, d in zip(
+        strings(df, "scenario"), strings(df, "client"), strings(df, "payload"),
+        strings(df, "profile"), strict=True)]
+    base_s = pd.Series(base, index=df.index)
+    old = ~is_schema_v2(df)
+    extras: list[list[str]] = [[] for _ in base]
+    older = [False] * len(base)
+    for col, fmt in TREND_SERIES_EXTRAS:
+        if col not in df.columns:
+            continue
+        values = df[col].map(_key_part)
+        varies = values.groupby(base_s).transform("nunique") > 1
+        for i, (idx, value) in enumerate(values.items()):
+            if not varies[idx]:
+                continue
+            if value:
+                extras[i].append(fmt.format(value))
+            elif old[idx]:
+                older[i] = True
+    return [" ".join([b, *x, *(["(older schema)"] if o else [])])
+            for b, x, o in zip(base, extras, older, strict=True)]
+
+
+def _undefined_in_run(rows: pd.DataFrame, metric: str) -> str:
+    """``p99 undefined in 3 cell(s) of this run (n<100: 3)`` for a percentile metric, or ``""``."""
+    name = metric.rsplit("_", 1)[-1]
+    if not metric.startswith("e2e_latency_ms_p") or rows.empty:
+        return ""
+    reasons = [r.get(name) for r in percentile_reasons(rows) if r.get(name)]
+    if not reasons:
+        return ""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    why = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+    return f"{name} undefined in {len(reasons)} cell(s) of this run ({why}): not plotted."
+
+
 def section_time_series(v: RunView) -> str:
     """(2) One line chart per metric of :data:`TIME_SERIES_METRICS`, one line per series,
-    over the runs up to this one (the median of a series' rows in a run)."""
+    over the runs up to this one (the median of a series' rows in a run). Undefined
+    percentiles are gaps, never points."""
     h = ['<section id="trends"><h2>2. Trends across runs</h2>']
     hist = v.history
     if hist.empty:
@@ -188,20 +361,21 @@ def section_time_series(v: RunView) -> str:
         return "".join(h)
     df = hist.copy()
     df["_rid"] = df["run_id"].astype(str)
-    df["_label"] = [
-        series_label(a, b, c, d) for a, b, c, d in zip(
-            strings(df, "scenario"), strings(df, "client"), strings(df, "payload"),
-            strings(df, "profile"), strict=True)
-    ]
+    df["_label"] = _trend_labels(df)
     df["_emu"] = emulator_mask(df)
-    df["_rank"] = strings(df, "scenario").map(scenario_rank)
+    df["_scenario"] = strings(df, "scenario")
+    df["_rank"] = df["_scenario"].map(scenario_rank)
+    h.append(measures_note(df["_scenario"].unique()))
     if v.emulator or df["_emu"].any():
         h.append(f'<p class="note">Dashed lines: {emu_span()} (emulator broker).</p>')
     h.append('<div class="charts">')
     any_chart = False
+    skipped: list[str] = []
     for metric, title, unit in TIME_SERIES_METRICS:
+        undefined = _undefined_in_run(v.rows, metric)
         sub = df.assign(_v=numbers(df, metric)).dropna(subset=["_v"])
         if sub.empty:
+            skipped.append(f"{title}: no defined value to plot. {undefined}".strip())
             continue
         runs = [r for r in v.order if r in set(sub["_rid"])]
         pos = {r: i for i, r in enumerate(runs)}
@@ -217,10 +391,14 @@ def section_time_series(v: RunView) -> str:
             series.append(LineSeries(name=str(k["_label"]), values=values,
                                      emulator=bool(k["_emu"])))
         any_chart = True
-        svg = svg_line_chart(f"{title} ({unit})", labels, series, unit, x_titles=titles)
+        mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
+        svg = svg_line_chart(f"{title} ({unit})", labels, series, unit, x_titles=titles,
+                             note=MEASURES_SHORT if mixed else "")
+        extra = f'<p class="note">{esc(undefined)}</p>' if undefined else ""
         h.append(_figure(f' data-metric="{esc(metric)}"', f"{esc(title)} ({esc(unit)})",
-                         any(s.emulator for s in series), svg))
+                         any(s.emulator for s in series), svg, extra))
     h.append("</div>")
+    h.extend(f'<p class="note">{esc(x)}</p>' for x in skipped)
     if not any_chart:
         h.append('<p class="empty">None of the plotted metrics has values yet.</p>')
     h.append("</section>")
@@ -230,53 +408,101 @@ def section_time_series(v: RunView) -> str:
 # --------------------------------------------------------------------------- (3) comparison
 
 
+def _median(values: pd.Series) -> float | None:
+    """The median of the defined values; None when there are none."""
+    defined = values.dropna()
+    return None if defined.empty else as_float(defined.median())
+
+
+def _comparison_value(part: pd.DataFrame, payload: str) -> tuple[float | None, str]:
+    """The p50 of one scenario at one payload (median over its rows) and its table text:
+    the number (``†`` and the mean for Kafka's tool), else why it is undefined."""
+    rows = part[part["_payload"] == payload]
+    if rows.empty:
+        return None, esc(MISSING)
+    if bool(rows["_tool"].iloc[0]):
+        value = _median(numbers(rows, "tool_p50_ms"))
+        mean = _median(numbers(rows, "tool_avg_ms"))
+        text = f"{esc(fmt_num(value))}†" if value is not None else esc(MISSING)
+        if mean is not None:
+            text += f' <span class="mean">(mean {mean:.4f})</span>'
+        return value, text
+    value = _median(numbers(rows, "e2e_latency_ms_p50"))
+    reason = next((r.get("p50") for r in rows["_reasons"] if r and r.get("p50")), None)
+    return value, percentile_cell(value, reason)
+
+
+def _comparison_profile(sub: pd.DataFrame, profile: str) -> str:
+    """The chart and table of one profile: a bar per scenario and payload."""
+    payloads = (sub.groupby("_payload")["_bytes"].min().sort_values(na_position="last")
+                .index.tolist())
+    present = sorted(
+        {(str(a), bool(b)) for a, b in zip(sub["_scenario"], sub["_emu"], strict=True)},
+        key=lambda k: (scenario_rank(k[0]), k[0], k[1]),
+    )
+    bars: list[BarSeries] = []
+    table_rows = []
+    tool_settings: list[str] = []
+    for sc, emu in present:
+        part = sub[(sub["_scenario"] == sc) & (sub["_emu"] == emu)]
+        cells = [_comparison_value(part, p) for p in payloads]
+        tool = is_tool(sc)
+        color = (EMULATOR_BAR_COLOR if emu
+                 else BAR_COLORS.get(sc, PALETTE[len(bars) % len(PALETTE)]))
+        name = scenario_label(sc) + (", own settings" if tool else "")
+        bars.append(BarSeries(name=name, values=[v for v, _ in cells], color=color,
+                              emulator=emu))
+        raw_settings = part["client_settings"].iloc[0] if "client_settings" in part else None
+        settings = settings_text(raw_settings, sc)
+        if tool:
+            tool_settings.append(settings)
+        loop = _text(part["loop_mode"].iloc[0]) if "loop_mode" in part else ""
+        label = esc(name) + (f" {emu_span()}" if emu else "")
+        table_rows.append(
+            f'<tr><td class="t">{label}</td><td class="t">{esc(loop or MISSING)}</td>'
+            f'<td class="t settings" title="{esc(settings_title(raw_settings))}">'
+            f"{esc(settings)}</td>" + "".join(f"<td>{t}</td>" for _, t in cells) + "</tr>")
+    emu_any = any(b.emulator for b in bars)
+    scenarios = [sc for sc, _ in present]
+    mixed = mixes_rest_and_kafka(scenarios)
+    title = f"p50 latency by payload, harness profile {profile or '—'}"
+    own = ""
+    if tool_settings:
+        own = (f'<p class="note own">Kafka\'s tool did not apply profile {esc(profile or "—")}: '
+               f"it used {esc('; '.join(dict.fromkeys(tool_settings)))}.</p>")
+    h = [_figure(f' data-profile="{esc(profile)}"', esc(title), emu_any,
+                 svg_bar_chart(title, payloads, bars, "ms",
+                               note=MEASURES_SHORT if mixed else ""),
+                 measures_note(scenarios) + own)]
+    cap = f"p50 ms, harness profile {esc(profile or '—')}" + (f" {emu_span()}" if emu_any else "")
+    head = "".join(f"<th>{esc(p)}</th>" for p in payloads)
+    h.append(f'<table class="comparison"><caption>{cap}</caption><thead><tr>'
+             '<th class="t">scenario</th><th class="t">loop</th><th class="t">settings used</th>'
+             f"{head}</tr></thead><tbody>{''.join(table_rows)}</tbody></table>")
+    return "".join(h)
+
+
 def section_comparison(v: RunView) -> str:
-    """(3) Per profile, the p50 of each scenario by payload: a bar chart and its table."""
+    """(3) Per profile, the p50 of each scenario by payload: a bar chart and its table, the
+    serial harness beside Kafka's tool, each with the settings it used."""
     h = ['<section id="comparison"><h2>3. HTTP vs Kafka clients vs Kafka\'s tool</h2>',
-         '<p class="note">Median end-to-end latency (p50, ms) of this run by payload size; '
-         "the Kafka tool's bar is its printed p50 (<code>tool_p50_ms</code>).</p>"]
+         '<p class="note">Median end-to-end latency (p50, ms) of this run by payload size. '
+         "The Kafka tool's bar is its printed p50 (<code>tool_p50_ms</code>, whole truncated "
+         "ms); <code>confluent-kafka-serial</code> waits for the ack before polling, as the "
+         "tool does, and is the harness to compare it with.</p>"]
     if v.rows.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
         return "".join(h)
     df = _cells(v.rows)
-    df["_v"] = numbers(df, "e2e_latency_ms_p50")
-    tool = df["_scenario"].isin(_TOOL_SCENARIOS)
-    tool_p50 = numbers(df, "tool_p50_ms")[tool]
-    df.loc[tool, "_v"] = tool_p50.where(tool_p50.notna(), df.loc[tool, "_v"])
-    df = df.dropna(subset=["_v"])
+    value = numbers(df, "e2e_latency_ms_p50").where(~df["_tool"], numbers(df, "tool_p50_ms"))
+    has_reason = df["_reasons"].map(lambda r: bool(r and r.get("p50")))
+    df = df[value.notna() | has_reason]
     if df.empty:
         h.append('<p class="empty">No latency values for this run.</p></section>')
         return "".join(h)
     for profile in sorted(df["_profile"].unique()):
-        sub = df[df["_profile"] == profile]
-        payloads = (sub.groupby("_payload")["_bytes"].min().sort_values(na_position="last")
-                    .index.tolist())
-        bars: list[BarSeries] = []
-        present = sorted(
-            {(str(a), bool(b)) for a, b in zip(sub["_scenario"], sub["_emu"], strict=True)},
-            key=lambda k: (scenario_rank(k[0]), k[0], k[1]),
-        )
-        table_rows = []
-        for sc, emu in present:
-            part = sub[(sub["_scenario"] == sc) & (sub["_emu"] == emu)]
-            med = part.groupby("_payload")["_v"].median()
-            values = [float(med[p]) if p in med.index else None for p in payloads]
-            color = (EMULATOR_BAR_COLOR if emu
-                     else BAR_COLORS.get(sc, PALETTE[len(bars) % len(PALETTE)]))
-            bars.append(BarSeries(name=scenario_label(sc), values=values, color=color,
-                                  emulator=emu))
-            cells = "".join(f"<td>{esc(fmt_num(x))}</td>" for x in values)
-            label = esc(scenario_label(sc)) + (f" {emu_span()}" if emu else "")
-            table_rows.append(f'<tr><td class="t">{label}</td>{cells}</tr>')
-        emu_any = any(b.emulator for b in bars)
-        title = f"p50 latency by payload, profile {profile or '—'}"
-        h.append(_figure(f' data-profile="{esc(profile)}"', esc(title), emu_any,
-                         svg_bar_chart(title, payloads, bars, "ms")))
-        cap = f"p50 ms, profile {esc(profile or '—')}" + (f" {emu_span()}" if emu_any else "")
-        head = "".join(f"<th>{esc(p)}</th>" for p in payloads)
-        h.append(f'<table class="comparison"><caption>{cap}</caption><thead><tr>'
-                 f'<th class="t">scenario</th>{head}</tr></thead><tbody>'
-                 f"{''.join(table_rows)}</tbody></table>")
+        h.append(_comparison_profile(df[df["_profile"] == profile], profile))
+    h.append(f'<p class="note">{esc(TOOL_NOTE)}</p>' if df["_tool"].any() else "")
     h.append("</section>")
     return "".join(h)
 
@@ -285,11 +511,16 @@ def section_comparison(v: RunView) -> str:
 
 
 def section_first_message(v: RunView) -> str:
-    """(4) First-message delay of each client, with ``subscribe`` and with ``assign``."""
+    """(4) First-message delay of each client, with ``subscribe`` and with ``assign``: the
+    median of the warm probes; the cold probe (the one that created ``__consumer_offsets``)
+    and lost probes apart."""
     h = ['<section id="first-message"><h2>4. First-message delay</h2>',
-         '<p class="note">Consumer creation to first record in hand, with a consumer group '
-         "(<code>subscribe</code>) and with manual assignment (<code>assign</code>); median "
-         "over this run's payloads and profiles, ms.</p>"]
+         '<p class="note">Consumer start to the first record already in the topic, with a '
+         "consumer group (<code>subscribe</code>) and with manual assignment "
+         "(<code>assign</code>); the probes alternate which mode goes first. Each figure is "
+         "the median of the received probes that did not have to create "
+         "<code>__consumer_offsets</code>; that cold probe is shown on its own, lost probes "
+         "are counted. Median over this run's payloads and profiles, ms.</p>"]
     df = v.rows.copy()
     if df.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
@@ -301,13 +532,17 @@ def section_first_message(v: RunView) -> str:
     df["_rank"] = strings(df, "scenario").map(scenario_rank)
     df["_sub"] = numbers(df, "first_message_subscribe_ms")
     df["_asg"] = numbers(df, "first_message_assign_ms")
+    df["_cold"] = numbers(df, "first_message_cold_ms")
+    df["_lost"] = numbers(df, "first_message_lost_count")
     df["_emu"] = emulator_mask(df)
-    df = df[df["_sub"].notna() | df["_asg"].notna()]
+    df = df[df["_sub"].notna() | df["_asg"].notna() | df["_cold"].notna()
+            | (df["_lost"].fillna(0) > 0)]
     if df.empty:
         h.append('<p class="empty">No first-message measurements in this run.</p></section>')
         return "".join(h)
     g = (df.groupby(["_who", "_emu"]).agg(rank=("_rank", "min"), sub=("_sub", "median"),
-                                          asg=("_asg", "median"))
+                                          asg=("_asg", "median"), cold=("_cold", "median"),
+                                          lost=("_lost", lambda x: x.sum(min_count=1)))
          .reset_index().sort_values(["rank", "_who", "_emu"]).set_index("_who"))
     flags = [bool(e) for e in g["_emu"]]
     groups = [str(x) + (" [EMU]" if e else "") for x, e in zip(g.index, flags, strict=True)]
@@ -318,16 +553,20 @@ def section_first_message(v: RunView) -> str:
         BarSeries("assign (manual)", [as_float(x) for x in g["asg"]], BAR_COLORS["assign"],
                   emulator_values=flags),
     ]
-    title = "First-message delay by client"
+    title = "First-message delay by client (median, warm probes)"
     h.append(_figure("", esc(title), emu, svg_bar_chart(title, groups, bars, "ms")))
     cap = "first-message delay, ms" + (f" {emu_span()}" if emu else "")
     rows = "".join(
         f'<tr><td class="t">{esc(who)}{" " + emu_span() if e else ""}</td>'
-        f"<td>{esc(fmt_num(s))}</td><td>{esc(fmt_num(a))}</td></tr>"
-        for who, s, a, e in zip(g.index, g["sub"], g["asg"], flags, strict=True)
+        f"<td>{esc(fmt_num(s))}</td><td>{esc(fmt_num(a))}</td><td>{esc(fmt_num(c))}</td>"
+        f"<td>{esc(_count(n))}</td></tr>"
+        for who, s, a, c, n, e in zip(g.index, g["sub"], g["asg"], g["cold"], g["lost"], flags,
+                                      strict=True)
     )
     h.append(f'<table class="first-message"><caption>{cap}</caption><thead><tr>'
-             '<th class="t">client</th><th>subscribe ms</th><th>assign ms</th></tr></thead>'
+             '<th class="t">client</th><th>subscribe ms (median)</th><th>assign ms (median)</th>'
+             '<th title="the probe that created __consumer_offsets (not in the medians)">'
+             "cold first probe ms</th><th>lost probes</th></tr></thead>"
              f"<tbody>{rows}</tbody></table></section>")
     return "".join(h)
 
@@ -384,6 +623,8 @@ def _drift_flag_row(r: dict[str, Any]) -> str:
             f"<td>{esc('from 0' if change is None else fmt_pct(change))}</td>"
             f"<td>{esc('∞' if z is None else f'{z:.1f}')}</td>"
             f"<td>{esc(f'{confidence:.2f}')}</td>"
+            f'<td class="t">{esc(r.get("rule") or MISSING)}</td>'
+            f'<td class="t">{esc(r.get("alert_status") or MISSING)}</td>'
             f'<td class="t">{broker}</td></tr>')
 
 
@@ -410,17 +651,66 @@ def _drift(v: RunView) -> str:
     h.append(f'<table class="drift-flags"><caption>{cap}</caption><thead><tr>'
              '<th class="t">series</th><th class="t">metric</th><th class="t">direction</th>'
              "<th>baseline</th><th>latest</th><th>change</th><th>robust z</th>"
-             '<th>confidence</th><th class="t">broker</th></tr></thead><tbody>')
+             '<th>confidence</th><th class="t">rule</th><th class="t">alert</th>'
+             '<th class="t">broker</th></tr></thead><tbody>')
     h.extend(_drift_flag_row(r) for r in flags)
     h.append("</tbody></table>")
     return "".join(h)
 
 
+BAD_STATES = ("stale", "failed", "incomplete")
+"""Run states a page announces in a banner (``running`` is shown, not announced)."""
+
+_OUTPUT_NAMES = {"aggregates": "aggregates", "validation": "validation",
+                 "drift": "drift records", "report": "report page"}
+
+
+def _state_text(state: str) -> str:
+    klass = "fail" if state in BAD_STATES else "ok" if state == "complete" else ""
+    return f'<span class="state {klass}">{esc(state or MISSING)}</span>'
+
+
+def _stale_text(outputs: tuple[str, ...]) -> str:
+    return ", ".join(_OUTPUT_NAMES.get(o, o) for o in outputs)
+
+
+def state_banner(v: RunView) -> str:
+    """The banner at the top of a run's page when its state or outputs are not to be trusted
+    as they are: a stale, failed or incomplete run; outputs not recomputed since a cell was
+    measured again. ``""`` otherwise."""
+    lines = []
+    if v.state in BAD_STATES:
+        why = _reason(v.state, v.state_reason)
+        why = f" ({why})" if why else ""
+        lines.append(f"This run is <strong>{esc(v.state)}</strong>{esc(why)}.")
+    if v.stale_outputs:
+        lines.append(f"Stale outputs: <strong>{esc(_stale_text(v.stale_outputs))}</strong> "
+                     "were computed before a cell of this run was measured again; the figures "
+                     "below may not include the new measurement until they are recomputed.")
+    return f'<div class="state-banner">{" ".join(lines)}</div>' if lines else ""
+
+
+def _reason(state: str, reason: str) -> str:
+    """A state's reason when it says more than the state (``closed complete`` does not)."""
+    return "" if reason in ("", state, f"closed {state}") else reason
+
+
+def _state(v: RunView) -> str:
+    """The run's state and stale outputs, as the checks section shows them."""
+    why = _reason(v.state, v.state_reason)
+    reason = f" — {esc(why)}" if why else ""
+    stale = (f'<p class="fail">Stale outputs: {esc(_stale_text(v.stale_outputs))}.</p>'
+             if v.stale_outputs else '<p class="ok">No stale outputs.</p>'
+             if v.manifest is not None else "")
+    return f"<h3>Run state</h3><p>{_state_text(v.state)}{reason}</p>{stale}"
+
+
 def section_checks(v: RunView, page_dir: Path) -> str:
-    """(5) The run's validation outcome (failed expectations, link to the HTML report) and
-    its drift flags (stored records, or computed now when none are stored)."""
-    return (f'<section id="checks"><h2>5. Validation and drift</h2><h3>Validation</h3>'
-            f"{_validation(v, page_dir)}{_drift(v)}</section>")
+    """(5) The run's state and stale outputs, its validation outcome (failed expectations,
+    link to the HTML report) and its drift flags (stored records, or computed now when none
+    are stored)."""
+    return (f'<section id="checks"><h2>5. Run state, validation and drift</h2>{_state(v)}'
+            f"<h3>Validation</h3>{_validation(v, page_dir)}{_drift(v)}</section>")
 
 
 # --------------------------------------------------------------------------- pages' bodies
@@ -428,8 +718,8 @@ def section_checks(v: RunView, page_dir: Path) -> str:
 
 def run_sections(v: RunView, page_dir: Path) -> str:
     """The body of a run's page (``page_dir`` is where it is written, for relative links):
-    an emulator banner when it applies, then the five sections."""
-    parts = []
+    the state banner and the emulator banner when they apply, then the five sections."""
+    parts = [state_banner(v)]
     if v.cluster_is_emulator:
         parts.append(emu_banner(": this run's broker is an emulator; its latencies say "
                                 "nothing about Kafka."))
@@ -448,7 +738,8 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
     if not summaries:
         return '<p class="empty">No runs yet: no aggregates or run manifests found.</p>'
     h = ['<table class="runs"><caption>Runs, newest first</caption><thead><tr>'
-         '<th class="t">run</th><th class="t">started</th><th class="t">status</th>'
+         '<th class="t">run</th><th class="t">started</th><th class="t">state</th>'
+         '<th class="t">stale outputs</th>'
          '<th class="t">cluster</th><th>cells</th><th>drift flags</th>'
          '<th class="t">validation</th></tr></thead><tbody>']
     for s in summaries:
@@ -459,7 +750,9 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
         href = rel_href(lab.report_page_dir(s.run_id, out_dir) / "index.html", out_dir)
         h.append(f'<tr><td class="t"><a href="{href}">{esc(s.run_id)}</a></td>'
                  f'<td class="t">{esc(s.started_at)}</td>'
-                 f'<td class="t">{esc(s.status)}</td>'
+                 f'<td class="t" title="{esc(s.state_reason)}">{_state_text(s.state or s.status)}</td>'
+                 f'<td class="t{" fail" if s.stale_outputs else ""}">'
+                 f"{esc(_stale_text(s.stale_outputs) or MISSING)}</td>"
                  f'<td class="t">{esc(s.flavor)}{" " + emu_span() if s.emulator else ""}</td>'
                  f"<td>{s.cells}</td><td>{esc(nflags)}</td><td class=\"t\">{vtxt}</td></tr>")
     h.append("</tbody></table>")
@@ -467,8 +760,10 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
 
 
 __all__ = [
+    "BAD_STATES",
     "BAR_COLORS",
     "TIME_SERIES_METRICS",
+    "TREND_SERIES_EXTRAS",
     "run_labels",
     "run_sections",
     "runs_table",
@@ -480,4 +775,5 @@ __all__ = [
     "section_latest",
     "section_time_series",
     "series_label",
+    "state_banner",
 ]
