@@ -127,14 +127,45 @@ def build_parser() -> argparse.ArgumentParser:
                           "Spark job (spark_jobs/aggregate_metrics.py).")
     prep.add_argument("--run-id", default=None, help="the run to feature (default: the latest)")
     _data_arg(prep)
-    pdr = sub.add_parser("drift", help="compare the latest run with its baseline window",
+    pdr = sub.add_parser("drift", help="check a run for drift (default), or accept a new level",
                          description="Robust drift check (median ± k·MAD and a minimum relative "
-                         "change, per metric; include/drift.yaml) over the aggregates history; "
-                         "writes lab-data/drift/run_id=<id>/drift.parquet and prints the flags.")
-    pdr.add_argument("--run-id", default=None, help="the run to check (default: the latest)")
-    pdr.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
-    _data_arg(pdr)
+                         "change, and non-overlapping 95%% confidence intervals where the "
+                         "aggregates have them; include/drift.yaml) of one run against the "
+                         "good earlier runs of the same series (complete, validated, no stale "
+                         "outputs, not flagged themselves); writes "
+                         "lab-data/drift/run_id=<id>/drift.parquet and prints the flags. "
+                         "`kafkalab drift` is `kafkalab drift check`.",
+                         epilog="examples:\n  kafkalab drift\n  kafkalab drift check --run-id RUN\n"
+                         "  kafkalab drift accept 'SCENARIO|CLIENT|...|METRIC'\n"
+                         "  kafkalab drift accept RUN --note 'new disks'",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    _drift_check_args(pdr, None)
+    dsub = pdr.add_subparsers(dest="drift_command", metavar="ACTION", parser_class=_Parser)
+    dchk = dsub.add_parser("check", help="judge a run (the default action)",
+                           description="Judge one run (default: the latest) and store its "
+                           "drift records.")
+    _drift_check_args(dchk, argparse.SUPPRESS)
+    dacc = dsub.add_parser("accept", help="accept the new level of a drifting series or run",
+                           description="Accept the new level of a series in alert (its "
+                           "baseline then starts at the first drifting run of the alert), or "
+                           "of every series flagged in RUN (from RUN). Stored in "
+                           "lab-data/drift/acceptances.json; no recovery is announced for them.")
+    dacc.add_argument("target", metavar="SERIES|RUN",
+                      help="a series key (as printed by `kafkalab drift`, contains '|') or a run id")
+    dacc.add_argument("--note", default=None, help="why the level is accepted (kept in the file)")
+    dacc.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS,
+                      help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
     return p
+
+
+def _drift_check_args(p: argparse.ArgumentParser, default: Any) -> None:
+    """The options of a drift check; ``default`` None on ``drift`` itself, SUPPRESS on
+    ``drift check`` (so that an option given before ``check`` is not reset)."""
+    p.add_argument("--run-id", default=default, help="the run to check (default: the latest)")
+    p.add_argument("--config", type=Path, default=default,
+                   help="drift rules YAML (default include/drift.yaml)")
+    p.add_argument("--data-dir", type=Path, default=default,
+                   help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
 
 
 def _subcommands(p: argparse.ArgumentParser, dest: str,
@@ -286,25 +317,59 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
+    """``kafkalab drift [check]``: judge a run; ``kafkalab drift accept``: see
+    :func:`cmd_drift_accept`."""
+    if getattr(args, "drift_command", None) == "accept":
+        return cmd_drift_accept(args)
     from kafkalab.drift import run_drift
     from kafkalab.store import LabData
     from kafkalab.values import as_float
 
     records, path = run_drift(LabData(args.data_dir).root, run_id=args.run_id,
-                              config_path=args.config)
+                              config_path=args.config, require_run=args.run_id is not None)
     if path is None or len(records) == 0:
         _say("drift: no aggregates yet (run the aggregation first)")
         return 0
-    flagged = records[records["is_drift"].fillna(False).astype(bool)]
 
     def num(v: Any, fmt: str) -> str:
         f = as_float(v)
         return "n/a" if f is None else format(f, fmt)
 
-    for _, r in flagged.iterrows():
-        _say(f"DRIFT {r['series_key']}: {num(r['baseline_value'], '.3f')} -> {num(r['latest_value'], '.3f')}"
-             f" ({num(r['change_pct'], '+.1f')}%, confidence {num(r['confidence'], '.2f')})")
-    _say(f"drift: {len(flagged)} flag(s) in {len(records)} series; records: {path}")
+    counts = {"drift": 0, "alerting": 0, "recovered": 0, "undefined": 0}
+    for _, r in records.iterrows():
+        key = r["series_key"]
+        if bool(r["is_drift"]):
+            counts["drift"] += 1
+            ci = (f"; CI [{num(r['latest_ci_low'], '.3f')}, {num(r['latest_ci_high'], '.3f')}] vs "
+                  f"[{num(r['baseline_ci_low'], '.3f')}, {num(r['baseline_ci_high'], '.3f')}]"
+                  if r["rule"] == "mad+ci" else "")
+            _say(f"DRIFT {key}: {num(r['baseline_value'], '.3f')} -> {num(r['latest_value'], '.3f')}"
+                 f" ({num(r['change_pct'], '+.1f')}%, confidence {num(r['confidence'], '.2f')}{ci})")
+        elif r["alert_status"] == "alerting":
+            counts["alerting"] += 1
+            _say(f"IN ALERT {key}: since run {r['alert_since_run_id']}, "
+                 f"{r['good_runs']} good run(s) so far")
+        elif r["alert_status"] == "recovered":
+            counts["recovered"] += 1
+            _say(f"RECOVERED {key}: after {r['good_runs']} consecutive good runs")
+        if r["verdict"] == "undefined":
+            counts["undefined"] += 1
+    _say(f"drift: {counts['drift']} flag(s), {counts['alerting']} still in alert, "
+         f"{counts['recovered']} recovered, {counts['undefined']} undefined (not checked) in "
+         f"{len(records)} series; records: {path}")
+    return 0
+
+
+def cmd_drift_accept(args: argparse.Namespace) -> int:
+    """``kafkalab drift accept SERIES|RUN``: accept the new level; prints what was accepted."""
+    from kafkalab.drift import accept_drift
+    from kafkalab.store import LabData
+
+    lab = LabData(getattr(args, "data_dir", None))
+    for a in accept_drift(lab.root, args.target, note=args.note):
+        _say(f"accepted {a.series_key}: baseline from run {a.from_run_id} "
+             f"(flags through run {a.through_run_id} no longer count)")
+    _say(f"acceptances: {lab.drift_acceptances_path()}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ KEY = ("confluent-kafka|confluent-kafka|1mb|raw|1048576|latency|nightly|kafka09|
        "e2e_latency_ms_p99")
 
 
-def _history(values: list[float | None], metric: str = "e2e_latency_ms_p99",
+def _history(values: Sequence[float | None], metric: str = "e2e_latency_ms_p99",
              emulator: bool = False, **extra: object) -> pd.DataFrame:
     """One series, one row per run, runs one day apart (the last value is the latest run);
     every run complete and validated (a good baseline run)."""

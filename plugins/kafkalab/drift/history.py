@@ -74,20 +74,25 @@ def _read_aggregates(agg_dir: Path) -> pd.DataFrame:
 
     part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
     try:
-        dataset = ds.dataset(str(agg_dir), format="parquet", partitioning=part)
-        table = dataset.to_table()
-        return table.to_pandas()
+        # The union of every file's columns: runs written before a schema change lack the
+        # new columns (null there), and a column null in one run is double in another.
+        found = ds.dataset(str(agg_dir), format="parquet", partitioning=part)
+        schema = pa.unify_schemas(
+            [*(f.physical_schema for f in found.get_fragments()),
+             pa.schema([("run_id", pa.string())])], promote_options="permissive")
+        dataset = ds.dataset(str(agg_dir), schema=schema, format="parquet", partitioning=part)
+        return dataset.to_table().to_pandas()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
         pass
-    # Files with diverging schemas (a column null in one run, double in another): read them
-    # one by one and let pandas unify.
+    # Schemas that cannot be unified: read the files one by one and let pandas unify.
     frames: list[pd.DataFrame] = []
     for f in sorted(agg_dir.rglob("*.parquet")):
         if any(p.startswith((".", "_")) for p in f.relative_to(agg_dir).parts):
             continue
         try:
             df = pq.read_table(f).to_pandas()
-        except (OSError, pa.ArrowException):
+        except (OSError, pa.ArrowException) as exc:
+            log.warning("aggregates file %s unreadable (%s); left out of the history", f, exc)
             continue
         rid = next(
             (p.split("=", 1)[1] for p in f.relative_to(agg_dir).parts if p.startswith("run_id=")),
@@ -160,24 +165,42 @@ def write_drift(
     return atomic_write(LabData(data_dir).drift_path(run_id), buf.getvalue())
 
 
+PRIOR_COLUMNS: tuple[str, ...] = (
+    "run_id", "series_key", "broker_is_emulator", "verdict", "is_drift", "alert_status",
+    "alert_since_run_id",
+)
+"""The columns of the stored records that later judgements use (flags and standing)."""
+
+
 def load_prior_records(data_dir: str | os.PathLike[str], run_ids: Iterable[str]) -> pd.DataFrame:
-    """The stored drift records of ``run_ids``, one table (:data:`DRIFT_COLUMNS`).
+    """The :data:`PRIOR_COLUMNS` of the stored drift records of ``run_ids``, one table.
 
     Runs without a drift file contribute nothing (their flags are unknown: they count as
     unflagged); an unreadable file is logged and treated the same way.
     """
+    import pyarrow.parquet as pq
+
+    lab = LabData(data_dir)
     frames = []
     for rid in run_ids:
+        path = lab.drift_path(rid)
+        if not path.exists():
+            continue
         try:
-            df = read_drift(data_dir, rid)
+            present = set(pq.ParquetFile(path).schema_arrow.names)
+            df = pq.read_table(path, columns=[c for c in PRIOR_COLUMNS if c in present]
+                               ).to_pandas()
         except (OSError, ValueError) as exc:
             log.warning("drift records of run %s unreadable (%s); its flags are unknown",
                         rid, exc)
             continue
-        if df is not None and not df.empty:
-            frames.append(coerce_records(df))
+        for c in PRIOR_COLUMNS:
+            if c not in df.columns:
+                df[c] = None
+        if not df.empty:
+            frames.append(df[list(PRIOR_COLUMNS)].astype("object"))
     if not frames:
-        return empty_records()
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in PRIOR_COLUMNS})
     return pd.concat(frames, ignore_index=True)
 
 
@@ -197,6 +220,7 @@ def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | 
 
 __all__ = [
     "MANIFEST_COLUMNS",
+    "PRIOR_COLUMNS",
     "load_history",
     "load_prior_records",
     "manifest_frame",

@@ -12,12 +12,16 @@ from kafkalab.drift.config import load_drift_config_or_default
 from kafkalab.drift.detect import detect_drift
 from kafkalab.drift.history import load_history, load_prior_records, run_order, write_drift
 from kafkalab.drift.records import empty_records
+from kafkalab.errors import ConfigError
+from kafkalab.store import LabData
 
 
 def run_drift(
     data_dir: str | os.PathLike[str],
     run_id: str | None = None,
     config_path: str | os.PathLike[str] | None = None,
+    *,
+    require_run: bool = False,
 ) -> tuple[pd.DataFrame, Path | None]:
     """Load the history, judge ``run_id`` (default the newest run) and write its records.
 
@@ -28,17 +32,22 @@ def run_drift(
     defaults to :func:`kafkalab.paths.drift_config_path` (built-in rules when that file does
     not exist).
 
-    Returns the records and the written path (None when there is no history at all).
+    Returns the records and the written path (None when there is no history at all). A
+    ``run_id`` without aggregates gets an empty record file, unless ``require_run``.
 
     Raises:
-        ConfigError: a bad drift config, or an unreadable acceptances file.
+        ConfigError: a bad drift config, an unreadable acceptances file, or (with
+            ``require_run``) a ``run_id`` that has no aggregates.
     """
     config = load_drift_config_or_default(config_path)
     acceptances = load_acceptances(data_dir)
     history = load_history(data_dir)
+    order = run_order(history)
+    if require_run and run_id not in order:
+        raise ConfigError(f"run {run_id!r} has no aggregates in "
+                          f"{LabData(data_dir).aggregates_dir}")
     if history.empty:
         return empty_records(), None
-    order = run_order(history)
     rid = run_id or order[-1]
     earlier = order[: order.index(rid)] if rid in order else []
     records = detect_drift(history, config, rid, prior=load_prior_records(data_dir, earlier),
