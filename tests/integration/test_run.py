@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -51,7 +52,7 @@ def noida_file(noida_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPa
 @pytest.fixture(scope="module")
 def full_run(kafka09_file: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     data = tmp_path_factory.mktemp("data")
-    proc = kafkalab("run", "--scenario", "rest,kafka-python,confluent-kafka,jvm-e2e",
+    proc = kafkalab("run", "--scenario", "rest,kafka-python,confluent-kafka,confluent-kafka-serial,jvm-e2e",
                     "--payload", "1kb,1mb", "--profile", "latency", "--messages", "8", "--warmup", "2",
                     "--run-id", "itest-run", "--cluster", str(kafka09_file), "--data-dir", str(data))
     return proc, data
@@ -68,7 +69,7 @@ def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.Compl
     assert set(SAMPLE_SCHEMA.names) <= set(table.column_names)
     rows = table.to_pylist()
     msgs = [r for r in rows if r["sample_kind"] == "message"]
-    for scenario in ("rest", "kafka-python", "confluent-kafka"):
+    for scenario in ("rest", "kafka-python", "confluent-kafka", "confluent-kafka-serial"):
         for payload in ("1kb", "1mb"):
             cell = [r for r in msgs if r["scenario"] == scenario and r["payload"] == payload]
             assert len(cell) == 10, (scenario, payload)
@@ -77,12 +78,22 @@ def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.Compl
             assert all(r["e2e_latency_ms"] > 0 for r in cell)
             assert all(r["broker_is_emulator"] is False for r in cell)
             assert sorted(r["seq"] for r in cell) == list(range(10))
+            assert all(r["planned_messages"] == 8 and r["client_settings"].startswith("{") for r in cell)
+            assert all(r["wall_ts_ns"] > 1.7e18 for r in cell)          # a wall-clock label
+            assert all(r["send_ts_ns"] < r["receive_ts_ns"] for r in cell)
+    modes = {r["scenario"]: r["loop_mode"] for r in msgs}
+    assert modes == {"rest": "request", "kafka-python": "overlapped", "confluent-kafka": "overlapped",
+                     "confluent-kafka-serial": "serial"}
+    serial = [r for r in msgs if r["scenario"] == "confluent-kafka-serial"]
+    assert all(r["ack_ts_ns"] <= r["receive_ts_ns"] for r in serial)  # the ack came before the poll
     kafka_msgs = [r for r in msgs if r["scenario"] != "rest"]
     assert all(r["publish_latency_ms"] is not None and r["publish_latency_ms"] > 0 for r in kafka_msgs)
     assert all(r["offset"] is not None and r["topic"] == "klab-images-http-vs-kafka-latency" for r in kafka_msgs)
     assert all(r["cluster_flavor"] == "kafka09" and r["broker_version"] == "0.9.0.1" for r in kafka_msgs)
     rest = [r for r in msgs if r["scenario"] == "rest"]
     assert all(r["round_trip_ms"] >= r["e2e_latency_ms"] for r in rest)
+    assert all(r["publish_latency_ms"] is None for r in rest)          # no broker, no ack
+    assert "What e2e measures: rest = client → HTTP server process" in proc.stdout
     assert all(r["cluster_flavor"] == "http" for r in rest)
     # bytes on the wire: 32-byte stamp header + body; images-http-vs-kafka (seed000) sends base64 (1024 B -> 1368 B)
     assert {r["payload_bytes"] for r in msgs if r["payload"] == "1kb"} == {1368 + 32}
@@ -96,9 +107,12 @@ def test_first_message_delay_in_both_modes(full_run: tuple[subprocess.CompletedP
         modes = {r["consumer_mode"]: r for r in rows if r["scenario"] == client and r["payload"] == "1kb"}
         assert set(modes) == {"subscribe", "assign"}
         for r in modes.values():
-            assert r["status"] == "ok"
-            assert 0 <= r["assign_delay_ms"] <= r["first_record_delay_ms"]
+            assert r["status"] == "ok" and r["first_record_delay_ms"] > 0
             assert r["e2e_latency_ms"] is None  # never mixed into per-message latencies
+            assert isinstance(r["cold_start"], bool)
+        sub = modes["subscribe"]
+        assert 0 <= sub["assign_delay_ms"] <= sub["first_record_delay_ms"]
+        assert modes["assign"]["assign_delay_ms"] is None  # assign() is a local call
 
 
 def test_jvm_tool_results_are_parsed(full_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
@@ -111,25 +125,50 @@ def test_jvm_tool_results_are_parsed(full_run: tuple[subprocess.CompletedProcess
         assert stats[(payload, "p50")]["latency_resolution_ms"] == 1.0
         assert stats[(payload, "avg")]["e2e_latency_ms"] > 0
     assert all(r["sample_kind"] == "tool_summary" for r in rows)
+    settings = json.loads(rows[0]["client_settings"])
+    assert settings["linger.ms"] == "0" and settings["fetch.max.wait.ms"] == "0"  # the tool's own
+    assert all(r["loop_mode"] == "serial" for r in rows)
 
 
 def test_manifest_and_rerun_never_duplicates(full_run: tuple[subprocess.CompletedProcess[str], Path],
                                              kafka09_file: Path) -> None:
     _, data = full_run
     m = read_manifest(data, "itest-run")
-    assert m["status"] == "complete" and m["schema_version"] == 1
+    assert m["status"] == "complete" and m["schema_version"] == 2
     assert m["cluster"]["flavor"] == "kafka09" and m["versions"]["confluent-kafka"]
-    assert len(m["cells"]) == 8 and all(c["status"] == "complete" for c in m["cells"])
-    before = read_samples(data, "itest-run").num_rows
-    # re-run one cell under the same run id: its rows replace the old ones
+    assert m["versions"]["java"] != "missing" and m["environment"]["cpu_count"] >= 1
+    assert m["owner"]["kind"] == "cli" and "confluent-kafka/latency" in m["client_settings"]
+    assert len(m["cells"]) == 10 and all(c["status"] == "complete" for c in m["cells"])
+    before = read_samples(data, "itest-run").to_pylist()
+    # re-run one cell under the same run id: its rows replace its old ones, every other cell stays
     proc = kafkalab("run", "--scenario", "rest", "--payload", "1kb", "--messages", "8", "--warmup", "2",
                     "--run-id", "itest-run", "--data-dir", str(data))
     assert proc.returncode == 0, proc.stderr
-    after = read_samples(data, "itest-run")
-    assert after.num_rows == 10  # the run id was re-run from scratch: only the new cell remains
-    assert after.num_rows < before
+    after = read_samples(data, "itest-run").to_pylist()
+    assert len(after) == len(before)
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["scenario"], r["payload"], r["sample_kind"], r["seq"], r["statistic"],
+                r["consumer_mode"], r["status"], r["send_ts_ns"])
+
+    others = sorted(key(r) for r in before if (r["scenario"], r["payload"]) != ("rest", "1kb"))
+    assert sorted(key(r) for r in after if (r["scenario"], r["payload"]) != ("rest", "1kb")) == others
+    old_cell = {r["send_ts_ns"] for r in before if (r["scenario"], r["payload"]) == ("rest", "1kb")}
+    new_cell = {r["send_ts_ns"] for r in after if (r["scenario"], r["payload"]) == ("rest", "1kb")}
+    assert len(new_cell) == 10 and not old_cell & new_cell      # that cell was measured anew
+    m = read_manifest(data, "itest-run")
+    assert m["status"] == "complete" and len(m["cells"]) == 10 and len(m["reopened_at"]) == 1
     files = list((data / "samples").rglob("*.parquet"))
     assert all(pq.read_schema(f).names == SAMPLE_SCHEMA.names for f in files)
+
+
+def test_json_says_why_p99_is_undefined(kafka09_file: Path, tmp_path: Path) -> None:
+    proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--messages", "20",
+                    "--warmup", "2", "--json", "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cell = json.loads(proc.stdout)["cells"][0]
+    assert cell["p99_ms"] is None and cell["p99_ms_reason"] == "n<100 (20 in the population)"
+    assert cell["p50_ms"] > 0 and cell["p50_ms_ci95"][0] <= cell["p50_ms"] <= cell["p50_ms_ci95"][1]
 
 
 def test_profile_needing_three_brokers_is_refused_before_sending(kafka09_file: Path, tmp_path: Path) -> None:

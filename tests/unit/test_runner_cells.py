@@ -1,0 +1,112 @@
+"""What the runner keeps when a cell goes wrong, and what a re-run replaces (no broker needed:
+the scenario is a stand-in that writes rows and then fails the way a real one can)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab import runner
+from kafkalab.progress import noop
+from kafkalab.samples import Sample, read_samples
+from kafkalab.scenarios.base import Cell
+from kafkalab.store import LabData
+
+
+class _Scenario:
+    """Writes ``rows`` message rows, then raises ``fail`` (if any)."""
+
+    name = "rest"
+    client = "requests"
+
+    def __init__(self, rows: int, fail: BaseException | None = None) -> None:
+        self.rows, self.fail = rows, fail
+
+    def client_version(self) -> str:
+        return "test"
+
+    def client_settings(self, cell: Cell) -> dict[str, str]:
+        return {"timeout_s": str(cell.workload.message_timeout_s)}
+
+    def run(self, cell: Cell, progress: Any) -> None:
+        for seq in range(self.rows):
+            cell.sink.write(Sample(sample_kind="message", seq=seq, send_ts_ns=seq,
+                                   receive_ts_ns=seq + 1_000, loop_mode="request"))
+        if self.fail is not None:
+            raise self.fail
+
+
+def _request(tmp_path: Path, payloads: list[str], run_id: str = "r1") -> runner.RunRequest:
+    return runner.build_run_request("nightly", scenarios=["rest"], payloads=payloads,
+                                    profiles=["latency"], data_dir=tmp_path, run_id=run_id,
+                                    overrides={"messages": 5, "warmup_messages": 0})
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, scenario: _Scenario) -> None:
+    monkeypatch.setattr(runner, "get_scenario", lambda name: scenario)
+
+
+def test_a_cell_that_raises_keeps_what_it_measured(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _Scenario(3, RuntimeError("broker went away")))
+    result = runner.execute(_request(tmp_path, ["1kb"]), noop)
+    assert result.status == "failed"
+    cell = result.cells[0]
+    assert cell.status == "failed" and cell.rows == 3
+    assert "broker went away" in str(cell.reason) and "3 rows measured" in str(cell.reason)
+    rows = read_samples(tmp_path, "r1").to_pylist()
+    assert [r["seq"] for r in rows] == [0, 1, 2]
+    assert rows[0]["client_settings"] == '{"timeout_s": "30.0"}' and rows[0]["planned_messages"] == 5
+    manifest = LabData(tmp_path).manifest("r1") or {}
+    assert manifest["status"] == "failed" and manifest["cells"][0]["rows"] == 3
+    assert manifest["client_settings"] == {"rest/latency": {"timeout_s": "30.0"}}
+    assert manifest["environment"]["cpu_count"] and "load_avg_end" in manifest["environment"]
+
+
+def test_a_failed_write_fails_the_cell_and_still_closes_the_manifest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab import samples
+
+    _use(monkeypatch, _Scenario(2))
+
+    def disk_full(self: samples.CellWriter) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(samples.CellWriter, "flush", disk_full)
+    result = runner.execute(_request(tmp_path, ["1kb"]), noop)
+    assert result.cells[0].status == "failed" and "No space left" in str(result.cells[0].reason)
+    assert (LabData(tmp_path).manifest("r1") or {})["status"] == "failed"
+    assert LabData(tmp_path).run_state("r1") == "failed"
+
+
+def test_re_running_one_cell_replaces_only_that_cell(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    lab = LabData(tmp_path)
+    _use(monkeypatch, _Scenario(5))
+    assert runner.execute(_request(tmp_path, ["1kb", "10kb"]), noop).status == "complete"
+    (lab.aggregates_dir / "run_id=r1").mkdir(parents=True)   # the pipeline had aggregated it
+    _use(monkeypatch, _Scenario(4))
+    again = runner.execute(_request(tmp_path, ["10kb"]), noop)
+    assert again.status == "complete"
+    rows = read_samples(tmp_path, "r1").to_pylist()
+    assert sorted((r["payload"], r["seq"]) for r in rows) == (
+        [("10kb", s) for s in range(4)] + [("1kb", s) for s in range(5)])
+    manifest = lab.manifest("r1") or {}
+    assert manifest["payloads"] == ["1kb", "10kb"] and len(manifest["cells"]) == 2
+    assert manifest["stale_outputs"] == ["aggregates"] and len(manifest["reopened_at"]) == 1
+
+
+def test_a_re_run_with_another_workload_is_refused(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.errors import ConfigError
+
+    _use(monkeypatch, _Scenario(5))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    other = runner.build_run_request("nightly", scenarios=["rest"], payloads=["1kb"],
+                                     profiles=["latency"], data_dir=tmp_path, run_id="r1",
+                                     overrides={"messages": 7, "warmup_messages": 0})
+    with pytest.raises(ConfigError, match="re-run its cells with the same workload"):
+        runner.execute(other, noop)
+    assert len(read_samples(tmp_path, "r1")) == 5
