@@ -128,12 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument("--run-id", default=None, help="the run to feature (default: the latest)")
     _data_arg(prep)
     pdr = sub.add_parser("drift", help="check a run for drift (default), or accept a new level",
-                         description="Robust drift check (median ± k·MAD and a minimum relative "
-                         "change, and non-overlapping 95%% confidence intervals where the "
-                         "aggregates have them; include/drift.yaml) of one run against the "
-                         "good earlier runs of the same series (complete, validated, no stale "
-                         "outputs, not flagged themselves); writes "
-                         "lab-data/drift/run_id=<id>/drift.parquet and prints the flags. "
+                         usage="kafkalab drift [check] [--run-id RUN] [--config FILE] "
+                         "[--data-dir DIR]\n       kafkalab drift accept SERIES|RUN "
+                         "[--note TEXT] [--data-dir DIR]",
+                         description="Robust drift check of one run (include/drift.yaml): "
+                         "median ± k·MAD and a minimum\nrelative change, and non-overlapping "
+                         "95 % confidence intervals where the aggregates have\nthem, against "
+                         "the good earlier runs of the same series (complete, validated, no "
+                         "stale\noutputs, not flagged themselves). Writes "
+                         "lab-data/drift/run_id=<id>/drift.parquet and prints\nthe flags. "
                          "`kafkalab drift` is `kafkalab drift check`.",
                          epilog="examples:\n  kafkalab drift\n  kafkalab drift check --run-id RUN\n"
                          "  kafkalab drift accept 'SCENARIO|CLIENT|...|METRIC'\n"
