@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "  kafkalab drift accept RUN --note 'new disks'",
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     _drift_check_args(pdr, None)
-    dsub = pdr.add_subparsers(dest="drift_command", metavar="ACTION", parser_class=_Parser)
+    dsub = pdr.add_subparsers(dest="drift_command", metavar="ACTION", parser_class=_Parser,
+                              prog="kafkalab drift")  # not the two-line usage above
     dchk = dsub.add_parser("check", help="judge a run (the default action)",
                            description="Judge one run (default: the latest) and store its "
                            "drift records.")
