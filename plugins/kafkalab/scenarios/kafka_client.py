@@ -29,7 +29,15 @@ from kafkalab.config.mapping import settings_view
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
-from kafkalab.scenarios.base import CatalogScenario, Cell, Tracker, ms_between, now_ns
+from kafkalab.scenarios.base import (
+    CatalogScenario,
+    Cell,
+    Tracker,
+    heap_setting,
+    ms_between,
+    now_ns,
+    steady_heap,
+)
 
 FIRST_MESSAGE_MODES: tuple[str, ...] = ("subscribe", "assign")
 """How a first-message probe's consumer gets its partition: a consumer group, or by hand."""
@@ -99,6 +107,7 @@ class KafkaClientScenario(CatalogScenario):
     def run(self, cell: Cell, progress: Progress) -> None:
         """First-message probes (``first_message_probes`` × both modes), then the closed
         loop; every row goes to ``cell.sink``."""
+        steady_heap()
         base = self._base(cell)
         producer = self._open_producer(cell, base)
         try:
@@ -109,13 +118,14 @@ class KafkaClientScenario(CatalogScenario):
 
     def client_settings(self, cell: Cell) -> dict[str, str]:
         """The producer's and the measuring consumer's effective configuration
-        (``producer.<key>``, ``consumer.<key>``; no secrets) plus ``harness.loop_mode`` and
-        ``harness.consumer_mode``."""
+        (``producer.<key>``, ``consumer.<key>``; no secrets) plus ``harness.loop_mode``,
+        ``harness.consumer_mode`` and ``harness.heap``."""
         base = self._base(cell, secrets=False)
         secret = cell.descriptor.secret_env if cell.descriptor is not None else {}
         out = settings_view(self._configs(cell, base), secret)
         out["harness.loop_mode"] = str(self.loop_mode)
         out["harness.consumer_mode"] = cell.workload.consumer_mode
+        out["harness.heap"] = heap_setting()
         return out
 
     # -- what each client fills in ------------------------------------------------------

@@ -19,7 +19,15 @@ from typing import IO, cast
 
 from kafkalab.errors import ClusterError, RunError
 from kafkalab.progress import Progress
-from kafkalab.scenarios.base import CatalogScenario, Cell, Tracker, now_ns, wall_now_ns
+from kafkalab.scenarios.base import (
+    CatalogScenario,
+    Cell,
+    Tracker,
+    heap_setting,
+    now_ns,
+    steady_heap,
+    wall_now_ns,
+)
 
 
 class HttpServerProcess:
@@ -84,7 +92,7 @@ class RestScenario(CatalogScenario, scenario="rest"):
         return {"http.method": "POST", "http.session": "keep-alive (one requests.Session)",
                 "http.timeout_s": str(cell.workload.message_timeout_s),
                 "http.server": "kafkalab.scenarios.http_server on 127.0.0.1 (TCP_NODELAY)",
-                "harness.loop_mode": str(self.loop_mode)}
+                "harness.loop_mode": str(self.loop_mode), "harness.heap": heap_setting()}
 
     def run(self, cell: Cell, progress: Progress) -> None:
         """POST every message, one at a time; every row goes to ``cell.sink``.
@@ -94,6 +102,7 @@ class RestScenario(CatalogScenario, scenario="rest"):
         """
         import requests
 
+        steady_heap()
         tracker = Tracker(cell, expects_ack=False, loop_mode=self.loop_mode)
         total = cell.total_messages
         timeout_s = cell.workload.message_timeout_s
