@@ -248,6 +248,7 @@ def test_emulator_runs_never_baseline_kafka_runs() -> None:
     ("run_state", "failed"), ("run_state", "incomplete"), ("run_state", "running"),
     ("run_state", "stale"), ("run_state", None), ("run_validated", False),
     ("run_validated", None), ("run_stale_outputs", "aggregates"),
+    ("run_stale_outputs", "report,validation"), ("run_stale_outputs", "drift"),
 ])
 def test_runs_that_are_not_good_are_excluded_from_baseline(column: str, bad: object) -> None:
     hist = _history([10.0, 10.0, 10.0, 500.0, 500.0, 500.0, 10.0])
@@ -255,6 +256,13 @@ def test_runs_that_are_not_good_are_excluded_from_baseline(column: str, bad: obj
     hist.loc[3:5, column] = bad
     r = drift.detect_drift(hist, _cfg()).iloc[0]
     assert r["baseline_runs"] == 3 and r["baseline_value"] == 10.0
+
+
+def test_a_stale_report_alone_does_not_spoil_a_baseline_run() -> None:
+    hist = _history([10.0, 10.0, 10.0, 30.0])
+    hist["run_stale_outputs"] = ["report", "", "", ""]
+    r = drift.detect_drift(hist, _cfg()).iloc[0]
+    assert r["baseline_runs"] == 3 and r["verdict"] == "drift"
 
 
 def test_history_without_run_facts_has_no_baseline() -> None:

@@ -153,6 +153,19 @@ def test_recovery_needs_consecutive_good_runs_and_another_drift_restarts_the_cou
     assert h.announced[-1] == (good[-1], "recovery")
 
 
+def test_a_judged_run_whose_drift_is_being_recomputed_still_counts(tmp_path: Path) -> None:
+    """A re-measured run is judged while its `drift` (and `report`) entries are stale: that
+    is the output being recomputed, so its ok verdict counts towards the recovery."""
+    h = History(tmp_path)
+    _normal(h, 7)
+    h.add(20.0)
+    first = h.add(10.0, stale=["drift", "report"])
+    assert h.record(first)["good_runs"] == 1 and h.record(first)["note"] is None
+    h.lab.clear_stale(first, "drift")  # as the Airflow task does once the records are written
+    stale_numbers = h.add(10.0, stale=["aggregates"])
+    assert h.record(stale_numbers)["good_runs"] == 1  # neither counts nor breaks
+
+
 def test_recovery_runs_is_configurable(tmp_path: Path) -> None:
     rules = {**RULES, "defaults": {**RULES["defaults"], "recovery_runs": 1}}
     h = History(tmp_path, rules)

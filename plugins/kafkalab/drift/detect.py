@@ -7,8 +7,9 @@ runs of the same series that are *good* for it (ordered by run start,
 :func:`kafkalab.drift.history.run_order`):
 
 * the run's state is ``complete``, its validation succeeded (a run with no validation
-  result is not validated) and it has no stale outputs (``run_state``, ``run_validated``,
-  ``run_stale_outputs`` of :func:`kafkalab.drift.history.load_history`);
+  result is not validated) and none of its aggregates, validation or drift records is
+  stale (``run_state``, ``run_validated``, ``run_stale_outputs`` of
+  :func:`kafkalab.drift.history.load_history`; :data:`BASELINE_STALE_OUTPUTS`);
 * the run's own stored drift record of that series was not a drift, unless a person
   accepted that level (:mod:`kafkalab.drift.acceptances`): then the baseline starts at the
   accepted run;
@@ -63,6 +64,14 @@ CI_HIGH_SUFFIX = "_ci_high"
 
 GOOD_RUN_STATE = "complete"
 """The only run state whose runs can serve as a baseline."""
+
+BASELINE_STALE_OUTPUTS: frozenset[str] = frozenset({"aggregates", "validation", "drift"})
+"""Stale outputs that keep an earlier run out of baselines: its numbers, their validation
+and its own drift flags are outdated. A stale ``report`` changes nothing judged here."""
+
+JUDGED_STALE_OUTPUTS: frozenset[str] = frozenset({"aggregates", "validation"})
+"""Stale outputs that make the judged run not good (not counted towards a recovery): its
+``drift`` entry is the one being recomputed now."""
 
 _INT_PARTS = ("payload_bytes", "broker_count", "planned_messages")
 
@@ -238,8 +247,11 @@ def _prepare(history: pd.DataFrame, pos: Mapping[str, int]) -> pd.DataFrame:
 
     state_ok = col("run_state").map(lambda v: not is_missing(v) and str(v).lower() == GOOD_RUN_STATE)
     validated = col("run_validated").map(as_bool)
-    not_stale = col("run_stale_outputs").map(lambda v: is_missing(v) or str(v).strip() == "")
-    df["_good_run"] = (state_ok & validated & not_stale).astype(bool)
+    stale = col("run_stale_outputs").map(
+        lambda v: set() if is_missing(v) else {o.strip() for o in str(v).split(",") if o.strip()})
+    good = state_ok & validated
+    df["_good_run"] = (good & stale.map(lambda o: not o & BASELINE_STALE_OUTPUTS)).astype(bool)
+    df["_good_judged"] = (good & stale.map(lambda o: not o & JUDGED_STALE_OUTPUTS)).astype(bool)
     for c in SERIES_COLUMNS:
         df[f"_k_{c}"] = col(c).map(key_part).astype(str)
     df["_series"] = df[[f"_k_{c}" for c in SERIES_COLUMNS]].agg("|".join, axis=1) \
@@ -384,7 +396,7 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
               ][-rule.window_runs:]
     values = [r.value for r in window if r.value is not None]
     latest_value = _median(_num(rows, metric).tolist())
-    latest_good = bool(rows["_good_run"].all())
+    latest_good = bool(rows["_good_judged"].all())
 
     if latest_value is None:
         res: dict[str, Any] = {
@@ -424,7 +436,9 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
 __all__ = [
     "CI_HIGH_SUFFIX",
     "CI_LOW_SUFFIX",
+    "BASELINE_STALE_OUTPUTS",
     "GOOD_RUN_STATE",
+    "JUDGED_STALE_OUTPUTS",
     "MAD_SCALE",
     "SERIES_COLUMNS",
     "detect_drift",
