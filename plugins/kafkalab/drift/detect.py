@@ -434,9 +434,9 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
 
 
 __all__ = [
+    "BASELINE_STALE_OUTPUTS",
     "CI_HIGH_SUFFIX",
     "CI_LOW_SUFFIX",
-    "BASELINE_STALE_OUTPUTS",
     "GOOD_RUN_STATE",
     "JUDGED_STALE_OUTPUTS",
     "MAD_SCALE",
