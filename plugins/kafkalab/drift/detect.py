@@ -410,7 +410,8 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
         base_ci = [r.ci for r in window] if has_ci else None
         res = evaluate_series(values, latest_value, rule, latest_ci, base_ci)
     if not latest_good:
-        why = "not a good run (state, validation or stale outputs): not counted for recovery"
+        why = ("not a good run (state, validation or stale outputs): never a baseline, not "
+               "counted towards a recovery")
         res["note"] = f"{res['note']}; {why}" if res.get("note") else why
 
     steps = [Step(r.run_id, r.position, r.verdict, r.good_run)
