@@ -34,6 +34,7 @@ except ImportError:  # ... or, on a Spark node without it, the file shipped with
     from store import atomic_write as _atomic_write  # type: ignore[no-redef]
 
 __all__ = [
+    "CELL_KEYS",
     "CI_CONFIDENCE",
     "CI_PERCENTILES",
     "LOOPBACK_HOST",
@@ -53,6 +54,9 @@ __all__ = [
 
 LOOPBACK_HOST = "127.0.0.1"
 """The address a local driver binds to: nothing listens beyond this host."""
+
+CELL_KEYS: tuple[str, ...] = ("run_id", "scenario", "client", "payload", "profile")
+"""The columns that name a cell: one aggregate row per combination."""
 
 METRIC_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
     "e2e_latency_ms": {"p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100),

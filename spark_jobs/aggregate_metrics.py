@@ -55,7 +55,7 @@ SCHEMA_VERSION = 2
 """Version of the aggregates schema (``docs/aggregates-schema.md``)."""
 
 #: One output row per combination of these columns.
-CELL_KEYS: tuple[str, ...] = ("run_id", "scenario", "client", "payload", "profile")
+CELL_KEYS: tuple[str, ...] = shared.CELL_KEYS
 #: Columns constant within a cell, carried into the output (the largest non-null value).
 CARRIED_COLUMNS: tuple[str, ...] = (
     "run_date", "workload", "payload_encoding", "payload_bytes", "cluster_flavor",

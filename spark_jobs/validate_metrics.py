@@ -2,12 +2,16 @@
 
 Two suites run on Spark DataFrames in an ephemeral GX context:
 
-* ``raw_samples``: schema (columns and Spark types), non-null columns, non-negative
-  latencies, allowed values of ``status``, ``sample_kind``, ``scenario`` and friends;
-* ``aggregates``: loss accounting (``received_count = sent_count - lost_count``), ordered
-  percentiles (``p50 <= p90 <= p95 <= p99 <= p999 <= max``), no loss under a durable
-  profile, non-negative counts. Row-wise rules are computed boolean ``*_ok`` columns that
-  must all be true.
+* ``raw_samples``: schema (columns and Spark types of samples schema 2), non-null columns,
+  non-negative latencies, allowed values of ``status``, ``sample_kind``, ``scenario``,
+  ``loop_mode`` and friends, and row rules (a received message has its receive time, a lost
+  one has none);
+* ``aggregates``: each aggregate row beside the facts recounted from its cell's raw rows
+  (:func:`cell_facts`): the counts match the raw rows, the cell sent what it planned, every
+  received seq lies in the sent range, each seq has exactly one non-duplicate row, every
+  duplicate has its original; ordered percentiles and confidence intervals; no loss under a
+  durable profile; non-negative counts. These rules are computed boolean ``*_ok`` columns
+  that must all be true; a failure names the cells that break it.
 
 Outputs (``docs/aggregates-schema.md``): ``<out>/<run_id>.json`` (atomic), a self-contained
 ``<out>/<run_id>.html`` summary and GX Data Docs under ``<out>/docs/``.
@@ -28,7 +32,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import html
-import itertools
 import json
 import logging
 import os
@@ -54,6 +57,7 @@ __all__ = [
     "AGGREGATE_CHECK_COLUMNS",
     "DEFAULT_CONFIG",
     "InputError",
+    "cell_facts",
     "main",
     "render_html",
     "validate",
@@ -61,9 +65,12 @@ __all__ = [
     "write_json_atomic",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version of the validation report (``docs/aggregates-schema.md``)."""
 
-#: Raw sample columns and their Spark types (docs/metrics-schema.md).
+CELL_KEYS = shared.CELL_KEYS
+
+#: Raw sample columns and their Spark types (docs/metrics-schema.md, samples schema 2).
 SAMPLE_SPARK_TYPES: dict[str, str] = {
     "run_id": "StringType", "run_date": "StringType", "sample_kind": "StringType",
     "scenario": "StringType", "client": "StringType", "client_version": "StringType",
@@ -77,45 +84,91 @@ SAMPLE_SPARK_TYPES: dict[str, str] = {
     "e2e_latency_ms": "DoubleType", "round_trip_ms": "DoubleType",
     "consumer_mode": "StringType", "assign_delay_ms": "DoubleType",
     "first_record_delay_ms": "DoubleType", "statistic": "StringType",
-    "latency_resolution_ms": "DoubleType",
+    "latency_resolution_ms": "DoubleType", "wall_ts_ns": "LongType",
+    "loop_mode": "StringType", "cold_start": "BooleanType", "planned_messages": "LongType",
+    "message_timeout_ms": "DoubleType", "broker_count": "IntegerType",
+    "client_settings": "StringType",
 }
 SAMPLE_NULLABLE: frozenset[str] = frozenset({
     "topic", "partition", "offset", "error", "send_ts_ns", "ack_ts_ns", "receive_ts_ns",
     "publish_latency_ms", "e2e_latency_ms", "round_trip_ms", "consumer_mode",
-    "assign_delay_ms", "first_record_delay_ms", "statistic",
+    "assign_delay_ms", "first_record_delay_ms", "statistic", "wall_ts_ns", "loop_mode",
+    "cold_start", "broker_count",
 })
 SAMPLE_NON_NEGATIVE: tuple[str, ...] = (
     "publish_latency_ms", "e2e_latency_ms", "round_trip_ms", "assign_delay_ms",
     "first_record_delay_ms", "latency_resolution_ms", "payload_bytes", "seq",
+    "planned_messages", "message_timeout_ms",
 )
+#: Allowed values (nulls allowed where the column is nullable). The scenarios are
+#: ``kafkalab.scenarios.catalog.SCENARIOS`` and the loop modes its ``LOOP_MODES``, written
+#: here because the job runs without the lab's package; tests/unit/test_lists_in_step.py
+#: keeps the copies equal.
 SAMPLE_VALUE_SETS: dict[str, list[str]] = {
     "sample_kind": ["message", "first_message", "tool_summary"],
-    "scenario": ["rest", "kafka-python", "confluent-kafka", "jvm-e2e"],
+    "scenario": ["rest", "kafka-python", "confluent-kafka", "confluent-kafka-serial",
+                 "jvm-e2e"],
     "status": ["ok", "lost", "duplicate", "late", "error"],
     "payload_encoding": ["raw", "base64"],
     "consumer_mode": ["subscribe", "assign"],
     "statistic": ["avg", "p50", "p99", "p99.9"],
+    "loop_mode": ["overlapped", "serial", "request"],
 }
+#: Row rules of the raw samples: (what must hold, column that must be non-null (True) or
+#: null (False), Spark SQL condition selecting the rows it applies to).
+SAMPLE_ROW_RULES: tuple[tuple[str, str, bool, str], ...] = (
+    ("a received message (ok, late, duplicate) has its receive_ts_ns", "receive_ts_ns", True,
+     "sample_kind = 'message' AND status IN ('ok', 'late', 'duplicate')"),
+    ("a received message (ok, late, duplicate) has its e2e_latency_ms", "e2e_latency_ms", True,
+     "sample_kind = 'message' AND status IN ('ok', 'late', 'duplicate')"),
+    ("a lost message has no receive_ts_ns", "receive_ts_ns", False,
+     "sample_kind = 'message' AND status = 'lost'"),
+    ("every message and tool row has its loop_mode", "loop_mode", True,
+     "sample_kind IN ('message', 'tool_summary')"),
+)
+#: Columns that name a raw row in a failure's examples (when the samples have them).
+SAMPLE_INDEX_COLUMNS: tuple[str, ...] = ("scenario", "payload", "profile", "seq")
 
 AGGREGATE_COUNT_COLUMNS: tuple[str, ...] = (
     "sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
     "error_count", "warmup_excluded_count",
 )
-#: Columns that must be non-decreasing in each aggregate row: percentiles, then the max.
+#: Columns whose non-null values must be non-decreasing in each aggregate row.
 _E2E_ORDER = (*shared.percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max")
 _PUBLISH_ORDER = (*shared.percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
+_CI_ORDERS = tuple(
+    (f"e2e_latency_ms_{p}_ci_low", f"e2e_latency_ms_{p}", f"e2e_latency_ms_{p}_ci_high")
+    for p in shared.CI_PERCENTILES
+)
+#: The aggregate count and the raw recount each must equal (:func:`cell_facts`).
+_RECOUNTS: dict[str, str] = {
+    "sent_count": "raw_sent", "received_count": "raw_received", "lost_count": "raw_lost",
+    "error_count": "raw_error", "duplicate_count": "raw_duplicate", "late_count": "raw_late",
+    "warmup_excluded_count": "raw_warmup",
+}
 
 
 def _order_check(metric: str, columns: Sequence[str]) -> str:
-    """``e2e_latency_ms p50 <= p90 <= ... <= max (or all null)``: an ordering rule in words."""
+    """``e2e_latency_ms p50 <= p90 <= ... <= max where not null``: an ordering rule in words."""
     steps = " <= ".join(c.removeprefix(f"{metric}_") for c in columns)
-    return f"{metric} {steps} (or all null)"
+    return f"{metric} {steps} (where not null)"
 
 
 #: Computed boolean columns of the aggregates suite (each must be true on every row).
 AGGREGATE_CHECK_COLUMNS: dict[str, str] = {
-    "loss_accounting_ok": "received_count = sent_count - lost_count",
+    "counts_match_raw_ok": "sent/received/lost/error/duplicate/late/warm-up counts equal "
+                           "those recounted from the cell's raw rows, and raw non-warm-up "
+                           "non-duplicate rows = received + lost + error",
+    "planned_messages_ok": "the cell's non-warm-up non-duplicate message rows = "
+                           "planned_messages",
+    "received_seqs_in_range_ok": "every received seq (ok, late, duplicate) lies in the sent "
+                                 "range [0, warm-up + planned_messages)",
+    "one_row_per_seq_ok": "every seq from 0 to the cell's largest has exactly one "
+                          "non-duplicate message row",
+    "duplicates_have_original_ok": "every duplicate's seq has a received (ok/late) original row",
     "e2e_percentiles_ordered_ok": _order_check("e2e_latency_ms", _E2E_ORDER),
+    "e2e_ci_brackets_ok": "e2e_latency_ms ci_low <= p50 <= ci_high and ci_low <= p99 <= "
+                          "ci_high (where not null)",
     "publish_percentiles_ordered_ok": _order_check("publish_latency_ms", _PUBLISH_ORDER),
     "durability_no_loss_ok": "lost_count = 0 where the profile promises durability",
 }
@@ -200,6 +253,10 @@ def _samples_expectations() -> list[Any]:
     for col, values in SAMPLE_VALUE_SETS.items():
         exps.append(_exp("ExpectColumnValuesToBeInSet", f"{col} in {values}",
                          column=col, value_set=values))
+    for check, col, present, condition in SAMPLE_ROW_RULES:
+        exps.append(_exp("ExpectColumnValuesToNotBeNull" if present
+                         else "ExpectColumnValuesToBeNull", check, column=col,
+                         row_condition=condition, condition_parser="spark"))
     return exps
 
 
@@ -217,36 +274,160 @@ def _aggregates_expectations() -> list[Any]:
 
 
 def _ordered(cols: Sequence[str]) -> Column:
-    """True when all ``cols`` are null, or none is null and they are non-decreasing."""
-    all_null = F.lit(True)
-    none_null = F.lit(True)
-    for c in cols:
-        all_null = all_null & F.col(c).isNull()
-        none_null = none_null & F.col(c).isNotNull()
-    order = F.lit(True)
-    for lo, hi in itertools.pairwise(cols):
-        order = order & (F.col(lo) <= F.col(hi))
-    return F.coalesce(all_null | (none_null & order), F.lit(False))
+    """True when the non-null values among ``cols`` are non-decreasing (a percentile may be
+    null for want of samples or on a censored rank; the others keep their order)."""
+    ok = F.lit(True)
+    for i, lo in enumerate(cols):
+        for hi in cols[i + 1:]:
+            ok = ok & (F.col(lo).isNull() | F.col(hi).isNull() | (F.col(lo) <= F.col(hi)))
+    return F.coalesce(ok, F.lit(False))
 
 
-def with_aggregate_checks(aggregates: DataFrame, durable_profiles: Sequence[str]) -> DataFrame:
-    """Add the boolean ``*_ok`` columns of :data:`AGGREGATE_CHECK_COLUMNS` (never null)."""
-    loss = F.col("received_count") == F.col("sent_count") - F.col("lost_count")
-    durable = ~F.col("profile").isin(list(durable_profiles)) | (F.col("lost_count") == 0)
-    return (
-        aggregates.withColumn("loss_accounting_ok", F.coalesce(loss, F.lit(False)))
-        .withColumn("e2e_percentiles_ordered_ok", _ordered(_E2E_ORDER))
-        .withColumn("publish_percentiles_ordered_ok", _ordered(_PUBLISH_ORDER))
-        .withColumn("durability_no_loss_ok", F.coalesce(durable, F.lit(False)))
+def _count_if(cond: Column) -> Column:
+    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
+
+
+def cell_facts(samples: DataFrame) -> DataFrame:
+    """What the raw rows of each cell say, recounted independently of the aggregation: one
+    row per cell (:data:`CELL_KEYS`) with
+
+    * ``raw_sent`` (non-warm-up non-duplicate message rows), ``raw_received`` (ok + late),
+      ``raw_lost``, ``raw_error``, ``raw_duplicate``, ``raw_late`` (non-warm-up) and
+      ``raw_warmup`` (warm-up message rows);
+    * ``raw_message_rows``, ``raw_original_rows`` (non-duplicate message rows), ``raw_seqs``
+      (distinct message seqs), ``raw_min_seq``,
+      ``raw_max_seq``, ``raw_warmup_seqs``; ``raw_planned`` (``planned_messages``, null in
+      schema-1 rows);
+    * ``raw_seqs_not_one_row`` (seqs with zero or several non-duplicate rows),
+      ``raw_orphan_duplicate_seqs`` (duplicates whose seq has no received original),
+      ``raw_min_received_seq`` / ``raw_max_received_seq`` (rows ok, late or duplicate).
+
+    Two passes: one per (cell, seq), then one per cell.
+    """
+    keys = list(CELL_KEYS)
+    status = F.col("status")
+    dup = status == "duplicate"
+    warm = F.col("is_warmup")
+    measured = ~warm
+    planned = (F.col("planned_messages") if "planned_messages" in samples.columns
+               else F.lit(None).cast("long"))
+    per_seq = (
+        samples.withColumn("_is_msg", F.col("sample_kind") == "message")
+        .withColumn("_planned", planned)
+        .groupBy(*keys, "_is_msg", "seq").agg(
+            F.count(F.lit(1)).alias("_rows"),
+            _count_if(~dup).alias("_orig"),
+            _count_if(~dup & status.isin("ok", "late")).alias("_orig_received"),
+            _count_if(dup).alias("_dups"),
+            _count_if(status.isin("ok", "late", "duplicate")).alias("_received_rows"),
+            _count_if(~dup & measured).alias("_sent"),
+            _count_if(measured & status.isin("ok", "late")).alias("_received"),
+            _count_if(measured & (status == "lost")).alias("_lost"),
+            _count_if(measured & (status == "error")).alias("_error"),
+            _count_if(measured & dup).alias("_duplicate"),
+            _count_if(measured & (status == "late")).alias("_late"),
+            _count_if(warm).alias("_warm_rows"),
+            _count_if(warm & ~dup).alias("_warm_orig"),
+            F.max("_planned").alias("_planned"),
+        )
     )
+    msg = F.col("_is_msg")
+
+    def total(col: str) -> Column:
+        return F.coalesce(F.sum(F.when(msg, F.col(col))), F.lit(0)).cast("long")
+
+    return per_seq.groupBy(*keys).agg(
+        total("_sent").alias("raw_sent"),
+        total("_received").alias("raw_received"),
+        total("_lost").alias("raw_lost"),
+        total("_error").alias("raw_error"),
+        total("_duplicate").alias("raw_duplicate"),
+        total("_late").alias("raw_late"),
+        total("_warm_rows").alias("raw_warmup"),
+        total("_rows").alias("raw_message_rows"),
+        total("_orig").alias("raw_original_rows"),
+        _count_if(msg).alias("raw_seqs"),
+        F.min(F.when(msg, F.col("seq"))).alias("raw_min_seq"),
+        F.max(F.when(msg, F.col("seq"))).alias("raw_max_seq"),
+        _count_if(msg & (F.col("_warm_orig") > 0)).alias("raw_warmup_seqs"),
+        F.max("_planned").alias("raw_planned"),
+        _count_if(msg & (F.col("_orig") != 1)).alias("raw_seqs_not_one_row"),
+        _count_if(msg & (F.col("_dups") > 0) & (F.col("_orig_received") == 0))
+        .alias("raw_orphan_duplicate_seqs"),
+        F.min(F.when(msg & (F.col("_received_rows") > 0), F.col("seq")))
+        .alias("raw_min_received_seq"),
+        F.max(F.when(msg & (F.col("_received_rows") > 0), F.col("seq")))
+        .alias("raw_max_received_seq"),
+    )
+
+
+def with_aggregate_checks(aggregates: DataFrame, facts: DataFrame,
+                          durable_profiles: Sequence[str]) -> DataFrame:
+    """The aggregates beside their cells' raw facts (:func:`cell_facts`; a full outer join,
+    so a cell on one side only fails), with a ``cell`` label (``scenario/payload/profile``)
+    and the boolean ``*_ok`` columns of :data:`AGGREGATE_CHECK_COLUMNS` (never null)."""
+    both = (aggregates.withColumn("_has_aggregate", F.lit(True))
+            .join(facts.withColumn("_has_samples", F.lit(True)), on=list(CELL_KEYS),
+                  how="full_outer"))
+    has_msgs = F.coalesce(F.col("raw_message_rows"), F.lit(0)) > 0
+    counts = F.col("_has_aggregate") & F.col("_has_samples") & (
+        F.col("raw_sent") == F.col("raw_received") + F.col("raw_lost") + F.col("raw_error"))
+    for agg_col, raw_col in _RECOUNTS.items():
+        counts = counts & (F.col(agg_col) == F.col(raw_col))
+    planned = (F.col("raw_planned").isNull() | ~has_msgs
+               | (F.col("raw_sent") == F.col("raw_planned")))
+    # the sent seqs: warm-up + planned; in schema-1 rows (no plan), one per original row
+    bound = F.coalesce(F.col("raw_warmup_seqs") + F.col("raw_planned"),
+                       F.col("raw_original_rows"))
+    in_range = F.col("raw_min_received_seq").isNull() | (
+        (F.col("raw_min_received_seq") >= 0) & (F.col("raw_max_received_seq") < bound))
+    one_row = ~has_msgs | (
+        (F.col("raw_seqs_not_one_row") == 0) & (F.col("raw_min_seq") == 0)
+        & (F.col("raw_max_seq") == F.col("raw_seqs") - 1))
+    originals = F.coalesce(F.col("raw_orphan_duplicate_seqs"), F.lit(0)) == 0
+    cis = F.lit(True)
+    for cols in _CI_ORDERS:
+        cis = cis & _ordered(cols)
+    durable = (~F.col("profile").isin(list(durable_profiles))
+               | (F.coalesce(F.col("lost_count"), F.lit(0)) == 0))
+    checks = {
+        "counts_match_raw_ok": counts,
+        "planned_messages_ok": planned,
+        "received_seqs_in_range_ok": in_range,
+        "one_row_per_seq_ok": one_row,
+        "duplicates_have_original_ok": originals,
+        "e2e_percentiles_ordered_ok": _ordered(_E2E_ORDER),
+        "e2e_ci_brackets_ok": cis,
+        "publish_percentiles_ordered_ok": _ordered(_PUBLISH_ORDER),
+        "durability_no_loss_ok": durable,
+    }
+    out = both.withColumn("cell", F.concat_ws("/", "scenario", "payload", "profile"))
+    for name, rule in checks.items():
+        out = out.withColumn(name, F.coalesce(rule, F.lit(False)))
+    return out
 
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _example(index: dict[str, Any], column: str | None) -> str:
+    """One failing row named by its index columns: ``kafka-python/1kb/latency`` (an
+    aggregate's ``cell``) or ``kafka-python/1kb/latency seq 20 (e2e_latency_ms=-3.0)``."""
+    if "cell" in index:
+        return str(index["cell"])
+    name = "/".join(str(index.get(c)) for c in ("scenario", "payload", "profile"))
+    if index.get("seq") is not None:
+        name += f" seq {index['seq']}"
+    if column in index:
+        name += f" ({column}={index[column]})"
+    return name
+
+
 def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
-    """One failed expectation as a JSON-able dict with a short human summary."""
+    """One failed expectation as a JSON-able dict with a short human summary; its examples
+    name the failing rows (cells, or raw rows by cell and seq) where the suite has index
+    columns, else show the unexpected values."""
     cfg = res.expectation_config
     kwargs = dict(cfg.kwargs)
     column = kwargs.get("column")
@@ -256,6 +437,8 @@ def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
     raised = bool(exc.get("raised_exception")) if isinstance(exc, dict) else False
     unexpected = result.get("unexpected_count")
     examples = list(result.get("partial_unexpected_list") or [])[:n_examples]
+    indexed = [_example(i, column) for i in result.get("partial_unexpected_index_list") or []
+               if isinstance(i, dict)][:n_examples]
     where = f"{column}: " if column and not str(check).startswith(column) else ""
     if raised:
         msg = str(exc.get("exception_message") or "error").strip().splitlines()[0][:200]
@@ -263,8 +446,8 @@ def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
     elif unexpected is not None:
         total = result.get("element_count")
         detail = f"{unexpected} of {total} rows violate it"
-        if examples:
-            detail += f", e.g. {', '.join(map(str, examples))}"
+        if indexed or examples:
+            detail += f", e.g. {', '.join(indexed or map(str, examples))}"
     else:
         detail = f"observed {result.get('observed_value')!r}"
     return {
@@ -275,14 +458,16 @@ def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
         "summary": f"{suite}: {where}{check}: {detail}",
         "unexpected_count": unexpected,
         "partial_unexpected_list": _jsonable(examples),
+        "unexpected_rows": indexed,
         "observed_value": _jsonable(result.get("observed_value")),
         "raised_exception": raised,
     }
 
 
 def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
-               site_names: list[str]) -> Any:
-    """Validate ``df`` against a new suite through a Checkpoint (updates Data Docs)."""
+               site_names: list[str], index_columns: Sequence[str] = ()) -> Any:
+    """Validate ``df`` against a new suite through a Checkpoint (updates Data Docs); a
+    failure's examples name their rows by ``index_columns``."""
     import great_expectations as gx
     from great_expectations.checkpoint import Checkpoint, UpdateDataDocsAction
 
@@ -297,9 +482,12 @@ def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
     )
     actions: list[Any] = (
         [UpdateDataDocsAction(name="data_docs", site_names=site_names)] if site_names else [])
+    result_format: dict[str, Any] = {"result_format": "SUMMARY"}
+    if index_columns:
+        result_format["unexpected_index_column_names"] = list(index_columns)
     checkpoint = context.checkpoints.add(
         Checkpoint(name=f"{name}_checkpoint", validation_definitions=[vdef], actions=actions,
-                   result_format={"result_format": "SUMMARY"})
+                   result_format=result_format)
     )
     result = checkpoint.run(batch_parameters={"dataframe": df})
     return next(iter(result.run_results.values()))
@@ -316,29 +504,37 @@ def validate(samples_df: DataFrame, aggregates_df: DataFrame,
     docs_dir = cfg["docs_dir"]
     context = _context(docs_dir)
     site_names = ["kafkalab"] if docs_dir else []
-    checked = with_aggregate_checks(aggregates_df, cfg["durable_profiles"])
+    facts = cell_facts(samples_df).cache()
+    checked = with_aggregate_checks(aggregates_df, facts, cfg["durable_profiles"]).cache()
+    sample_index = [c for c in SAMPLE_INDEX_COLUMNS if c in samples_df.columns]
+    if len(sample_index) < len(SAMPLE_INDEX_COLUMNS):
+        sample_index = []  # a broken schema: the column checks report it
     suites: dict[str, Any] = {}
     failed: list[dict[str, Any]] = []
-    for name, df, exps in (
-        ("raw_samples", samples_df, _samples_expectations()),
-        ("aggregates", checked, _aggregates_expectations()),
-    ):
-        res = _run_suite(context, name, df, exps, site_names)
-        stats = dict(res.statistics)
-        suites[name] = {
-            "success": bool(res.success),
-            "statistics": {
-                "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
-                "successful_expectations": int(stats.get("successful_expectations", 0)),
-                "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
-                "success_percent": stats.get("success_percent"),
-            },
-        }
-        failed.extend(
-            _summarize_failure(name, r, cfg["partial_unexpected_count"])
-            for r in res.results if not r.success
-        )
-    index = os.path.join(docs_dir, "index.html") if docs_dir else None
+    try:
+        for name, df, exps, index in (
+            ("raw_samples", samples_df, _samples_expectations(), sample_index),
+            ("aggregates", checked, _aggregates_expectations(), ["cell"]),
+        ):
+            res = _run_suite(context, name, df, exps, site_names, index)
+            stats = dict(res.statistics)
+            suites[name] = {
+                "success": bool(res.success),
+                "statistics": {
+                    "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
+                    "successful_expectations": int(stats.get("successful_expectations", 0)),
+                    "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
+                    "success_percent": stats.get("success_percent"),
+                },
+            }
+            failed.extend(
+                _summarize_failure(name, r, cfg["partial_unexpected_count"])
+                for r in res.results if not r.success
+            )
+    finally:
+        checked.unpersist()
+        facts.unpersist()
+    docs_index = os.path.join(docs_dir, "index.html") if docs_dir else None
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": cfg["run_id"],
@@ -347,7 +543,7 @@ def validate(samples_df: DataFrame, aggregates_df: DataFrame,
         "durable_profiles": list(cfg["durable_profiles"]),
         "suites": suites,
         "failed_expectations": failed,
-        "data_docs_index": index if index and os.path.exists(index) else None,
+        "data_docs_index": docs_index if docs_index and os.path.exists(docs_index) else None,
     }
 
 

@@ -60,7 +60,7 @@ def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = Fals
     return _row(
         seq=seq, is_warmup=warmup, status=status, send_ts_ns=send,
         ack_ts_ns=None if status == "error" else send + 500_000,
-        receive_ts_ns=send + round(e2e_ms * 1e6) if received else None,
+        receive_ts_ns=send + round(e2e_ms * 1e6) if received and e2e_ms is not None else None,
         e2e_latency_ms=e2e_ms if received else None,
         publish_latency_ms=None if status == "error" else (e2e_ms or 1.0) / 10,
         wall_ts_ns=1_795_309_323_000_000_000 + seq, **kw,
@@ -115,7 +115,8 @@ def known_rows() -> list[dict[str, Any]]:
     for i, v in enumerate([70, 10, 40, 100, 20, 90, 30, 60, 50, 80]):
         rows.append(_msg(i, float(v), payload="1mb", payload_bytes=1_048_576,
                          planned_messages=10))
-    ck = {"scenario": "confluent-kafka", "client": "confluent-kafka", "planned_messages": 40}
+    ck: dict[str, Any] = {"scenario": "confluent-kafka", "client": "confluent-kafka",
+                          "planned_messages": 40}
     for i in range(20):
         rows.append(_msg(i, float(i + 1), **ck))
         rows.append(_msg(20 + i, None, status="lost", **ck))

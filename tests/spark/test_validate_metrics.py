@@ -36,12 +36,17 @@ def test_good_fake_data_passes(lab: dict[str, Any], tmp_path: Path) -> None:
     assert doc["failed_expectations"] == []
     assert doc["success"] is True
     assert doc["suites"]["raw_samples"]["success"] and doc["suites"]["aggregates"]["success"]
-    assert doc["suites"]["raw_samples"]["statistics"]["evaluated_expectations"] > 50
+    assert doc["suites"]["raw_samples"]["statistics"]["evaluated_expectations"] > 70
+    assert doc["schema_version"] == 2
     assert (tmp_path / "docs" / "index.html").exists()
     json.dumps(doc)  # JSON-able
 
 
-def test_bad_data_fails_with_the_right_expectations(lab: dict[str, Any]) -> None:
+def _rows_of(failure: dict[str, Any]) -> set[str]:
+    return set(failure["unexpected_rows"])
+
+
+def test_bad_aggregates_fail_with_the_right_expectations(lab: dict[str, Any]) -> None:
     from pyspark.sql import functions as F
 
     samples = lab["samples"].withColumn(
@@ -50,19 +55,27 @@ def test_bad_data_fails_with_the_right_expectations(lab: dict[str, Any]) -> None
         .otherwise(F.col("e2e_latency_ms")),
     )
     agg = lab["aggregates"]
-    rest_lat = (F.col("scenario") == "rest") & (F.col("payload") == "1kb")
-    kp_lat = (F.col("scenario") == "kafka-python") & (F.col("payload") == "1kb")
+
+    def cell(scenario: str, payload: str, profile: str) -> Any:
+        return ((F.col("scenario") == scenario) & (F.col("payload") == payload)
+                & (F.col("profile") == profile))
+
+    rest = cell("rest", "1kb", "latency")
+    kp = cell("kafka-python", "1kb", "latency")
     ck_dur = (F.col("scenario") == "confluent-kafka") & (F.col("profile") == "durability")
+    cks = cell("confluent-kafka-serial", "1mb", "durability")
     agg = (
-        agg.withColumn(  # received != sent - lost
+        agg.withColumn(  # one more received than the raw rows hold
             "received_count",
-            F.when(rest_lat & (F.col("profile") == "latency"), F.col("received_count") + 1)
-            .otherwise(F.col("received_count")))
-        .withColumn(  # p99 > max
-            "e2e_latency_ms_p99",
-            F.when(kp_lat & (F.col("profile") == "latency"), F.col("e2e_latency_ms_max") + 1)
-            .otherwise(F.col("e2e_latency_ms_p99")))
-        .withColumn(  # a loss under 'durability' (accounting kept consistent)
+            F.when(rest, F.col("received_count") + 1).otherwise(F.col("received_count")))
+        .withColumn(  # a max below the p50
+            "e2e_latency_ms_max",
+            F.when(kp, F.col("e2e_latency_ms_p50") - 1).otherwise(F.col("e2e_latency_ms_max")))
+        .withColumn(  # a CI that does not bracket its percentile
+            "e2e_latency_ms_p50_ci_low",
+            F.when(cks, F.col("e2e_latency_ms_p50") + 1)
+            .otherwise(F.col("e2e_latency_ms_p50_ci_low")))
+        .withColumn(  # a loss under 'durability' (sent unchanged)
             "received_count",
             F.when(ck_dur, F.col("received_count") - 1).otherwise(F.col("received_count")))
         .withColumn("lost_count",
@@ -72,17 +85,103 @@ def test_bad_data_fails_with_the_right_expectations(lab: dict[str, Any]) -> None
     assert doc["success"] is False
     assert _failed(doc) == {
         ("raw_samples", "e2e_latency_ms", "expect_column_values_to_be_between"),
-        ("aggregates", "loss_accounting_ok", "expect_column_values_to_be_in_set"),
+        ("aggregates", "counts_match_raw_ok", "expect_column_values_to_be_in_set"),
         ("aggregates", "e2e_percentiles_ordered_ok", "expect_column_values_to_be_in_set"),
+        ("aggregates", "e2e_ci_brackets_ok", "expect_column_values_to_be_in_set"),
         ("aggregates", "durability_no_loss_ok", "expect_column_values_to_be_in_set"),
     }
     by_col = {f["column"]: f for f in doc["failed_expectations"]}
     assert by_col["e2e_latency_ms"]["unexpected_count"] >= 1
     assert -3.0 in by_col["e2e_latency_ms"]["partial_unexpected_list"]
-    assert "received_count = sent_count - lost_count" in by_col["loss_accounting_ok"]["summary"]
-    assert by_col["durability_no_loss_ok"]["unexpected_count"] == 2     # 1kb and 1mb cells
+    assert "seq 20 (e2e_latency_ms=-3.0)" in by_col["e2e_latency_ms"]["summary"]
+    assert _rows_of(by_col["counts_match_raw_ok"]) == {
+        "rest/1kb/latency", "confluent-kafka/1kb/durability", "confluent-kafka/1mb/durability"}
+    assert "recounted from the cell's raw rows" in by_col["counts_match_raw_ok"]["summary"]
+    assert "rest/1kb/latency" in by_col["counts_match_raw_ok"]["summary"]
+    assert _rows_of(by_col["e2e_percentiles_ordered_ok"]) == {"kafka-python/1kb/latency"}
+    assert _rows_of(by_col["e2e_ci_brackets_ok"]) == {"confluent-kafka-serial/1mb/durability"}
+    assert _rows_of(by_col["durability_no_loss_ok"]) == {
+        "confluent-kafka/1kb/durability", "confluent-kafka/1mb/durability"}
     assert doc["suites"]["raw_samples"]["statistics"]["unsuccessful_expectations"] == 1
-    assert doc["suites"]["aggregates"]["statistics"]["unsuccessful_expectations"] == 3
+    assert doc["suites"]["aggregates"]["statistics"]["unsuccessful_expectations"] == 4
+
+
+def test_raw_rows_that_break_the_accounting_fail(lab: dict[str, Any]) -> None:
+    """Each check recomputed from the raw rows fails on rows broken on purpose (the
+    aggregates are those of the good rows), and names the cell it fails in."""
+    from pyspark.sql import functions as F
+
+    samples = lab["samples"]
+    msgs = samples.where(F.col("sample_kind") == "message")
+
+    def rows(scenario: str, payload: str, profile: str) -> list[Any]:
+        return msgs.where((F.col("scenario") == scenario) & (F.col("payload") == payload)
+                          & (F.col("profile") == profile)).orderBy("seq").collect()
+
+    def at(scenario: str, payload: str, profile: str, seq: int, status: str) -> Any:
+        return ((F.col("sample_kind") == "message") & (F.col("scenario") == scenario)
+                & (F.col("payload") == payload) & (F.col("profile") == profile)
+                & (F.col("seq") == seq) & (F.col("status") == status))
+
+    def pick(cell_rows: list[Any], status: str, n: int = 1) -> list[int]:
+        """``n`` non-warm-up seqs with a row of ``status`` (and no duplicate, unless asked)."""
+        dups = {r["seq"] for r in cell_rows if r["status"] == "duplicate"}
+        found = [r["seq"] for r in cell_rows if r["status"] == status and not r["is_warmup"]
+                 and (status == "duplicate" or r["seq"] not in dups)]
+        assert len(found) >= n, status
+        return found[:n]
+
+    kp_1kb = rows("kafka-python", "1kb", "latency")
+    kp_1mb = rows("kafka-python", "1mb", "latency")
+    ck_1kb = rows("confluent-kafka", "1kb", "durability")
+    ck_1mb = rows("confluent-kafka", "1mb", "durability")
+    (stray,) = pick(kp_1kb, "ok")
+    (dup,), (lost,) = pick(kp_1mb, "duplicate"), pick(kp_1mb, "lost")
+    twin_a, twin_b = pick(ck_1kb, "ok", 2)
+    (no_ts,) = pick(ck_1mb, "ok")
+    seq = F.col("seq")
+    broken = (
+        samples  # a received seq beyond everything the cell sent
+        .withColumn("seq", F.when(at("kafka-python", "1kb", "latency", stray, "ok"),
+                                  F.lit(10_000_000)).otherwise(seq))
+        # a duplicate of a message that was lost: no received original
+        .withColumn("seq", F.when(at("kafka-python", "1mb", "latency", dup, "duplicate"),
+                                  F.lit(lost)).otherwise(seq))
+        # two non-duplicate rows for one seq, none for another
+        .withColumn("seq", F.when(at("confluent-kafka", "1kb", "durability", twin_b, "ok"),
+                                  F.lit(twin_a)).otherwise(seq))
+        # a received message without its receive time
+        .withColumn("receive_ts_ns", F.when(at("confluent-kafka", "1mb", "durability", no_ts,
+                                                "ok"), F.lit(None))
+                    .otherwise(F.col("receive_ts_ns")))
+        # a plan the cell did not follow
+        .withColumn("planned_messages", F.when(
+            (F.col("scenario") == "confluent-kafka-serial") & (F.col("payload") == "1kb")
+            & (F.col("profile") == "latency"), F.col("planned_messages") + 1)
+            .otherwise(F.col("planned_messages")))
+    )
+    # an aggregate row missing for a measured cell
+    agg = lab["aggregates"].where(~((F.col("scenario") == "rest") & (F.col("payload") == "1mb")
+                                    & (F.col("profile") == "durability")))
+    doc = vm.validate(broken, agg, {"run_id": RUN})
+    assert doc["success"] is False
+    by_check = {f["column"] if f["suite"] == "aggregates" else f["check"]: f
+                for f in doc["failed_expectations"]}  # aggregates: by column; raw: by rule
+    assert _rows_of(by_check["received_seqs_in_range_ok"]) == {"kafka-python/1kb/latency"}
+    assert _rows_of(by_check["duplicates_have_original_ok"]) == {"kafka-python/1mb/latency"}
+    assert _rows_of(by_check["one_row_per_seq_ok"]) == {
+        "kafka-python/1kb/latency", "confluent-kafka/1kb/durability"}
+    assert _rows_of(by_check["planned_messages_ok"]) == {"confluent-kafka-serial/1kb/latency"}
+    assert _rows_of(by_check["counts_match_raw_ok"]) == {"rest/1mb/durability"}
+    no_receive = by_check["a received message (ok, late, duplicate) has its receive_ts_ns"]
+    assert no_receive["suite"] == "raw_samples" and no_receive["unexpected_count"] == 1
+    assert f"confluent-kafka/1mb/durability seq {no_ts}" in no_receive["summary"]
+    assert set(by_check) == {
+        "received_seqs_in_range_ok", "duplicates_have_original_ok", "one_row_per_seq_ok",
+        "planned_messages_ok", "counts_match_raw_ok",
+        "a received message (ok, late, duplicate) has its receive_ts_ns",
+        *vm.AGGREGATE_COUNT_COLUMNS,  # "is never null": the missing aggregate row
+    }
 
 
 def test_bad_schema_and_values_in_samples(lab: dict[str, Any]) -> None:
@@ -96,6 +195,8 @@ def test_bad_schema_and_values_in_samples(lab: dict[str, Any]) -> None:
     failed = _failed(doc)
     assert ("raw_samples", None, "expect_table_columns_to_match_set") in failed
     assert ("raw_samples", "status", "expect_column_values_to_be_in_set") in failed
+    # the unknown status is neither received, lost nor failed: sent != the three
+    assert ("aggregates", "counts_match_raw_ok", "expect_column_values_to_be_in_set") in failed
     # durable profiles are configurable: the latency profile loses messages
     assert ("aggregates", "durability_no_loss_ok", "expect_column_values_to_be_in_set") in failed
 

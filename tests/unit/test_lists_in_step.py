@@ -6,25 +6,75 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pyarrow as pa
+import pytest
+
 import spark_jobs._session as spark_session
 import spark_jobs.validate_metrics as vm
+from kafkalab import stats
 from kafkalab.report.sections import BAR_COLORS
-from kafkalab.scenarios.catalog import CATALOG, SCENARIOS, scenario_spec
+from kafkalab.samples import SAMPLE_SCHEMA
+from kafkalab.scenarios.catalog import CATALOG, LOOP_MODES, SCENARIOS, scenario_spec
 from kafkalab.scenarios.jvm_e2e import TOOL_STATISTICS, JvmEndToEndScenario
 from kafkalab.scenarios.kafka_client import FIRST_MESSAGE_MODES
 from kafkalab.stats import PERCENTILES
+
+_SPARK_TYPE_OF_ARROW = {pa.string(): "StringType", pa.int64(): "LongType",
+                        pa.int32(): "IntegerType", pa.float64(): "DoubleType",
+                        pa.bool_(): "BooleanType"}
 
 
 def test_validation_accepts_exactly_the_catalog_and_the_tool() -> None:
     assert vm.SAMPLE_VALUE_SETS["scenario"] == list(SCENARIOS)
     assert vm.SAMPLE_VALUE_SETS["statistic"] == list(TOOL_STATISTICS)
     assert vm.SAMPLE_VALUE_SETS["consumer_mode"] == list(FIRST_MESSAGE_MODES)
+    assert vm.SAMPLE_VALUE_SETS["loop_mode"] == list(LOOP_MODES)
+
+
+def test_validation_checks_exactly_the_samples_schema() -> None:
+    expected = {"run_id": "StringType", "run_date": "StringType"} | {
+        f.name: _SPARK_TYPE_OF_ARROW[f.type] for f in SAMPLE_SCHEMA}
+    assert expected == vm.SAMPLE_SPARK_TYPES
 
 
 def test_spark_e2e_percentiles_are_the_harness_percentiles() -> None:
     spark = [Fraction(num, den)
              for num, den in spark_session.METRIC_PERCENTILES["e2e_latency_ms"].values()]
     assert spark == [Fraction(str(q)) for q in PERCENTILES]
+    assert spark_session.METRIC_PERCENTILES["e2e_latency_ms"] == stats.PERCENTILE_FRACTIONS
+
+
+def test_spark_statistics_rules_are_the_harness_rules() -> None:
+    assert spark_session.MIN_SAMPLES == stats.MIN_SAMPLES
+    assert spark_session.CI_PERCENTILES == stats.CI_PERCENTILES
+    assert spark_session.CI_CONFIDENCE == stats.CI_CONFIDENCE
+    for percentiles in spark_session.METRIC_PERCENTILES.values():
+        assert set(percentiles) <= set(spark_session.MIN_SAMPLES)
+
+
+_CI_SIZES = (*range(0, 400), 499, 500, 999, 1000, 1001, 1234, 4999, 10_000, 65_537,
+             100_000, 1_000_003)
+
+
+@pytest.mark.parametrize("q", [0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999])
+def test_spark_confidence_ranks_are_the_harness_ranks(q: float) -> None:
+    for n in _CI_SIZES:
+        for confidence in (0.95, 0.9, 0.99):
+            assert (spark_session.quantile_ci_ranks(n, q, confidence)
+                    == stats.quantile_ci_ranks(n, q, confidence)), (n, q, confidence)
+
+
+def test_confidence_ranks_bracket_the_percentile_rank() -> None:
+    """A sanity check of the copy itself: the interval holds the nearest rank, widens less
+    than the sample grows, and is None on the side too few values can cover."""
+    for n in (10, 100, 1000, 100_000):
+        lo, hi = spark_session.quantile_ci_ranks(n, 0.5)
+        rank = stats.fraction_rank(n, 1, 2)
+        assert lo is not None and hi is not None and lo <= rank <= hi
+        assert hi - lo < n
+    assert spark_session.quantile_ci_ranks(5, 0.5) == (None, None)   # 2 · 0.5^5 > 5 %
+    assert spark_session.quantile_ci_ranks(100, 0.99)[1] is None     # 0.99^100 > 2.5 %
+    assert spark_session.quantile_ci_ranks(0, 0.5) == (None, None)
 
 
 def test_every_scenario_has_a_bar_colour_and_the_tool_is_the_catalog_client() -> None:

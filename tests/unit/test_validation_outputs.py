@@ -16,7 +16,7 @@ def test_html_summary_is_self_contained() -> None:
         "suites": {"aggregates": {"success": False, "statistics": {
             "evaluated_expectations": 2, "successful_expectations": 1,
             "unsuccessful_expectations": 1, "success_percent": 50.0}}},
-        "failed_expectations": [{"suite": "aggregates", "column": "loss_accounting_ok",
+        "failed_expectations": [{"suite": "aggregates", "column": "counts_match_raw_ok",
                                  "expectation_type": "expect_column_values_to_be_in_set",
                                  "summary": "a <b> summary"}],
     }
