@@ -139,8 +139,15 @@ def json_summary(result: CellResult) -> dict[str, Any]:
 
 
 def _settings_label(settings: Mapping[str, Any]) -> str:
+    """``acks=1, linger.ms=0, fetch.max.wait.ms=0`` from flat or ``producer.``/``consumer.``
+    prefixed settings (the tool's are prefixed by the client that applies them)."""
     keys = ("acks", "linger.ms", "fetch.max.wait.ms")
-    return ", ".join(f"{k}={settings[k]}" for k in keys if k in settings)
+    out = []
+    for k in keys:
+        value = next((settings[p + k] for p in ("", "producer.", "consumer.") if p + k in settings), None)
+        if value is not None:
+            out.append(f"{k}={value}")
+    return ", ".join(out)
 
 
 def format_table(results: list[CellResult]) -> str:

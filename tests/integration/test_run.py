@@ -126,7 +126,7 @@ def test_jvm_tool_results_are_parsed(full_run: tuple[subprocess.CompletedProcess
         assert stats[(payload, "avg")]["e2e_latency_ms"] > 0
     assert all(r["sample_kind"] == "tool_summary" for r in rows)
     settings = json.loads(rows[0]["client_settings"])
-    assert settings["linger.ms"] == "0" and settings["fetch.max.wait.ms"] == "0"  # the tool's own
+    assert settings["producer.linger.ms"] == "0" and settings["consumer.fetch.max.wait.ms"] == "0"
     assert all(r["loop_mode"] == "serial" for r in rows)
 
 

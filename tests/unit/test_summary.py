@@ -93,7 +93,8 @@ def test_first_message_is_the_median_of_warm_probes_with_the_cold_one_apart() ->
 def test_tool_row_is_labelled_with_the_settings_it_used_not_the_profile() -> None:
     tool = [Sample(sample_kind="tool_summary", seq=0, statistic="p50", e2e_latency_ms_override=1.0)]
     result = _cell(tool, scenario="jvm-e2e")
-    result.summary["client_settings"] = {"acks": "1", "linger.ms": "0", "fetch.max.wait.ms": "0"}
+    result.summary["client_settings"] = {"producer.acks": "1", "producer.linger.ms": "0",
+                                         "consumer.fetch.max.wait.ms": "0"}
     line = format_table([result]).splitlines()[2]
     assert "latency" not in line and "tool: acks=1, linger.ms=0, fetch.max.wait.ms=0" in line
 
