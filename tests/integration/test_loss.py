@@ -1,0 +1,141 @@
+"""Messages really are lost, against a real Kafka 0.9.0.1 broker: the broker process is
+frozen (SIGSTOP) in the middle of a closed loop and again at its end, so the loss paths of
+the harness run for real. Every sent message ends as exactly one row; the ones frozen
+mid-run arrive after their timeout (``late``, streamed to the sink as they arrive), the
+ones frozen at the end never reach the consumer within the run (``lost``, written by
+``finish``): sent = received + lost + error.
+
+The pauses stay below the broker's ZooKeeper session timeout (6 s), so the broker resumes
+as it was."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab.cluster import ClusterDescriptor, cluster_status
+from kafkalab.config.loader import load_profile
+from kafkalab.config.models import Workload
+from kafkalab.payloads import load_body
+from kafkalab.samples import ListSink, Sample
+from kafkalab.scenarios.base import Cell
+from kafkalab.scenarios.catalog import get_scenario
+from kafkalab.topics import TopicSpec, provision_topics
+
+MESSAGES = 30
+TIMEOUT_S = 0.5
+"""message_timeout_s: a message not back within 0.5 s is lost (late if it comes later)."""
+MID_PAUSE_S = 1.6
+"""The mid-run freeze: more than three message timeouts."""
+END_PAUSE_S = 3.2
+"""The freeze at the end: longer than the last three messages' timeouts plus the 0.5 s
+grace period, shorter than the producer's final flush (10 s) and ZooKeeper's 6 s."""
+
+
+class _Freezer:
+    """Freezes the broker (SIGSTOP) when the sink holds ``at`` rows, for ``pause_s``; always
+    thaws it (SIGCONT) before the test ends."""
+
+    def __init__(self, pid: int, sink: ListSink) -> None:
+        self.pid = pid
+        self.sink = sink
+        self.frozen = False
+        self.rows_at_freeze: list[int] = []
+        self.error: BaseException | None = None
+
+    def freeze_when(self, plan: list[tuple[int, float]], stop: threading.Event) -> None:
+        try:
+            for at, pause_s in plan:
+                while len(self.sink.rows) < at and not stop.is_set():
+                    time.sleep(0.002)
+                if stop.is_set():
+                    return
+                self.rows_at_freeze.append(len(self.sink.rows))
+                os.kill(self.pid, signal.SIGSTOP)
+                self.frozen = True
+                stop.wait(pause_s)
+                self.thaw()
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+    def thaw(self) -> None:
+        if self.frozen:
+            os.kill(self.pid, signal.SIGCONT)
+            self.frozen = False
+
+
+@pytest.fixture()
+def loss_topic(kafka09_cluster: ClusterDescriptor) -> Iterator[str]:
+    name = f"klab-loss-{uuid.uuid4().hex[:8]}"
+    provision_topics(kafka09_cluster, [TopicSpec(name=name, partitions=1, replication_factor=1)])
+    yield name
+
+
+def _broker_pid(lab: Path) -> int:
+    (broker,) = [p for p in cluster_status(lab)["processes"] if p["role"] == "broker"]
+    assert broker["alive"]
+    return int(broker["pid"])
+
+
+def _message_rows(rows: list[Sample]) -> list[Sample]:
+    return [r for r in rows if r.sample_kind == "message"]
+
+
+@pytest.mark.parametrize("scenario", ["confluent-kafka", "confluent-kafka-serial", "kafka-python"])
+def test_a_frozen_broker_loses_messages_and_every_one_is_a_row(
+        kafka09_lab: tuple[Path, ClusterDescriptor], loss_topic: str, tmp_path: Path,
+        scenario: str) -> None:
+    lab, descriptor = kafka09_lab
+    workload = Workload(name="loss", messages=MESSAGES, warmup_messages=0, encoding="raw",
+                        consumer_mode="assign", first_message_probes=0,
+                        message_timeout_s=TIMEOUT_S)
+    sink = ListSink()
+    cell = Cell(run_id="loss", workload=workload, profile=load_profile("latency"),
+                payload="1kb", body=load_body("1kb", "raw", tmp_path), topic=loss_topic,
+                descriptor=descriptor, work_dir=tmp_path, sink=sink)
+    freezer = _Freezer(_broker_pid(lab), sink)
+    stop = threading.Event()
+    plan = [(10, MID_PAUSE_S), (MESSAGES - 3, END_PAUSE_S)]
+    controller = threading.Thread(target=freezer.freeze_when, args=(plan, stop), daemon=True)
+    progress: list[Any] = []
+    controller.start()
+    try:
+        get_scenario(scenario).run(cell, progress.append)
+    finally:
+        stop.set()
+        controller.join(10)
+        freezer.thaw()
+        for tracker in cell.trackers:
+            tracker.finish()
+    assert freezer.error is None
+    assert len(freezer.rows_at_freeze) == 2, "the broker was not frozen twice"
+
+    rows = _message_rows(sink.rows)
+    firsts = [r for r in rows if r.status != "duplicate"]
+    n = Counter(r.status for r in firsts)
+    # every sent message is exactly one row: sent = received + lost + error
+    assert sorted(r.seq for r in firsts) == list(range(MESSAGES))
+    assert n["ok"] + n["late"] + n["lost"] + n["error"] == MESSAGES
+    assert n["late"] >= 1, n   # frozen mid-run, arrived after its timeout
+    assert n["lost"] >= 1, n   # frozen at the end, never back within the run
+    assert n["ok"] >= 10, n
+    for r in firsts:
+        assert r.loop_mode == get_scenario(scenario).loop_mode and r.send_ts_ns is not None
+        if r.status in ("ok", "late"):
+            assert r.receive_ts_ns is not None and r.e2e_latency_ms is not None
+            assert (r.e2e_latency_ms > TIMEOUT_S * 1000) == (r.status == "late")
+        if r.status == "lost":
+            assert r.receive_ts_ns is None and r.e2e_latency_ms is None
+    # rows are streamed: late ones were written while the loop still ran (before the end
+    # freeze), the lost ones are the last rows written (by finish)
+    assert min(i for i, r in enumerate(rows) if r.status == "late") < freezer.rows_at_freeze[1]
+    assert all(r.status == "lost" for r in rows[len(rows) - n["lost"]:])
