@@ -92,7 +92,8 @@ def test_fake_samples_files_replace_the_run(tmp_path: Path) -> None:
 
     first = write_fake_samples(tmp_path, 600, RUN, seed=1)
     second = write_fake_samples(tmp_path, 600, RUN, seed=2, payloads=("1kb",))
-    assert len(first) == 16 and len(second) == 8
+    # every scenario × payloads (1kb, 1mb) × profiles (latency, durability); then one payload
+    assert len(first) == len(SCENARIOS) * 4 and len(second) == len(SCENARIOS) * 2
     assert LabData(tmp_path).run_sample_files(RUN) == sorted(second)
     assert not list(tmp_path.rglob("*.tmp"))
 
@@ -128,6 +129,7 @@ def test_bench_cli_parses_without_running(capsys: pytest.CaptureFixture[str]) ->
     (["--spark-rows", "abc"], "expected comma-separated row counts, got 'abc'"),
     (["--spark-rows", "1000,0"], "expected positive row counts"),
     (["--messages-1kb", "0"], "--messages-1kb: must be at least 1, got 0"),
+    (["--overhead-rounds", "0"], "--overhead-rounds: must be at least 1, got 0"),
 ])
 def test_bench_refuses_bad_arguments_before_running(args: list[str], message: str,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,3 +140,34 @@ def test_bench_refuses_bad_arguments_before_running(args: list[str], message: st
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_bench_part_b_compares_the_serial_harness_with_the_tool_by_means() -> None:
+    from tools.bench.latency import serial_vs_tool
+
+    rows = [
+        {"scenario": "confluent-kafka-serial", "e2e_p50_ms": 1.42, "e2e_mean_ms": 1.5,
+         "client_settings": {"acks": "1", "linger.ms": "1"}},
+        {"scenario": "jvm-e2e", "e2e_p50_ms": 1.0, "e2e_mean_ms": 1.25,
+         "client_settings": {"acks": "1", "linger.ms": "0", "fetch.max.wait.ms": "0"}},
+        {"scenario": "confluent-kafka", "e2e_p50_ms": 1.1, "e2e_mean_ms": 1.0},
+    ]
+    v = serial_vs_tool(rows)
+    assert v["serial_over_tool_mean"] == 1.2 and v["goal_serial_mean_within_1_2x_of_tool_mean"]
+    assert v["serial_over_tool_p50"] == 1.42 and v["serial_over_tool_p50_bucket_top"] == 0.71
+    assert v["overlapped_over_tool_mean"] == 0.8
+    assert "truncated" in v["tool_p50_note"]
+    assert v["tool_settings"]["fetch.max.wait.ms"] == "0"
+    missing = serial_vs_tool(rows[1:])
+    assert missing["serial_over_tool_mean"] is None
+    assert missing["goal_serial_mean_within_1_2x_of_tool_mean"] is None
+
+
+def test_bench_overhead_compares_the_lab_s_exact_bytes() -> None:
+    from kafkalab.paths import images_dir
+    from kafkalab.payloads import load_body, wire_size_bytes
+    from tools.bench.overhead import OVERHEAD_PAYLOADS
+
+    assert OVERHEAD_PAYLOADS == (("1kb", "raw"), ("1mb", "base64"))
+    body = load_body("1mb", "base64", images_dir())
+    assert wire_size_bytes(body) == 1_462_780  # seed 000's base64 1 MB image + the stamp

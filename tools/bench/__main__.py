@@ -53,9 +53,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m tools.bench",
         description="The lab's speed checks (make bench); JSON in bench/results/.")
     parser.add_argument("--messages-1kb", type=_positive, default=1000,
-                        help="measured 1 KB messages per client (default 1000)")
+                        help="measured 1 KB messages per client in part (b) (default 1000)")
     parser.add_argument("--messages-mb", type=_positive, default=20,
                         help="measured messages per cell at the seed 000 sizes (default 20)")
+    parser.add_argument("--overhead-rounds", type=_positive, default=6,
+                        help="A/B rounds of lab vs minimal loop in part (a) (default 6)")
+    parser.add_argument("--overhead-messages-1kb", type=_positive, default=1000,
+                        help="measured 1 KB messages per side and round in part (a) (default 1000)")
+    parser.add_argument("--overhead-messages-1mb", type=_positive, default=150,
+                        help="measured 1 MB messages per side and round in part (a) (default 150)")
     parser.add_argument("--spark", action="store_true", help="also benchmark the Spark aggregation")
     parser.add_argument("--spark-rows", type=_row_counts, default=[1_000_000, 10_000_000],
                         help="row counts of the Spark bench, comma-separated (default 1000000,10000000)")
@@ -77,8 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         if not args.skip_kafka:
+            from kafkalab.cluster.embedded import cluster_up
             from tools.bench.latency import bench_kafka, print_kafka
+            from tools.bench.overhead import bench_overhead, print_overhead
 
+            d = cluster_up("kafka09", 1, progress=lambda m: print(m, file=sys.stderr))
+            result["overhead"] = bench_overhead(d, args.overhead_rounds,
+                                                args.overhead_messages_1kb,
+                                                args.overhead_messages_1mb, work / "overhead")
+            print_overhead(result["overhead"])
             result["kafka"] = bench_kafka(args.messages_1kb, args.messages_mb, work / "data")
             print_kafka(result["kafka"])
         if args.spark:
@@ -86,14 +99,14 @@ def main(argv: list[str] | None = None) -> int:
 
             rows = args.spark_rows
             result["spark_aggregation"] = bench_aggregation(rows, work / "spark")
-            print("\n(c) Spark aggregation on local[2]")
+            print("\n(d) Spark aggregation on local[2]")
             for r in result["spark_aggregation"]:
                 print("  " + json.dumps(r))
         if args.nightly:
             from tools.bench.nightly import bench_nightly_run
 
             result["nightly"] = bench_nightly_run(work / "nightly")
-            print("\n(d) one nightly run, wall time by task")
+            print("\n(e) one nightly run, wall time by task")
             for r in result["nightly"].get("tasks", []):
                 print(f"  {r['task_id']:<28} {r['duration_s']:8.2f} s")
     except LabError as exc:
