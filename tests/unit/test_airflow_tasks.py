@@ -180,3 +180,23 @@ def test_the_cell_summary_in_xcom_says_why_p99_is_undefined() -> None:
         scenario="jvm-e2e", payload="1kb", profile="latency", status="complete",
         payload_bytes=1056)
     assert (tasks._summary(tool)["p50_ms"], tasks._summary(tool)["p99_ms"]) == (1.0, 7.0)
+
+
+def test_the_nightly_workload_defines_every_percentile_its_alerts_judge() -> None:
+    """Every percentile metric drift-checked by include/drift.yaml is defined by the number
+    of messages nightly.yaml measures per cell, with room for a lost message at p99."""
+    import re
+
+    from kafkalab.config import load_workload
+    from kafkalab.drift import load_drift_config
+    from kafkalab.stats import MIN_SAMPLES
+
+    nightly = load_workload("nightly")
+    percentiles = [m.group(1) for metric in load_drift_config().metrics
+                   if (m := re.fullmatch(r"\w+_ms_(p\d+)", metric))]
+    assert "p99" in percentiles and "p50" in percentiles
+    for name in percentiles:
+        assert nightly.messages >= MIN_SAMPLES[name], name
+    assert nightly.messages >= 2 * MIN_SAMPLES["p99"]  # two losses still leave p99 defined
+    assert "confluent-kafka-serial" in nightly.scenarios and "jvm-e2e" in nightly.scenarios
+    assert nightly.first_message_probes >= 3  # a median of warm probes, the cold one apart
