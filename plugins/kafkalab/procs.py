@@ -31,13 +31,39 @@ _PROC = Path("/proc")
 # --------------------------------------------------------------------------- processes
 
 
+_EXEC_SETTLE_S = 2.0
+"""How long :func:`cmdline` waits for the arguments of a process still inside ``execve``."""
+
+_PF_KTHREAD = 0x00200000  # per-process flag in /proc/<pid>/stat: a kernel thread
+
+
 def cmdline(pid: int) -> list[str] | None:
-    """The command line of ``pid``; None when it cannot be read (gone, or no ``/proc``)."""
+    """The command line of ``pid``; None when it cannot be read (gone, or no ``/proc``).
+
+    A child is briefly visible with an empty command line right after ``Popen`` returned:
+    the kernel closes the close-on-exec pipe that ``Popen`` waits on at exec's point of no
+    return, and sets the new image's arguments only later. An empty command line of a live
+    process that is not a kernel thread is therefore read again until the arguments appear
+    (at most :data:`_EXEC_SETTLE_S`)."""
+    deadline = time.monotonic() + _EXEC_SETTLE_S
+    while True:
+        try:
+            raw = (_PROC / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            return None
+        if raw.strip(b"\0") or not _may_be_execing(pid) or time.monotonic() > deadline:
+            return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+        time.sleep(0.002)
+
+
+def _may_be_execing(pid: int) -> bool:
+    """True when ``pid`` runs and is no kernel thread (whose command line is always empty)."""
     try:
-        raw = (_PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return None
-    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+        fields = (_PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+        state, flags = fields[0], int(fields[6])
+    except (OSError, IndexError, ValueError):
+        return False
+    return state not in ("Z", "X") and not flags & _PF_KTHREAD
 
 
 def reap(pid: int) -> None:

@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,28 @@ def test_alive_ours_and_stopped(tmp_path: Path) -> None:
         assert procs.stop(pid, timeout_s=10) == "stopped"
     assert not procs.pid_alive(pid) and not procs.runs(pid, "kafkalab-test-marker")
     assert procs.stop(pid) == "not-running"
+
+
+def test_cmdline_waits_for_the_arguments_of_a_process_still_in_exec(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Right after Popen returned, the child may still be inside execve: alive, its new
+    # image mapped, its arguments not yet set (an empty /proc/<pid>/cmdline).
+    monkeypatch.setattr(procs, "_PROC", tmp_path)
+    (tmp_path / "4242").mkdir()
+    (tmp_path / "4242" / "stat").write_text("4242 (python) R 1 4242 4242 0 -1 4194304 1 0\n")
+    (tmp_path / "4242" / "cmdline").write_bytes(b"")
+    exec_done = threading.Timer(0.2, (tmp_path / "4242" / "cmdline").write_bytes,
+                                [b"python\0-c\0pass\0kafkalab-test-marker\0"])
+    exec_done.start()
+    try:
+        assert procs.runs(4242, "kafkalab-test-marker")
+    finally:
+        exec_done.cancel()
+    # a kernel thread's command line is always empty: no wait, and never ours
+    (tmp_path / "2").mkdir()
+    (tmp_path / "2" / "stat").write_text("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0\n")
+    (tmp_path / "2" / "cmdline").write_bytes(b"")
+    assert procs.cmdline(2) == [] and not procs.runs(2, "kafkalab-test-marker")
 
 
 def test_stop_escalates_to_sigkill(tmp_path: Path) -> None:
