@@ -34,7 +34,7 @@ from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
 from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.cluster.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
-from kafkalab.store import LabData
+from kafkalab.store import LabData, atomic_write_json
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
@@ -142,7 +142,8 @@ def _run_ids(lab: LabData) -> set[str]:
 
 
 def _inject_baseline(lab: LabData, template_run: str, n: int = 3) -> list[str]:
-    """Add ``n`` earlier runs whose latency columns are ~10x lower than ``template_run``'s."""
+    """Add ``n`` earlier runs whose latency columns are ~10x lower than ``template_run``'s:
+    complete, validated, nothing stale (drift takes baselines only from such runs)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -171,8 +172,9 @@ def _inject_baseline(lab: LabData, template_run: str, n: int = 3) -> list[str]:
             pq.write_table(pa.table(cols, names=table.column_names), out_dir / f.name)
         m = copy.deepcopy(manifest)
         m.update(run_id=rid, started_at=f"2020-01-0{i}T00:00:00+00:00",
-                 ended_at=f"2020-01-0{i}T00:01:00+00:00", status="complete")
+                 ended_at=f"2020-01-0{i}T00:01:00+00:00", status="complete", stale_outputs=[])
         lab.write_manifest(m)
+        atomic_write_json(lab.validation_path(rid), {"run_id": rid, "success": True})
         made.append(rid)
     return made
 
@@ -193,6 +195,9 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
     assert re.fullmatch(r"experiment-\d{8}T\d{6}Z-[0-9a-f]{6}", run1), run1
     manifest = lab.manifest(run1)
     assert manifest is not None and manifest["status"] == "complete", manifest.get("error")
+    assert manifest["owner"]["kind"] == "airflow"
+    assert manifest.get("stale_outputs") == []  # every derived output is fresh
+    assert lab.run_state(run1) == "complete"
     assert {c["scenario"] for c in manifest["cells"]} == set(SCENARIOS)
     samples = lab.run_sample_files(run1)
     assert len(samples) == len(SCENARIOS), samples

@@ -272,6 +272,7 @@ def mark_recomputed(run_id: str, output: str, written_since_s: float | None = No
     lab = LabData()
     manifest = lab.manifest(run_id)
     if manifest is None:
+        log.warning("run %s has no manifest: its %s cannot be marked fresh", run_id, output)
         return False
     if written_since_s is not None:
         mtimes = [p.stat().st_mtime for p in _output_files(lab, run_id, output)]
@@ -280,6 +281,7 @@ def mark_recomputed(run_id: str, output: str, written_since_s: float | None = No
             return False
     stale = [str(x) for x in manifest.get("stale_outputs") or []]
     if output not in stale:
+        log.info("run %s: %s recomputed (it was not stale)", run_id, output)
         return True
     inputs = [x for x in DERIVED_FROM[output] if x in stale]
     if inputs:
