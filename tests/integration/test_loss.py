@@ -5,8 +5,10 @@ mid-run arrive after their timeout (``late``, streamed to the sink as they arriv
 ones frozen at the end never reach the consumer within the run (``lost``, written by
 ``finish``): sent = received + lost + error.
 
-The pauses stay below the broker's ZooKeeper session timeout (6 s), so the broker resumes
-as it was."""
+The pauses are meant to stay below the broker's ZooKeeper session timeout (6 s), but on a
+loaded machine a frozen JVM can still lose its session and take a moment to re-register:
+every test waits until ZooKeeper lists the broker again (and a controller) before it goes on,
+so the next test never meets a broker that is not there yet."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kafkalab.cluster import ClusterDescriptor, cluster_status
+from kafkalab.cluster import ClusterDescriptor, cluster_status, zookeeper
 from kafkalab.config.loader import load_profile
 from kafkalab.config.models import Workload
 from kafkalab.payloads import load_body
@@ -73,11 +75,34 @@ class _Freezer:
             self.frozen = False
 
 
+REGISTER_TIMEOUT_S = 60.0
+"""How long a thawed broker may take to be listed by ZooKeeper again."""
+
+
+def _wait_registered(descriptor: ClusterDescriptor) -> None:
+    """Return once ZooKeeper lists every broker of ``descriptor`` and a controller."""
+    assert descriptor.zookeeper is not None
+    port = int(descriptor.zookeeper.rsplit(":", 1)[1])
+    deadline = time.monotonic() + REGISTER_TIMEOUT_S
+    while True:
+        try:
+            text = zookeeper.dump(port)
+            if (len(zookeeper.registered_broker_ids(text)) >= descriptor.broker_count
+                    and zookeeper.has_controller(text)):
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the broker did not re-register in ZooKeeper"
+        time.sleep(0.1)
+
+
 @pytest.fixture()
 def loss_topic(kafka09_cluster: ClusterDescriptor) -> Iterator[str]:
+    _wait_registered(kafka09_cluster)
     name = f"klab-loss-{uuid.uuid4().hex[:8]}"
     provision_topics(kafka09_cluster, [TopicSpec(name=name, partitions=1, replication_factor=1)])
     yield name
+    _wait_registered(kafka09_cluster)   # leave the shared broker as the next test expects it
 
 
 def _broker_pid(lab: Path) -> int:
