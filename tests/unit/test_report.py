@@ -31,9 +31,11 @@ SCENARIOS = [
 ]
 LOOP_MODES = {"rest": "request", "kafka-python": "overlapped", "confluent-kafka": "overlapped",
               "confluent-kafka-serial": "serial", "jvm-e2e": "serial"}
-HARNESS_SETTINGS = json.dumps({"acks": "1", "fetch.max.wait.ms": "5", "linger.ms": "1"},
-                              sort_keys=True)
-TOOL_SETTINGS = json.dumps({"acks": "1", "fetch.max.wait.ms": "0", "linger.ms": "0"},
+HARNESS_SETTINGS = json.dumps({"consumer.fetch.wait.max.ms": "5", "producer.acks": "1",
+                               "producer.linger.ms": "1", "harness.loop_mode": "overlapped"},
+                              sort_keys=True)  # librdkafka's names, as the scenario records them
+TOOL_SETTINGS = json.dumps({"consumer.fetch.max.wait.ms": "0", "producer.acks": "1",
+                            "producer.linger.ms": "0", "tool.loop_mode": "serial"},
                            sort_keys=True)
 
 
@@ -66,7 +68,8 @@ def _row(run_idx: int, scenario: str, client: str, flavor: str, payload: str, nb
         "message_timeout_ms": 30000.0,
         "loop_mode": LOOP_MODES[scenario],
         "client_settings": TOOL_SETTINGS if is_tool else (
-            json.dumps({"timeout_s": "30"}) if rest else HARNESS_SETTINGS),
+            json.dumps({"http.method": "POST", "http.timeout_s": "30.0"}) if rest
+            else HARNESS_SETTINGS),
         "sent_count": 0 if is_tool else 100,
         "received_count": 0 if is_tool else 100,
         "lost_count": 0,

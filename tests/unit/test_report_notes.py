@@ -34,18 +34,26 @@ def test_the_measures_line_only_where_rest_and_kafka_meet() -> None:
     assert "EndToEndLatency" in measures_note(["rest", "jvm-e2e"])
 
 
-def test_settings_are_the_ones_used() -> None:
-    harness = json.dumps({"acks": "all", "linger.ms": "5", "fetch.max.wait.ms": "10",
-                          "enable.idempotence": "true"})
-    assert settings_text(harness, "confluent-kafka") == (
-        "acks=all, linger.ms=5, fetch.max.wait.ms=10")
-    assert "enable.idempotence=true" in settings_title(harness)
-    tool = json.dumps({"acks": "1", "linger.ms": "0", "fetch.max.wait.ms": "0"})
+def test_settings_are_the_ones_used_under_one_name() -> None:
+    librdkafka = json.dumps({"producer.acks": "-1", "producer.linger.ms": "5",
+                             "consumer.fetch.wait.max.ms": "10", "producer.enable.idempotence":
+                             "false"})
+    assert settings_text(librdkafka, "confluent-kafka") == (
+        "acks=-1, linger.ms=5, fetch.max.wait.ms=10")
+    assert "producer.enable.idempotence=false" in settings_title(librdkafka)
+    kafka_python = json.dumps({"producer.acks": "1", "producer.linger_ms": "0",
+                               "consumer.fetch_max_wait_ms": "10"})
+    assert settings_text(kafka_python, "kafka-python") == (
+        "acks=1, linger.ms=0, fetch.max.wait.ms=10")
+    tool = json.dumps({"producer.acks": "1", "producer.linger.ms": "0",
+                       "consumer.fetch.max.wait.ms": "0", "tool.loop_mode": "serial"})
     assert settings_text(tool, "jvm-e2e") == "acks=1, linger.ms=0, fetch.max.wait.ms=0"
     # an old tool row without recorded settings: what the tool always hard-codes
     assert settings_text(None, "jvm-e2e") == "linger.ms=0, fetch.max.wait.ms=0"
     assert settings_text(None, "confluent-kafka") == "—"
-    assert settings_text(json.dumps({"timeout_s": "30"}), "rest") == "timeout_s=30"
+    rest = json.dumps({"http.method": "POST", "http.timeout_s": "30.0",
+                       "harness.loop_mode": "request"})
+    assert settings_text(rest, "rest") == "method=POST, timeout_s=30.0"
     assert profile_text("latency", "jvm-e2e") == "own settings (tool)"
     assert profile_text("latency", "confluent-kafka-serial") == "latency"
 

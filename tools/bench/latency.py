@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kafkalab.report.notes import settings_text
 from kafkalab.runner import build_run_request, execute
 from kafkalab.summary import CellResult, cell_summary
 
@@ -134,8 +135,7 @@ def print_kafka(res: dict[str, Any]) -> None:
     """Print parts (b) and (c) of a :func:`bench_kafka` result."""
     print("\n(b) 1 KB, latency profile: the serial harness beside Kafka's EndToEndLatency tool")
     for r in res["small_1kb"]:
-        settings = ", ".join(f"{k}={v}" for k, v in sorted((r.get("client_settings") or {}).items())
-                             if k in ("acks", "linger.ms", "fetch.max.wait.ms"))
+        settings = settings_text(r.get("client_settings") or {}, r["scenario"])
         p99 = _f(r.get("e2e_p99_ms")) if r.get("e2e_p99_ms") is not None else f"{r.get('e2e_p99_reason') or '-':>8}"
         print(f"  {r['scenario']:<23} {r.get('loop_mode') or '-':<10} p50 {_f(r.get('e2e_p50_ms'))} ms"
               f"  p99 {p99} ms  mean {_f(r.get('e2e_mean_ms'), digits=4)} ms  [{settings}]")

@@ -23,8 +23,20 @@ from kafkalab.values import as_float, is_missing
 TOOL_HARD_CODED: dict[str, str] = {"linger.ms": "0", "fetch.max.wait.ms": "0"}
 """Settings Kafka's EndToEndLatency tool hard-codes, whatever the profile says."""
 
-SETTINGS_SHOWN: tuple[str, ...] = ("acks", "linger.ms", "fetch.max.wait.ms")
-"""The client settings a table shows (the full set is in the cell's hover text)."""
+SETTINGS_SHOWN: dict[str, tuple[str, ...]] = {
+    "acks": ("acks", "producer.acks"),
+    "linger.ms": ("linger.ms", "producer.linger.ms", "producer.linger_ms", "linger_ms"),
+    "fetch.max.wait.ms": ("fetch.max.wait.ms", "consumer.fetch.max.wait.ms",
+                          "consumer.fetch.wait.max.ms", "consumer.fetch_max_wait_ms",
+                          "fetch.wait.max.ms", "fetch_max_wait_ms"),
+}
+"""The client settings a table shows, each under one name, with the keys each client
+records it under (the Java clients' ``fetch.max.wait.ms`` is librdkafka's
+``fetch.wait.max.ms`` and kafka-python's ``fetch_max_wait_ms``); every recorded setting is
+in the cell's hover text."""
+
+HTTP_SHOWN: tuple[str, ...] = ("http.method", "http.timeout_s")
+"""What a table shows of an HTTP client's settings."""
 
 MEASURES: dict[str, str] = {
     "rest": "HTTP (rest) e2e is one hop: client → server process. Its publish latency is n/a; "
@@ -97,14 +109,18 @@ def settings_text(client_settings: Any, scenario: str = "") -> str:
 
     ``client_settings``: the aggregate's JSON object (or a dict). Kafka's tool without
     recorded settings (an old run) shows what it always hard-codes; other cells without
-    them show ``—``; a client with none of :data:`SETTINGS_SHOWN` shows its first three.
+    them show ``—``; an HTTP client shows :data:`HTTP_SHOWN`.
     """
     s = _settings_dict(client_settings)
     if not s and is_tool(scenario):
         s = dict(TOOL_HARD_CODED)
-    shown = [f"{k}={s[k]}" for k in SETTINGS_SHOWN if k in s]
-    if not shown:  # a client without acks/linger/fetch (rest): its own few settings
-        shown = [f"{k}={v}" for k, v in sorted(s.items())[:3]]
+    shown = []
+    for name, keys in SETTINGS_SHOWN.items():
+        value = next((s[k] for k in keys if k in s), None)
+        if value is not None:
+            shown.append(f"{name}={value}")
+    if not shown:  # an HTTP client: its method and timeout
+        shown = [f"{k.removeprefix('http.')}={s[k]}" for k in HTTP_SHOWN if k in s]
     return ", ".join(shown) if shown else MISSING
 
 
@@ -140,6 +156,7 @@ def ci_cell(low: Any, high: Any) -> str:
 
 
 __all__ = [
+    "HTTP_SHOWN",
     "MEASURES",
     "MEASURES_SHORT",
     "MESSAGE_RATE_NOTE",
