@@ -63,7 +63,8 @@ def test_undefined_percentiles_and_intervals() -> None:
     assert ">n&lt;100<" in percentile_cell(None, "n<100")
     assert ">censored<" in percentile_cell(float("nan"), "censored")
     assert percentile_cell(None, None) == "—"
-    assert ci_cell(1.0, 2.5) == "1.00–2.50" and ci_cell(1.0, None) == "1.00–?"
+    assert ci_cell(1.0, 2.5) == "1.00–2.50" and ci_cell(1.0, None) == "≥ 1.00"
+    assert ci_cell(None, 3.0) == "≤ 3.00"
     assert ci_cell(None, None) == "—"
 
 

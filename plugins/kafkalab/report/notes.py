@@ -148,11 +148,16 @@ def percentile_cell(value: Any, reason: str | None) -> str:
 
 
 def ci_cell(low: Any, high: Any) -> str:
-    """A 95 % interval ``lo–hi``; an open end (too few values, or censored) shows ``?``."""
+    """A 95 % interval ``lo–hi``; with one end open (too few values, or censored) the
+    one-sided bound it still gives: ``≥ lo`` or ``≤ hi``."""
     lo, hi = as_float(low), as_float(high)
     if lo is None and hi is None:
         return esc(MISSING)
-    return f"{esc(fmt_num(lo) if lo is not None else '?')}–{esc(fmt_num(hi) if hi is not None else '?')}"
+    if hi is None:
+        return esc(f"≥ {fmt_num(lo)}")
+    if lo is None:
+        return esc(f"≤ {fmt_num(hi)}")
+    return esc(f"{fmt_num(lo)}–{fmt_num(hi)}")
 
 
 __all__ = [

@@ -82,7 +82,8 @@ UNDEFINED_NOTE = ("n<100: too few messages for that percentile (p99 needs 100, p
                   "timeout”, reach its rank. Undefined percentiles are never plotted nor "
                   "drift-checked.")
 CI_NOTE = ("95 % CI: distribution-free interval of the percentile (order statistics, exact "
-           "binomial); ? = an open end (too few messages, or censored).")
+           "binomial); ≥ x: only the lower end is known (too few messages for the upper, or "
+           "it is censored) — an undefined p99 can still be known to be at least x.")
 TOOL_NOTE = ("† printed by Kafka's EndToEndLatency tool: whole, truncated ms, over all its "
              "messages including its warm-up; compare its mean (4 decimals) rather than its "
              "p50. The tool applies its own settings (shown), never the profile's linger or "
@@ -525,11 +526,8 @@ def section_first_message(v: RunView) -> str:
     if df.empty:
         h.append('<p class="empty">No aggregates for this run.</p></section>')
         return "".join(h)
-    df["_who"] = [
-        series_label(a, b, "", "") for a, b in zip(strings(df, "scenario"),
-                                                   strings(df, "client"), strict=True)
-    ]
-    df["_rank"] = strings(df, "scenario").map(scenario_rank)
+    df["_who"] = strings(df, "scenario")
+    df["_rank"] = df["_who"].map(scenario_rank)
     df["_sub"] = numbers(df, "first_message_subscribe_ms")
     df["_asg"] = numbers(df, "first_message_assign_ms")
     df["_cold"] = numbers(df, "first_message_cold_ms")
@@ -553,7 +551,7 @@ def section_first_message(v: RunView) -> str:
         BarSeries("assign (manual)", [as_float(x) for x in g["asg"]], BAR_COLORS["assign"],
                   emulator_values=flags),
     ]
-    title = "First-message delay by client (median, warm probes)"
+    title = "First-message delay by scenario (median, warm probes)"
     h.append(_figure("", esc(title), emu, svg_bar_chart(title, groups, bars, "ms")))
     cap = "first-message delay, ms" + (f" {emu_span()}" if emu else "")
     rows = "".join(
@@ -564,7 +562,7 @@ def section_first_message(v: RunView) -> str:
                                       strict=True)
     )
     h.append(f'<table class="first-message"><caption>{cap}</caption><thead><tr>'
-             '<th class="t">client</th><th>subscribe ms (median)</th><th>assign ms (median)</th>'
+             '<th class="t">scenario</th><th>subscribe ms (median)</th><th>assign ms (median)</th>'
              '<th title="the probe that created __consumer_offsets (not in the medians)">'
              "cold first probe ms</th><th>lost probes</th></tr></thead>"
              f"<tbody>{rows}</tbody></table></section>")
