@@ -433,3 +433,25 @@ def test_rebuild_replaces(tmp_path: Path) -> None:
     first = sorted(p.relative_to(tmp_path) for p in (tmp_path / "reports").rglob("*"))
     build_report(tmp_path)
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "reports").rglob("*")) == first
+
+
+def test_drift_computed_by_the_report_keeps_flagged_runs_out_of_the_baseline(
+        tmp_path: Path) -> None:
+    """Without stored records for a run, the report judges it as the drift task would: an
+    earlier run whose stored records flag the series is not part of its baseline."""
+    vdir = tmp_path / "validation"
+    vdir.mkdir()
+    for i in range(5):
+        step = 3.0 if i == 3 else 1.0  # run 3 is a spike
+        rid = _write_run(tmp_path, i, [_row(i, "confluent-kafka", "confluent-kafka", "kafka09",
+                                            "1mb", 1048608, step=step)])
+        (vdir / f"{rid}.json").write_text(json.dumps({"success": True, "failed": []}))
+        if i == 3:
+            records, _ = drift.run_drift(tmp_path, rid)  # stored: run 3 is flagged
+            assert records["is_drift"].any()
+    page = build_report(tmp_path, run_id=RUN_IDS[4]).read_text()
+    assert "Computed when this report was built" in page
+    row = _rows(_table(page, "latest"))[1]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    runs_in_baseline = cells[16]
+    assert runs_in_baseline == "3"  # runs 0-2; the flagged run 3 is left out

@@ -26,11 +26,14 @@ from kafkalab.drift import (
     DriftConfig,
     MetricRule,
     detect_drift,
+    load_acceptances,
     load_drift_config_or_default,
     load_history,
+    load_prior_records,
     read_drift,
     run_order,
 )
+from kafkalab.drift.acceptances import Acceptance
 from kafkalab.stats import MIN_SAMPLES
 from kafkalab.store import LabData
 from kafkalab.values import as_bool, is_missing
@@ -181,6 +184,10 @@ class ReportData:
     order: list[str]
     """Run ids, oldest first: runs with aggregates and runs with only a manifest."""
     config: DriftConfig
+    prior: pd.DataFrame | None = None
+    """Every run's stored drift records (flags and alert standing), for drift computed now."""
+    acceptances: list[Acceptance] | None = None
+    """Accepted levels (``drift/acceptances.json``), for drift computed now."""
 
 
 def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]]) -> list[str]:
@@ -208,9 +215,20 @@ def load_report_data(lab: LabData,
         log.warning("aggregates under %s unreadable (%s); report without them", lab.root, exc)
         history = pd.DataFrame()
     history = honest_percentiles(history)
-    return ReportData(lab=lab, history=history, manifests=manifests,
-                      order=_ordered_runs(history, manifests),
-                      config=load_drift_config_or_default(config_path))
+    order = _ordered_runs(history, manifests)
+    try:
+        prior: pd.DataFrame | None = load_prior_records(lab.root, order)
+    except Exception as exc:  # unreadable records: drift computed now treats runs as unflagged
+        log.warning("stored drift records under %s unreadable (%s)", lab.root, exc)
+        prior = None
+    try:
+        acceptances: list[Acceptance] | None = load_acceptances(lab.root)
+    except Exception as exc:  # a malformed acceptances file is the drift command's to report
+        log.warning("drift acceptances under %s unreadable (%s)", lab.root, exc)
+        acceptances = None
+    return ReportData(lab=lab, history=history, manifests=manifests, order=order,
+                      config=load_drift_config_or_default(config_path), prior=prior,
+                      acceptances=acceptances)
 
 
 # --------------------------------------------------------------------------- one run
@@ -251,12 +269,17 @@ class RunView:
         return as_bool(((self.manifest or {}).get("cluster") or {}).get("is_emulator"))
 
 
-def _detect(hist: pd.DataFrame, rows: pd.DataFrame, config: DriftConfig,
-            run_id: str) -> pd.DataFrame:
-    """Drift records of ``run_id`` computed now (empty records when it has no rows)."""
+def _detect(data: ReportData, hist: pd.DataFrame, rows: pd.DataFrame, config: DriftConfig,
+            run_id: str, earlier: list[str]) -> pd.DataFrame:
+    """Drift records of ``run_id`` computed now, as the drift task computes them: the stored
+    records of the ``earlier`` runs keep flagged runs out of the baseline and carry the
+    alert standing, accepted levels apply (empty records when the run has no rows)."""
     if rows.empty:
         return detect_drift(pd.DataFrame(), config)
-    return detect_drift(hist, config, run_id)
+    prior = data.prior
+    if prior is not None and not prior.empty and "run_id" in prior.columns:
+        prior = prior[prior["run_id"].astype(str).isin(earlier)]
+    return detect_drift(hist, config, run_id, prior=prior, acceptances=data.acceptances)
 
 
 def run_state(lab: LabData, run_id: str, manifest: dict[str, Any] | None) -> tuple[str, str]:
@@ -293,8 +316,9 @@ def run_view(data: ReportData, run_id: str) -> RunView:
     state, reason = run_state(data.lab, run_id, manifest)
     return RunView(
         run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
-        table_drift=_detect(hist, rows, table_cfg, run_id),
-        drift_records=stored if stored is not None else _detect(hist, rows, data.config, run_id),
+        table_drift=_detect(data, hist, rows, table_cfg, run_id, upto[:-1]),
+        drift_records=(stored if stored is not None
+                       else _detect(data, hist, rows, data.config, run_id, upto[:-1])),
         drift_stored=stored is not None,
         validation=data.lab.validation(run_id),
         validation_html=vhtml if vhtml.exists() else None,
