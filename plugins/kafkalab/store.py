@@ -59,15 +59,6 @@ DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report
 STALE_AFTER_S = 6 * 3600.0
 """A ``running`` run with no write for this long has no live owner: it is stale."""
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 """The top-level folders of a data directory, for callers that address it by URI
 (``s3a://bucket/lab/samples``) rather than through :class:`LabData`."""
 
@@ -437,6 +428,8 @@ class LabData:
         import socket
         import time
 
+        from kafkalab.procs import pid_alive  # package side only (never on a Spark node)
+
         doc = self.manifest(run_id)
         if doc is None:
             return "missing", "no manifest"
@@ -446,7 +439,7 @@ class LabData:
         owner = doc.get("owner") or {}
         pid = owner.get("pid")
         if (owner.get("kind") == "cli" and owner.get("host") == socket.gethostname()
-                and isinstance(pid, int) and not _pid_alive(pid)):
+                and isinstance(pid, int) and not pid_alive(pid)):
             return "stale", f"running, but its process {pid} on this host is gone"
         last = self.last_activity(run_id)
         idle_s = (now if now is not None else time.time()) - last if last is not None else None
