@@ -612,7 +612,9 @@ def _drift_flag_row(r: dict[str, Any]) -> str:
     change = as_float(r.get("change_pct"))
     z = as_float(r.get("robust_z"))
     confidence = as_float(r.get("confidence")) or 0.0
-    broker = emu_span() if r.get("broker_is_emulator") else "Kafka"
+    flavor = str(r.get("cluster_flavor") or "")
+    broker = (emu_span() if r.get("broker_is_emulator")
+              else "HTTP (no broker)" if flavor == "http" else "Kafka")
     return (f'<tr class="drift"><td class="t">{esc(who)}</td>'
             f'<td class="t">{esc(r.get("metric"))}</td>'
             f'<td class="t">{esc(r.get("direction"))}</td>'
