@@ -28,6 +28,12 @@ failed validation still gets a report that shows it. `verify_outcome` runs only 
 failed (`one_failed`) and fails itself, so the DAG run is marked failed; in a healthy run it
 is *skipped*.
 
+**One measurement at a time.** `prepare_run` and `measure_cell` run in the one-slot pool
+`kafkalab_measure`, shared with the nightly DAG: two DAGs never load the cluster at once.
+**Re-measured cells.** When a cell of a run is measured again, the run's aggregates,
+validation, drift records and report are marked stale; the tasks that compute them recompute
+and clear the mark.
+
 Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`). Connections: `spark_default`,
 `kafkalab_cluster` (optional, `extra.descriptor_path`), `kafkalab_alert_webhook` (optional).
 See `docs/airflow.md`.

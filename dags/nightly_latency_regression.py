@@ -21,7 +21,9 @@ drift rule, `include/drift.yaml`), published in the trend report and new drifts 
 announced on the `kafkalab_alert_webhook` connection. A failed DAG run is announced too
 (`on_failure_callback`).
 
-Same chain and trigger rules as `latency_experiment`: the report and the drift check run
+400 messages a cell, so the p50 and p99 the alerts judge are defined (with two-sided 95 %
+intervals). Its cluster tasks share the one-slot pool `kafkalab_measure` with every other
+DAG. Same chain and trigger rules as `latency_experiment`: the report and the drift check run
 even when validation failed; `verify_outcome` then fails the DAG run. One run at a time, no
 catch-up; tasks retry once (validation never: it is deterministic). Lab run ids look like
 `nightly-20261122T000000Z` (from the Airflow run id). See `docs/airflow.md`.
