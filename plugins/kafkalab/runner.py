@@ -44,6 +44,7 @@ from kafkalab.samples import (
     CellWriter,
     Manifest,
     environment,
+    load_avg,
     read_cell,
     runtime_versions,
     settings_json,
@@ -343,7 +344,7 @@ def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[st
         problems.insert(0, error)
     manifest.error = "; ".join(problems) or None
     manifest.ended_at = utc_now_iso()
-    manifest.environment = {**manifest.environment, "load_avg_end": environment()["load_avg_start"]}
+    manifest.environment = {**manifest.environment, "load_avg_end": load_avg()}
     manifest.write(data_dir)
     return asdict(manifest)
 

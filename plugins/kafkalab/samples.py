@@ -372,13 +372,17 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def environment() -> dict[str, Any]:
-    """The machine a run measures on: CPU count, load average (1, 5, 15 min), platform."""
+def load_avg() -> list[float]:
+    """The 1, 5 and 15-minute load averages (empty where the OS has none)."""
     try:
-        load = [round(x, 2) for x in os.getloadavg()]
+        return [round(x, 2) for x in os.getloadavg()]
     except OSError:
-        load = []
-    return {"cpu_count": os.cpu_count(), "load_avg_start": load,
+        return []
+
+
+def environment() -> dict[str, Any]:
+    """The machine a run measures on: CPU count, load average at the start, platform."""
+    return {"cpu_count": os.cpu_count(), "load_avg_start": load_avg(),
             "platform": platform.platform(), "machine": platform.machine()}
 
 
