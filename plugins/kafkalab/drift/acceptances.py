@@ -181,11 +181,12 @@ def accept_drift(data_dir: str | os.PathLike[str] | None, target: str,
         ConfigError: see :func:`plan_acceptance`; or the acceptances file is unreadable.
     """
     from kafkalab.alerts.state import forget_series
-    from kafkalab.drift.history import load_history, load_prior_records, run_order
+    from kafkalab.drift.history import load_prior_records
+    from kafkalab.drift.load import all_runs_order
 
     lab = LabData(data_dir)
     existing = load_acceptances(lab.root)
-    order = run_order(load_history(lab.root))
+    order = all_runs_order(lab.root)  # latency and load runs
     prior = load_prior_records(lab.root, order)
     stamp = (now or datetime.now(UTC)).isoformat()
     made = plan_acceptance(target, prior, order, stamp, _user(), note)

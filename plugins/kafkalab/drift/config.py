@@ -87,18 +87,41 @@ def _default_metrics() -> dict[str, MetricRule]:
     }
 
 
+def _default_load_metrics() -> dict[str, MetricRule]:
+    """The shipped load-cell metrics (as in ``include/drift.yaml``, columns of
+    ``aggregates/load/run_id=<id>/load_cells.parquet``)."""
+    return {
+        "e2e_p99_ms": MetricRule(min_relative_change=0.25),
+        "service_e2e_p99_ms": MetricRule(min_relative_change=0.25),
+        "publish_delay_p99_ms": MetricRule(min_relative_change=0.25),
+        "achieved_rate_msgs_per_s": MetricRule(direction="lower_is_worse",
+                                               min_relative_change=0.05),
+        "rx_rate_msgs_per_s_avg": MetricRule(direction="lower_is_worse",
+                                             min_relative_change=0.05),
+        "loss_pct": MetricRule(min_absolute_change=0.0),
+    }
+
+
 class DriftConfig(BaseModel):
-    """The validated content of ``include/drift.yaml``."""
+    """The validated content of ``include/drift.yaml``: ``metrics`` are judged on the
+    latency cells' aggregates, ``load_metrics`` on the load cells' (``load_cells``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     defaults: DriftDefaults = Field(default_factory=DriftDefaults)
     metrics: dict[str, MetricRule] = Field(default_factory=_default_metrics)
+    load_metrics: dict[str, MetricRule] = Field(default_factory=_default_load_metrics)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
 
+    def metrics_of(self, kind: str) -> dict[str, MetricRule]:
+        """The metrics judged for a kind of run: ``latency`` (``metrics``) or ``load``
+        (``load_metrics``)."""
+        return self.load_metrics if kind == "load" else self.metrics
+
     def rule(self, metric: str) -> ResolvedRule:
-        """Return the rule of ``metric`` with defaults filled in."""
-        m = self.metrics[metric]
+        """Return the rule of ``metric`` (from ``metrics``, else ``load_metrics``) with
+        defaults filled in."""
+        m = self.metrics[metric] if metric in self.metrics else self.load_metrics[metric]
         d = self.defaults
 
         def pick(name: str) -> Any:

@@ -51,7 +51,12 @@ from kafkalab.drift.acceptances import Acceptance, in_force
 from kafkalab.drift.config import DriftConfig, ResolvedRule
 from kafkalab.drift.episodes import Step, standing
 from kafkalab.drift.history import run_order
-from kafkalab.drift.records import SERIES_COLUMNS, coerce_records, empty_records
+from kafkalab.drift.records import (
+    LOAD_SERIES_COLUMNS,
+    SERIES_COLUMNS,
+    coerce_records,
+    empty_records,
+)
 from kafkalab.values import as_bool, is_missing
 
 MAD_SCALE = 1.4826
@@ -73,7 +78,13 @@ JUDGED_STALE_OUTPUTS: frozenset[str] = frozenset({"aggregates", "validation"})
 """Stale outputs that make the judged run not good (not counted towards a recovery): its
 ``drift`` entry is the one being recomputed now."""
 
-_INT_PARTS = ("payload_bytes", "broker_count", "planned_messages")
+_INT_PARTS = ("payload_bytes", "broker_count", "planned_messages", "consumers", "partitions")
+_FLOAT_PARTS = ("rate_msgs_per_s", "duration_s", "pause_at_s", "pause_for_s")
+
+KINDS: dict[str, tuple[str, ...]] = {"latency": SERIES_COLUMNS, "load": LOAD_SERIES_COLUMNS}
+"""The kinds of history drift judges and the series columns of each: ``latency`` (the
+latency cells' aggregates, metrics under ``metrics``) and ``load`` (the load cells'
+``load_cells`` table, metrics under ``load_metrics``)."""
 
 
 def key_part(value: Any) -> str:
@@ -223,6 +234,11 @@ def undefined_reason(metric: str, rows: pd.DataFrame) -> str:
     A percentile ``<base>_pNN`` whose ``<base>_percentiles_note`` names it (``"p99: n<100;
     p999: n<1000"``) gives that reason (``p99: n<100``); otherwise a general one.
     """
+    own = f"{metric}_reason"  # the load cells' form: e2e_p99_ms_reason = "n<100"
+    if own in rows.columns:
+        for reason in rows[own].dropna().astype(str):
+            if reason:
+                return f"{metric}: {reason}"
     base, _, pct = metric.rpartition("_")
     note_col = f"{base}_percentiles_note"
     if base and pct.startswith("p") and note_col in rows.columns:
@@ -233,7 +249,8 @@ def undefined_reason(metric: str, rows: pd.DataFrame) -> str:
     return "null in the aggregates (undefined, or not measured by this scenario)"
 
 
-def _prepare(history: pd.DataFrame, pos: Mapping[str, int]) -> pd.DataFrame:
+def _prepare(history: pd.DataFrame, pos: Mapping[str, int],
+             series_columns: tuple[str, ...] = SERIES_COLUMNS) -> pd.DataFrame:
     """``history`` with run positions, the broker kind, the good-run flag and the series
     parts as key strings (``_k_<column>``) and their joined prefix (``_series``)."""
     df = history.copy()
@@ -252,22 +269,30 @@ def _prepare(history: pd.DataFrame, pos: Mapping[str, int]) -> pd.DataFrame:
     good = state_ok & validated
     df["_good_run"] = (good & stale.map(lambda o: not o & BASELINE_STALE_OUTPUTS)).astype(bool)
     df["_good_judged"] = (good & stale.map(lambda o: not o & JUDGED_STALE_OUTPUTS)).astype(bool)
-    for c in SERIES_COLUMNS:
+    for c in series_columns:
         df[f"_k_{c}"] = col(c).map(key_part).astype(str)
-    df["_series"] = df[[f"_k_{c}" for c in SERIES_COLUMNS]].agg("|".join, axis=1) \
+    df["_series"] = df[[f"_k_{c}" for c in series_columns]].agg("|".join, axis=1) \
         if len(df) else pd.Series(dtype=str)
     return df
 
 
-def _series_fields(first: Mapping[str, Any]) -> dict[str, Any]:
+def _series_fields(first: Mapping[str, Any],
+                   series_columns: tuple[str, ...] = SERIES_COLUMNS) -> dict[str, Any]:
     """The series columns of a record, from the key strings of one of its rows."""
     out: dict[str, Any] = {}
-    for c in SERIES_COLUMNS:
+    for c in series_columns:
         v = str(first[f"_k_{c}"])
         if c in _INT_PARTS:
             out[c] = int(v) if v.lstrip("-").isdigit() else None
+        elif c in _FLOAT_PARTS:
+            try:
+                out[c] = float(v) if v else None
+            except ValueError:
+                out[c] = None
         else:
             out[c] = v or None
+    if "cell_id" in first and not is_missing(first["cell_id"]):
+        out["cell_id"] = str(first["cell_id"])
     return out
 
 
@@ -295,6 +320,7 @@ def detect_drift(
     *,
     prior: pd.DataFrame | None = None,
     acceptances: Iterable[Acceptance] | None = None,
+    kind: str = "latency",
 ) -> pd.DataFrame:
     """Judge every series of one run against its baseline window (pure function).
 
@@ -309,6 +335,9 @@ def detect_drift(
             runs out of the baseline, and their verdicts give the alert standing. None: no
             run was flagged.
         acceptances: accepted levels (:func:`kafkalab.drift.acceptances.load_acceptances`).
+        kind: ``latency`` (``history`` = the latency aggregates, ``config.metrics``) or
+            ``load`` (``history`` = :func:`kafkalab.drift.load.load_cells_history`,
+            ``config.load_metrics``, series of :data:`KINDS` ``["load"]``).
 
     Returns:
         One row per series of the judged run (per broker kind) and configured metric present
@@ -321,8 +350,11 @@ def detect_drift(
         latest_run_id = order[-1]
     if latest_run_id not in order:
         return empty_records()
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind of history {kind!r} (known: {', '.join(KINDS)})")
+    series_columns = KINDS[kind]
     pos = {rid: i for i, rid in enumerate(order)}
-    df = _prepare(history, pos)
+    df = _prepare(history, pos, series_columns)
     latest_pos = pos[latest_run_id]
     latest_rows = df[df["_pos"] == latest_pos]
     earlier = df[df["_pos"] < latest_pos]
@@ -330,7 +362,7 @@ def detect_drift(
     accepted = in_force(acceptances)
 
     records: list[dict[str, Any]] = []
-    for metric in config.metrics:
+    for metric in config.metrics_of(kind):
         if metric not in df.columns:
             continue
         rule = config.rule(metric)
@@ -341,7 +373,7 @@ def detect_drift(
             records.append(_judge_series(
                 metric, rule, key, bool(emu), rows,
                 earlier[(earlier["_series"] == series) & (earlier["_emu"] == emu)],
-                has_ci, verdicts, accepted.get(key), pos, latest_run_id))
+                has_ci, verdicts, accepted.get(key), pos, latest_run_id, series_columns))
     if not records:
         return empty_records()
     return coerce_records(pd.DataFrame.from_records(records))
@@ -369,7 +401,8 @@ class _EarlierRun:
 def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd.DataFrame,
                   earlier: pd.DataFrame, has_ci: bool,
                   verdicts: Mapping[tuple[str, str, bool], str], acceptance: Acceptance | None,
-                  pos: Mapping[str, int], latest_run_id: str) -> dict[str, Any]:
+                  pos: Mapping[str, int], latest_run_id: str,
+                  series_columns: tuple[str, ...] = SERIES_COLUMNS) -> dict[str, Any]:
     """The drift record of one series of the judged run (see :func:`detect_drift`)."""
     lo_col, hi_col = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
     accepted: tuple[int, int] | None = None
@@ -421,7 +454,7 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
     return {
         "run_id": latest_run_id,
         "series_key": key,
-        **_series_fields(rows.iloc[0]),
+        **_series_fields(rows.iloc[0], series_columns),
         "metric": metric,
         "direction": rule.direction,
         "baseline_from_run_id": (acceptance.from_run_id
@@ -440,6 +473,7 @@ __all__ = [
     "CI_LOW_SUFFIX",
     "GOOD_RUN_STATE",
     "JUDGED_STALE_OUTPUTS",
+    "KINDS",
     "MAD_SCALE",
     "SERIES_COLUMNS",
     "detect_drift",

@@ -66,6 +66,24 @@ def manifest_frame(manifests: Mapping[str, Mapping[str, Any]],
     return df
 
 
+LOAD_AGGREGATES_SUBDIR = "load"
+"""``aggregates/load/``: the load runs' aggregates (:mod:`kafkalab.drift.load`), never part of
+the latency history."""
+
+
+def _latency_files(agg_dir: Path) -> list[Path]:
+    """The latency aggregate files under ``agg_dir``: not hidden (``.``/``_``), not under
+    ``load/`` (the load cells' tables have their own history)."""
+    out = []
+    for f in sorted(agg_dir.rglob("*.parquet")):
+        parts = f.relative_to(agg_dir).parts
+        if parts[0] == LOAD_AGGREGATES_SUBDIR or any(p.startswith((".", "_")) for p in parts):
+            continue
+        if f.is_file():
+            out.append(f)
+    return out
+
+
 def _read_aggregates(agg_dir: Path) -> pd.DataFrame:
     """All aggregate Parquet files under ``agg_dir`` as one DataFrame (hive ``run_id``)."""
     import pyarrow as pa
@@ -73,22 +91,26 @@ def _read_aggregates(agg_dir: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     part = ds.partitioning(pa.schema([("run_id", pa.string())]), flavor="hive")
+    files = _latency_files(agg_dir)
+    if not files:
+        return pd.DataFrame()
     try:
         # The union of every file's columns: runs written before a schema change lack the
         # new columns (null there), and a column null in one run is double in another.
-        found = ds.dataset(str(agg_dir), format="parquet", partitioning=part)
+        paths = [str(f) for f in files]
+        found = ds.dataset(paths, format="parquet", partitioning=part,
+                           partition_base_dir=str(agg_dir))
         schema = pa.unify_schemas(
             [*(f.physical_schema for f in found.get_fragments()),
              pa.schema([("run_id", pa.string())])], promote_options="permissive")
-        dataset = ds.dataset(str(agg_dir), schema=schema, format="parquet", partitioning=part)
+        dataset = ds.dataset(paths, schema=schema, format="parquet", partitioning=part,
+                             partition_base_dir=str(agg_dir))
         return dataset.to_table().to_pandas()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
         pass
     # Schemas that cannot be unified: read the files one by one and let pandas unify.
     frames: list[pd.DataFrame] = []
-    for f in sorted(agg_dir.rglob("*.parquet")):
-        if any(p.startswith((".", "_")) for p in f.relative_to(agg_dir).parts):
-            continue
+    for f in files:
         try:
             df = pq.read_table(f).to_pandas()
         except (OSError, pa.ArrowException) as exc:
@@ -116,7 +138,7 @@ def load_history(data_dir: str | os.PathLike[str],
     """
     lab = LabData(data_dir)
     agg_dir = lab.aggregates_dir
-    if not agg_dir.is_dir() or not any(agg_dir.rglob("*.parquet")):
+    if not agg_dir.is_dir() or not _latency_files(agg_dir):
         return pd.DataFrame()
     df = _read_aggregates(agg_dir)
     if df.empty:
@@ -219,6 +241,7 @@ def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | 
 
 
 __all__ = [
+    "LOAD_AGGREGATES_SUBDIR",
     "MANIFEST_COLUMNS",
     "PRIOR_COLUMNS",
     "load_history",

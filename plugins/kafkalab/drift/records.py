@@ -22,6 +22,25 @@ SERIES_COLUMNS: tuple[str, ...] = (
 written before aggregates schema v2 lack ``payload_encoding``, ``broker_count`` and
 ``planned_messages``: those parts are empty, so old and new runs never share a series."""
 
+LOAD_SCENARIO = "load"
+"""The ``scenario`` of every load-cell series (no latency scenario has this name, so a load
+series never shares a key with a latency one)."""
+
+LOAD_CELL_COLUMNS: tuple[str, ...] = (
+    "acks", "consumers", "rate_msgs_per_s", "partitions", "consumer_mode", "duration_s",
+    "pause_at_s", "pause_for_s",
+)
+"""The load-cell settings that make a load series besides the latency series' own parts
+(null in the records of latency series)."""
+
+LOAD_SERIES_COLUMNS: tuple[str, ...] = (
+    "scenario", "client", "payload", "payload_encoding", "payload_bytes", "profile",
+    *LOAD_CELL_COLUMNS, "cluster_flavor", "broker_version", "broker_count",
+)
+"""The columns that, with the metric name, identify a load-cell series (in key order):
+``load|client|payload|encoding|bytes|profile|acks|consumers|rate|partitions|mode|duration|
+pause_at|pause_for|flavor|version|count|metric``. ``scenario`` is always :data:`LOAD_SCENARIO`."""
+
 DRIFT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "series_key",
@@ -49,8 +68,11 @@ DRIFT_COLUMNS: tuple[str, ...] = (
     "good_runs",
     "alert_since_run_id",
     "broker_is_emulator",
+    *LOAD_CELL_COLUMNS,
+    "cell_id",
 )
-"""Columns of a drift record, in order."""
+"""Columns of a drift record, in order (the load-cell columns and ``cell_id`` are null in the
+records of latency series)."""
 
 Verdict = Literal["drift", "ok", "improved", "insufficient_history", "undefined"]
 """The judgement of one series in one run."""
@@ -66,15 +88,17 @@ MAD rule alone (no intervals to compare), or the zero-baseline rule."""
 
 _FLOAT_COLUMNS = ("baseline_value", "baseline_mad", "latest_value", "change_pct", "robust_z",
                   "confidence", "latest_ci_low", "latest_ci_high", "baseline_ci_low",
-                  "baseline_ci_high")
+                  "baseline_ci_high", "rate_msgs_per_s", "duration_s", "pause_at_s",
+                  "pause_for_s")
 _INT_COLUMNS = ("baseline_runs", "good_runs")
-_NULLABLE_INT_COLUMNS = ("payload_bytes", "broker_count", "planned_messages")
+_NULLABLE_INT_COLUMNS = ("payload_bytes", "broker_count", "planned_messages", "consumers",
+                         "partitions")
 _BOOL_COLUMNS = ("is_drift", "broker_is_emulator")
 _NULLABLE_BOOL_COLUMNS = ("ci_overlap",)
 _STRING_COLUMNS = ("run_id", "series_key", "scenario", "client", "payload", "payload_encoding",
                    "profile", "workload", "cluster_flavor", "broker_version", "metric",
                    "direction", "baseline_from_run_id", "rule", "verdict", "note",
-                   "alert_status", "alert_since_run_id")
+                   "alert_status", "alert_since_run_id", "acks", "consumer_mode", "cell_id")
 
 
 def _nullable_bool(value: Any) -> Any:
@@ -123,6 +147,9 @@ def records_to_dicts(records: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 __all__ = [
     "DRIFT_COLUMNS",
+    "LOAD_CELL_COLUMNS",
+    "LOAD_SCENARIO",
+    "LOAD_SERIES_COLUMNS",
     "SERIES_COLUMNS",
     "AlertStatus",
     "Rule",

@@ -1,4 +1,5 @@
-"""The drift step of a run: load the history, judge one run, store its records."""
+"""The drift step of a run: load the history (latency or load cells), judge one run, store
+its records."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from kafkalab.drift.acceptances import load_acceptances
 from kafkalab.drift.config import load_drift_config_or_default
 from kafkalab.drift.detect import detect_drift
 from kafkalab.drift.history import load_history, load_prior_records, run_order, write_drift
+from kafkalab.drift.load import (
+    is_load_manifest,
+    load_aggregates_dir,
+    load_cells_history,
+    runs_order,
+)
 from kafkalab.drift.records import empty_records
 from kafkalab.errors import ConfigError
 from kafkalab.store import LabData
@@ -25,10 +32,13 @@ def run_drift(
 ) -> tuple[pd.DataFrame, Path | None]:
     """Load the history, judge ``run_id`` (default the newest run) and write its records.
 
-    The judgement uses the stored drift records of the earlier runs (their flags keep them
-    out of the baselines) and the accepted levels (``drift/acceptances.json``). Clearing
-    ``drift`` from the run's ``stale_outputs`` is the caller's (the Airflow task knows whether
-    the inputs were fresh). ``config_path``
+    A load run (manifest ``kind: load``, or aggregates under ``aggregates/load/``) is judged
+    on the load cells' history with the ``load_metrics`` rules
+    (:func:`kafkalab.drift.load.load_cells_history`); any other run on the latency history
+    with the ``metrics`` rules. The judgement uses the stored drift records of the earlier
+    runs (their flags keep them out of the baselines) and the accepted levels
+    (``drift/acceptances.json``). Clearing ``drift`` from the run's ``stale_outputs`` is the
+    caller's (the Airflow task knows whether the inputs were fresh). ``config_path``
     defaults to :func:`kafkalab.paths.drift_config_path` (built-in rules when that file does
     not exist).
 
@@ -41,17 +51,23 @@ def run_drift(
     """
     config = load_drift_config_or_default(config_path)
     acceptances = load_acceptances(data_dir)
-    history = load_history(data_dir)
+    lab = LabData(data_dir)
+    manifests = lab.manifests()
+    latency = load_history(data_dir, manifests)
+    load = load_cells_history(data_dir, manifests)
+    rid = run_id or next(iter(reversed(runs_order(latency, load))), None)
+    is_load = rid is not None and (is_load_manifest(manifests.get(rid)) or (
+        not load.empty and rid in set(load["run_id"].astype(str))))
+    history, kind = (load, "load") if is_load else (latency, "latency")
     order = run_order(history)
-    if require_run and run_id not in order:
-        raise ConfigError(f"run {run_id!r} has no aggregates in "
-                          f"{LabData(data_dir).aggregates_dir}")
-    if history.empty:
+    if require_run and rid not in order:
+        where = load_aggregates_dir(lab) if is_load else lab.aggregates_dir
+        raise ConfigError(f"run {run_id!r} has no aggregates in {where}")
+    if rid is None or (latency.empty and load.empty):
         return empty_records(), None
-    rid = run_id or order[-1]
     earlier = order[: order.index(rid)] if rid in order else []
     records = detect_drift(history, config, rid, prior=load_prior_records(data_dir, earlier),
-                           acceptances=acceptances)
+                           acceptances=acceptances, kind=kind)
     return records, write_drift(records, data_dir, rid)
 
 

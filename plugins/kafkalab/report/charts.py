@@ -1,4 +1,5 @@
-"""Inline SVG charts for the report: a line chart and a grouped bar chart.
+"""Inline SVG charts for the report: a line chart over labels, a line chart over a numeric
+x axis (with shaded spans and marked x values), and a grouped bar chart.
 
 Pure functions of their arguments (no pandas, no files): values in, SVG text out. A series
 measured on an emulator broker is drawn dashed, named ``<name> [EMULATOR — not Kafka]`` in
@@ -68,11 +69,44 @@ def emulator_name(name: str, emulator: bool) -> str:
 
 @dataclass
 class LineSeries:
-    """One line of a line chart: values aligned with the chart's x labels (None = gap)."""
+    """One line of a line chart: values aligned with the chart's x labels (None = gap);
+    ``dashed`` draws it dashed (as an emulator series is)."""
 
     name: str
     values: list[float | None]
     emulator: bool = False
+    dashed: bool = False
+    color: str | None = None
+    """Its colour (default: the palette's, in series order)."""
+
+
+@dataclass
+class XYSeries:
+    """One line of an x-y chart: ``(x, y)`` points in drawing order (y None = gap)."""
+
+    name: str
+    points: list[tuple[float, float | None]]
+    emulator: bool = False
+    dashed: bool = False
+    color: str | None = None
+    """Its colour (default: the palette's, in series order)."""
+
+
+@dataclass
+class XSpan:
+    """A shaded stretch of the x axis (``x0`` to ``x1``) with a label, e.g. a pause."""
+
+    x0: float
+    x1: float
+    label: str
+
+
+@dataclass
+class XMark:
+    """A vertical line at ``x`` with a label, e.g. the knee of a latency curve."""
+
+    x: float
+    label: str
 
 
 @dataclass
@@ -243,8 +277,8 @@ def svg_line_chart(
     ``x_titles`` are the hover texts of the x labels (default: the labels themselves);
     ``note``: a line drawn under the title (what the figures measure).
     """
-    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator,
-                          PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
+                          s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
     fr = _open(title, width, _LINE_X_AXIS_PX, legend, any(s.emulator for s in series), note)
     vals = [v for s in series for v in s.values if v is not None]
     if not vals or not x_labels:
@@ -268,7 +302,7 @@ def svg_line_chart(
             f"{esc(lab)}</text>"
         )
     for s, item in zip(series, legend, strict=True):
-        dash = ' stroke-dasharray="5 3"' if s.emulator else ""
+        dash = ' stroke-dasharray="5 3"' if s.emulator or s.dashed else ""
         segs: list[list[tuple[float, float]]] = [[]]
         points = []
         for i, v in enumerate(s.values):
@@ -290,6 +324,83 @@ def svg_line_chart(
             if len(seg) > 1
         )
         fr.parts.append(f'<g class="series" data-series="{item.key}">{paths}{"".join(points)}</g>')
+    return _close(fr)
+
+
+def svg_xy_chart(
+    title: str,
+    series: list[XYSeries],
+    x_label: str,
+    y_label: str,
+    width: int = 620,
+    spans: list[XSpan] | None = None,
+    marks: list[XMark] | None = None,
+    note: str = "",
+) -> str:
+    """An inline SVG line chart over a numeric x axis (both axes from 0): one line per
+    series, gaps where y is None, ``spans`` shaded behind the lines (a pause window),
+    ``marks`` as labelled vertical lines (a knee); ``note``: a line under the title."""
+    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
+                          s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+    fr = _open(title, width, _BAR_X_AXIS_PX, legend, any(s.emulator for s in series), note)
+    ys = [y for s in series for _, y in s.points if y is not None]
+    xs = [x for s in series for x, y in s.points if y is not None]
+    spans, marks = spans or [], marks or []
+    if not ys:
+        return _no_data(fr)
+    _y_axis(fr, ys, y_label)
+    xticks = nice_ticks(min(0.0, min(xs)), max([*xs, *(sp.x1 for sp in spans),
+                                               *(m.x for m in marks)]))
+    x_lo, x_hi = xticks[0], xticks[-1]
+
+    def px(x: float) -> float:
+        return fr.left + fr.plot_w * (x - x_lo) / (x_hi - x_lo)
+
+    for sp in spans:
+        a, b = px(max(sp.x0, x_lo)), px(min(sp.x1, x_hi))
+        fr.parts.append(
+            f'<g class="span"><rect x="{a:.1f}" y="{fr.top}" width="{max(b - a, 1):.1f}" '
+            f'height="{fr.plot_h}" fill="#f2c14e" fill-opacity="0.25"><title>{esc(sp.label)}'
+            f'</title></rect><text x="{a + 3:.1f}" y="{fr.top + 12}">{esc(sp.label)}</text></g>')
+    for t in xticks:
+        x = px(t)
+        fr.parts.append(
+            f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
+            f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 16}" '
+            f'text-anchor="middle">{esc(tick_label(t))}</text>')
+    fr.parts.append(f'<text x="{fr.left + fr.plot_w / 2:.1f}" y="{fr.base_y + 32}" '
+                    f'text-anchor="middle">{esc(x_label)}</text>')
+    for m in marks:
+        x = px(m.x)
+        fr.parts.append(
+            f'<g class="mark"><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" y2="{fr.base_y}" '
+            f'stroke="#b3261e" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            + (f'<text x="{x - 4:.1f}" y="{fr.top + 12}" text-anchor="end" fill="#b3261e">'
+               if x > fr.left + fr.plot_w * 0.6 else
+               f'<text x="{x + 4:.1f}" y="{fr.top + 12}" fill="#b3261e">')
+            + f"{esc(m.label)}</text>"
+            f"<title>{esc(m.label)}</title></g>")
+    for s, item in zip(series, legend, strict=True):
+        dash = ' stroke-dasharray="5 3"' if s.emulator or s.dashed else ""
+        segs: list[list[tuple[float, float]]] = [[]]
+        points = []
+        for x, y in s.points:
+            if y is None:
+                if segs[-1]:
+                    segs.append([])
+                continue
+            segs[-1].append((px(x), fr.py(y)))
+            if len(s.points) <= 60:  # a dot per point only where they can be told apart
+                points.append(
+                    f'<circle cx="{px(x):.1f}" cy="{fr.py(y):.1f}" r="3" fill="{item.color}">'
+                    f"<title>{esc(s.name)} | {esc(x_label)} {esc(fmt_num(x))}: "
+                    f"{esc(fmt_num(y))} {esc(y_label)}</title></circle>")
+        paths = "".join(
+            f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg) + '"/>'
+            for seg in segs if len(seg) > 1)
+        fr.parts.append(f'<g class="series" data-series="{item.key}">{paths}{"".join(points)}'
+                        "</g>")
     return _close(fr)
 
 
@@ -346,9 +457,13 @@ __all__ = [
     "PALETTE",
     "BarSeries",
     "LineSeries",
+    "XMark",
+    "XSpan",
+    "XYSeries",
     "emulator_name",
     "nice_ticks",
     "svg_bar_chart",
     "svg_line_chart",
+    "svg_xy_chart",
     "tick_label",
 ]

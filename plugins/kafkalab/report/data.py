@@ -1,7 +1,8 @@
 """What the report shows, read from the lab data directory.
 
 Every read goes through :class:`kafkalab.store.LabData` (manifests, validation results) and
-:mod:`kafkalab.drift` (aggregates history, run order, stored or recomputed drift records).
+:mod:`kafkalab.drift` (aggregates history, run order, stored or recomputed drift records);
+a load run's tables through :mod:`kafkalab.report.load_data`.
 Missing or unreadable files give empty views (logged), never an exception: a report with
 holes is better than no report.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,13 @@ from kafkalab.drift import (
     run_order,
 )
 from kafkalab.drift.acceptances import Acceptance
+from kafkalab.drift.load import (
+    is_load_manifest,
+    load_cells_history,
+    load_validation,
+    load_validation_path,
+)
+from kafkalab.report.load_data import LoadTables, read_load_tables
 from kafkalab.stats import MIN_SAMPLES
 from kafkalab.store import LabData
 from kafkalab.values import as_bool, is_missing
@@ -188,13 +196,24 @@ class ReportData:
     """Every run's stored drift records (flags and alert standing), for drift computed now."""
     acceptances: list[Acceptance] | None = None
     """Accepted levels (``drift/acceptances.json``), for drift computed now."""
+    load_history: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every load run's cells (:func:`kafkalab.drift.load.load_cells_history`)."""
+
+    def is_load_run(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a load run (its manifest says so, or it has load cells)."""
+        if is_load_manifest(self.manifests.get(run_id)):
+            return True
+        lh = self.load_history
+        return not lh.empty and run_id in set(lh["run_id"].astype(str))
 
 
-def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]]) -> list[str]:
+def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]],
+                  load_history: pd.DataFrame | None = None) -> list[str]:
     rows: list[dict[str, Any]] = []
-    if not history.empty and "run_id" in history.columns:
-        cols = [c for c in ("run_id", "run_started_at", "run_date") if c in history.columns]
-        rows.extend(history[cols].to_dict(orient="records"))
+    for h in (history, load_history):
+        if h is not None and not h.empty and "run_id" in h.columns:
+            cols = [c for c in ("run_id", "run_started_at", "run_date") if c in h.columns]
+            rows.extend(h[cols].to_dict(orient="records"))
     for rid, m in manifests.items():
         rows.append({"run_id": rid, "run_started_at": m.get("started_at")})
     if not rows:
@@ -215,7 +234,13 @@ def load_report_data(lab: LabData,
         log.warning("aggregates under %s unreadable (%s); report without them", lab.root, exc)
         history = pd.DataFrame()
     history = honest_percentiles(history)
-    order = _ordered_runs(history, manifests)
+    try:
+        loads = load_cells_history(lab.root, manifests)
+    except Exception as exc:  # unreadable load aggregates: report the rest
+        log.warning("load aggregates under %s unreadable (%s); report without them", lab.root,
+                    exc)
+        loads = pd.DataFrame()
+    order = _ordered_runs(history, manifests, loads)
     try:
         prior: pd.DataFrame | None = load_prior_records(lab.root, order)
     except Exception as exc:  # unreadable records: drift computed now treats runs as unflagged
@@ -228,7 +253,7 @@ def load_report_data(lab: LabData,
         acceptances = None
     return ReportData(lab=lab, history=history, manifests=manifests, order=order,
                       config=load_drift_config_or_default(config_path), prior=prior,
-                      acceptances=acceptances)
+                      acceptances=acceptances, load_history=loads)
 
 
 # --------------------------------------------------------------------------- one run
@@ -262,6 +287,8 @@ class RunView:
     stale_outputs: tuple[str, ...] = ()
     """The run's derived outputs not recomputed since a cell was measured again (the page
     being built is never among them)."""
+    load: LoadTables | None = None
+    """A load run's tables (its page shows the load sections); None for a latency run."""
 
     @property
     def cluster_is_emulator(self) -> bool:
@@ -270,7 +297,7 @@ class RunView:
 
 
 def _detect(data: ReportData, hist: pd.DataFrame, rows: pd.DataFrame, config: DriftConfig,
-            run_id: str, earlier: list[str]) -> pd.DataFrame:
+            run_id: str, earlier: list[str], kind: str = "latency") -> pd.DataFrame:
     """Drift records of ``run_id`` computed now, as the drift task computes them: the stored
     records of the ``earlier`` runs keep flagged runs out of the baseline and carry the
     alert standing, accepted levels apply (empty records when the run has no rows)."""
@@ -279,7 +306,8 @@ def _detect(data: ReportData, hist: pd.DataFrame, rows: pd.DataFrame, config: Dr
     prior = data.prior
     if prior is not None and not prior.empty and "run_id" in prior.columns:
         prior = prior[prior["run_id"].astype(str).isin(earlier)]
-    return detect_drift(hist, config, run_id, prior=prior, acceptances=data.acceptances)
+    return detect_drift(hist, config, run_id, prior=prior, acceptances=data.acceptances,
+                        kind=kind)
 
 
 def run_state(lab: LabData, run_id: str, manifest: dict[str, Any] | None) -> tuple[str, str]:
@@ -301,8 +329,41 @@ def stale_outputs(manifest: dict[str, Any] | None, page_built: bool) -> tuple[st
     return tuple(x for x in names if not (page_built and x == "report"))
 
 
+def load_run_view(data: ReportData, run_id: str) -> RunView:
+    """The view of load run ``run_id``: its cells as ``rows``, the earlier load runs' cells
+    as ``history``, its tables in ``load``, its load validation and drift records."""
+    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    hist = _rows_of(data.load_history, upto)
+    tables = read_load_tables(data.lab, run_id)
+    rows = tables.cells if not tables.cells.empty else _rows_of(hist, [run_id])
+    manifest = data.manifests.get(run_id)
+    stored = _stored_drift(data.lab, run_id)
+    vhtml = load_validation_path(data.lab, run_id).with_suffix(".html")
+    if not vhtml.exists():
+        vhtml = data.lab.validation_html_path(run_id)
+    state, reason = run_state(data.lab, run_id, manifest)
+    earlier = [r for r in upto[:-1] if data.is_load_run(r)]
+    return RunView(
+        run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
+        table_drift=pd.DataFrame(),
+        drift_records=(stored if stored is not None
+                       else _detect(data, hist, _rows_of(hist, [run_id]), data.config, run_id,
+                                    earlier, kind="load")),
+        drift_stored=stored is not None,
+        validation=load_validation(data.lab, run_id),
+        validation_html=vhtml if vhtml.exists() else None,
+        emulator=_is_emulator(rows, manifest),
+        state=state, state_reason=reason,
+        stale_outputs=stale_outputs(manifest, page_built=True),
+        load=tables,
+    )
+
+
 def run_view(data: ReportData, run_id: str) -> RunView:
-    """The view of ``run_id`` as of that run (later runs are left out of its trends)."""
+    """The view of ``run_id`` as of that run (later runs are left out of its trends); a
+    load run's is :func:`load_run_view`."""
+    if data.is_load_run(run_id):
+        return load_run_view(data, run_id)
     upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
     hist = _rows_of(data.history, upto)
     rows = _rows_of(hist, [run_id])
@@ -349,6 +410,8 @@ class RunSummary:
     """As :attr:`RunView.state`."""
     state_reason: str = ""
     stale_outputs: tuple[str, ...] = ()
+    kind: str = "latency"
+    """``latency`` or ``load``."""
 
 
 def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = frozenset()
@@ -359,7 +422,8 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
     for rid in reversed(data.order):
         m = data.manifests.get(rid) or {}
         cl = m.get("cluster") or {}
-        rows = _rows_of(data.history, [rid])
+        load = data.is_load_run(rid)
+        rows = _rows_of(data.load_history if load else data.history, [rid])
         flavors = {str(cl["flavor"])} if cl.get("flavor") else set()
         if not rows.empty:
             flavors |= set(strings(rows, "cluster_flavor")) - {"", "http"}
@@ -370,9 +434,10 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
             status=str(m.get("status") or ""), flavor=", ".join(sorted(flavors)),
             emulator=_is_emulator(rows, m), cells=len(rows),
             drift_flags=None if dr is None else int(dr["is_drift"].fillna(False).astype(bool).sum()),
-            validation=data.lab.validation(rid),
+            validation=load_validation(data.lab, rid) if load else data.lab.validation(rid),
             state=state, state_reason=reason,
             stale_outputs=stale_outputs(data.manifests.get(rid), rid in pages_built),
+            kind="load" if load else "latency",
         ))
     return out
 
@@ -389,6 +454,7 @@ __all__ = [
     "honest_percentiles",
     "is_schema_v2",
     "load_report_data",
+    "load_run_view",
     "numbers",
     "parse_percentile_note",
     "percentile_reasons",

@@ -718,7 +718,8 @@ def section_checks(v: RunView, page_dir: Path) -> str:
 
 def run_sections(v: RunView, page_dir: Path) -> str:
     """The body of a run's page (``page_dir`` is where it is written, for relative links):
-    the state banner and the emulator banner when they apply, then the five sections."""
+    the state banner and the emulator banner when they apply, then the five sections (a
+    load run's: :func:`kafkalab.report.load_sections.load_sections`)."""
     parts = [state_banner(v)]
     if v.cluster_is_emulator:
         parts.append(emu_banner(": this run's broker is an emulator; its latencies say "
@@ -728,6 +729,11 @@ def run_sections(v: RunView, page_dir: Path) -> str:
         parts.append(emu_banner(f": {n} cell(s) of this run ran on an emulator broker (marked "
                                 "wherever they appear); their latencies say nothing about "
                                 "Kafka."))
+    if v.load is not None:  # a load run: its own sections (kafkalab.report.load_sections)
+        from kafkalab.report.load_sections import load_sections
+
+        parts.append(load_sections(v, page_dir))
+        return "".join(parts)
     parts += [section_latest(v), section_time_series(v), section_comparison(v),
               section_first_message(v), section_checks(v, page_dir)]
     return "".join(parts)
@@ -738,7 +744,8 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
     if not summaries:
         return '<p class="empty">No runs yet: no aggregates or run manifests found.</p>'
     h = ['<table class="runs"><caption>Runs, newest first</caption><thead><tr>'
-         '<th class="t">run</th><th class="t">started</th><th class="t">state</th>'
+         '<th class="t">run</th><th class="t">kind</th><th class="t">started</th>'
+         '<th class="t">state</th>'
          '<th class="t">stale outputs</th>'
          '<th class="t">cluster</th><th>cells</th><th>drift flags</th>'
          '<th class="t">validation</th></tr></thead><tbody>']
@@ -748,7 +755,8 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
                 else '<span class="fail">fail</span>' if ok is False else "?")
         nflags = "—" if s.drift_flags is None else str(s.drift_flags)
         href = rel_href(lab.report_page_dir(s.run_id, out_dir) / "index.html", out_dir)
-        h.append(f'<tr><td class="t"><a href="{href}">{esc(s.run_id)}</a></td>'
+        h.append(f'<tr data-kind="{esc(s.kind)}"><td class="t"><a href="{href}">'
+                 f"{esc(s.run_id)}</a></td><td class=\"t\">{esc(s.kind)}</td>"
                  f'<td class="t">{esc(s.started_at)}</td>'
                  f'<td class="t" title="{esc(s.state_reason)}">{_state_text(s.state or s.status)}</td>'
                  f'<td class="t{" fail" if s.stale_outputs else ""}">'

@@ -1,0 +1,485 @@
+"""The HTML sections of a load run's page (open loop, fan-out to N consumers).
+
+1. **Fan-out** (``#fanout``, seed 003's figures): received rate (average and minimum over
+   the consumers) and loss % against the number of consumers, one line per target rate;
+   acks 0 and acks 1 (and all) side by side; failing clients likewise.
+2. **Latency vs throughput** (``#throughput``): e2e p50 and p99 from the *intended* send time
+   (corrected for coordinated omission) and the service-time p99 (from the actual send)
+   against the achieved rate, the knee marked when there is one.
+3. **Consumer lag** (``#lag``): lag (log end − position, summed over partitions) per consumer
+   over time, the pause window shaded, the client backlog beside it.
+4. **Cells** (``#cells``): one row per cell with the cell JSON's keys, ``client_bound`` and
+   ``saturated`` as labels, undefined percentiles as ``n<100``/``n<1000``; the failing
+   consumers.
+5. **Run state, validation and drift** (``#checks``): as on a latency run's page.
+
+Each is a function of a :class:`~kafkalab.report.data.RunView` whose ``load`` holds the
+tables; none reads a file. Emulator cells carry the label on every table and chart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kafkalab.report.charts import (
+    PALETTE,
+    LineSeries,
+    XMark,
+    XSpan,
+    XYSeries,
+    svg_line_chart,
+    svg_xy_chart,
+)
+from kafkalab.report.data import RunView, emulator_mask, numbers, strings
+from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, fmt_num
+from kafkalab.report.load_data import (
+    CONFIG_COLUMNS,
+    KNEE_FACTOR,
+    LoadTables,
+    cell_label,
+    knee_index,
+    percentile_reason,
+)
+from kafkalab.report.notes import ci_cell, percentile_cell
+from kafkalab.values import as_bool, as_float, is_missing
+
+E2E_NOTE = ("e2e (corrected): receive − intended send time, so a stall of the producer counts "
+            "for every message that should have been sent during it (no coordinated omission); "
+            "service: receive − actual send; publish delay: actual − intended send (the open "
+            "loop falling behind its schedule). Lost messages count as “at least the timeout”.")
+FLAGS_NOTE = ("client_bound: a load-generator process used more than 80 % of a core — the "
+              "figures may measure the client, not Kafka. saturated: the publish delay's p99 "
+              "exceeded one send interval — the producer could not keep the target rate.")
+LOSS_NOTE = ("loss %: expected messages (acked with acks ≥ 1, sent with acks 0) still missing "
+             "at a consumer after the drain, over expected × consumers; late %: received only "
+             "after the producer stopped. A failing client misses at least one.")
+
+MAX_LAG_LINES = 8
+"""More consumers than this in a cell: its lag chart draws the maximum, median and minimum
+over the consumers instead of one line each."""
+
+MAX_LAG_CHARTS = 6
+"""Lag charts drawn: every cell with a pause, then the cells with the highest lag peak."""
+
+MAX_FAILING_ROWS = 50
+
+CELL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("target_rate_msgs_per_s", "num"), ("achieved_rate_msgs_per_s", "num"),
+    ("achieved_mb_per_s", "num"), ("intended_msgs", "count"), ("acked_msgs", "count"),
+    ("failed_msgs", "count"), ("indeterminate_msgs", "count"), ("unsent_msgs", "count"),
+    ("expected_msgs", "count"), ("rx_rate_msgs_per_s_avg", "num"),
+    ("rx_rate_msgs_per_s_min", "num"), ("loss_pct", "num"), ("late_pct", "num"),
+    ("failing_clients", "count"), ("duplicates", "count"),
+    ("e2e_p50_ms", "pct"), ("e2e_p50_ms_ci", "ci"), ("e2e_p90_ms", "pct"),
+    ("e2e_p99_ms", "pct"), ("e2e_p99_ms_ci", "ci"), ("e2e_p999_ms", "pct"),
+    ("e2e_max_ms", "pct"),
+    ("service_e2e_p50_ms", "pct"), ("service_e2e_p99_ms", "pct"),
+    ("service_e2e_p999_ms", "pct"), ("service_e2e_max_ms", "pct"),
+    ("publish_delay_p50_ms", "pct"), ("publish_delay_p99_ms", "pct"),
+    ("publish_delay_max_ms", "pct"), ("ack_latency_p50_ms", "pct"),
+    ("ack_latency_p99_ms", "pct"), ("lag_peak_msgs", "count"), ("time_to_drain_s", "num"),
+    ("drain_rate_msgs_per_s", "num"),
+)
+"""The columns of the cells table after the cell's coordinates: keys of the cell JSON
+(``kafkalab load --json``), ``…_ci`` the 95 % interval of that percentile."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _figure(caption: str, emulator: bool, svg: str, note: str = "", attrs: str = "") -> str:
+    banner = emu_banner() if emulator else ""
+    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
+
+
+def _cells(v: RunView) -> pd.DataFrame:
+    """The run's cells with plain coordinates: ``_consumers``, ``_rate``, ``_acks``,
+    ``_emu``, ``_config`` (what stays fixed in one fan-out figure) and its label."""
+    df = v.rows.copy()
+    if df.empty:
+        return df
+    df["_consumers"] = numbers(df, "consumers")
+    df["_rate"] = numbers(df, "rate_msgs_per_s")
+    df["_acks"] = strings(df, "acks").replace("", "?")
+    df["_emu"] = emulator_mask(df)
+    parts = [strings(df, c).map(lambda x: x[:-2] if x.endswith(".0") else x)
+             for c in CONFIG_COLUMNS]
+    df["_config"] = ["|".join(p) for p in zip(*parts, strict=True)] if parts else ""
+    df["_config_label"] = [_config_label(r) for _, r in df.iterrows()]
+    return df.sort_values(["_config", "_acks", "_consumers", "_rate"])
+
+
+def _unpaused(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The cells without a consumer pause (a pause is a lag experiment: its latency and
+    loss are not the fan-out's), and a note naming how many were left out."""
+    if df.empty:
+        return df, ""
+    paused = numbers(df, "pause_for_s").notna()
+    n = int(paused.sum())
+    note = (f'<p class="note">{n} cell(s) with a consumer pause left out here: see the lag '
+            "section and the cells table.</p>") if n else ""
+    return df[~paused], note
+
+
+def _config_label(r: Any) -> str:
+    """``confluent-kafka 1kb, profile latency, 1 partition(s), assign`` (+ the pause)."""
+    bits = [str(r.get(c)) for c in ("client", "payload") if not is_missing(r.get(c))]
+    if not is_missing(r.get("profile")):
+        bits.append(f"profile {r.get('profile')}")
+    parts = as_float(r.get("partitions"))
+    if parts is not None:
+        bits.append(f"{int(parts)} partition(s)")
+    if not is_missing(r.get("consumer_mode")):
+        bits.append(str(r.get("consumer_mode")))
+    at, for_s = as_float(r.get("pause_at_s")), as_float(r.get("pause_for_s"))
+    if at is not None and for_s is not None:
+        bits.append(f"consumers paused at {at:g} s for {for_s:g} s")
+    return ", ".join(bits)
+
+
+def _rate_name(rate: float) -> str:
+    return f"{rate:g} msg/s"
+
+
+def _value(x: Any) -> float | None:
+    return as_float(x)
+
+
+def _emu_caption(text: str, emu: bool) -> str:
+    return esc(text) + (f" {emu_span()}" if emu else "")
+
+
+# --------------------------------------------------------------------------- (1) fan-out
+
+
+def _fanout_chart(part: pd.DataFrame, metric: str, title: str, unit: str,
+                  with_min: str | None = None) -> tuple[str, bool]:
+    """One chart: ``metric`` against the number of consumers, one line per target rate
+    (and, with ``with_min``, that column dashed beside it)."""
+    xs = sorted({int(c) for c in part["_consumers"].dropna()})
+    series: list[LineSeries] = []
+    emu = bool(part["_emu"].any())
+    for i, rate in enumerate(sorted(part["_rate"].dropna().unique())):
+        at = part[part["_rate"] == rate]
+        color = PALETTE[i % len(PALETTE)]  # avg and min of one rate share a colour
+        for col, dashed, suffix in ((metric, False, ""), (with_min, True, " (min)")):
+            if col is None:
+                continue
+            vals: list[float | None] = []
+            for c in xs:
+                row = at[at["_consumers"] == c]
+                vals.append(_value(numbers(row, col).median()) if not row.empty else None)
+            name = _rate_name(float(rate)) + (" (avg)" if with_min and not dashed else suffix)
+            series.append(LineSeries(name=name, values=vals, emulator=emu, dashed=dashed,
+                                     color=color))
+    return svg_line_chart(title, [str(x) for x in xs], series, unit,
+                          x_titles=[f"{x} consumer(s)" for x in xs]), emu
+
+
+def section_fanout(v: RunView) -> str:
+    """(1) Seed 003's figures: rx rate (avg and min), loss % and failing clients against
+    the number of consumers, one line per rate, each acks value side by side."""
+    h = ['<section id="fanout"><h2>1. Fan-out: received rate and loss vs consumers</h2>',
+         '<p class="note">One producer at a fixed target rate fans out to N consumers (each '
+         "receives every message). Received rate: unique messages a consumer received before "
+         "the producer stopped, per second of the measured window; average and minimum over "
+         f"the consumers. {esc(LOSS_NOTE)}</p>"]
+    df, left_out = _unpaused(_cells(v))
+    if df.empty:
+        h.append('<p class="empty">No load aggregates for this run.</p>'
+                 f"{left_out}</section>")
+        return "".join(h)
+    h.append(left_out)
+    for config, sub in df.groupby("_config", sort=True):
+        label = str(sub["_config_label"].iloc[0])
+        if df["_config"].nunique() > 1:
+            h.append(f"<h3>{esc(label)}</h3>")
+        for metric, title, unit, with_min in (
+                ("rx_rate_msgs_per_s_avg", "Received rate per consumer", "msgs/s",
+                 "rx_rate_msgs_per_s_min"),
+                ("loss_pct", "Loss", "%", None),
+                ("failing_clients", "Failing clients", "consumers", None)):
+            h.append(f'<div class="charts" data-metric="{esc(metric)}">')
+            for acks, part in sub.groupby("_acks", sort=True):
+                full = f"{title} vs consumers, acks {acks}"
+                svg, emu = _fanout_chart(part, metric, f"{full} ({unit})", unit, with_min)
+                h.append(_figure(_emu_caption(f"{full} ({unit})", emu), emu, svg,
+                                 attrs=f' data-acks="{esc(acks)}" data-config="{esc(config)}"'))
+            h.append("</div>")
+    h.append("</section>")
+    return "".join(h)
+
+
+# --------------------------------------------------------------------------- (2) throughput
+
+
+def section_throughput(v: RunView) -> str:
+    """(2) Latency vs throughput: e2e p50/p99 (corrected) and service p99 against the
+    achieved rate, per acks and number of consumers; the knee marked."""
+    h = ['<section id="throughput"><h2>2. Latency vs throughput</h2>',
+         f'<p class="note">{esc(E2E_NOTE)} Knee: the first target rate whose e2e p99 exceeds '
+         f"{KNEE_FACTOR:g}× the p99 of the lowest rate. Undefined percentiles are not "
+         "plotted.</p>"]
+    df, left_out = _unpaused(_cells(v))
+    if df.empty:
+        h.append('<p class="empty">No load aggregates for this run.</p>'
+                 f"{left_out}</section>")
+        return "".join(h)
+    h.append(left_out)
+    knees: list[str] = []
+    h.append('<div class="charts">')
+    for (config, acks, consumers), part in df.groupby(["_config", "_acks", "_consumers"],
+                                                      sort=True):
+        part = part.sort_values("_rate")
+        achieved = numbers(part, "achieved_rate_msgs_per_s")
+        x = [a if a is not None else r for a, r in zip(
+            (_value(a) for a in achieved), (float(r) for r in part["_rate"]), strict=True)]
+        series = []
+        for col, name, dashed in (("e2e_p50_ms", "e2e p50 (corrected)", False),
+                                  ("e2e_p99_ms", "e2e p99 (corrected)", False),
+                                  ("service_e2e_p99_ms", "service p99 (from send)", True)):
+            ys = [_value(y) for y in numbers(part, col)]
+            series.append(XYSeries(name, list(zip(x, ys, strict=True)),
+                                   emulator=bool(part["_emu"].any()), dashed=dashed))
+        p99s = [_value(y) for y in numbers(part, "e2e_p99_ms")]
+        knee = knee_index([float(r) for r in part["_rate"]], p99s)
+        marks = []
+        label = str(part["_config_label"].iloc[0])
+        who = f"{int(consumers)} consumer(s), acks {acks}"
+        if knee is not None:
+            rate = float(part["_rate"].iloc[knee])
+            marks.append(XMark(x[knee], f"knee {rate:g} msg/s"))
+            knees.append(f"{who}: {rate:g} msg/s")
+        title = f"Latency vs achieved rate, {who}"
+        emu = bool(part["_emu"].any())
+        svg = svg_xy_chart(title, series, "achieved msgs/s", "ms", marks=marks)
+        h.append(_figure(_emu_caption(f"{title} — {label}", emu), emu, svg,
+                         attrs=f' data-knee="{"yes" if knee is not None else "no"}" '
+                               f'data-config="{esc(config)}"'))
+    h.append("</div>")
+    h.append(f'<p class="knees">Knee: {esc("; ".join(knees))}.</p>' if knees
+             else '<p class="knees">No knee: e2e p99 stayed within '
+                  f"{KNEE_FACTOR:g}× the lowest rate's at every rate measured.</p>")
+    h.append("</section>")
+    return "".join(h)
+
+
+# --------------------------------------------------------------------------- (3) lag
+
+
+def _lag_cells(df: pd.DataFrame) -> list[Any]:
+    """The cells whose lag is drawn: every cell with a pause, then the highest lag peaks."""
+    paused = df[numbers(df, "pause_for_s").notna()]
+    rest = df[numbers(df, "pause_for_s").isna()].assign(_peak=numbers(df, "lag_peak_msgs"))
+    rest = rest.sort_values("_peak", ascending=False, na_position="last")
+    picked = pd.concat([paused, rest.drop(columns="_peak")]).head(MAX_LAG_CHARTS)
+    return [r for _, r in picked.iterrows()]
+
+
+def _lag_series(samples: pd.DataFrame, emu: bool) -> list[XYSeries]:
+    """Lag lines of one cell: per consumer, or max/median/min over many consumers; the
+    client backlog (max over consumers) dashed."""
+    samples = samples.assign(_t=numbers(samples, "elapsed_s"), _lag=numbers(samples, "lag_msgs"),
+                             _backlog=numbers(samples, "client_backlog_msgs"),
+                             _c=numbers(samples, "consumer"))
+    samples = samples.dropna(subset=["_t"]).sort_values("_t")
+    out: list[XYSeries] = []
+    consumers = sorted(samples["_c"].dropna().unique())
+    if len(consumers) <= MAX_LAG_LINES:
+        for c in consumers:
+            one = samples[samples["_c"] == c]
+            out.append(XYSeries(f"consumer {int(c)} lag", [
+                (float(t), _value(y)) for t, y in zip(one["_t"], one["_lag"], strict=True)],
+                emulator=emu))
+    else:
+        # Samples of different consumers are taken at nearly the same times: bin by second.
+        binned = samples.assign(_bin=samples["_t"].round(0))
+        g = binned.groupby("_bin")["_lag"]
+        for name, agg in (("max", g.max()), ("median", g.median()), ("min", g.min())):
+            out.append(XYSeries(f"lag, {name} over {len(consumers)} consumers",
+                                [(float(t), _value(y)) for t, y in agg.items()], emulator=emu))
+    if samples["_backlog"].notna().any():
+        b = samples.assign(_bin=samples["_t"].round(0)).groupby("_bin")["_backlog"].max()
+        out.append(XYSeries("client backlog (acked − received), max", [
+            (float(t), _value(y)) for t, y in b.items()], emulator=emu, dashed=True))
+    return out
+
+
+def section_lag(v: RunView, tables: LoadTables) -> str:
+    """(3) Lag over time per consumer, the pause window shaded."""
+    h = ['<section id="lag"><h2>3. Consumer lag over time</h2>',
+         '<p class="note">Lag: the partition\'s log-end offset minus the consumer\'s position, '
+         "summed over partitions, sampled every lag interval; client backlog: messages acked "
+         "by the broker but not yet received by the consumer. While consumers are paused "
+         "(shaded) lag grows at about the produce rate; after it, the drain.</p>"]
+    df = _cells(v)
+    lag = tables.lag
+    if df.empty or lag.empty or "cell_id" not in lag.columns:
+        h.append('<p class="empty">No lag samples for this run.</p></section>')
+        return "".join(h)
+    picked = _lag_cells(df)
+    h.append('<div class="charts">')
+    drawn = 0
+    for r in picked:
+        samples = lag[lag["cell_id"].astype(str) == str(r.get("cell_id"))]
+        if samples.empty:
+            continue
+        emu = bool(r["_emu"])
+        spans = []
+        at, for_s = as_float(r.get("pause_at_s")), as_float(r.get("pause_for_s"))
+        if at is not None and for_s is not None:
+            spans.append(XSpan(at, at + for_s, f"paused {for_s:g} s"))
+        elif "paused" in samples.columns and samples["paused"].map(as_bool).any():
+            t = numbers(samples[samples["paused"].map(as_bool)], "elapsed_s")
+            spans.append(XSpan(float(t.min()), float(t.max()), "paused"))
+        title = f"Lag, {cell_label(r)}"
+        svg = svg_xy_chart(title, _lag_series(samples, emu), "s since start", "msgs",
+                           spans=spans)
+        peak = as_float(r.get("lag_peak_msgs"))
+        drain = as_float(r.get("time_to_drain_s"))
+        rate = as_float(r.get("drain_rate_msgs_per_s"))
+        peak_text = MISSING if peak is None else f"{int(peak):,}"
+        facts = (f'<p class="note">peak {esc(peak_text)} msgs; time to drain '
+                 f"{esc(fmt_num(drain))} s; drain rate {esc(fmt_num(rate))} msgs/s</p>")
+        h.append(_figure(_emu_caption(f"{title} — {r['_config_label']}", emu), emu, svg,
+                         facts, attrs=f' data-cell="{esc(r.get("cell_id"))}"'))
+        drawn += 1
+    h.append("</div>")
+    if drawn < len(df):
+        h.append(f'<p class="note">Lag drawn for {drawn} of {len(df)} cell(s) (those with a '
+                 "pause, then the highest peaks); every cell's peak is in the table below.</p>")
+    h.append("</section>")
+    return "".join(h)
+
+
+# --------------------------------------------------------------------------- (4) cells
+
+
+def _flags(r: Any) -> str:
+    out = []
+    if as_bool(r.get("client_bound")):
+        out.append('<span class="flag bound" title="a load-generator process used more than '
+                   '80 % of a core">client_bound</span>')
+    if as_bool(r.get("saturated")):
+        out.append('<span class="flag saturated" title="publish delay p99 above one send '
+                   'interval">saturated</span>')
+    return " ".join(out)
+
+
+def _cell_value(r: Any, key: str, kind: str) -> str:
+    if kind == "ci":
+        base = key.removesuffix("_ci")
+        return ci_cell(r.get(f"{base}_ci_low"), r.get(f"{base}_ci_high"))
+    value = r.get(key)
+    if kind == "pct":
+        return percentile_cell(value, None if as_float(value) is not None
+                               else percentile_reason(r, key))
+    if kind == "count":
+        f = as_float(value)
+        return esc(MISSING if f is None else f"{int(f):,}")
+    return esc(fmt_num(value))
+
+
+def _status(r: Any) -> str:
+    status = r.get("status")
+    text = "" if is_missing(status) else str(status)
+    klass = "ok" if text == "complete" else "fail" if text in ("failed", "incomplete") else ""
+    return f'<span class="{klass}">{esc(text or MISSING)}</span>'
+
+
+def section_cells(v: RunView, tables: LoadTables) -> str:
+    """(4) One row per cell with the cell JSON's keys; then the failing consumers."""
+    h = ['<section id="cells"><h2>4. Cells</h2>']
+    df = _cells(v)
+    if df.empty:
+        h.append('<p class="empty">No load aggregates for this run.</p></section>')
+        return "".join(h)
+    emu_any = bool(df["_emu"].any())
+    head = ('<th class="t">cell_id</th><th class="t">client</th><th class="t">payload</th>'
+            '<th class="t">profile</th><th class="t">acks</th><th>partitions</th>'
+            '<th>consumers</th><th class="t">flags</th><th class="t">status</th>'
+            '<th class="t">broker</th>'
+            + "".join(f"<th>{esc(k)}</th>" for k, _ in CELL_COLUMNS))
+    rows = []
+    for _, r in df.iterrows():
+        emu = bool(r["_emu"])
+        flavor = "" if is_missing(r.get("cluster_flavor")) else str(r.get("cluster_flavor"))
+        broker = esc(flavor) + (f" {emu_span()}" if emu else "")
+        parts = as_float(r.get("partitions"))
+        cls = ' class="bound"' if as_bool(r.get("client_bound")) else ""
+        rows.append(
+            f"<tr{cls} data-cell=\"{esc(r.get('cell_id'))}\">"
+            f'<td class="t cell-id">{esc(r.get("cell_id"))}</td>'
+            f'<td class="t">{esc(r.get("client"))}</td><td class="t">{esc(r.get("payload"))}</td>'
+            f'<td class="t">{esc(r.get("profile"))}</td><td class="t">{esc(r["_acks"])}</td>'
+            f"<td>{esc(MISSING if parts is None else int(parts))}</td>"
+            f"<td>{_cell_value(r, 'consumers', 'count')}</td><td class=\"t\">{_flags(r)}</td>"
+            f'<td class="t">{_status(r)}</td><td class="t">{broker}</td>'
+            + "".join(f"<td>{_cell_value(r, k, kind)}</td>" for k, kind in CELL_COLUMNS)
+            + "</tr>")
+    cap = "Load cells (keys as in <code>kafkalab load --json</code>; ms, msgs/s, %)"
+    if emu_any:
+        cap += f" {emu_span()}"
+    h.append(f'<div class="scroll"><table class="load-cells"><caption>{cap}</caption>'
+             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    h.extend(f'<p class="note">{esc(n)}</p>' for n in (
+        FLAGS_NOTE, E2E_NOTE, "n<100 / n<1000: too few messages for that percentile (p99 needs "
+        "100, p99.9 needs 1,000 in the pooled population); never plotted nor drift-checked."))
+    h.append(_failing_consumers(tables, df))
+    h.append("</section>")
+    return "".join(h)
+
+
+def _failing_consumers(tables: LoadTables, cells: pd.DataFrame) -> str:
+    con = tables.consumers
+    if con.empty:
+        return '<p class="empty">No per-consumer aggregates for this run.</p>'
+    failing = con[con["failing"].map(as_bool)] if "failing" in con.columns else con.iloc[0:0]
+    if failing.empty:
+        return (f'<p class="ok">No failing client: each of the {len(con)} consumer(s) holds '
+                "every expected message after the drain.</p>")
+    failing = failing.assign(_missing=numbers(failing, "missing_msgs")).sort_values(
+        "_missing", ascending=False)
+    labels = {str(r.get("cell_id")): cell_label(r) for _, r in cells.iterrows()}
+    rows = "".join(
+        f'<tr class="drift"><td class="t">{esc(labels.get(str(r.get("cell_id")), r.get("cell_id")))}'
+        f"</td><td>{esc(fmt_num(r.get('consumer')))}</td>"
+        + "".join(f"<td>{esc(fmt_num(r.get(k)))}</td>" for k in (
+            "unique_msgs", "missing_msgs", "gaps", "late_msgs", "duplicates", "unexpected_msgs",
+            "rx_rate_msgs_per_s", "e2e_p99_ms"))
+        + "</tr>"
+        for _, r in failing.head(MAX_FAILING_ROWS).iterrows())
+    more = (f'<p class="note">… and {len(failing) - MAX_FAILING_ROWS} more.</p>'
+            if len(failing) > MAX_FAILING_ROWS else "")
+    return ('<table class="failing"><caption>Failing clients (missing messages after the '
+            'drain)</caption><thead><tr><th class="t">cell</th><th>consumer</th>'
+            "<th>unique_msgs</th><th>missing_msgs</th><th>gaps</th><th>late_msgs</th>"
+            "<th>duplicates</th><th>unexpected_msgs</th><th>rx_rate_msgs_per_s</th>"
+            f"<th>e2e_p99_ms</th></tr></thead><tbody>{rows}</tbody></table>{more}")
+
+
+# --------------------------------------------------------------------------- page body
+
+
+def load_sections(v: RunView, page_dir: Path) -> str:
+    """The sections of a load run's page (the caller adds the banners)."""
+    from kafkalab.report.sections import section_checks
+
+    tables = v.load or LoadTables()
+    return (section_fanout(v) + section_throughput(v) + section_lag(v, tables)
+            + section_cells(v, tables) + section_checks(v, page_dir))
+
+
+__all__ = [
+    "CELL_COLUMNS",
+    "MAX_LAG_CHARTS",
+    "MAX_LAG_LINES",
+    "load_sections",
+    "section_cells",
+    "section_fanout",
+    "section_lag",
+    "section_throughput",
+]
