@@ -31,6 +31,20 @@ docs/metrics-schema.md.
 """
 
 
+def _int_list(value: str) -> list[int]:
+    try:
+        return [int(v) for v in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {value!r}") from None
+
+
+def _float_list(value: str) -> list[float]:
+    try:
+        return [float(v) for v in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {value!r}") from None
+
+
 def _csv(value: str) -> list[str]:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
@@ -115,6 +129,62 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _cluster_arg(pr)
     _data_arg(pr)
+    # load / maxrate ------------------------------------------------------------------
+    pl = sub.add_parser("load", help="open-loop fixed-rate load: one producer → N consumers",
+                        description="Latency under load (seed 003's HYDRA): one producer sends "
+                        "at a fixed rate (message i is due at start + i/R; latency is measured "
+                        "from that intended time, so stalls are not hidden), N consumers each "
+                        "receive every message. Per cell: achieved vs target rate, rx rate, "
+                        "loss, failing clients, duplicates, e2e (from intended) and service "
+                        "latency, publish delay, lag over time, client CPU. Lists give a sweep "
+                        "(consumers × rates). Writes load/ samples and a run manifest.",
+                        epilog="examples:\n  kafkalab load --consumers 5 --rate 500 --duration 10\n"
+                        "  kafkalab load --consumers 1,5,10 --rate 200,1000 --acks 0,1 --json\n"
+                        "  kafkalab load --workload hydra-local\n"
+                        "  kafkalab load --consumers 3 --rate 300 --duration 20 --pause-at 5 --pause-for 3",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pl.add_argument("--workload", default=None, help="a load workload (include/workloads/, kind: load) instead of the options below")
+    pl.add_argument("--consumers", type=_int_list, default=[1], help="consumers per cell, comma-separated (default 1)")
+    pl.add_argument("--rate", type=_float_list, default=[100.0], help="target msg/s, comma-separated (default 100)")
+    pl.add_argument("--duration", type=float, default=10.0, help="seconds per cell, warm-up included (default 10)")
+    pl.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds, excluded from the figures (default 2)")
+    pl.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all, comma-separated (default: the profile's)")
+    pl.add_argument("--payload", type=_csv, default=["1kb"], help="payload(s) (default 1kb)")
+    pl.add_argument("--encoding", choices=("raw", "base64"), default="raw", help="payload encoding (default raw)")
+    pl.add_argument("--profile", default="default", help="tuning profile (default default)")
+    pl.add_argument("--client", choices=("confluent-kafka", "kafka-python"), default="confluent-kafka",
+                    help="the producer's client (consumers are confluent-kafka)")
+    pl.add_argument("--partitions", type=int, default=1, help="partitions of the load topic (default 1)")
+    pl.add_argument("--consumer-mode", choices=("assign", "group"), default="assign",
+                    help="assign: no group (default); group: one consumer group per consumer")
+    pl.add_argument("--consumers-per-process", type=int, default=10, help="consumers per consumer process (default 10)")
+    pl.add_argument("--drain", type=float, default=5.0, help="seconds consumers may catch up after the producer stops (default 5)")
+    pl.add_argument("--pause-at", type=float, default=None, help="consumers pause at this second …")
+    pl.add_argument("--pause-for", type=float, default=None, help="… for this many seconds (lag grows, then drains)")
+    pl.add_argument("--run-id", default=None, help="run id (default: time-based); re-running one replaces the cells it measures")
+    pl.add_argument("--json", action="store_true", help="print one JSON object per cell")
+    _cluster_arg(pl)
+    _data_arg(pl)
+    pm = sub.add_parser("maxrate", help="find the maximum sustainable rate",
+                        description="Step search for the highest rate at which the achieved rate "
+                        "is ≥ 98 % of the target, lag does not grow, nothing fails, the publish "
+                        "delay p99 stays under its bound and e2e p99 under the objective. Reports "
+                        "msg/s and MB/s, the knee where latency climbs, what ran out (client or "
+                        "broker CPU), three repeats at the found rate and a check at 1.1×.")
+    pm.add_argument("--payload", default="1kb", help="payload (default 1kb)")
+    pm.add_argument("--encoding", choices=("raw", "base64"), default="raw", help="payload encoding (default raw)")
+    pm.add_argument("--acks", default=None, choices=("0", "1", "all"), help="acks (default: the profile's)")
+    pm.add_argument("--profile", default="default", help="tuning profile (default default)")
+    pm.add_argument("--partitions", type=int, default=1, help="partitions (default 1)")
+    pm.add_argument("--consumers", type=int, default=1, help="consumers (default 1)")
+    pm.add_argument("--start-rate", type=float, default=1000.0, help="first step's msg/s (default 1000)")
+    pm.add_argument("--step-duration", type=float, default=6.0, help="seconds per step, warm-up included (default 6)")
+    pm.add_argument("--objective-p99-ms", type=float, default=100.0, help="e2e p99 objective in ms (default 100)")
+    pm.add_argument("--repeats", type=int, default=3, help="repeats at the found rate (default 3)")
+    pm.add_argument("--run-id", default=None, help="run id (default: time-based)")
+    pm.add_argument("--json", action="store_true", help="print the result as JSON")
+    _cluster_arg(pm)
+    _data_arg(pm)
     pruns = sub.add_parser("runs", help="list the runs in the data directory and their state",
                            description="One line per run: id, state (complete, incomplete, "
                            "failed, running, or stale: running with no live owner), cells, "
@@ -292,6 +362,96 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_cells(args: argparse.Namespace) -> tuple[list[Any], str]:
+    """The cells of ``kafkalab load``: a workload's sweep, or the options' product."""
+    from pydantic import ValidationError
+
+    from kafkalab.config.loader import describe_validation_error
+    from kafkalab.errors import ConfigError
+    from kafkalab.load.spec import LoadCellSpec
+
+    if args.workload:
+        from kafkalab.load.workloads import load_load_workload
+
+        w = load_load_workload(args.workload)
+        return w.cells(), w.name
+    cells = []
+    try:
+        for payload in args.payload:
+            for acks in (args.acks or [None]):
+                for consumers in args.consumers:
+                    for rate in args.rate:
+                        cells.append(LoadCellSpec(
+                            client=args.client, payload=payload, encoding=args.encoding,
+                            profile=args.profile, acks=acks, consumers=consumers,
+                            rate_msgs_per_s=rate, duration_s=args.duration,
+                            warmup_s=args.warmup, partitions=args.partitions,
+                            consumer_mode=args.consumer_mode,
+                            consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
+                            pause_at_s=args.pause_at, pause_for_s=args.pause_for))
+    except ValidationError as exc:
+        raise ConfigError(f"load options: {_option_names(describe_validation_error(exc))}") from None
+    return cells, "adhoc"
+
+
+_OPTION_NAMES = {"rate_msgs_per_s": "--rate", "duration_s": "--duration", "warmup_s": "--warmup",
+                 "consumers_per_shard": "--consumers-per-process", "drain_s": "--drain",
+                 "pause_at_s": "--pause-at", "pause_for_s": "--pause-for",
+                 "consumers": "--consumers", "partitions": "--partitions", "acks": "--acks",
+                 "payload": "--payload"}
+
+
+def _option_names(text: str) -> str:
+    for field_name, option in _OPTION_NAMES.items():
+        text = text.replace(field_name, option)
+    return text
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    from kafkalab.load.engine import LoadRequest, execute_load
+    from kafkalab.load.summary import format_load_table, json_cell
+
+    cells, name = _load_cells(args)
+    req = LoadRequest(cells=cells, data_dir=args.data_dir, descriptor_path=args.cluster,
+                      run_id=args.run_id, command="kafkalab load " + " ".join(sys.argv[2:]),
+                      workload_name=name)
+    result = execute_load(req, progress=_err)
+    if args.json:
+        _say(json.dumps({"run_id": result.run_id, "status": result.status,
+                         "cells": [json_cell(c) for c in result.cells]}, indent=2, default=str))
+    else:
+        _say("")
+        _say(format_load_table(result.cells))
+        _say("")
+        _say("rate, achieved, rx avg in msg/s; e2e = intended send time → record in the consumer's "
+             "hands (corrected for coordinated omission), svc = actual send → receipt, pub = "
+             "send − intended; ms, exact nearest-rank over every consumer's expected messages "
+             "(missing ones count as +inf); n<100: too few for p99. failing = consumers missing "
+             "an acked message after the drain.")
+        _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
+    if result.status != "complete":
+        _err(f"kafkalab: error: run {result.run_id} is {result.status}: some cells failed (see above)")
+        return 4
+    return 0
+
+
+def cmd_maxrate(args: argparse.Namespace) -> int:
+    from kafkalab.load.maxrate import MaxRateRequest, find_max_rate, format_max_rate
+
+    req = MaxRateRequest(payload=args.payload, encoding=args.encoding, acks=args.acks,
+                         profile=args.profile, partitions=args.partitions,
+                         consumers=args.consumers, start_rate=args.start_rate,
+                         step_duration_s=args.step_duration,
+                         objective_p99_ms=args.objective_p99_ms, repeats=args.repeats,
+                         data_dir=args.data_dir, descriptor_path=args.cluster, run_id=args.run_id)
+    result = find_max_rate(req, progress=_err)
+    if args.json:
+        _say(json.dumps(result, indent=2, default=str))
+    else:
+        _say(format_max_rate(result))
+    return 0 if result.get("max_rate_msgs_per_s") is not None else 4
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from kafkalab.store import LabData
 
@@ -382,7 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
-                "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift}
+                "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
+                "load": cmd_load, "maxrate": cmd_maxrate}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -338,6 +338,8 @@ class Manifest:
     client_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     stale_outputs: list[str] = field(default_factory=list)
     reopened_at: list[str] = field(default_factory=list)
+    kind: str = "latency"
+    """``latency`` (closed-loop scenarios, ``samples/``) or ``load`` (open-loop cells, ``load/``)."""
 
     @property
     def run_date(self) -> str:

@@ -95,8 +95,14 @@ def test_former_workload_names_are_aliases() -> None:
 def test_open_loop_rate_is_refused_at_the_edge(tmp_path: Path) -> None:
     bad = tmp_path / "rate.yaml"
     bad.write_text("name: rated\nrate_msgs_per_s: 100\n")
-    with pytest.raises(ConfigError, match=r"rate\.yaml: invalid .*rate_msgs_per_s: open-loop"):
+    with pytest.raises(ConfigError, match=r"rate\.yaml: invalid .*rate_msgs_per_s: a latency "
+                       r"workload is closed loop; fixed-rate load is a load workload"):
         load_workload(str(bad))
+
+
+def test_a_load_workload_is_pointed_at_kafkalab_load() -> None:
+    with pytest.raises(ConfigError, match=r"this is a load workload; run it with `kafkalab load"):
+        load_workload("hydra-local")
 
 
 def test_unknown_names_are_refused_with_the_known_ones() -> None:

@@ -123,8 +123,11 @@ class Workload(_Strict):
     @classmethod
     def _closed_loop_only(cls, data: object) -> object:
         if isinstance(data, dict) and "rate_msgs_per_s" in data:
-            raise ValueError("rate_msgs_per_s: open-loop (fixed-rate) sending is not "
-                             "implemented yet; remove the key to run the closed loop")
+            raise ValueError("rate_msgs_per_s: a latency workload is closed loop; fixed-rate "
+                             "load is a load workload ('kind: load', run by `kafkalab load`)")
+        if isinstance(data, dict) and data.get("kind") == "load":
+            raise ValueError("kind: this is a load workload; run it with "
+                             "`kafkalab load --workload NAME`")
         return data
 
     @field_validator("scenarios")

@@ -1,0 +1,11 @@
+"""The load engine: open-loop fixed-rate producing, HYDRA fan-out to N consumers, consumer
+lag over time, and the maximum sustainable rate (docs/load.md).
+
+* :mod:`.spec` — what a cell measures, load workloads, the client budget;
+* :mod:`.producer` — the open-loop producer and its per-message outcomes;
+* :mod:`.shard` — a consumer process (start barrier, receipts, lag, drain);
+* :mod:`.engine` — runs cells and load runs;
+* :mod:`.files` — the load samples dataset on disk;
+* :mod:`.summary` — a cell's figures;
+* :mod:`.maxrate` — the maximum sustainable rate search.
+"""

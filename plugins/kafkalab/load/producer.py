@@ -1,0 +1,298 @@
+"""The open-loop, fixed-rate producer.
+
+**One schedule.** Message *i* is *intended* at ``t0 + i/R``. The producer sleeps until a
+message is due and sends it; when it is late (a stall, a full queue) it sends the overdue
+messages back to back until it is on schedule again. It never skips a slot, and every
+latency is also measured from the intended time, so catching up is never silent: the
+stall shows as publish delay (``send − intended``) and in the corrected e2e latency of
+every message it delayed (coordinated omission, as wrk2 and OMB measure it).
+
+**What is timed.** The value (stamp header with seq, intended time, run nonce and producer
+id, then the body) and the delivery callback are built before the clock is read. Between
+the clock read (``send_ts_ns``) and ``produce()`` there is only the packing of the 8-byte
+key that carries ``send_ts_ns`` (0.9 has no headers or timestamps). The partition is
+explicit, ``seq % partitions``.
+
+**Outcomes.** Every intended message ends as exactly one of ``acked`` (the broker
+confirmed it; with acks=0 the client's own confirmation), ``failed`` (a definite error),
+``indeterminate`` (no answer by the end, or a timeout: the broker may have written it) or
+``unsent`` (the run ended or was interrupted before its turn). Book-keeping lives in
+preallocated arrays (40 bytes per intended message), written at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from kafkalab.payloads import stamp
+from kafkalab.progress import Progress, noop
+from kafkalab.scenarios.base import now_ns
+
+SEND_KEY = struct.Struct(">q")
+"""The record key: ``send_ts_ns`` (CLOCK_MONOTONIC), big-endian int64."""
+
+PENDING, ACKED, FAILED, INDETERMINATE, UNSENT = 0, 1, 2, 3, 4
+OUTCOME_NAMES = {ACKED: "acked", FAILED: "failed", INDETERMINATE: "indeterminate",
+                 UNSENT: "unsent", PENDING: "indeterminate"}
+
+_TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "KafkaTimeoutError")
+"""Errors that leave a message's fate unknown (the broker may have written it)."""
+
+SEND_GRACE_MIN_S = 2.0
+"""After the schedule's end the producer may still send overdue messages for this long (or
+10 % of the duration if longer); the rest are ``unsent``."""
+
+
+def load_nonce(run_nonce: bytes, producer_id: int) -> bytes:
+    """The stamp's 8 nonce bytes in a load cell: 4 bytes of the cell's nonce + the producer
+    id (uint32, big-endian)."""
+    return run_nonce[:4] + producer_id.to_bytes(4, "big")
+
+
+def split_nonce(nonce: bytes) -> tuple[bytes, int]:
+    """``(cell nonce prefix, producer id)`` from a stamp's nonce."""
+    return nonce[:4], int.from_bytes(nonce[4:8], "big")
+
+
+@dataclass
+class SendLog:
+    """What happened to every intended message (indexed by seq)."""
+
+    n: int
+    intended_ts_ns: np.ndarray
+    send_ts_ns: np.ndarray = field(init=False)
+    ack_ts_ns: np.ndarray = field(init=False)
+    outcome: np.ndarray = field(init=False)
+    partition: np.ndarray = field(init=False)
+    offset: np.ndarray = field(init=False)
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.send_ts_ns = np.full(self.n, -1, dtype=np.int64)
+        self.ack_ts_ns = np.full(self.n, -1, dtype=np.int64)
+        self.outcome = np.zeros(self.n, dtype=np.int8)
+        self.partition = np.full(self.n, -1, dtype=np.int32)
+        self.offset = np.full(self.n, -1, dtype=np.int64)
+
+    def record(self, seq: int, ack_ts_ns: int, error: str | None, partition: int | None,
+               offset: int | None) -> None:
+        """A delivery report (called from the client's callback thread)."""
+        self.ack_ts_ns[seq] = ack_ts_ns
+        if error is None:
+            self.outcome[seq] = ACKED
+            if offset is not None and offset >= 0:
+                self.offset[seq] = offset
+        else:
+            self.outcome[seq] = INDETERMINATE if any(t in error for t in _TIMEOUT_ERRORS) else FAILED
+            self.errors[seq] = error
+        if partition is not None and partition >= 0:
+            self.partition[seq] = partition
+
+    def counts(self) -> dict[str, int]:
+        out = {name: 0 for name in ("acked", "failed", "indeterminate", "unsent")}
+        for code, k in zip(*np.unique(self.outcome, return_counts=True), strict=True):
+            out[OUTCOME_NAMES[int(code)]] += int(k)
+        return out
+
+    def columns(self, producer_id: int, warmup_messages: int) -> dict[str, Any]:
+        """The ``sends.parquet`` columns (see :data:`kafkalab.load.files.SENDS_SCHEMA`)."""
+        import pyarrow as pa
+
+        sent = self.send_ts_ns >= 0
+        answered = self.ack_ts_ns >= 0
+        seq = np.arange(self.n, dtype=np.int64)
+        names = np.array([OUTCOME_NAMES[i] for i in range(5)], dtype=object)
+        publish = np.where(sent, (self.send_ts_ns - self.intended_ts_ns) / 1e6, np.nan)
+        ack_lat = np.where(sent & answered, (self.ack_ts_ns - self.send_ts_ns) / 1e6, np.nan)
+        errors: list[str | None] = [None] * self.n
+        for s, e in self.errors.items():
+            errors[s] = e
+        return {
+            "seq": seq,
+            "producer_id": np.full(self.n, producer_id, dtype=np.int32),
+            "is_warmup": seq < warmup_messages,
+            "intended_ts_ns": self.intended_ts_ns,
+            "send_ts_ns": pa.array(self.send_ts_ns, mask=~sent),
+            "ack_ts_ns": pa.array(self.ack_ts_ns, mask=~answered),
+            "outcome": names[self.outcome.astype(np.int64)],
+            "error": errors,
+            "partition": pa.array(self.partition, mask=self.partition < 0),
+            "offset": pa.array(self.offset, mask=self.offset < 0),
+            "publish_delay_ms": pa.array(publish, mask=~sent),
+            "ack_latency_ms": pa.array(ack_lat, mask=~(sent & answered)),
+        }
+
+
+@dataclass
+class ProducerPlan:
+    """Everything the producer loop needs (the engine builds it)."""
+
+    topic: str
+    partitions: int
+    rate_msgs_per_s: float
+    n: int
+    warmup_messages: int
+    body: bytes
+    base64_body: bool
+    nonce: bytes
+    """8 bytes: :func:`load_nonce`."""
+    send_deadline_s: float
+    """Seconds after t0 past which no message is sent any more (the rest are unsent)."""
+    message_timeout_s: float
+
+
+class Client:
+    """The two calls the loop makes: ``produce`` and ``serve`` (delivery reports)."""
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+        """Hand one message to the client; False when its queue is full (retry later)."""
+        raise NotImplementedError
+
+    def serve(self, timeout_s: float) -> None:
+        """Serve delivery reports (confluent-kafka: ``poll``)."""
+
+    def flush(self, timeout_s: float) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ConfluentClient(Client):
+    """confluent-kafka: one delivery callback per message (``partial(record, seq)``)."""
+
+    def __init__(self, config: dict[str, Any], log: SendLog) -> None:
+        from confluent_kafka import Producer
+
+        self._p = Producer(config)
+        self._log = log
+
+    def _report(self, seq: int, err: Any, msg: Any) -> None:
+        t = now_ns()
+        self._log.record(seq, t, None if err is None else str(err.name() or err),
+                         msg.partition(), msg.offset())
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+        try:
+            self._p.produce(topic, value, key, partition, on_delivery=partial(self._report, seq))
+        except BufferError:
+            return False
+        return True
+
+    def serve(self, timeout_s: float) -> None:
+        self._p.poll(timeout_s)
+
+    def flush(self, timeout_s: float) -> None:
+        self._p.flush(timeout_s)
+
+
+class KafkaPythonClient(Client):
+    """kafka-python: a future per message with callbacks."""
+
+    def __init__(self, config: dict[str, Any], log: SendLog) -> None:
+        from kafka import KafkaProducer
+
+        self._p = KafkaProducer(**config)
+        self._log = log
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+        from kafka.errors import KafkaTimeoutError
+
+        log = self._log
+        try:
+            fut = self._p.send(topic, value=value, key=key, partition=partition)
+        except KafkaTimeoutError:  # the buffer stayed full for max_block_ms
+            return False
+        fut.add_callback(lambda md: log.record(seq, now_ns(), None, md.partition, md.offset))
+        fut.add_errback(lambda exc: log.record(seq, now_ns(), type(exc).__name__ + f": {exc}",
+                                               None, None))
+        return True
+
+    def serve(self, timeout_s: float) -> None:
+        time.sleep(timeout_s)  # kafka-python's sender thread serves the callbacks
+
+    def flush(self, timeout_s: float) -> None:
+        from kafka.errors import KafkaTimeoutError
+
+        with contextlib.suppress(KafkaTimeoutError):
+            self._p.flush(timeout=timeout_s)
+
+    def close(self) -> None:
+        self._p.close(timeout=1)
+
+
+def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
+                  progress: Progress = noop, stop: threading.Event | None = None,
+                  on_tick: Callable[[int, int], None] | None = None) -> int:
+    """Send the schedule; returns ``stop_ts_ns`` (when the producer stopped sending).
+
+    Messages still due when ``plan.send_deadline_s`` passes, or when ``stop`` is set or the
+    loop is interrupted (KeyboardInterrupt propagates after the log is consistent), stay
+    ``unsent``. Delivery reports are served by a helper thread while the loop runs.
+    """
+    stop = stop or threading.Event()
+    pump_stop = threading.Event()
+
+    def pump() -> None:
+        while not pump_stop.is_set():
+            client.serve(0.05)
+
+    pump_thread = threading.Thread(target=pump, name="kafkalab-delivery-reports", daemon=True)
+    pump_thread.start()
+    interval = 1e9 / plan.rate_msgs_per_s
+    deadline = t0_ns + int(plan.send_deadline_s * 1e9)
+    topic, partitions, body, b64, nonce = (plan.topic, plan.partitions, plan.body,
+                                           plan.base64_body, plan.nonce)
+    pack = SEND_KEY.pack
+    send_ts = log.send_ts_ns
+    next_report = t0_ns + 1_000_000_000
+    seq = 0
+    try:
+        while seq < plan.n:
+            intended = log.intended_ts_ns[seq] = t0_ns + int(seq * interval)
+            value = stamp(body, seq, nonce, b64, intended)
+            part = seq % partitions
+            now = now_ns()
+            if now < intended:
+                time.sleep((intended - now) / 1e9)
+            elif now > deadline or stop.is_set():
+                break
+            while True:
+                t = now_ns()
+                if client.send(topic, value, pack(t), part, seq):
+                    break
+                client.serve(0.001)  # queue full: the wait is publish delay, never hidden
+                if now_ns() > deadline or stop.is_set():
+                    t = -1
+                    break
+            if t < 0:
+                break
+            send_ts[seq] = t
+            seq += 1
+            if t >= next_report:
+                next_report = t + 1_000_000_000
+                if on_tick is not None:
+                    on_tick(seq, t)
+    finally:
+        stop_ts = now_ns()
+        # The rest of the schedule is unsent; its intended times are still the schedule's.
+        if seq < plan.n:
+            rest = np.arange(seq, plan.n, dtype=np.int64)
+            log.intended_ts_ns[seq:] = t0_ns + (rest * interval).astype(np.int64)
+            log.outcome[seq:] = UNSENT
+        try:
+            client.flush(plan.message_timeout_s)
+        finally:
+            pump_stop.set()
+            pump_thread.join(timeout=5)
+            client.close()
+    return stop_ts

@@ -1,0 +1,230 @@
+"""What one load cell measures (:class:`LoadCellSpec`), load workloads from YAML
+(:class:`LoadWorkload`), and the client budget that refuses a cell the machine cannot carry.
+
+A load cell is one open-loop, fixed-rate producer fanning out to ``consumers`` consumers
+(seed 003's HYDRA) for ``duration_s`` seconds, the first ``warmup_s`` of which are warm-up
+(recorded, excluded from every figure). Validated once here; everything downstream trusts it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kafkalab.errors import ConfigError
+from kafkalab.store import safe_name
+
+LOAD_CLIENTS = ("confluent-kafka", "kafka-python")
+"""Producers (and consumers) the load engine drives."""
+
+MAX_CONSUMERS = 1000
+"""More consumers than this in one cell is refused outright (seed 003's sweep stops at 500)."""
+
+DELIVERIES_PER_CLIENT_CORE_PER_S = 60_000.0
+"""What one core of this kind of machine delivers to the lab's consumers (records/s handed to
+the application, 1 KB, confluent-kafka), measured by ``make bench`` (part ``load``, fan-out
+deliveries per client core). The budget check scales it by the cores available to clients."""
+
+PRODUCER_MSGS_PER_S_MAX = 150_000.0
+"""The harness producer's measured ceiling (1 KB, ``make bench`` part ``load``): a higher
+target rate cannot be honoured by one producer process and is refused."""
+
+BUDGET_ENV = "KAFKALAB_LOAD_BUDGET_DELIVERIES_PER_S"
+"""Environment override of the whole deliveries-per-second budget (a bigger client host)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadCellSpec(_Strict):
+    """One load cell: a producer at ``rate_msgs_per_s`` → ``consumers`` consumers."""
+
+    client: Literal["confluent-kafka", "kafka-python"] = "confluent-kafka"
+    payload: str = "1kb"
+    encoding: Literal["raw", "base64"] = "raw"
+    profile: str = "default"
+    acks: Literal["0", "1", "all"] | None = None
+    """Overrides the profile's ``producer.acks`` (None: the profile's)."""
+    consumers: int = Field(1, ge=1, le=MAX_CONSUMERS)
+    rate_msgs_per_s: float = Field(100.0, gt=0)
+    duration_s: float = Field(10.0, gt=0)
+    """Total length of the producing schedule, warm-up included."""
+    warmup_s: float = Field(2.0, ge=0)
+    partitions: int = Field(1, ge=1, le=64)
+    consumer_mode: Literal["assign", "group"] = "assign"
+    """assign: every consumer assigns every partition, no group (default); group: one
+    consumer group per consumer (each still receives every message)."""
+    consumers_per_shard: int = Field(10, ge=1, le=200)
+    """Consumers per consumer process (threads in one process)."""
+    drain_s: float = Field(5.0, ge=0)
+    """After the producer stops, how long consumers may still catch up (bounded)."""
+    pause_at_s: float | None = Field(None, ge=0)
+    pause_for_s: float | None = Field(None, gt=0)
+    lag_interval_s: float = Field(1.0, gt=0)
+    e2e_p99_objective_ms: float = Field(1000.0, gt=0)
+    """The workload's latency objective (the maximum-rate search's pass criterion)."""
+    message_timeout_s: float = Field(30.0, gt=0)
+    """How long the producer waits for its last acks before calling them indeterminate."""
+    slow_consumer: int | None = Field(None, ge=0)
+    """Fault injection: the index of one consumer that sleeps ``slow_consumer_ms_per_record``
+    after each record (a client that cannot keep up; it must end up ``failing``)."""
+    slow_consumer_ms_per_record: float = Field(0.0, ge=0)
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_as_text(cls, value: object) -> object:
+        if value in (-1, "-1"):
+            return "all"
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LoadCellSpec:
+        from kafkalab.payloads import payload_names
+
+        if self.payload not in payload_names():
+            raise ValueError(f"unknown payload {self.payload!r} (known: {', '.join(payload_names())})")
+        if self.duration_s <= self.warmup_s:
+            raise ValueError(f"duration_s={self.duration_s:g} must be longer than the warm-up "
+                             f"(warmup_s={self.warmup_s:g}): nothing would be measured")
+        if (self.pause_at_s is None) != (self.pause_for_s is None):
+            raise ValueError("pause_at_s and pause_for_s go together")
+        if self.pause_at_s is not None and self.pause_at_s >= self.duration_s:
+            raise ValueError(f"pause_at_s={self.pause_at_s:g} is after the end of the run "
+                             f"(duration_s={self.duration_s:g})")
+        if self.slow_consumer is not None and self.slow_consumer >= self.consumers:
+            raise ValueError(f"slow_consumer={self.slow_consumer} is not one of the "
+                             f"{self.consumers} consumers (0-based)")
+        if self.measured_messages < 1:
+            raise ValueError(f"rate {self.rate_msgs_per_s:g} msg/s × {self.window_s:g} s "
+                             "measures no message")
+        return self
+
+    @property
+    def window_s(self) -> float:
+        """The measured window: the schedule after the warm-up."""
+        return self.duration_s - self.warmup_s
+
+    @property
+    def intended_messages(self) -> int:
+        """Messages in the schedule (warm-up included): message i is due at t0 + i/R."""
+        return max(1, round(self.rate_msgs_per_s * self.duration_s))
+
+    @property
+    def warmup_messages(self) -> int:
+        return min(round(self.rate_msgs_per_s * self.warmup_s), self.intended_messages - 1)
+
+    @property
+    def measured_messages(self) -> int:
+        return self.intended_messages - self.warmup_messages
+
+    @property
+    def interval_ns(self) -> float:
+        """The send interval 1/R in ns."""
+        return 1e9 / self.rate_msgs_per_s
+
+    @property
+    def shards(self) -> int:
+        """Consumer processes: ``ceil(consumers / consumers_per_shard)``."""
+        return math.ceil(self.consumers / self.consumers_per_shard)
+
+    def shard_consumers(self, shard: int) -> list[int]:
+        """Global consumer indexes of one shard (consumers are dealt in contiguous blocks)."""
+        per = math.ceil(self.consumers / self.shards)
+        return list(range(shard * per, min(self.consumers, (shard + 1) * per)))
+
+    def effective_acks(self, profile_acks: str) -> str:
+        return self.acks if self.acks is not None else profile_acks
+
+    def cell_id(self, profile_acks: str) -> str:
+        """The cell's directory name: every setting that makes it a different experiment."""
+        acks = self.effective_acks(profile_acks)
+        pause = (f".pause{self.pause_at_s:g}+{self.pause_for_s:g}"
+                 if self.pause_at_s is not None else "")
+        mode = ".group" if self.consumer_mode == "group" else ""
+        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}."
+                         f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}{mode}{pause}")
+
+
+class LoadWorkload(_Strict):
+    """A load sweep from ``include/workloads/*.yaml`` (``kind: load``): consumers × rates
+    (× acks × payloads) with one set of cell settings."""
+
+    kind: Literal["load"]
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    description: str = ""
+    consumers: list[int] = Field(min_length=1)
+    rates_msgs_per_s: list[float] = Field(min_length=1)
+    acks: list[Literal["0", "1", "all"]] = Field(default_factory=lambda: ["1"])  # type: ignore[arg-type]
+    payloads: list[str] = Field(default_factory=lambda: ["1kb"])
+    profile: str = "default"
+    client: Literal["confluent-kafka", "kafka-python"] = "confluent-kafka"
+    duration_s: float = 10.0
+    warmup_s: float = 2.0
+    partitions: int = 1
+    consumers_per_shard: int = 10
+    drain_s: float = 5.0
+    e2e_p99_objective_ms: float = 1000.0
+    for_real_cluster: bool = False
+    """True for sweeps sized for a real cluster (seed 003's 500 consumers): the budget check
+    refuses their big cells on a small machine, by design."""
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_as_text(cls, value: object) -> object:
+        if isinstance(value, list):
+            return ["all" if v in (-1, "-1") else str(v) if isinstance(v, int) else v for v in value]
+        return value
+
+    def cells(self) -> list[LoadCellSpec]:
+        """Every cell of the sweep, in the order they run (rates inner, so a sweep that
+        overloads the machine fails at its end)."""
+        return [LoadCellSpec(client=self.client, payload=p, profile=self.profile, acks=a,
+                             consumers=c, rate_msgs_per_s=r, duration_s=self.duration_s,
+                             warmup_s=self.warmup_s, partitions=self.partitions,
+                             consumers_per_shard=self.consumers_per_shard, drain_s=self.drain_s,
+                             e2e_p99_objective_ms=self.e2e_p99_objective_ms)
+                for p in self.payloads for a in self.acks for c in self.consumers
+                for r in self.rates_msgs_per_s]
+
+
+def deliveries_budget_per_s(cpu_count: int | None = None) -> tuple[float, str]:
+    """The deliveries per second the client side of this machine can measure honestly, and
+    where the figure comes from. One core is left to the producer and the broker."""
+    override = os.environ.get(BUDGET_ENV)
+    if override:
+        try:
+            return float(override), f"${BUDGET_ENV}"
+        except ValueError:
+            raise ConfigError(f"{BUDGET_ENV}={override!r} is not a number") from None
+    cores = max(1, (cpu_count or os.cpu_count() or 1) - 1)
+    return (DELIVERIES_PER_CLIENT_CORE_PER_S * cores,
+            f"{DELIVERIES_PER_CLIENT_CORE_PER_S:,.0f}/s per client core (make bench) × {cores} core(s)")
+
+
+def check_budget(spec: LoadCellSpec, wire_bytes: int, cpu_count: int | None = None) -> None:
+    """Refuse, before it runs, a cell whose deliveries would saturate the measuring clients
+    (it would measure the harness, not Kafka).
+
+    Raises:
+        ConfigError: one line naming the cell, its demand and the budget.
+    """
+    budget, source = deliveries_budget_per_s(cpu_count)
+    # Large messages cost the client per byte, not per record: count every 64 KiB as one
+    # more delivery (a 1 MB record weighs ~16 small ones).
+    weight = max(1.0, wire_bytes / 65536)
+    demand = spec.consumers * spec.rate_msgs_per_s * weight
+    if demand > budget:
+        raise ConfigError(
+            f"cell {spec.consumers} consumers × {spec.rate_msgs_per_s:g} msg/s ({spec.payload}) "
+            f"needs ~{demand:,.0f} deliveries/s; this machine's client budget is {budget:,.0f}/s "
+            f"({source}); lower the rate or the consumers, or set {BUDGET_ENV} for a bigger "
+            "client host")
+    if spec.rate_msgs_per_s * weight > PRODUCER_MSGS_PER_S_MAX:
+        raise ConfigError(f"rate {spec.rate_msgs_per_s:g} msg/s ({spec.payload}) is above what one "
+                          f"producer process sends (~{PRODUCER_MSGS_PER_S_MAX:,.0f}/s, make bench)")

@@ -1,0 +1,311 @@
+"""A load cell's figures from its files (the ``--json`` object, the CLI table, ``cell.json``).
+
+Definitions are those of docs/metrics-schema.md ("Load samples"), shared with the Spark job
+``spark_jobs/aggregate_load.py`` (a test checks both give the same numbers):
+
+* the window is the non-warm-up messages; the *expected* set E is the acked ones (acks 1 /
+  all) or the sent ones (acks 0);
+* e2e latency is measured from the *intended* send time (corrected for coordinated
+  omission); ``service_e2e`` from the actual send; a message of E a consumer never received
+  counts as +inf in its population (censored), it is never dropped;
+* percentiles are exact nearest-rank with the minimum-sample rule of :mod:`kafkalab.stats`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kafkalab.load import files
+from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank, quantile_ci_ranks
+from kafkalab.store import read_json
+
+REPORTED = ("p50", "p90", "p99", "p999")
+"""Percentiles in a load summary (plus max)."""
+
+
+def percentiles(values: np.ndarray, censored: int, prefix: str) -> dict[str, Any]:
+    """``{prefix}_p50_ms … _p999_ms, _max_ms}`` of ``values`` plus ``censored`` +inf values,
+    exact nearest-rank; undefined ones are None with ``{prefix}_{pXX}_ms_reason``. ``max``
+    is over the received values."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(ordered) + censored
+    out: dict[str, Any] = {}
+    for name in REPORTED:
+        key = f"{prefix}_{name}_ms"
+        if n < MIN_SAMPLES[name]:
+            out[key], out[f"{key}_reason"] = None, f"n<{MIN_SAMPLES[name]}"
+            continue
+        num, den = PERCENTILE_FRACTIONS[name]
+        rank = fraction_rank(n, num, den)
+        if rank > len(ordered):
+            out[key], out[f"{key}_reason"] = None, "censored"
+        else:
+            out[key] = round(float(ordered[rank - 1]), 6)
+    out[f"{prefix}_max_ms"] = round(float(ordered[-1]), 6) if len(ordered) else None
+    return out
+
+
+def ci(values: np.ndarray, censored: int, name: str) -> tuple[float | None, float | None]:
+    """The distribution-free 95 % interval of one percentile (censored values are +inf)."""
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(ordered) + censored
+    num, den = PERCENTILE_FRACTIONS[name]
+    lo, hi = quantile_ci_ranks(n, num / den)
+
+    def at(rank: int | None) -> float | None:
+        return None if rank is None or rank > len(ordered) else round(float(ordered[rank - 1]), 6)
+
+    return at(lo), at(hi)
+
+
+def _read(paths: list[Path], columns: list[str]) -> dict[str, np.ndarray]:
+    tables = [pq.read_table(p, columns=columns) for p in paths]
+    if not tables:
+        return {c: np.array([]) for c in columns}
+    import pyarrow as pa
+
+    t = pa.concat_tables(tables)
+    out = {}
+    for c in columns:
+        col = t.column(c)
+        if pa.types.is_floating(col.type):
+            out[c] = col.to_numpy(zero_copy_only=False)
+        elif pa.types.is_integer(col.type):
+            out[c] = pc.fill_null(col, -1).to_numpy(zero_copy_only=False)
+        elif pa.types.is_boolean(col.type):
+            out[c] = pc.fill_null(col, False).to_numpy(zero_copy_only=False)
+        else:
+            out[c] = np.asarray(col.to_pylist(), dtype=object)
+    return out
+
+
+def summarize_cell(cell: Path) -> dict[str, Any]:
+    """Every figure of one load cell (see the module docstring and docs/metrics-schema.md)."""
+    meta = read_json(files.cell_json_path(cell))
+    if not isinstance(meta, dict):
+        raise FileNotFoundError(f"{cell}: no cell.json")
+    spec = meta["spec"]
+    rate = float(spec["rate_msgs_per_s"])
+    acks = str(meta.get("acks"))
+    stop_ts = meta.get("stop_ts_ns")
+    measure_start = meta.get("measure_start_ns")
+
+    s = _read([files.sends_path(cell)], ["seq", "is_warmup", "intended_ts_ns", "send_ts_ns",
+                                          "ack_ts_ns", "outcome", "publish_delay_ms",
+                                          "ack_latency_ms"])
+    n_all = len(s["seq"])
+    window = ~s["is_warmup"]
+    outcome = s["outcome"]
+    counts = {o: int(np.sum(window & (outcome == o))) for o in files.OUTCOMES}
+    intended = int(np.sum(window))
+    sent = window & (s["send_ts_ns"] >= 0)
+    acked = window & (outcome == "acked")
+    sent_n = int(np.sum(sent))
+    if sent_n:
+        span_s = (int(s["send_ts_ns"][sent].max()) - int(s["intended_ts_ns"][window].min())) / 1e9
+        achieved = sent_n / (span_s + 1.0 / rate)
+    else:
+        achieved = 0.0
+    expected_mask = (sent if acks == "0" else acked)
+    expected_flag = np.zeros(max(n_all, 1), dtype=bool)
+    expected_flag[s["seq"][expected_mask]] = True
+    expected_n = int(np.sum(expected_mask))
+    ack_ts_by_seq = np.full(max(n_all, 1), -1, dtype=np.int64)
+    ack_ts_by_seq[s["seq"]] = s["ack_ts_ns"]
+
+    r_paths = sorted(cell.glob("receipts-*.parquet"))
+    r = _read(r_paths, ["consumer", "seq", "receive_ts_ns", "e2e_latency_ms",
+                        "service_e2e_latency_ms", "duplicate", "is_warmup"])
+    consumers = int(spec["consumers"])
+    first = ~r["duplicate"]
+    in_window = ~r["is_warmup"]
+    seqs = r["seq"].astype(np.int64)
+    valid = (seqs >= 0) & (seqs < n_all)
+    in_e = np.zeros(len(seqs), dtype=bool)
+    in_e[valid] = expected_flag[seqs[valid]]
+    after_stop = (r["receive_ts_ns"] > stop_ts) if stop_ts is not None else np.zeros(len(seqs), bool)
+
+    per_consumer: list[dict[str, Any]] = []
+    e2e_pool: list[np.ndarray] = []
+    svc_pool: list[np.ndarray] = []
+    missing_total = late_total = dup_total = 0
+    expected_seqs = np.flatnonzero(expected_flag[:n_all]) if n_all else np.array([], dtype=np.int64)
+    window_span_s = ((stop_ts - measure_start) / 1e9) if stop_ts and measure_start else None
+    for c in range(consumers):
+        mine = r["consumer"] == c
+        got = mine & first & in_e
+        unique = int(np.sum(got))
+        dups = int(np.sum(mine & r["duplicate"] & in_window))
+        late = int(np.sum(got & after_stop))
+        missing = expected_n - unique
+        received_flag = np.zeros(max(n_all, 1), dtype=bool)
+        received_flag[seqs[got]] = True
+        miss_in_order = ~received_flag[expected_seqs] if len(expected_seqs) else np.array([], bool)
+        gaps = int(np.sum(miss_in_order[1:] & ~miss_in_order[:-1]) + (1 if len(miss_in_order) and miss_in_order[0] else 0))
+        unexpected = int(np.sum(mine & first & in_window & ~in_e))
+        on_time = int(np.sum(mine & first & in_window & ~after_stop))
+        rx_rate = on_time / window_span_s if window_span_s and window_span_s > 0 else None
+        e2e = r["e2e_latency_ms"][got]
+        svc = r["service_e2e_latency_ms"][got]
+        svc = svc[~np.isnan(svc)]
+        e2e_pool.append(e2e)
+        svc_pool.append(svc)
+        missing_total += missing
+        late_total += late
+        dup_total += dups
+        row = {"consumer": c, "unique_msgs": unique, "duplicates": dups, "late_msgs": late,
+               "missing_msgs": missing, "gaps": gaps, "unexpected_msgs": unexpected,
+               "rx_rate_msgs_per_s": None if rx_rate is None else round(rx_rate, 3),
+               "failing": missing > 0}
+        p = percentiles(e2e, missing, "e2e")
+        row["e2e_p50_ms"], row["e2e_p99_ms"] = p["e2e_p50_ms"], p["e2e_p99_ms"]
+        row["service_e2e_p99_ms"] = percentiles(svc, missing, "service_e2e")["service_e2e_p99_ms"]
+        per_consumer.append(row)
+
+    e2e_all = np.concatenate(e2e_pool) if e2e_pool else np.array([])
+    svc_all = np.concatenate(svc_pool) if svc_pool else np.array([])
+    denom = expected_n * consumers
+    rx_rates = [x["rx_rate_msgs_per_s"] for x in per_consumer if x["rx_rate_msgs_per_s"] is not None]
+    out: dict[str, Any] = {
+        "cell_id": meta["cell_id"], "run_id": meta["run_id"], "status": meta["status"],
+        "client": spec["client"], "payload": spec["payload"],
+        "payload_bytes": meta.get("payload_bytes"), "profile": spec["profile"], "acks": acks,
+        "partitions": int(spec["partitions"]), "consumers": consumers,
+        "consumer_mode": spec.get("consumer_mode", "assign"),
+        "target_rate_msgs_per_s": rate, "achieved_rate_msgs_per_s": round(achieved, 3),
+        "achieved_mb_per_s": round(achieved * (meta.get("payload_bytes") or 0) / 1e6, 6),
+        "duration_s": float(spec["duration_s"]), "window_s": float(spec["duration_s"]) - float(spec["warmup_s"]),
+        "intended_msgs": intended, "acked_msgs": counts["acked"], "failed_msgs": counts["failed"],
+        "indeterminate_msgs": counts["indeterminate"], "unsent_msgs": counts["unsent"],
+        "warmup_msgs": int(n_all - intended), "expected_msgs": expected_n,
+        "rx_rate_msgs_per_s_avg": round(float(np.mean(rx_rates)), 3) if rx_rates else None,
+        "rx_rate_msgs_per_s_min": round(float(np.min(rx_rates)), 3) if rx_rates else None,
+        "loss_pct": round(100.0 * missing_total / denom, 6) if denom else 0.0,
+        "late_pct": round(100.0 * late_total / denom, 6) if denom else 0.0,
+        "missing_msgs": missing_total, "late_msgs": late_total,
+        "failing_clients": sum(1 for x in per_consumer if x["failing"]),
+        "duplicates": dup_total,
+    }
+    out.update(percentiles(e2e_all, missing_total, "e2e"))
+    for name in ("p50", "p99"):
+        lo, hi = ci(e2e_all, missing_total, name)
+        out[f"e2e_{name}_ms_ci_low"], out[f"e2e_{name}_ms_ci_high"] = lo, hi
+    out.update(percentiles(svc_all, missing_total, "service_e2e"))
+    pub = s["publish_delay_ms"][sent]
+    out.update(percentiles(pub, 0, "publish_delay"))
+    ack_lat = s["ack_latency_ms"][acked]
+    out.update(percentiles(ack_lat, 0, "ack_latency"))
+    interval_ms = 1000.0 / rate
+    pub_judge = out.get("publish_delay_p99_ms")
+    if pub_judge is None:
+        pub_judge = out.get("publish_delay_max_ms")
+    out["saturated"] = bool(pub_judge is not None and pub_judge > interval_ms)
+    out.update(_lag(cell, meta, rate, expected_flag, ack_ts_by_seq, r, first, in_e))
+    out["client_bound"] = bool(meta.get("client_bound"))
+    out["max_process_cpu_frac"] = max((p.get("cpu_frac") or 0.0 for p in meta.get("processes") or []),
+                                      default=None)
+    out["broker_cpu_frac"] = meta.get("broker_cpu_frac")
+    cluster = meta.get("cluster") or {}
+    out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
+    out["cluster_flavor"] = cluster.get("flavor")
+    out["broker_version"] = cluster.get("version")
+    out["broker_count"] = cluster.get("broker_count")
+    out["consumers_detail"] = per_consumer
+    return out
+
+
+def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarray,
+         ack_ts_by_seq: np.ndarray, r: dict[str, np.ndarray], first: np.ndarray,
+         in_e: np.ndarray) -> dict[str, Any]:
+    """Peak lag, and with a pause: peak during it, time and rate to drain after it."""
+    lag = _read(sorted(cell.glob("lag-*.parquet")),
+                ["consumer", "sample_ts_ns", "elapsed_s", "lag_msgs", "paused"])
+    out: dict[str, Any] = {"lag_peak_msgs": None, "client_backlog_peak_msgs": None,
+                           "pause_lag_peak_msgs": None, "time_to_drain_s": None,
+                           "drain_rate_msgs_per_s": None}
+    if not len(lag["consumer"]):
+        return out
+    # Σ over partitions per (consumer, sample)
+    keys = np.stack([lag["consumer"].astype(np.int64), lag["sample_ts_ns"].astype(np.int64)])
+    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    lag_vals = lag["lag_msgs"].astype(np.int64)
+    known = lag_vals >= 0
+    total = np.zeros(uniq.shape[1], dtype=np.int64)
+    np.add.at(total, inv[known], lag_vals[known])
+    out["lag_peak_msgs"] = int(total.max()) if len(total) else None
+    # client backlog at each sample: acked (of E) by then − received (first receipts of E) by then
+    e_ack = np.sort(ack_ts_by_seq[: len(expected_flag)][expected_flag & (ack_ts_by_seq[: len(expected_flag)] >= 0)])
+    backlog_peak = 0
+    for c in np.unique(uniq[0]):
+        times = uniq[1][uniq[0] == c]
+        recv = np.sort(r["receive_ts_ns"][(r["consumer"] == c) & first & in_e])
+        b = np.searchsorted(e_ack, times, side="right") - np.searchsorted(recv, times, side="right")
+        backlog_peak = max(backlog_peak, int(b.max()) if len(b) else 0)
+    out["client_backlog_peak_msgs"] = backlog_peak
+    pause = meta.get("pause")
+    if pause:
+        start, end = int(pause["start_ns"]), int(pause["end_ns"])
+        during = (uniq[1] >= start) & (uniq[1] <= end + int(meta["spec"]["lag_interval_s"] * 1e9))
+        peak = int(total[during].max()) if during.any() else None
+        out["pause_lag_peak_msgs"] = peak
+        threshold = max(1.0, rate * float(meta["spec"]["lag_interval_s"]))
+        after = uniq[1] > end
+        drained_at = []
+        for c in np.unique(uniq[0]):
+            sel = after & (uniq[0] == c) & (total <= threshold)
+            if sel.any():
+                drained_at.append(int(uniq[1][sel].min()))
+            else:
+                drained_at = []
+                break
+        if drained_at and peak:
+            ttd = (max(drained_at) - end) / 1e9
+            out["time_to_drain_s"] = round(ttd, 3)
+            out["drain_rate_msgs_per_s"] = round(peak / ttd, 3) if ttd > 0 else None
+    return out
+
+
+def _fmt(v: Any, spec: str = ".2f", reason: Any = None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return str(reason) if reason else "—"
+    return format(v, spec)
+
+
+def format_load_table(cells: list[dict[str, Any]]) -> str:
+    """The CLI table: one line per cell, seed 003's columns first."""
+    head = (f"{'consumers':>9} {'rate':>8} {'achieved':>9} {'rx avg':>9} {'loss %':>7} "
+            f"{'failing':>7} {'dups':>5} {'e2e p50':>8} {'e2e p99':>8} {'svc p99':>8} "
+            f"{'pub p99':>8} {'lag pk':>7}  flags")
+    lines = [head, "-" * len(head)]
+    for c in cells:
+        if "target_rate_msgs_per_s" not in c:
+            lines.append(f"{c.get('cell_id')}: {c.get('status')} {c.get('error') or ''}".rstrip())
+            continue
+        flags = [f for f in ("client_bound", "saturated") if c.get(f)]
+        if c.get("broker_is_emulator"):
+            flags.append("EMULATOR")
+        if c.get("status") != "complete":
+            flags.append(str(c.get("status")))
+        lines.append(
+            f"{c['consumers']:>9} {c['target_rate_msgs_per_s']:>8g} "
+            f"{_fmt(c['achieved_rate_msgs_per_s'], '.1f'):>9} "
+            f"{_fmt(c['rx_rate_msgs_per_s_avg'], '.1f'):>9} {_fmt(c['loss_pct'], '.3f'):>7} "
+            f"{c['failing_clients']:>7} {c['duplicates']:>5} "
+            f"{_fmt(c['e2e_p50_ms'], '.2f', c.get('e2e_p50_ms_reason')):>8} "
+            f"{_fmt(c['e2e_p99_ms'], '.2f', c.get('e2e_p99_ms_reason')):>8} "
+            f"{_fmt(c['service_e2e_p99_ms'], '.2f', c.get('service_e2e_p99_ms_reason')):>8} "
+            f"{_fmt(c['publish_delay_p99_ms'], '.2f', c.get('publish_delay_p99_ms_reason')):>8} "
+            f"{_fmt(c['lag_peak_msgs'], 'd'):>7}  {' '.join(flags)}")
+    return "\n".join(lines)
+
+
+def json_cell(summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``--json`` object of a cell: the summary without the per-consumer detail."""
+    return {k: v for k, v in summary.items() if k != "consumers_detail"}

@@ -1,0 +1,21 @@
+"""Load workloads (``include/workloads/*.yaml`` with ``kind: load``): seed 003's sweeps."""
+
+from __future__ import annotations
+
+from kafkalab.config.loader import _named_yaml, parse_model, read_yaml
+from kafkalab.errors import ConfigError
+from kafkalab.load.spec import LoadWorkload
+
+
+def load_load_workload(name_or_path: str) -> LoadWorkload:
+    """A load workload by name or path.
+
+    Raises:
+        ConfigError: unknown, invalid, or a latency workload (no ``kind: load``).
+    """
+    path = _named_yaml("workloads", name_or_path)
+    data = read_yaml(path)
+    if data.get("kind") != "load":
+        raise ConfigError(f"{path}: not a load workload (no 'kind: load'); run it with "
+                          "`kafkalab run --workload`")
+    return parse_model(LoadWorkload, data, str(path))
