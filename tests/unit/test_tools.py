@@ -171,3 +171,144 @@ def test_bench_overhead_compares_the_lab_s_exact_bytes() -> None:
     assert OVERHEAD_PAYLOADS == (("1kb", "raw"), ("1mb", "base64"))
     body = load_body("1mb", "base64", images_dir())
     assert wire_size_bytes(body) == 1_462_780  # seed 000's base64 1 MB image + the stamp
+
+
+# --------------------------------------------------------------------------- bench part (f): load
+
+# Real Kafka 0.9.0.1 output (captured on the bench's kafka09 cluster, 1,056-byte records).
+PRODUCER_PERFORMANCE_OUT = """\
+99882 records sent, 19972.4 records/sec (20.11 MB/sec), 33.5 ms avg latency, 280.0 max latency.
+140000 records sent, 19988.577955 records/sec (20.13 MB/sec), 25.25 ms avg latency, 280.00 ms max latency, 6 ms 50th, 204 ms 95th, 250 ms 99th, 275 ms 99.9th.
+"""
+PRODUCER_PERFORMANCE_ERR = """\
+log4j:WARN No appenders could be found for logger (org.apache.kafka.clients.producer.ProducerConfig).
+log4j:WARN Please initialize the log4j system properly.
+"""
+CONSUMER_PERFORMANCE_OUT = """\
+start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec
+2026-11-22 09:04:00:654, 2026-11-22 09:04:02:070, 302.1240, 213.3644, 300000, 211864.4068
+"""
+CONSUMER_PERFORMANCE_DETAILED = """\
+time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec
+2026-11-22 09:08:01:860, 0, 0.2014, 3.3019, 200, 3278.6885
+"""
+
+
+def test_bench_load_parses_producer_performance_s_final_line_not_its_interim_ones() -> None:
+    from tools.bench.load import parse_producer_performance
+
+    got = parse_producer_performance(PRODUCER_PERFORMANCE_ERR + PRODUCER_PERFORMANCE_OUT)
+    assert got == {"records": 140000.0, "records_per_s": 19988.577955, "mb_per_s": 20.13,
+                   "avg_latency_ms": 25.25, "max_latency_ms": 280.0, "p50_ms": 6.0,
+                   "p95_ms": 204.0, "p99_ms": 250.0, "p999_ms": 275.0}
+
+
+def test_bench_load_producer_performance_without_a_summary_is_an_error() -> None:
+    from kafkalab.errors import RunError
+    from tools.bench.load import parse_producer_performance
+
+    interim_only = PRODUCER_PERFORMANCE_OUT.splitlines()[0]
+    with pytest.raises(RunError, match=r"printed no summary.*280\.0 max latency"):
+        parse_producer_performance(PRODUCER_PERFORMANCE_ERR + interim_only)
+
+
+def test_bench_load_parses_consumer_performance_s_result_line() -> None:
+    from tools.bench.load import parse_consumer_performance
+
+    got = parse_consumer_performance(CONSUMER_PERFORMANCE_OUT + PRODUCER_PERFORMANCE_ERR)
+    assert got["records"] == 300000 and got["records_per_s"] == 211864.4068
+    assert got["data_mb"] == 302.124 and got["mb_per_s"] == 213.3644
+    assert got["start_time"] == "2026-11-22 09:04:00:654"
+    assert got["window_s"] == pytest.approx(1.416, abs=1e-3)  # the printed 09:04:00.654 → 02.070
+    assert got["data_mb"] == pytest.approx(300000 * 1056 / 2**20, abs=1e-4)  # MB = 2^20 bytes
+
+
+@pytest.mark.parametrize("text", [CONSUMER_PERFORMANCE_DETAILED, PRODUCER_PERFORMANCE_ERR, "",
+                                  CONSUMER_PERFORMANCE_OUT.splitlines()[0]])
+def test_bench_load_consumer_performance_without_a_result_is_an_error(text: str) -> None:
+    from kafkalab.errors import RunError
+    from tools.bench.load import parse_consumer_performance
+
+    with pytest.raises(RunError, match="ConsumerPerformance printed no result"):
+        parse_consumer_performance(text)
+
+
+def _side(side: str, rate: float | None) -> dict[str, object]:
+    return {"side": side, "msgs_per_s": rate}
+
+
+def test_bench_load_ratios_use_the_median_of_the_rounds() -> None:
+    from tools.bench.load import load_ratios
+
+    result = {
+        "producer": [[_side("bare", 200.0), _side("tool", 80.0), _side("harness", 150.0)],
+                     [_side("harness", 190.0), _side("tool", 90.0), _side("bare", 100.0)],
+                     [_side("bare", 250.0), _side("tool", 100.0), _side("harness", 170.0)]],
+        "consumer": [[_side("bare", 400.0), _side("tool", 100.0), _side("harness", None)]],
+        "fanout": [{"side": "bare", "consumers": 10, "deliveries_per_core_s": 30000.0},
+                   {"side": "harness", "consumers": 10, "deliveries_per_core_s": 15000.0},
+                   {"side": "bare", "consumers": 1, "deliveries_per_core_s": 12000.0}],
+    }
+    r = load_ratios(result)
+    p = r["producer"]
+    assert p["median_msgs_per_s"] == {"bare": 200.0, "tool": 90.0, "harness": 170.0}
+    assert p["harness_over_bare"] == 0.85 and p["goal_harness_at_least_0_8x_bare"] is True
+    assert p["tool_over_bare"] == 0.45 and p["bare_over_tool"] == pytest.approx(2.2222, abs=1e-4)
+    c = r["consumer"]
+    assert c["median_msgs_per_s"]["harness"] is None and c["harness_over_bare"] is None
+    assert c["bare_over_tool"] == 4.0
+    assert r["fanout"] == [
+        {"consumers": 1, "bare_deliveries_per_core_s": 12000.0,
+         "harness_deliveries_per_core_s": None, "harness_over_bare": None},
+        {"consumers": 10, "bare_deliveries_per_core_s": 30000.0,
+         "harness_deliveries_per_core_s": 15000.0, "harness_over_bare": 0.5},
+    ]
+
+
+def test_bench_load_goal_is_unknown_not_failed_while_the_harness_is_missing_or_slow() -> None:
+    from tools.bench.load import load_ratios
+
+    pending = {"side": "harness", "status": "pending", "msgs_per_s": None}
+    r = load_ratios({"producer": [[_side("bare", 100.0), pending]]})
+    assert r["producer"]["harness_over_bare"] is None
+    assert r["producer"]["goal_harness_at_least_0_8x_bare"] is None
+    assert r["consumer"]["median_msgs_per_s"] == {} and r["fanout"] == []
+    slow = load_ratios({"producer": [[_side("bare", 100.0), _side("harness", 79.0)]]})
+    assert slow["producer"]["goal_harness_at_least_0_8x_bare"] is False
+
+
+def test_bench_load_fanout_figures_are_deliveries_per_cpu_second() -> None:
+    from tools.bench.load import fanout_figures
+
+    f = fanout_figures(consumers=5, rate=2000, messages=16000, received=80000, cpu_s=4.0,
+                       wall_s=8.0)
+    assert f["expected_deliveries"] == 80000 and f["deliveries_per_core_s"] == 20000.0
+    assert f["consumer_cpu_frac"] == 0.5 and f["deliveries_per_s"] == 10000.0
+    assert fanout_figures(1, 10, 0, 0, 0.0, 0.0)["deliveries_per_core_s"] is None
+
+
+def test_bench_load_tools_get_the_bare_loop_s_producer_settings() -> None:
+    from tools.bench.load import bench_message, bench_profile, jvm_producer_props
+
+    p = bench_profile()
+    assert (p.producer.acks, p.producer.linger_ms, p.producer.compression) == ("1", 5, "none")
+    assert p.producer.batch_size_bytes == 200000  # the throughput profile's batch
+    props = jvm_producer_props("127.0.0.1:1", p)
+    assert {"acks=1", "linger.ms=5", "batch.size=200000", "compression.type=none",
+            "bootstrap.servers=127.0.0.1:1"} <= set(props)
+    assert len(bench_message()) == 1056  # the lab's 1 KB raw body + its 32-byte stamp
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--only", "load,frob"], "expected comma-separated parts from kafka, load, spark, nightly"),
+    (["--only", "load", "--spark"], "--only names the parts itself"),
+    (["--load-messages", "0"], "--load-messages: must be at least 1, got 0"),
+])
+def test_bench_load_part_selection_is_checked_before_running(
+        args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.bench.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]

@@ -14,8 +14,17 @@
 (d) with ``--spark``: the Spark aggregation at 1 M and 10 M fake sample rows (rows/s, ratio
     to pandas on the same data).
 (e) with ``--nightly``: one ``nightly_latency_regression`` run, wall time by task.
+(f) with ``--load``: the load engine is not the bottleneck. On its own kafka09 cluster (ports
+    25781/38792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a
+    bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside
+    them; consumer throughput against a bare consume loop and ConsumerPerformance; fan-out
+    deliveries per second per client core for N = 1, 5, 10 consumers in one process.
+
+``--only PARTS`` (kafka, load, spark, nightly) runs just those, e.g.
+``python -m tools.bench --only load``.
 
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
-:mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e); the command line is ``__main__``.
+:mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f);
+the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """

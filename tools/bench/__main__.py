@@ -48,6 +48,20 @@ def _positive(text: str) -> int:
     return value
 
 
+PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly")
+"""The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e)."""
+
+
+def _parts(text: str) -> frozenset[str]:
+    """``--only``: comma-separated names from :data:`PARTS`."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in PARTS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated parts from {', '.join(PARTS)}, got {text!r}")
+    return frozenset(names)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tools.bench",
@@ -67,6 +81,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="row counts of the Spark bench, comma-separated (default 1000000,10000000)")
     parser.add_argument("--nightly", action="store_true", help="also time one nightly DAG run by task")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
+    parser.add_argument("--load", action="store_true",
+                        help="also run the load part (f): producer/consumer max rate against bare "
+                             "loops and Kafka's tools, fan-out deliveries per client core")
+    parser.add_argument("--load-messages", type=_positive, default=300_000,
+                        help="messages per producer/consumer measurement of part (f) (default 300000)")
+    parser.add_argument("--load-rounds", type=_positive, default=3,
+                        help="alternating rounds of part (f)'s producer and consumer sides (default 3)")
+    parser.add_argument("--only", type=_parts, default=None, metavar="PARTS",
+                        help=f"run only these parts, comma-separated ({', '.join(PARTS)}); "
+                             "not with --skip-kafka, --load, --spark or --nightly")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/bench-<UTC time>.json)")
     return parser
@@ -74,7 +98,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen bench parts, print them and write the result file; returns the exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly):
+        parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark and --nightly")
+    parts = args.only if args.only is not None else frozenset(
+        name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
+                              ("spark", args.spark), ("nightly", args.nightly)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -82,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                               "python": platform.python_version()}
     t0 = time.perf_counter()
     try:
-        if not args.skip_kafka:
+        if "kafka" in parts:
             from kafkalab.cluster.embedded import cluster_up
             from tools.bench.latency import bench_kafka, print_kafka
             from tools.bench.overhead import bench_overhead, print_overhead
@@ -94,7 +124,13 @@ def main(argv: list[str] | None = None) -> int:
             print_overhead(result["overhead"])
             result["kafka"] = bench_kafka(args.messages_1kb, args.messages_mb, work / "data")
             print_kafka(result["kafka"])
-        if args.spark:
+        if "load" in parts:
+            from tools.bench.load import LoadBenchConfig, bench_load, print_load
+
+            result["load"] = bench_load(work / "load", LoadBenchConfig(
+                messages=args.load_messages, rounds=args.load_rounds))
+            print_load(result["load"])
+        if "spark" in parts:
             from tools.bench.spark import bench_aggregation
 
             rows = args.spark_rows
@@ -102,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n(d) Spark aggregation on local[2]")
             for r in result["spark_aggregation"]:
                 print("  " + json.dumps(r))
-        if args.nightly:
+        if "nightly" in parts:
             from tools.bench.nightly import bench_nightly_run
 
             result["nightly"] = bench_nightly_run(work / "nightly")
