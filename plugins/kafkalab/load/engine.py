@@ -95,7 +95,7 @@ class LoadResult:
 def topic_name(spec: LoadCellSpec) -> str:
     """The topic of a load cell: one per profile and partition count (consumers start at the
     log end, so earlier cells' records are never read)."""
-    return f"klab-load-{spec.profile}-p{spec.partitions}"
+    return f"klab-load-{effective_profile(spec).name}-p{spec.partitions}"
 
 
 def effective_profile(spec: LoadCellSpec) -> Profile:

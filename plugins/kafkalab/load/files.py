@@ -126,7 +126,7 @@ class ColumnWriter:
         self.schema = schema
         self.rows_written = 0
         self._names = schema.names
-        self._cols: dict[str, list[Any]] = {n: [] for n in self._names}
+        self._batches: list[pa.RecordBatch] = []
         self._pending = 0
         self._last_flush = time.monotonic()
         self._stack = contextlib.ExitStack()
@@ -134,12 +134,15 @@ class ColumnWriter:
         self._writer: pq.ParquetWriter | None = None
         self._closed = False
 
-    def extend(self, columns: dict[str, list[Any]]) -> None:
-        """Append several rows given column-wise (every column the same length)."""
-        n = len(next(iter(columns.values())))
-        for name in self._names:
-            self._cols[name].extend(columns[name])
-        self._pending += n
+    def extend(self, columns: dict[str, Any]) -> None:
+        """Append several rows given column-wise (lists, numpy or Arrow arrays of one length)."""
+        batch = pa.record_batch([pa.array(columns[n], type=self.schema.field(n).type)
+                                 if not isinstance(columns[n], pa.Array) else columns[n]
+                                 for n in self._names], schema=self.schema)
+        if batch.num_rows == 0:
+            return
+        self._batches.append(batch)
+        self._pending += batch.num_rows
         self.maybe_flush()
 
     def maybe_flush(self) -> None:
@@ -152,11 +155,9 @@ class ColumnWriter:
             return
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._fh, self.schema, compression="zstd")
-        table = pa.table({n: pa.array(self._cols[n], type=self.schema.field(n).type)
-                          for n in self._names}, schema=self.schema)
-        self._writer.write_table(table)
+        self._writer.write_table(pa.Table.from_batches(self._batches, schema=self.schema))
         self.rows_written += self._pending
-        self._cols = {n: [] for n in self._names}
+        self._batches = []
         self._pending = 0
         self._fh.flush()
         self._last_flush = time.monotonic()

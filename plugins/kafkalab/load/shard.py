@@ -44,7 +44,7 @@ from kafkalab.load.files import (
     lag_path,
     receipts_path,
 )
-from kafkalab.load.producer import SEND_KEY, split_nonce
+from kafkalab.load.producer import SEND_KEY
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.payloads import read_stamp
 from kafkalab.scenarios.base import now_ns
@@ -105,7 +105,8 @@ class _Receiver:
         warm = sh.warmup_messages
         prefix = sh.nonce_prefix
         unpack_key = SEND_KEY.unpack
-        batch: dict[str, list[Any]] = {n: [] for n in RECEIPTS_SCHEMA.names}
+        index, shard_no, seen, next_offset = self.index, sh.shard, self.seen, self.next_offset
+        n = sh.n
         while not sh.finished.is_set():
             self._pause_if_due()
             # consume(n, timeout) waits for n records or the timeout, whichever is first: it
@@ -118,6 +119,7 @@ class _Receiver:
                     msgs = [one, *self.client.consume(CONSUME_BATCH - 1, 0)]
             t = now_ns()
             if msgs:
+                rows = []
                 for m in msgs:
                     err = m.error()
                     if err is not None:
@@ -125,39 +127,25 @@ class _Receiver:
                         self.errors[name] = self.errors.get(name, 0) + 1
                         continue
                     st = read_stamp(m.value())
-                    if st is None or st[2][:4] != prefix:
+                    if st is None or st[2][:4] != prefix or not 0 <= st[0] < n:
                         self.foreign += 1
                         continue
                     seq, intended, nonce = st
-                    if seq >= sh.n or seq < 0:
-                        self.foreign += 1
-                        continue
                     key = m.key()
-                    send = unpack_key(key)[0] if key is not None and len(key) == 8 else None
+                    send = unpack_key(key)[0] if key is not None and len(key) == 8 else -1
                     part, off = m.partition(), m.offset()
-                    dup = bool(self.seen[seq])
+                    dup = seen[seq]
                     if not dup:
-                        self.seen[seq] = 1
+                        seen[seq] = 1
                         self.unique += 1
-                    if off >= self.next_offset.get(part, 0):
-                        self.next_offset[part] = off + 1
-                    batch["consumer"].append(self.index)
-                    batch["shard"].append(sh.shard)
-                    batch["seq"].append(seq)
-                    batch["producer_id"].append(split_nonce(nonce)[1])
-                    batch["partition"].append(part)
-                    batch["offset"].append(off)
-                    batch["intended_ts_ns"].append(intended)
-                    batch["send_ts_ns"].append(send)
-                    batch["receive_ts_ns"].append(t)
-                    batch["e2e_latency_ms"].append((t - intended) / 1e6)
-                    batch["service_e2e_latency_ms"].append(None if send is None else (t - send) / 1e6)
-                    batch["duplicate"].append(dup)
-                    batch["is_warmup"].append(seq < warm)
+                    if off >= next_offset.get(part, 0):
+                        next_offset[part] = off + 1
+                    rows.append((seq, int.from_bytes(nonce[4:8], "big"), part, off, intended,
+                                 send, t, dup))
                     if slow_s:
                         time.sleep(slow_s)  # the deliberately slow consumer (a test's fault)
-                sh.write_receipts(batch)
-                batch = {n: [] for n in RECEIPTS_SCHEMA.names}
+                if rows:
+                    sh.write_receipts(index, shard_no, rows, warm)
             if sh.targets is not None and self.caught_up(sh.targets):
                 self.done = True
                 if sh.all_done():
@@ -209,9 +197,29 @@ class _Shard:
         self.receivers: list[_Receiver] = []
         self.probe: Any = None
 
-    def write_receipts(self, batch: dict[str, list[Any]]) -> None:
+    def write_receipts(self, consumer: int, shard: int, rows: Sequence[tuple[int, ...]],
+                       warmup_messages: int) -> None:
+        """Rows ``(seq, producer_id, partition, offset, intended, send, receive, dup)`` of one
+        consumer, made columns (latencies computed here, vectorised, outside the receive loop)."""
+        import numpy as np
+        import pyarrow as pa
+
+        a = np.array(rows, dtype=np.int64)
+        seq, intended, send, receive = a[:, 0], a[:, 4], a[:, 5], a[:, 6]
+        no_send = send < 0
+        k = len(rows)
+        cols = {
+            "consumer": np.full(k, consumer, dtype=np.int32),
+            "shard": np.full(k, shard, dtype=np.int32),
+            "seq": seq, "producer_id": a[:, 1].astype(np.int32),
+            "partition": a[:, 2].astype(np.int32), "offset": a[:, 3],
+            "intended_ts_ns": intended, "send_ts_ns": pa.array(send, mask=no_send),
+            "receive_ts_ns": receive, "e2e_latency_ms": (receive - intended) / 1e6,
+            "service_e2e_latency_ms": pa.array((receive - send) / 1e6, mask=no_send),
+            "duplicate": a[:, 7].astype(bool), "is_warmup": seq < warmup_messages,
+        }
         with self._lock:
-            self.receipts.extend(batch)
+            self.receipts.extend(cols)
 
     def all_done(self) -> bool:
         return all(r.done for r in self.receivers)

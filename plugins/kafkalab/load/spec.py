@@ -69,6 +69,8 @@ class LoadCellSpec(_Strict):
     """The workload's latency objective (the maximum-rate search's pass criterion)."""
     message_timeout_s: float = Field(30.0, gt=0)
     """How long the producer waits for its last acks before calling them indeterminate."""
+    trial: int = Field(0, ge=0)
+    """Repeat number of an otherwise identical cell (maxrate's repeats, fault trials)."""
     slow_consumer: int | None = Field(None, ge=0)
     """Fault injection: the index of one consumer that sleeps ``slow_consumer_ms_per_record``
     after each record (a client that cannot keep up; it must end up ``failing``)."""
@@ -147,8 +149,11 @@ class LoadCellSpec(_Strict):
         pause = (f".pause{self.pause_at_s:g}+{self.pause_for_s:g}"
                  if self.pause_at_s is not None else "")
         mode = ".group" if self.consumer_mode == "group" else ""
+        trial = f".t{self.trial}" if self.trial else ""
+        slow = f".slow{self.slow_consumer}" if self.slow_consumer is not None else ""
         return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}."
-                         f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}{mode}{pause}")
+                         f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
+                         f"{mode}{pause}{slow}{trial}")
 
 
 class LoadWorkload(_Strict):

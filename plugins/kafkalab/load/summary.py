@@ -123,6 +123,10 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     r = _read(r_paths, ["consumer", "seq", "receive_ts_ns", "e2e_latency_ms",
                         "service_e2e_latency_ms", "duplicate", "is_warmup"])
     consumers = int(spec["consumers"])
+    # One sort by consumer; each consumer's rows are then a slice (fan-out runs have 10^6+).
+    order = np.argsort(r["consumer"], kind="stable")
+    r = {k: v[order] for k, v in r.items()}
+    bounds = np.searchsorted(r["consumer"], np.arange(consumers + 1), side="left")
     first = ~r["duplicate"]
     in_window = ~r["is_warmup"]
     seqs = r["seq"].astype(np.int64)
@@ -137,22 +141,25 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     missing_total = late_total = dup_total = 0
     expected_seqs = np.flatnonzero(expected_flag[:n_all]) if n_all else np.array([], dtype=np.int64)
     window_span_s = ((stop_ts - measure_start) / 1e9) if stop_ts and measure_start else None
+    received_flag = np.zeros(max(n_all, 1), dtype=bool)
     for c in range(consumers):
-        mine = r["consumer"] == c
-        got = mine & first & in_e
+        sl = slice(int(bounds[c]), int(bounds[c + 1]))
+        c_first, c_in_e, c_win, c_after = first[sl], in_e[sl], in_window[sl], after_stop[sl]
+        got = c_first & c_in_e
         unique = int(np.sum(got))
-        dups = int(np.sum(mine & r["duplicate"] & in_window))
-        late = int(np.sum(got & after_stop))
+        dups = int(np.sum(r["duplicate"][sl] & c_win))
+        late = int(np.sum(got & c_after))
         missing = expected_n - unique
-        received_flag = np.zeros(max(n_all, 1), dtype=bool)
-        received_flag[seqs[got]] = True
+        received_flag[:] = False
+        received_flag[seqs[sl][got]] = True
         miss_in_order = ~received_flag[expected_seqs] if len(expected_seqs) else np.array([], bool)
-        gaps = int(np.sum(miss_in_order[1:] & ~miss_in_order[:-1]) + (1 if len(miss_in_order) and miss_in_order[0] else 0))
-        unexpected = int(np.sum(mine & first & in_window & ~in_e))
-        on_time = int(np.sum(mine & first & in_window & ~after_stop))
+        gaps = int(np.sum(miss_in_order[1:] & ~miss_in_order[:-1])
+                   + (1 if len(miss_in_order) and miss_in_order[0] else 0))
+        unexpected = int(np.sum(c_first & c_win & ~c_in_e))
+        on_time = int(np.sum(c_first & c_win & ~c_after))
         rx_rate = on_time / window_span_s if window_span_s and window_span_s > 0 else None
-        e2e = r["e2e_latency_ms"][got]
-        svc = r["service_e2e_latency_ms"][got]
+        e2e = r["e2e_latency_ms"][sl][got]
+        svc = r["service_e2e_latency_ms"][sl][got]
         svc = svc[~np.isnan(svc)]
         e2e_pool.append(e2e)
         svc_pool.append(svc)
@@ -226,7 +233,8 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
     """Peak lag, and with a pause: peak during it, time and rate to drain after it."""
     lag = _read(sorted(cell.glob("lag-*.parquet")),
                 ["consumer", "sample_ts_ns", "elapsed_s", "lag_msgs", "paused"])
-    out: dict[str, Any] = {"lag_peak_msgs": None, "client_backlog_peak_msgs": None,
+    out: dict[str, Any] = {"lag_peak_msgs": None, "lag_end_msgs": None, "lag_median_msgs": None,
+                           "lag_growing": None, "client_backlog_peak_msgs": None,
                            "pause_lag_peak_msgs": None, "time_to_drain_s": None,
                            "drain_rate_msgs_per_s": None}
     if not len(lag["consumer"]):
@@ -240,6 +248,20 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
     total = np.zeros(uniq.shape[1], dtype=np.int64)
     np.add.at(total, inv[known], lag_vals[known])
     out["lag_peak_msgs"] = int(total.max()) if len(total) else None
+    # Growing lag: at the producer's stop, the worst consumer is further behind than one
+    # sampling interval of messages and than twice its typical (median) lag in the window.
+    stop_ts, start = meta.get("stop_ts_ns"), meta.get("measure_start_ns")
+    if stop_ts and start:
+        in_win = (uniq[1] >= start) & (uniq[1] <= stop_ts)
+        if in_win.any():
+            idx = np.flatnonzero(in_win)
+            cons = uniq[0][idx]
+            last_of_each = idx[np.r_[cons[1:] != cons[:-1], True]]  # columns sorted by consumer, time
+            end_lag = int(total[last_of_each].max())
+            med = float(np.median(total[in_win]))
+            out["lag_end_msgs"], out["lag_median_msgs"] = end_lag, med
+            out["lag_growing"] = bool(end_lag > max(rate * float(meta["spec"]["lag_interval_s"]),
+                                                    2 * med))
     # client backlog at each sample: acked (of E) by then − received (first receipts of E) by then
     e_ack = np.sort(ack_ts_by_seq[: len(expected_flag)][expected_flag & (ack_ts_by_seq[: len(expected_flag)] >= 0)])
     backlog_peak = 0

@@ -1,0 +1,306 @@
+"""The maximum sustainable rate: a step search over fixed-rate load cells.
+
+Each step is a whole load cell (warm-up, then a window long enough to judge). A step
+*passes* when
+
+* the achieved rate is ≥ 98 % of the target;
+* consumer lag is not growing at the producer's stop (``lag_growing``, see the summary);
+* nothing failed: no failed, indeterminate or unsent message, no consumer missing one;
+* the publish delay p99 (send − intended) is below ``publish_delay_bound_ms``;
+* e2e p99 (from the intended time) is under the objective.
+
+The search doubles the rate from ``start_rate`` until a step fails (never above what the
+client budget allows), then bisects geometrically between the last pass and the first fail
+until they are within 5 %. The found rate is then repeated (``repeats``, each must pass and
+achieve within ±5 % of it) and 1.1× the found rate is run once (it should fail).
+
+What OMB's rate controller taught (its issues: a controller that backs off on every
+publish error ends stuck at 1 msg/s; one that ramps on throughput alone overshoots into a
+queue it never drains): the rate here is never adjusted inside a step, every step is judged
+on the intended-time latency (an overshoot shows as publish delay and growing lag at
+once), and the search never goes below ``start_rate``/64 — it says "no passing rate"
+instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalab.errors import ConfigError, RunError
+from kafkalab.load.spec import LoadCellSpec, check_budget
+from kafkalab.progress import Progress, noop
+
+ACHIEVED_MIN_FRACTION = 0.98
+RESOLUTION = 1.05
+"""Bisection stops when the first failing rate is within 5 % of the last passing one."""
+REPEAT_TOLERANCE = 0.05
+OVER_FACTOR = 1.1
+LOWEST_FRACTION = 1 / 64
+
+
+@dataclass
+class MaxRateRequest:
+    payload: str = "1kb"
+    encoding: str = "raw"
+    acks: str | None = None
+    profile: str = "default"
+    partitions: int = 1
+    consumers: int = 1
+    start_rate: float = 1000.0
+    step_duration_s: float = 6.0
+    warmup_s: float = 2.0
+    objective_p99_ms: float = 100.0
+    publish_delay_bound_ms: float = 5.0
+    repeats: int = 3
+    max_steps: int = 14
+    client: str = "confluent-kafka"
+    data_dir: Path | None = None
+    descriptor_path: Path | None = None
+    run_id: str | None = None
+
+
+def judge(summary: dict[str, Any], objective_p99_ms: float,
+          publish_delay_bound_ms: float) -> list[str]:
+    """Why a step fails (empty: it passes)."""
+    reasons = []
+    target = float(summary["target_rate_msgs_per_s"])
+    achieved = float(summary.get("achieved_rate_msgs_per_s") or 0.0)
+    if achieved < ACHIEVED_MIN_FRACTION * target:
+        reasons.append(f"achieved {achieved:,.0f} < 98 % of {target:,.0f} msg/s")
+    if summary.get("lag_growing"):
+        reasons.append(f"lag growing ({summary.get('lag_end_msgs')} msgs at the stop)")
+    errors = {k: summary.get(k) or 0 for k in ("failed_msgs", "indeterminate_msgs", "unsent_msgs",
+                                               "failing_clients")}
+    if any(errors.values()):
+        reasons.append("errors: " + ", ".join(f"{k}={v}" for k, v in errors.items() if v))
+    pub = summary.get("publish_delay_p99_ms")
+    if pub is None:
+        pub = summary.get("publish_delay_max_ms")
+    if pub is None or pub > publish_delay_bound_ms:
+        reasons.append(f"publish delay p99 {_ms(pub)} > {publish_delay_bound_ms:g} ms")
+    e2e = summary.get("e2e_p99_ms")
+    if e2e is None:
+        reasons.append(f"e2e p99 undefined ({summary.get('e2e_p99_ms_reason')})")
+    elif e2e > objective_p99_ms:
+        reasons.append(f"e2e p99 {_ms(e2e)} > objective {objective_p99_ms:g} ms")
+    if summary.get("status") != "complete":
+        reasons.append(f"cell {summary.get('status')}")
+    return reasons
+
+
+def ran_out(summary: dict[str, Any]) -> str:
+    """What limited a failing step: client CPU, broker CPU, or (when neither was busy) the
+    latency path itself."""
+    if summary.get("client_bound"):
+        return f"client CPU (a load-generator process at {summary.get('max_process_cpu_frac')} of a core)"
+    broker = summary.get("broker_cpu_frac")
+    if broker is not None and broker > 0.8:
+        return f"broker CPU ({broker:.2f} of a core)"
+    if summary.get("lag_growing"):
+        return "consumers (lag growing without a busy CPU)"
+    if summary.get("saturated"):
+        return "producer send path (publish delay above one send interval)"
+    return "latency objective (no CPU saturated)"
+
+
+def _ms(v: Any) -> str:
+    return "n/a" if v is None else f"{float(v):.2f} ms"
+
+
+def _round_rate(rate: float) -> float:
+    """Three significant digits: steps get readable names and repeatable cell ids."""
+    if rate <= 0:
+        return rate
+    digits = 3 - math.floor(math.log10(rate)) - 1
+    return round(rate, digits) if digits > 0 else float(round(rate, digits))
+
+
+def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, Any]:
+    """Run the search; returns the result document (also stored as the run's ``maxrate``
+    entry in ``runs/<run_id>/maxrate.json``)."""
+    from kafkalab.load.engine import LoadRequest, finish_load_run, run_load_cell, start_load_run
+    from kafkalab.paths import images_dir
+    from kafkalab.payloads import load_body, wire_size_bytes
+    from kafkalab.store import LabData, atomic_write_json
+
+    if req.start_rate <= 0:
+        raise ConfigError(f"--start-rate must be positive, got {req.start_rate:g}")
+    if req.repeats < 0:
+        raise ConfigError(f"--repeats must be ≥ 0, got {req.repeats}")
+
+    def spec(rate: float, trial: int = 0) -> LoadCellSpec:
+        try:
+            return LoadCellSpec(client=req.client, payload=req.payload, encoding=req.encoding,  # type: ignore[arg-type]
+                                profile=req.profile, acks=req.acks, consumers=req.consumers,  # type: ignore[arg-type]
+                                rate_msgs_per_s=rate, duration_s=req.step_duration_s,
+                                warmup_s=req.warmup_s, partitions=req.partitions, drain_s=3.0,
+                                e2e_p99_objective_ms=req.objective_p99_ms, trial=trial)
+        except ValueError as exc:
+            raise ConfigError(f"maxrate: {exc}".splitlines()[0]) from None
+
+    first = spec(req.start_rate)
+    wire = wire_size_bytes(load_body(req.payload, req.encoding, images_dir()))
+    check_budget(first, wire)
+    cap = _rate_cap(first, wire)
+    started = start_load_run(LoadRequest(cells=[first], data_dir=req.data_dir,
+                                         descriptor_path=req.descriptor_path, run_id=req.run_id,
+                                         command="kafkalab maxrate", workload_name="maxrate"),
+                             progress)
+    run_id = started["run_id"]
+    steps: list[dict[str, Any]] = []
+
+    def step(rate: float, trial: int = 0) -> bool:
+        s = spec(rate, trial)
+        if steps or trial:  # add the cell to the run's plan
+            start_load_run(LoadRequest(cells=[s], data_dir=req.data_dir,
+                                       descriptor_path=req.descriptor_path, run_id=run_id,
+                                       command="kafkalab maxrate", workload_name="maxrate"))
+        try:
+            summary = run_load_cell(req.data_dir, run_id, s, req.descriptor_path, noop)
+        except RunError as exc:
+            summary = {"target_rate_msgs_per_s": rate, "status": "failed", "error": str(exc)}
+        reasons = judge(summary, req.objective_p99_ms, req.publish_delay_bound_ms) \
+            if "achieved_rate_msgs_per_s" in summary else [f"cell failed: {summary.get('error')}"]
+        steps.append({"rate_msgs_per_s": rate, "trial": trial, "passed": not reasons,
+                      "reasons": reasons, "summary": {k: v for k, v in summary.items()
+                                                      if k != "consumers_detail"}})
+        progress(f"step {len(steps)}: {rate:,.0f} msg/s{' (repeat ' + str(trial) + ')' if trial else ''}: "
+                 + ("pass" if not reasons else "FAIL — " + "; ".join(reasons)))
+        return not reasons
+
+    last_pass: float | None = None
+    first_fail: float | None = None
+    rate = _round_rate(req.start_rate)
+    try:
+        while len(steps) < req.max_steps:
+            if step(rate):
+                last_pass = rate
+                if rate >= cap:
+                    break
+                rate = min(_round_rate(rate * 2), cap)
+            else:
+                first_fail = rate
+                break
+        floor = req.start_rate * LOWEST_FRACTION
+        while last_pass is None and len(steps) < req.max_steps and rate / 2 >= floor:
+            rate = _round_rate(rate / 2)
+            if step(rate):
+                last_pass = rate
+            else:
+                first_fail = rate
+        while (last_pass is not None and first_fail is not None
+               and first_fail / last_pass > RESOLUTION and len(steps) < req.max_steps):
+            mid = _round_rate(math.sqrt(last_pass * first_fail))
+            if mid in (last_pass, first_fail):
+                break
+            if step(mid):
+                last_pass = mid
+            else:
+                first_fail = mid
+        repeats: list[dict[str, Any]] = []
+        over_fails: bool | None = None
+        if last_pass is not None:
+            for t in range(1, req.repeats + 1):
+                ok = step(last_pass, trial=t)
+                repeats.append({"trial": t, "passed": ok,
+                                "achieved_rate_msgs_per_s": steps[-1]["summary"].get("achieved_rate_msgs_per_s")})
+            over = _round_rate(last_pass * OVER_FACTOR)
+            if over <= cap:
+                # its own trial number: never overwrites a search step at the same rate
+                over_fails = not step(over, trial=req.repeats + 1)
+    finally:
+        finish_load_run(req.data_dir, run_id)
+    result = _result(req, run_id, steps, last_pass, first_fail, cap, wire)
+    result["repeats"] = repeats
+    achieved = [r["achieved_rate_msgs_per_s"] for r in repeats if r["achieved_rate_msgs_per_s"]]
+    result["repeats_agree"] = bool(repeats) and all(r["passed"] for r in repeats) and all(
+        abs(a / last_pass - 1) <= REPEAT_TOLERANCE for a in achieved) if last_pass else False
+    result["over_rate_msgs_per_s"] = _round_rate(last_pass * OVER_FACTOR) if last_pass else None
+    result["over_rate_fails"] = over_fails
+    atomic_write_json(LabData(req.data_dir).run_work_dir(run_id) / "maxrate.json", result)
+    return result
+
+
+def _rate_cap(spec: LoadCellSpec, wire: int) -> float:
+    """The highest rate the client budget accepts for this cell shape."""
+    lo, hi = spec.rate_msgs_per_s, spec.rate_msgs_per_s
+    while True:
+        try:
+            check_budget(spec.model_copy(update={"rate_msgs_per_s": hi * 2}), wire)
+        except ConfigError:
+            break
+        hi *= 2
+        if hi > 1e7:
+            return hi
+    lo = hi
+    hi = hi * 2
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        try:
+            check_budget(spec.model_copy(update={"rate_msgs_per_s": mid}), wire)
+            lo = mid
+        except ConfigError:
+            hi = mid
+    return math.floor(lo)
+
+
+def _result(req: MaxRateRequest, run_id: str, steps: list[dict[str, Any]],
+            last_pass: float | None, first_fail: float | None, cap: float, wire: int) -> dict[str, Any]:
+    search = sorted((s for s in steps if s["trial"] == 0), key=lambda s: s["rate_msgs_per_s"])
+    lowest_p99 = next((s["summary"].get("e2e_p99_ms") for s in search
+                       if s["summary"].get("e2e_p99_ms") is not None), None)
+    knee = None
+    if lowest_p99:
+        for s in search:
+            p99 = s["summary"].get("e2e_p99_ms")
+            if p99 is None or p99 > 2 * lowest_p99:
+                knee = s["rate_msgs_per_s"]
+                break
+    failing = [s for s in search if not s["passed"]]
+    limited_by = (ran_out(failing[0]["summary"]) if failing and "achieved_rate_msgs_per_s" in failing[0]["summary"]
+                  else ("the client budget (the search stopped at the budget's cap)"
+                        if last_pass is not None and last_pass >= cap else None))
+    summary0 = steps[0]["summary"] if steps else {}
+    return {
+        "run_id": run_id, "payload": req.payload, "payload_bytes": wire, "acks": summary0.get("acks"),
+        "profile": req.profile, "partitions": req.partitions, "consumers": req.consumers,
+        "replication_factor": None, "objective_p99_ms": req.objective_p99_ms,
+        "publish_delay_bound_ms": req.publish_delay_bound_ms,
+        "max_rate_msgs_per_s": last_pass,
+        "max_rate_mb_per_s": round(last_pass * wire / 1e6, 4) if last_pass else None,
+        "first_failing_rate_msgs_per_s": first_fail, "budget_cap_msgs_per_s": cap,
+        "knee_rate_msgs_per_s": knee, "limited_by": limited_by,
+        "broker_is_emulator": bool(summary0.get("broker_is_emulator")),
+        "steps": steps,
+    }
+
+
+def format_max_rate(result: dict[str, Any]) -> str:
+    """The CLI's text: the steps, then the verdict."""
+    lines = [f"{'step':>4} {'rate':>9} {'achieved':>9} {'e2e p99':>9} {'pub p99':>8} {'lag end':>8}  verdict"]
+    for i, s in enumerate(result["steps"], 1):
+        m = s["summary"]
+        label = f"{s['rate_msgs_per_s']:>9,.0f}"
+        lines.append(f"{i:>4} {label} {m.get('achieved_rate_msgs_per_s') or 0:>9,.0f} "
+                     f"{_ms(m.get('e2e_p99_ms')):>9} {_ms(m.get('publish_delay_p99_ms')):>8} "
+                     f"{m.get('lag_end_msgs') if m.get('lag_end_msgs') is not None else '—':>8}  "
+                     + ("pass" if s["passed"] else "fail: " + "; ".join(s["reasons"]))
+                     + (f" (repeat {s['trial']})" if s["trial"] else ""))
+    mr = result["max_rate_msgs_per_s"]
+    if mr is None:
+        lines.append("no passing rate found (down to start/64)")
+    else:
+        lines.append(f"maximum sustainable rate: {mr:,.0f} msg/s = {result['max_rate_mb_per_s']:.3f} MB/s "
+                     f"({result['payload']}, acks {result['acks']}, {result['partitions']} partition(s), "
+                     f"profile {result['profile']}, {result['consumers']} consumer(s))")
+        lines.append(f"limited by: {result['limited_by']}; knee (e2e p99 > 2× the lowest rate's): "
+                     f"{result['knee_rate_msgs_per_s'] or 'not reached'}")
+        lines.append(f"repeats agree within ±5 %: {result['repeats_agree']}; "
+                     f"{result['over_rate_msgs_per_s']:,.0f} msg/s (1.1×) fails: {result['over_rate_fails']}")
+    if result.get("broker_is_emulator"):
+        lines.append("EMULATOR — not Kafka: these rates say nothing about Kafka")
+    lines.append(f"run {result['run_id']}")
+    return "\n".join(lines)
