@@ -478,24 +478,22 @@ def _log_end_offsets(d: ClusterDescriptor, topic: str, partitions: int,
 
 
 def _broker_cpu(d: ClusterDescriptor) -> dict[int, float] | None:
-    """CPU seconds of the embedded brokers (by pid) when the cluster is the local one."""
-    from kafkalab.cluster.state import read_state
-    from kafkalab.paths import lab_dir
+    """CPU seconds of the brokers that run on this host (by pid, found by listening port);
+    None for a remote cluster."""
+    from kafkalab.procs import pid_listening_on
 
-    try:
-        state = read_state(lab_dir())
-    except Exception:
-        return None
-    if not state or set(state.get("broker_ports") or []) != {int(s.rsplit(":", 1)[1]) for s in d.servers}:
-        return None
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
-    for proc in state.get("processes") or []:
-        if proc.get("role") != "broker":
+    for server in d.servers:
+        host, _, port = server.rpartition(":")
+        if host not in ("127.0.0.1", "localhost") or not port.isdigit():
+            continue
+        pid = pid_listening_on(int(port))
+        if pid is None:
             continue
         try:
-            fields_ = Path(f"/proc/{proc['pid']}/stat").read_text().rsplit(")", 1)[1].split()
-            out[int(proc["pid"])] = (int(fields_[11]) + int(fields_[12])) / tick
+            fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[pid] = (int(fields_[11]) + int(fields_[12])) / tick
         except (OSError, ValueError, IndexError):
             continue
     return out or None

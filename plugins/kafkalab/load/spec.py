@@ -146,7 +146,7 @@ class LoadCellSpec(_Strict):
     def cell_id(self, profile_acks: str) -> str:
         """The cell's directory name: every setting that makes it a different experiment."""
         acks = self.effective_acks(profile_acks)
-        pause = (f".pause{self.pause_at_s:g}+{self.pause_for_s:g}"
+        pause = (f".pause{self.pause_at_s:g}-{self.pause_for_s:g}"
                  if self.pause_at_s is not None else "")
         mode = ".group" if self.consumer_mode == "group" else ""
         trial = f".t{self.trial}" if self.trial else ""

@@ -1,0 +1,135 @@
+"""The open-loop schedule: message i is due at t0 + i/R, no slot is skipped, a stall shows
+as publish delay, the four outcomes add up. The client here is an in-memory stand-in for
+the schedule's logic only; the real producer is exercised in tests/integration/test_load.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from kafkalab.load.files import SENDS_SCHEMA
+from kafkalab.load.producer import (
+    ACKED,
+    SEND_KEY,
+    Client,
+    ProducerPlan,
+    SendLog,
+    load_nonce,
+    run_open_loop,
+    split_nonce,
+)
+from kafkalab.payloads import read_stamp
+from kafkalab.scenarios.base import now_ns
+
+
+class Recorder(Client):
+    """Accepts every message (optionally refusing while ``full`` is set) and acks it."""
+
+    def __init__(self, log: SendLog, stall_at: int | None = None, stall_s: float = 0.0,
+                 ack: bool = True) -> None:
+        self.log, self.stall_at, self.stall_s, self.ack = log, stall_at, stall_s, ack
+        self.sent: list[tuple[int, bytes, bytes, int]] = []
+        self.full_until = 0
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+        if seq == self.stall_at and not self.full_until:
+            self.full_until = now_ns() + int(self.stall_s * 1e9)
+        if now_ns() < self.full_until:
+            return False  # queue full: the loop must wait, never skip
+        self.sent.append((seq, value, key, partition))
+        if self.ack:
+            self.log.record(seq, now_ns(), None, partition, seq)
+        return True
+
+    def serve(self, timeout_s: float) -> None:
+        time.sleep(timeout_s)
+
+    def flush(self, timeout_s: float) -> None:
+        pass
+
+
+def _plan(n: int, rate: float, deadline_s: float = 30.0, partitions: int = 2) -> ProducerPlan:
+    return ProducerPlan(topic="t", partitions=partitions, rate_msgs_per_s=rate, n=n,
+                        warmup_messages=2, body=b"x" * 10, base64_body=False,
+                        nonce=load_nonce(b"abcd", 7), send_deadline_s=deadline_s,
+                        message_timeout_s=1.0)
+
+
+def test_every_slot_is_sent_in_order_with_its_intended_time_and_send_time() -> None:
+    log = SendLog(50, np.zeros(50, dtype=np.int64))
+    client = Recorder(log)
+    t0 = now_ns() + 5_000_000
+    stop = run_open_loop(_plan(50, 1000.0), client, log, t0)
+    assert [s for s, *_ in client.sent] == list(range(50))
+    assert list(log.intended_ts_ns) == [t0 + int(i * 1e6) for i in range(50)]
+    assert (log.send_ts_ns >= log.intended_ts_ns).all()
+    assert stop >= int(log.send_ts_ns.max())
+    for seq, value, key, partition in client.sent:
+        stamp = read_stamp(value)
+        assert stamp is not None
+        assert stamp[0] == seq and stamp[1] == log.intended_ts_ns[seq]
+        assert split_nonce(stamp[2]) == (b"abcd", 7)
+        assert SEND_KEY.unpack(key)[0] == log.send_ts_ns[seq]
+        assert partition == seq % 2
+    assert log.counts() == {"acked": 50, "failed": 0, "indeterminate": 0, "unsent": 0}
+
+
+def test_a_stall_is_publish_delay_and_the_overdue_messages_go_back_to_back() -> None:
+    n, rate = 60, 200.0  # 5 ms apart; a 100 ms stall at message 20 makes 20 overdue
+    log = SendLog(n, np.zeros(n, dtype=np.int64))
+    client = Recorder(log, stall_at=20, stall_s=0.1)
+    run_open_loop(_plan(n, rate), client, log, now_ns() + 5_000_000)
+    delay_ms = (log.send_ts_ns - log.intended_ts_ns) / 1e6
+    assert [s for s, *_ in client.sent] == list(range(n))  # never skipped
+    assert delay_ms[20] >= 95  # the stalled message waited the whole stall
+    assert delay_ms[20:30].min() > delay_ms[:20].max()  # its successors were overdue too
+    # caught up afterwards, without pretending the overdue ones were on time
+    assert delay_ms[-1] < 5
+
+
+def test_messages_past_the_deadline_are_unsent_and_the_outcomes_add_up() -> None:
+    n = 100
+    log = SendLog(n, np.zeros(n, dtype=np.int64))
+    client = Recorder(log, stall_at=10, stall_s=5.0)
+    run_open_loop(_plan(n, 1000.0, deadline_s=0.2), client, log, now_ns())
+    counts = log.counts()
+    assert counts["acked"] == 10
+    assert counts["unsent"] == 90
+    assert sum(counts.values()) == n
+    assert (log.intended_ts_ns[10:] > 0).all()  # the unsent keep their scheduled times
+
+
+def test_an_unanswered_message_is_indeterminate_and_a_timeout_too() -> None:
+    n = 5
+    log = SendLog(n, np.zeros(n, dtype=np.int64))
+    run_open_loop(_plan(n, 1000.0), Recorder(log, ack=False), log, now_ns())
+    log.record(0, now_ns(), None, 0, 0)
+    log.record(1, now_ns(), "_MSG_TIMED_OUT", 0, None)
+    log.record(2, now_ns(), "MSG_SIZE_TOO_LARGE", 0, None)
+    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 3, "unsent": 0}
+    assert log.outcome[0] == ACKED
+    cols = log.columns(producer_id=0, warmup_messages=2)
+    assert list(cols["outcome"]) == ["acked", "indeterminate", "failed", "indeterminate",
+                                     "indeterminate"]
+    assert cols["error"][2] == "MSG_SIZE_TOO_LARGE"
+    assert list(cols["is_warmup"]) == [True, True, False, False, False]
+    assert set(cols) == set(SENDS_SCHEMA.names)
+
+
+def test_stop_event_ends_the_schedule_and_leaves_the_rest_unsent() -> None:
+    n = 1000
+    log = SendLog(n, np.zeros(n, dtype=np.int64))
+    stop = threading.Event()
+    threading.Timer(0.05, stop.set).start()
+    run_open_loop(_plan(n, 1000.0), Recorder(log), log, now_ns(), stop=stop)
+    counts = log.counts()
+    assert 0 < counts["unsent"] < n
+    assert counts["acked"] + counts["unsent"] == n
+
+
+@pytest.mark.parametrize("producer_id", [0, 1, 2**32 - 1])
+def test_nonce_carries_the_producer_id(producer_id: int) -> None:
+    assert split_nonce(load_nonce(b"\x01\x02\x03\x04\x05", producer_id)) == (b"\x01\x02\x03\x04", producer_id)

@@ -1,0 +1,102 @@
+"""Load cells are validated once, at the edge: bad input is one clear line."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kafkalab.errors import ConfigError
+from kafkalab.load.spec import (
+    BUDGET_ENV,
+    LoadCellSpec,
+    check_budget,
+    deliveries_budget_per_s,
+)
+from kafkalab.load.workloads import load_load_workload
+
+
+def test_schedule_counts_follow_rate_duration_and_warmup() -> None:
+    s = LoadCellSpec(rate_msgs_per_s=200, duration_s=10, warmup_s=2)
+    assert s.intended_messages == 2000
+    assert s.warmup_messages == 400
+    assert s.measured_messages == 1600
+    assert s.window_s == 8
+    assert s.interval_ns == pytest.approx(5e6)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"rate_msgs_per_s": 0}, "greater than 0"),
+    ({"duration_s": 2, "warmup_s": 2}, "must be longer than the warm-up"),
+    ({"pause_at_s": 3}, "pause_at_s and pause_for_s go together"),
+    ({"pause_at_s": 30, "pause_for_s": 1}, "after the end of the run"),
+    ({"payload": "2kb"}, "unknown payload '2kb'"),
+    ({"consumers": 2, "slow_consumer": 2}, "slow_consumer=2 is not one of the 2 consumers"),
+])
+def test_bad_cells_are_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        LoadCellSpec(**kwargs)  # type: ignore[arg-type]
+
+
+def test_shards_deal_consumers_in_blocks() -> None:
+    s = LoadCellSpec(consumers=25, consumers_per_shard=10)
+    assert s.shards == 3
+    dealt = [s.shard_consumers(k) for k in range(s.shards)]
+    assert sorted(c for block in dealt for c in block) == list(range(25))
+    assert all(len(block) <= 10 for block in dealt)
+
+
+def test_cell_id_names_what_makes_the_cell_different() -> None:
+    base = LoadCellSpec(consumers=5, rate_msgs_per_s=1000)
+    assert base.cell_id("1") == "confluent-kafka.1kb.default.acks-1.c5.r1000.p1"
+    assert LoadCellSpec(consumers=5, rate_msgs_per_s=1000, acks="0").cell_id("1").endswith(
+        "acks-0.c5.r1000.p1")
+    assert base.model_copy(update={"trial": 2}).cell_id("1").endswith(".t2")
+    paused = LoadCellSpec(pause_at_s=3, pause_for_s=2)
+    assert ".pause3-2" in paused.cell_id("1")
+
+
+def test_budget_refuses_a_cell_the_clients_cannot_carry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    budget, source = deliveries_budget_per_s(cpu_count=2)
+    assert "per client core" in source
+    fits = LoadCellSpec(consumers=1, rate_msgs_per_s=budget / 2)
+    check_budget(fits, 1056, cpu_count=2)
+    too_many = LoadCellSpec(consumers=500, rate_msgs_per_s=3000)
+    with pytest.raises(ConfigError, match=r"500 consumers × 3000 msg/s .* needs ~1,500,000 "
+                       r"deliveries/s; this machine's client budget is"):
+        check_budget(too_many, 1056, cpu_count=2)
+
+
+def test_budget_counts_big_records_by_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BUDGET_ENV, "10000")
+    small = LoadCellSpec(consumers=10, rate_msgs_per_s=500)
+    check_budget(small, 1056)
+    with pytest.raises(ConfigError, match="needs ~"):
+        check_budget(small.model_copy(update={"payload": "1mb"}), 1_462_780)
+
+
+def test_budget_override_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BUDGET_ENV, "lots")
+    with pytest.raises(ConfigError, match=f"{BUDGET_ENV}='lots' is not a number"):
+        deliveries_budget_per_s()
+
+
+def test_shipped_load_workloads_parse_and_seed003_is_for_a_real_cluster(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    local = load_load_workload("hydra-local")
+    cells = local.cells()
+    assert {c.consumers for c in cells} == {1, 5, 10, 25}
+    assert {c.acks for c in cells} == {"0", "1"}
+    for c in cells:  # every cell of the local sweep fits this machine
+        check_budget(c, 1056, cpu_count=2)
+    seed = load_load_workload("hydra-seed003")
+    assert seed.for_real_cluster
+    biggest = max(seed.cells(), key=lambda c: c.consumers * c.rate_msgs_per_s)
+    with pytest.raises(ConfigError, match="client budget"):
+        check_budget(biggest, 1056, cpu_count=2)
+
+
+def test_a_latency_workload_is_not_a_load_workload() -> None:
+    with pytest.raises(ConfigError, match="not a load workload"):
+        load_load_workload("nightly")
