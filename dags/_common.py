@@ -1,18 +1,26 @@
 """Shared wiring of the lab's DAGs (not a DAG file: it defines no DAG).
 
-Both ``latency_experiment`` and ``nightly_latency_regression`` run the same chain; this module
-builds it once. Everything here is cheap at parse time: no file, network or database access;
-the logic lives in :mod:`kafkalab.airflow.tasks` and runs only inside tasks.
+Both ``latency_experiment`` and ``nightly_latency_regression`` run the same latency chain;
+``load_experiment`` runs the load chain; the nightly adds one fan-out load cell. This module
+builds them once. Everything here is cheap at parse time: no file, network or database
+access; the logic lives in :mod:`kafkalab.airflow.tasks` and
+:mod:`kafkalab.airflow.load_tasks` and runs only inside tasks.
 
-Chain and trigger rules (documented in ``docs/airflow.md``)::
+Chains and trigger rules (documented in ``docs/airflow.md``)::
 
-    name_run -> check_cluster -> prepare_run -> measure_cell[...] -> close_run (all_done)
+    latency: name_run -> check_cluster -> prepare_run -> measure_cell[...] -> close_run (all_done)
       -> aggregate_metrics -> validate_metrics
       -> check_drift (all_done) -> publish_report (all_done) -> send_alerts (all_done)
+    load:    name_run -> start_load_run -> run_load_cell[...] -> finish_load_run (all_done)
+      -> aggregate_load -> validate_load -> check_drift -> publish_report -> send_alerts
+    nightly: the latency chain; after close_run: name_load_run -> start_load_run
+      -> run_load_cell -> finish_load_run (all_done) -> aggregate_load -> validate_load, and
+      check_drift / publish_report / send_alerts / verify_outcome judge both runs
     every task -> verify_outcome (one_failed: fails the DAG run when anything failed)
 
-The tasks that load the cluster (``prepare_run``, ``measure_cell``) run in the one-slot pool
-``kafkalab_measure`` (:mod:`kafkalab.airflow.pools`), shared by every DAG.
+The tasks that load the cluster (``prepare_run``, ``measure_cell``, ``start_load_run``,
+``run_load_cell``) run in the one-slot pool ``kafkalab_measure``
+(:mod:`kafkalab.airflow.pools`), shared by every DAG.
 """
 
 from __future__ import annotations
@@ -24,8 +32,15 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
-from kafkalab.airflow import run_ids, spark_submit, tasks
-from kafkalab.airflow.params import PAYLOAD_CHOICES, PROFILE_CHOICES, SCENARIO_CHOICES
+from kafkalab.airflow import load_tasks, run_ids, spark_submit, tasks
+from kafkalab.airflow.params import (
+    ACKS_CHOICES,
+    CONSUMER_MODE_CHOICES,
+    LOAD_CLIENT_CHOICES,
+    PAYLOAD_CHOICES,
+    PROFILE_CHOICES,
+    SCENARIO_CHOICES,
+)
 from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.errors import RunError
 from kafkalab.store import LabData
@@ -70,9 +85,10 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
 
 
 def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOperator:
-    """``<job>_metrics`` as a spark-submit through the ``spark_default`` connection."""
+    """``<job>_metrics`` (``aggregate_load`` / ``validate_load`` for a load job) as a
+    spark-submit through the ``spark_default`` connection."""
     return LabSparkSubmitOperator(
-        task_id=f"{job}_metrics",
+        task_id=job if job.endswith("_load") else f"{job}_metrics",
         lab_run_id=lab_run_id,
         stale_output=spark_submit.SPARK_JOB_OUTPUTS[job],
         conn_id=SPARK_CONN_ID,
@@ -81,7 +97,7 @@ def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOpera
         py_files=spark_submit.spark_py_files(),
         conf=spark_submit.spark_conf(),
         env_vars=spark_submit.spark_env(),
-        name=f"kafkalab-{job}-metrics",
+        name=f"kafkalab-{job.replace('_', '-')}" + ("" if job.endswith("_load") else "-metrics"),
         **kwargs,
     )
 
@@ -130,11 +146,15 @@ def _airflow_run_id() -> str:
     return str(get_current_context()["dag_run"].run_id)
 
 
-def build_latency_chain(run_prefix: str) -> None:
+def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> None:
     """Create the tasks of one latency run in the DAG being defined.
 
     Args:
         run_prefix: prefix of the lab run ids (``nightly`` -> ``nightly-20261121T000000Z``).
+        fanout_prefix: when given (the nightly), one fan-out load run (the cell of
+            ``include/workloads/nightly-fanout.yaml``) is measured after the latency cells as
+            a run of its own (``<fanout_prefix>-<time>``), aggregated and validated beside
+            them; drift, report, alerts and the outcome cover both runs.
     """
 
     @task
@@ -172,26 +192,41 @@ def build_latency_chain(run_prefix: str) -> None:
         """Merge the cells' results into the run manifest, even when some cells failed."""
         return tasks.close_run(lab_run_id)
 
+    def fanout_run() -> str | None:
+        """The lab run id of the fan-out load run (None: this DAG has none)."""
+        return run_ids.lab_run_id(_airflow_run_id(), fanout_prefix) if fanout_prefix else None
+
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def check_drift(lab_run_id: str) -> dict[str, Any]:
-        """Compare this run with its baseline; writes the drift records."""
-        return tasks.check_drift(lab_run_id)
+        """Compare this run (and the fan-out run) with its baseline; writes drift records."""
+        out = tasks.check_drift(lab_run_id)
+        if (load_run := fanout_run()) is not None:
+            out["load"] = tasks.check_drift(load_run)
+        return out
 
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
     def publish_report(lab_run_id: str) -> str:
         """Rebuild the trend report; it shows validation results and drift flags."""
+        if (load_run := fanout_run()) is not None:
+            tasks.publish_report(load_run)
         return tasks.publish_report(lab_run_id)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def send_alerts(lab_run_id: str) -> dict[str, Any]:
         """Announce new drifts and recoveries on the kafkalab_alert_webhook connection."""
-        return tasks.send_alerts(lab_run_id, dag_id=get_current_context()["dag"].dag_id)
+        dag_id = get_current_context()["dag"].dag_id
+        out = tasks.send_alerts(lab_run_id, dag_id=dag_id)
+        if (load_run := fanout_run()) is not None:
+            out["load"] = tasks.send_alerts(load_run, dag_id=dag_id)
+        return out
 
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
         run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
         tasks.verify_outcome(run_id)  # raises naming the data problem, if there is one
+        if (load_run := fanout_run()) is not None:
+            load_tasks.verify_load_outcome(load_run)
         raise RunError(f"run {run_id}: an upstream task failed (see the grid)")
 
     # an XComArg: each task receives the str it resolves to at run time
@@ -218,3 +253,158 @@ def build_latency_chain(run_prefix: str) -> None:
     measured >> closed >> aggregate >> validate >> drift >> report >> alerts
     watcher = verify_outcome()
     [lab_run_id, cluster, cells, measured, closed, aggregate, validate, drift, report, alerts] >> watcher
+    if fanout_prefix:
+        @task
+        def name_load_run() -> str:
+            """The lab run id of the nightly's fan-out load run."""
+            return run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
+
+        load_run_id: Any = name_load_run()
+        params = {"workload": load_tasks.NIGHTLY_FANOUT["workload"]}
+        load_part = _load_tasks(load_run_id, params)
+        closed >> load_run_id
+        load_part.finished >> aggregate  # Spark never runs while a cell measures
+        load_part.validated >> drift
+        [load_run_id, *load_part.all] >> watcher
+
+
+class _LoadPart:
+    """The tasks of a load run's measuring and Spark part."""
+
+    def __init__(self, started: Any, measured: Any, finished: Any, aggregated: Any,
+                 validated: Any) -> None:
+        self.started, self.measured, self.finished = started, measured, finished
+        self.aggregated, self.validated = aggregated, validated
+        self.all = [started, measured, finished, aggregated, validated]
+
+
+def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None) -> _LoadPart:
+    """``start_load_run -> run_load_cell[...] -> finish_load_run -> aggregate_load ->
+    validate_load`` for the load run ``load_run_id`` (an XComArg). ``fixed_params``: params
+    used instead of the form's (the nightly's fan-out workload)."""
+
+    def params() -> dict[str, Any]:
+        if fixed_params is not None:
+            return {**fixed_params,
+                    "cluster_descriptor": _context_params().get("cluster_descriptor")}
+        return _context_params()
+
+    @task(pool=MEASURE_POOL)  # checks the cluster: not while another DAG measures
+    def start_load_run(lab_run_id: str) -> list[dict[str, Any]]:
+        """Validate the cells (client budget included), check the cluster, start the run."""
+        ctx = get_current_context()
+        command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
+        return load_tasks.start_load(params(), lab_run_id, command=command)
+
+    # One cell at a time across every DAG (the pool); its consumer shards are subprocesses.
+    @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ cell_label }}")
+    def run_load_cell(lab_run_id: str, cell: dict[str, Any]) -> dict[str, Any]:
+        """Measure one load cell: a fixed-rate producer fanning out to N consumers."""
+        get_current_context()["cell_label"] = cell.get("label")  # type: ignore[typeddict-unknown-key]
+        return load_tasks.measure_load_cell(params(), lab_run_id, cell)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def finish_load_run(lab_run_id: str) -> dict[str, Any]:
+        """Close the load run, even when some cells failed."""
+        return load_tasks.close_load(lab_run_id)
+
+    started = start_load_run(load_run_id)
+    measured = run_load_cell.partial(lab_run_id=load_run_id).expand(cell=started)
+    finished = finish_load_run(load_run_id)
+    aggregated = _spark_task("aggregate_load", load_run_id, outlets=[AGGREGATES_ASSET],
+                             doc_md="Spark: the load run's samples -> load_cells, "
+                             "load_consumers, load_lag (aggregates/load/run_id=<id>/).")
+    validated = _spark_task("validate_load", load_run_id, retries=0,
+                            doc_md="Spark + Great Expectations, suite load: outcomes add up; "
+                            "every consumer of a fault-free cell holds every expected "
+                            "message. Result: validation/<run_id>-load.json.")
+    load_run_id >> started
+    measured >> finished >> aggregated >> validated
+    return _LoadPart(started, measured, finished, aggregated, validated)
+
+
+def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
+                warmup_s: float) -> dict[str, Param]:
+    """The params (the trigger form) of a load run: the grid consumers × rates × acks and
+    the settings every cell shares."""
+    def number(value: Any, title: str, what: str, minimum: float = 0,
+               nullable: bool = False) -> Param:
+        return Param(value, type=["null", "number"] if nullable else "number",
+                     minimum=minimum, title=title, description=what)
+
+    return {
+        "consumers": Param(list(consumers), type="array", title="Consumers",
+                           items={"type": "integer", "minimum": 1, "maximum": 1000},
+                           minItems=1, uniqueItems=True,
+                           description="numbers of consumers, one cell each (× rates × acks); "
+                           "every consumer receives every message"),
+        "rates": Param(list(rates), type="array", title="Rates (msg/s)",
+                       items={"type": "number", "exclusiveMinimum": 0}, minItems=1,
+                       uniqueItems=True, description="target producer rates, one cell each"),
+        "acks": Param(["1"], type="array", title="Acks",
+                      items={"type": "string", "enum": list(ACKS_CHOICES)},
+                      examples=list(ACKS_CHOICES), uniqueItems=True,
+                      description="producer acks, one cell each; empty: the profile's"),
+        "duration_s": number(duration_s, "Duration (s)", "producing time per cell, warm-up "
+                             "included"),
+        "warmup_s": number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
+                           "excluded from every figure"),
+        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload"),
+        "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
+                         description="client/topic tuning (include/profiles)"),
+        "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
+                        title="Client"),
+        "partitions": Param(1, type="integer", minimum=1, maximum=64, title="Partitions"),
+        "consumer_mode": Param("assign", type="string", enum=list(CONSUMER_MODE_CHOICES),
+                               title="Consumer mode",
+                               description="assign: every partition, no group; group: one "
+                               "consumer group per consumer"),
+        "pause_at_s": number(None, "Pause at (s)", "consumers pause this many seconds after "
+                             "the start (empty: no pause)", nullable=True),
+        "pause_for_s": number(None, "Pause for (s)", "how long the consumers stay paused",
+                              nullable=True),
+        "cluster_descriptor": Param(None, type=["null", "string"], title="Cluster descriptor",
+                                    description="path of a cluster descriptor YAML; empty: the "
+                                    "kafkalab_cluster connection's extra.descriptor_path, else "
+                                    ".lab/cluster.yaml"),
+    }
+
+
+def build_load_chain(run_prefix: str) -> None:
+    """Create the tasks of one load run (the ``load_experiment`` DAG) in the DAG being
+    defined: the cells of the form's grid, each a mapped task."""
+
+    @task
+    def name_run() -> str:
+        """Turn the Airflow run id into the lab's path-safe run id."""
+        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def check_drift(lab_run_id: str) -> dict[str, Any]:
+        """Compare each load cell with its baseline; writes the drift records."""
+        return tasks.check_drift(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
+    def publish_report(lab_run_id: str) -> str:
+        """Rebuild the trend report with this load run's page."""
+        return tasks.publish_report(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def send_alerts(lab_run_id: str) -> dict[str, Any]:
+        """Announce new drifts and recoveries on the kafkalab_alert_webhook connection."""
+        return tasks.send_alerts(lab_run_id, dag_id=get_current_context()["dag"].dag_id)
+
+    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
+    def verify_outcome() -> None:
+        """Runs only when a task failed, and fails so the DAG run is marked failed."""
+        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        load_tasks.verify_load_outcome(run_id)
+        raise RunError(f"load run {run_id}: an upstream task failed (see the grid)")
+
+    lab_run_id: Any = name_run()
+    part = _load_tasks(lab_run_id)
+    drift = check_drift(lab_run_id)
+    report = publish_report(lab_run_id)
+    alerts = send_alerts(lab_run_id)
+    part.validated >> drift >> report >> alerts
+    [lab_run_id, *part.all, drift, report, alerts] >> verify_outcome()

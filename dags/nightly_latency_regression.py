@@ -9,7 +9,7 @@ from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
 from kafkalab.airflow.callbacks import on_failure_alert
-from kafkalab.airflow.run_ids import RUN_PREFIXES
+from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, RUN_PREFIXES
 
 DOC_MD = """
 ### Nightly latency regression
@@ -27,6 +27,12 @@ DAG. Same chain and trigger rules as `latency_experiment`: the report and the dr
 even when validation failed; `verify_outcome` then fails the DAG run. One run at a time, no
 catch-up; tasks retry once (validation never: it is deterministic). Lab run ids look like
 `nightly-20261122T000000Z` (from the Airflow run id). See `docs/airflow.md`.
+
+**Fan-out cell.** After the latency cells, one small load cell
+(`include/workloads/nightly-fanout.yaml`: 5 consumers × 200 msg/s × 10 s, 1 KB, assign) is
+measured as a load run of its own (`nightly-fanout-<time>`): `name_load_run` →
+`start_load_run` → `run_load_cell` → `finish_load_run` → `aggregate_load` → `validate_load`;
+`check_drift`, `publish_report`, `send_alerts` and `verify_outcome` cover both runs.
 """
 
 
@@ -42,7 +48,8 @@ catch-up; tasks retry once (validation never: it is deterministic). Lab run ids 
     doc_md=DOC_MD,
 )
 def nightly_latency_regression() -> None:
-    build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"])
+    build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX)
 
 
 nightly_latency_regression()

@@ -19,10 +19,27 @@ from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_
 DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
 """What the lab would read or write with this environment (none of it may be opened)."""
-DAG_IDS = ("latency_experiment", "nightly_latency_regression")
+LATENCY_DAGS = ("latency_experiment", "nightly_latency_regression")
+DAG_IDS = (*LATENCY_DAGS, "load_experiment")
 CHAIN = ("name_run", "check_cluster", "prepare_run", "measure_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
          "send_alerts", "verify_outcome")
+LOAD_PART = ("start_load_run", "run_load_cell", "finish_load_run", "aggregate_load",
+             "validate_load")
+TASKS = {
+    "latency_experiment": CHAIN,
+    "nightly_latency_regression": (*CHAIN, "name_load_run", *LOAD_PART),
+    "load_experiment": ("name_run", *LOAD_PART, "check_drift", "publish_report",
+                        "send_alerts", "verify_outcome"),
+}
+"""Every DAG's task ids, in definition order."""
+IN_POOL = {
+    "latency_experiment": {"prepare_run", "measure_cell"},
+    "nightly_latency_regression": {"prepare_run", "measure_cell", "start_load_run",
+                                   "run_load_cell"},
+    "load_experiment": {"start_load_run", "run_load_cell"},
+}
+"""The cluster-loading tasks of each DAG (the measuring pool's)."""
 
 _events: list[tuple[str, str]] = []
 _recording = False
@@ -82,16 +99,17 @@ def test_dag_ids(parsed: dict[str, Any]) -> None:
 @pytest.mark.parametrize("dag_id", DAG_IDS)
 def test_tags_owner_retries_docs(parsed: dict[str, Any], dag_id: str) -> None:
     dag = parsed["bag"].dags[dag_id]
-    assert "kafkalab" in dag.tags and "latency" in dag.tags
+    assert "kafkalab" in dag.tags
+    assert ("load" if dag_id == "load_experiment" else "latency") in dag.tags
     assert dag.doc_md and "verify_outcome" in dag.doc_md
     for t in dag.tasks:
         assert t.owner == "kafkalab", t.task_id
     assert dag.default_args["retries"] >= 1
     assert isinstance(dag.default_args["retry_delay"], timedelta)
-    assert tuple(t.task_id for t in dag.tasks) == CHAIN
+    assert tuple(t.task_id for t in dag.tasks) == TASKS[dag_id]
 
 
-@pytest.mark.parametrize("dag_id", DAG_IDS)
+@pytest.mark.parametrize("dag_id", LATENCY_DAGS)
 def test_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
     dag = parsed["bag"].dags[dag_id]
     up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
@@ -104,7 +122,7 @@ def test_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
     assert up["check_drift"] >= {"validate_metrics"}
     assert up["publish_report"] >= {"check_drift"}
     assert up["send_alerts"] >= {"publish_report"}
-    assert up["verify_outcome"] == set(CHAIN) - {"verify_outcome"}
+    assert up["verify_outcome"] == set(TASKS[dag_id]) - {"verify_outcome"}
     rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
     for tid in ("close_run", "check_drift", "publish_report", "send_alerts"):
         assert rules[tid] == "all_done", tid
@@ -112,7 +130,81 @@ def test_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
     assert rules["aggregate_metrics"] == rules["validate_metrics"] == "all_success"
 
 
-@pytest.mark.parametrize("dag_id", DAG_IDS)
+@pytest.mark.parametrize("dag_id", ["load_experiment", "nightly_latency_regression"])
+def test_load_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
+    """The load part: cells mapped after the run starts, closed all_done, Spark after every
+    measurement; the nightly's fan-out run after its latency cells, judged with them."""
+    dag = parsed["bag"].dags[dag_id]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
+    naming = "name_run" if dag_id == "load_experiment" else "name_load_run"
+    assert up["start_load_run"] == {naming}
+    assert up["run_load_cell"] >= {"start_load_run", naming}
+    assert up["finish_load_run"] >= {"run_load_cell"}
+    assert up["aggregate_load"] >= {"finish_load_run", naming}
+    assert up["validate_load"] >= {"aggregate_load"}
+    assert up["check_drift"] >= {"validate_load"}
+    assert rules["finish_load_run"] == "all_done"
+    assert rules["aggregate_load"] == rules["validate_load"] == "all_success"
+    assert rules["start_load_run"] == rules["run_load_cell"] == "all_success"
+    assert up["verify_outcome"] == set(TASKS[dag_id]) - {"verify_outcome"}
+    if dag_id == "nightly_latency_regression":
+        assert up["name_load_run"] == {"close_run"}  # after the latency cells
+        assert up["aggregate_metrics"] >= {"close_run", "finish_load_run"}  # no Spark while
+        # a load cell measures
+    else:
+        assert up["publish_report"] >= {"check_drift"} and up["send_alerts"] >= {"publish_report"}
+
+
+def test_load_cells_are_mapped_one_at_a_time_with_readable_names(parsed: dict[str, Any]) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    for dag_id in ("load_experiment", "nightly_latency_regression"):
+        cell = parsed["bag"].dags[dag_id].get_task("run_load_cell")
+        assert isinstance(cell, MappedOperator)
+        assert cell.max_active_tis_per_dag == 1
+        assert cell.map_index_template == "{{ cell_label }}"
+        op = parsed["bag"].dags[dag_id].get_task("aggregate_load")
+        assert op.application == str(spark_jobs_dir() / "aggregate_load.py")
+        args = [a for a in op.application_args if isinstance(a, str)]
+        assert args[:4] == ["--load", str(parsed["data"] / "load"), "--out",
+                            str(parsed["data"] / "aggregates" / "load")]
+        val = parsed["bag"].dags[dag_id].get_task("validate_load")
+        assert val.application == str(spark_jobs_dir() / "validate_load.py")
+        assert val.retries == 0 and val.stale_output == "validation"
+        assert op.stale_output == "aggregates" and op.py_files == spark_py_files()
+
+
+def test_load_params_form(parsed: dict[str, Any]) -> None:
+    import copy
+
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from kafkalab.load.spec import LOAD_CLIENTS
+
+    dag = parsed["bag"].dags["load_experiment"]
+    assert type(dag.timetable).__name__ == "NullTimetable"
+    p = {k: dag.params.get_param(k) for k in dag.params}
+    assert set(p) == {"consumers", "rates", "acks", "duration_s", "warmup_s", "payload",
+                      "profile", "client", "partitions", "consumer_mode", "pause_at_s",
+                      "pause_for_s", "cluster_descriptor"}
+    assert p["consumers"].schema["items"]["type"] == "integer"
+    assert p["acks"].schema["items"]["enum"] == ["0", "1", "all"]
+    assert p["client"].schema["enum"] == list(LOAD_CLIENTS)
+    profiles = sorted(f.stem for f in (include_dir() / "profiles").glob("*.yaml"))
+    assert sorted(p["profile"].schema["enum"]) == profiles
+    assert "null" in p["pause_at_s"].schema["type"]
+    form = copy.deepcopy(dag.params)
+    with pytest.raises(ParamValidationError):
+        form["rates"] = [0]
+    with pytest.raises(ParamValidationError):
+        form["consumers"] = []
+    with pytest.raises(ParamValidationError, match="is not one of"):
+        form["acks"] = ["2"]
+    form["pause_at_s"], form["pause_for_s"] = 4, 3
+
+
+@pytest.mark.parametrize("dag_id", LATENCY_DAGS)
 def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> None:
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
@@ -185,10 +277,11 @@ def test_every_cluster_task_of_every_dag_is_in_the_one_measuring_pool(
     bag = parsed["bag"]
     in_pool = {(dag_id, t.task_id) for dag_id in bag.dag_ids for t in bag.dags[dag_id].tasks
                if t.pool == MEASURE_POOL}
-    assert in_pool == {(dag_id, tid) for dag_id in DAG_IDS for tid in CLUSTER_TASKS}
+    assert in_pool == {(dag_id, tid) for dag_id in DAG_IDS for tid in IN_POOL[dag_id]}
+    assert set().union(*IN_POOL.values()) == set(CLUSTER_TASKS)
     for dag_id in DAG_IDS:
         dag = bag.dags[dag_id]
-        for tid in CLUSTER_TASKS:
+        for tid in IN_POOL[dag_id]:
             assert dag.get_task(tid).pool_slots == 1, (dag_id, tid)
         assert {t.pool for t in dag.tasks if t.task_id not in CLUSTER_TASKS} == {"default_pool"}
 

@@ -7,6 +7,7 @@ the two in step). Cheap to import: safe at DAG-parse time.
 
 from __future__ import annotations
 
+from kafkalab.load.spec import LOAD_CLIENTS
 from kafkalab.payloads import payload_names
 from kafkalab.scenarios.catalog import SCENARIOS
 
@@ -20,4 +21,15 @@ PROFILE_CHOICES: tuple[str, ...] = ("default", "throughput", "latency", "durabil
                                     "availability")
 """Every profile of ``include/profiles/`` (kept in step by a unit test)."""
 
-__all__ = ["PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES"]
+LOAD_CLIENT_CHOICES: tuple[str, ...] = LOAD_CLIENTS
+"""The clients the load engine drives (:data:`kafkalab.load.spec.LOAD_CLIENTS`)."""
+
+ACKS_CHOICES: tuple[str, ...] = ("0", "1", "all")
+"""Producer acks of a load cell (empty in the form: the profile's)."""
+
+CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
+"""How a load cell's consumers read: ``assign`` every partition, no group (default), or one
+consumer group per consumer."""
+
+__all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES",
+           "PROFILE_CHOICES", "SCENARIO_CHOICES"]

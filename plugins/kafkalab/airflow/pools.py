@@ -30,9 +30,12 @@ MEASURE_POOL_SLOTS = 1
 MEASURE_POOL_DESCRIPTION = ("Kafka Latency Lab: one task at a time may provision or measure "
                             "the cluster (across every DAG)")
 
-CLUSTER_TASKS: tuple[str, ...] = ("prepare_run", "measure_cell")
-"""The task ids that load the cluster and therefore run in :data:`MEASURE_POOL`:
-``prepare_run`` creates and alters topics, ``measure_cell`` measures."""
+CLUSTER_TASKS: tuple[str, ...] = ("prepare_run", "measure_cell", "start_load_run",
+                                   "run_load_cell")
+"""The task ids that load the cluster and therefore run in :data:`MEASURE_POOL` (a DAG has
+those of its chains): ``prepare_run`` creates and alters topics, ``measure_cell`` measures a
+latency cell, ``start_load_run`` checks the cluster for a load run, ``run_load_cell``
+provisions its topic and measures a load cell (its consumer shards included)."""
 
 
 def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",

@@ -17,17 +17,27 @@ from kafkalab.paths import PACKAGE_DIR, data_dir, spark_jobs_dir
 SPARK_JOBS: dict[str, str] = {
     "aggregate": "aggregate_metrics.py",
     "validate": "validate_metrics.py",
+    "aggregate_load": "aggregate_load.py",
+    "validate_load": "validate_load.py",
 }
-"""The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir`."""
+"""The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir` (the
+``_load`` ones for load runs: ``load/`` samples, ``aggregates/load/`` tables)."""
 
 SPARK_JOB_OUTPUTS: dict[str, str] = {
     "aggregate": "aggregates",
     "validate": "validation",
+    "aggregate_load": "aggregates",
+    "validate_load": "validation",
 }
 """The run output each job recomputes (its entry in the manifest's ``stale_outputs``)."""
 
 SESSION_MODULE = "_session.py"
 """The session builder every job imports, shipped with each job as a py-file."""
+
+LOAD_SAMPLES_DIR = "load"
+"""``<data>/load``: the load runs' samples (``kafkalab.load.files.LOAD_DIR``), and
+``<data>/aggregates/load``: their aggregates (``kafkalab.drift.history.LOAD_AGGREGATES_SUBDIR``)."""
+
 
 def _check_job(job: str) -> None:
     if job not in SPARK_JOBS:
@@ -57,8 +67,10 @@ def spark_job_args(job: str, run_id: Any,
     """The ``application_args`` of a Spark job for one run.
 
     Args:
-        job: ``aggregate`` (``spark_jobs/aggregate_metrics.py``) or ``validate``
-            (``spark_jobs/validate_metrics.py``).
+        job: ``aggregate`` (``spark_jobs/aggregate_metrics.py``), ``validate``
+            (``spark_jobs/validate_metrics.py``), ``aggregate_load`` (``--load <data>/load
+            --out <data>/aggregates/load``) or ``validate_load`` (``--aggregates
+            <data>/aggregates/load``; its result is ``validation/<run_id>-load.json``).
         run_id: the lab run id, or an XComArg / Jinja string resolved by Airflow at run time.
         data: lab data directory or any Hadoop-compatible URI (``s3a://bucket/lab``);
             default :func:`kafkalab.paths.data_dir`.
@@ -70,6 +82,12 @@ def spark_job_args(job: str, run_id: Any,
     root = str(data if data is not None else data_dir()).rstrip("/")
 
     samples, aggregates = f"{root}/{store.SAMPLES_DIR}", f"{root}/{store.AGGREGATES_DIR}"
+    load_samples, load_aggregates = f"{root}/{LOAD_SAMPLES_DIR}", f"{aggregates}/{LOAD_SAMPLES_DIR}"
+    if job == "aggregate_load":
+        return ["--load", load_samples, "--out", load_aggregates, "--run-id", run_id]
+    if job == "validate_load":
+        return ["--aggregates", load_aggregates, "--run-id", run_id,
+                "--out", f"{root}/{store.VALIDATION_DIR}"]
     if job == "aggregate":
         return ["--samples", samples, "--out", aggregates, "--run-id", run_id]
     return ["--samples", samples, "--aggregates", aggregates, "--run-id", run_id,
@@ -101,6 +119,7 @@ def spark_env() -> dict[str, str]:
 
 
 __all__ = [
+    "LOAD_SAMPLES_DIR",
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",

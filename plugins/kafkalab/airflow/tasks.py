@@ -237,11 +237,15 @@ def close_run(run_id: str) -> dict[str, Any]:
 
 
 def _output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
-    """The files that hold a run's ``output`` (those that exist)."""
+    """The files that hold a run's ``output`` (those that exist; a load run's included)."""
+    from kafkalab.airflow.load_tasks import load_output_files
+
     if output == "aggregates":
-        return sorted((lab.aggregates_dir / f"run_id={run_id}").glob("*.parquet"))
+        return (sorted((lab.aggregates_dir / f"run_id={run_id}").glob("*.parquet"))
+                + load_output_files(lab, run_id, output))
     if output == "validation":
-        return [p for p in (lab.validation_path(run_id),) if p.is_file()]
+        return ([p for p in (lab.validation_path(run_id),) if p.is_file()]
+                + load_output_files(lab, run_id, output))
     if output == "drift":
         return [p for p in (lab.drift_path(run_id),) if p.is_file()]
     return [p for p in (lab.report_page_dir(run_id) / "index.html",) if p.is_file()]

@@ -1,0 +1,56 @@
+"""``load_experiment``: one load run (open loop, fan-out), triggered by hand from the UI's form."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from _common import build_load_chain, default_args, load_params
+from airflow.sdk import dag
+
+from kafkalab.airflow.run_ids import RUN_PREFIXES
+
+DOC_MD = """
+### Load experiment
+
+One producer at a fixed target rate (open loop: message *i* is due at start + *i*/R, a late
+send is never skipped nor caught up silently) fans out to N consumers that each receive
+every message (seed 003's HYDRA). The **trigger form** gives the grid: consumers × rates ×
+acks, with the settings every cell shares (duration, warm-up, payload, profile, client,
+partitions, an optional consumer pause).
+
+`name_run` → `start_load_run` (validates every cell against the client budget, checks the
+cluster) → `run_load_cell` × cells (one at a time; each starts its consumer shards as
+subprocesses, with a start barrier before the producer) → `finish_load_run` →
+`aggregate_load` (Spark) → `validate_load` (Spark + Great Expectations) → `check_drift` →
+`publish_report` → `send_alerts` → `verify_outcome`.
+
+**Trigger rules.** `finish_load_run` runs when some cells failed (what was measured is kept,
+the run is `incomplete`). `check_drift`, `publish_report` and `send_alerts` run `all_done`.
+`verify_outcome` runs only when a task failed (`one_failed`) and fails itself, so the DAG run
+is marked failed; in a healthy run it is *skipped*.
+
+**One measurement at a time.** `start_load_run` and `run_load_cell` run in the one-slot pool
+`kafkalab_measure`, shared with the latency DAGs. The report shows the run's page: rx rate
+and loss vs consumers per rate (acks side by side), latency vs throughput with the knee, lag
+over time, every cell's figures.
+
+Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`). Connections: `spark_default`,
+`kafkalab_cluster` (optional), `kafkalab_alert_webhook` (optional). See `docs/airflow.md`.
+"""
+
+
+@dag(
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
+    params=load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s=10.0, warmup_s=2.0),
+    tags=["kafkalab", "load", "experiment"],
+    doc_md=DOC_MD,
+)
+def load_experiment() -> None:
+    build_load_chain(run_prefix=RUN_PREFIXES["load_experiment"])
+
+
+load_experiment()
