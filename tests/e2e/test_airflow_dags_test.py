@@ -261,3 +261,39 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
             assert boxes and all(b["width"] > 0 and b["height"] > 0 for b in boxes)
         finally:
             browser.close()
+
+
+def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any]) -> None:
+    """``airflow dags test load_experiment`` on a small grid (2 cells: 1 and 3 consumers ×
+    100 msg/s × 4 s): the engine measures, Spark aggregates and validates, drift and the
+    report see the load run."""
+    lab = LabData(airflow_setup["data"])
+    before = set(lab.manifests())
+    conf = {"consumers": [1, 3], "rates": [100], "acks": ["1"], "duration_s": 4,
+            "warmup_s": 1, "payload": "1kb", "profile": "default",
+            "cluster_descriptor": str(cluster_yaml)}
+    t0 = time.monotonic()
+    rc = dags_test("load_experiment", "2026-11-22T00:00:00+00:00", conf, home=airflow_setup["home"],
+                   extra_env=airflow_setup["extra_env"], migrate=False, timeout_s=900)
+    print(f"dags test load_experiment: exit {rc} in {time.monotonic() - t0:.1f} s")
+    assert rc == 0, "airflow dags test load_experiment failed; see the output above"
+    (run,) = set(lab.manifests()) - before
+    assert re.fullmatch(r"load-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
+    manifest = lab.manifest(run)
+    assert manifest is not None and manifest["kind"] == "load"
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert manifest.get("stale_outputs") == []
+    assert len(manifest["cells"]) == 2
+    from kafkalab.drift.load import load_validation, read_load_table
+
+    cells = read_load_table(lab, run, "load_cells")
+    assert sorted(cells["consumers"]) == [1, 3]
+    assert (cells["loss_pct"] == 0).all() and (cells["failing_clients"] == 0).all()
+    assert len(read_load_table(lab, run, "load_consumers")) == 4
+    validation = load_validation(lab, run)
+    assert validation is not None and validation["success"] is True, validation
+    drift = lab.drift(run)
+    assert drift is not None and set(drift["scenario"]) == {"load"}
+    page = (lab.report_page_dir(run) / "index.html").read_text()
+    assert 'id="fanout"' in page and 'id="throughput"' in page and 'class="load-cells"' in page
+    assert run in lab.report_index_path().read_text()

@@ -163,7 +163,10 @@ def load_cells_history(data_dir: str | os.PathLike[str],
               if not f.empty]
     if not frames:
         return pd.DataFrame()
-    df = normalize_load_cells(pd.concat(frames, ignore_index=True))
+    # Columns null in a whole run are left out before concatenating (their type is unknown);
+    # they come back null where absent.
+    df = normalize_load_cells(pd.concat([f.dropna(axis=1, how="all") for f in frames],
+                                        ignore_index=True))
     known = manifests if manifests is not None else lab.manifests()
     facts = manifest_frame(known, lab)
     facts["run_validated"] = facts["run_id"].map(
