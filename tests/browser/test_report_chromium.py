@@ -126,3 +126,71 @@ def test_empty_report_renders(browser: Any, tmp_path: Path) -> None:
     finally:
         page.close()
     assert errors == [] and remote == []
+
+
+@pytest.fixture(scope="module")
+def load_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from tests.unit.test_report_load import LOAD_RUNS, write_load_run
+
+    data_dir = tmp_path_factory.mktemp("load-data")
+    write_load_run(data_dir, LOAD_RUNS[0], 1)
+    write_load_run(data_dir, LOAD_RUNS[1], 2, emulator=True, pause=False)
+    index = build_report(data_dir)
+    return {"index": index, "page": index.parent / LOAD_RUNS[0] / "index.html",
+            "emu_page": index.parent / LOAD_RUNS[1] / "index.html", "runs": LOAD_RUNS[:2]}
+
+
+def test_load_page_renders_in_chromium(browser: Any, load_report: dict[str, Any],
+                                       tmp_path: Path) -> None:
+    """A load run's page: seed 003's fan-out charts, latency vs throughput with the knee,
+    lag with the pause shaded, the cells table with its labels; drawn, no errors, offline."""
+    page, errors, remote = _open(browser, load_report["page"])
+    try:
+        for section in ("fanout", "throughput", "lag", "cells", "checks"):
+            assert page.query_selector(f"section#{section}") is not None, section
+        svgs = page.query_selector_all("svg.chart")
+        assert len(svgs) >= 6 + 9 + 1  # 3 fan-out metrics × 2 acks, 9 curves, lag
+        for svg in svgs:
+            box = svg.bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100
+        # acks 0 and 1 side by side: same row, left and right
+        left, right = (page.query_selector(f'[data-metric="loss_pct"] figure[data-acks="{a}"]')
+                       for a in ("0", "1"))
+        assert left is not None and right is not None
+        lb, rb = left.bounding_box(), right.bounding_box()
+        assert lb and rb and abs(lb["y"] - rb["y"]) < 2 and rb["x"] > lb["x"] + lb["width"] / 2
+        knee = page.query_selector("#throughput svg.chart g.mark line")
+        assert knee is not None and knee.bounding_box()["height"] > 50
+        assert page.get_by_text("knee 1000 msg/s").first.is_visible()
+        span = page.query_selector("#lag svg.chart g.span rect")
+        assert span is not None and span.bounding_box()["width"] > 10
+        assert page.locator("table.load-cells .flag.bound").first.is_visible()
+        assert page.locator("table.load-cells .flag.saturated").first.is_visible()
+        assert page.locator("table.load-cells .undef").first.is_visible()
+        legend = page.query_selector("#fanout svg.chart .legend-item")
+        assert legend is not None
+        legend.hover()
+        assert page.query_selector_all("#fanout svg.chart .series.dim")
+        shot = tmp_path / "load.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert _distinct_colors(shot) > 50
+    finally:
+        page.close()
+    assert errors == [], errors
+    assert remote == [], remote
+
+
+def test_load_runs_in_the_index_and_the_emulator_label(browser: Any,
+                                                       load_report: dict[str, Any]) -> None:
+    page, errors, remote = _open(browser, load_report["index"])
+    try:
+        for run in load_report["runs"]:
+            assert page.locator(f"table.runs a[href='{run}/index.html']").is_visible()
+        page.click(f"a[href='{load_report['runs'][1]}/index.html']")
+        page.wait_for_load_state("load")
+        assert page.query_selector("section#fanout") is not None
+        assert page.get_by_text(EMULATOR_LABEL).first.is_visible()
+        assert page.query_selector("#fanout svg.chart g.emu-badge") is not None
+    finally:
+        page.close()
+    assert errors == [] and remote == []
