@@ -256,6 +256,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
     send_ts = log.send_ts_ns
     next_report = t0_ns + 1_000_000_000
     seq = 0
+    interrupted = False
     try:
         while seq < plan.n:
             intended = log.intended_ts_ns[seq] = t0_ns + int(seq * interval)
@@ -282,6 +283,9 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 next_report = t + 1_000_000_000
                 if on_tick is not None:
                     on_tick(seq, t)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         stop_ts = now_ns()
         # The rest of the schedule is unsent; its intended times are still the schedule's.
@@ -289,8 +293,8 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             rest = np.arange(seq, plan.n, dtype=np.int64)
             log.intended_ts_ns[seq:] = t0_ns + (rest * interval).astype(np.int64)
             log.outcome[seq:] = UNSENT
-        try:
-            client.flush(plan.message_timeout_s)
+        try:  # after Ctrl-C, wait only briefly for the acks still due
+            client.flush(min(plan.message_timeout_s, 3.0) if interrupted else plan.message_timeout_s)
         finally:
             pump_stop.set()
             pump_thread.join(timeout=5)

@@ -355,6 +355,10 @@ class _Shard:
             self.lag.extend(cols)
 
     def close(self, ok: bool) -> None:
+        self.finished.set()
+        for r in self.receivers:  # never close a client while its thread is in consume()
+            if r.thread.is_alive():
+                r.thread.join(timeout=5)
         with self._lock:
             for w in (self.receipts, self.lag):
                 w.close()
