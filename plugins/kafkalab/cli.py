@@ -390,7 +390,7 @@ def _load_cells(args: argparse.Namespace) -> tuple[list[Any], str]:
                             consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
                             pause_at_s=args.pause_at, pause_for_s=args.pause_for))
     except ValidationError as exc:
-        raise ConfigError(f"load options: {_option_names(describe_validation_error(exc))}") from None
+        raise ConfigError(_option_names(describe_validation_error(exc))) from None
     return cells, "adhoc"
 
 
@@ -402,9 +402,11 @@ _OPTION_NAMES = {"rate_msgs_per_s": "--rate", "duration_s": "--duration", "warmu
 
 
 def _option_names(text: str) -> str:
-    for field_name, option in _OPTION_NAMES.items():
-        text = text.replace(field_name, option)
-    return text
+    """``key: message`` of a validation error with the key as the option a user typed."""
+    key, _, message = text.partition(": ")
+    if key == "(top level)":
+        return message
+    return f"{_OPTION_NAMES.get(key, key)}: {message}"
 
 
 def cmd_load(args: argparse.Namespace) -> int:

@@ -92,3 +92,31 @@ def test_cluster_not_up_is_one_line(tmp_path: Path) -> None:
                    env={"KAFKALAB_HOME": str(tmp_path / "empty-lab")})
     assert proc.returncode == 3
     assert "cluster not up" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["load", "--rate", "0"], "--rate: Input should be greater than 0"),
+        (["load", "--rate", "-5"], "--rate: Input should be greater than 0"),
+        (["load", "--rate", "fast"], "expected comma-separated numbers, got 'fast'"),
+        (["load", "--duration", "2", "--warmup", "3"], "must be longer than the warm-up"),
+        (["load", "--consumers", "300", "--rate", "3000"], "client budget"),
+        (["load", "--consumers", "0"], "--consumers: Input should be greater than or equal to 1"),
+        (["load", "--pause-at", "3"], "error: pause_at_s and pause_for_s go together"),
+        (["load", "--payload", "3kb"], "unknown payload '3kb'"),
+        (["load", "--workload", "nightly"], "not a load workload"),
+        (["load", "--workload", "hydra-seed003"], "client budget"),
+        (["maxrate", "--start-rate", "0"], "--start-rate must be positive"),
+    ],
+)
+def test_bad_load_input_is_one_line_before_any_connection(args: list[str], expected: str,
+                                                         tmp_path: Path) -> None:
+    # The cluster descriptor points nowhere: every refusal happens before a connection.
+    proc = run_cli(*args, "--data-dir", str(tmp_path), "--cluster", str(tmp_path / "none.yaml"),
+                   env={"KAFKALAB_LOAD_BUDGET_DELIVERIES_PER_S": "60000"})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "load").exists()

@@ -133,6 +133,7 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     its cells stay, the cells asked for are (re-)measured."""
     from kafkalab.cluster.admin import check_reachable
 
+    validate_cells(req.cells)  # budget and names first: refused before any connection
     d = _descriptor(req.descriptor_path)
     validate_cells(req.cells, d)
     progress(f"checking {d.bootstrap_servers} …")

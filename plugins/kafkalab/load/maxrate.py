@@ -139,7 +139,12 @@ def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, A
                                 warmup_s=req.warmup_s, partitions=req.partitions, drain_s=3.0,
                                 e2e_p99_objective_ms=req.objective_p99_ms, trial=trial)
         except ValueError as exc:
-            raise ConfigError(f"maxrate: {exc}".splitlines()[0]) from None
+            from pydantic import ValidationError
+
+            from kafkalab.config.loader import describe_validation_error
+
+            text = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ConfigError(f"maxrate: {text}") from None
 
     first = spec(req.start_rate)
     wire = wire_size_bytes(load_body(req.payload, req.encoding, images_dir()))
