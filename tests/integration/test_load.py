@@ -257,3 +257,14 @@ def test_execute_load_over_a_sweep_runs_every_cell(desc: Path, tmp_path: Path) -
 
 def _any_cell(data: Path, run_id: str) -> Path:
     return files.run_cell_dirs(data, run_id)[0]
+
+
+def test_kafka_python_producer_and_group_consumers(desc: Path, tmp_path: Path) -> None:
+    spec = LoadCellSpec(client="kafka-python", consumer_mode="group", consumers=2, acks="all",
+                        rate_msgs_per_s=200, duration_s=3, warmup_s=1)
+    s = _one_cell(tmp_path, desc, spec, "kp-group")
+    assert s["client"] == "kafka-python" and s["acks"] == "all"
+    assert s["acked_msgs"] == s["intended_msgs"] == 400
+    assert s["failing_clients"] == 0 and s["loss_pct"] == 0.0
+    meta = json.loads(files.cell_json_path(_cell_dir(tmp_path, "kp-group")).read_text())
+    assert meta["client_settings"]["producer"]["acks"] == "all"

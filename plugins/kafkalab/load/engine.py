@@ -256,6 +256,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         client = (ConfluentClient(producer_cfg, log) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(producer_cfg, log))
         broker_cpu0 = _broker_cpu(d)
+        host0 = host_cpu_times()
         cpu0, wall0 = _cpu(), time.monotonic()
         t0 = now_ns() + START_MARGIN_NS
         log.intended_ts_ns[:] = _schedule(spec, t0)
@@ -286,6 +287,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         cpu_s, wall_s = _cpu() - cpu0, time.monotonic() - wall0
         meta["stop_ts_ns"] = stop_ts
         meta["broker_cpu_frac"] = _broker_cpu_frac(broker_cpu0, _broker_cpu(d), wall_s)
+        meta["host_cpu_busy_frac"] = host_busy_frac(host0, host_cpu_times())
+        meta["host_cpu_count"] = os.cpu_count()
         meta["processes"].append({"role": "producer", "shard": None, "pid": os.getpid(),
                                   "host": _host(), "cpu_s": round(cpu_s, 4),
                                   "wall_s": round(wall_s, 4),
@@ -498,6 +501,25 @@ def _broker_cpu(d: ClusterDescriptor) -> dict[int, float] | None:
         except (OSError, ValueError, IndexError):
             continue
     return out or None
+
+
+def host_cpu_times() -> tuple[int, int] | None:
+    """``(busy, total)`` jiffies of every CPU of this host (``/proc/stat``), or None."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    values = [int(v) for v in first[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def host_busy_frac(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """Share of the host's CPU capacity that was busy between two readings (1.0: every core
+    busy): whoever used it — the clients, the brokers, or anything else on the machine."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
 
 
 def _broker_cpu_frac(before: dict[int, float] | None, after: dict[int, float] | None,

@@ -99,6 +99,9 @@ def ran_out(summary: dict[str, Any]) -> str:
     broker = summary.get("broker_cpu_frac")
     if broker is not None and broker > 0.8:
         return f"broker CPU ({broker:.2f} of a core)"
+    host = summary.get("host_cpu_busy_frac")
+    if host is not None and host > 0.9:
+        return f"the host's CPUs ({host:.2f} of all cores busy: clients, broker and anything else)"
     if summary.get("lag_growing"):
         return "consumers (lag growing without a busy CPU)"
     if summary.get("saturated"):

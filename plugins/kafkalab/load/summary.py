@@ -25,6 +25,10 @@ from kafkalab.load import files
 from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank, quantile_ci_ranks
 from kafkalab.store import read_json
 
+HOST_BUSY_FRAC = 0.9
+"""Above this share of all the host's CPUs busy during a cell, the cell is ``host_busy``: its
+clients (or broker) may have waited for a CPU, whoever was using it."""
+
 REPORTED = ("p50", "p90", "p99", "p999")
 """Percentiles in a load summary (plus max)."""
 
@@ -218,6 +222,8 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     out["max_process_cpu_frac"] = max((p.get("cpu_frac") or 0.0 for p in meta.get("processes") or []),
                                       default=None)
     out["broker_cpu_frac"] = meta.get("broker_cpu_frac")
+    out["host_cpu_busy_frac"] = meta.get("host_cpu_busy_frac")
+    out["host_busy"] = bool((meta.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC)
     cluster = meta.get("cluster") or {}
     out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
     out["cluster_flavor"] = cluster.get("flavor")
@@ -310,7 +316,7 @@ def format_load_table(cells: list[dict[str, Any]]) -> str:
         if "target_rate_msgs_per_s" not in c:
             lines.append(f"{c.get('cell_id')}: {c.get('status')} {c.get('error') or ''}".rstrip())
             continue
-        flags = [f for f in ("client_bound", "saturated") if c.get(f)]
+        flags = [f for f in ("client_bound", "host_busy", "saturated") if c.get(f)]
         if c.get("broker_is_emulator"):
             flags.append("EMULATOR")
         if c.get("status") != "complete":
