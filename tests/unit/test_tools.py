@@ -245,9 +245,17 @@ def test_bench_load_ratios_use_the_median_of_the_rounds() -> None:
                      [_side("harness", 190.0), _side("tool", 90.0), _side("bare", 100.0)],
                      [_side("bare", 250.0), _side("tool", 100.0), _side("harness", 170.0)]],
         "consumer": [[_side("bare", 400.0), _side("tool", 100.0), _side("harness", None)]],
-        "fanout": [{"side": "bare", "consumers": 10, "deliveries_per_core_s": 30000.0},
-                   {"side": "harness", "consumers": 10, "deliveries_per_core_s": 15000.0},
-                   {"side": "bare", "consumers": 1, "deliveries_per_core_s": 12000.0}],
+        "fanout": [{"side": "bare", "consumers": 10, "rate_msgs_per_s": 2000,
+                    "deliveries_per_core_s": 30000.0},
+                   {"side": "harness", "consumers": 10, "rate_msgs_per_s": 2000,
+                    "deliveries_per_core_s": 15000.0, "e2e_p50_ms": 0.6},
+                   {"side": "bare", "consumers": 1, "rate_msgs_per_s": 2000,
+                    "deliveries_per_core_s": 12000.0},
+                   {"side": "harness", "consumers": 1, "rate_msgs_per_s": 20000,
+                    "deliveries_per_core_s": 50000.0, "e2e_p50_ms": 2040.0},
+                   {"side": "bare", "consumers": 1, "rate_msgs_per_s": 20000,
+                    "deliveries_per_core_s": 40000.0},
+                   {"side": "harness", "status": "failed", "error": "load run: refused"}],
     }
     r = load_ratios(result)
     p = r["producer"]
@@ -257,11 +265,16 @@ def test_bench_load_ratios_use_the_median_of_the_rounds() -> None:
     c = r["consumer"]
     assert c["median_msgs_per_s"]["harness"] is None and c["harness_over_bare"] is None
     assert c["bare_over_tool"] == 4.0
-    assert r["fanout"] == [
-        {"consumers": 1, "bare_deliveries_per_core_s": 12000.0,
-         "harness_deliveries_per_core_s": None, "harness_over_bare": None},
-        {"consumers": 10, "bare_deliveries_per_core_s": 30000.0,
-         "harness_deliveries_per_core_s": 15000.0, "harness_over_bare": 0.5},
+    assert r["fanout"] == [  # one row per (consumers, rate); a row without a point is skipped
+        {"consumers": 1, "rate_msgs_per_s": 2000.0, "bare_deliveries_per_core_s": 12000.0,
+         "harness_deliveries_per_core_s": None, "harness_over_bare": None,
+         "harness_e2e_p50_ms": None, "harness_stalled": None},
+        {"consumers": 1, "rate_msgs_per_s": 20000.0, "bare_deliveries_per_core_s": 40000.0,
+         "harness_deliveries_per_core_s": 50000.0, "harness_over_bare": 1.25,
+         "harness_e2e_p50_ms": 2040.0, "harness_stalled": True},  # late big batches flatter it
+        {"consumers": 10, "rate_msgs_per_s": 2000.0, "bare_deliveries_per_core_s": 30000.0,
+         "harness_deliveries_per_core_s": 15000.0, "harness_over_bare": 0.5,
+         "harness_e2e_p50_ms": 0.6, "harness_stalled": False},
     ]
 
 
