@@ -325,3 +325,14 @@ def test_bench_load_part_selection_is_checked_before_running(
         main(args)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_bench_load_fanout_cells_are_ones_the_engine_accepts_on_two_cores() -> None:
+    from kafkalab.load.spec import check_budget
+    from tools.bench.load import FANOUT_DURATION_S, FANOUT_POINTS, bench_message, harness_cell_spec
+
+    for consumers, rate in FANOUT_POINTS:
+        spec = harness_cell_spec(consumers, rate, FANOUT_DURATION_S)
+        assert (spec.consumers, spec.rate_msgs_per_s, spec.window_s) == (consumers, rate,
+                                                                         FANOUT_DURATION_S)
+        check_budget(spec, len(bench_message()), cpu_count=2)  # refused → ConfigError
