@@ -200,12 +200,15 @@ def local_path_missing(path: str) -> bool:
     return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
 
 
-def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
+def read_parquet(spark: SparkSession, path: str, what: str, base_path: str | None = None) -> DataFrame:
     """Read the Hive-partitioned Parquet below ``path``, partition values as strings.
 
     The files' schemas are merged (``mergeSchema``): files written under an older schema
     version lack the newer columns and read them as null, and no file's columns are dropped
     because Spark happened to take its schema from an older file.
+
+    ``base_path``: the dataset root when ``path`` is one partition below it, so the partition
+    column (``run_id``) is kept.
 
     Raises:
         InputError: ``cannot read <what> at <path>: <first line of Spark's error>``.
@@ -213,8 +216,11 @@ def read_parquet(spark: SparkSession, path: str, what: str) -> DataFrame:
     from pyspark.errors import AnalysisException
 
     spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    reader = spark.read.option("mergeSchema", "true")
+    if base_path is not None:  # read one partition and keep its column (e.g. run_id=<id>)
+        reader = reader.option("basePath", base_path)
     try:
-        return spark.read.option("mergeSchema", "true").parquet(path)
+        return reader.parquet(path)
     except AnalysisException as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"cannot read {what} at {path}: {first_line}") from None

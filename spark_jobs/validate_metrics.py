@@ -600,10 +600,19 @@ def render_html(doc: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _read_run(spark: SparkSession, path: str, run_id: str, what: str) -> DataFrame:
+def _read_run(spark: SparkSession, path: str, run_id: str, what: str,
+              partition: str | None = None) -> DataFrame:
+    """One run's rows under ``path``. ``partition`` (``run_id=<id>``): read only that folder
+    (the aggregates root also holds ``load/``, whose layout Spark cannot merge with it)."""
     if shared.local_path_missing(path):
         raise InputError(f"{what} path not found: {path}")
-    df = shared.read_parquet(spark, path, what)
+    if partition is not None:
+        part_path = os.path.join(path, partition)
+        if shared.local_path_missing(part_path):
+            raise InputError(f"no {what} for run id {run_id} under {path}")
+        df = shared.read_parquet(spark, part_path, what, base_path=path)
+    else:
+        df = shared.read_parquet(spark, path, what)
     if "run_id" not in df.columns:
         raise InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)
@@ -631,7 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with shared.job_session("kafkalab-validate-metrics") as spark:
         try:
             samples = _read_run(spark, args.samples, args.run_id, "samples")
-            aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates")
+            aggregates = _read_run(spark, args.aggregates, args.run_id, "aggregates",
+                                   partition=f"run_id={args.run_id}")
             doc = validate(samples, aggregates, {
                 "run_id": args.run_id, "durable_profiles": durable,
                 "docs_dir": os.path.join(args.out, "docs"),

@@ -205,6 +205,14 @@ def test_cli_and_spark_submit_validate(
     spark_submit: Any, lab: dict[str, Any], tmp_path: Path
 ) -> None:
     root = lab["root"]
+    # a load run's aggregates beside the latency ones (aggregates/load/run_id=…/): Spark cannot
+    # merge that layout with aggregates/run_id=…/, so the job must read only its own run
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    load_dir = root / "aggregates" / "load" / "run_id=some-load-run"
+    load_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"cell_id": ["x"]}), load_dir / "load_cells.parquet")
     args = ["--samples", str(root / "samples"), "--aggregates", str(root / "aggregates"),
             "--run-id", RUN, "--out", str(tmp_path / "validation")]
     code = vm.main(args)                        # in-process: exit code 0 path
