@@ -214,8 +214,14 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     public = d.model_copy(update={"secret_env": {}})
     consumer_cfg = confluent_consumer_config(librdkafka_config(public), prof, None)
     fetch_kb = int(consumer_cfg["fetch.max.bytes"]) // 1024
+    # N clients per process: a small pre-fetch queue each (queued.min.messages), and a short
+    # fetch.queue.backoff.ms. librdkafka's default backoff (1 s) pauses fetching for a whole
+    # second whenever a client's queue is above queued.min.messages; one hiccup of the
+    # application then locks the consumer into a 1 s fetch cycle (e2e p50 ~0.5-1 s,
+    # found by `make bench`, part load).
     consumer_cfg.update({"enable.auto.commit": False, "queued.min.messages": 1000,
-                         "queued.max.messages.kbytes": fetch_kb + 1024})
+                         "queued.max.messages.kbytes": fetch_kb + 1024,
+                         "fetch.queue.backoff.ms": 1})
     if spec.client == "confluent-kafka":
         producer_cfg: dict[str, Any] = confluent_producer_config(librdkafka_config(d), prof)
         producer_cfg["message.timeout.ms"] = int(spec.message_timeout_s * 1000)

@@ -23,14 +23,18 @@ LOAD_CLIENTS = ("confluent-kafka", "kafka-python")
 MAX_CONSUMERS = 1000
 """More consumers than this in one cell is refused outright (seed 003's sweep stops at 500)."""
 
-DELIVERIES_PER_CLIENT_CORE_PER_S = 60_000.0
-"""What one core of this kind of machine delivers to the lab's consumers (records/s handed to
-the application, 1 KB, confluent-kafka), measured by ``make bench`` (part ``load``, fan-out
-deliveries per client core). The budget check scales it by the cores available to clients."""
+DELIVERIES_PER_CLIENT_CORE_PER_S = 20_000.0
+"""Deliveries per second (records handed to the lab's consumers, 1 KB) that one core beyond
+the first carries on this kind of machine, with the embedded broker sharing it. Measured with
+``kafkalab load`` on the 2-core machine (docs/load.md, "CPU and the client budget"): 10
+consumers × 2,000 msg/s kept up (host 95 % busy, the broker using 0.95 of a core to serve the
+fetches), 25 × 500 still kept up, 25 × 2,000 fell behind (rx min 1,470 msg/s, e2e p50 0.4 s).
+The budget check scales it by the cores available to clients (all but one)."""
 
-PRODUCER_MSGS_PER_S_MAX = 150_000.0
-"""The harness producer's measured ceiling (1 KB, ``make bench`` part ``load``): a higher
-target rate cannot be honoured by one producer process and is refused."""
+PRODUCER_MSGS_PER_S_MAX = 120_000.0
+"""The harness producer's measured ceiling back to back (1 KB, acks=1, linger 5 ms: 125-172 k
+msg/s over three ``make bench`` runs, part ``load``): a higher target rate cannot be honoured
+by one producer process and is refused."""
 
 BUDGET_ENV = "KAFKALAB_LOAD_BUDGET_DELIVERIES_PER_S"
 """Environment override of the whole deliveries-per-second budget (a bigger client host)."""
