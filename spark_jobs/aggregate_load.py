@@ -156,10 +156,15 @@ CELL_SCHEMA: dict[str, str] = {
     "pause_lag_peak_msgs": "bigint", "time_to_drain_s": "double",
     "drain_rate_msgs_per_s": "double",
     "client_bound": "boolean", "max_process_cpu_frac": "double", "broker_cpu_frac": "double",
+    "host_cpu_busy_frac": "double", "host_busy": "boolean",
     "saturated": "boolean",
     "percentile_method": "string",
 }
 CELL_COLUMNS: tuple[str, ...] = tuple(CELL_SCHEMA)
+
+HOST_BUSY_FRAC = 0.9
+"""``host_busy`` above this share of all the host's CPUs (kafkalab.load.summary.HOST_BUSY_FRAC;
+tests/unit/test_lists_in_step.py keeps them equal)."""
 
 #: ``load_consumers``: column -> Spark type, in order.
 CONSUMER_SCHEMA: dict[str, str] = {
@@ -679,6 +684,8 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         client_version=doc.get("client_version"), payload_bytes=payload_bytes, wire_bytes=wire,
         target_rate_msgs_per_s=rate, client_bound=bool(doc.get("client_bound")),
         broker_cpu_frac=doc.get("broker_cpu_frac"),
+        host_cpu_busy_frac=doc.get("host_cpu_busy_frac"),
+        host_busy=bool((doc.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC),
         max_process_cpu_frac=max((p.get("cpu_frac") or 0.0 for p in doc.get("processes") or []),
                                  default=None),
         window_s=(float(spec["duration_s"]) - float(spec["warmup_s"])

@@ -81,3 +81,10 @@ def test_every_scenario_has_a_bar_colour_and_the_tool_is_the_catalog_client() ->
     assert set(SCENARIOS) <= set(BAR_COLORS)
     assert JvmEndToEndScenario().client == scenario_spec("jvm-e2e").client
     assert {s.name for s in CATALOG if not s.per_message} == {"jvm-e2e"}
+
+
+def test_spark_host_busy_threshold_is_the_engines() -> None:
+    from kafkalab.load.summary import HOST_BUSY_FRAC
+    from spark_jobs.aggregate_load import HOST_BUSY_FRAC as SPARK_HOST_BUSY_FRAC
+
+    assert SPARK_HOST_BUSY_FRAC == HOST_BUSY_FRAC

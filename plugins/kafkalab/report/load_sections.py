@@ -51,7 +51,8 @@ E2E_NOTE = ("e2e (corrected): receive − intended send time, so a stall of the 
             "service: receive − actual send; publish delay: actual − intended send (the open "
             "loop falling behind its schedule). Lost messages count as “at least the timeout”.")
 FLAGS_NOTE = ("client_bound: a load-generator process used more than 80 % of a core — the "
-              "figures may measure the client, not Kafka. saturated: the publish delay's p99 "
+              "figures may measure the client, not Kafka. host_busy: over 90 % of all the "
+              "host's CPUs were busy (clients, broker, anything else). saturated: the publish delay's p99 "
               "exceeded one send interval — the producer could not keep the target rate.")
 LOSS_NOTE = ("loss %: expected messages (acked with acks ≥ 1, sent with acks 0) still missing "
              "at a consumer after the drain, over expected × consumers; late %: received only "
@@ -363,6 +364,9 @@ def _flags(r: Any) -> str:
     if as_bool(r.get("client_bound")):
         out.append('<span class="flag bound" title="a load-generator process used more than '
                    '80 % of a core">client_bound</span>')
+    if as_bool(r.get("host_busy")):
+        out.append('<span class="flag bound" title="over 90 % of all the host\'s CPUs were busy: '
+                   'clients or broker may have waited for a CPU">host_busy</span>')
     if as_bool(r.get("saturated")):
         out.append('<span class="flag saturated" title="publish delay p99 above one send '
                    'interval">saturated</span>')
