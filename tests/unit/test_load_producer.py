@@ -133,3 +133,34 @@ def test_stop_event_ends_the_schedule_and_leaves_the_rest_unsent() -> None:
 @pytest.mark.parametrize("producer_id", [0, 1, 2**32 - 1])
 def test_nonce_carries_the_producer_id(producer_id: int) -> None:
     assert split_nonce(load_nonce(b"\x01\x02\x03\x04\x05", producer_id)) == (b"\x01\x02\x03\x04", producer_id)
+
+
+class _Msg:
+    def __init__(self, partition: int, offset: int) -> None:
+        self._p, self._o = partition, offset
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+
+class _Err:
+    def __init__(self, name: str) -> None:
+        self._n = name
+
+    def name(self) -> str:
+        return self._n
+
+
+def test_queued_delivery_reports_are_filed_before_anything_reads_the_log() -> None:
+    log = SendLog(3, np.zeros(3, dtype=np.int64))
+    log.report(0, 10, None, _Msg(1, 41))
+    log.report(1, 11, _Err("_MSG_TIMED_OUT"), _Msg(1, -1))
+    log.report(2, 12, _Err("NOT_LEADER_FOR_PARTITION"), _Msg(0, -1))
+    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 1, "unsent": 0}
+    assert not log.reports
+    cols = log.columns(producer_id=0, warmup_messages=0)
+    assert cols["offset"].to_pylist() == [41, None, None]
+    assert cols["error"] == [None, "_MSG_TIMED_OUT", "NOT_LEADER_FOR_PARTITION"]

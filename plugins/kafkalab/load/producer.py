@@ -26,6 +26,7 @@ import contextlib
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -75,6 +76,8 @@ class SendLog:
     partition: np.ndarray = field(init=False)
     offset: np.ndarray = field(init=False)
     errors: dict[int, str] = field(default_factory=dict)
+    reports: deque[tuple[int, int, Any, int, int]] = field(default_factory=deque)
+    """Delivery reports not yet filed into the arrays (see :meth:`report`)."""
 
     def __post_init__(self) -> None:
         self.send_ts_ns = np.full(self.n, -1, dtype=np.int64)
@@ -97,7 +100,23 @@ class SendLog:
         if partition is not None and partition >= 0:
             self.partition[seq] = partition
 
+    def report(self, seq: int, ack_ts_ns: int, err: Any, msg: Any) -> None:
+        """A confluent-kafka delivery report, queued (the cheapest thing a callback can do:
+        one deque append; the message itself is not kept, its payload could be megabytes);
+        :meth:`absorb` files it."""
+        self.reports.append((seq, ack_ts_ns, err, msg.partition(), msg.offset()))
+
+    def absorb(self) -> int:
+        """File the queued delivery reports into the arrays (safe while reports arrive:
+        ``deque.popleft`` is atomic); returns how many."""
+        n = len(self.reports)
+        for _ in range(n):
+            seq, t, err, partition, offset = self.reports.popleft()
+            self.record(seq, t, None if err is None else str(err.name() or err), partition, offset)
+        return n
+
     def counts(self) -> dict[str, int]:
+        self.absorb()
         out = {name: 0 for name in ("acked", "failed", "indeterminate", "unsent")}
         for code, k in zip(*np.unique(self.outcome, return_counts=True), strict=True):
             out[OUTCOME_NAMES[int(code)]] += int(k)
@@ -107,6 +126,7 @@ class SendLog:
         """The ``sends.parquet`` columns (see :data:`kafkalab.load.files.SENDS_SCHEMA`)."""
         import pyarrow as pa
 
+        self.absorb()
         sent = self.send_ts_ns >= 0
         answered = self.ack_ts_ns >= 0
         seq = np.arange(self.n, dtype=np.int64)
@@ -168,7 +188,8 @@ class Client:
 
 
 class ConfluentClient(Client):
-    """confluent-kafka: one delivery callback per message (``partial(record, seq)``)."""
+    """confluent-kafka: one delivery callback per message (``partial(report, seq)``) that
+    only stamps the time and queues the report (:meth:`SendLog.report`)."""
 
     def __init__(self, config: dict[str, Any], log: SendLog) -> None:
         from confluent_kafka import Producer
@@ -177,9 +198,7 @@ class ConfluentClient(Client):
         self._log = log
 
     def _report(self, seq: int, err: Any, msg: Any) -> None:
-        t = now_ns()
-        self._log.record(seq, t, None if err is None else str(err.name() or err),
-                         msg.partition(), msg.offset())
+        self._log.report(seq, now_ns(), err, msg)
 
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
         try:
@@ -281,6 +300,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             seq += 1
             if t >= next_report:
                 next_report = t + 1_000_000_000
+                log.absorb()  # file the second's delivery reports (outside any timed interval)
                 if on_tick is not None:
                     on_tick(seq, t)
     except KeyboardInterrupt:
@@ -299,4 +319,5 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             pump_stop.set()
             pump_thread.join(timeout=5)
             client.close()
+            log.absorb()
     return stop_ts
