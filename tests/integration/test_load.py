@@ -267,4 +267,5 @@ def test_kafka_python_producer_and_group_consumers(desc: Path, tmp_path: Path) -
     assert s["acked_msgs"] == s["intended_msgs"] == 400
     assert s["failing_clients"] == 0 and s["loss_pct"] == 0.0
     meta = json.loads(files.cell_json_path(_cell_dir(tmp_path, "kp-group")).read_text())
-    assert meta["client_settings"]["producer"]["acks"] == "all"
+    assert meta["client_settings"]["producer.acks"] == "all"
+    assert meta["client_settings"]["consumer.fetch.queue.backoff.ms"] == "1"

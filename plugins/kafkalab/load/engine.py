@@ -229,7 +229,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         from kafkalab.cluster.descriptor import kafka_python_config
 
         producer_cfg = kafka_python_producer_config(kafka_python_config(d), prof)
-    client_settings = settings_view({"producer": producer_cfg, "consumer": consumer_cfg})
+    client_settings = settings_view({"producer": producer_cfg, "consumer": consumer_cfg},
+                                    secret_keys=d.secret_env)
     plan = {"spec": spec.model_dump(), "cell_dir": str(cell), "topic": topic,
             "partitions": spec.partitions, "nonce": nonce.hex(), "consumer_config": consumer_cfg,
             "descriptor_path": str(descriptor_path or default_descriptor_path()),

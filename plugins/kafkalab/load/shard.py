@@ -51,6 +51,8 @@ from kafkalab.scenarios.base import now_ns
 from kafkalab.store import atomic_write_json, read_json
 
 CONSUME_BATCH = 500
+HANDOFF_ROWS = 2000
+HANDOFF_S = 0.25
 POLL_S = 0.05
 BARRIER_POLL_S = 0.02
 
@@ -107,6 +109,8 @@ class _Receiver:
         unpack_key = SEND_KEY.unpack
         index, shard_no, seen, next_offset = self.index, sh.shard, self.seen, self.next_offset
         n = sh.n
+        rows: list[tuple[int, ...]] = []
+        handed_at = time.monotonic()
         while not sh.finished.is_set():
             self._pause_if_due()
             # consume(n, timeout) waits for n records or the timeout, whichever is first: it
@@ -118,38 +122,42 @@ class _Receiver:
                 if one is not None:
                     msgs = [one, *self.client.consume(CONSUME_BATCH - 1, 0)]
             t = now_ns()
-            if msgs:
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    name = str(err.name() or err)
+                    self.errors[name] = self.errors.get(name, 0) + 1
+                    continue
+                st = read_stamp(m.value())
+                if st is None or st[2][:4] != prefix or not 0 <= st[0] < n:
+                    self.foreign += 1
+                    continue
+                seq, intended, nonce = st
+                key = m.key()
+                send = unpack_key(key)[0] if key is not None and len(key) == 8 else -1
+                part, off = m.partition(), m.offset()
+                dup = seen[seq]
+                if not dup:
+                    seen[seq] = 1
+                    self.unique += 1
+                if off >= next_offset.get(part, 0):
+                    next_offset[part] = off + 1
+                rows.append((seq, int.from_bytes(nonce[4:8], "big"), part, off, intended,
+                             send, t, dup))
+                if slow_s:
+                    time.sleep(slow_s)  # the deliberately slow consumer (a test's fault)
+            # Rows are handed to the shard's writer in batches (an Arrow batch per record
+            # would cost more than receiving it): every HANDOFF_ROWS rows or HANDOFF_S.
+            if rows and (len(rows) >= HANDOFF_ROWS or time.monotonic() - handed_at >= HANDOFF_S):
+                sh.write_receipts(index, shard_no, rows, warm)
                 rows = []
-                for m in msgs:
-                    err = m.error()
-                    if err is not None:
-                        name = str(err.name() or err)
-                        self.errors[name] = self.errors.get(name, 0) + 1
-                        continue
-                    st = read_stamp(m.value())
-                    if st is None or st[2][:4] != prefix or not 0 <= st[0] < n:
-                        self.foreign += 1
-                        continue
-                    seq, intended, nonce = st
-                    key = m.key()
-                    send = unpack_key(key)[0] if key is not None and len(key) == 8 else -1
-                    part, off = m.partition(), m.offset()
-                    dup = seen[seq]
-                    if not dup:
-                        seen[seq] = 1
-                        self.unique += 1
-                    if off >= next_offset.get(part, 0):
-                        next_offset[part] = off + 1
-                    rows.append((seq, int.from_bytes(nonce[4:8], "big"), part, off, intended,
-                                 send, t, dup))
-                    if slow_s:
-                        time.sleep(slow_s)  # the deliberately slow consumer (a test's fault)
-                if rows:
-                    sh.write_receipts(index, shard_no, rows, warm)
+                handed_at = time.monotonic()
             if sh.targets is not None and self.caught_up(sh.targets):
                 self.done = True
                 if sh.all_done():
                     break
+        if rows:
+            sh.write_receipts(index, shard_no, rows, warm)
 
     def caught_up(self, targets: dict[int, int]) -> bool:
         return all(self.next_offset.get(p, 0) >= end for p, end in targets.items())
