@@ -107,15 +107,31 @@ class SendLog:
         self.reports.append((seq, ack_ts_ns, err, msg.partition(), msg.offset()))
 
     def absorb(self) -> int:
-        """File the queued delivery reports into the arrays (safe while reports arrive:
-        ``deque.popleft`` is atomic); returns how many."""
+        """File the queued delivery reports into the arrays, vectorised (safe while reports
+        arrive: ``deque.popleft`` is atomic and only the first ``n`` are taken); returns how
+        many."""
         n = len(self.reports)
-        for _ in range(n):
-            seq, t, err, partition, offset = self.reports.popleft()
-            self.record(seq, t, None if err is None else str(err.name() or err), partition, offset)
+        if not n:
+            return 0
+        pop = self.reports.popleft
+        items = [pop() for _ in range(n)]
+        ok = [(s, t, p, o) for s, t, e, p, o in items if e is None]
+        if ok:
+            a = np.array(ok, dtype=np.int64)
+            seqs = a[:, 0]
+            self.ack_ts_ns[seqs] = a[:, 1]
+            self.outcome[seqs] = ACKED
+            has_p, has_o = a[:, 2] >= 0, a[:, 3] >= 0
+            self.partition[seqs[has_p]] = a[has_p, 2]
+            self.offset[seqs[has_o]] = a[has_o, 3]
+        if len(ok) < n:
+            for s, t, e, p, o in items:
+                if e is not None:
+                    self.record(s, t, str(e.name() or e), p, o)
         return n
 
     def counts(self) -> dict[str, int]:
+        """Outcomes so far (files what is queued first; the pump keeps the queue short)."""
         self.absorb()
         out = {name: 0 for name in ("acked", "failed", "indeterminate", "unsent")}
         for code, k in zip(*np.unique(self.outcome, return_counts=True), strict=True):
@@ -264,6 +280,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
     def pump() -> None:
         while not pump_stop.is_set():
             client.serve(0.05)
+            log.absorb()  # file the reports here, never in the sending thread
 
     pump_thread = threading.Thread(target=pump, name="kafkalab-delivery-reports", daemon=True)
     pump_thread.start()
@@ -300,7 +317,6 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             seq += 1
             if t >= next_report:
                 next_report = t + 1_000_000_000
-                log.absorb()  # file the second's delivery reports (outside any timed interval)
                 if on_tick is not None:
                     on_tick(seq, t)
     except KeyboardInterrupt:
