@@ -72,7 +72,7 @@ def test_every_slot_is_sent_in_order_with_its_intended_time_and_send_time() -> N
         assert stamp is not None
         assert stamp[0] == seq and stamp[1] == log.intended_ts_ns[seq]
         assert split_nonce(stamp[2]) == (b"abcd", 7)
-        assert SEND_KEY.unpack(key)[0] == log.send_ts_ns[seq]
+        assert SEND_KEY.unpack(key) == (seq, log.send_ts_ns[seq])
         assert partition == seq % 2
     assert log.counts() == {"acked": 50, "failed": 0, "indeterminate": 0, "unsent": 0}
 
@@ -164,3 +164,13 @@ def test_queued_delivery_reports_are_filed_before_anything_reads_the_log() -> No
     cols = log.columns(producer_id=0, warmup_messages=0)
     assert cols["offset"].to_pylist() == [41, None, None]
     assert cols["error"] == [None, "_MSG_TIMED_OUT", "NOT_LEADER_FOR_PARTITION"]
+
+
+def test_keyed_delivery_reports_find_their_message_by_the_key() -> None:
+    log = SendLog(4, np.zeros(4, dtype=np.int64))
+    log.key_reports.append((SEND_KEY.pack(3, 100), 200, None, 0, 7))
+    log.key_reports.append((SEND_KEY.pack(1, 101), 201, _Err("_MSG_TIMED_OUT"), 0, -1))
+    assert log.absorb() == 2
+    assert log.outcome[3] == ACKED and log.ack_ts_ns[3] == 200 and log.offset[3] == 7
+    assert log.counts() == {"acked": 1, "failed": 0, "indeterminate": 3, "unsent": 0}
+    assert log.errors == {1: "_MSG_TIMED_OUT"}

@@ -8,9 +8,9 @@ stall shows as publish delay (``send − intended``) and in the corrected e2e la
 every message it delayed (coordinated omission, as wrk2 and OMB measure it).
 
 **What is timed.** The value (stamp header with seq, intended time, run nonce and producer
-id, then the body) and the delivery callback are built before the clock is read. Between
-the clock read (``send_ts_ns``) and ``produce()`` there is only the packing of the 8-byte
-key that carries ``send_ts_ns`` (0.9 has no headers or timestamps). The partition is
+id, then the body) is built before the clock is read (the delivery callback is one per client). Between
+the clock read (``send_ts_ns``) and ``produce()`` there is only the packing of the 16-byte
+key that carries ``(seq, send_ts_ns)`` (0.9 has no headers or timestamps). The partition is
 explicit, ``seq % partitions``.
 
 **Outcomes.** Every intended message ends as exactly one of ``acked`` (the broker
@@ -30,7 +30,6 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,8 +38,10 @@ from kafkalab.payloads import stamp
 from kafkalab.progress import Progress, noop
 from kafkalab.scenarios.base import now_ns
 
-SEND_KEY = struct.Struct(">q")
-"""The record key: ``send_ts_ns`` (CLOCK_MONOTONIC), big-endian int64."""
+SEND_KEY = struct.Struct(">qq")
+"""The record key: ``(seq, send_ts_ns)``, big-endian int64 each. The seq lets the delivery
+report name its message without a per-message callback object; the send time (CLOCK_MONOTONIC)
+is read the instant before ``produce()``."""
 
 PENDING, ACKED, FAILED, INDETERMINATE, UNSENT = 0, 1, 2, 3, 4
 OUTCOME_NAMES = {ACKED: "acked", FAILED: "failed", INDETERMINATE: "indeterminate",
@@ -79,6 +80,9 @@ class SendLog:
     errors: dict[int, str] = field(default_factory=dict)
     reports: deque[tuple[int, int, Any, int, int]] = field(default_factory=deque)
     """Delivery reports not yet filed into the arrays (see :meth:`report`)."""
+    key_reports: deque[tuple[bytes, int, Any, int, int]] = field(default_factory=deque)
+    """Delivery reports named by their record key (:data:`SEND_KEY`), from the client-wide
+    callback of :class:`ConfluentClient`."""
 
     def __post_init__(self) -> None:
         self.send_ts_ns = np.full(self.n, -1, dtype=np.int64)
@@ -111,25 +115,33 @@ class SendLog:
         """File the queued delivery reports into the arrays, vectorised (safe while reports
         arrive: ``deque.popleft`` is atomic and only the first ``n`` are taken); returns how
         many."""
+        items: list[tuple[int, int, Any, int, int]] = []
         n = len(self.reports)
-        if not n:
+        if n:
+            pop = self.reports.popleft
+            items = [pop() for _ in range(n)]
+        k = len(self.key_reports)
+        if k:
+            kpop = self.key_reports.popleft
+            keyed = [kpop() for _ in range(k)]
+            seqs = np.frombuffer(b"".join(r[0] for r in keyed), dtype=">i8")[::2].astype(np.int64)
+            items += [(int(q), t, e, p, o) for q, (_key, t, e, p, o) in zip(seqs, keyed, strict=True)]
+        if not items:
             return 0
-        pop = self.reports.popleft
-        items = [pop() for _ in range(n)]
-        ok = [(s, t, p, o) for s, t, e, p, o in items if e is None]
+        ok = [(q, t, p, o) for q, t, e, p, o in items if e is None]
         if ok:
             a = np.array(ok, dtype=np.int64)
-            seqs = a[:, 0]
-            self.ack_ts_ns[seqs] = a[:, 1]
-            self.outcome[seqs] = ACKED
+            seq_idx = a[:, 0]
+            self.ack_ts_ns[seq_idx] = a[:, 1]
+            self.outcome[seq_idx] = ACKED
             has_p, has_o = a[:, 2] >= 0, a[:, 3] >= 0
-            self.partition[seqs[has_p]] = a[has_p, 2]
-            self.offset[seqs[has_o]] = a[has_o, 3]
-        if len(ok) < n:
-            for s, t, e, p, o in items:
+            self.partition[seq_idx[has_p]] = a[has_p, 2]
+            self.offset[seq_idx[has_o]] = a[has_o, 3]
+        if len(ok) < len(items):
+            for q, t, e, p, o in items:
                 if e is not None:
-                    self.record(s, t, str(e.name() or e), p, o)
-        return n
+                    self.record(q, t, str(e.name() or e), p, o)
+        return len(items)
 
     def counts(self) -> dict[str, int]:
         """Outcomes so far (files what is queued first; the pump keeps the queue short)."""
@@ -205,21 +217,24 @@ class Client:
 
 
 class ConfluentClient(Client):
-    """confluent-kafka: one delivery callback per message (``partial(report, seq)``) that
-    only stamps the time and queues the report (:meth:`SendLog.report`)."""
+    """confluent-kafka with one client-wide delivery callback: it stamps the time and queues
+    ``(key, time, error, partition, offset)``; :meth:`SendLog.absorb` reads the seq from the
+    key. No callback object is made per message."""
 
     def __init__(self, config: dict[str, Any], log: SendLog) -> None:
         from confluent_kafka import Producer
 
-        self._p = Producer(config)
-        self._log = log
+        append = log.key_reports.append  # the deque is never replaced: safe to bind
 
-    def _report(self, seq: int, err: Any, msg: Any) -> None:
-        self._log.report(seq, now_ns(), err, msg)
+        def on_delivery(err: Any, msg: Any) -> None:
+            append((msg.key(), now_ns(), err, msg.partition(), msg.offset()))
+
+        self._p = Producer({**config, "on_delivery": on_delivery})
+        self._log = log
 
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
         try:
-            self._p.produce(topic, value, key, partition, on_delivery=partial(self._report, seq))
+            self._p.produce(topic, value, key, partition)
         except BufferError:
             return False
         return True
@@ -310,7 +325,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 break
             while True:
                 t = now_ns()
-                if client.send(topic, value, pack(t), part, seq):
+                if client.send(topic, value, pack(seq, t), part, seq):
                     break
                 client.serve(0.001)  # queue full: the wait is publish delay, never hidden
                 if now_ns() > deadline or stop.is_set():

@@ -134,7 +134,7 @@ class _Receiver:
                     continue
                 seq, intended, nonce = st
                 key = m.key()
-                send = unpack_key(key)[0] if key is not None and len(key) == 8 else -1
+                send = unpack_key(key)[1] if key is not None and len(key) == 16 else -1
                 part, off = m.partition(), m.offset()
                 dup = seen[seq]
                 if not dup:
