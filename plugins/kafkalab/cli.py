@@ -170,12 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "is ≥ 98 % of the target, lag does not grow, nothing fails, the publish "
                         "delay p99 stays under its bound and e2e p99 under the objective. Reports "
                         "msg/s and MB/s, the knee where latency climbs, what ran out (client or "
-                        "broker CPU), three repeats at the found rate and a check at 1.1×.")
-    pm.add_argument("--payload", default="1kb", help="payload (default 1kb)")
+                        "broker CPU), three repeats at the found rate and a check at 1.1×. Lists "
+                        "search every payload × acks × partitions × profile and end with one "
+                        "line per combination.")
+    pm.add_argument("--payload", type=_csv, default=["1kb"], help="payload(s), comma-separated (default 1kb)")
     pm.add_argument("--encoding", choices=("raw", "base64"), default="raw", help="payload encoding (default raw)")
-    pm.add_argument("--acks", default=None, choices=("0", "1", "all"), help="acks (default: the profile's)")
-    pm.add_argument("--profile", default="default", help="tuning profile (default default)")
-    pm.add_argument("--partitions", type=int, default=1, help="partitions (default 1)")
+    pm.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all, comma-separated (default: the profile's)")
+    pm.add_argument("--profile", type=_csv, default=["default"],
+                    help="tuning profile(s) (default default; the replication factor is the profile's)")
+    pm.add_argument("--partitions", type=_int_list, default=[1], help="partitions, comma-separated (default 1)")
     pm.add_argument("--consumers", type=int, default=1, help="consumers (default 1)")
     pm.add_argument("--start-rate", type=float, default=1000.0, help="first step's msg/s (default 1000)")
     pm.add_argument("--step-duration", type=float, default=6.0, help="seconds per step, warm-up included (default 6)")
@@ -438,20 +441,40 @@ def cmd_load(args: argparse.Namespace) -> int:
 
 
 def cmd_maxrate(args: argparse.Namespace) -> int:
-    from kafkalab.load.maxrate import MaxRateRequest, find_max_rate, format_max_rate
+    from kafkalab.errors import ConfigError
+    from kafkalab.load.maxrate import (
+        MaxRateRequest,
+        find_max_rate,
+        format_max_rate,
+        format_max_rate_matrix,
+    )
 
-    req = MaxRateRequest(payload=args.payload, encoding=args.encoding, acks=args.acks,
-                         profile=args.profile, partitions=args.partitions,
-                         consumers=args.consumers, start_rate=args.start_rate,
-                         step_duration_s=args.step_duration,
-                         objective_p99_ms=args.objective_p99_ms, repeats=args.repeats,
-                         data_dir=args.data_dir, descriptor_path=args.cluster, run_id=args.run_id)
-    result = find_max_rate(req, progress=_err)
+    for a in args.acks or []:
+        if a not in ("0", "1", "all"):
+            raise ConfigError(f"--acks: {a!r} is not one of 0, 1, all")
+    combos = [(pl, ak, pa, pr) for pr in args.profile for pl in args.payload
+              for ak in (args.acks or [None]) for pa in args.partitions]
+    if len(combos) > 1 and args.run_id:
+        raise ConfigError("--run-id names one search; drop it to search several combinations")
+    results = []
+    for payload, acks, partitions, profile in combos:
+        req = MaxRateRequest(payload=payload, encoding=args.encoding, acks=acks,
+                             profile=profile, partitions=partitions,
+                             consumers=args.consumers, start_rate=args.start_rate,
+                             step_duration_s=args.step_duration,
+                             objective_p99_ms=args.objective_p99_ms, repeats=args.repeats,
+                             data_dir=args.data_dir, descriptor_path=args.cluster,
+                             run_id=args.run_id)
+        result = find_max_rate(req, progress=_err)
+        results.append(result)
+        if not args.json:
+            _say(format_max_rate(result))
+            _say("")
     if args.json:
-        _say(json.dumps(result, indent=2, default=str))
-    else:
-        _say(format_max_rate(result))
-    return 0 if result.get("max_rate_msgs_per_s") is not None else 4
+        _say(json.dumps(results[0] if len(results) == 1 else results, indent=2, default=str))
+    elif len(results) > 1:
+        _say(format_max_rate_matrix(results))
+    return 0 if all(r.get("max_rate_msgs_per_s") is not None for r in results) else 4
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -275,7 +275,7 @@ def _result(req: MaxRateRequest, run_id: str, steps: list[dict[str, Any]],
     return {
         "run_id": run_id, "payload": req.payload, "payload_bytes": wire, "acks": summary0.get("acks"),
         "profile": req.profile, "partitions": req.partitions, "consumers": req.consumers,
-        "replication_factor": None, "objective_p99_ms": req.objective_p99_ms,
+        "replication_factor": _replication_factor(req.profile), "objective_p99_ms": req.objective_p99_ms,
         "publish_delay_bound_ms": req.publish_delay_bound_ms,
         "max_rate_msgs_per_s": last_pass,
         "max_rate_mb_per_s": round(last_pass * wire / 1e6, 4) if last_pass else None,
@@ -284,6 +284,30 @@ def _result(req: MaxRateRequest, run_id: str, steps: list[dict[str, Any]],
         "broker_is_emulator": bool(summary0.get("broker_is_emulator")),
         "steps": steps,
     }
+
+
+def _replication_factor(profile: str) -> int | None:
+    from kafkalab.config import load_profile
+
+    try:
+        return load_profile(profile).topic.replication_factor
+    except ConfigError:
+        return None
+
+
+def format_max_rate_matrix(results: list[dict[str, Any]]) -> str:
+    """One line per searched combination: payload × acks × partitions × rf."""
+    head = (f"{'payload':>8} {'acks':>4} {'parts':>5} {'rf':>3} {'profile':>12} {'max msg/s':>10} "
+            f"{'MB/s':>8} {'knee':>8}  limited by")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        mr = r.get("max_rate_msgs_per_s")
+        lines.append(f"{r['payload']:>8} {r.get('acks')!s:>4} {r['partitions']:>5} "
+                     f"{r.get('replication_factor')!s:>3} {r['profile']:>12} "
+                     f"{'none' if mr is None else format(mr, ',.0f'):>10} "
+                     f"{'' if mr is None else format(r['max_rate_mb_per_s'], '.3f'):>8} "
+                     f"{r.get('knee_rate_msgs_per_s') or '—'!s:>8}  {r.get('limited_by') or '—'}")
+    return "\n".join(lines)
 
 
 def format_max_rate(result: dict[str, Any]) -> str:
