@@ -58,9 +58,14 @@ def test_cell_id_names_what_makes_the_cell_different() -> None:
 def test_budget_refuses_a_cell_the_clients_cannot_carry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(BUDGET_ENV, raising=False)
     budget, source = deliveries_budget_per_s(cpu_count=2)
-    assert "per client core" in source
-    fits = LoadCellSpec(consumers=1, rate_msgs_per_s=budget / 2)
+    assert "per client core (fan-out" in source
+    fits = LoadCellSpec(consumers=2, rate_msgs_per_s=budget / 4)
     check_budget(fits, 1056, cpu_count=2)
+    one, _ = deliveries_budget_per_s(cpu_count=2, consumers=1)
+    assert one == 3 * budget  # one fetcher: a delivery costs a third
+    check_budget(LoadCellSpec(consumers=1, rate_msgs_per_s=one), 1056, cpu_count=2)
+    with pytest.raises(ConfigError, match=r"one consumer, measured"):
+        check_budget(LoadCellSpec(consumers=1, rate_msgs_per_s=one * 1.1), 1056, cpu_count=2)
     too_many = LoadCellSpec(consumers=500, rate_msgs_per_s=3000)
     with pytest.raises(ConfigError, match=r"500 consumers × 3000 msg/s .* needs ~1,500,000 "
                        r"deliveries/s; this machine's client budget is"):

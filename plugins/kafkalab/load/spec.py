@@ -31,6 +31,11 @@ consumers × 2,000 msg/s kept up (host 95 % busy, the broker using 0.95 of a cor
 fetches), 25 × 500 still kept up, 25 × 2,000 fell behind (rx min 1,470 msg/s, e2e p50 0.4 s).
 The budget check scales it by the cores available to clients (all but one)."""
 
+SINGLE_CONSUMER_DELIVERIES_PER_CORE_PER_S = 60_000.0
+"""The same for a cell with one consumer: records come in large fetches and the broker serves
+one fetcher, so a delivery costs a third as much (``make bench``, part load: one harness
+consumer at 20,000 msg/s, 59-62 k deliveries per consumer core second, e2e p50 2.1-2.4 ms)."""
+
 PRODUCER_MSGS_PER_S_MAX = 120_000.0
 """The harness producer's measured ceiling back to back (1 KB, acks=1, linger 5 ms: 125-172 k
 msg/s over three ``make bench`` runs, part ``load``): a higher target rate cannot be honoured
@@ -202,9 +207,10 @@ class LoadWorkload(_Strict):
                 for r in self.rates_msgs_per_s]
 
 
-def deliveries_budget_per_s(cpu_count: int | None = None) -> tuple[float, str]:
+def deliveries_budget_per_s(cpu_count: int | None = None, consumers: int = 2) -> tuple[float, str]:
     """The deliveries per second the client side of this machine can measure honestly, and
-    where the figure comes from. One core is left to the producer and the broker."""
+    where the figure comes from. One core is left to the producer and the broker; a cell
+    with one consumer gets the single-consumer figure."""
     override = os.environ.get(BUDGET_ENV)
     if override:
         try:
@@ -212,8 +218,10 @@ def deliveries_budget_per_s(cpu_count: int | None = None) -> tuple[float, str]:
         except ValueError:
             raise ConfigError(f"{BUDGET_ENV}={override!r} is not a number") from None
     cores = max(1, (cpu_count or os.cpu_count() or 1) - 1)
-    return (DELIVERIES_PER_CLIENT_CORE_PER_S * cores,
-            f"{DELIVERIES_PER_CLIENT_CORE_PER_S:,.0f}/s per client core (make bench) × {cores} core(s)")
+    per_core = (SINGLE_CONSUMER_DELIVERIES_PER_CORE_PER_S if consumers == 1
+                else DELIVERIES_PER_CLIENT_CORE_PER_S)
+    kind = "one consumer" if consumers == 1 else "fan-out"
+    return (per_core * cores, f"{per_core:,.0f}/s per client core ({kind}, measured) × {cores} core(s)")
 
 
 def check_budget(spec: LoadCellSpec, wire_bytes: int, cpu_count: int | None = None) -> None:
@@ -223,7 +231,7 @@ def check_budget(spec: LoadCellSpec, wire_bytes: int, cpu_count: int | None = No
     Raises:
         ConfigError: one line naming the cell, its demand and the budget.
     """
-    budget, source = deliveries_budget_per_s(cpu_count)
+    budget, source = deliveries_budget_per_s(cpu_count, spec.consumers)
     # Large messages cost the client per byte, not per record: count every 64 KiB as one
     # more delivery (a 1 MB record weighs ~16 small ones).
     weight = max(1.0, wire_bytes / 65536)
