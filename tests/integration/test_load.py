@@ -237,7 +237,9 @@ def test_maxrate_finds_a_rate_repeats_it_and_fails_above_it(desc: Path, tmp_path
     assert result["steps"][0]["rate_msgs_per_s"] == 200
     assert result["max_rate_msgs_per_s"] is not None
     assert [s["rate_msgs_per_s"] for s in result["steps"][:2]] == [200, 400]  # doubling first
-    assert len(result["repeats"]) == 1
+    assert result["repeats"] and result["repeats"][-1]["passed"]
+    assert result["repeats_agree"] is True
+    assert result["max_rate_msgs_per_s"] == result["repeats"][-1]["rate_msgs_per_s"]
     assert result["over_rate_msgs_per_s"] == pytest.approx(result["max_rate_msgs_per_s"] * 1.1, rel=0.01)
     assert (LabData(tmp_path).run_work_dir(result["run_id"]) / "maxrate.json").exists()
     manifest = LabData(tmp_path).manifest(result["run_id"])
