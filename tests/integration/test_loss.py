@@ -43,38 +43,48 @@ END_PAUSE_S = 3.2
 grace period, shorter than the producer's final flush (10 s) and ZooKeeper's 6 s."""
 
 
-class _Freezer:
-    """Freezes the broker (SIGSTOP) when the sink holds ``at`` rows, for ``pause_s``; always
-    thaws it (SIGCONT) before the test ends."""
+class _FreezingSink(ListSink):
+    """A sink that freezes the broker (SIGSTOP) *synchronously* when it holds ``at`` rows —
+    in the scenario's own thread, before its next send, so the freeze never comes too late
+    on a busy machine — and thaws it (SIGCONT) ``pause_s`` later from a timer, or when the
+    test ends, whichever is first."""
 
-    def __init__(self, pid: int, sink: ListSink) -> None:
+    def __init__(self, pid: int, plan: list[tuple[int, float]]) -> None:
+        super().__init__()
         self.pid = pid
-        self.sink = sink
-        self.frozen = False
+        self.plan = list(plan)
         self.rows_at_freeze: list[int] = []
-        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._frozen = False
+        self._timer: threading.Timer | None = None
 
-    def freeze_when(self, plan: list[tuple[int, float]], stop: threading.Event) -> None:
-        try:
-            for at, pause_s in plan:
-                while len(self.sink.rows) < at and not stop.is_set():
-                    time.sleep(0.002)
-                if stop.is_set():
-                    return
-                self.rows_at_freeze.append(len(self.sink.rows))
+    def write(self, sample: Sample) -> None:
+        super().write(sample)
+        if self.plan and len(self.rows) >= self.plan[0][0]:
+            _at, pause_s = self.plan.pop(0)
+            with self._lock:
+                self.thaw_now()
+                self.rows_at_freeze.append(len(self.rows))
                 os.kill(self.pid, signal.SIGSTOP)
-                self.frozen = True
-                stop.wait(pause_s)
-                self.thaw()
-        except BaseException as exc:  # surfaced by the test
-            self.error = exc
+                self._frozen = True
+                self._timer = threading.Timer(pause_s, self.thaw)
+                self._timer.daemon = True
+                self._timer.start()
 
     def thaw(self) -> None:
-        if self.frozen:
+        with self._lock:
+            self.thaw_now()
+
+    def thaw_now(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._frozen:
             os.kill(self.pid, signal.SIGCONT)
-            self.frozen = False
+            self._frozen = False
 
 
+STABLE_S = 1.0
 REGISTER_TIMEOUT_S = 60.0
 """How long a thawed broker may take to be listed by ZooKeeper again."""
 
@@ -84,14 +94,22 @@ def _wait_registered(descriptor: ClusterDescriptor) -> None:
     assert descriptor.zookeeper is not None
     port = int(descriptor.zookeeper.rsplit(":", 1)[1])
     deadline = time.monotonic() + REGISTER_TIMEOUT_S
+    seen_since: float | None = None
     while True:
         try:
             text = zookeeper.dump(port)
-            if (len(zookeeper.registered_broker_ids(text)) >= descriptor.broker_count
-                    and zookeeper.has_controller(text)):
-                return
+            ok = (len(zookeeper.registered_broker_ids(text)) >= descriptor.broker_count
+                  and zookeeper.has_controller(text))
         except OSError:
-            pass
+            ok = False
+        if ok:
+            # registered, and still registered a second later: a session that was about to
+            # expire after a freeze has expired (and re-registered) by then
+            seen_since = seen_since if seen_since is not None else time.monotonic()
+            if time.monotonic() - seen_since >= STABLE_S:
+                return
+        else:
+            seen_since = None
         assert time.monotonic() < deadline, "the broker did not re-register in ZooKeeper"
         time.sleep(0.1)
 
@@ -123,26 +141,18 @@ def test_a_frozen_broker_loses_messages_and_every_one_is_a_row(
     workload = Workload(name="loss", messages=MESSAGES, warmup_messages=0, encoding="raw",
                         consumer_mode="assign", first_message_probes=0,
                         message_timeout_s=TIMEOUT_S)
-    sink = ListSink()
+    sink = _FreezingSink(_broker_pid(lab), [(10, MID_PAUSE_S), (MESSAGES - 3, END_PAUSE_S)])
     cell = Cell(run_id="loss", workload=workload, profile=load_profile("latency"),
                 payload="1kb", body=load_body("1kb", "raw", tmp_path), topic=loss_topic,
                 descriptor=descriptor, work_dir=tmp_path, sink=sink)
-    freezer = _Freezer(_broker_pid(lab), sink)
-    stop = threading.Event()
-    plan = [(10, MID_PAUSE_S), (MESSAGES - 3, END_PAUSE_S)]
-    controller = threading.Thread(target=freezer.freeze_when, args=(plan, stop), daemon=True)
     progress: list[Any] = []
-    controller.start()
     try:
         get_scenario(scenario).run(cell, progress.append)
     finally:
-        stop.set()
-        controller.join(10)
-        freezer.thaw()
+        sink.thaw()
         for tracker in cell.trackers:
             tracker.finish()
-    assert freezer.error is None
-    assert len(freezer.rows_at_freeze) == 2, "the broker was not frozen twice"
+    assert sink.rows_at_freeze == [10, MESSAGES - 3], "the broker was not frozen twice, on time"
 
     rows = _message_rows(sink.rows)
     firsts = [r for r in rows if r.status != "duplicate"]
@@ -162,5 +172,5 @@ def test_a_frozen_broker_loses_messages_and_every_one_is_a_row(
             assert r.receive_ts_ns is None and r.e2e_latency_ms is None
     # rows are streamed: late ones were written while the loop still ran (before the end
     # freeze), the lost ones are the last rows written (by finish)
-    assert min(i for i, r in enumerate(rows) if r.status == "late") < freezer.rows_at_freeze[1]
+    assert min(i for i, r in enumerate(rows) if r.status == "late") < sink.rows_at_freeze[1]
     assert all(r.status == "lost" for r in rows[len(rows) - n["lost"]:])

@@ -119,8 +119,8 @@ def test_an_unanswered_message_is_indeterminate_and_a_timeout_too() -> None:
     assert set(cols) == set(SENDS_SCHEMA.names)
 
 
-def test_stop_event_ends_the_schedule_and_leaves_the_rest_unsent() -> None:
-    n = 1000
+def test_stop_event_ends_the_schedule_within_a_second_and_leaves_the_rest_unsent() -> None:
+    n = 3000  # 3 s at 1,000 msg/s; stop is asked after 50 ms and honoured at the 1 s tick
     log = SendLog(n, np.zeros(n, dtype=np.int64))
     stop = threading.Event()
     threading.Timer(0.05, stop.set).start()
@@ -174,3 +174,19 @@ def test_keyed_delivery_reports_find_their_message_by_the_key() -> None:
     assert log.outcome[3] == ACKED and log.ack_ts_ns[3] == 200 and log.offset[3] == 7
     assert log.counts() == {"acked": 1, "failed": 0, "indeterminate": 3, "unsent": 0}
     assert log.errors == {1: "_MSG_TIMED_OUT"}
+
+
+def test_reports_without_an_offset_are_filed_and_a_failing_pump_fails_the_loop() -> None:
+    log = SendLog(2, np.zeros(2, dtype=np.int64))
+    log.key_reports.append((SEND_KEY.pack(0, 5), 6, None, None, None))  # acks=0: no offset
+    log.absorb()
+    assert log.outcome[0] == ACKED and log.offset[0] == -1 and log.partition[0] == -1
+
+    class Broken(Recorder):
+        def serve(self, timeout_s: float) -> None:
+            raise ValueError("boom")
+
+    log = SendLog(5000, np.zeros(5000, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="delivery reports could not be filed: ValueError: boom"):
+        run_open_loop(_plan(5000, 1000.0), Broken(log), log, now_ns())
+    assert log.counts()["unsent"] > 0  # it stopped instead of running on blind

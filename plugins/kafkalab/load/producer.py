@@ -128,7 +128,9 @@ class SendLog:
             items += [(int(q), t, e, p, o) for q, (_key, t, e, p, o) in zip(seqs, keyed, strict=True)]
         if not items:
             return 0
-        ok = [(q, t, p, o) for q, t, e, p, o in items if e is None]
+        # partition() / offset() are None when unknown (acks=0 has no offset): -1 here
+        ok = [(q, t, -1 if p is None else p, -1 if o is None else o)
+              for q, t, e, p, o in items if e is None]
         if ok:
             a = np.array(ok, dtype=np.int64)
             seq_idx = a[:, 0]
@@ -293,10 +295,16 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
     stop = stop or threading.Event()
     pump_stop = threading.Event()
 
+    pump_errors: list[BaseException] = []
+
     def pump() -> None:
-        while not pump_stop.is_set():
-            client.serve(0.05)
-            log.absorb()  # file the reports here, never in the sending thread
+        try:
+            while not pump_stop.is_set():
+                client.serve(0.05)
+                log.absorb()  # file the reports here, never in the sending thread
+        except BaseException as exc:  # the loop stops and the cell fails, naming it
+            pump_errors.append(exc)
+            stop.set()
 
     pump_thread = threading.Thread(target=pump, name="kafkalab-delivery-reports", daemon=True)
     pump_thread.start()
@@ -337,6 +345,8 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             seq += 1
             if t >= next_report:
                 next_report = t + 1_000_000_000
+                if stop.is_set():  # asked to stop (or the pump failed): checked once a second
+                    break
                 if on_tick is not None:
                     on_tick(seq, t)
     except KeyboardInterrupt:
@@ -355,4 +365,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             pump_thread.join(timeout=5)
             client.close()
             log.absorb()
+    if pump_errors:
+        exc = pump_errors[0]
+        raise RuntimeError(f"delivery reports could not be filed: {type(exc).__name__}: {exc}") from exc
     return stop_ts

@@ -142,10 +142,13 @@ class _Receiver:
                     self.unique += 1
                 if off >= next_offset.get(part, 0):
                     next_offset[part] = off + 1
+                if slow_s:
+                    # The deliberately slow consumer (a test's fault): it takes each record
+                    # only after working on the one before, so that is when it receives it.
+                    time.sleep(slow_s)
+                    t = now_ns()
                 rows.append((seq, int.from_bytes(nonce[4:8], "big"), part, off, intended,
                              send, t, dup))
-                if slow_s:
-                    time.sleep(slow_s)  # the deliberately slow consumer (a test's fault)
             # Rows are handed to the shard's writer in batches (an Arrow batch per record
             # would cost more than receiving it): every HANDOFF_ROWS rows or HANDOFF_S.
             if rows and (len(rows) >= HANDOFF_ROWS or time.monotonic() - handed_at >= HANDOFF_S):
