@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.load.spec import LoadCellSpec
 from kafkalab.run_ids import run_id_time
 from kafkalab.store import LabData, atomic_file, atomic_write_json, safe_name
 
@@ -158,27 +159,26 @@ class FakeLoadCell:
             "message_timeout_s": float(self.message_timeout_s),
         }
 
+    def load_spec(self) -> LoadCellSpec:
+        """The engine's own spec of this cell: the id and the schedule's counts come from it,
+        so the fake run never drifts from what the engine writes."""
+        return LoadCellSpec(**self.spec())
+
     @property
     def cell_id(self) -> str:
-        """As ``LoadCellSpec.cell_id``."""
-        pause = (f".pause{self.pause_at_s:g}+{self.pause_for_s:g}"
-                 if self.pause_at_s is not None else "")
-        mode = ".group" if self.consumer_mode == "group" else ""
-        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{self.acks}."
-                         f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
-                         f"{mode}{pause}")
+        return self.load_spec().cell_id(self.acks)
 
     @property
     def intended_messages(self) -> int:
-        return max(1, round(self.rate_msgs_per_s * self.duration_s))
+        return self.load_spec().intended_messages
 
     @property
     def warmup_messages(self) -> int:
-        return min(round(self.rate_msgs_per_s * self.warmup_s), self.intended_messages - 1)
+        return self.load_spec().warmup_messages
 
     @property
     def shards(self) -> int:
-        return math.ceil(self.consumers / self.consumers_per_shard)
+        return self.load_spec().shards
 
     def shard_of(self, consumer: int) -> int:
         """Consumers are dealt to shards in contiguous blocks (``LoadCellSpec``)."""

@@ -15,6 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kafkalab.scenarios.catalog import SCENARIOS
 
 
+def acks_as_text(value: object) -> object:
+    """YAML reads ``acks: 1`` as an int and ``acks: all`` as text (and -1 means all): accept
+    each, give the text form (``"0"``, ``"1"``, ``"all"``); anything else is left for the
+    field's own validation to refuse."""
+    if value in (-1, "-1"):
+        return "all"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,12 +44,7 @@ class ProducerSettings(_Strict):
     @field_validator("acks", mode="before")
     @classmethod
     def _acks_as_text(cls, value: object) -> object:
-        # YAML reads `acks: 1` as an int and `acks: all` as text; accept both, store text.
-        if value in (-1, "-1"):
-            return "all"
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        return value
+        return acks_as_text(value)
 
 
 class ConsumerSettings(_Strict):

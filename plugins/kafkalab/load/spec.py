@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kafkalab.config.models import acks_as_text
 from kafkalab.errors import ConfigError
 from kafkalab.store import safe_name
 
@@ -88,11 +89,7 @@ class LoadCellSpec(_Strict):
     @field_validator("acks", mode="before")
     @classmethod
     def _acks_as_text(cls, value: object) -> object:
-        if value in (-1, "-1"):
-            return "all"
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        return value
+        return acks_as_text(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadCellSpec:
@@ -191,9 +188,7 @@ class LoadWorkload(_Strict):
     @field_validator("acks", mode="before")
     @classmethod
     def _acks_as_text(cls, value: object) -> object:
-        if isinstance(value, list):
-            return ["all" if v in (-1, "-1") else str(v) if isinstance(v, int) else v for v in value]
-        return value
+        return [acks_as_text(v) for v in value] if isinstance(value, list) else value
 
     def cells(self) -> list[LoadCellSpec]:
         """Every cell of the sweep, in the order they run (rates inner, so a sweep that
