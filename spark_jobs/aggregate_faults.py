@@ -1,0 +1,459 @@
+"""Aggregate one fault run (broker faults: durability and availability) into three tables.
+
+Extract the run's "fault samples" (``docs/metrics-schema.md``, "Fault samples": per trial
+``verdicts.parquet``, ``sends.parquet``, ``receipts-NNN.parquet`` and ``trial.json`` below
+``<faults>/run_date=<d>/run_id=<id>/trial=<trial_id>/``), transform them by the definitions
+of ``docs/aggregates-schema.md`` ("Fault aggregates") and load::
+
+    <out>/run_id=<id>/fault_trials.parquet    one row per trial
+    <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks)
+    <out>/run_id=<id>/fault_timeline.parquet  one row per (trial, 100 ms bin of elapsed time)
+
+The checker's counts are recomputed from ``verdicts.parquet`` (one row per intended message,
+warm-up included), never copied from the engine's summary; the availability figures
+(unavailable_ms, leader_elected_ms, ...) come from ``trial.json``'s summary, the event times
+from its ``events``. Written into a hidden staging directory and swapped in for the run's
+directory as a whole, as ``aggregate_load`` does (:func:`aggregate_load.load`).
+
+Usage::
+
+    spark-submit spark_jobs/aggregate_faults.py --faults lab-data/faults \
+        --out lab-data/aggregates/faults --run-id ID
+    python spark_jobs/aggregate_faults.py ...            # builds its own local session
+
+Needs PySpark, ``_session.py`` and ``aggregate_load.py`` (beside this script, or shipped with
+``--py-files``), not the ``kafkalab`` package. Exit codes: 0 success, 2 bad input (missing
+path, no trial of the run, bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+if __package__:  # imported as spark_jobs.aggregate_faults (tests, tools)
+    from . import _session as shared
+    from . import aggregate_load as al
+else:  # run as a script: the modules sit beside it or are shipped with --py-files
+    import _session as shared  # type: ignore[no-redef]
+    import aggregate_load as al  # type: ignore[no-redef]
+
+InputError = shared.InputError
+"""Raised for bad input (re-exported: callers catch ``aggregate_faults.InputError``)."""
+
+__all__ = [
+    "CELL_SCHEMA",
+    "COUNT_COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "TIMELINE_SCHEMA",
+    "TRIAL_SCHEMA",
+    "FaultRun",
+    "InputError",
+    "extract",
+    "main",
+    "run",
+    "transform",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the fault aggregates schema (``docs/aggregates-schema.md``)."""
+
+TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline")
+"""The tables written per run, as ``<out>/run_id=<id>/<table>.parquet``."""
+
+BIN_S = 0.1
+"""Width of a ``fault_timeline`` bin (seconds of elapsed time since the trial's t0)."""
+
+VERDICTS = ("ok", "acked_lost", "failed_but_present", "indeterminate_present", "unseen")
+"""Every intended message gets exactly one of these verdicts."""
+
+# --------------------------------------------------------------------------- input schemas
+# The columns read, with their types (the contract's "Raw files"); a missing column reads
+# as null, extra columns are ignored.
+
+VERDICTS_INPUT = ("seq bigint, is_warmup boolean, outcome string, partition int, "
+                  "acked_offset bigint, read_count int, first_read_offset bigint, "
+                  "reordered boolean, verdict string, in_broker_logs string")
+SENDS_INPUT = "seq bigint, send_ts_ns bigint, ack_ts_ns bigint, outcome string"
+RECEIPTS_INPUT = "consumer int, seq bigint, receive_ts_ns bigint, duplicate boolean"
+
+# --------------------------------------------------------------------------- output schemas
+
+#: The checker's counts of a trial, recomputed from ``verdicts.parquet``.
+COUNT_COLUMNS: tuple[str, ...] = (
+    "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
+    "read_back_msgs", "ok_msgs", "acked_lost", "acked_lost_in_broker_logs",
+    "acked_lost_absent_from_logs", "failed_but_present", "indeterminate_present", "unseen",
+    "duplicates", "reordered",
+)
+
+#: Availability figures copied from ``trial.json``'s summary: column -> type.
+AVAILABILITY_COLUMNS: dict[str, str] = {
+    "unavailable_ms": "double", "consumer_gap_ms": "double", "leader_elected_ms": "double",
+    "isr_full_ms": "double", "lag_recovered_ms": "double", "recovered": "boolean",
+    "acks_after_fault": "bigint", "errors_by_type": "string",
+}
+
+#: ``events`` of ``trial.json`` -> the column of its time in seconds since ``t0_ns``.
+EVENT_COLUMNS: dict[str, str] = {
+    "fault_ts_ns": "fault_elapsed_s", "heal_ts_ns": "heal_elapsed_s",
+    "leader_elected_ts_ns": "leader_elected_elapsed_s", "isr_full_ts_ns": "isr_full_elapsed_s",
+}
+
+#: ``fault_trials``: column -> Spark type, in order.
+TRIAL_SCHEMA: dict[str, str] = {
+    "run_id": "string", "run_date": "string", "trial_id": "string", "profile": "string",
+    "fault": "string", "acks": "string", "trial": "int", "status": "string", "error": "string",
+    "rate_msgs_per_s": "double", "duration_s": "double", "warmup_s": "double",
+    "fault_at_s": "double", "down_s": "double", "payload": "string", "partitions": "int",
+    "client": "string", "topic": "string", "target_broker": "int", "target_role": "string",
+    "broker_version": "string", "broker_is_emulator": "boolean",
+    **dict.fromkeys(COUNT_COLUMNS, "bigint"),
+    **AVAILABILITY_COLUMNS,
+    **dict.fromkeys(EVENT_COLUMNS.values(), "double"),
+    "verdict": "string",
+}
+
+CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks")
+"""The columns that name a ``fault_cells`` row."""
+
+#: Per-cell figures: the ``fault_trials`` column -> its statistics (over complete trials).
+CELL_FIGURES: dict[str, tuple[str, ...]] = {
+    "acked_lost": ("sum", "median", "max"), "duplicates": ("median", "max"),
+    "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
+    "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
+}
+
+#: ``fault_cells``: column -> Spark type, in order.
+CELL_SCHEMA: dict[str, str] = {
+    "run_id": "string", "run_date": "string", "profile": "string", "fault": "string",
+    "acks": "string", "broker_is_emulator": "boolean", "trials": "int",
+    "trials_complete": "int", "trials_with_loss": "int",
+    **{f"{col}_{stat}": ("bigint" if col == "acked_lost" and stat == "sum" else "double")
+       for col, stats in CELL_FIGURES.items() for stat in stats},
+}
+
+#: ``fault_timeline``: column -> Spark type, in order.
+TIMELINE_SCHEMA: dict[str, str] = {
+    "run_id": "string", "trial_id": "string", "bin_start_s": "double",
+    "acks_per_s": "double", "rx_per_s": "double", "sent_per_s": "double",
+}
+
+
+# --------------------------------------------------------------------------- extract
+
+
+class FaultRun:
+    """One run's fault samples: the verdict, send and receipt rows (each with a
+    ``trial_id`` column) and each trial's ``trial.json`` (``_run_date`` and ``_cell``, its
+    ``cell.json`` or ``{}``, added) by trial id."""
+
+    def __init__(self, run_id: str, verdicts: DataFrame, sends: DataFrame,
+                 receipts: DataFrame, trials: dict[str, dict[str, Any]]) -> None:
+        self.run_id = run_id
+        self.verdicts = verdicts
+        self.sends = sends
+        self.receipts = receipts
+        self.trials = trials
+
+
+def _read_docs(spark: SparkSession, faults_path: str, run_id: str, name: str
+               ) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every ``<name>`` (JSON) of the run's trials: trial id -> (run date, document), read on
+    the driver (plain Python for a local path, ``wholeTextFiles`` for a URI)."""
+    pattern = f"run_date=*/run_id={run_id}/trial=*/{name}"
+    texts: list[tuple[str, str]]
+    local = al._local_dir(faults_path)
+    if local is not None:
+        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
+    else:
+        try:
+            texts = spark.sparkContext.wholeTextFiles(f"{faults_path}/{pattern}").collect()
+        except Exception:  # py4j: no file matches the glob
+            texts = []
+    docs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path, text in texts:
+        parts = path.replace("\\", "/").split("/")
+        trial_id = parts[-2].removeprefix("trial=")
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"{name} of trial {trial_id} is not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise InputError(f"{name} of trial {trial_id} is not an object")
+        docs[trial_id] = (parts[-4].removeprefix("run_date="), doc)
+    return docs
+
+
+def _read_rows(spark: SparkSession, faults_path: str, run_id: str, file_glob: str,
+               schema: str) -> DataFrame:
+    """The rows of every trial's ``file_glob`` files with a ``trial_id`` column (from the
+    path); an empty DataFrame when the run has no such file. Hidden files are skipped."""
+    from pyspark.errors import AnalysisException
+
+    path = f"{faults_path}/run_date=*/run_id={run_id}/trial=*/{file_glob}"
+    try:
+        df = spark.read.schema(schema).parquet(path)
+    except AnalysisException:
+        return spark.createDataFrame([], f"{schema}, trial_id string")
+    trial = F.regexp_extract(F.col("_metadata.file_path"), r"/trial=([^/]+)/[^/]+$", 1)
+    return df.withColumn("trial_id", trial)
+
+
+def extract(spark: SparkSession, faults_path: str, run_id: str) -> FaultRun:
+    """Read one run's fault samples below ``faults_path`` (the ``faults/`` root).
+
+    Raises :class:`InputError` when the path is missing or holds no trial of the run.
+    """
+    if shared.local_path_missing(faults_path):
+        raise InputError(f"fault samples path not found: {faults_path}")
+    found = _read_docs(spark, faults_path, run_id, "trial.json")
+    if not found:
+        raise InputError(f"no fault trials (trial.json) for run id {run_id} under "
+                         f"{faults_path}")
+    cells = _read_docs(spark, faults_path, run_id, "cell.json")
+    trials = {tid: {**doc, "_run_date": date, "_cell": cells.get(tid, ("", {}))[1]}
+              for tid, (date, doc) in found.items()}
+    return FaultRun(
+        run_id,
+        verdicts=_read_rows(spark, faults_path, run_id, "verdicts.parquet", VERDICTS_INPUT),
+        sends=_read_rows(spark, faults_path, run_id, "sends.parquet", SENDS_INPUT),
+        receipts=_read_rows(spark, faults_path, run_id, "receipts-*.parquet", RECEIPTS_INPUT),
+        trials=trials,
+    )
+
+
+# --------------------------------------------------------------------------- transform
+
+
+def _count_if(cond: Column) -> Column:
+    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
+
+
+def verdict_counts(verdicts: DataFrame) -> DataFrame:
+    """The :data:`COUNT_COLUMNS` per ``trial_id`` (``docs/aggregates-schema.md``)."""
+    lost = F.col("verdict") == "acked_lost"
+    read = F.coalesce(F.col("read_count"), F.lit(0))
+    return verdicts.groupBy("trial_id").agg(
+        F.count(F.lit(1)).alias("intended_msgs"),
+        *[_count_if(F.col("outcome") == o).alias(f"{o}_msgs")
+          for o in ("acked", "failed", "indeterminate", "unsent")],
+        _count_if(read > 0).alias("read_back_msgs"),
+        _count_if(F.col("verdict") == "ok").alias("ok_msgs"),
+        _count_if(lost).alias("acked_lost"),
+        _count_if(lost & (F.length("in_broker_logs") > 0)).alias("acked_lost_in_broker_logs"),
+        _count_if(lost & (F.col("in_broker_logs") == "")).alias("acked_lost_absent_from_logs"),
+        *[_count_if(F.col("verdict") == v).alias(v)
+          for v in ("failed_but_present", "indeterminate_present", "unseen")],
+        F.sum(F.when(read > 0, read - 1).otherwise(0)).cast("long").alias("duplicates"),
+        _count_if(F.col("reordered")).alias("reordered"),
+    )
+
+
+def _elapsed_s(ts: Any, t0: Any) -> float | None:
+    if ts is None or t0 is None:
+        return None
+    return (int(ts) - int(t0)) / 1e9
+
+
+def _t0_of(doc: dict[str, Any]) -> int | None:
+    t0 = (doc.get("events") or {}).get("t0_ns")
+    if t0 is None:
+        t0 = doc["_cell"].get("t0_ns")
+    return None if t0 is None else int(t0)
+
+
+def _trial_verdict(status: Any, counts: dict[str, Any] | None, recovered: Any) -> str | None:
+    """The engine's verdict when the summary lacks it: failed, loss, not recovered, ok."""
+    if status != "complete":
+        return "failed"
+    if counts is None:
+        return None
+    if counts.get("acked_lost"):
+        return "loss"
+    return "not recovered" if recovered is False else "ok"
+
+
+def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
+               counts: dict[str, Any] | None) -> dict[str, Any]:
+    """One ``fault_trials`` row from ``trial.json`` and the trial's verdict counts."""
+    spec = doc.get("spec") or {}
+    summary = doc.get("summary") or {}
+    cluster = doc.get("cluster") or doc["_cell"].get("cluster") or {}
+    target = doc.get("target") or {}
+    events = doc.get("events") or {}
+
+    def pick(key: str, *more: Any) -> Any:
+        for value in (spec.get(key), summary.get(key), *more):
+            if value is not None:
+                return value
+        return None
+
+    row: dict[str, Any] = {
+        "run_id": run_id, "run_date": doc.get("run_date") or doc["_run_date"],
+        "trial_id": trial_id, "status": doc.get("status") or summary.get("status"),
+        "error": doc.get("error") or summary.get("error"),
+        "profile": pick("profile"), "fault": pick("fault"),
+        "acks": next((str(v) for v in (doc.get("acks"), summary.get("acks"), spec.get("acks"))
+                      if v is not None), None),
+        "trial": pick("trial"), "rate_msgs_per_s": pick("rate_msgs_per_s"),
+        "duration_s": pick("duration_s"), "warmup_s": pick("warmup_s"),
+        "fault_at_s": pick("fault_at_s"), "down_s": summary.get("down_s", spec.get("down_s")),
+        "payload": pick("payload"), "partitions": pick("partitions"), "client": pick("client"),
+        "topic": doc.get("topic"),
+        "target_broker": target.get("broker", summary.get("target_broker")),
+        "target_role": target.get("role") or summary.get("target_role"),
+        "broker_version": cluster.get("version"),
+        "broker_is_emulator": cluster.get("is_emulator", summary.get("is_emulator")),
+    }
+    for col in COUNT_COLUMNS:
+        row[col] = None if counts is None else counts.get(col)
+    for col in AVAILABILITY_COLUMNS:
+        row[col] = summary.get(col)
+    errors = summary.get("errors_by_type")
+    row["errors_by_type"] = (json.dumps(errors, sort_keys=True) if isinstance(errors, dict)
+                             else errors)
+    t0 = _t0_of(doc)
+    for key, col in EVENT_COLUMNS.items():
+        row[col] = _elapsed_s(events.get(key), t0)
+    row["verdict"] = summary.get("verdict") or _trial_verdict(row["status"], counts,
+                                                              row["recovered"])
+    return row
+
+
+def _cells(trials: DataFrame) -> DataFrame:
+    """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks); the figures
+    are over the complete trials (exact medians: the mean of the middle two when even)."""
+    complete = F.col("status") == "complete"
+    aggs: list[Column] = [
+        F.min("run_date").alias("run_date"),
+        F.bool_or(F.coalesce(F.col("broker_is_emulator"), F.lit(False)))
+        .alias("broker_is_emulator"),
+        F.count(F.lit(1)).cast("int").alias("trials"),
+        _count_if(complete).cast("int").alias("trials_complete"),
+        _count_if(complete & (F.col("acked_lost") > 0)).cast("int").alias("trials_with_loss"),
+    ]
+    for col, stats in CELL_FIGURES.items():
+        value = F.when(complete, F.col(col))
+        for stat in stats:
+            if stat == "sum":
+                agg = F.sum(value)
+            elif stat == "median":
+                agg = F.percentile(value, F.lit(0.5))
+            else:
+                agg = F.max(value)
+            aggs.append(agg.alias(f"{col}_{stat}"))
+    out = trials.groupBy("run_id", *CELL_KEYS).agg(*aggs)
+    return (out.select(*[F.col(c).cast(t).alias(c) for c, t in CELL_SCHEMA.items()])
+            .orderBy(*CELL_KEYS))
+
+
+def _timeline(data: FaultRun, spark: SparkSession) -> DataFrame:
+    """``fault_timeline``: per trial and 100 ms bin of elapsed time (from 0 to the last bin
+    holding an event, empty bins as 0), acks, first receipts and sends per second."""
+    t0s = spark.createDataFrame(
+        [(tid, _t0_of(doc)) for tid, doc in data.trials.items() if _t0_of(doc) is not None],
+        "trial_id string, _t0 bigint")
+    sends = data.sends
+    events = (
+        sends.where(F.col("send_ts_ns").isNotNull())
+        .select("trial_id", F.col("send_ts_ns").alias("_ts"), F.lit("sent").alias("_kind"))
+        .unionByName(sends.where((F.col("outcome") == "acked") & F.col("ack_ts_ns").isNotNull())
+                     .select("trial_id", F.col("ack_ts_ns").alias("_ts"),
+                             F.lit("acks").alias("_kind")))
+        .unionByName(data.receipts
+                     .where(~F.coalesce(F.col("duplicate"), F.lit(False))
+                            & F.col("receive_ts_ns").isNotNull())
+                     .select("trial_id", F.col("receive_ts_ns").alias("_ts"),
+                             F.lit("rx").alias("_kind")))
+    )
+    binned = (events.join(F.broadcast(t0s), "trial_id")
+              .where(F.col("_ts") >= F.col("_t0"))
+              .withColumn("_bin", F.floor((F.col("_ts") - F.col("_t0"))
+                                          / F.lit(int(BIN_S * 1e9))).cast("long")))
+    per_bin = binned.groupBy("trial_id", "_bin").agg(
+        *[_count_if(F.col("_kind") == k).alias(f"_{k}") for k in ("acks", "rx", "sent")])
+    grid = (per_bin.groupBy("trial_id").agg(F.max("_bin").alias("_last"))
+            .select("trial_id", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_last")))
+                    .alias("_bin")))
+    per_s = 1.0 / BIN_S
+    return (grid.join(per_bin, ["trial_id", "_bin"], "left")
+            .fillna(0, ["_acks", "_rx", "_sent"])
+            .select(F.lit(data.run_id).alias("run_id"), "trial_id",
+                    (F.col("_bin") / F.lit(round(per_s))).cast("double").alias("bin_start_s"),
+                    *[(F.col(f"_{k}") * F.lit(per_s)).cast("double").alias(f"{k}_per_s")
+                      for k in ("acks", "rx", "sent")])
+            .orderBy("trial_id", "bin_start_s"))
+
+
+def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """``(fault_trials, fault_cells, fault_timeline)`` of one run (one Spark action here:
+    the verdict counts, collected to the driver; the rest is lazy)."""
+    spark = data.verdicts.sparkSession
+    counts = {r["trial_id"]: r.asDict() for r in verdict_counts(data.verdicts).collect()}
+    rows = [_trial_row(data.run_id, tid, doc, counts.get(tid))
+            for tid, doc in sorted(data.trials.items())]
+    schema = ", ".join(f"{c} {t}" for c, t in TRIAL_SCHEMA.items())
+    trials = spark.createDataFrame(
+        [tuple(al._typed(r.get(c), t) for c, t in TRIAL_SCHEMA.items()) for r in rows], schema)
+    return trials, _cells(trials), _timeline(data, spark)
+
+
+# --------------------------------------------------------------------------- load
+
+
+def run(spark: SparkSession, faults_path: str, out_path: str, run_id: str) -> dict[str, int]:
+    """Extract, transform and load one run; returns the rows written per table."""
+    trials, cells, timeline = transform(extract(spark, faults_path, run_id))
+    tables = {"fault_trials": trials, "fault_cells": cells.cache(),
+              "fault_timeline": timeline.cache()}
+    try:
+        counts = {name: df.count() for name, df in tables.items()}
+        al.load(tables, out_path, run_id)
+    finally:
+        cells.unpersist()
+        timeline.unpersist()
+    return counts
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="aggregate_faults",
+        description="Aggregate one fault run into trial, cell and timeline tables (Parquet).")
+    p.add_argument("--faults", required=True,
+                   help="fault samples root (<data>/faults), a local dir or Hadoop URI")
+    p.add_argument("--out", required=True,
+                   help="fault aggregates root; the run goes to <out>/run_id=<id>/")
+    p.add_argument("--run-id", required=True, help="the run to aggregate")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the process exit code."""
+    args = _parse_args(argv)
+    if shared.local_path_missing(args.faults):
+        print(f"aggregate_faults: error: fault samples path not found: {args.faults}",
+              file=sys.stderr)
+        return 2
+    with shared.job_session("kafkalab-aggregate-faults") as spark:
+        try:
+            counts = run(spark, args.faults, args.out, args.run_id)
+        except InputError as exc:
+            print(f"aggregate_faults: error: {exc}", file=sys.stderr)
+            return 2
+    written = ", ".join(f"{n} {name}" for name, n in counts.items())
+    print(f"aggregate_faults: wrote {written} rows for run {args.run_id} to "
+          f"{os.path.join(args.out, f'run_id={args.run_id}')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
