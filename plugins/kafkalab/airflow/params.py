@@ -27,9 +27,14 @@ LOAD_CLIENT_CHOICES: tuple[str, ...] = LOAD_CLIENTS
 ACKS_CHOICES: tuple[str, ...] = ("0", "1", "all")
 """Producer acks of a load cell (empty in the form: the profile's)."""
 
+FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
+                                   "kill-follower", "lossy-leader-crash")
+"""Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
+never imports the fault engine's package; a unit test keeps the two in step)."""
+
 CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
 """How a load cell's consumers read: ``assign`` every partition, no group (default), or one
 consumer group per consumer."""
 
-__all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES",
-           "PROFILE_CHOICES", "SCENARIO_CHOICES"]
+__all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
+           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES"]

@@ -15,12 +15,17 @@ RUN_PREFIXES: dict[str, str] = {
     "latency_experiment": "experiment",
     "nightly_latency_regression": "nightly",
     "load_experiment": "load",
+    "resilience_experiment": "faults",
 }
 """Prefix of the lab run ids of each DAG (``nightly-20261121T000000Z``)."""
 
 NIGHTLY_FANOUT_PREFIX = "nightly-fanout"
 """Prefix of the load run of the nightly's fan-out cell (``nightly-fanout-20261121T000000Z``),
 a run of its own beside the nightly's latency run."""
+
+NIGHTLY_FAULTS_PREFIX = "nightly-faults"
+"""Prefix of the fault run of the nightly's fault trial (``nightly-faults-20261121T000000Z``),
+a run of its own beside the nightly's latency and fan-out runs."""
 
 _TS_RE = re.compile(
     r"(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})T(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
@@ -65,4 +70,5 @@ def dag_lab_run_id(dag_id: str | None, airflow_run_id: str) -> str:
     return lab_run_id(airflow_run_id, prefix)
 
 
-__all__ = ["NIGHTLY_FANOUT_PREFIX", "RUN_PREFIXES", "dag_lab_run_id", "lab_run_id"]
+__all__ = ["NIGHTLY_FANOUT_PREFIX", "NIGHTLY_FAULTS_PREFIX", "RUN_PREFIXES", "dag_lab_run_id",
+           "lab_run_id"]

@@ -19,15 +19,20 @@ SPARK_JOBS: dict[str, str] = {
     "validate": "validate_metrics.py",
     "aggregate_load": "aggregate_load.py",
     "validate_load": "validate_load.py",
+    "aggregate_faults": "aggregate_faults.py",
+    "validate_faults": "validate_faults.py",
 }
 """The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir` (the
-``_load`` ones for load runs: ``load/`` samples, ``aggregates/load/`` tables)."""
+``_load`` ones for load runs: ``load/`` samples, ``aggregates/load/`` tables; the
+``_faults`` ones for fault runs: ``faults/`` trials, ``aggregates/faults/`` tables)."""
 
 SPARK_JOB_OUTPUTS: dict[str, str] = {
     "aggregate": "aggregates",
     "validate": "validation",
     "aggregate_load": "aggregates",
     "validate_load": "validation",
+    "aggregate_faults": "aggregates",
+    "validate_faults": "validation",
 }
 """The run output each job recomputes (its entry in the manifest's ``stale_outputs``)."""
 
@@ -37,6 +42,10 @@ SESSION_MODULE = "_session.py"
 LOAD_SAMPLES_DIR = "load"
 """``<data>/load``: the load runs' samples (``kafkalab.load.files.LOAD_DIR``), and
 ``<data>/aggregates/load``: their aggregates (``kafkalab.drift.history.LOAD_AGGREGATES_SUBDIR``)."""
+
+FAULT_SAMPLES_DIR = "faults"
+"""``<data>/faults``: the fault runs' trial files (``run_date=/run_id=/trial=``), and
+``<data>/aggregates/faults``: their aggregates."""
 
 
 def _check_job(job: str) -> None:
@@ -83,6 +92,13 @@ def spark_job_args(job: str, run_id: Any,
 
     samples, aggregates = f"{root}/{store.SAMPLES_DIR}", f"{root}/{store.AGGREGATES_DIR}"
     load_samples, load_aggregates = f"{root}/{LOAD_SAMPLES_DIR}", f"{aggregates}/{LOAD_SAMPLES_DIR}"
+    fault_aggregates = f"{aggregates}/{FAULT_SAMPLES_DIR}"
+    if job == "aggregate_faults":
+        return ["--faults", f"{root}/{FAULT_SAMPLES_DIR}", "--out", fault_aggregates,
+                "--run-id", run_id]
+    if job == "validate_faults":
+        return ["--aggregates", fault_aggregates, "--run-id", run_id,
+                "--out", f"{root}/{store.VALIDATION_DIR}"]
     if job == "aggregate_load":
         return ["--load", load_samples, "--out", load_aggregates, "--run-id", run_id]
     if job == "validate_load":
@@ -119,6 +135,7 @@ def spark_env() -> dict[str, str]:
 
 
 __all__ = [
+    "FAULT_SAMPLES_DIR",
     "LOAD_SAMPLES_DIR",
     "SESSION_MODULE",
     "SPARK_JOBS",

@@ -1,0 +1,366 @@
+"""The Airflow tasks of a fault run (broker faults: durability and availability), as plain
+importable functions.
+
+The ``resilience_experiment`` DAG and the nightly's fault trial wire these
+(``dags/_common.py``); each calls the fault engine (:mod:`kafkalab.faults.engine`) and takes
+and returns JSON-able values. Heavy imports stay inside the functions: importing this module
+while a DAG file is parsed reads no file and starts nothing. The chain (see
+``docs/airflow.md``)::
+
+    name_run -> start_fault_run -> run_fault_trial x trials (mapped, pool kafkalab_measure)
+      -> finish_fault_run (all_done) -> aggregate_faults (Spark) -> validate_faults (Spark + GX)
+      -> publish_report -> send_alerts -> verify_outcome
+
+The trials run on the engine's own 3-broker fault cluster (``<lab>/faults``, started or
+reused by ``start_fault_run``), never on the cluster of the latency and load runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkalab.errors import ConfigError, RunError
+from kafkalab.store import LabData
+from kafkalab.values import jsonable
+
+if TYPE_CHECKING:
+    from kafkalab.faults.engine import FaultRequest
+    from kafkalab.faults.spec import FaultTrialSpec
+
+log = logging.getLogger(__name__)
+
+FAULTS_DIR = "faults"
+"""``<data>/faults``: the fault runs' raw files, and ``<data>/aggregates/faults``: their
+aggregates (``spark_jobs/aggregate_faults.py``)."""
+
+MAX_TRIALS = 50
+"""Trials per profile × fault × acks cell the form accepts (the issue asks for at least 5)."""
+
+PARAM_OF_FIELD: dict[str, str] = {
+    "profile": "profiles", "fault": "faults", "acks": "acks", "trial": "trials",
+    "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s",
+}
+"""The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
+value is reported under the param's name)."""
+
+NIGHTLY_FAULT: dict[str, Any] = {
+    "profiles": ["durability"], "faults": ["sigkill-leader"], "acks": [], "trials": 1,
+}
+"""The nightly's fault trial: one SIGKILL of the partition leader under the durability
+profile (rate, duration, warm-up and fault time: the engine's defaults)."""
+
+NIGHTLY_FAULT_PARAM = "fault_trial"
+"""The nightly's boolean param that turns its fault trial on (default) or off."""
+
+
+def _listed(params: Mapping[str, Any], key: str) -> list[Any]:
+    value = params.get(key)
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _trials_count(params: Mapping[str, Any]) -> int:
+    value = params.get("trials", 1)
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError(f"param trials: expected a whole number, got {value!r}")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"param trials: expected a whole number, got {value!r}") from None
+    if n != float(value):
+        raise ConfigError(f"param trials: expected a whole number, got {value!r}")
+    if not 1 <= n <= MAX_TRIALS:
+        raise ConfigError(f"param trials: must be between 1 and {MAX_TRIALS}, got {n}")
+    return n
+
+
+def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
+    """The trials of a fault run asked for by DAG params.
+
+    Every profile × fault × acks cell (``acks`` empty: the profile's) gets ``trials`` trials
+    (1-based ``trial``), listed trial by trial — every cell's trial 1, then every cell's
+    trial 2 … — so a slow drift of the machine spreads over the cells instead of landing on
+    the last one. ``rate_msgs_per_s`` and ``duration_s`` (null: the engine's defaults) are
+    shared. Validated by the engine's model (:class:`~kafkalab.faults.spec.FaultTrialSpec`).
+
+    Raises:
+        ConfigError: one line naming the param, e.g. ``param faults: unknown fault 'x' ...``.
+    """
+    from pydantic import ValidationError
+
+    from kafkalab.airflow.params import PROFILE_CHOICES
+    from kafkalab.faults.spec import FAULTS, FaultTrialSpec
+
+    profiles, faults = _listed(params, "profiles"), _listed(params, "faults")
+    if not profiles or not faults:
+        raise ConfigError("params profiles and faults: give at least one value each")
+    for key, values, known in (("profiles", profiles, PROFILE_CHOICES),
+                               ("faults", faults, FAULTS)):
+        unknown = [v for v in values if v not in known]
+        if unknown:
+            raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
+                              f"{', '.join(known)})")
+    for key in ("profiles", "faults", "acks"):
+        values = _listed(params, key)
+        if len(set(map(str, values))) != len(values):
+            raise ConfigError(f"param {key}: {values} repeats a value")
+    acks: list[str | None] = [str(a) for a in _listed(params, "acks")] or [None]
+    n = _trials_count(params)
+    shared = {k: params[k] for k in ("rate_msgs_per_s", "duration_s")
+              if params.get(k) is not None}
+    specs: list[FaultTrialSpec] = []
+    for trial in range(1, n + 1):
+        for profile in profiles:
+            for fault in faults:
+                for a in acks:
+                    try:
+                        specs.append(FaultTrialSpec(profile=profile, fault=fault, acks=a,
+                                                    trial=trial, **shared))
+                    except ValidationError as exc:
+                        raise ConfigError(_spec_error(exc, trial_label(
+                            {"profile": profile, "fault": fault, "acks": a,
+                             "trial": trial}))) from None
+    return specs
+
+
+def _spec_error(exc: Any, label: str) -> str:
+    """One line for the first error of a trial's validation, under the param that set the
+    field (``param rate_msgs_per_s: ...``; a check across fields: ``params: ...``)."""
+    err = exc.errors()[0]
+    loc = err.get("loc") or ()
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    where = f"param {PARAM_OF_FIELD.get(str(loc[0]), str(loc[0]))}" if loc else "params"
+    return f"{where}: {msg} (trial {label})"
+
+
+def trial_label(spec: Mapping[str, Any]) -> str:
+    """The readable name of a mapped trial (its ``map_index_template``):
+    ``durability sigkill-leader #1``, ``default kill-follower acks all #3``."""
+    acks = spec.get("acks")
+    return (f"{spec.get('profile')} {spec.get('fault')}"
+            + (f" acks {acks}" if acks is not None else "") + f" #{spec.get('trial')}")
+
+
+def build_fault_request(params: Mapping[str, Any], run_id: str,
+                        command: str | None = None) -> FaultRequest:
+    """A :class:`~kafkalab.faults.engine.FaultRequest` for the trials of ``params`` (owner
+    kind ``airflow``), in the lab's data dir; the fault cluster is the engine's default
+    (``<lab>/faults``)."""
+    from kafkalab.faults.engine import FaultRequest
+
+    return FaultRequest(trials=fault_trials(params), data_dir=LabData().root, run_id=run_id,
+                        command=command or f"airflow task (kafkalab.airflow.fault_tasks) {run_id}",
+                        owner_kind="airflow")
+
+
+def start_faults(params: Mapping[str, Any], run_id: str,
+                 command: str | None = None) -> list[dict[str, Any]]:
+    """Validate the trials, start (or reuse) the 3-broker fault cluster and write the
+    manifest (``running``, kind ``faults``). Returns the trials to map:
+    ``[{"spec": {...}, "label": "durability sigkill-leader #1"}]``.
+
+    Raises:
+        ConfigError: a bad param (one line, before anything starts).
+        LabError: the engine refused the run (e.g. a profile whose replication factor
+            exceeds the brokers) or the fault cluster did not come up.
+    """
+    from kafkalab.faults.engine import start_fault_run
+
+    req = build_fault_request(params, run_id, command)
+    started = start_fault_run(req, progress=log.info)
+    trials = [{"spec": dict(jsonable(s)), "label": trial_label(s)} for s in started["trials"]]
+    log.info("fault run %s started: %d trial(s)", run_id, len(trials))
+    return trials
+
+
+def run_trial(run_id: str, trial: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one trial of a started fault run: the fixed-rate producer, the fault, the heal,
+    the re-read and the checker. Returns the trial's summary (as ``kafkalab faults run
+    --json``).
+
+    A trial that *found* loss (verdict ``loss``) or did not recover succeeds here: that is a
+    result, judged by ``validate_faults`` (durability ⇒ no acked message lost), never
+    retried away.
+
+    Raises:
+        RunError: the trial itself failed or was interrupted (what it wrote is kept; the run
+            will be incomplete).
+    """
+    from kafkalab.faults.engine import run_fault_trial
+
+    summary = run_fault_trial(LabData().root, run_id, dict(trial["spec"]), progress=log.info)
+    out = dict(jsonable(summary))
+    log.info("trial %s: %s, verdict %s; acked %s of %s, acked_lost %s, duplicates %s, "
+             "unavailable %s ms, new leader after %s ms, full ISR after %s ms",
+             out.get("trial_id"), out.get("status"), out.get("verdict"), out.get("acked"),
+             out.get("intended"), out.get("acked_lost"), out.get("duplicates"),
+             out.get("unavailable_ms"), out.get("leader_elected_ms"), out.get("isr_full_ms"))
+    if out.get("status") not in (None, "complete"):
+        raise RunError(f"trial {out.get('trial_id')} {out.get('status')}: {out.get('error')}")
+    if out.get("verdict") not in (None, "ok"):
+        log.warning("trial %s: verdict %s (a finding, judged by validate_faults)",
+                    out.get("trial_id"), out.get("verdict"))
+    return out
+
+
+def fault_run_started(run_id: str) -> bool:
+    """Whether ``run_id`` was started (its manifest exists): a nightly whose fault trial is
+    turned off, or whose ``start_fault_run`` failed, has none."""
+    return LabData().manifest_path(run_id).is_file()
+
+
+def close_faults(run_id: str) -> dict[str, Any]:
+    """Merge the trials' summaries into the manifest: complete, incomplete or failed.
+
+    Returns ``{"run_id", "status", "trials"}``; ``status: "not started"`` (nothing raised)
+    when the run was never started (turned off, or a failed ``start_fault_run`` that
+    already fails the DAG run), so the tasks after it are not held up.
+    """
+    from kafkalab.faults.engine import finish_fault_run
+
+    lab = LabData()
+    if not fault_run_started(run_id):
+        log.warning("fault run %s was never started: nothing to close", run_id)
+        return {"run_id": run_id, "status": "not started", "trials": []}
+    done = finish_fault_run(lab.root, run_id)
+    log.info("fault run %s: %s", run_id, done.get("status"))
+    return dict(jsonable(done))
+
+
+def fault_validation_path(lab: LabData, run_id: str) -> Path:
+    """``validation/<run_id>-faults.json``: the result of ``spark_jobs/validate_faults.py``."""
+    return lab.validation_path(f"{run_id}-faults")
+
+
+def fault_aggregates_dir(lab: LabData, run_id: str) -> Path:
+    """``aggregates/faults/run_id=<id>/``: ``fault_trials``, ``fault_cells``,
+    ``fault_timeline`` (Parquet folders)."""
+    return lab.aggregates_dir / FAULTS_DIR / f"run_id={run_id}"
+
+
+def fault_validation(lab: LabData, run_id: str) -> dict[str, Any] | None:
+    """The fault validation result of ``run_id``, or None when there is none (yet)."""
+    import json
+
+    path = fault_validation_path(lab, run_id)
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return doc if isinstance(doc, dict) else None
+
+
+def _failed_checks(validation: Mapping[str, Any]) -> list[str]:
+    """Short names of a validation's failed expectations (at most five)."""
+    names = []
+    for f in validation.get("failed_expectations") or []:
+        if isinstance(f, Mapping):
+            text = f.get("summary") or f.get("check") or f.get("expectation")
+            names.append(str(text) if text else "an expectation")
+    return names[:5]
+
+
+def verify_fault_outcome(run_id: str) -> dict[str, Any]:
+    """A fault run's verdict from its files: manifest complete and the fault validation
+    passed (under the durability profile, no acked message lost).
+
+    Raises:
+        RunError: naming what is wrong (the failed checks of the validation included).
+    """
+    lab = LabData()
+    problems: list[str] = []
+    manifest = lab.manifest(run_id)
+    status = None if manifest is None else manifest.get("status")
+    if manifest is None:
+        problems.append("no run manifest")
+    elif status != "complete":
+        problems.append(f"run is {status}")
+    validation = fault_validation(lab, run_id)
+    if validation is None:
+        problems.append("no validation result")
+    elif not validation.get("success"):
+        checks = _failed_checks(validation)
+        problems.append("validation failed" + (f" ({'; '.join(checks)})" if checks else "")
+                        + f" (see {fault_validation_path(lab, run_id)})")
+    if problems:
+        raise RunError(f"fault run {run_id}: " + "; ".join(problems))
+    return {"run_id": run_id, "status": status, "validation_success": True}
+
+
+def send_fault_alerts(run_id: str, dag_id: str | None = None) -> dict[str, Any]:
+    """Announce a failed fault validation of ``run_id`` (e.g. acked messages lost under the
+    durability profile) on the ``kafkalab_alert_webhook`` Connection.
+
+    No Connection: logs and returns (not a failure). Nothing is sent for a validation that
+    passed or is missing (a missing one already fails the DAG run's outcome).
+
+    Returns:
+        ``{"run_id", "sent", "reason", "failed_checks"}``.
+
+    Raises:
+        AlertError: delivery failed (message without the URL).
+    """
+    from kafkalab.airflow.connections import ALERT_CONN_ID, AlertWebhookConnection
+
+    lab = LabData()
+    out: dict[str, Any] = {"run_id": run_id, "sent": False, "reason": None, "failed_checks": []}
+    validation = fault_validation(lab, run_id)
+    if validation is None or validation.get("success"):
+        out["reason"] = "no validation result" if validation is None else "validation passed"
+        log.info("fault run %s: %s, nothing to announce", run_id, out["reason"])
+        return out
+    out["failed_checks"] = _failed_checks(validation)
+    hook = AlertWebhookConnection(ALERT_CONN_ID).settings()
+    if hook is None:
+        out["reason"] = "no alert webhook configured"
+        log.warning("fault run %s: validation failed (%s); no alert webhook configured",
+                    run_id, "; ".join(out["failed_checks"]))
+        return out
+    from kafkalab.alerts import alert_run_failed
+
+    error = (f"fault validation failed: {'; '.join(out['failed_checks']) or 'see the report'}"
+             f" ({fault_validation_path(lab, run_id)})")
+    alert_run_failed(hook.url, dag_id, run_id, error, fmt=hook.fmt,
+                     report_url=hook.report_url(run_id, lab))
+    out["sent"] = True
+    log.info("fault run %s: failed validation announced", run_id)
+    return out
+
+
+def nightly_fault_on(params: Mapping[str, Any]) -> bool:
+    """Whether the nightly's fault trial runs: its :data:`NIGHTLY_FAULT_PARAM` (default on).
+
+    Raises:
+        ConfigError: the param is not a boolean.
+    """
+    value = params.get(NIGHTLY_FAULT_PARAM, True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"param {NIGHTLY_FAULT_PARAM}: expected true or false, got {value!r}")
+    return value
+
+
+__all__ = [
+    "FAULTS_DIR",
+    "MAX_TRIALS",
+    "NIGHTLY_FAULT",
+    "NIGHTLY_FAULT_PARAM",
+    "PARAM_OF_FIELD",
+    "build_fault_request",
+    "close_faults",
+    "fault_aggregates_dir",
+    "fault_run_started",
+    "fault_trials",
+    "fault_validation",
+    "fault_validation_path",
+    "nightly_fault_on",
+    "run_trial",
+    "send_fault_alerts",
+    "start_faults",
+    "trial_label",
+    "verify_fault_outcome",
+]
