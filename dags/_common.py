@@ -14,13 +14,18 @@ Chains and trigger rules (documented in ``docs/airflow.md``)::
     load:    name_run -> start_load_run -> run_load_cell[...] -> finish_load_run (all_done)
       -> aggregate_load -> validate_load -> check_drift -> publish_report -> send_alerts
     nightly: the latency chain; after close_run: name_load_run -> start_load_run
-      -> run_load_cell -> finish_load_run (all_done) -> aggregate_load -> validate_load, and
-      check_drift / publish_report / send_alerts / verify_outcome judge both runs
+      -> run_load_cell -> finish_load_run (all_done) -> aggregate_load -> validate_load;
+      after finish_load_run: name_fault_run -> start_fault_run (skipped when the param
+      fault_trial is false) -> run_fault_trial -> finish_fault_run (all_done)
+      -> aggregate_faults -> validate_faults; check_drift (latency and load) and
+      publish_report / send_alerts / verify_outcome judge every run
+    faults:  name_run -> start_fault_run -> run_fault_trial[...] -> finish_fault_run (all_done)
+      -> aggregate_faults -> validate_faults -> publish_report -> send_alerts
     every task -> verify_outcome (one_failed: fails the DAG run when anything failed)
 
 The tasks that load the cluster (``prepare_run``, ``measure_cell``, ``start_load_run``,
-``run_load_cell``) run in the one-slot pool ``kafkalab_measure``
-(:mod:`kafkalab.airflow.pools`), shared by every DAG.
+``run_load_cell``, ``start_fault_run``, ``run_fault_trial``) run in the one-slot pool
+``kafkalab_measure`` (:mod:`kafkalab.airflow.pools`), shared by every DAG.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
-from kafkalab.airflow import load_tasks, run_ids, spark_submit, tasks
+from kafkalab.airflow import fault_tasks, load_tasks, run_ids, spark_submit, tasks
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
     CONSUMER_MODE_CHOICES,
+    FAULT_CHOICES,
     LOAD_CLIENT_CHOICES,
     PAYLOAD_CHOICES,
     PROFILE_CHOICES,
@@ -82,6 +88,42 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
         finally:
             tasks.mark_recomputed(str(self.lab_run_id), self.stale_output,
                                   written_since_s=None if succeeded else started_s)
+
+
+class FaultSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit over one fault run, *skipped* when that run was never started (the
+    nightly's fault trial turned off, or a failed ``start_fault_run`` that already fails the
+    DAG run): there is nothing to aggregate or validate."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
+
+    def __init__(self, *, lab_run_id: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lab_run_id = lab_run_id
+
+    def execute(self, context: Any) -> None:
+        """Skip when the run was never started, else run the job."""
+        if not fault_tasks.fault_run_started(str(self.lab_run_id)):
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"fault run {self.lab_run_id} was not started")
+        super().execute(context)
+
+
+def _fault_spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> FaultSparkSubmitOperator:
+    """``aggregate_faults`` / ``validate_faults`` as a spark-submit through ``spark_default``."""
+    return FaultSparkSubmitOperator(
+        task_id=job,
+        lab_run_id=lab_run_id,
+        conn_id=SPARK_CONN_ID,
+        application=spark_submit.spark_application(job),
+        application_args=spark_submit.spark_job_args(job, lab_run_id, _LAB.root),
+        py_files=spark_submit.spark_py_files(),
+        conf=spark_submit.spark_conf(),
+        env_vars=spark_submit.spark_env(),
+        name=f"kafkalab-{job.replace('_', '-')}",
+        **kwargs,
+    )
 
 
 def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOperator:
@@ -146,7 +188,8 @@ def _airflow_run_id() -> str:
     return str(get_current_context()["dag_run"].run_id)
 
 
-def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> None:
+def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
+                        fault_prefix: str | None = None) -> None:
     """Create the tasks of one latency run in the DAG being defined.
 
     Args:
@@ -155,6 +198,10 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> No
             ``include/workloads/nightly-fanout.yaml``) is measured after the latency cells as
             a run of its own (``<fanout_prefix>-<time>``), aggregated and validated beside
             them; drift, report, alerts and the outcome cover both runs.
+        fault_prefix: when given (the nightly, after the fan-out run), one fault trial
+            (:data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`) as a fault run of its own
+            (``<fault_prefix>-<time>``), unless the param ``fault_trial`` is false; its
+            report, alerts and outcome join the nightly's.
     """
 
     @task
@@ -196,6 +243,14 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> No
         """The lab run id of the fan-out load run (None: this DAG has none)."""
         return run_ids.lab_run_id(_airflow_run_id(), fanout_prefix) if fanout_prefix else None
 
+    def fault_run() -> str | None:
+        """The lab run id of the fault run, when it was started (None: this DAG has none,
+        or its fault trial was turned off or failed to start)."""
+        if not fault_prefix:
+            return None
+        run_id = run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+        return run_id if fault_tasks.fault_run_started(run_id) else None
+
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def check_drift(lab_run_id: str) -> dict[str, Any]:
         """Compare this run (and the fan-out run) with its baseline; writes drift records."""
@@ -209,6 +264,8 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> No
         """Rebuild the trend report; it shows validation results and drift flags."""
         if (load_run := fanout_run()) is not None:
             tasks.publish_report(load_run)
+        if (faults_run := fault_run()) is not None:
+            tasks.publish_report(faults_run)
         return tasks.publish_report(lab_run_id)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
@@ -218,16 +275,28 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> No
         out = tasks.send_alerts(lab_run_id, dag_id=dag_id)
         if (load_run := fanout_run()) is not None:
             out["load"] = tasks.send_alerts(load_run, dag_id=dag_id)
+        if (faults_run := fault_run()) is not None:
+            out["faults"] = fault_tasks.send_fault_alerts(faults_run, dag_id=dag_id)
         return out
 
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
         run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
-        tasks.verify_outcome(run_id)  # raises naming the data problem, if there is one
+        checks: list[Any] = [lambda: tasks.verify_outcome(run_id)]
         if (load_run := fanout_run()) is not None:
-            load_tasks.verify_load_outcome(load_run)
-        raise RunError(f"run {run_id}: an upstream task failed (see the grid)")
+            checks.append(lambda: load_tasks.verify_load_outcome(load_run))
+        if fault_prefix and fault_tasks.nightly_fault_on(_context_params()):
+            faults_run = run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+            checks.append(lambda: fault_tasks.verify_fault_outcome(faults_run))
+        problems = []
+        for check in checks:  # every run's problem is named, not only the first one's
+            try:
+                check()
+            except RunError as exc:
+                problems.append(str(exc))
+        raise RunError("; ".join(problems)
+                       or f"run {run_id}: an upstream task failed (see the grid)")
 
     # an XComArg: each task receives the str it resolves to at run time
     lab_run_id: Any = name_run()
@@ -266,6 +335,19 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None) -> No
         load_part.finished >> aggregate  # Spark never runs while a cell measures
         load_part.validated >> drift
         [load_run_id, *load_part.all] >> watcher
+        if fault_prefix:
+            @task
+            def name_fault_run() -> str:
+                """The lab run id of the nightly's fault run."""
+                return run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+
+            fault_run_id: Any = name_fault_run()
+            fault_part = _fault_tasks(fault_run_id, nightly=True)
+            load_part.finished >> fault_run_id  # after the fan-out cell
+            # no Spark job while the fault trial measures
+            fault_part.finished >> [aggregate, load_part.aggregated]
+            fault_part.validated >> drift
+            [fault_run_id, *fault_part.all] >> watcher
 
 
 class _LoadPart:
@@ -408,3 +490,153 @@ def build_load_chain(run_prefix: str) -> None:
     alerts = send_alerts(lab_run_id)
     part.validated >> drift >> report >> alerts
     [lab_run_id, *part.all, drift, report, alerts] >> verify_outcome()
+
+
+class _FaultPart:
+    """The tasks of a fault run's measuring and Spark part."""
+
+    def __init__(self, started: Any, measured: Any, finished: Any, aggregated: Any,
+                 validated: Any) -> None:
+        self.started, self.measured, self.finished = started, measured, finished
+        self.aggregated, self.validated = aggregated, validated
+        self.all = [started, measured, finished, aggregated, validated]
+
+
+def _fault_tasks(fault_run_id: Any, nightly: bool = False) -> _FaultPart:
+    """``start_fault_run -> run_fault_trial[...] -> finish_fault_run -> aggregate_faults ->
+    validate_faults`` for the fault run ``fault_run_id`` (an XComArg). ``nightly``: the
+    trials are :data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`, not the form's, and
+    ``start_fault_run`` is skipped (so is everything up to ``validate_faults``) when the
+    param ``fault_trial`` is false."""
+
+    def params() -> dict[str, Any]:
+        return dict(fault_tasks.NIGHTLY_FAULT) if nightly else _context_params()
+
+    @task(pool=MEASURE_POOL)  # starts the fault cluster: not while another DAG measures
+    def start_fault_run(lab_run_id: str) -> list[dict[str, Any]]:
+        """Validate the trials, start (or reuse) the 3-broker fault cluster, start the run."""
+        ctx = get_current_context()
+        if nightly and not fault_tasks.nightly_fault_on(dict(ctx["params"])):
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"fault trial turned off (param "
+                                       f"{fault_tasks.NIGHTLY_FAULT_PARAM} is false)")
+        command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
+        return fault_tasks.start_faults(params(), lab_run_id, command=command)
+
+    # One trial at a time across every DAG (the pool): a fault trial loads the whole host.
+    @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ trial_label }}")
+    def run_fault_trial(lab_run_id: str, trial: dict[str, Any]) -> dict[str, Any]:
+        """One trial: fixed-rate load, the fault, the heal, the re-read and the checker."""
+        get_current_context()["trial_label"] = trial.get("label")  # type: ignore[typeddict-unknown-key]
+        return fault_tasks.run_trial(lab_run_id, trial)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def finish_fault_run(lab_run_id: str) -> dict[str, Any]:
+        """Close the fault run, even when some trials failed."""
+        return fault_tasks.close_faults(lab_run_id)
+
+    started = start_fault_run(fault_run_id)
+    measured = run_fault_trial.partial(lab_run_id=fault_run_id).expand(trial=started)
+    finished = finish_fault_run(fault_run_id)
+    aggregated = _fault_spark_task(
+        "aggregate_faults", fault_run_id, outlets=[AGGREGATES_ASSET],
+        doc_md="Spark: the fault run's trials -> fault_trials, fault_cells, fault_timeline "
+        "(aggregates/faults/run_id=<id>/). Skipped when the run was never started.")
+    validated = _fault_spark_task(
+        "validate_faults", fault_run_id, retries=0,
+        doc_md="Spark + Great Expectations, suite faults: counts add up; under the durability "
+        "profile no acked message is lost (a failure names the trial). Result: "
+        "validation/<run_id>-faults.json. Skipped when the run was never started.")
+    fault_run_id >> started
+    measured >> finished >> aggregated >> validated
+    return _FaultPart(started, measured, finished, aggregated, validated)
+
+
+def _skip_unless_started(lab_run_id: str) -> None:
+    if not fault_tasks.fault_run_started(lab_run_id):
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException(f"fault run {lab_run_id} was not started")
+
+
+def fault_params(*, profiles: list[str], faults: list[str], trials: int,
+                 rate_msgs_per_s: float, duration_s: float) -> dict[str, Param]:
+    """The params (the trigger form) of a fault run: profiles × faults × acks, each cell
+    ``trials`` times, at one rate and duration."""
+    return {
+        "profiles": Param(list(profiles), type="array", title="Profiles",
+                          items={"type": "string", "enum": list(PROFILE_CHOICES)},
+                          examples=list(PROFILE_CHOICES), minItems=1, uniqueItems=True,
+                          description="client/topic profiles (include/profiles), one cell each "
+                          "(× faults × acks)"),
+        "faults": Param(list(faults), type="array", title="Faults",
+                        items={"type": "string", "enum": list(FAULT_CHOICES)},
+                        examples=list(FAULT_CHOICES), minItems=1, uniqueItems=True,
+                        description="faults to inject (none: the no-fault control), one cell "
+                        "each; see docs/faults.md"),
+        "acks": Param([], type="array", title="Acks",
+                      items={"type": "string", "enum": list(ACKS_CHOICES)},
+                      examples=list(ACKS_CHOICES), uniqueItems=True,
+                      description="producer acks, one cell each; empty: the profile's"),
+        "trials": Param(trials, type="integer", minimum=1, maximum=fault_tasks.MAX_TRIALS,
+                        title="Trials per cell",
+                        description="trials of every profile × fault × acks cell (the report "
+                        "shows median and max)"),
+        "rate_msgs_per_s": Param(rate_msgs_per_s, type="number", exclusiveMinimum=0,
+                                 maximum=20_000, title="Rate (msg/s)",
+                                 description="the producer's fixed target rate"),
+        "duration_s": Param(duration_s, type="number", exclusiveMinimum=0, maximum=3600,
+                            title="Duration (s)",
+                            description="producing time per trial, warm-up included; the fault "
+                            "starts at 6 s and the trial must go on ≥ 4 s after the heal"),
+    }
+
+
+def nightly_fault_params() -> dict[str, Param]:
+    """The nightly's switch for its fault trial (on by default)."""
+    return {
+        fault_tasks.NIGHTLY_FAULT_PARAM: Param(
+            True, type="boolean", title="Fault trial",
+            description="one SIGKILL-leader trial of the durability profile on the 3-broker "
+            "fault cluster, as a fault run of its own (nightly-faults-<time>); false: not run"),
+    }
+
+
+def build_fault_chain(run_prefix: str) -> None:
+    """Create the tasks of one fault run (the ``resilience_experiment`` DAG) in the DAG being
+    defined: the trials of the form, each a mapped task."""
+
+    @task
+    def name_run() -> str:
+        """Turn the Airflow run id into the lab's path-safe run id."""
+        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
+    def publish_report(lab_run_id: str) -> str:
+        """Rebuild the trend report with this fault run's page (skipped when the run never
+        started: the failed ``start_fault_run`` says why)."""
+        _skip_unless_started(lab_run_id)
+        return tasks.publish_report(lab_run_id)
+
+    @task(trigger_rule=TriggerRule.ALL_DONE)
+    def send_alerts(lab_run_id: str) -> dict[str, Any]:
+        """Announce a failed fault validation (acked messages lost under the durability
+        profile) on the kafkalab_alert_webhook connection."""
+        _skip_unless_started(lab_run_id)
+        return fault_tasks.send_fault_alerts(lab_run_id,
+                                             dag_id=get_current_context()["dag"].dag_id)
+
+    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
+    def verify_outcome() -> None:
+        """Runs only when a task failed, and fails so the DAG run is marked failed."""
+        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        fault_tasks.verify_fault_outcome(run_id)
+        raise RunError(f"fault run {run_id}: an upstream task failed (see the grid)")
+
+    lab_run_id: Any = name_run()
+    part = _fault_tasks(lab_run_id)
+    report = publish_report(lab_run_id)
+    alerts = send_alerts(lab_run_id)
+    part.validated >> report >> alerts
+    [lab_run_id, *part.all, report, alerts] >> verify_outcome()

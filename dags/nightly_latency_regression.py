@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from _common import build_latency_chain, default_args, run_params
+from _common import build_latency_chain, default_args, nightly_fault_params, run_params
 from airflow.sdk import dag
 
 from kafkalab.airflow.callbacks import on_failure_alert
-from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, RUN_PREFIXES
+from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
 
 DOC_MD = """
 ### Nightly latency regression
@@ -33,6 +33,14 @@ catch-up; tasks retry once (validation never: it is deterministic). Lab run ids 
 measured as a load run of its own (`nightly-fanout-<time>`): `name_load_run` →
 `start_load_run` → `run_load_cell` → `finish_load_run` → `aggregate_load` → `validate_load`;
 `check_drift`, `publish_report`, `send_alerts` and `verify_outcome` cover both runs.
+
+**Fault trial.** Then one SIGKILL of the partition leader under the durability profile, on
+the 3-broker fault cluster, as a fault run of its own (`nightly-faults-<time>`):
+`name_fault_run` → `start_fault_run` → `run_fault_trial` → `finish_fault_run` →
+`aggregate_faults` → `validate_faults` (an acked message lost fails it). Its report page,
+its alert and its verdict join the nightly's: `verify_outcome` fails the DAG run when the
+trial lost an acked message. The param `fault_trial` (default true) turns it off:
+`start_fault_run` and what follows it are then *skipped*.
 """
 
 
@@ -43,13 +51,15 @@ measured as a load run of its own (`nightly-fanout-<time>`): `name_load_run` →
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(minutes=2)),
     on_failure_callback=on_failure_alert,
-    params=run_params(workload="nightly", scenarios=[], payloads=[], profiles=[], messages=None),
+    params={**run_params(workload="nightly", scenarios=[], payloads=[], profiles=[],
+                         messages=None),
+            **nightly_fault_params()},
     tags=["kafkalab", "latency", "nightly", "regression"],
     doc_md=DOC_MD,
 )
 def nightly_latency_regression() -> None:
     build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
-                        fanout_prefix=NIGHTLY_FANOUT_PREFIX)
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX)
 
 
 nightly_latency_regression()

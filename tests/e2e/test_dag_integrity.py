@@ -20,24 +20,30 @@ DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
 """What the lab would read or write with this environment (none of it may be opened)."""
 LATENCY_DAGS = ("latency_experiment", "nightly_latency_regression")
-DAG_IDS = (*LATENCY_DAGS, "load_experiment")
+DAG_IDS = (*LATENCY_DAGS, "load_experiment", "resilience_experiment")
 CHAIN = ("name_run", "check_cluster", "prepare_run", "measure_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
          "send_alerts", "verify_outcome")
 LOAD_PART = ("start_load_run", "run_load_cell", "finish_load_run", "aggregate_load",
              "validate_load")
+FAULT_PART = ("start_fault_run", "run_fault_trial", "finish_fault_run", "aggregate_faults",
+              "validate_faults")
 TASKS = {
     "latency_experiment": CHAIN,
-    "nightly_latency_regression": (*CHAIN, "name_load_run", *LOAD_PART),
+    "nightly_latency_regression": (*CHAIN, "name_load_run", *LOAD_PART, "name_fault_run",
+                                   *FAULT_PART),
     "load_experiment": ("name_run", *LOAD_PART, "check_drift", "publish_report",
                         "send_alerts", "verify_outcome"),
+    "resilience_experiment": ("name_run", *FAULT_PART, "publish_report", "send_alerts",
+                              "verify_outcome"),
 }
 """Every DAG's task ids, in definition order."""
 IN_POOL = {
     "latency_experiment": {"prepare_run", "measure_cell"},
     "nightly_latency_regression": {"prepare_run", "measure_cell", "start_load_run",
-                                   "run_load_cell"},
+                                   "run_load_cell", "start_fault_run", "run_fault_trial"},
     "load_experiment": {"start_load_run", "run_load_cell"},
+    "resilience_experiment": {"start_fault_run", "run_fault_trial"},
 }
 """The cluster-loading tasks of each DAG (the measuring pool's)."""
 
@@ -100,7 +106,8 @@ def test_dag_ids(parsed: dict[str, Any]) -> None:
 def test_tags_owner_retries_docs(parsed: dict[str, Any], dag_id: str) -> None:
     dag = parsed["bag"].dags[dag_id]
     assert "kafkalab" in dag.tags
-    assert ("load" if dag_id == "load_experiment" else "latency") in dag.tags
+    kind = {"load_experiment": "load", "resilience_experiment": "faults"}.get(dag_id, "latency")
+    assert kind in dag.tags
     assert dag.doc_md and "verify_outcome" in dag.doc_md
     for t in dag.tasks:
         assert t.owner == "kafkalab", t.task_id
@@ -173,6 +180,125 @@ def test_load_cells_are_mapped_one_at_a_time_with_readable_names(parsed: dict[st
         assert val.application == str(spark_jobs_dir() / "validate_load.py")
         assert val.retries == 0 and val.stale_output == "validation"
         assert op.stale_output == "aggregates" and op.py_files == spark_py_files()
+
+
+@pytest.mark.parametrize("dag_id", ["resilience_experiment", "nightly_latency_regression"])
+def test_fault_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
+    """The fault part: trials mapped after the run starts, closed all_done, Spark after every
+    measurement; the nightly's fault run after its fan-out cell, judged with the others."""
+    dag = parsed["bag"].dags[dag_id]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
+    naming = "name_run" if dag_id == "resilience_experiment" else "name_fault_run"
+    assert up["start_fault_run"] == {naming}
+    assert up["run_fault_trial"] >= {"start_fault_run", naming}
+    assert up["finish_fault_run"] >= {"run_fault_trial"}
+    assert up["aggregate_faults"] >= {"finish_fault_run", naming}
+    assert up["validate_faults"] >= {"aggregate_faults"}
+    assert rules["finish_fault_run"] == "all_done"
+    assert rules["aggregate_faults"] == rules["validate_faults"] == "all_success"
+    assert rules["start_fault_run"] == rules["run_fault_trial"] == "all_success"
+    assert up["verify_outcome"] == set(TASKS[dag_id]) - {"verify_outcome"}
+    for tid in ("publish_report", "send_alerts"):
+        assert rules[tid] == "all_done", tid
+    if dag_id == "nightly_latency_regression":
+        assert up["name_fault_run"] == {"finish_load_run"}  # after the fan-out cell
+        # no Spark job while the fault trial measures
+        assert up["aggregate_metrics"] >= {"finish_fault_run"}
+        assert up["aggregate_load"] >= {"finish_fault_run"}
+        assert up["check_drift"] >= {"validate_faults"}
+    else:
+        assert up["publish_report"] >= {"validate_faults"}
+        assert up["send_alerts"] >= {"publish_report"}
+
+
+def test_fault_trials_are_mapped_one_at_a_time_with_readable_names(
+        parsed: dict[str, Any]) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    for dag_id in ("resilience_experiment", "nightly_latency_regression"):
+        dag = parsed["bag"].dags[dag_id]
+        trial = dag.get_task("run_fault_trial")
+        assert isinstance(trial, MappedOperator)
+        assert trial.max_active_tis_per_dag == 1
+        assert trial.map_index_template == "{{ trial_label }}"
+        agg = dag.get_task("aggregate_faults")
+        assert agg.application == str(spark_jobs_dir() / "aggregate_faults.py")
+        args = [a for a in agg.application_args if isinstance(a, str)]
+        assert args[:4] == ["--faults", str(parsed["data"] / "faults"), "--out",
+                            str(parsed["data"] / "aggregates" / "faults")]
+        val = dag.get_task("validate_faults")
+        assert val.application == str(spark_jobs_dir() / "validate_faults.py")
+        args = [a for a in val.application_args if isinstance(a, str)]
+        assert args[:2] == ["--aggregates", str(parsed["data"] / "aggregates" / "faults")]
+        assert args[-2:] == ["--out", str(parsed["data"] / "validation")]
+        assert val.retries == 0 and agg.py_files == spark_py_files()
+        assert agg._conn_id == "spark_default"
+
+
+def test_fault_params_form(parsed: dict[str, Any]) -> None:
+    import copy
+
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from kafkalab.faults.spec import FAULTS
+
+    dag = parsed["bag"].dags["resilience_experiment"]
+    assert type(dag.timetable).__name__ == "NullTimetable"
+    p = {k: dag.params.get_param(k) for k in dag.params}
+    assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s"}
+    assert p["trials"].value == 5
+    assert p["faults"].schema["items"]["enum"] == list(FAULTS)
+    assert "none" in p["faults"].value  # the no-fault control runs with the faults
+    profiles = sorted(f.stem for f in (include_dir() / "profiles").glob("*.yaml"))
+    assert sorted(p["profiles"].schema["items"]["enum"]) == profiles
+    form = copy.deepcopy(dag.params)
+    with pytest.raises(ParamValidationError, match="is not one of"):
+        form["faults"] = ["sigkill"]
+    with pytest.raises(ParamValidationError):
+        form["trials"] = 0
+    with pytest.raises(ParamValidationError):
+        form["profiles"] = []
+    with pytest.raises(ParamValidationError):
+        form["rate_msgs_per_s"] = 0
+    form["acks"] = ["1", "all"]
+    nightly = parsed["bag"].dags["nightly_latency_regression"]
+    switch = nightly.params.get_param("fault_trial")
+    assert switch.value is True and switch.schema["type"] == "boolean"
+    with pytest.raises(ParamValidationError):
+        copy.deepcopy(nightly.params)["fault_trial"] = "no"
+
+
+@pytest.mark.parametrize("started", [False, True])
+def test_a_fault_spark_task_is_skipped_when_the_run_never_started(
+        parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+        started: bool) -> None:
+    """The nightly with its fault trial off has no fault run: aggregate_faults skips
+    (spark-submit itself is replaced by a stand-in)."""
+    import copy
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafkalab.store import LabData
+
+    lab = LabData(tmp_path / "data")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(lab.root))
+    submitted: list[str] = []
+    monkeypatch.setattr(SparkSubmitOperator, "execute",
+                        lambda self, context: submitted.append(self.task_id))
+    if started:
+        lab.write_manifest({"run_id": "nightly-faults-x", "kind": "faults",
+                            "status": "complete", "trials": []})
+    op = copy.copy(parsed["bag"].dags["nightly_latency_regression"].get_task("aggregate_faults"))
+    op.lab_run_id = "nightly-faults-x"  # the XComArg, resolved
+    if started:
+        op.execute({})
+        assert submitted == ["aggregate_faults"]
+    else:
+        with pytest.raises(AirflowSkipException, match="not started"):
+            op.execute({})
+        assert submitted == []
 
 
 def test_load_params_form(parsed: dict[str, Any]) -> None:
