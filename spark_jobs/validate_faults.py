@@ -1,0 +1,332 @@
+"""Validate one run's fault aggregates with Great Expectations (1.x, Spark): suite ``faults``.
+
+Reads ``<aggregates>/run_id=<id>/fault_trials.parquet`` and ``fault_cells.parquet``
+(written by ``spark_jobs/aggregate_faults.py``) and checks (``docs/aggregates-schema.md``,
+"Fault aggregates"):
+
+* ``fault_trials`` (one row per trial, failures named by trial id): the producer's outcomes
+  add up (acked + failed + indeterminate + unsent = intended); the verdicts add up (ok +
+  acked_lost + failed_but_present + indeterminate_present + unseen = intended; ok +
+  acked_lost = acked; read back = ok + failed_but_present + indeterminate_present; the lost
+  found in a log plus those absent from every log <= acked_lost); counts are non-negative; a
+  complete trial has its counts; and **under the durability profile no acked message is lost
+  (acked_lost = 0)** — :data:`DURABILITY_CHECK`;
+* ``fault_cells`` (one row per profile × fault × acks): trials_with_loss <= trials_complete
+  <= trials; each median <= its max.
+
+Output: ``<out>/<run_id>-faults.json`` (atomic) and ``<out>/<run_id>-faults.html``. Besides
+the load suite's keys the JSON has ``durability``: ``{"check", "success", "acked_lost",
+"trials": [{"trial_id", "fault", "acks", "acked_lost", "acked_lost_in_broker_logs",
+"acked_lost_absent_from_logs"}]}`` — the durability trials that lost acked messages; the
+alerts (``kafkalab.alerts.alert_on_fault_validation``) give a failing durability check the
+highest severity.
+
+Usage::
+
+    spark-submit spark_jobs/validate_faults.py --aggregates lab-data/aggregates/faults \
+        --run-id ID --out lab-data/validation
+
+Exit codes: 0 valid, 1 validation failed (one ``FAILED`` line per failed expectation on
+stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and
+``validate_metrics.py`` (beside this script, or shipped with ``--py-files``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import html
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+if __package__:  # imported as spark_jobs.validate_faults (tests, tools)
+    from . import _session as shared
+    from . import validate_metrics as vm
+else:  # run as a script: the modules sit beside it or are shipped with --py-files
+    import _session as shared  # type: ignore[no-redef]
+    import validate_metrics as vm  # type: ignore[no-redef]
+
+InputError = shared.InputError
+
+__all__ = [
+    "CELL_CHECKS",
+    "DURABILITY_CHECK",
+    "DURABLE_PROFILE",
+    "TRIAL_CHECKS",
+    "InputError",
+    "main",
+    "render_html",
+    "validate",
+    "with_cell_checks",
+    "with_trial_checks",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the fault validation report (``docs/aggregates-schema.md``)."""
+
+SUITE = "faults"
+DURABLE_PROFILE = "durability"
+DURABILITY_CHECK = "profile durability: no acked message is lost (acked_lost = 0)"
+"""The check whose failure is a broken durability promise (the highest alert severity)."""
+
+COUNT_COLUMNS: tuple[str, ...] = (
+    "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
+    "read_back_msgs", "ok_msgs", "acked_lost", "acked_lost_in_broker_logs",
+    "acked_lost_absent_from_logs", "failed_but_present", "indeterminate_present", "unseen",
+    "duplicates", "reordered",
+)
+STATUSES = ["complete", "failed", "interrupted"]
+
+#: Computed boolean columns of ``fault_trials`` (true on every row; a trial without counts
+#: passes them: "a complete trial has its counts" is checked on its own).
+TRIAL_CHECKS: dict[str, str] = {
+    "outcomes_add_up_ok": "acked + failed + indeterminate + unsent = intended_msgs",
+    "verdicts_add_up_ok": "ok + acked_lost + failed_but_present + indeterminate_present + "
+                          "unseen = intended_msgs",
+    "acked_split_ok": "ok + acked_lost = acked_msgs",
+    "read_back_ok": "read_back = ok + failed_but_present + indeterminate_present",
+    "lost_in_logs_ok": "acked_lost_in_broker_logs + acked_lost_absent_from_logs <= acked_lost",
+}
+TRIAL_NOT_NULL: tuple[str, ...] = ("trial_id", "profile", "fault", "acks", "status")
+COMPLETE_HAS_COUNTS = "a complete trial has its counts (verdicts.parquet was read)"
+
+CELL_FIGURES: tuple[str, ...] = ("acked_lost", "duplicates", "unavailable_ms",
+                                 "leader_elected_ms", "isr_full_ms", "consumer_gap_ms")
+#: Computed boolean columns of ``fault_cells``.
+CELL_CHECKS: dict[str, str] = {
+    "trial_counts_ok": "trials_with_loss <= trials_complete <= trials",
+    "medians_below_max_ok": "every <figure>_median <= <figure>_max (where not null)",
+}
+
+
+def _sum(cols: Sequence[str]) -> Column:
+    total = F.lit(0)
+    for c in cols:
+        total = total + F.col(c)
+    return total
+
+
+def with_trial_checks(trials: DataFrame) -> DataFrame:
+    """``fault_trials`` with a ``cell`` label (the trial id) and the boolean columns of
+    :data:`TRIAL_CHECKS` (never null: a trial without counts passes them)."""
+    out = trials.withColumn("cell", F.col("trial_id"))
+    checks: dict[str, Column] = {
+        "outcomes_add_up_ok": _sum(("acked_msgs", "failed_msgs", "indeterminate_msgs",
+                                    "unsent_msgs")) == F.col("intended_msgs"),
+        "verdicts_add_up_ok": _sum(("ok_msgs", "acked_lost", "failed_but_present",
+                                    "indeterminate_present", "unseen"))
+        == F.col("intended_msgs"),
+        "acked_split_ok": _sum(("ok_msgs", "acked_lost")) == F.col("acked_msgs"),
+        "read_back_ok": _sum(("ok_msgs", "failed_but_present", "indeterminate_present"))
+        == F.col("read_back_msgs"),
+        "lost_in_logs_ok": _sum(("acked_lost_in_broker_logs", "acked_lost_absent_from_logs"))
+        <= F.col("acked_lost"),
+    }
+    for name, rule in checks.items():
+        out = out.withColumn(name, F.when(F.col("intended_msgs").isNull(), F.lit(True))
+                             .otherwise(F.coalesce(rule, F.lit(False))))
+    return out
+
+
+def with_cell_checks(cells: DataFrame) -> DataFrame:
+    """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``) and the boolean
+    columns of :data:`CELL_CHECKS`."""
+    out = cells.withColumn("cell", F.concat_ws("/", "profile", "fault",
+                                               F.concat(F.lit("acks-"), F.col("acks"))))
+    counts = ((F.col("trials_with_loss") <= F.col("trials_complete"))
+              & (F.col("trials_complete") <= F.col("trials")))
+    medians = F.lit(True)
+    for fig in CELL_FIGURES:
+        medians = medians & vm._ordered((f"{fig}_median", f"{fig}_max"))
+    out = out.withColumn("trial_counts_ok", F.coalesce(counts, F.lit(False)))
+    return out.withColumn("medians_below_max_ok", F.coalesce(medians, F.lit(False)))
+
+
+def _trial_expectations() -> list[Any]:
+    exps = [vm._exp("ExpectTableRowCountToBeBetween", "at least one trial", min_value=1)]
+    for col in TRIAL_NOT_NULL:
+        exps.append(vm._exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
+                            column=col))
+    exps.append(vm._exp("ExpectColumnValuesToBeInSet", f"status in {STATUSES}",
+                        column="status", value_set=STATUSES))
+    exps.append(vm._exp("ExpectColumnValuesToNotBeNull", COMPLETE_HAS_COUNTS,
+                        column="intended_msgs", row_condition="status = 'complete'",
+                        condition_parser="spark"))
+    for col in COUNT_COLUMNS:
+        exps.append(vm._exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
+                            min_value=0))
+    for col, check in TRIAL_CHECKS.items():
+        exps.append(vm._exp("ExpectColumnValuesToBeInSet", check, column=col,
+                            value_set=[True]))
+    exps.append(vm._exp("ExpectColumnValuesToBeBetween", DURABILITY_CHECK,
+                        column="acked_lost", max_value=0,
+                        row_condition=f"profile = '{DURABLE_PROFILE}'",
+                        condition_parser="spark"))
+    return exps
+
+
+def _cell_expectations() -> list[Any]:
+    exps = [vm._exp("ExpectTableRowCountToBeBetween", "at least one cell", min_value=1),
+            vm._exp("ExpectColumnValuesToBeBetween", "acked_lost_sum >= 0",
+                    column="acked_lost_sum", min_value=0)]
+    for col, check in CELL_CHECKS.items():
+        exps.append(vm._exp("ExpectColumnValuesToBeInSet", check, column=col,
+                            value_set=[True]))
+    return exps
+
+
+def durability_losses(trials: DataFrame) -> list[dict[str, Any]]:
+    """The trials of the durability profile that lost acked messages (one small action)."""
+    cols = ("trial_id", "fault", "acks", "status", "acked_lost", "acked_lost_in_broker_logs",
+            "acked_lost_absent_from_logs")
+    rows = (trials.where((F.col("profile") == DURABLE_PROFILE) & (F.col("acked_lost") > 0))
+            .select(*cols).orderBy("trial_id").collect())
+    return [{c: r[c] for c in cols} for r in rows]
+
+
+def validate(trials: DataFrame, cells: DataFrame,
+             config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run suite ``faults`` (two parts: ``fault_trials``, ``fault_cells``) and return the
+    report. ``config``: ``run_id``, ``partial_unexpected_count`` (default 5)."""
+    cfg = {"run_id": None, "partial_unexpected_count": 5, **(config or {})}
+    context = vm._context(None)
+    checked_trials = with_trial_checks(trials).cache()
+    checked_cells = with_cell_checks(cells).cache()
+    suites: dict[str, Any] = {}
+    failed: list[dict[str, Any]] = []
+    try:
+        for name, df, exps in (("fault_trials", checked_trials, _trial_expectations()),
+                               ("fault_cells", checked_cells, _cell_expectations())):
+            res = vm._run_suite(context, name, df, exps, [], ["cell"])
+            stats = dict(res.statistics)
+            suites[name] = {
+                "success": bool(res.success),
+                "statistics": {
+                    "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
+                    "successful_expectations": int(stats.get("successful_expectations", 0)),
+                    "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
+                    "success_percent": stats.get("success_percent"),
+                },
+            }
+            failed.extend(vm._summarize_failure(name, r, cfg["partial_unexpected_count"])
+                          for r in res.results if not r.success)
+        losses = durability_losses(checked_trials)
+    finally:
+        checked_trials.unpersist()
+        checked_cells.unpersist()
+    durability_failed = any(f["check"] == DURABILITY_CHECK for f in failed)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "suite": SUITE,
+        "run_id": cfg["run_id"],
+        "validated_at": dt.datetime.now(dt.UTC).isoformat(),
+        "success": all(s["success"] for s in suites.values()),
+        "suites": suites,
+        "failed_expectations": failed,
+        "durability": {
+            "check": DURABILITY_CHECK,
+            "success": not losses and not durability_failed,
+            "acked_lost": sum(int(x["acked_lost"]) for x in losses),
+            "trials": losses,
+        },
+    }
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    """A small self-contained HTML summary of a fault validation report."""
+    esc = html.escape
+
+    def badge(good: bool) -> str:
+        return (f"<span class='badge {'ok' if good else 'fail'}'>"
+                f"{'passed' if good else 'failed'}</span>")
+
+    rows = "".join(
+        f"<tr><td>{esc(name)}</td><td>{badge(s['success'])}</td>"
+        f"<td>{s['statistics']['evaluated_expectations']}</td>"
+        f"<td>{s['statistics']['unsuccessful_expectations']}</td></tr>"
+        for name, s in doc["suites"].items())
+    failures = "".join(
+        f"<tr><td>{esc(f['suite'])}</td><td>{esc(f['check'] or '')}</td>"
+        f"<td>{esc(', '.join(f['unexpected_rows']))}</td><td>{esc(f['summary'])}</td></tr>"
+        for f in doc["failed_expectations"])
+    failed_html = (f"<table><tr><th>part</th><th>check</th><th>failing</th><th>summary</th>"
+                   f"</tr>{failures}</table>" if failures else "<p>No failed expectations.</p>")
+    dur = doc["durability"]
+    if dur["success"]:
+        dur_html = f"<p>{badge(True)} {esc(dur['check'])}.</p>"
+    else:
+        lost = "".join(
+            f"<tr><td>{esc(str(t['trial_id']))}</td><td>{t['acked_lost']}</td>"
+            f"<td>{t['acked_lost_in_broker_logs']}</td>"
+            f"<td>{t['acked_lost_absent_from_logs']}</td></tr>" for t in dur["trials"])
+        dur_html = (f"<p>{badge(False)} <strong>Durability broken:</strong> "
+                    f"{dur['acked_lost']} acked message(s) lost under the durability profile."
+                    "</p><table><tr><th>trial</th><th>acked lost</th><th>still in a broker "
+                    f"log</th><th>in no log</th></tr>{lost}</table>")
+    run = esc(str(doc["run_id"]))
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>Fault validation {run}</title><style>{vm._CSS}</style></head><body>"
+        f"<h1>Fault validation of run <code>{run}</code> {badge(doc['success'])}</h1>"
+        f"<p>Validated at {esc(doc['validated_at'])}.</p><h2>Durability</h2>{dur_html}"
+        "<h2>Parts</h2><table><tr><th>part</th><th>result</th><th>evaluated</th>"
+        f"<th>failed</th></tr>{rows}</table><h2>Failed expectations</h2>{failed_html}"
+        "</body></html>\n")
+
+
+def _read_table(spark: SparkSession, aggregates: str, run_id: str, table: str) -> DataFrame:
+    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
+    if shared.local_path_missing(path):
+        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
+    return shared.read_parquet(spark, path, table)
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="validate_faults",
+                                description="Validate the fault aggregates of a run.")
+    p.add_argument("--aggregates", required=True, help="fault aggregates root")
+    p.add_argument("--run-id", required=True, help="the run to validate")
+    p.add_argument("--out", required=True, help="output directory")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
+    args = _parse_args(argv)
+    if shared.local_path_missing(args.aggregates):
+        print(f"validate_faults: error: aggregates path not found: {args.aggregates}",
+              file=sys.stderr)
+        return 2
+    with shared.job_session("kafkalab-validate-faults") as spark:
+        try:
+            trials = _read_table(spark, args.aggregates, args.run_id, "fault_trials")
+            cells = _read_table(spark, args.aggregates, args.run_id, "fault_cells")
+            doc = validate(trials, cells, {"run_id": args.run_id})
+        except InputError as exc:
+            print(f"validate_faults: error: {exc}", file=sys.stderr)
+            return 2
+    shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-faults.json"), doc)
+    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-faults.html"),
+                             render_html(doc))
+    if doc["success"]:
+        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
+        print(f"validate_faults: run {args.run_id} passed ({n} expectations)")
+        return 0
+    for failure in doc["failed_expectations"]:
+        print(f"FAILED {failure['summary']}", file=sys.stderr)
+    if not doc["durability"]["success"]:
+        print(f"validate_faults: DURABILITY BROKEN: {doc['durability']['acked_lost']} acked "
+              "message(s) lost under the durability profile in "
+              + ", ".join(t["trial_id"] for t in doc["durability"]["trials"]), file=sys.stderr)
+    print(f"validate_faults: run {args.run_id} failed "
+          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
