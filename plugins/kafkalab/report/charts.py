@@ -107,6 +107,11 @@ class XMark:
 
     x: float
     label: str
+    color: str = "#b3261e"
+    row: int = 0
+    """The label's line from the top of the plot (marks close together each take a row)."""
+    kind: str = ""
+    """Written as the mark's ``data-mark`` (what it marks: ``fault``, ``leader`` …)."""
 
 
 @dataclass
@@ -372,12 +377,14 @@ def svg_xy_chart(
                     f'text-anchor="middle">{esc(x_label)}</text>')
     for m in marks:
         x = px(m.x)
+        ty = fr.top + 12 + 13 * m.row
+        kind = f' data-mark="{esc(m.kind)}"' if m.kind else ""
         fr.parts.append(
-            f'<g class="mark"><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" y2="{fr.base_y}" '
-            f'stroke="#b3261e" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            + (f'<text x="{x - 4:.1f}" y="{fr.top + 12}" text-anchor="end" fill="#b3261e">'
+            f'<g class="mark"{kind}><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" '
+            f'y2="{fr.base_y}" stroke="{m.color}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            + (f'<text x="{x - 4:.1f}" y="{ty}" text-anchor="end" fill="{m.color}">'
                if x > fr.left + fr.plot_w * 0.6 else
-               f'<text x="{x + 4:.1f}" y="{fr.top + 12}" fill="#b3261e">')
+               f'<text x="{x + 4:.1f}" y="{ty}" fill="{m.color}">')
             + f"{esc(m.label)}</text>"
             f"<title>{esc(m.label)}</title></g>")
     for s, item in zip(series, legend, strict=True):
