@@ -3,6 +3,10 @@
 * :mod:`~kafkalab.report.build`: page assembly and the entry point ``build_report``;
 * :mod:`~kafkalab.report.data`: what a page shows, read through the store and drift;
 * :mod:`~kafkalab.report.sections`: the HTML sections of a run's page and the runs table;
+* :mod:`~kafkalab.report.load_data` / :mod:`~kafkalab.report.load_sections`: a load run's
+  tables and page;
+* :mod:`~kafkalab.report.fault_data` / :mod:`~kafkalab.report.fault_sections`: a fault run's
+  tables and page ("Durability and availability");
 * :mod:`~kafkalab.report.charts`: pure inline SVG charts;
 * :mod:`~kafkalab.report.format`: escaping, number formats, links, inlined assets.
 """

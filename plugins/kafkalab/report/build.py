@@ -5,8 +5,9 @@ Layout (see ``docs/drift-and-alerts.md``):
 * ``reports/index.html``: every run (newest first) linking to its page, then the newest
   run's sections mirrored;
 * ``reports/<run_id>/index.html``: one page per run with five sections
-  (:mod:`kafkalab.report.sections`), under a banner when the run is stale, failed or
-  incomplete or some of its outputs are stale.
+  (:mod:`kafkalab.report.sections`; a load run's: :mod:`kafkalab.report.load_sections`; a
+  fault run's, "Durability and availability": :mod:`kafkalab.report.fault_sections`), under
+  a banner when the run is stale, failed or incomplete or some of its outputs are stale.
 
 Charts are inline SVG (:mod:`kafkalab.report.charts`); CSS and the small hover script are
 inlined from ``assets/``. Pages reference nothing outside the data directory (no network at

@@ -2,7 +2,8 @@
 
 Every read goes through :class:`kafkalab.store.LabData` (manifests, validation results) and
 :mod:`kafkalab.drift` (aggregates history, run order, stored or recomputed drift records);
-a load run's tables through :mod:`kafkalab.report.load_data`.
+a load run's tables through :mod:`kafkalab.report.load_data`, a fault run's through
+:mod:`kafkalab.report.fault_data`.
 Missing or unreadable files give empty views (logged), never an exception: a report with
 holes is better than no report.
 
@@ -40,6 +41,15 @@ from kafkalab.drift.load import (
     load_cells_history,
     load_validation,
     load_validation_path,
+)
+from kafkalab.report.fault_data import (
+    FaultTables,
+    fault_run_ids,
+    fault_validation,
+    fault_validation_path,
+    is_fault_manifest,
+    read_fault_table,
+    read_fault_tables,
 )
 from kafkalab.report.load_data import LoadTables, read_load_tables
 from kafkalab.stats import MIN_SAMPLES
@@ -198,6 +208,12 @@ class ReportData:
     """Accepted levels (``drift/acceptances.json``), for drift computed now."""
     load_history: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Every load run's cells (:func:`kafkalab.drift.load.load_cells_history`)."""
+    fault_runs: frozenset[str] = frozenset()
+    """The fault runs: manifest ``kind: faults``, or aggregates under ``aggregates/faults/``."""
+
+    def is_fault_run(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a fault run (its page shows the fault sections)."""
+        return run_id in self.fault_runs
 
     def is_load_run(self, run_id: str) -> bool:
         """Whether ``run_id`` is a load run (its manifest says so, or it has load cells)."""
@@ -208,8 +224,11 @@ class ReportData:
 
 
 def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]],
-                  load_history: pd.DataFrame | None = None) -> list[str]:
-    rows: list[dict[str, Any]] = []
+                  load_history: pd.DataFrame | None = None,
+                  more: frozenset[str] = frozenset()) -> list[str]:
+    """Every run id (of ``history``, ``load_history``, ``manifests`` and ``more``), oldest
+    first (:func:`kafkalab.drift.run_order`)."""
+    rows: list[dict[str, Any]] = [{"run_id": rid} for rid in sorted(more)]
     for h in (history, load_history):
         if h is not None and not h.empty and "run_id" in h.columns:
             cols = [c for c in ("run_id", "run_started_at", "run_date") if c in h.columns]
@@ -240,7 +259,12 @@ def load_report_data(lab: LabData,
         log.warning("load aggregates under %s unreadable (%s); report without them", lab.root,
                     exc)
         loads = pd.DataFrame()
-    order = _ordered_runs(history, manifests, loads)
+    faults = frozenset({rid for rid, m in manifests.items() if is_fault_manifest(m)}
+                       | set(fault_run_ids(lab)))
+    if faults and not history.empty and "run_id" in history.columns:
+        # Fault runs are never latency runs, whatever the latency history picked up.
+        history = history[~history["run_id"].astype(str).isin(faults)].reset_index(drop=True)
+    order = _ordered_runs(history, manifests, loads, faults)
     try:
         prior: pd.DataFrame | None = load_prior_records(lab.root, order)
     except Exception as exc:  # unreadable records: drift computed now treats runs as unflagged
@@ -253,7 +277,7 @@ def load_report_data(lab: LabData,
         acceptances = None
     return ReportData(lab=lab, history=history, manifests=manifests, order=order,
                       config=load_drift_config_or_default(config_path), prior=prior,
-                      acceptances=acceptances, load_history=loads)
+                      acceptances=acceptances, load_history=loads, fault_runs=faults)
 
 
 # --------------------------------------------------------------------------- one run
@@ -289,6 +313,8 @@ class RunView:
     being built is never among them)."""
     load: LoadTables | None = None
     """A load run's tables (its page shows the load sections); None for a latency run."""
+    faults: FaultTables | None = None
+    """A fault run's tables (its page shows the fault sections); None for other runs."""
 
     @property
     def cluster_is_emulator(self) -> bool:
@@ -359,9 +385,33 @@ def load_run_view(data: ReportData, run_id: str) -> RunView:
     )
 
 
+def fault_run_view(data: ReportData, run_id: str) -> RunView:
+    """The view of fault run ``run_id``: its trials as ``rows``, its tables in ``faults``,
+    its fault validation; no history and no drift (fault runs have none)."""
+    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    tables = read_fault_tables(data.lab, run_id)
+    manifest = data.manifests.get(run_id)
+    vhtml = fault_validation_path(data.lab, run_id).with_suffix(".html")
+    if not vhtml.exists():
+        vhtml = data.lab.validation_html_path(run_id)
+    state, reason = run_state(data.lab, run_id, manifest)
+    return RunView(
+        run_id=run_id, manifest=manifest, rows=tables.trials, history=tables.trials,
+        order=upto, table_drift=pd.DataFrame(), drift_records=pd.DataFrame(),
+        drift_stored=False, validation=fault_validation(data.lab, run_id),
+        validation_html=vhtml if vhtml.exists() else None,
+        emulator=_is_emulator(tables.trials, manifest),
+        state=state, state_reason=reason,
+        stale_outputs=stale_outputs(manifest, page_built=True),
+        faults=tables,
+    )
+
+
 def run_view(data: ReportData, run_id: str) -> RunView:
     """The view of ``run_id`` as of that run (later runs are left out of its trends); a
-    load run's is :func:`load_run_view`."""
+    load run's is :func:`load_run_view`, a fault run's :func:`fault_run_view`."""
+    if data.is_fault_run(run_id):
+        return fault_run_view(data, run_id)
     if data.is_load_run(run_id):
         return load_run_view(data, run_id)
     upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
@@ -411,7 +461,7 @@ class RunSummary:
     state_reason: str = ""
     stale_outputs: tuple[str, ...] = ()
     kind: str = "latency"
-    """``latency`` or ``load``."""
+    """``latency``, ``load`` or ``faults``."""
 
 
 def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = frozenset()
@@ -422,8 +472,13 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
     for rid in reversed(data.order):
         m = data.manifests.get(rid) or {}
         cl = m.get("cluster") or {}
-        load = data.is_load_run(rid)
-        rows = _rows_of(data.load_history if load else data.history, [rid])
+        faults = data.is_fault_run(rid)
+        load = not faults and data.is_load_run(rid)
+        if faults:
+            trials = read_fault_table(data.lab, rid, "fault_trials")
+            rows = trials if trials is not None else pd.DataFrame()
+        else:
+            rows = _rows_of(data.load_history if load else data.history, [rid])
         flavors = {str(cl["flavor"])} if cl.get("flavor") else set()
         if not rows.empty:
             flavors |= set(strings(rows, "cluster_flavor")) - {"", "http"}
@@ -434,10 +489,12 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
             status=str(m.get("status") or ""), flavor=", ".join(sorted(flavors)),
             emulator=_is_emulator(rows, m), cells=len(rows),
             drift_flags=None if dr is None else int(dr["is_drift"].fillna(False).astype(bool).sum()),
-            validation=load_validation(data.lab, rid) if load else data.lab.validation(rid),
+            validation=(fault_validation(data.lab, rid) if faults
+                        else load_validation(data.lab, rid) if load
+                        else data.lab.validation(rid)),
             state=state, state_reason=reason,
             stale_outputs=stale_outputs(data.manifests.get(rid), rid in pages_built),
-            kind="load" if load else "latency",
+            kind="faults" if faults else "load" if load else "latency",
         ))
     return out
 
@@ -451,6 +508,7 @@ __all__ = [
     "RunSummary",
     "RunView",
     "emulator_mask",
+    "fault_run_view",
     "honest_percentiles",
     "is_schema_v2",
     "load_report_data",

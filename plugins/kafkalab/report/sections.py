@@ -705,12 +705,15 @@ def _state(v: RunView) -> str:
     return f"<h3>Run state</h3><p>{_state_text(v.state)}{reason}</p>{stale}"
 
 
-def section_checks(v: RunView, page_dir: Path) -> str:
+def section_checks(v: RunView, page_dir: Path, number: int = 5, drift: bool = True) -> str:
     """(5) The run's state and stale outputs, its validation outcome (failed expectations,
     link to the HTML report) and its drift flags (stored records, or computed now when none
-    are stored)."""
-    return (f'<section id="checks"><h2>5. Run state, validation and drift</h2>{_state(v)}'
-            f"<h3>Validation</h3>{_validation(v, page_dir)}{_drift(v)}</section>")
+    are stored); ``drift=False`` for a run kind without drift (a fault run), ``number``:
+    the section's number on its page."""
+    title = "Run state, validation and drift" if drift else "Run state and validation"
+    return (f'<section id="checks"><h2>{number}. {title}</h2>{_state(v)}'
+            f"<h3>Validation</h3>{_validation(v, page_dir)}{_drift(v) if drift else ''}"
+            "</section>")
 
 
 # --------------------------------------------------------------------------- pages' bodies
@@ -719,20 +722,27 @@ def section_checks(v: RunView, page_dir: Path) -> str:
 def run_sections(v: RunView, page_dir: Path) -> str:
     """The body of a run's page (``page_dir`` is where it is written, for relative links):
     the state banner and the emulator banner when they apply, then the five sections (a
-    load run's: :func:`kafkalab.report.load_sections.load_sections`)."""
+    load run's: :func:`kafkalab.report.load_sections.load_sections`; a fault run's:
+    :func:`kafkalab.report.fault_sections.fault_sections`)."""
     parts = [state_banner(v)]
     if v.cluster_is_emulator:
         parts.append(emu_banner(": this run's broker is an emulator; its latencies say "
                                 "nothing about Kafka."))
     elif v.emulator:
         n = int(emulator_mask(v.rows).sum()) if not v.rows.empty else 0
-        parts.append(emu_banner(f": {n} cell(s) of this run ran on an emulator broker (marked "
+        unit = "trial(s)" if v.faults is not None else "cell(s)"
+        parts.append(emu_banner(f": {n} {unit} of this run ran on an emulator broker (marked "
                                 "wherever they appear); their latencies say nothing about "
                                 "Kafka."))
     if v.load is not None:  # a load run: its own sections (kafkalab.report.load_sections)
         from kafkalab.report.load_sections import load_sections
 
         parts.append(load_sections(v, page_dir))
+        return "".join(parts)
+    if v.faults is not None:  # a fault run: kafkalab.report.fault_sections
+        from kafkalab.report.fault_sections import fault_sections
+
+        parts.append(fault_sections(v, page_dir))
         return "".join(parts)
     parts += [section_latest(v), section_time_series(v), section_comparison(v),
               section_first_message(v), section_checks(v, page_dir)]

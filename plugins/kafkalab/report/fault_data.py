@@ -1,0 +1,310 @@
+"""What a fault run's page shows, read from ``aggregates/faults/run_id=<id>/``, and the pure
+judgements made on it: which trial is a finding, why a value is missing, which trial's
+timeline stands for its cell.
+
+A fault run (``kafkalab faults run``, the ``resilience_experiment`` DAG, the nightly's
+sigkill-leader trial; manifest ``kind: faults``) is aggregated by
+``spark_jobs/aggregate_faults.py`` into three tables (schema: ``docs/aggregates-schema.md``,
+"Fault aggregates"), each one Parquet file or a folder of part files as Spark writes it:
+
+* ``fault_trials``: one row per trial (spec, counts recomputed from the verdicts,
+  availability from the trial summary, event times as seconds since the trial's t0);
+* ``fault_cells``: one row per (profile, fault, acks): trials, medians and maxima;
+* ``fault_timeline``: per trial and 100 ms bin, acks/s, rx/s and sent/s.
+
+Missing tables give empty frames (:attr:`FaultTables.missing` names them); the page then
+says the run is not aggregated yet. Nothing here raises for an absent or unreadable file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kafkalab.store import LabData
+from kafkalab.values import as_float, is_missing
+
+log = logging.getLogger(__name__)
+
+FAULTS_KIND = "faults"
+"""The manifest ``kind`` of a fault run."""
+
+FAULT_AGGREGATES_SUBDIR = "faults"
+"""``aggregates/faults/``: the fault runs' aggregates."""
+
+FAULT_TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline")
+"""The tables of a fault run's aggregates (``<name>.parquet``)."""
+
+FAULT_ORDER: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
+                                "kill-follower", "lossy-leader-crash")
+"""The faults in the order the page lists them (``kafkalab.faults.spec.FAULTS``; the
+no-fault control first). A fault not listed here sorts after them by name."""
+
+PROFILE_ORDER: tuple[str, ...] = ("durability", "availability", "default")
+"""The profiles in the order the page lists them (others after them by name)."""
+
+DURABILITY_PROFILE = "durability"
+"""The profile that promises no acknowledged message is lost: a loss under it is a finding."""
+
+NO_FAULT = "none"
+
+
+@dataclass
+class FaultTables:
+    """A fault run's aggregates (``acks`` as text: ``0``, ``1``, ``all``)."""
+
+    trials: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cells: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    missing: tuple[str, ...] = FAULT_TABLES
+    """The tables that are absent or unreadable."""
+
+    @property
+    def aggregated(self) -> bool:
+        """True when at least one table was read."""
+        return len(self.missing) < len(FAULT_TABLES)
+
+
+def fault_aggregates_dir(lab: LabData) -> Path:
+    """``<data>/aggregates/faults``: every fault run's aggregates."""
+    return lab.aggregates_dir / FAULT_AGGREGATES_SUBDIR
+
+
+def fault_run_dir(lab: LabData, run_id: str) -> Path:
+    """``<data>/aggregates/faults/run_id=<run_id>``: one fault run's tables."""
+    return fault_aggregates_dir(lab) / f"run_id={run_id}"
+
+
+def fault_run_ids(lab: LabData) -> list[str]:
+    """The runs with fault aggregates (``aggregates/faults/run_id=<id>/``), sorted."""
+    root = fault_aggregates_dir(lab)
+    if not root.is_dir():
+        return []
+    return sorted(p.name.split("=", 1)[1] for p in root.iterdir()
+                  if p.is_dir() and p.name.startswith("run_id="))
+
+
+def is_fault_manifest(manifest: Mapping[str, Any] | None) -> bool:
+    """Whether a run manifest is a fault run's (``kind: faults``)."""
+    return bool(manifest) and (manifest or {}).get("kind") == FAULTS_KIND
+
+
+def fault_validation_path(lab: LabData, run_id: str) -> Path:
+    """``validation/<run_id>-faults.json``: the fault suite's result of a run."""
+    return lab.validation_path(f"{run_id}-faults")
+
+
+def fault_validation(lab: LabData, run_id: str) -> dict[str, Any] | None:
+    """A fault run's validation result: ``validation/<run_id>-faults.json``, else
+    ``validation/<run_id>.json``; None when neither exists."""
+    doc = lab.validation(f"{run_id}-faults")
+    return doc if doc is not None else lab.validation(run_id)
+
+
+def acks_text(value: Any) -> str:
+    """``-1``/``all`` -> ``all``; ``1``/``1.0`` -> ``1``; missing -> ``""``."""
+    if is_missing(value):
+        return ""
+    text = str(value).strip()
+    if text in ("-1", "-1.0", "all"):
+        return "all"
+    f = as_float(text)
+    return str(int(f)) if f is not None and f == int(f) else text
+
+
+def read_fault_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame | None:
+    """One table of a fault run (:data:`FAULT_TABLES`); None when it is absent or unreadable
+    (logged). Files whose names start with ``.`` or ``_`` (Spark's ``_SUCCESS``, ``.crc``)
+    are ignored."""
+    import pyarrow.parquet as pq
+
+    if table not in FAULT_TABLES:
+        raise ValueError(f"unknown fault table {table!r} (known: {', '.join(FAULT_TABLES)})")
+    path = fault_run_dir(lab, run_id) / f"{table}.parquet"
+    if not path.exists():
+        return None
+    try:
+        df = pq.read_table(path).to_pandas()
+    except (OSError, ValueError) as exc:
+        log.warning("fault table %s unreadable (%s)", path, exc)
+        return None
+    if "run_id" not in df.columns:
+        df["run_id"] = run_id
+    df["run_id"] = df["run_id"].astype(str)
+    if "acks" in df.columns:
+        df["acks"] = df["acks"].map(acks_text).astype("object")
+    return df
+
+
+def read_fault_tables(lab: LabData, run_id: str) -> FaultTables:
+    """The three tables of a fault run (empty frames for those absent or unreadable)."""
+    frames: dict[str, pd.DataFrame] = {}
+    missing = []
+    for name in FAULT_TABLES:
+        df = read_fault_table(lab, run_id, name)
+        if df is None:
+            missing.append(name)
+        frames[name] = df if df is not None else pd.DataFrame()
+    return FaultTables(trials=frames["fault_trials"], cells=frames["fault_cells"],
+                       timeline=frames["fault_timeline"], missing=tuple(missing))
+
+
+# --------------------------------------------------------------------------- judgements
+
+
+def _rank(value: Any, order: tuple[str, ...]) -> tuple[int, str]:
+    text = "" if is_missing(value) else str(value)
+    return (order.index(text) if text in order else len(order), text)
+
+
+def cell_sort_key(profile: Any, fault: Any, acks: Any) -> tuple[Any, ...]:
+    """How rows are ordered: profile (durability first), fault (the control first), acks."""
+    return (_rank(profile, PROFILE_ORDER), _rank(fault, FAULT_ORDER),
+            _rank(acks_text(acks), ("0", "1", "all")))
+
+
+def count(row: Mapping[str, Any], key: str) -> int | None:
+    """An integer count of a row, None when absent."""
+    f = as_float(row.get(key))
+    return None if f is None else int(f)
+
+
+def is_durability_loss(row: Mapping[str, Any]) -> bool:
+    """A trial (or cell) of the durability profile that lost acknowledged messages: a
+    finding, always shown."""
+    lost = as_float(row.get("acked_lost"))
+    if lost is None:
+        lost = as_float(row.get("trials_with_loss"))
+    return str(row.get("profile")) == DURABILITY_PROFILE and lost is not None and lost > 0
+
+
+def is_control_anomaly(row: Mapping[str, Any]) -> bool:
+    """A no-fault control trial that lost or duplicated messages: nothing was broken, so the
+    checker or the setup is suspect."""
+    return str(row.get("fault")) == NO_FAULT and any(
+        (as_float(row.get(k)) or 0) > 0 for k in ("acked_lost", "duplicates"))
+
+
+AVAILABILITY_COLUMNS: tuple[str, ...] = ("unavailable_ms", "consumer_gap_ms", "leader_elected_ms",
+                                         "isr_full_ms", "lag_recovered_ms")
+"""The availability figures of a trial (ms since the fault, or the longest gap)."""
+
+
+def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
+    """Why figure ``key`` of a trial row is missing, where it is known; else None.
+
+    ``key`` may carry a cell's ``_median``/``_max`` suffix: then the row is a cell and the
+    reason speaks of its trials."""
+    base = key.removesuffix("_median").removesuffix("_max").removesuffix("_sum")
+    cell = base != key
+    fault = "" if is_missing(row.get("fault")) else str(row.get("fault"))
+    status = "" if is_missing(row.get("status")) else str(row.get("status"))
+    if not cell and status == "failed":
+        return "trial failed"
+    if cell and (as_float(row.get("trials_complete")) == 0):
+        return "no complete trial"
+    if fault == NO_FAULT and base in ("leader_elected_ms", "isr_full_ms", "lag_recovered_ms"):
+        return "no fault"
+    if base == "leader_elected_ms":
+        return "leader did not change" + (" in any trial" if cell else "")
+    if base == "isr_full_ms":
+        return "ISR not full again" + (" in any trial" if cell else " before the end")
+    if base == "unavailable_ms" and not cell and as_float(row.get("acked_msgs")) == 0:
+        return "no acks"
+    if base == "consumer_gap_ms" and not cell and as_float(row.get("read_back_msgs")) == 0:
+        return "nothing received"
+    if base == "lag_recovered_ms" and not cell:
+        return "lag not recovered"
+    return None
+
+
+def errors_text(value: Any) -> str:
+    """``errors_by_type`` (a JSON object string, or a mapping) as ``NAME: n, NAME: n``
+    (largest first); ``""`` when there are none."""
+    if is_missing(value) or value == "":
+        return ""
+    doc: Any = value
+    if isinstance(value, str):
+        try:
+            doc = json.loads(value)
+        except ValueError:
+            return value
+    if not isinstance(doc, Mapping):
+        return str(value)
+    items = sorted(((str(k), as_float(v) or 0.0) for k, v in doc.items()),
+                   key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k}: {int(n):,}" for k, n in items)
+
+
+def cell_groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
+    """Rows grouped by (profile, fault, acks) in :func:`cell_sort_key` order: durability
+    first, the no-fault control first within a profile."""
+    def texts(c: str) -> list[str]:
+        if c not in df.columns:
+            return [""] * len(df)
+        return ["" if is_missing(v) else str(v) for v in df[c]]
+
+    groups: dict[tuple[str, str, str], list[Any]] = {}
+    for idx, *key in zip(df.index, texts("profile"), texts("fault"), texts("acks"),
+                         strict=True):
+        groups.setdefault((key[0], key[1], key[2]), []).append(idx)
+    return [(k, df.loc[groups[k]]) for k in sorted(groups, key=lambda k: cell_sort_key(*k))]
+
+
+def representative_trials(trials: pd.DataFrame) -> dict[tuple[str, str, str], str]:
+    """Per (profile, fault, acks), the trial whose timeline stands for the cell: among its
+    complete trials (else all of them), the one with the median ``unavailable_ms`` (the
+    lower of two middles), ties by trial number; without any ``unavailable_ms``, the first
+    trial."""
+    out: dict[tuple[str, str, str], str] = {}
+    if trials.empty or "trial_id" not in trials.columns:
+        return out
+    for key, grp in cell_groups(trials):
+        status = grp["status"].astype(str) if "status" in grp.columns else None
+        pool = grp[status == "complete"] if status is not None else grp
+        pool = pool if not pool.empty else grp
+        pool = pool.assign(
+            _u=pd.to_numeric(pool.get("unavailable_ms"), errors="coerce")
+            if "unavailable_ms" in pool.columns else float("nan"),
+            _t=pd.to_numeric(pool["trial"], errors="coerce") if "trial" in pool.columns else 0.0)
+        defined = pool[pool["_u"].notna()].sort_values(["_u", "_t", "trial_id"])
+        pick = (defined.iloc[(len(defined) - 1) // 2] if not defined.empty
+                else pool.sort_values(["_t", "trial_id"]).iloc[0])
+        out[key] = str(pick["trial_id"])
+    return out
+
+
+__all__ = [
+    "AVAILABILITY_COLUMNS",
+    "DURABILITY_PROFILE",
+    "FAULTS_KIND",
+    "FAULT_AGGREGATES_SUBDIR",
+    "FAULT_ORDER",
+    "FAULT_TABLES",
+    "NO_FAULT",
+    "PROFILE_ORDER",
+    "FaultTables",
+    "acks_text",
+    "cell_groups",
+    "cell_sort_key",
+    "count",
+    "errors_text",
+    "fault_aggregates_dir",
+    "fault_run_dir",
+    "fault_run_ids",
+    "fault_validation",
+    "fault_validation_path",
+    "is_control_anomaly",
+    "is_durability_loss",
+    "is_fault_manifest",
+    "missing_reason",
+    "read_fault_table",
+    "read_fault_tables",
+    "representative_trials",
+]
