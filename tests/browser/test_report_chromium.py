@@ -194,3 +194,30 @@ def test_load_runs_in_the_index_and_the_emulator_label(browser: Any,
     finally:
         page.close()
     assert errors == [] and remote == []
+
+
+def test_fault_page_renders_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """A fault run's page: the finding visible, a timeline per trial with its markers drawn,
+    no errors, offline."""
+    from tests.unit.test_report_faults import FAULT_RUN, write_fault_run
+
+    trials = write_fault_run(tmp_path, validated=False)
+    index = build_report(tmp_path)
+    page, errors, remote = _open(browser, index.parent / FAULT_RUN / "index.html")
+    try:
+        assert page.query_selector("section#durability") is not None
+        assert page.locator("div.finding").first.is_visible()
+        assert page.locator("table.fault-trials tr.finding").first.is_visible()
+        svgs = page.query_selector_all("#durability svg.chart")
+        assert len(svgs) == len(trials)
+        for svg in svgs:
+            box = svg.bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100
+        for kind in ("fault", "leader", "heal", "isr"):
+            line = page.query_selector(f'#durability svg.chart g.mark[data-mark="{kind}"] line')
+            assert line is not None and line.bounding_box()["height"] > 50, kind
+        assert page.get_by_text("No idempotent producer").first.is_visible()
+    finally:
+        page.close()
+    assert errors == [], errors
+    assert remote == [], remote
