@@ -9,23 +9,38 @@ One role per module:
 | :mod:`kafkalab.alerts.delivery` | :func:`send_alert`: one JSON POST, failures as :class:`AlertError` |
 | :mod:`kafkalab.alerts.state` | the de-duplication state (``alerts/state.json``, via :mod:`kafkalab.store`) |
 | :mod:`kafkalab.alerts.plan` | :func:`plan_alerts`: what to announce (pure) |
-| :mod:`kafkalab.alerts.notify` | the entry points :func:`alert_on_drift`, :func:`alert_run_failed` |
+| :mod:`kafkalab.alerts.notify` | the entry points :func:`alert_on_drift`, :func:`alert_run_failed`, :func:`alert_on_fault_validation` |
+
+Severities (:data:`SEVERITIES`, lowest first): ``info`` (recovery), ``warning`` (drift),
+``error`` (failed run, failed validation), ``critical`` (:data:`HIGHEST_SEVERITY`: acked
+messages lost under the durability profile).
 
 Body and state schemas are documented in ``docs/drift-and-alerts.md``.
 """
 
 from kafkalab.alerts.bodies import (
+    DEFAULT_SEVERITY,
     GENERIC_SCHEMA,
+    HIGHEST_SEVERITY,
     MAX_ERROR_CHARS,
     MAX_SLACK_DRIFT_BLOCKS,
+    SEVERITIES,
     AlertFormat,
     AlertKind,
+    Severity,
     build_body,
     build_generic_body,
     build_slack_body,
 )
 from kafkalab.alerts.delivery import send_alert
-from kafkalab.alerts.notify import alert_on_drift, alert_run_failed
+from kafkalab.alerts.notify import (
+    alert_on_drift,
+    alert_on_fault_validation,
+    alert_run_failed,
+    durability_broken,
+    fault_validation_path,
+    validation_severity,
+)
 from kafkalab.alerts.plan import DEFAULT_WORSEN_MARGIN_PCT, plan_alerts
 from kafkalab.alerts.secrets import redact_url, scrub_url
 from kafkalab.alerts.state import STATE_SCHEMA, empty_state, load_state, save_state, state_path
@@ -33,21 +48,28 @@ from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.errors import AlertError
 
 __all__ = [
+    "DEFAULT_SEVERITY",
     "DEFAULT_WORSEN_MARGIN_PCT",
     "EMULATOR_LABEL",
     "GENERIC_SCHEMA",
+    "HIGHEST_SEVERITY",
     "MAX_ERROR_CHARS",
     "MAX_SLACK_DRIFT_BLOCKS",
+    "SEVERITIES",
     "STATE_SCHEMA",
     "AlertError",
     "AlertFormat",
     "AlertKind",
+    "Severity",
     "alert_on_drift",
+    "alert_on_fault_validation",
     "alert_run_failed",
     "build_body",
     "build_generic_body",
     "build_slack_body",
+    "durability_broken",
     "empty_state",
+    "fault_validation_path",
     "load_state",
     "plan_alerts",
     "redact_url",
@@ -55,4 +77,5 @@ __all__ = [
     "scrub_url",
     "send_alert",
     "state_path",
+    "validation_severity",
 ]

@@ -1,9 +1,11 @@
 """Alert message bodies: Slack-compatible (Block Kit) or generic JSON (``kafkalab.alert/v1``).
 
 Both are rendered from the same :class:`AlertContent` (the run, the drift records to
-announce, the recoveries, or the error of a failed run); the schemas are documented in
-``docs/drift-and-alerts.md``. Pure functions: nothing is sent from here
-(see :mod:`kafkalab.alerts.delivery`).
+announce, the recoveries, the error of a failed run, or a failed validation); the schemas are
+documented in ``docs/drift-and-alerts.md``. Every alert has a severity (:data:`SEVERITIES`,
+lowest first); :data:`HIGHEST_SEVERITY` (``critical``) is kept for a broken durability
+promise: acked messages lost under the durability profile. Pure functions: nothing is sent
+from here (see :mod:`kafkalab.alerts.delivery`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,20 @@ MAX_SLACK_HEADER_CHARS = 150
 MAX_SLACK_TEXT_CHARS = 3000
 
 AlertFormat = Literal["slack", "generic"]
-AlertKind = Literal["drift", "recovery", "run_failed"]
+AlertKind = Literal["drift", "recovery", "run_failed", "validation_failed"]
+Severity = Literal["info", "warning", "error", "critical"]
+
+SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error", "critical")
+"""Every severity, lowest first."""
+HIGHEST_SEVERITY: Severity = SEVERITIES[-1]
+"""``critical``: only a broken durability promise (acked messages lost under the durability
+profile) is announced with it."""
+DEFAULT_SEVERITY: dict[AlertKind, Severity] = {
+    "recovery": "info", "drift": "warning", "run_failed": "error", "validation_failed": "error",
+}
+"""The severity of an alert of each kind unless its builder is told otherwise."""
+MAX_VALIDATION_LINES = 10
+"""Failed checks and durability trials listed per alert; more are summarised."""
 
 DRIFT_FIELDS: tuple[str, ...] = (
     "series_key", "scenario", "client", "payload", "payload_encoding", "payload_bytes",
@@ -46,6 +61,38 @@ class AlertFields(TypedDict, total=False):
     drifts: Iterable[Mapping[str, Any]]
     recoveries: Iterable[Mapping[str, Any]]
     error: str | None
+    validation: Mapping[str, Any] | None
+    severity: Severity | None
+
+
+def severity_rank(severity: str) -> int:
+    """The position of ``severity`` in :data:`SEVERITIES` (0 = lowest).
+
+    Raises:
+        AlertError: an unknown severity.
+    """
+    try:
+        return SEVERITIES.index(severity)  # type: ignore[arg-type]
+    except ValueError:
+        raise AlertError(f"unknown alert severity {severity!r} (expected one of "
+                         f"{', '.join(SEVERITIES)})") from None
+
+
+def clean_validation(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a failed validation an alert carries: ``suite``, ``report_path``,
+    ``failed_checks`` (summaries), ``durability`` (``success``, ``acked_lost``, ``trials``)
+    or None when the report has no durability block."""
+    dur = doc.get("durability")
+    return {
+        "suite": doc.get("suite"),
+        "report_path": None if doc.get("report_path") is None else str(doc["report_path"]),
+        "failed_checks": [str(x) for x in doc.get("failed_checks") or []],
+        "durability": None if not isinstance(dur, Mapping) else {
+            "success": bool(dur.get("success", True)),
+            "acked_lost": int(dur.get("acked_lost") or 0),
+            "trials": [dict(t) for t in dur.get("trials") or []],
+        },
+    }
 
 
 def clean_drift(rec: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,6 +126,8 @@ class AlertContent:
     drifts: list[dict[str, Any]]
     recoveries: list[dict[str, Any]]
     error: str | None
+    validation: dict[str, Any] | None = None
+    requested_severity: Severity | None = None
 
     @classmethod
     def of(cls, **fields: Unpack[AlertFields]) -> AlertContent:
@@ -90,14 +139,32 @@ class AlertContent:
             drifts=[clean_drift(r) for r in fields.get("drifts", ())],
             recoveries=[clean_drift(r) for r in fields.get("recoveries", ())],
             error=fields.get("error"),
+            validation=(None if (validation := fields.get("validation")) is None
+                        else clean_validation(validation)),
+            requested_severity=fields.get("severity"),
         )
 
     @property
     def kind(self) -> AlertKind:
-        """``run_failed`` with an error, else ``drift`` with drifts, else ``recovery``."""
+        """``run_failed`` with an error, else ``validation_failed`` with a validation, else
+        ``drift`` with drifts, else ``recovery``."""
         if self.error is not None:
             return "run_failed"
+        if self.validation is not None:
+            return "validation_failed"
         return "drift" if self.drifts else "recovery"
+
+    @property
+    def severity(self) -> Severity:
+        """The severity asked for, else :data:`DEFAULT_SEVERITY` of the kind.
+
+        Raises:
+            AlertError: an unknown severity was asked for.
+        """
+        if self.requested_severity is None:
+            return DEFAULT_SEVERITY[self.kind]
+        severity_rank(self.requested_severity)
+        return self.requested_severity
 
     @property
     def emulator(self) -> bool:
@@ -140,6 +207,7 @@ def generic_body(content: AlertContent) -> dict[str, Any]:
     return {
         "schema": GENERIC_SCHEMA,
         "kind": content.kind,
+        "severity": content.severity,
         "run_id": content.run_id,
         "dag_id": content.dag_id,
         "report_url": content.report_url,
@@ -147,6 +215,7 @@ def generic_body(content: AlertContent) -> dict[str, Any]:
         "drifts": content.drifts,
         "recoveries": content.recoveries,
         "error": truncate_error(content.error),
+        "validation": content.validation,
     }
 
 
@@ -155,6 +224,15 @@ def _slack_title(c: AlertContent) -> str:
     kind = c.kind
     if kind == "run_failed":
         title = f":x: Kafka Latency Lab: {where} failed"
+    elif kind == "validation_failed":
+        v = c.validation or {}
+        dur = v.get("durability") or {}
+        if dur and not dur.get("success", True):
+            title = (f":rotating_light: Kafka Latency Lab: durability broken in {where}: "
+                     f"{dur.get('acked_lost', 0)} acked message(s) lost under the durability "
+                     "profile")
+        else:
+            title = f":x: Kafka Latency Lab: {v.get('suite') or ''} validation failed in {where}"
     elif kind == "drift":
         title = f":warning: Kafka Latency Lab: {len(c.drifts)} drift(s) in {where}"
         if c.recoveries:
@@ -164,7 +242,32 @@ def _slack_title(c: AlertContent) -> str:
                  f"in {where}")
     if c.emulator:
         title += f" [{EMULATOR_LABEL}]"
+    if c.severity == HIGHEST_SEVERITY:  # after the emoji: ":rotating_light: [CRITICAL] ..."
+        emoji, _, rest = title.partition(" ")
+        title = f"{emoji} [{c.severity.upper()}] {rest}"
     return title
+
+
+def validation_lines(validation: Mapping[str, Any]) -> list[str]:
+    """Text lines about a failed validation: the durability trials that lost acked messages
+    first, then the failed checks (at most :data:`MAX_VALIDATION_LINES` each)."""
+    lines: list[str] = []
+    dur = validation.get("durability") or {}
+    trials = list(dur.get("trials") or [])
+    for t in trials[:MAX_VALIDATION_LINES]:
+        in_logs, absent = t.get("acked_lost_in_broker_logs"), t.get("acked_lost_absent_from_logs")
+        lines.append(f"{t.get('trial_id')}: {t.get('acked_lost')} acked message(s) lost "
+                     f"({in_logs if in_logs is not None else '?'} still in a broker log, "
+                     f"{absent if absent is not None else '?'} in none)")
+    if len(trials) > MAX_VALIDATION_LINES:
+        lines.append(f"… and {len(trials) - MAX_VALIDATION_LINES} more trial(s)")
+    checks = list(validation.get("failed_checks") or [])
+    lines += [f"FAILED {x}" for x in checks[:MAX_VALIDATION_LINES]]
+    if len(checks) > MAX_VALIDATION_LINES:
+        lines.append(f"… and {len(checks) - MAX_VALIDATION_LINES} more failed check(s)")
+    if validation.get("report_path"):
+        lines.append(f"validation report: {validation['report_path']}")
+    return lines
 
 
 def _slack_list(heading: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -185,6 +288,10 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
     if c.error is not None:
         err = truncate_error(c.error) or ""
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{err}```"}})
+    if c.validation is not None:
+        text_lines = "\n".join(f"• {x}" for x in validation_lines(c.validation))
+        blocks.append({"type": "section", "text": {
+            "type": "mrkdwn", "text": f"*Validation ({c.validation.get('suite')})*\n{text_lines}"}})
     if c.drifts:
         blocks.append(_slack_list("Drift", c.drifts))
     if c.recoveries:
@@ -199,6 +306,8 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
         text += "\n" + "\n".join(series_line(x) for x in c.drifts[:MAX_SLACK_DRIFT_BLOCKS])
     if c.error is not None:
         text += f"\n{truncate_error(c.error)}"
+    if c.validation is not None:
+        text += "\n" + "\n".join(validation_lines(c.validation))
     # Slack section text is limited to 3000 characters.
     for b in blocks:
         t = b.get("text")
@@ -231,22 +340,30 @@ def build_body(fmt: AlertFormat, **fields: Unpack[AlertFields]) -> dict[str, Any
 
 
 __all__ = [
+    "DEFAULT_SEVERITY",
     "DRIFT_FIELDS",
     "GENERIC_SCHEMA",
+    "HIGHEST_SEVERITY",
     "MAX_ERROR_CHARS",
     "MAX_SLACK_DRIFT_BLOCKS",
+    "MAX_VALIDATION_LINES",
+    "SEVERITIES",
     "AlertContent",
     "AlertFields",
     "AlertFormat",
     "AlertKind",
+    "Severity",
     "build_body",
     "build_generic_body",
     "build_slack_body",
     "clean_drift",
+    "clean_validation",
     "format_change",
     "format_value",
     "generic_body",
     "series_line",
+    "severity_rank",
     "slack_body",
     "truncate_error",
+    "validation_lines",
 ]

@@ -1,17 +1,21 @@
-"""The two alert entry points: a run's drifts and recoveries (de-duplicated), a failed run."""
+"""The alert entry points: a run's drifts and recoveries (de-duplicated), a failed run, a
+fault run's failed validation (``critical`` when durability broke)."""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from kafkalab.alerts.bodies import AlertFormat, build_body
+from kafkalab.alerts.bodies import HIGHEST_SEVERITY, AlertFormat, Severity, build_body
 from kafkalab.alerts.delivery import send_alert
 from kafkalab.alerts.plan import plan_alerts
 from kafkalab.alerts.secrets import scrub_url
 from kafkalab.alerts.state import load_state, save_state
 from kafkalab.drift import load_drift_config_or_default, read_drift
+from kafkalab.store import LabData
 
 log = logging.getLogger(__name__)
 
@@ -81,15 +85,120 @@ def alert_run_failed(
     fmt: AlertFormat = "slack",
     report_url: str | None = None,
     timeout_s: float = 10,
+    severity: Severity | None = None,
 ) -> dict[str, Any]:
     """Announce a failed run (e.g. from an Airflow ``on_failure_callback``); returns the body.
 
-    The error text is cut to 1500 characters and scrubbed of the webhook URL.
+    The error text is cut to 1500 characters and scrubbed of the webhook URL. ``severity``
+    defaults to ``error`` (:data:`kafkalab.alerts.bodies.DEFAULT_SEVERITY`).
     """
     err = scrub_url(str(error), webhook_url)
-    body = build_body(fmt, run_id=run_id, dag_id=dag_id, report_url=report_url, error=err)
+    body = build_body(fmt, run_id=run_id, dag_id=dag_id, report_url=report_url, error=err,
+                      severity=severity)
     send_alert(webhook_url, body, timeout_s=timeout_s)
     return body
 
 
-__all__ = ["alert_on_drift", "alert_run_failed"]
+# --------------------------------------------------------------------------- fault runs
+
+FAULT_SUITE = "faults"
+"""The suite of ``spark_jobs/validate_faults.py``: ``validation/<run_id>-faults.json``."""
+DURABLE_PROFILE = "durability"
+
+
+def fault_validation_path(data_dir: str | os.PathLike[str], run_id: str) -> Path:
+    """``<data_dir>/validation/<run_id>-faults.json``."""
+    return LabData(data_dir).validation_path(f"{run_id}-{FAULT_SUITE}")
+
+
+def durability_broken(doc: Mapping[str, Any]) -> bool:
+    """Whether a fault validation report says acked messages were lost under the durability
+    profile: its ``durability.success`` is false, or (a report without that block) a failed
+    expectation on ``acked_lost`` names the durability profile."""
+    dur = doc.get("durability")
+    if isinstance(dur, Mapping) and "success" in dur:
+        return not bool(dur["success"])
+    return any(f.get("column") == "acked_lost" and DURABLE_PROFILE in str(f.get("check") or "")
+               for f in doc.get("failed_expectations") or [])
+
+
+def validation_severity(doc: Mapping[str, Any]) -> Severity | None:
+    """The severity of a fault validation report's alert: None when it passed,
+    :data:`~kafkalab.alerts.bodies.HIGHEST_SEVERITY` (``critical``) when durability broke
+    (:func:`durability_broken`), else ``error``."""
+    if doc.get("success"):
+        return None
+    return HIGHEST_SEVERITY if durability_broken(doc) else "error"
+
+
+def fault_validation_fields(doc: Mapping[str, Any], report_path: str | None = None
+                            ) -> dict[str, Any]:
+    """The ``validation`` an alert body carries for a failed fault validation report:
+    ``suite``, ``report_path``, ``failed_checks`` (the failures' summaries), ``durability``."""
+    dur = doc.get("durability")
+    if not isinstance(dur, Mapping) and durability_broken(doc):
+        dur = {"success": False, "acked_lost": None, "trials": []}
+    checks = [str(f.get("summary") or f.get("check"))
+              for f in doc.get("failed_expectations") or []]
+    if doc.get("unreadable"):
+        checks.append("the validation report is unreadable")
+    return {"suite": doc.get("suite") or FAULT_SUITE, "report_path": report_path,
+            "failed_checks": checks, "durability": dur}
+
+
+def alert_on_fault_validation(
+    data_dir: str | os.PathLike[str],
+    run_id: str,
+    webhook_url: str | None,
+    fmt: AlertFormat = "slack",
+    report_url: str | None = None,
+    *,
+    dag_id: str | None = None,
+    timeout_s: float = 10,
+) -> dict[str, Any]:
+    """Announce a fault run's failed validation (``validation/<run_id>-faults.json``).
+
+    A passed validation, or none yet, sends nothing. A failed one is announced as kind
+    ``validation_failed``: severity ``critical`` (the highest, :func:`validation_severity`)
+    when acked messages were lost under the durability profile, the trials and their losses
+    listed; else ``error``, with the failed checks. Not de-duplicated: call it once per run.
+    Without a webhook nothing is sent (a broken durability promise is logged at CRITICAL).
+
+    Returns:
+        ``{"run_id", "sent", "severity", "reason", "failed_checks", "acked_lost"}``.
+
+    Raises:
+        AlertError: delivery failed (message without the URL).
+    """
+    summary: dict[str, Any] = {"run_id": run_id, "sent": False, "severity": None,
+                               "reason": None, "failed_checks": 0, "acked_lost": 0}
+    path = fault_validation_path(data_dir, run_id)
+    doc = LabData(data_dir).validation(f"{run_id}-{FAULT_SUITE}")
+    if doc is None:
+        summary["reason"] = "no fault validation result for this run"
+        return summary
+    severity = validation_severity(doc)
+    if severity is None:
+        summary["reason"] = "validation passed"
+        return summary
+    validation = fault_validation_fields(doc, str(path))
+    dur = validation.get("durability") or {}
+    summary.update(severity=severity, failed_checks=len(validation["failed_checks"]),
+                   acked_lost=int(dur.get("acked_lost") or 0))
+    if severity == HIGHEST_SEVERITY:
+        log.critical("fault run %s: durability broken: %s acked message(s) lost under the "
+                     "durability profile (%s)", run_id, summary["acked_lost"], path)
+    if not webhook_url:
+        summary["reason"] = "no webhook configured"
+        log.info("fault validation alert for %s not sent: no webhook configured", run_id)
+        return summary
+    body = build_body(fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
+                      validation=validation, severity=severity)
+    send_alert(webhook_url, body, timeout_s=timeout_s)
+    summary["sent"] = True
+    return summary
+
+
+__all__ = ["alert_on_drift", "alert_on_fault_validation", "alert_run_failed",
+           "durability_broken", "fault_validation_fields", "fault_validation_path",
+           "validation_severity"]
