@@ -188,6 +188,41 @@ def build_parser() -> argparse.ArgumentParser:
     pm.add_argument("--json", action="store_true", help="print the result as JSON")
     _cluster_arg(pm)
     _data_arg(pm)
+    # faults ---------------------------------------------------------------------------
+    pf = sub.add_parser("faults", help="broker faults: durability and availability",
+                        description="Break a broker of the 3-broker fault cluster during a "
+                        "fixed-rate run and count every acked message that was lost. See "
+                        "docs/faults.md.")
+    fsub = pf.add_subparsers(dest="faults_command", required=True)
+    pfr = fsub.add_parser(
+        "run", help="run fault trials (profiles × faults × trials) and print a table",
+        description="Each trial: a fresh topic on the lab's own 3-broker kafka09 cluster "
+        "(<lab>/faults, started or reused; ports $KAFKALAB_FAULTS_ZK_PORT / "
+        "$KAFKALAB_FAULTS_BASE_PORT, default 12381 / 19392-19394), one producer at --rate and "
+        "one live consumer; the fault at --fault-at, healed --down seconds later; then a fresh "
+        "consumer re-reads the topic from offset 0 and every message is judged (acked-but-lost "
+        "ones are looked up in the brokers' logs with DumpLogSegments). Faults: "
+        + "; ".join(f"{k}: {v}" for k, v in _fault_help().items()),
+        epilog="examples:\n  kafkalab faults run --profile durability --fault sigkill-leader --trials 5\n"
+        "  kafkalab faults run --profile durability,availability,default --fault none,sigkill-leader,"
+        "sigterm-leader --trials 5\n  kafkalab faults run --profile availability --acks 1 "
+        "--fault lossy-leader-crash --trials 1 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pfr.add_argument("--profile", type=_csv, default=["durability"], help="profile(s), comma-separated (default durability)")
+    pfr.add_argument("--fault", type=_csv, default=["sigkill-leader"], help="fault(s), comma-separated (default sigkill-leader)")
+    pfr.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all (default: the profile's)")
+    pfr.add_argument("--trials", type=int, default=5, help="trials per profile × fault × acks (default 5)")
+    pfr.add_argument("--rate", type=float, default=500.0, help="target msg/s (default 500)")
+    pfr.add_argument("--duration", type=float, default=20.0, help="seconds per trial, warm-up included (default 20)")
+    pfr.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds (default 2)")
+    pfr.add_argument("--fault-at", type=float, default=6.0, help="second of the schedule the fault starts (default 6)")
+    pfr.add_argument("--down", type=float, default=None, help="seconds the fault lasts (default: the fault's own)")
+    pfr.add_argument("--payload", default="1kb", help="payload (default 1kb)")
+    pfr.add_argument("--partitions", type=int, default=1, help="partitions of each trial's topic (default 1)")
+    pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
+    pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
+    pfr.add_argument("--json", action="store_true", help="print one JSON object per trial")
+    _data_arg(pfr)
     pruns = sub.add_parser("runs", help="list the runs in the data directory and their state",
                            description="One line per run: id, state (complete, incomplete, "
                            "failed, running, or stale: running with no live owner), cells, "
@@ -440,6 +475,67 @@ def cmd_load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fault_help() -> dict[str, str]:
+    from kafkalab.faults.spec import FAULT_HELP
+
+    return FAULT_HELP
+
+
+_FAULT_OPTION_NAMES = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
+                       "warmup_s": "--warmup", "fault_at_s": "--fault-at", "down_s": "--down",
+                       "fault": "--fault", "acks": "--acks", "trial": "--trials",
+                       "partitions": "--partitions", "payload": "--payload"}
+
+
+def cmd_faults(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from kafkalab.config.loader import describe_validation_error
+    from kafkalab.errors import ConfigError
+    from kafkalab.faults.engine import FaultRequest, execute_faults
+    from kafkalab.faults.spec import FaultTrialSpec
+    from kafkalab.faults.summary import format_fault_table
+
+    if args.trials < 1:
+        raise ConfigError(f"--trials must be at least 1, got {args.trials}")
+    trials = []
+    try:
+        for profile in args.profile:
+            for fault in args.fault:
+                for acks in (args.acks or [None]):
+                    for k in range(1, args.trials + 1):
+                        trials.append(FaultTrialSpec(
+                            profile=profile, fault=fault, acks=acks, trial=k,
+                            rate_msgs_per_s=args.rate, duration_s=args.duration,
+                            warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
+                            payload=args.payload, partitions=args.partitions))
+    except ValidationError as exc:
+        text = describe_validation_error(exc)
+        key, _, msg = text.partition(": ")
+        raise ConfigError(msg if key == "(top level)" else
+                          f"{_FAULT_OPTION_NAMES.get(key, key)}: {msg}") from None
+    req = FaultRequest(trials=trials, data_dir=args.data_dir, run_id=args.run_id,
+                       cluster_lab=args.cluster_lab,
+                       command="kafkalab faults " + " ".join(sys.argv[2:]))
+    result = execute_faults(req, progress=_err)
+    if args.json:
+        for t in result.trials:
+            _say(json.dumps(t, default=str))
+    else:
+        _say("")
+        _say(format_fault_table(result.trials))
+        _say("")
+        _say("lost = acked by the cluster, absent from the re-read from offset 0 (in logs: a "
+             "broker's log segments still hold it); dup = extra copies; unavail = longest gap "
+             "between acks after the fault; leader / isr = fault → new leader / full ISR "
+             "(ZooKeeper); ms.")
+        _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
+    if result.status != "complete":
+        _err(f"kafkalab: error: run {result.run_id} is {result.status}: some trials failed (see above)")
+        return 4
+    return 0
+
+
 def cmd_maxrate(args: argparse.Namespace) -> int:
     from kafkalab.errors import ConfigError
     from kafkalab.load.maxrate import (
@@ -568,7 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
-                "load": cmd_load, "maxrate": cmd_maxrate}
+                "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults}
     try:
         return handlers[args.command](args)
     except LabError as exc:

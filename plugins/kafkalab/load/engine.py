@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,8 +175,15 @@ def _owner(kind: str) -> dict[str, Any]:
 
 def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec | dict[str, Any],
                   descriptor_path: Path | None = None, progress: Progress = noop,
-                  provision: bool = True) -> dict[str, Any]:
+                  provision: bool = True, *, topic: str | None = None,
+                  cell_path: Path | None = None,
+                  on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Measure one load cell of a started run; returns its summary (the ``--json`` object).
+
+    The fault engine (:mod:`kafkalab.faults.engine`) reuses the cell with three hooks:
+    ``topic`` (a topic it provisioned itself; default :func:`topic_name`), ``cell_path`` (the
+    directory for the cell's files; default the load tree's) and ``on_start`` (called with the
+    schedule's ``t0_ns`` right before the first message is due, outside any timed interval).
 
     The cell's files are written whatever happens: on an error or Ctrl-C the producer's
     log, the shards' rows and a ``cell.json`` with status ``failed``/``interrupted`` stay.
@@ -194,7 +201,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     body = load_body(spec.payload, spec.encoding, images_dir())
     wire = wire_size_bytes(body)
     check_budget(spec, wire)
-    topic = topic_name(spec)
+    topic = topic or topic_name(spec)
     if provision:
         from kafkalab.topics import TopicSpec, provision_topics
 
@@ -202,7 +209,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
                                        replication_factor=prof.topic.replication_factor,
                                        configs=prof.topic.kafka_configs())])
     cell_id = spec.cell_id(acks)
-    cell = files.cell_dir(lab.root, manifest.run_date, run_id, cell_id)
+    cell = cell_path or files.cell_dir(lab.root, manifest.run_date, run_id, cell_id)
     cell.mkdir(parents=True, exist_ok=True)
     for old in [*cell.glob(".ready-*"), *cell.glob(".shard-*.json"), start_path(cell), stop_path(cell)]:
         old.unlink(missing_ok=True)
@@ -273,6 +280,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
             ps = t0 + int(spec.pause_at_s * 1e9)
             meta["pause"] = {"start_ns": ps, "end_ns": ps + int(spec.pause_for_s * 1e9)}
         atomic_write_json(start_path(cell), {"t0_ns": t0})
+        if on_start is not None:
+            on_start(t0)
         plan_p = ProducerPlan(topic=topic, partitions=spec.partitions,
                               rate_msgs_per_s=spec.rate_msgs_per_s, n=spec.intended_messages,
                               warmup_messages=spec.warmup_messages, body=body,

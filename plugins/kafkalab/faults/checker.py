@@ -1,0 +1,185 @@
+"""The checker: after healing, re-read every partition from offset 0 and judge every message
+(ducktape's ProduceConsumeValidate, Jepsen's Kafka checks).
+
+Per intended message (``verdicts.parquet``): the producer's outcome, how many copies the
+re-read found, and one verdict:
+
+| verdict | producer said | re-read found |
+|---|---|---|
+| ``ok`` | acked | ≥ 1 copy |
+| ``acked_lost`` | acked | nothing |
+| ``failed_but_present`` | failed | ≥ 1 copy |
+| ``indeterminate_present`` | indeterminate or unsent | ≥ 1 copy |
+| ``unseen`` | not acked | nothing |
+
+``duplicates`` counts the extra copies (``read_count − 1``); a message is ``reordered`` when
+its first copy comes after a first copy with a higher seq in the same partition.
+
+**Broker loss or reader loss.** An acked message the re-read did not find is looked up in
+the brokers' own log segments with Kafka's ``kafka.tools.DumpLogSegments``: the tool prints
+each record's offset and CRC, and the checker knows the exact bytes it sent (the value is
+rebuilt from the stamp and the body, the key from ``sends.parquet``), hence each record's
+CRC (message format v0: CRC32 over magic, attributes, key and value). A lost message no
+broker log holds was lost by the brokers (truncated, or never replicated); one a log still
+holds was missed by the reader.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath, librdkafka_config
+from kafkalab.payloads import HEADER, HEADER_VERSION, MAGIC, read_stamp
+from kafkalab.scenarios.base import now_ns
+
+__all__ = ["ReRead", "dump_log_crcs", "judge", "message_crc", "parse_dump", "re_read"]
+
+_DUMP_LINE = re.compile(r"^offset: (\d+) .*?crc: (\d+)")
+
+
+class ReRead:
+    """What a fresh consumer read from offset 0: ``(partition, offset, seq)`` in offset
+    order per partition, and records that are not the trial's."""
+
+    def __init__(self) -> None:
+        self.partition: list[int] = []
+        self.offset: list[int] = []
+        self.seq: list[int] = []
+        self.foreign = 0
+        self.high_watermarks: dict[int, int] = {}
+        self.complete = True
+        self.error: str | None = None
+
+
+def re_read(d: ClusterDescriptor, topic: str, partitions: int, nonce: bytes,
+            timeout_s: float = 60.0) -> ReRead:
+    """Read ``topic`` from offset 0 up to each partition's high watermark with a fresh
+    consumer (no group, no commit)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    cfg: dict[str, Any] = dict(librdkafka_config(d))
+    cfg.update({"group.id": "kafkalab-fault-checker", "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "enable.partition.eof": True,
+                "log_level": 3})
+    c = Consumer(cfg)
+    out = ReRead()
+    try:
+        todo = {}
+        for p in range(partitions):
+            _lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=15, cached=False)
+            out.high_watermarks[p] = int(hi)
+            if hi > 0:
+                todo[p] = int(hi)
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = now_ns() + int(timeout_s * 1e9)
+        while todo and now_ns() < deadline:
+            for m in c.consume(1000, 0.5):
+                err = m.error()
+                p, off = int(m.partition() or 0), int(m.offset() or 0)
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if off >= todo.get(p, 0):
+                            todo.pop(p, None)
+                        continue
+                    out.error = str(err)
+                    continue
+                st = read_stamp(m.value())
+                if st is None or st[2][:4] != nonce[:4]:
+                    out.foreign += 1
+                else:
+                    out.partition.append(p)
+                    out.offset.append(off)
+                    out.seq.append(int(st[0]))
+                if off + 1 >= todo.get(p, 1 << 62):
+                    todo.pop(p, None)
+        out.complete = not todo
+        if todo:
+            out.error = out.error or f"the re-read did not reach the end of partition(s) {sorted(todo)}"
+    finally:
+        c.close()
+    return out
+
+
+def judge(outcome: np.ndarray, partition: np.ndarray, acked_offset: np.ndarray,
+          is_warmup: np.ndarray, read: ReRead) -> dict[str, np.ndarray]:
+    """The verdict columns for ``n`` intended messages (``outcome`` as names)."""
+    n = len(outcome)
+    read_count = np.zeros(n, dtype=np.int32)
+    first_off = np.full(n, -1, dtype=np.int64)
+    reordered = np.zeros(n, dtype=bool)
+    max_seq: dict[int, int] = {}
+    for p, off, seq in zip(read.partition, read.offset, read.seq, strict=True):
+        if not 0 <= seq < n:
+            continue
+        read_count[seq] += 1
+        if read_count[seq] == 1:
+            first_off[seq] = off
+            if seq < max_seq.get(p, -1):
+                reordered[seq] = True
+            max_seq[p] = max(max_seq.get(p, -1), seq)
+    present = read_count > 0
+    acked = outcome == "acked"
+    failed = outcome == "failed"
+    verdict = np.where(acked & present, "ok",
+              np.where(acked, "acked_lost",
+              np.where(present & failed, "failed_but_present",
+              np.where(present, "indeterminate_present", "unseen")))).astype(object)
+    return {"seq": np.arange(n, dtype=np.int64), "is_warmup": is_warmup, "outcome": outcome,
+            "partition": partition, "acked_offset": acked_offset, "read_count": read_count,
+            "first_read_offset": first_off, "reordered": reordered, "verdict": verdict}
+
+
+def message_crc(key: bytes | None, value: bytes | None) -> int:
+    """CRC32 of a v0 message (magic 0, attributes 0) as Kafka 0.9 stores it."""
+    def blob(b: bytes | None) -> bytes:
+        return struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+
+    return zlib.crc32(b"\x00\x00" + blob(key) + blob(value)) & 0xFFFFFFFF
+
+
+def sent_value(body: bytes, seq: int, intended_ts_ns: int, nonce: bytes, base64_body: bool) -> bytes:
+    """The exact value the open-loop producer sent for ``seq`` (:func:`kafkalab.payloads.stamp`)."""
+    return HEADER.pack(MAGIC, HEADER_VERSION, 1 if base64_body else 0, seq, intended_ts_ns,
+                       nonce) + body
+
+
+def parse_dump(text: str) -> dict[int, int]:
+    """``{offset: crc}`` from ``DumpLogSegments`` output (one line per record)."""
+    out: dict[int, int] = {}
+    for line in text.splitlines():
+        m = _DUMP_LINE.match(line.strip())
+        if m:
+            out[int(m.group(1))] = int(m.group(2))
+    return out
+
+
+def dump_log_crcs(kafka_home: Path, java: str, partition_dirs: Iterable[Path],
+                  timeout_s: float = 120.0) -> dict[int, int]:
+    """``{offset: crc}`` of every record in the ``.log`` segments of ``partition_dirs`` (one
+    broker's replica of a partition), read with Kafka's own DumpLogSegments."""
+    files = sorted(str(f) for d in partition_dirs for f in Path(d).glob("*.log"))
+    if not files:
+        return {}
+    cmd = [java, "-Xmx256m", "-cp", jvm_classpath(kafka_home), "kafka.tools.DumpLogSegments",
+           "--deep-iteration", "--files", ",".join(files)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"DumpLogSegments exited {r.returncode}: {r.stderr.strip()[-300:]}")
+    return parse_dump(r.stdout)
+
+
+def locate_lost(lost: list[dict[str, Any]], broker_logs: dict[int, dict[int, int]]) -> dict[int, str]:
+    """For each lost message (``seq``, ``crc``), the ids of the brokers whose logs hold a record
+    with its CRC, comma-separated ("" = none)."""
+    crcs_by_broker = {b: set(m.values()) for b, m in broker_logs.items()}
+    return {int(m["seq"]): ",".join(str(b) for b in sorted(crcs_by_broker)
+                                    if m["crc"] in crcs_by_broker[b])
+            for m in lost}

@@ -1,0 +1,395 @@
+"""Fault runs: trials of the open-loop load cell with a broker fault, checked afterwards.
+
+One trial (:func:`run_fault_trial`):
+
+1. the 3-broker fault cluster is up (:func:`kafkalab.faults.inject.ensure_fault_cluster`) and a
+   fresh topic with the profile's replication factor and topic settings has its full ISR;
+2. the target is chosen from ZooKeeper (partition 0's leader, or a follower);
+3. the load engine runs one producer at the fixed rate and one live consumer
+   (:func:`kafkalab.load.engine.run_load_cell`, files in the trial's directory) while the
+   :class:`~kafkalab.faults.inject.Injector` breaks and heals the target on schedule and the
+   :class:`~kafkalab.faults.monitor.Monitor` records leader and ISR every 100 ms;
+4. every broker is healed, the trial waits for the full ISR, a fresh consumer re-reads the
+   topic from offset 0 and the checker judges every message; acked messages it did not find are
+   looked up in the brokers' log segments (DumpLogSegments);
+5. ``timeline.parquet``, ``verdicts.parquet`` and ``trial.json`` are written (also when a step
+   failed: what was measured is kept) and the topic is deleted.
+
+A loss is a finding: nothing is retried or dropped to make it go away.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, public_view
+from kafkalab.cluster.distribution import ensure_java
+from kafkalab.cluster.state import read_state
+from kafkalab.errors import ClusterError, ConfigError, RunError
+from kafkalab.faults import checker, files
+from kafkalab.faults.inject import (
+    FAULT_BROKERS,
+    Injector,
+    ensure_fault_cluster,
+    fault_cluster_lab,
+    pick_target,
+    wait_isr_full,
+    zk_port_of,
+)
+from kafkalab.faults.monitor import Monitor, first_full_isr, first_new_leader
+from kafkalab.faults.spec import FaultTrialSpec
+from kafkalab.faults.summary import trial_summary
+from kafkalab.faults.zk import ZkReader
+from kafkalab.load import files as load_files
+from kafkalab.load.engine import effective_profile, run_load_cell
+from kafkalab.load.producer import SEND_KEY
+from kafkalab.load.shard import plan_path
+from kafkalab.paths import default_descriptor_path, images_dir
+from kafkalab.payloads import load_body
+from kafkalab.progress import Progress, noop
+from kafkalab.run_ids import new_run_id
+from kafkalab.samples import Manifest, environment, runtime_versions, utc_now_iso
+from kafkalab.store import LabData, atomic_write_json, read_json
+
+__all__ = ["FaultRequest", "FaultResult", "execute_faults", "finish_fault_run",
+           "run_fault_trial", "start_fault_run", "validate_trials"]
+
+SETTLE_TIMEOUT_S = 90.0
+"""After the schedule, how long the trial waits for every broker back in the ISR."""
+
+
+@dataclass
+class FaultRequest:
+    """A fault run: trials (profile × fault × trial number), where to write, which cluster."""
+
+    trials: list[FaultTrialSpec]
+    data_dir: Path | str | None = None
+    run_id: str | None = None
+    cluster_lab: Path | str | None = None
+    command: str = ""
+    owner_kind: str = "cli"
+
+
+@dataclass
+class FaultResult:
+    run_id: str
+    status: str
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    manifest_path: Path | None = None
+
+
+def validate_trials(trials: list[FaultTrialSpec]) -> None:
+    """Refuse what cannot run before anything is touched: an unknown profile, an rf above the
+    fault cluster's three brokers, a follower fault on an rf-1 profile.
+
+    Raises:
+        ConfigError: one line naming the problem.
+    """
+    if not trials:
+        raise ConfigError("no trial to run")
+    for spec in trials:
+        prof = effective_profile(spec.load_cell())
+        rf = prof.topic.replication_factor
+        if rf > FAULT_BROKERS:
+            raise ConfigError(f"profile {spec.profile} needs replication factor {rf} but the "
+                              f"fault cluster has {FAULT_BROKERS} brokers")
+        if spec.fault in ("kill-follower", "lossy-leader-crash") and rf < 2:
+            raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
+                              f"has replication factor {rf} (use durability or availability)")
+
+
+def _descriptor_path(lab: Path) -> Path:
+    return default_descriptor_path(lab)
+
+
+def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, Any]:
+    """Validate the trials, start (or reuse) the fault cluster, write the manifest (kind
+    ``faults``, status ``running``). Returns ``{"run_id", "run_date", "trials"}``."""
+    validate_trials(req.trials)
+    d = ensure_fault_cluster(req.cluster_lab, progress)
+    lab = LabData(req.data_dir)
+    run_id = req.run_id or new_run_id()
+    previous = lab.manifest(run_id) if req.run_id else None
+    if previous is not None and previous.get("kind") != "faults":
+        raise ConfigError(f"run {run_id} is a {previous.get('kind') or 'latency'} run; use a "
+                          "new --run-id for a fault run")
+    specs = [t.model_dump() for t in req.trials]
+    old = list(((previous or {}).get("workload") or {}).get("trials") or [])
+    manifest = Manifest(
+        run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
+        command=req.command,
+        workload={"kind": "faults", "name": "faults", "trials": old + [s for s in specs if s not in old]},
+        profiles={t.profile: effective_profile(t.load_cell()).model_dump() for t in req.trials},
+        scenarios=sorted({t.client for t in req.trials}),
+        payloads=sorted({t.payload for t in req.trials}),
+        cluster=public_view(d), versions=runtime_versions(),
+        owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": req.owner_kind},
+        environment=environment(), kind="faults",
+    )
+    if previous is not None:
+        manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
+        manifest.cells = list(previous.get("cells") or [])
+    manifest.write(lab.root)
+    return {"run_id": run_id, "run_date": manifest.run_date, "trials": specs}
+
+
+def _summary_head(spec: FaultTrialSpec, run_id: str, trial_id: str, acks: str) -> dict[str, Any]:
+    return {"run_id": run_id, "trial_id": trial_id, "profile": spec.profile, "fault": spec.fault,
+            "acks": acks, "trial": spec.trial, "status": "failed", "error": None,
+            "rate_msgs_per_s": spec.rate_msgs_per_s, "duration_s": spec.duration_s,
+            "fault_at_s": spec.fault_at_s, "down_s": spec.effective_down_s,
+            "target_broker": None, "target_role": None, "is_emulator": False}
+
+
+def _verdict(s: dict[str, Any]) -> str:
+    if s.get("status") != "complete":
+        return "failed"
+    if s.get("fault") != "none" and not s.get("recovered"):
+        return "not recovered"
+    return "loss" if (s.get("acked_lost") or 0) > 0 else "ok"
+
+
+def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSpec | dict[str, Any],
+                    cluster_lab: Path | str | None = None, progress: Progress = noop) -> dict[str, Any]:
+    """Run one trial of a started fault run; returns its summary (the ``--json`` object).
+
+    Raises:
+        ConfigError, ClusterError: bad input or a cluster that cannot be used (nothing measured).
+        RunError: the trial failed while measuring (its files are kept).
+    """
+    spec = spec if isinstance(spec, FaultTrialSpec) else FaultTrialSpec(**spec)
+    validate_trials([spec])
+    lab = LabData(data_dir)
+    manifest = Manifest.load(lab.root, run_id)
+    clab = fault_cluster_lab(cluster_lab)
+    d = ensure_fault_cluster(clab, progress)
+    cell_spec = spec.load_cell()
+    prof = effective_profile(cell_spec)
+    acks, rf = prof.producer.acks, prof.topic.replication_factor
+    trial_id = spec.trial_id(acks)
+    tdir = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
+    tdir.mkdir(parents=True, exist_ok=True)
+    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir)):
+        old.unlink(missing_ok=True)
+    topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
+    summary = _summary_head(spec, run_id, trial_id, acks)
+    doc: dict[str, Any] = {"schema_version": files.FAULT_SCHEMA_VERSION, "trial_id": trial_id,
+                           "run_id": run_id, "run_date": manifest.run_date, "status": "running",
+                           "error": None, "spec": spec.model_dump(), "acks": acks, "topic": topic,
+                           "cluster": {**public_view(d), "is_emulator": d.is_emulator},
+                           "target": None, "events": {}, "actions": [], "started_at": utc_now_iso(),
+                           "summary": summary}
+    atomic_write_json(files.trial_json_path(tdir), doc)
+    progress(f"{trial_id}: {spec.fault} at {spec.fault_at_s:g} s for {spec.effective_down_s:g} s, "
+             f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s, rf {rf}, acks {acks}")
+
+    from kafkalab.topics import TopicSpec, delete_topics, provision_topics
+
+    provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions, replication_factor=rf,
+                                   configs=prof.topic.kafka_configs())])
+    zk_port = zk_port_of(clab)
+    injector: Injector | None = None
+    monitor: Monitor | None = None
+    rows: list[dict[str, Any]] = []
+    interrupted = False
+    try:
+        with ZkReader(zk_port) as zk:
+            if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
+                raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
+                                   f"{SETTLE_TIMEOUT_S:.0f} s")
+            target = pick_target(zk, spec, topic, rf)
+        doc["target"] = {"broker": target.broker, "role": target.role, "partition": target.partition,
+                         "leader_before": target.leader, "isr_before": list(target.isr)}
+        summary.update(target_broker=target.broker, target_role=target.role)
+        injector = Injector(spec, target, clab, progress)
+        monitor = Monitor(zk_port, topic, spec.partitions).start()
+        try:
+            run_load_cell(lab.root, run_id, cell_spec, _descriptor_path(clab), progress,
+                          provision=False, topic=topic, cell_path=tdir, on_start=injector.arm)
+        except RunError as exc:
+            doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
+        except KeyboardInterrupt:
+            interrupted = True
+        injector.join(spec.duration_s + 60)
+        injector.heal_all()
+        progress(f"  waiting for {rf} in-sync replicas (up to {SETTLE_TIMEOUT_S:.0f} s)")
+        events: dict[str, Any] = dict(injector.events)
+        with ZkReader(zk_port) as zk:
+            wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S)
+        rows = monitor.stop()
+        monitor = None
+        fault_ts = events.get("fault_ts_ns")
+        if fault_ts is not None and spec.fault != "none" and target.role == "leader":
+            events["leader_elected_ts_ns"] = first_new_leader(rows, fault_ts, target.leader)
+        else:
+            events["leader_elected_ts_ns"] = None
+        events["isr_full_ts_ns"] = (first_full_isr(rows, fault_ts, rf, spec.partitions,
+                                                   events.get("heal_ts_ns"))
+                                    if fault_ts is not None and spec.fault != "none" else None)
+        doc["events"], doc["actions"] = events, injector.actions
+        if injector.error:
+            raise RunError(f"{trial_id}: fault injection failed: {injector.error}")
+        if interrupted:
+            raise KeyboardInterrupt
+        progress("  re-reading the topic from offset 0")
+        _check(d, clab, tdir, topic, spec, rf, events, summary, progress)
+        summary["status"] = "complete" if doc["error"] is None else "failed"
+        summary["error"] = doc["error"]
+    except KeyboardInterrupt:
+        summary["status"], summary["error"] = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
+        raise
+    except (ConfigError, ClusterError, RunError) as exc:
+        summary["error"] = str(exc)
+        raise
+    except Exception as exc:
+        summary["error"] = f"{type(exc).__name__}: {exc}"
+        raise RunError(f"{trial_id}: {summary['error']}") from exc
+    finally:
+        if monitor is not None:
+            rows = monitor.stop()
+        if injector is not None:
+            injector.heal_all()
+        _write_timeline(tdir, rows, (doc.get("events") or {}).get("t0_ns"))
+        summary["verdict"] = _verdict(summary)
+        doc["status"], doc["error"] = summary["status"], summary["error"]
+        doc["summary"], doc["ended_at"] = summary, utc_now_iso()
+        atomic_write_json(files.trial_json_path(tdir), doc)
+        try:
+            delete_topics(d, [topic], timeout_s=10)
+        except Exception as exc:  # the trial's result stands; the topic is left behind
+            progress(f"  (could not delete topic {topic}: {exc})")
+    progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost {summary.get('acked_lost')}, "
+             f"duplicates {summary.get('duplicates')}, unavailable {summary.get('unavailable_ms')} ms"
+             f" → {summary['verdict']}")
+    return summary
+
+
+def _write_timeline(tdir: Path, rows: list[dict[str, Any]], t0: int | None) -> None:
+    cols = {n: [r[n] for r in rows] for n in files.TIMELINE_SCHEMA.names if n != "elapsed_s"}
+    cols["elapsed_s"] = [(r["sample_ts_ns"] - t0) / 1e9 if t0 else None for r in rows]
+    load_files.write_table(files.timeline_path(tdir), cols, files.TIMELINE_SCHEMA)
+
+
+def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: FaultTrialSpec, rf: int,
+           events: dict[str, Any], summary: dict[str, Any], progress: Progress = noop) -> None:
+    """Re-read, judge, look lost messages up in the logs, write ``verdicts.parquet`` and fill
+    ``summary``."""
+    sends = pq.read_table(load_files.sends_path(tdir)).to_pydict()
+    n = len(sends["seq"])
+    order = np.argsort(np.asarray(sends["seq"], dtype=np.int64))
+    col = {k: np.asarray(v, dtype=object)[order] for k, v in sends.items()}
+    plan = read_json(plan_path(tdir))
+    nonce = bytes.fromhex(str((plan or {}).get("nonce") or ""))
+    read = checker.re_read(d, topic, spec.partitions, nonce)
+    if not read.complete:
+        raise RunError(f"checker: {read.error}")
+    outcome = np.asarray([str(o) for o in col["outcome"]], dtype=object)
+    v = checker.judge(outcome, np.asarray(col["partition"], dtype=np.int32),
+                      np.asarray(col["offset"], dtype=np.int64),
+                      np.asarray(col["is_warmup"], dtype=bool), read)
+    lost = np.flatnonzero(v["verdict"] == "acked_lost")
+    in_logs: dict[int, str] | None = {}
+    if len(lost):
+        progress(f"  {len(lost)} acked message(s) missing: looking them up in the brokers' log "
+                 "segments (DumpLogSegments)")
+        in_logs = _locate(clab, topic, spec, nonce, col, lost)
+    v["in_broker_logs"] = np.asarray([in_logs.get(int(s)) if in_logs is not None else None
+                                      for s in v["seq"]], dtype=object)
+    load_files.write_table(files.verdicts_path(tdir), v, files.VERDICTS_SCHEMA)
+    receipts = [pq.read_table(p, columns=["receive_ts_ns", "duplicate"]).to_pydict()
+                for p in sorted(tdir.glob("receipts-*.parquet"))]
+    rx = np.asarray([t for r in receipts for t, dup in zip(r["receive_ts_ns"], r["duplicate"],
+                                                             strict=True) if not dup],
+                    dtype=np.int64)
+    lag_rows: list[dict[str, Any]] = []
+    for p in sorted(tdir.glob("lag-*.parquet")):
+        t = pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
+        lag_rows += t
+    summary.update(trial_summary(
+        verdicts=v, sends={"ack_ts_ns": np.asarray(col["ack_ts_ns"], dtype=np.int64)},
+        receipts_ts_ns=rx, lag_rows=lag_rows, events=events,
+        errors=[e if isinstance(e, str) else None for e in col["error"]], rf=rf,
+        rate_msgs_per_s=spec.rate_msgs_per_s, lag_interval_s=spec.load_cell().lag_interval_s,
+        in_broker_logs=in_logs))
+    summary["read_back_foreign"] = read.foreign
+    summary["intended"] = n
+
+
+def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dict[str, Any],
+            lost: np.ndarray) -> dict[int, str] | None:
+    """The brokers whose log segments hold each lost message (DumpLogSegments); None when the
+    logs could not be read."""
+    state = read_state(clab) or {}
+    home = state.get("kafka_home")
+    if not home:
+        return None
+    body = load_body(spec.payload, "raw", images_dir())
+    wanted = []
+    for s in lost:
+        seq = int(col["seq"][s])
+        key = SEND_KEY.pack(seq, int(col["send_ts_ns"][s]))
+        value = checker.sent_value(body, seq, int(col["intended_ts_ns"][s]), nonce, False)
+        wanted.append({"seq": seq, "crc": checker.message_crc(key, value)})
+    java = ensure_java()
+    logs: dict[int, dict[int, int]] = {}
+    data = clab / "cluster" / "data"
+    for b in range(FAULT_BROKERS):
+        dirs = [data / f"broker{b}" / f"{topic}-{p}" for p in range(spec.partitions)]
+        logs[b] = checker.dump_log_crcs(Path(home), java, [x for x in dirs if x.is_dir()])
+    return checker.locate_lost(wanted, logs)
+
+
+def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None = None) -> dict[str, Any]:
+    """Merge every trial's summary into the manifest and close it: ``complete`` when every
+    planned trial completed, ``failed`` when none did, else ``incomplete``."""
+    lab = LabData(data_dir)
+    manifest = Manifest.load(lab.root, run_id)
+    trials, statuses = [], []
+    for raw in manifest.workload.get("trials") or []:
+        spec = FaultTrialSpec(**raw)
+        acks = effective_profile(spec.load_cell()).producer.acks
+        doc = read_json(files.trial_json_path(files.trial_dir(lab.root, manifest.run_date, run_id,
+                                                              spec.trial_id(acks))))
+        if not isinstance(doc, dict):
+            statuses.append("missing")
+            continue
+        statuses.append(str(doc.get("status")))
+        trials.append(dict(doc.get("summary") or {}))
+    manifest.cells = trials
+    manifest.ended_at = utc_now_iso()
+    if error is None and statuses and all(s == "complete" for s in statuses):
+        manifest.status = "complete"
+    elif not any(s == "complete" for s in statuses):
+        manifest.status = "failed"
+    else:
+        manifest.status = "incomplete"
+    manifest.error = error
+    manifest.write(lab.root)
+    return {"run_id": run_id, "status": manifest.status, "trials": trials}
+
+
+def execute_faults(req: FaultRequest, progress: Progress = noop) -> FaultResult:
+    """Start a fault run, run every trial, close the run (always, even on Ctrl-C)."""
+    started = start_fault_run(req, progress)
+    run_id = req.run_id = started["run_id"]
+    error: str | None = None
+    try:
+        for spec in req.trials:
+            try:
+                run_fault_trial(req.data_dir, run_id, spec, req.cluster_lab, progress)
+            except RunError as exc:
+                progress(f"trial failed: {exc}")
+    except KeyboardInterrupt:
+        error = "interrupted"
+        raise
+    finally:
+        done = finish_fault_run(req.data_dir, run_id, error=error)
+    return FaultResult(run_id=run_id, status=done["status"], trials=done["trials"],
+                       manifest_path=LabData(req.data_dir).manifest_path(run_id))

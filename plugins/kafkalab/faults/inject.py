@@ -1,0 +1,280 @@
+"""The fault cluster and the faults: who is the leader, break it, heal it.
+
+**The fault cluster** is an embedded kafka09 cluster of three brokers of its own, in
+``<lab_dir>/faults`` (ports ``$KAFKALAB_FAULTS_ZK_PORT``, default 12381, and
+``$KAFKALAB_FAULTS_BASE_PORT``, default 19392: brokers 19392-19394). Faults signal broker
+processes, so they never run on the user's main cluster, nor on a cluster the lab did not
+start. ``--cluster-lab`` points at another embedded cluster; one with fewer than three
+brokers is refused before anything is touched.
+
+**A fault** (:class:`Injector`) runs in its own thread on the trial's schedule: at
+``t0 + fault_at_s`` it signals the target, ``down_s`` later it heals (SIGCONT, or a restart
+through :func:`kafkalab.cluster.embedded.cluster_up`, which waits for ZooKeeper to expire a
+killed broker's session before starting it again). Every action is stamped on CLOCK_MONOTONIC.
+Whatever happens, :meth:`Injector.heal_all` leaves no broker stopped or dead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.embedded import cluster_up, kill_broker
+from kafkalab.cluster.processes import is_ours
+from kafkalab.cluster.state import read_state, resolve_lab
+from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.faults.spec import LOSSY_RESTART_AFTER_S, NEEDS_FOLLOWER, FaultTrialSpec
+from kafkalab.faults.zk import ZkReader
+from kafkalab.progress import Progress, noop
+from kafkalab.scenarios.base import now_ns
+
+__all__ = ["FAULT_BROKERS", "Injector", "Target", "ensure_fault_cluster", "fault_cluster_lab",
+           "fault_cluster_ports", "pick_target", "wait_isr_full", "zk_port_of"]
+
+FAULT_BROKERS = 3
+DEFAULT_FAULTS_ZK_PORT = 12381
+DEFAULT_FAULTS_BASE_PORT = 19392
+
+
+def fault_cluster_lab(cluster_lab: Path | str | None = None) -> Path:
+    """``cluster_lab``, or ``<lab_dir>/faults``."""
+    if cluster_lab is not None:
+        return resolve_lab(cluster_lab)
+    from kafkalab.paths import lab_dir
+
+    return lab_dir() / "faults"
+
+
+def fault_cluster_ports() -> tuple[int, int]:
+    """``(zk_port, base_port)`` of the fault cluster (environment, else 12381 and 19392)."""
+    def port(name: str, default: int) -> int:
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            return default
+        if not raw.isdigit() or not 1024 <= int(raw) <= 65000:
+            raise ConfigError(f"{name}={raw!r} is not a port in 1024..65000")
+        return int(raw)
+
+    return port("KAFKALAB_FAULTS_ZK_PORT", DEFAULT_FAULTS_ZK_PORT), port(
+        "KAFKALAB_FAULTS_BASE_PORT", DEFAULT_FAULTS_BASE_PORT)
+
+
+def _check_brokers(lab: Path) -> None:
+    state = read_state(lab)
+    if state is None or not any(is_ours(p) for p in state.get("processes", [])):
+        return
+    flavor, n = state.get("flavor"), int(state.get("brokers") or 0)
+    if flavor != "kafka09" or n < FAULT_BROKERS:
+        raise ConfigError(
+            f"the embedded cluster in {lab} is {flavor} with {n} broker(s): broker faults need "
+            f"a kafka09 cluster of {FAULT_BROKERS} (leave --cluster-lab out to use the lab's "
+            "own fault cluster); nothing was changed")
+
+
+def ensure_fault_cluster(cluster_lab: Path | str | None = None,
+                         progress: Progress = noop) -> ClusterDescriptor:
+    """Start (or reuse, healing dead brokers) the 3-broker fault cluster; its descriptor.
+
+    Raises:
+        ConfigError: ``cluster_lab`` holds a running cluster of another flavor or size.
+        ClusterError: it cannot be started.
+    """
+    lab = fault_cluster_lab(cluster_lab)
+    _check_brokers(lab)
+    state = read_state(lab)
+    if state is not None and state.get("broker_ports") and any(
+            is_ours(p) for p in state.get("processes", [])):
+        return cluster_up("kafka09", FAULT_BROKERS, lab, progress=progress)
+    zk, base = fault_cluster_ports()
+    return cluster_up("kafka09", FAULT_BROKERS, lab, base_port=base, zk_port=zk,
+                      progress=progress)
+
+
+def zk_port_of(cluster_lab: Path) -> int:
+    state = read_state(cluster_lab)
+    if state is None or not state.get("zookeeper_port"):
+        raise ClusterError(f"no embedded kafka09 cluster is up in {cluster_lab}")
+    return int(state["zookeeper_port"])
+
+
+@dataclass(frozen=True)
+class Target:
+    """Who a fault hits: ``role`` leader/follower/none; ``followers`` the partition's other
+    in-sync replicas when the fault was chosen."""
+
+    broker: int | None
+    role: str
+    partition: int
+    leader: int
+    isr: tuple[int, ...]
+
+    @property
+    def followers(self) -> tuple[int, ...]:
+        return tuple(b for b in self.isr if b != self.leader)
+
+
+def wait_isr_full(zk: ZkReader, topic: str, partitions: int, rf: int, timeout_s: float,
+                  poll_s: float = 0.1) -> int | None:
+    """Wait until every partition has a leader and ``rf`` in-sync replicas; the monotonic
+    time (ns) it was seen, None after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            states = [zk.partition_state(topic, p) for p in range(partitions)]
+        except OSError:
+            states = [None]
+        if all(s is not None and s["leader"] >= 0 and len(s["isr"]) >= rf for s in states):
+            return now_ns()
+        time.sleep(poll_s)
+    return None
+
+
+def pick_target(zk: ZkReader, spec: FaultTrialSpec, topic: str, rf: int) -> Target:
+    """The broker the fault hits (partition 0's leader, or its first in-sync follower).
+
+    Raises:
+        ConfigError: the fault needs a follower and the topic has none (rf 1).
+        ClusterError: partition 0 has no state or no leader.
+    """
+    st = zk.partition_state(topic, 0)
+    if st is None or st["leader"] < 0:
+        raise ClusterError(f"topic {topic} partition 0 has no leader in ZooKeeper")
+    leader, isr = int(st["leader"]), tuple(st["isr"])
+    if spec.fault in NEEDS_FOLLOWER and rf < 2:
+        raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
+                          f"has replication factor {rf}")
+    if spec.fault == "none":
+        return Target(None, "none", 0, leader, isr)
+    if spec.fault == "kill-follower":
+        followers = [b for b in isr if b != leader]
+        if not followers:
+            raise ClusterError(f"topic {topic} partition 0 has no in-sync follower (isr {isr})")
+        return Target(followers[0], "follower", 0, leader, isr)
+    return Target(leader, "leader", 0, leader, isr)
+
+
+@dataclass
+class Injector:
+    """Runs one trial's fault on its schedule (a thread started by :meth:`arm`)."""
+
+    spec: FaultTrialSpec
+    target: Target
+    cluster_lab: Path
+    progress: Progress = noop
+    events: dict[str, int | None] = field(default_factory=dict)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _stopped: set[int] = field(default_factory=set)
+    _killed: set[int] = field(default_factory=set)
+
+    def arm(self, t0_ns: int) -> None:
+        """Start the fault's thread for a schedule starting at ``t0_ns`` (the load engine's
+        ``on_start`` hook)."""
+        self.events["t0_ns"] = t0_ns
+        self._thread = threading.Thread(target=self._run, args=(t0_ns,), name="fault-injector",
+                                        daemon=True)
+        self._thread.start()
+
+    def join(self, timeout_s: float = 120.0) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def abort(self) -> None:
+        """Stop waiting for the next action (the trial ended early)."""
+        self._stop.set()
+
+    # ------------------------------------------------------------------ the schedule
+    def _wait_until(self, ts_ns: int) -> bool:
+        while not self._stop.is_set():
+            left = ts_ns - now_ns()
+            if left <= 0:
+                return True
+            self._stop.wait(min(left / 1e9, 0.05))
+        return False
+
+    def _signal(self, broker: int, sig: int) -> int:
+        ts = now_ns()
+        r = kill_broker(self.cluster_lab, broker, signal=sig)
+        self.actions.append({"ts_ns": ts, "broker": broker, "signal": signal.Signals(sig).name,
+                             "result": r.get("action")})
+        self.progress(f"  fault: {signal.Signals(sig).name} broker {broker} ({r.get('action')})")
+        if sig == signal.SIGSTOP:
+            self._stopped.add(broker)
+        elif sig == signal.SIGCONT:
+            self._stopped.discard(broker)
+        elif sig in (signal.SIGKILL, signal.SIGTERM):
+            self._killed.add(broker)
+        return ts
+
+    def _restart(self) -> int:
+        ts = now_ns()
+        self.progress("  heal: restarting the stopped broker(s)")
+        cluster_up("kafka09", 3, self.cluster_lab, progress=noop)
+        self.actions.append({"ts_ns": ts, "broker": sorted(self._killed), "signal": None,
+                             "result": "restarted"})
+        self._killed.clear()
+        return ts
+
+    def _run(self, t0_ns: int) -> None:
+        spec, tgt = self.spec, self.target
+        fault_ts = t0_ns + int(spec.fault_at_s * 1e9)
+        heal_at = fault_ts + int(spec.effective_down_s * 1e9)
+        self.events["fault_ts_ns"] = None
+        self.events["heal_ts_ns"] = None
+        try:
+            if spec.fault == "none" or tgt.broker is None:
+                self.events["fault_ts_ns"] = fault_ts  # the nominal instant, for the control
+                return
+            if not self._wait_until(fault_ts):
+                return
+            b = tgt.broker
+            if spec.fault == "lossy-leader-crash":
+                for f in tgt.followers:
+                    self.events.setdefault("fault_ts_ns", None)
+                    ts = self._signal(f, signal.SIGSTOP)
+                    if self.events["fault_ts_ns"] is None:
+                        self.events["fault_ts_ns"] = ts
+                if not self._wait_until(heal_at):
+                    return
+                self.events["leader_killed_ts_ns"] = self._signal(b, signal.SIGKILL)
+                for f in tgt.followers:
+                    self._signal(f, signal.SIGCONT)
+                if not self._wait_until(heal_at + int(LOSSY_RESTART_AFTER_S * 1e9)):
+                    return
+                self.events["heal_ts_ns"] = self._restart()
+                return
+            sig = {"sigkill-leader": signal.SIGKILL, "kill-follower": signal.SIGKILL,
+                   "sigterm-leader": signal.SIGTERM, "sigstop-leader": signal.SIGSTOP}[spec.fault]
+            self.events["fault_ts_ns"] = self._signal(b, sig)
+            if not self._wait_until(heal_at):
+                return
+            if sig == signal.SIGSTOP:
+                self.events["heal_ts_ns"] = self._signal(b, signal.SIGCONT)
+            else:
+                self.events["heal_ts_ns"] = self._restart()
+        except Exception as exc:  # reported by the trial; heal_all still runs
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.progress(f"  fault injection failed: {self.error}")
+
+    # ------------------------------------------------------------------ always
+    def heal_all(self) -> None:
+        """Continue every broker this trial stopped and restart every one it killed (also
+        after an error or Ctrl-C): the next trial starts from a whole cluster."""
+        self.abort()
+        self.join(60.0)
+        for b in sorted(self._stopped):
+            with contextlib.suppress(Exception):
+                self._signal(b, signal.SIGCONT)
+        if self._killed:
+            ts = self._restart()
+            if self.events.get("heal_ts_ns") is None and self.events.get("fault_ts_ns"):
+                self.events["heal_ts_ns"] = ts

@@ -1,0 +1,152 @@
+"""A trial's figures from its files: the checker's counts and the availability window.
+
+Definitions (docs/faults.md, "What a trial reports"):
+
+* ``unavailable_ms``: the longest gap between consecutive acks (all acked messages, by ack
+  time) among the gaps that end after the fault started. The no-fault control uses the same
+  rule with its nominal fault instant, so control and fault are measured alike.
+* ``consumer_gap_ms``: the same over the live consumer's first receipts.
+* ``leader_elected_ms``: fault → the first ZooKeeper poll whose partition-0 leader is another
+  broker (null when leadership did not move: a follower fault, or the control).
+* ``isr_full_ms``: fault → the first poll after the heal where every partition has its full
+  replication factor in sync again.
+* ``lag_recovered_ms``: fault → the first lag sample after the post-fault peak at or below
+  ``max(1, R × lag interval)``; 0 when the lag never rose above it.
+* ``recovered``: acks kept coming after the heal (ducktape checks this before judging loss).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+__all__ = ["error_name", "longest_gap_ms", "trial_summary"]
+
+_CODE = re.compile(r"(_?[A-Z][A-Z0-9_]{3,})")
+
+
+def error_name(error: str | None) -> str:
+    """A short name for a client error text (``_MSG_TIMED_OUT``, ``NOT_LEADER_FOR_PARTITION``)."""
+    if not error:
+        return "no answer"
+    m = _CODE.search(error)
+    return m.group(1) if m else error.split(":")[0][:40]
+
+
+def longest_gap_ms(ts_ns: np.ndarray, after_ns: int | None) -> float | None:
+    """The longest gap between consecutive times (sorted) that ends after ``after_ns``."""
+    ts = np.sort(ts_ns[ts_ns > 0])
+    if len(ts) < 2:
+        return None
+    gaps = np.diff(ts)
+    ends = ts[1:]
+    if after_ns is not None:
+        gaps = gaps[ends > after_ns]
+    return round(float(gaps.max()) / 1e6, 3) if len(gaps) else None
+
+
+def _ms(a: int | None, b: int | None) -> float | None:
+    return None if a is None or b is None else round((b - a) / 1e6, 3)
+
+
+def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarray],
+                  receipts_ts_ns: np.ndarray, lag_rows: list[dict[str, Any]],
+                  events: dict[str, Any], errors: list[str | None], rf: int,
+                  rate_msgs_per_s: float, lag_interval_s: float,
+                  in_broker_logs: dict[int, str] | None) -> dict[str, Any]:
+    """The trial's counts and availability figures (the keys of the ``--json`` object that
+    come from measurement)."""
+    v = verdicts["verdict"]
+    outcome = verdicts["outcome"]
+    rc = verdicts["read_count"]
+    fault = events.get("fault_ts_ns")
+    heal = events.get("heal_ts_ns")
+    ack_ts = sends["ack_ts_ns"][outcome == "acked"]
+    after = heal if heal is not None else fault
+    acks_after = int((ack_ts > after).sum()) if after is not None else len(ack_ts)
+    lost_locs = in_broker_logs or {}
+    in_logs = sum(1 for s in lost_locs.values() if s)
+    lag_recovered = None
+    if fault is not None and lag_rows:
+        thresh = max(1.0, rate_msgs_per_s * lag_interval_s)
+        by_ts: dict[int, int] = {}
+        for r in lag_rows:
+            if r["sample_ts_ns"] >= fault and r.get("lag_msgs") is not None:
+                by_ts[int(r["sample_ts_ns"])] = by_ts.get(int(r["sample_ts_ns"]), 0) + int(r["lag_msgs"])
+        series = sorted(by_ts.items())
+        if series:
+            peak_i = int(np.argmax([lag for _, lag in series]))
+            if series[peak_i][1] <= thresh:
+                lag_recovered = 0.0
+            else:
+                for ts, lag in series[peak_i:]:
+                    if lag <= thresh:
+                        lag_recovered = _ms(fault, ts)
+                        break
+    return {
+        "intended": len(v),
+        "acked": int((outcome == "acked").sum()),
+        "failed": int((outcome == "failed").sum()),
+        "indeterminate": int((outcome == "indeterminate").sum()),
+        "unsent": int((outcome == "unsent").sum()),
+        "read_back": int(rc.sum()),
+        "acked_lost": int((v == "acked_lost").sum()),
+        "acked_lost_in_broker_logs": in_logs if in_broker_logs is not None else None,
+        "acked_lost_absent_from_logs": (len(lost_locs) - in_logs) if in_broker_logs is not None else None,
+        "failed_but_present": int((v == "failed_but_present").sum()),
+        "indeterminate_present": int((v == "indeterminate_present").sum()),
+        "unseen": int((v == "unseen").sum()),
+        "duplicates": int(np.clip(rc - 1, 0, None).sum()),
+        "reordered": int(verdicts["reordered"].sum()),
+        "acks_after_fault": acks_after,
+        "recovered": acks_after > 0,
+        "unavailable_ms": longest_gap_ms(ack_ts, fault),
+        "consumer_gap_ms": longest_gap_ms(receipts_ts_ns, fault),
+        "leader_elected_ms": _ms(fault, events.get("leader_elected_ts_ns")),
+        "isr_full_ms": _ms(fault, events.get("isr_full_ts_ns")),
+        "lag_recovered_ms": lag_recovered,
+        "errors_by_type": dict(Counter(error_name(e) for e, o in zip(errors, outcome, strict=True)
+                                       if o in ("failed", "indeterminate"))),
+        "rf": rf,
+    }
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
+    return str(v)
+
+
+def format_fault_table(trials: list[dict[str, Any]]) -> str:
+    """One line per trial, then the median and max per profile × fault × acks."""
+    cols = [("trial_id", "trial"), ("acked", "acked"), ("acked_lost", "lost"),
+            ("acked_lost_in_broker_logs", "in logs"), ("failed_but_present", "fail+present"),
+            ("duplicates", "dup"), ("reordered", "reord"), ("unseen", "unseen"),
+            ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
+            ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"), ("verdict", "verdict")]
+    rows = [[_fmt(t.get(k)) for k, _ in cols] for t in trials]
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for t in trials:
+        groups.setdefault((str(t.get("profile")), str(t.get("fault")), str(t.get("acks"))), []).append(t)
+    for (p, f, a), ts in groups.items():
+        if len(ts) < 2:
+            continue
+        for label, agg in (("median", np.median), ("max", np.max)):
+            row = [f"{p}-{f}-acks-{a} {label} ({len(ts)})"]
+            for k, _ in cols[1:-1]:
+                vals = [float(t[k]) for t in ts if isinstance(t.get(k), int | float)]
+                row.append(_fmt(float(agg(vals))) if vals else "—")
+            row.append("")
+            rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, (_, h) in enumerate(cols)]
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, ((_, h), w) in enumerate(zip(cols, widths, strict=True)))
+    out = [line, "-" * len(line)]
+    for r in rows:
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+    return "\n".join(out)
