@@ -4,6 +4,7 @@ cluster (the engine's entry points are replaced by stand-ins where a test calls 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,7 @@ def test_a_trial_that_found_loss_succeeds_and_a_failed_trial_fails(
     monkeypatch.setattr(engine, "run_fault_trial", lambda *a, **k: {
         "trial_id": "t", "status": "failed", "verdict": "failed",
         "error": "broker 1 did not come back"})
-    with pytest.raises(RunError, match="^trial t failed: broker 1 did not come back$"):
+    with pytest.raises(RunError, match=r"^trial t failed: broker 1 did not come back$"):
         fault_tasks.run_trial("faults-x", trial)
 
 
@@ -188,16 +189,24 @@ def test_closing_a_started_run_calls_the_engine(lab: LabData,
         "run_id": "faults-r1", "status": "complete", "trials": [{"trial_id": "t"}]}
 
 
+LOST = "durability-sigkill-leader-acks-all-t1"
 FAILED = {"success": False, "failed_expectations": [
-    {"check": "durability_no_acked_lost",
-     "summary": "durability: acked_lost = 0 failed for durability-sigkill-leader-acks-all-t1"}]}
+    {"check": "profile durability: no acked message is lost (acked_lost = 0)",
+     "column": "acked_lost", "summary": f"acked_lost = 0 under durability fails for {LOST}"}],
+    "durability": {"check": "profile durability: no acked message is lost (acked_lost = 0)",
+                   "success": False, "acked_lost": 3,
+                   "trials": [{"trial_id": LOST, "acked_lost": 3}]}}
+"""A fault validation that found acked messages lost under the durability profile (the
+shape ``spark_jobs/validate_faults.py`` writes)."""
 
 
 @pytest.mark.parametrize(("status", "validation", "problem"), [
     ("complete", {"success": True}, None),
     ("incomplete", {"success": True}, r"^fault run faults-r1: run is incomplete$"),
-    ("complete", FAILED, r"^fault run faults-r1: validation failed \(durability: acked_lost "
-                         r"= 0 failed for durability-sigkill-leader-acks-all-t1\) \(see "
+    ("complete", FAILED, r"^fault run faults-r1: DURABILITY BROKEN: 3 acked message\(s\) lost "
+                         r"under the durability profile \(durability-sigkill-leader-acks-all-t1"
+                         r"\); validation failed \(acked_lost = 0 under durability fails for "
+                         r"durability-sigkill-leader-acks-all-t1\) \(see "
                          r".*validation/faults-r1-faults\.json\)$"),
     ("complete", None, r"^fault run faults-r1: no validation result$"),
     (None, None, r"^fault run faults-r1: no run manifest; no validation result$"),
@@ -216,27 +225,27 @@ def test_verify_fault_outcome(lab: LabData, status: str | None,
             fault_tasks.verify_fault_outcome("faults-r1")
 
 
-def test_a_failed_validation_is_announced_once_per_run(
+def test_lost_acked_messages_under_durability_are_announced_critical(
         lab: LabData, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafkalab.alerts as alerts
+    import kafkalab.alerts.notify as notify
     from kafkalab.airflow.connections import AlertWebhook
 
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(alerts, "alert_run_failed", lambda url, dag_id, run_id, error, fmt,
-                        report_url: sent.append({"url": url, "dag_id": dag_id,
-                                                 "run_id": run_id, "error": error}))
+    monkeypatch.setattr(notify, "send_alert", lambda url, body, timeout_s=10: sent.append(body))
     atomic_write_json(fault_tasks.fault_validation_path(lab, "faults-r1"), {"success": True})
     assert fault_tasks.send_fault_alerts("faults-r1")["reason"] == "validation passed"
     atomic_write_json(fault_tasks.fault_validation_path(lab, "faults-r1"), FAILED)
     out = fault_tasks.send_fault_alerts("faults-r1")
-    assert (out["sent"], out["reason"]) == (False, "no alert webhook configured")
+    assert (out["sent"], out["severity"]) == (False, "critical")  # no webhook: logged
     assert sent == []
     hook = AlertWebhook(url="http://127.0.0.1:9/hook", fmt="generic")
     monkeypatch.setattr(AlertWebhookConnection, "settings", lambda self: hook)
     out = fault_tasks.send_fault_alerts("faults-r1", dag_id="resilience_experiment")
-    assert out["sent"] is True
-    assert [(s["dag_id"], s["run_id"]) for s in sent] == [("resilience_experiment", "faults-r1")]
-    assert "acked_lost = 0 failed for durability-sigkill-leader-acks-all-t1" in sent[0]["error"]
+    assert (out["sent"], out["severity"], out["acked_lost"]) == (True, "critical", 3)
+    (body,) = sent
+    assert (body["run_id"], body["dag_id"], body["severity"]) == (
+        "faults-r1", "resilience_experiment", "critical")
+    assert LOST in json.dumps(body)
 
 
 def test_spark_jobs_of_a_fault_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -284,6 +284,13 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
     if validation is None:
         problems.append("no validation result")
     elif not validation.get("success"):
+        dur = validation.get("durability")
+        if isinstance(dur, Mapping) and dur.get("success") is False:
+            lost_in = ", ".join(str(t.get("trial_id")) for t in dur.get("trials") or []
+                                if isinstance(t, Mapping))
+            problems.append(f"DURABILITY BROKEN: {dur.get('acked_lost')} acked message(s) "
+                            "lost under the durability profile"
+                            + (f" ({lost_in})" if lost_in else ""))
         checks = _failed_checks(validation)
         problems.append("validation failed" + (f" ({'; '.join(checks)})" if checks else "")
                         + f" (see {fault_validation_path(lab, run_id)})")
@@ -293,43 +300,32 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
 
 
 def send_fault_alerts(run_id: str, dag_id: str | None = None) -> dict[str, Any]:
-    """Announce a failed fault validation of ``run_id`` (e.g. acked messages lost under the
-    durability profile) on the ``kafkalab_alert_webhook`` Connection.
+    """Announce a failed fault validation of ``run_id`` on the ``kafkalab_alert_webhook``
+    Connection (:func:`kafkalab.alerts.alert_on_fault_validation`): severity ``critical``, the
+    highest, when acked messages were lost under the durability profile (the trials and
+    their losses listed), else ``error`` with the failed checks.
 
-    No Connection: logs and returns (not a failure). Nothing is sent for a validation that
-    passed or is missing (a missing one already fails the DAG run's outcome).
+    A validation that passed, or none yet, sends nothing (a missing one already fails the
+    DAG run's outcome). No Connection: logged, not a failure.
 
     Returns:
-        ``{"run_id", "sent", "reason", "failed_checks"}``.
+        ``{"run_id", "sent", "severity", "reason", "failed_checks", "acked_lost"}``.
 
     Raises:
         AlertError: delivery failed (message without the URL).
     """
     from kafkalab.airflow.connections import ALERT_CONN_ID, AlertWebhookConnection
+    from kafkalab.alerts import alert_on_fault_validation
 
     lab = LabData()
-    out: dict[str, Any] = {"run_id": run_id, "sent": False, "reason": None, "failed_checks": []}
-    validation = fault_validation(lab, run_id)
-    if validation is None or validation.get("success"):
-        out["reason"] = "no validation result" if validation is None else "validation passed"
-        log.info("fault run %s: %s, nothing to announce", run_id, out["reason"])
-        return out
-    out["failed_checks"] = _failed_checks(validation)
     hook = AlertWebhookConnection(ALERT_CONN_ID).settings()
     if hook is None:
-        out["reason"] = "no alert webhook configured"
-        log.warning("fault run %s: validation failed (%s); no alert webhook configured",
-                    run_id, "; ".join(out["failed_checks"]))
-        return out
-    from kafkalab.alerts import alert_run_failed
-
-    error = (f"fault validation failed: {'; '.join(out['failed_checks']) or 'see the report'}"
-             f" ({fault_validation_path(lab, run_id)})")
-    alert_run_failed(hook.url, dag_id, run_id, error, fmt=hook.fmt,
-                     report_url=hook.report_url(run_id, lab))
-    out["sent"] = True
-    log.info("fault run %s: failed validation announced", run_id)
-    return out
+        log.info("no alert webhook configured (Connection %r)", ALERT_CONN_ID)
+    out = alert_on_fault_validation(
+        lab.root, run_id, hook.url if hook else None, fmt=hook.fmt if hook else "slack",
+        report_url=hook.report_url(run_id, lab) if hook else None, dag_id=dag_id)
+    log.info("fault alerts for %s: %s", run_id, out)
+    return dict(jsonable(out))
 
 
 def nightly_fault_on(params: Mapping[str, Any]) -> bool:
