@@ -70,14 +70,18 @@ LOAD_AGGREGATES_SUBDIR = "load"
 """``aggregates/load/``: the load runs' aggregates (:mod:`kafkalab.drift.load`), never part of
 the latency history."""
 
+OTHER_AGGREGATES_SUBDIRS = (LOAD_AGGREGATES_SUBDIR, "faults")
+"""Subdirectories of ``aggregates/`` that are not latency aggregates: ``load/`` and
+``faults/`` (the fault runs' tables, ``spark_jobs/aggregate_faults.py``)."""
+
 
 def _latency_files(agg_dir: Path) -> list[Path]:
     """The latency aggregate files under ``agg_dir``: not hidden (``.``/``_``), not under
-    ``load/`` (the load cells' tables have their own history)."""
+    ``load/`` or ``faults/`` (those runs' tables have their own readers)."""
     out = []
     for f in sorted(agg_dir.rglob("*.parquet")):
         parts = f.relative_to(agg_dir).parts
-        if parts[0] == LOAD_AGGREGATES_SUBDIR or any(p.startswith((".", "_")) for p in parts):
+        if parts[0] in OTHER_AGGREGATES_SUBDIRS or any(p.startswith((".", "_")) for p in parts):
             continue
         if f.is_file():
             out.append(f)
