@@ -40,7 +40,7 @@ demo-seed000: setup  ## start the embedded Kafka, re-run seed 000 (HTTP vs clien
 # the scheduled nightly (include/workloads/nightly.yaml): p50 and p99 are defined and have
 # two-sided 95 % intervals, so p99's noise does not raise alerts (~2 min a date).
 NIGHTLY_DATES ?= 2026-11-18 2026-11-19 2026-11-20 2026-11-21
-NIGHTLY_CONF  ?= {"scenarios":["rest","kafka-python","confluent-kafka","confluent-kafka-serial","jvm-e2e"],"payloads":["1kb","1mb"],"profiles":["latency"],"messages":400}
+NIGHTLY_CONF  ?= {"scenarios":["rest","kafka-python","confluent-kafka","confluent-kafka-serial","jvm-e2e"],"payloads":["1kb","1mb"],"profiles":["latency"],"messages":400,"fault_trial":false}
 nightly-demo: setup  ## run nightly_latency_regression for NIGHTLY_DATES, print the report path
 	$(BIN)/kafkalab cluster up
 	for d in $(NIGHTLY_DATES); do $(BIN)/python -m kafkalab.airflow.launcher dags-test nightly_latency_regression $$d --conf '$(NIGHTLY_CONF)' || exit $$?; done

@@ -297,3 +297,105 @@ def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str,
     page = (lab.report_page_dir(run) / "index.html").read_text()
     assert 'id="fanout"' in page and 'id="throughput"' in page and 'class="load-cells"' in page
     assert run in lab.report_index_path().read_text()
+
+
+FAULTS_ZK_PORT = 32581
+FAULTS_BASE_PORT = 39592
+"""The fault cluster of this test: ZooKeeper 32581, brokers 39592..39594."""
+
+
+@pytest.fixture(scope="module")
+def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A lab dir of its own for the engine's 3-broker fault cluster (``<lab>/faults``, started
+    by ``start_fault_run``); stopped at the end, whatever happened."""
+    from kafkalab.cluster.embedded import cluster_down
+
+    if not TARBALL.is_file():
+        pytest.fail(f"{TARBALL} missing: `make setup` downloads it")
+    lab = tmp_path_factory.mktemp("af-faults-lab")
+    for downloads in (lab / "downloads", lab / "faults" / "downloads"):
+        downloads.mkdir(parents=True)
+        shutil.copy2(TARBALL, downloads / TARBALL.name)
+    try:
+        yield lab
+    finally:
+        cluster_down(lab_dir=lab / "faults")
+
+
+def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any],
+                                          tmp_path: Path) -> None:
+    """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
+    durability profile (200 msg/s × 14 s): the engine starts the fault cluster, kills the
+    leader, heals and checks; Spark aggregates and validates; the report has the run's
+    page."""
+    import pandas as pd
+
+    from kafkalab.airflow.fault_tasks import fault_aggregates_dir, fault_validation
+
+    lab = LabData(tmp_path / "data")
+    extra_env = {**airflow_setup["extra_env"], "KAFKALAB_DATA_DIR": str(lab.root),
+                 "KAFKALAB_HOME": str(fault_lab),
+                 "KAFKALAB_FAULTS_ZK_PORT": str(FAULTS_ZK_PORT),
+                 "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
+    conf = {"profiles": ["durability"], "faults": ["sigkill-leader"], "trials": 1,
+            "rate_msgs_per_s": 200, "duration_s": 14}
+    t0 = time.monotonic()
+    rc = dags_test("resilience_experiment", "2026-11-23T00:00:00+00:00", conf,
+                   home=airflow_setup["home"], extra_env=extra_env, migrate=False,
+                   timeout_s=900)
+    print(f"dags test resilience_experiment: exit {rc} in {time.monotonic() - t0:.1f} s")
+    assert rc == 0, "airflow dags test resilience_experiment failed; see the output above"
+    (run,) = set(lab.manifests())
+    assert re.fullmatch(r"faults-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
+    manifest = lab.manifest(run)
+    assert manifest is not None and manifest["kind"] == "faults"
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert manifest["owner"]["kind"] == "airflow"
+
+    # the trial's own files: what the engine measured and judged
+    (trial_json,) = (lab.root / "faults").glob(f"run_date=*/run_id={run}/trial=*/trial.json")
+    trial = json.loads(trial_json.read_text())
+    assert trial["status"] == "complete", trial.get("error")
+    assert trial_json.parent.name == f"trial={trial['trial_id']}"
+    assert trial["trial_id"] == "durability-sigkill-leader-acks-all-t1"
+    assert trial["target"]["role"] == "leader"
+    events = trial["events"]
+    assert events["fault_ts_ns"] and events["heal_ts_ns"] > events["fault_ts_ns"]
+    s = trial["summary"]
+    assert (s["profile"], s["fault"], s["acks"], s["trial"]) == (
+        "durability", "sigkill-leader", "all", 1)
+    assert s["verdict"] == "ok" and s["recovered"] is True and s["acks_after_fault"] > 0
+    assert s["acked"] > 0 and s["acked_lost"] == 0
+    assert s["acked"] + s["failed"] + s["indeterminate"] + s["unsent"] == s["intended"]
+    assert s["leader_elected_ms"] is not None and s["leader_elected_ms"] > 0
+    assert s["unavailable_ms"] is not None and s["unavailable_ms"] > 0
+    for name in ("sends.parquet", "verdicts.parquet", "timeline.parquet", "cell.json"):
+        assert (trial_json.parent / name).is_file(), name
+
+    # Spark: the aggregates agree with the trial's own summary
+    agg = fault_aggregates_dir(lab, run)
+    trials = pd.read_parquet(agg / "fault_trials.parquet")
+    assert list(trials["trial_id"]) == [trial["trial_id"]]
+    row = trials.iloc[0]
+    assert (row["intended_msgs"], row["acked_msgs"], row["acked_lost"]) == (
+        s["intended"], s["acked"], 0)
+    assert row["verdict"] == "ok"
+    cells = pd.read_parquet(agg / "fault_cells.parquet")
+    assert len(cells) == 1 and int(cells.iloc[0]["trials_complete"]) == 1
+    assert len(pd.read_parquet(agg / "fault_timeline.parquet")) > 0
+    validation = fault_validation(lab, run)
+    assert validation is not None and validation["success"] is True, validation
+
+    # the report: the run's page with its section, listed in the index
+    page = (lab.report_page_dir(run) / "index.html").read_text()
+    assert "Durability and availability" in page
+    assert run in lab.report_index_path().read_text()
+
+    # the mapped trial's readable name, as the UI shows it
+    import sqlite3
+
+    with sqlite3.connect(airflow_setup["home"] / "airflow.db") as con:
+        labels = [r[0] for r in con.execute(
+            "SELECT rendered_map_index FROM task_instance WHERE dag_id = ? AND task_id = ?",
+            ("resilience_experiment", "run_fault_trial"))]
+    assert labels == ["durability sigkill-leader #1"]
