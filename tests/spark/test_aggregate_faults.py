@@ -1,0 +1,217 @@
+"""Tests of spark_jobs/aggregate_faults.py on a fake fault run (tools/fake_fault_samples.py).
+
+The counts are checked against the values the fake was told to produce (hand-counted) and
+against the trial summaries the fake computed from its own rows by the contract's
+definitions; the availability figures and event times against trial.json; the cells against
+hand-computed medians (complete trials only); the timeline against a pandas reference built
+straight from the files. One in-process aggregation per module; one spark-submit run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from spark_jobs import aggregate_faults as af
+from tools.fake_fault_samples import FakeFaultTrial, standard_trials, write_fake_fault_run
+
+RUN = "20261122T010203Z-faults1"
+OTHER_RUN = "20261123T010203Z-faults2"
+
+# the standard set, plus a failed trial in the default sigkill-leader cell: it loses
+# messages, but a cell's figures are over its complete trials only
+FAILED = FakeFaultTrial(profile="default", fault="sigkill-leader", acks="1", trial=3,
+                        status="failed", acked_lost=5, duplicates=9)
+TRIALS = [*standard_trials(), FAILED]
+DUR, LOSSY, DUP1, DUP2, NONE = (t.trial_id for t in standard_trials())
+
+#: What the fake was told to produce (300 intended messages per trial).
+EXPECTED_COUNTS: dict[str, dict[str, int]] = {
+    DUR: {"intended_msgs": 300, "acked_msgs": 298, "failed_msgs": 2, "indeterminate_msgs": 0,
+          "unsent_msgs": 0, "read_back_msgs": 298, "ok_msgs": 298, "acked_lost": 0,
+          "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
+          "failed_but_present": 0, "indeterminate_present": 0, "unseen": 2, "duplicates": 0,
+          "reordered": 0},
+    LOSSY: {"intended_msgs": 300, "acked_msgs": 293, "failed_msgs": 3, "indeterminate_msgs": 2,
+            "unsent_msgs": 2, "read_back_msgs": 292, "ok_msgs": 290, "acked_lost": 3,
+            "acked_lost_in_broker_logs": 1, "acked_lost_absent_from_logs": 2,
+            "failed_but_present": 1, "indeterminate_present": 1, "unseen": 5,
+            "duplicates": 0, "reordered": 0},
+    DUP1: {"intended_msgs": 300, "acked_msgs": 300, "failed_msgs": 0, "indeterminate_msgs": 0,
+           "unsent_msgs": 0, "read_back_msgs": 300, "ok_msgs": 300, "acked_lost": 0,
+           "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
+           "failed_but_present": 0, "indeterminate_present": 0, "unseen": 0, "duplicates": 4,
+           "reordered": 2},
+    NONE: {"intended_msgs": 300, "acked_msgs": 300, "failed_msgs": 0, "indeterminate_msgs": 0,
+           "unsent_msgs": 0, "read_back_msgs": 300, "ok_msgs": 300, "acked_lost": 0,
+           "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
+           "failed_but_present": 0, "indeterminate_present": 0, "unseen": 0, "duplicates": 0,
+           "reordered": 0},
+}
+#: The summary's names of the counts (trial.json / ``kafkalab faults run --json``).
+SUMMARY_NAMES = {"intended_msgs": "intended", "acked_msgs": "acked", "failed_msgs": "failed",
+                 "indeterminate_msgs": "indeterminate", "unsent_msgs": "unsent",
+                 "read_back_msgs": "read_back"}
+
+
+@pytest.fixture(scope="module")
+def lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("faults")
+    dirs = write_fake_fault_run(root, RUN, TRIALS)
+    write_fake_fault_run(root, OTHER_RUN, [NONE_TRIAL])  # another run: never mixed in
+    out = root / "aggregates" / "faults"
+    counts = af.run(spark, str(root / "faults"), str(out), RUN)
+    run_dir = out / f"run_id={RUN}"
+    trials = pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id")
+    cells = pd.read_parquet(run_dir / "fault_cells.parquet")
+    timeline = pd.read_parquet(run_dir / "fault_timeline.parquet")
+    docs = {d.name.removeprefix("trial="): json.loads((d / "trial.json").read_text())
+            for d in dirs}
+    return {"root": root, "out": out, "counts": counts, "trials": trials, "cells": cells,
+            "timeline": timeline, "docs": docs, "dirs": {d.name.removeprefix("trial="): d
+                                                         for d in dirs}}
+
+
+NONE_TRIAL = FakeFaultTrial(profile="availability", fault="none")
+
+
+def test_tables_and_row_counts(lab: dict[str, Any]) -> None:
+    assert lab["counts"] == {"fault_trials": 6, "fault_cells": 4, "fault_timeline": 180}
+    assert sorted(lab["trials"].index) == sorted(t.trial_id for t in TRIALS)
+    assert ["trial_id", *lab["trials"].columns] == [
+        "trial_id", *(c for c in af.TRIAL_SCHEMA if c != "trial_id")]
+    assert list(lab["cells"].columns) == list(af.CELL_SCHEMA)
+    assert list(lab["timeline"].columns) == list(af.TIMELINE_SCHEMA)
+    assert set(lab["trials"]["run_id"]) == {RUN}
+
+
+@pytest.mark.parametrize("trial_id", list(EXPECTED_COUNTS))
+def test_counts_recomputed_from_verdicts(lab: dict[str, Any], trial_id: str) -> None:
+    row = lab["trials"].loc[trial_id]
+    assert {c: int(row[c]) for c in af.COUNT_COLUMNS} == EXPECTED_COUNTS[trial_id]
+
+
+def test_counts_agree_with_the_trial_summaries(lab: dict[str, Any]) -> None:
+    """Every trial (the failed one too): the Spark counts equal the summary's."""
+    for tid, doc in lab["docs"].items():
+        s, row = doc["summary"], lab["trials"].loc[tid]
+        for col in af.COUNT_COLUMNS:
+            if col == "ok_msgs":
+                continue
+            assert int(row[col]) == s[SUMMARY_NAMES.get(col, col)], (tid, col)
+    assert lab["trials"].loc[FAILED.trial_id, "acked_lost"] == 5
+
+
+def test_spec_availability_and_events(lab: dict[str, Any]) -> None:
+    t = lab["trials"]
+    lossy = t.loc[LOSSY]
+    assert (lossy.profile, lossy.fault, lossy.acks, lossy.trial, lossy.status) == (
+        "default", "lossy-leader-crash", "1", 1, "complete")
+    assert (lossy.target_broker, lossy.target_role) == (1, "leader")
+    assert lossy.broker_version == "0.9.0.1" and not lossy.broker_is_emulator
+    assert (lossy.rate_msgs_per_s, lossy.duration_s, lossy.fault_at_s, lossy.down_s) == (
+        100.0, 3.0, 1.0, 1.0)
+    assert lossy.unavailable_ms == pytest.approx(510.0)
+    assert lossy.consumer_gap_ms == pytest.approx(540.0)
+    assert (lossy.leader_elected_ms, lossy.isr_full_ms, lossy.lag_recovered_ms) == (
+        pytest.approx(300.0), pytest.approx(1500.0), pytest.approx(1600.0))
+    assert bool(lossy.recovered) and lossy.acks_after_fault == 98
+    assert json.loads(lossy.errors_by_type) == {"_MSG_TIMED_OUT": 3, "_TRANSPORT": 2}
+    assert (lossy.fault_elapsed_s, lossy.heal_elapsed_s, lossy.leader_elected_elapsed_s,
+            lossy.isr_full_elapsed_s) == (pytest.approx(1.0), pytest.approx(2.0),
+                                          pytest.approx(1.3), pytest.approx(2.5))
+    assert lossy.verdict == "loss"
+    none = t.loc[NONE]
+    assert none.target_role == "none" and pd.isna(none.target_broker)
+    assert pd.isna(none.fault_elapsed_s) and pd.isna(none.leader_elected_ms)
+    assert pd.isna(none.down_s) and none.verdict == "ok" and none.acks == "all"
+    assert t.loc[DUR, "verdict"] == "ok" and t.loc[FAILED.trial_id, "verdict"] == "failed"
+    for tid, doc in lab["docs"].items():
+        for col in ("unavailable_ms", "consumer_gap_ms", "acks_after_fault"):
+            got, want = t.loc[tid, col], doc["summary"][col]
+            assert (pd.isna(got) and want is None) or got == pytest.approx(want), (tid, col)
+
+
+def test_cells_over_complete_trials(lab: dict[str, Any]) -> None:
+    cells = lab["cells"].set_index(["profile", "fault", "acks"])
+    assert len(cells) == 4
+    sig = cells.loc[("default", "sigkill-leader", "1")]
+    assert (sig.trials, sig.trials_complete, sig.trials_with_loss) == (3, 2, 0)
+    assert (sig.acked_lost_sum, sig.acked_lost_median, sig.acked_lost_max) == (0, 0.0, 0.0)
+    assert (sig.duplicates_median, sig.duplicates_max) == (2.5, 4.0)  # (4 + 1) / 2
+    assert (sig.unavailable_ms_median, sig.unavailable_ms_max) == (
+        pytest.approx(510.0), pytest.approx(610.0))
+    assert (sig.leader_elected_ms_median, sig.isr_full_ms_max) == (
+        pytest.approx(300.0), pytest.approx(1500.0))
+    lossy = cells.loc[("default", "lossy-leader-crash", "1")]
+    assert (lossy.trials, lossy.trials_complete, lossy.trials_with_loss) == (1, 1, 1)
+    assert (lossy.acked_lost_sum, lossy.acked_lost_median, lossy.acked_lost_max) == (3, 3.0, 3.0)
+    assert lossy.consumer_gap_ms_median == pytest.approx(540.0)
+    dur = cells.loc[("durability", "sigkill-leader", "all")]
+    assert (dur.trials, dur.trials_with_loss, dur.acked_lost_sum) == (1, 0, 0)
+    none = cells.loc[("durability", "none", "all")]
+    assert pd.isna(none.leader_elected_ms_median) and none.unavailable_ms_max == pytest.approx(10.0)
+    assert set(lab["cells"]["run_id"]) == {RUN} and not lab["cells"]["broker_is_emulator"].any()
+
+
+def _timeline_reference(trial_dir: Path, t0: int) -> pd.DataFrame:
+    sends = pd.read_parquet(trial_dir / "sends.parquet")
+    rx = pd.read_parquet(trial_dir / "receipts-000.parquet")
+    series = {
+        "acks": sends.loc[sends.outcome == "acked", "ack_ts_ns"].dropna(),
+        "rx": rx.loc[~rx.duplicate, "receive_ts_ns"],
+        "sent": sends.send_ts_ns.dropna(),
+    }
+    bins = {k: ((v.astype("int64") - t0) // 100_000_000).value_counts() for k, v in series.items()}
+    last = max(int(b.index.max()) for b in bins.values())
+    idx = np.arange(last + 1)
+    return pd.DataFrame({"bin_start_s": idx / 10.0, **{
+        f"{k}_per_s": [float(b.get(i, 0)) * 10.0 for i in idx] for k, b in bins.items()}})
+
+
+def test_timeline_matches_a_reference_from_the_files(lab: dict[str, Any]) -> None:
+    tl = lab["timeline"]
+    for tid, d in lab["dirs"].items():
+        got = tl[tl.trial_id == tid].drop(columns=["run_id", "trial_id"]).reset_index(drop=True)
+        want = _timeline_reference(d, lab["docs"][tid]["events"]["t0_ns"])
+        pd.testing.assert_frame_equal(got, want, check_dtype=False)
+
+
+def test_timeline_shows_the_outage(lab: dict[str, Any]) -> None:
+    """The lossy trial: no acks and no receipts from the fault (1.0 s) until the outage
+    ends (0.5 s later); then the held-back messages arrive at once; sends never stop."""
+    tl = lab["timeline"]
+    lossy = tl[tl.trial_id == LOSSY].set_index("bin_start_s")
+    outage = lossy.loc[1.0:1.4]
+    assert len(outage) == 5 and (outage.acks_per_s == 0).all() and (outage.rx_per_s == 0).all()
+    assert (outage.sent_per_s == 100.0).all()
+    assert lossy.loc[1.5, "acks_per_s"] == 550.0  # 45 held back + 10 of the bin, × 10
+    assert lossy.loc[0.9, "rx_per_s"] == 70.0  # the 3 acked-lost never reach the consumer
+    assert list(lossy.index) == [i / 10 for i in range(30)]
+
+
+def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
+                                       tmp_path: Path) -> None:
+    """The CLI writes the same tables (and replaces them on a re-run); a missing path or a
+    run id without trials exits 2."""
+    out = tmp_path / "agg"
+    proc = spark_submit("spark_jobs/aggregate_faults.py", "--faults",
+                        str(lab["root"] / "faults"), "--out", str(out), "--run-id", RUN)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "wrote 6 fault_trials, 4 fault_cells, 180 fault_timeline rows" in proc.stdout
+    run_dir = out / f"run_id={RUN}"
+    got = pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id")
+    pd.testing.assert_frame_equal(got.sort_index(), lab["trials"].sort_index())
+    assert sorted(p.name for p in out.iterdir()) == [f"run_id={RUN}"]
+    assert af.main(["--faults", str(tmp_path / "nothing"), "--out", str(out),
+                    "--run-id", RUN]) == 2
+
+
+def test_run_without_trials_is_bad_input(spark: Any, lab: dict[str, Any], tmp_path: Path) -> None:
+    with pytest.raises(af.InputError, match="no fault trials"):
+        af.extract(spark, str(lab["root"] / "faults"), "20990101T000000Z-none")

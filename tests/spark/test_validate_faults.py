@@ -1,0 +1,140 @@
+"""Tests of spark_jobs/validate_faults.py (suite ``faults``, Great Expectations on Spark).
+
+The standard fake fault run passes (its lossy trial is of the default profile). The same
+run whose durability trial lost two acked messages fails exactly the durability check,
+naming the trial, through the real spark-submit; its report makes the highest-severity
+alert. A copy of the aggregates with every other check broken in known trials fails exactly
+those checks (and is an ``error``, not ``critical``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab import alerts
+from spark_jobs import aggregate_faults as af
+from spark_jobs import validate_faults as vf
+from tools.fake_fault_samples import standard_trials, write_fake_fault_run
+
+RUN = "20261122T010203Z-vfault1"
+LOSS_RUN = "20261122T010203Z-vfault2"
+DUR, LOSSY, DUP1, DUP2, NONE = (t.trial_id for t in standard_trials())
+
+
+def _tables(spark: Any, out: Path, run_id: str) -> tuple[Any, Any]:
+    run_dir = out / f"run_id={run_id}"
+    return (spark.read.parquet(str(run_dir / "fault_trials.parquet")),
+            spark.read.parquet(str(run_dir / "fault_cells.parquet")))
+
+
+@pytest.fixture(scope="module")
+def lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("vfaults")
+    write_fake_fault_run(root, RUN, standard_trials())
+    write_fake_fault_run(root, LOSS_RUN, standard_trials(durability_loss=2))
+    out = root / "aggregates" / "faults"
+    for run in (RUN, LOSS_RUN):
+        af.run(spark, str(root / "faults"), str(out), run)
+    trials, cells = _tables(spark, out, RUN)
+    return {"root": root, "out": out, "trials": trials, "cells": cells}
+
+
+def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
+    doc = vf.validate(lab["trials"], lab["cells"], {"run_id": RUN})
+    assert doc["failed_expectations"] == []
+    assert doc["success"] is True and doc["suite"] == "faults" and doc["run_id"] == RUN
+    assert set(doc["suites"]) == {"fault_trials", "fault_cells"}
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 29
+    assert doc["durability"] == {"check": vf.DURABILITY_CHECK, "success": True,
+                                 "acked_lost": 0, "trials": []}
+    assert alerts.validation_severity(doc) is None
+    json.dumps(doc)
+
+
+def test_durability_loss_fails_the_cli_with_a_critical_alert(
+        spark_submit: Any, lab: dict[str, Any], tmp_path: Path) -> None:
+    """spark-submit on the run whose durability trial lost 2 acked messages: exit 1, the one
+    failed expectation is the durability check naming the trial, the report's durability
+    block lists it, and the alert severity is the highest there is."""
+    out = tmp_path / "validation"
+    proc = spark_submit("spark_jobs/validate_faults.py", "--aggregates", str(lab["out"]),
+                        "--run-id", LOSS_RUN, "--out", str(out))
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+    doc = json.loads((out / f"{LOSS_RUN}-faults.json").read_text())
+    assert doc["success"] is False
+    assert [(f["check"], f["unexpected_rows"], f["column"])
+            for f in doc["failed_expectations"]] == [(vf.DURABILITY_CHECK, [DUR], "acked_lost")]
+    assert doc["durability"] == {
+        "check": vf.DURABILITY_CHECK, "success": False, "acked_lost": 2,
+        "trials": [{"trial_id": DUR, "fault": "sigkill-leader", "acks": "all",
+                    "status": "complete", "acked_lost": 2, "acked_lost_in_broker_logs": 0,
+                    "acked_lost_absent_from_logs": 2}]}
+    text = proc.stdout + proc.stderr  # spark-submit may pass the job's stderr to stdout
+    assert f"DURABILITY BROKEN: 2 acked message(s) lost under the durability profile in {DUR}" \
+        in text
+    assert text.count("FAILED fault_trials") == 1
+    page = (out / f"{LOSS_RUN}-faults.html").read_text()
+    assert "Durability broken" in page and DUR in page and "http" not in page.split("<body>")[1]
+    assert alerts.validation_severity(doc) == alerts.HIGHEST_SEVERITY == "critical"
+    fields = alerts.notify.fault_validation_fields(doc)
+    body = alerts.build_generic_body(run_id=LOSS_RUN, validation=fields,
+                                     severity=alerts.validation_severity(doc))
+    assert body["severity"] == "critical" and body["validation"]["durability"]["acked_lost"] == 2
+
+
+@pytest.fixture(scope="module")
+def broken(lab: dict[str, Any]) -> dict[str, Any]:
+    """The standard run's aggregates with each other check broken in known rows."""
+    from pyspark.sql import functions as F
+
+    def patch(df: Any, column: str, cond: Any, value: Any) -> Any:
+        return df.withColumn(column, F.when(cond, value).otherwise(F.col(column)))
+
+    trial = F.col("trial_id")
+    trials = lab["trials"]
+    trials = patch(trials, "acked_msgs", trial == DUP1, F.col("acked_msgs") + 1)
+    trials = patch(trials, "unseen", trial == LOSSY, F.col("unseen") + 1)
+    trials = patch(trials, "read_back_msgs", trial == NONE, F.col("read_back_msgs") - 1)
+    trials = patch(trials, "acked_lost_in_broker_logs", trial == LOSSY, F.lit(3).cast("long"))
+    trials = patch(trials, "duplicates", trial == DUP2, F.lit(-1).cast("long"))
+    trials = patch(trials, "intended_msgs", trial == DUR, F.lit(None).cast("long"))
+    cells = lab["cells"]
+    cells = patch(cells, "trials_with_loss", F.col("fault") == "none", F.lit(5))
+    cells = patch(cells, "duplicates_median", F.col("fault") == "sigkill-leader",
+                  F.col("duplicates_max") + 1)
+    doc = vf.validate(trials, cells, {"run_id": RUN})
+    return {"doc": doc, "by_check": {f["check"]: set(f["unexpected_rows"])
+                                     for f in doc["failed_expectations"]}}
+
+
+def test_broken_checks_fail_naming_their_rows(broken: dict[str, Any]) -> None:
+    checks = vf.TRIAL_CHECKS
+    assert broken["by_check"] == {
+        checks["outcomes_add_up_ok"]: {DUP1},
+        checks["acked_split_ok"]: {DUP1},  # LOSSY's extra unseen is not acked
+        checks["verdicts_add_up_ok"]: {LOSSY},
+        checks["read_back_ok"]: {NONE},
+        checks["lost_in_logs_ok"]: {LOSSY},
+        "duplicates >= 0": {DUP2},
+        vf.COMPLETE_HAS_COUNTS: {DUR},
+        vf.CELL_CHECKS["trial_counts_ok"]: {"durability/none/acks-all"},
+        vf.CELL_CHECKS["medians_below_max_ok"]: {"default/sigkill-leader/acks-1",
+                                                 "durability/sigkill-leader/acks-all"},
+    }
+
+
+def test_broken_but_durable_is_an_error_not_critical(broken: dict[str, Any]) -> None:
+    doc = broken["doc"]
+    assert doc["success"] is False and doc["durability"]["success"] is True
+    assert alerts.validation_severity(doc) == "error"
+
+
+def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = vf.main(["--aggregates", str(tmp_path / "none"), "--run-id", RUN,
+                    "--out", str(tmp_path / "v")])
+    assert code == 2
+    assert "aggregates path not found" in capsys.readouterr().err
