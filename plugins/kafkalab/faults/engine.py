@@ -61,6 +61,9 @@ from kafkalab.store import LabData, atomic_write_json, read_json
 __all__ = ["FaultRequest", "FaultResult", "execute_faults", "finish_fault_run",
            "run_fault_trial", "start_fault_run", "validate_trials"]
 
+CRC_CONTROLS = 20
+"""Messages the re-read found that the log lookup must also find (its self-check)."""
+
 SETTLE_TIMEOUT_S = 90.0
 """After the schedule, how long the trial waits for every broker back in the ISR."""
 
@@ -75,6 +78,7 @@ class FaultRequest:
     cluster_lab: Path | str | None = None
     command: str = ""
     owner_kind: str = "cli"
+    keep_topics: bool = False
 
 
 @dataclass
@@ -157,8 +161,12 @@ def _verdict(s: dict[str, Any]) -> str:
 
 
 def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSpec | dict[str, Any],
-                    cluster_lab: Path | str | None = None, progress: Progress = noop) -> dict[str, Any]:
+                    cluster_lab: Path | str | None = None, progress: Progress = noop,
+                    keep_topic: bool = False) -> dict[str, Any]:
     """Run one trial of a started fault run; returns its summary (the ``--json`` object).
+
+    The trial's topic (``trial.json``'s ``topic``) is deleted at the end unless ``keep_topic``
+    (to inspect it with other tools).
 
     Raises:
         ConfigError, ClusterError: bad input or a cluster that cannot be used (nothing measured).
@@ -261,10 +269,11 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         doc["status"], doc["error"] = summary["status"], summary["error"]
         doc["summary"], doc["ended_at"] = summary, utc_now_iso()
         atomic_write_json(files.trial_json_path(tdir), doc)
-        try:
-            delete_topics(d, [topic], timeout_s=10)
-        except Exception as exc:  # the trial's result stands; the topic is left behind
-            progress(f"  (could not delete topic {topic}: {exc})")
+        if not keep_topic:
+            try:
+                delete_topics(d, [topic], timeout_s=10)
+            except Exception as exc:  # the trial's result stands; the topic is left behind
+                progress(f"  (could not delete topic {topic}: {exc})")
     progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost {summary.get('acked_lost')}, "
              f"duplicates {summary.get('duplicates')}, unavailable {summary.get('unavailable_ms')} ms"
              f" → {summary['verdict']}")
@@ -299,7 +308,12 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
     if len(lost):
         progress(f"  {len(lost)} acked message(s) missing: looking them up in the brokers' log "
                  "segments (DumpLogSegments)")
-        in_logs = _locate(clab, topic, spec, nonce, col, lost)
+        ok = np.flatnonzero(v["verdict"] == "ok")
+        controls = ok[np.linspace(0, len(ok) - 1, min(len(ok), CRC_CONTROLS)).astype(int)] if len(ok) else ok
+        in_logs = _locate(clab, topic, spec, nonce, col, lost, controls)
+        if in_logs is None:
+            progress("  the log lookup failed its self-check (messages the re-read found were not "
+                     "found in any log): where the lost messages went is left unknown")
     v["in_broker_logs"] = np.asarray([in_logs.get(int(s)) if in_logs is not None else None
                                       for s in v["seq"]], dtype=object)
     load_files.write_table(files.verdicts_path(tdir), v, files.VERDICTS_SCHEMA)
@@ -323,16 +337,18 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
 
 
 def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dict[str, Any],
-            lost: np.ndarray) -> dict[int, str] | None:
+            lost: np.ndarray, controls: np.ndarray) -> dict[int, str] | None:
     """The brokers whose log segments hold each lost message (DumpLogSegments); None when the
-    logs could not be read."""
+    logs could not be read or the lookup fails its self-check: ``controls`` (messages the
+    re-read found) must each be found in some log, else the CRCs are not what the brokers
+    store and an "absent" would be a wrong answer."""
     state = read_state(clab) or {}
     home = state.get("kafka_home")
     if not home:
         return None
     body = load_body(spec.payload, "raw", images_dir())
     wanted = []
-    for s in lost:
+    for s in [*lost, *controls]:
         seq = int(col["seq"][s])
         key = SEND_KEY.pack(seq, int(col["send_ts_ns"][s]))
         value = checker.sent_value(body, seq, int(col["intended_ts_ns"][s]), nonce, False)
@@ -343,7 +359,10 @@ def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dic
     for b in range(FAULT_BROKERS):
         dirs = [data / f"broker{b}" / f"{topic}-{p}" for p in range(spec.partitions)]
         logs[b] = checker.dump_log_crcs(Path(home), java, [x for x in dirs if x.is_dir()])
-    return checker.locate_lost(wanted, logs)
+    found = checker.locate_lost(wanted, logs)
+    if any(not found[int(col["seq"][c])] for c in controls):
+        return None
+    return {int(col["seq"][s]): found[int(col["seq"][s])] for s in lost}
 
 
 def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None = None) -> dict[str, Any]:
@@ -383,7 +402,8 @@ def execute_faults(req: FaultRequest, progress: Progress = noop) -> FaultResult:
     try:
         for spec in req.trials:
             try:
-                run_fault_trial(req.data_dir, run_id, spec, req.cluster_lab, progress)
+                run_fault_trial(req.data_dir, run_id, spec, req.cluster_lab, progress,
+                                keep_topic=req.keep_topics)
             except RunError as exc:
                 progress(f"trial failed: {exc}")
     except KeyboardInterrupt:

@@ -204,8 +204,8 @@ class Injector:
     def _signal(self, broker: int, sig: int) -> int:
         ts = now_ns()
         r = kill_broker(self.cluster_lab, broker, signal=sig)
-        self.actions.append({"ts_ns": ts, "broker": broker, "signal": signal.Signals(sig).name,
-                             "result": r.get("action")})
+        self.actions.append({"ts_ns": ts, "done_ts_ns": now_ns(), "broker": broker,
+                             "signal": signal.Signals(sig).name, "result": r.get("action")})
         self.progress(f"  fault: {signal.Signals(sig).name} broker {broker} ({r.get('action')})")
         if sig == signal.SIGSTOP:
             self._stopped.add(broker)
@@ -246,6 +246,8 @@ class Injector:
                 if not self._wait_until(heal_at):
                     return
                 self.events["leader_killed_ts_ns"] = self._signal(b, signal.SIGKILL)
+                # kill_broker returns once the process is gone: no ack can leave it after this
+                self.events["leader_gone_ts_ns"] = int(self.actions[-1]["done_ts_ns"])
                 for f in tgt.followers:
                     self._signal(f, signal.SIGCONT)
                 if not self._wait_until(heal_at + int(LOSSY_RESTART_AFTER_S * 1e9)):
