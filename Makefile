@@ -68,6 +68,7 @@ lint: setup  ## ruff + mypy
 bench: setup  ## overhead vs a minimal loop, serial harness vs Kafka's tool, 1-10 MB, load (max rate vs bare loops and Kafka's perf tools, fan-out per core), Spark (1M/10M rows), one nightly run; JSON in bench/results/
 	$(BIN)/python -m tools.bench --load --spark --nightly
 
-clean: airflow-down  ## stop the embedded cluster and Airflow, remove lab data and caches (keeps the venv)
+clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow, remove lab data and caches (keeps the venv)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe
+	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab faults down --wipe
 	rm -rf lab-data .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log

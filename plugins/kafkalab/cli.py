@@ -208,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         "sigterm-leader --trials 5\n  kafkalab faults run --profile availability --acks 1 "
         "--fault lossy-leader-crash --trials 1 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    pfd = fsub.add_parser("down", help="stop the fault cluster (the lab's own 3 brokers)",
+                          description="Stop exactly the processes of the fault cluster "
+                          "(<lab>/faults, or --cluster-lab) that `faults run` started.")
+    pfd.add_argument("--cluster-lab", default=None, help="lab dir of the fault cluster (default <lab>/faults)")
+    pfd.add_argument("--wipe", action="store_true", help="also delete its data")
     pfr.add_argument("--profile", type=_csv, default=["durability"], help="profile(s), comma-separated (default durability)")
     pfr.add_argument("--fault", type=_csv, default=["sigkill-leader"], help="fault(s), comma-separated (default sigkill-leader)")
     pfr.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all (default: the profile's)")
@@ -220,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--payload", default="1kb", help="payload (default 1kb)")
     pfr.add_argument("--partitions", type=int, default=1, help="partitions of each trial's topic (default 1)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
+    pfr.add_argument("--keep-topics", action="store_true", help="keep each trial's topic (default: deleted after the check)")
     pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
     pfr.add_argument("--json", action="store_true", help="print one JSON object per trial")
     _data_arg(pfr)
@@ -490,6 +496,13 @@ _FAULT_OPTION_NAMES = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
 def cmd_faults(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    if args.faults_command == "down":
+        from kafkalab.cluster import cluster_down
+        from kafkalab.faults.inject import fault_cluster_lab
+
+        cluster_down(fault_cluster_lab(args.cluster_lab), wipe_data=args.wipe, progress=_err)
+        return 0
+
     from kafkalab.config.loader import describe_validation_error
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest, execute_faults
@@ -515,7 +528,7 @@ def cmd_faults(args: argparse.Namespace) -> int:
         raise ConfigError(msg if key == "(top level)" else
                           f"{_FAULT_OPTION_NAMES.get(key, key)}: {msg}") from None
     req = FaultRequest(trials=trials, data_dir=args.data_dir, run_id=args.run_id,
-                       cluster_lab=args.cluster_lab,
+                       cluster_lab=args.cluster_lab, keep_topics=args.keep_topics,
                        command="kafkalab faults " + " ".join(sys.argv[2:]))
     result = execute_faults(req, progress=_err)
     if args.json:

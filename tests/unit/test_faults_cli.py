@@ -1,0 +1,38 @@
+"""``kafkalab faults``: bad input is one line and exit 2, before any cluster is started."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--fault", "sigkill"], "--fault: Input should be 'none', 'sigkill-leader'"),
+        (["--profile", "default", "--fault", "kill-follower"], "needs a follower, but profile default has replication factor 1"),
+        (["--fault", "sigstop-leader", "--duration", "12"], "too short for sigstop-leader"),
+        (["--fault-at", "1", "--warmup", "2"], "inside the warm-up"),
+        (["--rate", "0"], "--rate: Input should be greater than 0"),
+        (["--trials", "0"], "--trials must be at least 1"),
+        (["--profile", "nosuch"], "nosuch"),
+    ],
+)
+def test_bad_fault_input_is_one_line_and_starts_nothing(args: list[str], expected: str,
+                                                        tmp_path: Path) -> None:
+    env = {**os.environ, "KAFKALAB_HOME": str(tmp_path / "lab"),
+           "KAFKALAB_FAULTS_ZK_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", "faults", "run", *args,
+                           "--data-dir", str(tmp_path / "data")], capture_output=True, text=True,
+                          timeout=60, env=env, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "lab" / "faults").exists() and not (tmp_path / "data" / "faults").exists()
