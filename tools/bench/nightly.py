@@ -2,7 +2,9 @@
 
 Runs ``airflow dags test`` in a throw-away ``AIRFLOW_HOME`` and data directory (the lab's
 embedded kafka09 cluster must be up), then reads the task instances' durations from that
-home's SQLite metadata database. Mapped tasks (one per cell) are summed and counted.
+home's SQLite metadata database. Mapped tasks (one per cell) are summed and counted. The
+nightly's fault trial runs on a fault cluster of the bench's own (``faults-lab`` in the work
+dir, ports 25981 / 38992-38994), stopped and wiped afterwards.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+BENCH_FAULTS_ZK_PORT, BENCH_FAULTS_BASE_PORT = 25981, 38992
+"""Ports of the bench's own fault cluster (the nightly's sigkill-leader trial)."""
+
 
 def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[str, Any]:
     """Run the nightly DAG once and return its wall time and per-task durations (seconds)."""
@@ -23,8 +28,17 @@ def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[s
     home = work_dir / "airflow-home"
     date = logical_date or datetime.now(UTC).strftime("%Y-%m-%dT00:00:00+00:00")
     t0 = time.perf_counter()
-    rc = dags_test("nightly_latency_regression", date, home=home,
-                   extra_env={"KAFKALAB_DATA_DIR": str(work_dir / "lab-data")})
+    faults_lab = work_dir / "faults-lab"
+    # the nightly's fault trial runs on a fault cluster of the bench's own (lab dir and ports)
+    env = {"KAFKALAB_DATA_DIR": str(work_dir / "lab-data"), "KAFKALAB_FAULTS_HOME": str(faults_lab),
+           "KAFKALAB_FAULTS_ZK_PORT": str(BENCH_FAULTS_ZK_PORT),
+           "KAFKALAB_FAULTS_BASE_PORT": str(BENCH_FAULTS_BASE_PORT)}
+    try:
+        rc = dags_test("nightly_latency_regression", date, home=home, extra_env=env)
+    finally:
+        from kafkalab.cluster import cluster_down
+
+        cluster_down(faults_lab, wipe_data=True)
     wall_s = time.perf_counter() - t0
     tasks: dict[str, dict[str, Any]] = defaultdict(lambda: {"duration_s": 0.0, "instances": 0, "states": set()})
     db = home / "airflow.db"

@@ -1,7 +1,7 @@
 """The fault cluster and the faults: who is the leader, break it, heal it.
 
 **The fault cluster** is an embedded kafka09 cluster of three brokers of its own, in
-``<lab_dir>/faults`` (ports ``$KAFKALAB_FAULTS_ZK_PORT``, default 12381, and
+``<lab_dir>/faults`` or ``$KAFKALAB_FAULTS_HOME`` (ports ``$KAFKALAB_FAULTS_ZK_PORT``, default 12381, and
 ``$KAFKALAB_FAULTS_BASE_PORT``, default 19392: brokers 19392-19394). Faults signal broker
 processes, so they never run on the user's main cluster, nor on a cluster the lab did not
 start. ``--cluster-lab`` points at another embedded cluster; one with fewer than three
@@ -44,9 +44,11 @@ DEFAULT_FAULTS_BASE_PORT = 19392
 
 
 def fault_cluster_lab(cluster_lab: Path | str | None = None) -> Path:
-    """``cluster_lab``, or ``<lab_dir>/faults``."""
+    """``cluster_lab``, else ``$KAFKALAB_FAULTS_HOME``, else ``<lab_dir>/faults``."""
     if cluster_lab is not None:
         return resolve_lab(cluster_lab)
+    if os.environ.get("KAFKALAB_FAULTS_HOME", "").strip():
+        return resolve_lab(os.environ["KAFKALAB_FAULTS_HOME"])
     from kafkalab.paths import lab_dir
 
     return lab_dir() / "faults"
