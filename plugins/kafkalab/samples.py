@@ -339,7 +339,8 @@ class Manifest:
     stale_outputs: list[str] = field(default_factory=list)
     reopened_at: list[str] = field(default_factory=list)
     kind: str = "latency"
-    """``latency`` (closed-loop scenarios, ``samples/``) or ``load`` (open-loop cells, ``load/``)."""
+    """``latency`` (closed-loop scenarios, ``samples/``), ``load`` (open-loop cells, ``load/``)
+    or ``faults`` (broker-fault trials, ``faults/``)."""
 
     @property
     def run_date(self) -> str:
