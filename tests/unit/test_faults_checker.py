@@ -123,3 +123,20 @@ def test_spec_refuses_a_timeline_that_cannot_show_recovery() -> None:
     assert s.effective_down_s == 2.0
     cell = s.load_cell()
     assert cell.consumers == 1 and cell.acks == "1" and cell.trial == 1
+
+
+def test_sends_with_missing_values_are_read_as_minus_one() -> None:
+    """An unanswered message has no offset and an unsent one no send time (nulls in
+    sends.parquet): the checker reads them as -1, in seq order (a matrix trial once failed on
+    the null offset of its one indeterminate message)."""
+    from kafkalab.faults.engine import sends_by_seq
+
+    col = sends_by_seq({"seq": [1, 0], "partition": [0, None], "offset": [None, 5],
+                        "send_ts_ns": [10, None], "ack_ts_ns": [None, 20],
+                        "intended_ts_ns": [9, 8], "is_warmup": [False, True],
+                        "outcome": ["indeterminate", "acked"], "error": [None, "x"]})
+    assert list(col["seq"]) == [0, 1] and list(col["offset"]) == [5, -1]
+    assert list(col["partition"]) == [-1, 0] and list(col["send_ts_ns"]) == [-1, 10]
+    assert list(col["outcome"]) == ["acked", "indeterminate"] and list(col["error"]) == ["x", None]
+    v = judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], _read([(0, 5, 0)]))
+    assert list(v["verdict"]) == ["ok", "unseen"]

@@ -59,7 +59,7 @@ from kafkalab.samples import Manifest, environment, runtime_versions, utc_now_is
 from kafkalab.store import LabData, atomic_write_json, read_json
 
 __all__ = ["FaultRequest", "FaultResult", "execute_faults", "finish_fault_run",
-           "run_fault_trial", "start_fault_run", "validate_trials"]
+           "run_fault_trial", "sends_by_seq", "start_fault_run", "validate_trials"]
 
 CRC_CONTROLS = 20
 """Messages the re-read found that the log lookup must also find (its self-check)."""
@@ -290,19 +290,14 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
            events: dict[str, Any], summary: dict[str, Any], progress: Progress = noop) -> None:
     """Re-read, judge, look lost messages up in the logs, write ``verdicts.parquet`` and fill
     ``summary``."""
-    sends = pq.read_table(load_files.sends_path(tdir)).to_pydict()
-    n = len(sends["seq"])
-    order = np.argsort(np.asarray(sends["seq"], dtype=np.int64))
-    col = {k: np.asarray(v, dtype=object)[order] for k, v in sends.items()}
+    col = sends_by_seq(pq.read_table(load_files.sends_path(tdir)).to_pydict())
+    n = len(col["seq"])
     plan = read_json(plan_path(tdir))
     nonce = bytes.fromhex(str((plan or {}).get("nonce") or ""))
     read = checker.re_read(d, topic, spec.partitions, nonce)
     if not read.complete:
         raise RunError(f"checker: {read.error}")
-    outcome = np.asarray([str(o) for o in col["outcome"]], dtype=object)
-    v = checker.judge(outcome, np.asarray(col["partition"], dtype=np.int32),
-                      np.asarray(col["offset"], dtype=np.int64),
-                      np.asarray(col["is_warmup"], dtype=bool), read)
+    v = checker.judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], read)
     lost = np.flatnonzero(v["verdict"] == "acked_lost")
     in_logs: dict[int, str] | None = {}
     if len(lost):
@@ -327,13 +322,31 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
         t = pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
         lag_rows += t
     summary.update(trial_summary(
-        verdicts=v, sends={"ack_ts_ns": np.asarray(col["ack_ts_ns"], dtype=np.int64)},
+        verdicts=v, sends={"ack_ts_ns": col["ack_ts_ns"]},
         receipts_ts_ns=rx, lag_rows=lag_rows, events=events,
-        errors=[e if isinstance(e, str) else None for e in col["error"]], rf=rf,
+        errors=list(col["error"]), rf=rf,
         rate_msgs_per_s=spec.rate_msgs_per_s, lag_interval_s=spec.load_cell().lag_interval_s,
         in_broker_logs=in_logs))
     summary["read_back_foreign"] = read.foreign
     summary["intended"] = n
+
+
+def sends_by_seq(sends: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+    """``sends.parquet``'s columns ordered by seq, with typed arrays: the integer columns with
+    -1 for a missing value (an unanswered message has no offset, an unsent one no send
+    time), ``outcome`` as strings, ``error`` as str or None."""
+    order = np.argsort(np.asarray(sends["seq"], dtype=np.int64), kind="stable")
+
+    def ints(name: str, dtype: Any = np.int64) -> np.ndarray:
+        return np.asarray([-1 if x is None else int(x) for x in sends[name]], dtype=dtype)[order]
+
+    return {"seq": ints("seq"), "partition": ints("partition", np.int32), "offset": ints("offset"),
+            "send_ts_ns": ints("send_ts_ns"), "ack_ts_ns": ints("ack_ts_ns"),
+            "intended_ts_ns": ints("intended_ts_ns"),
+            "is_warmup": np.asarray([bool(x) for x in sends["is_warmup"]], dtype=bool)[order],
+            "outcome": np.asarray([str(x) for x in sends["outcome"]], dtype=object)[order],
+            "error": np.asarray([x if isinstance(x, str) else None for x in sends["error"]],
+                                dtype=object)[order]}
 
 
 def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dict[str, Any],
