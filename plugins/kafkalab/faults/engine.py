@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from kafkalab.payloads import load_body
 from kafkalab.progress import Progress, noop
 from kafkalab.run_ids import new_run_id
 from kafkalab.samples import Manifest, environment, runtime_versions, utc_now_iso
+from kafkalab.scenarios.base import now_ns
 from kafkalab.store import LabData, atomic_write_json, read_json
 
 __all__ = ["FaultRequest", "FaultResult", "execute_faults", "finish_fault_run",
@@ -63,6 +65,9 @@ __all__ = ["FaultRequest", "FaultResult", "execute_faults", "finish_fault_run",
 
 CRC_CONTROLS = 20
 """Messages the re-read found that the log lookup must also find (its self-check)."""
+
+TOPIC_DELETE_TIMEOUT_S = 30.0
+"""How long a trial waits for ZooKeeper to forget its deleted topic."""
 
 SETTLE_TIMEOUT_S = 90.0
 """After the schedule, how long the trial waits for every broker back in the ISR."""
@@ -198,16 +203,16 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     progress(f"{trial_id}: {spec.fault} at {spec.fault_at_s:g} s for {spec.effective_down_s:g} s, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s, rf {rf}, acks {acks}")
 
-    from kafkalab.topics import TopicSpec, delete_topics, provision_topics
+    from kafkalab.topics import TopicSpec, provision_topics
 
-    provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions, replication_factor=rf,
-                                   configs=prof.topic.kafka_configs())])
     zk_port = zk_port_of(clab)
     injector: Injector | None = None
     monitor: Monitor | None = None
     rows: list[dict[str, Any]] = []
     interrupted = False
     try:
+        provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions,
+                                       replication_factor=rf, configs=prof.topic.kafka_configs())])
         with ZkReader(zk_port) as zk:
             if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
                 raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
@@ -270,14 +275,29 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         doc["summary"], doc["ended_at"] = summary, utc_now_iso()
         atomic_write_json(files.trial_json_path(tdir), doc)
         if not keep_topic:
-            try:
-                delete_topics(d, [topic], timeout_s=10)
-            except Exception as exc:  # the trial's result stands; the topic is left behind
-                progress(f"  (could not delete topic {topic}: {exc})")
+            _delete_topic(d, zk_port, topic, progress)
     progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost {summary.get('acked_lost')}, "
              f"duplicates {summary.get('duplicates')}, unavailable {summary.get('unavailable_ms')} ms"
              f" → {summary['verdict']}")
     return summary
+
+
+def _delete_topic(d: ClusterDescriptor, zk_port: int, topic: str, progress: Progress) -> None:
+    """Delete the trial's topic and wait until ZooKeeper has forgotten it: Kafka 0.9's
+    TopicCommand fails on every topic while one is half deleted ("next on empty iterator"),
+    which would break the next trial's provisioning."""
+    from kafkalab.topics import delete_topics
+
+    try:
+        delete_topics(d, [topic], timeout_s=30)
+        with ZkReader(zk_port) as zk:
+            deadline = now_ns() + int(TOPIC_DELETE_TIMEOUT_S * 1e9)
+            while now_ns() < deadline and (
+                    zk.get_data(f"/brokers/topics/{topic}") is not None
+                    or zk.get_data(f"/admin/delete_topics/{topic}") is not None):
+                time.sleep(0.2)
+    except Exception as exc:  # the trial's result stands; the topic is left behind
+        progress(f"  (could not delete topic {topic}: {exc})")
 
 
 def _write_timeline(tdir: Path, rows: list[dict[str, Any]], t0: int | None) -> None:
@@ -417,7 +437,7 @@ def execute_faults(req: FaultRequest, progress: Progress = noop) -> FaultResult:
             try:
                 run_fault_trial(req.data_dir, run_id, spec, req.cluster_lab, progress,
                                 keep_topic=req.keep_topics)
-            except RunError as exc:
+            except (RunError, ClusterError) as exc:  # recorded in its trial.json; go on
                 progress(f"trial failed: {exc}")
     except KeyboardInterrupt:
         error = "interrupted"
