@@ -359,6 +359,19 @@ class Manifest:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in doc.items() if k in known})
 
+    def close(self, part_statuses: list[str], error: str | None) -> None:
+        """End a load or fault run from its parts' statuses (cells, trials): ``complete``
+        when every part completed and nothing went wrong, ``failed`` when none did, else
+        ``incomplete``."""
+        self.ended_at = utc_now_iso()
+        if error is None and part_statuses and all(s == "complete" for s in part_statuses):
+            self.status = "complete"
+        elif not any(s == "complete" for s in part_statuses):
+            self.status = "failed"
+        else:
+            self.status = "incomplete"
+        self.error = error
+
     def write(self, data_dir: Path) -> Path:
         """Write (replace) this manifest atomically under ``runs/<run_id>.json``."""
         return LabData(data_dir).write_manifest(asdict(self))

@@ -415,14 +415,7 @@ def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None
         statuses.append(str(doc.get("status")))
         trials.append(dict(doc.get("summary") or {}))
     manifest.cells = trials
-    manifest.ended_at = utc_now_iso()
-    if error is None and statuses and all(s == "complete" for s in statuses):
-        manifest.status = "complete"
-    elif not any(s == "complete" for s in statuses):
-        manifest.status = "failed"
-    else:
-        manifest.status = "incomplete"
-    manifest.error = error
+    manifest.close(statuses, error)
     manifest.write(lab.root)
     return {"run_id": run_id, "status": manifest.status, "trials": trials}
 
