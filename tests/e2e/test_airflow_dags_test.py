@@ -322,18 +322,21 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cluster_down(lab_dir=lab / "faults")
 
 
-def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any],
-                                          tmp_path: Path) -> None:
+def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any]) -> None:
     """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
     durability profile (200 msg/s × 14 s): the engine starts the fault cluster, kills the
     leader, heals and checks; Spark aggregates and validates; the report has the run's
-    page."""
+    page.
+
+    The data dir is the module's (the DAGs' assets carry it in their URIs: a second data dir
+    in the same Airflow makes ``kafkalab_aggregates`` inactive, see docs/airflow.md)."""
     import pandas as pd
 
     from kafkalab.airflow.fault_tasks import fault_aggregates_dir, fault_validation
 
-    lab = LabData(tmp_path / "data")
-    extra_env = {**airflow_setup["extra_env"], "KAFKALAB_DATA_DIR": str(lab.root),
+    lab = LabData(airflow_setup["data"])
+    before = set(lab.manifests())
+    extra_env = {**airflow_setup["extra_env"],
                  "KAFKALAB_HOME": str(fault_lab),
                  "KAFKALAB_FAULTS_ZK_PORT": str(FAULTS_ZK_PORT),
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
@@ -345,7 +348,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
                    timeout_s=900)
     print(f"dags test resilience_experiment: exit {rc} in {time.monotonic() - t0:.1f} s")
     assert rc == 0, "airflow dags test resilience_experiment failed; see the output above"
-    (run,) = set(lab.manifests())
+    (run,) = set(lab.manifests()) - before
     assert re.fullmatch(r"faults-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
     manifest = lab.manifest(run)
     assert manifest is not None and manifest["kind"] == "faults"
