@@ -25,6 +25,10 @@ from kafkalab.faults.engine import FaultRequest, finish_fault_run, run_fault_tri
 from kafkalab.faults.spec import FaultTrialSpec
 
 ZK_PORT, BASE_PORT = 23581, 39892
+REPLICA_FETCH_WAIT_MAX_NS = 500_000_000
+"""``replica.fetch.wait.max.ms`` of the lab's brokers (Kafka 0.9's default, 500 ms): the
+longest a follower's fetch waits at the leader, so the most a message acked before the
+freeze can still lack on the followers."""
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
 
 CONTROL = FaultTrialSpec(profile="durability", fault="none", rate_msgs_per_s=300, duration_s=8,
@@ -116,8 +120,9 @@ def _independent_re_read(bootstrap: str, topic: str) -> set[int]:
 def test_lossy_configuration_loses_exactly_what_the_log_lacks(fault_env: dict[str, Path]) -> None:
     """acks=1 with both followers frozen, then the leader killed: the acked messages only the
     leader had are lost. The checker's count equals an independent re-read's, every lost
-    message was acked while the followers were frozen, and the brokers' logs no longer hold
-    any of them (broker loss, found with DumpLogSegments)."""
+    message was acked while the followers were frozen (or in the last replica fetch before),
+    and the brokers' logs no longer hold any of them (broker loss, found with
+    DumpLogSegments)."""
     import json
 
     s, tdir = _trial(fault_env, LOSSY, keep_topic=True)
@@ -136,9 +141,16 @@ def test_lossy_configuration_loses_exactly_what_the_log_lacks(fault_env: dict[st
     ev = doc["events"]
     ack_ts = sends.set_index("seq")["ack_ts_ns"]
     lost_ack = np.asarray([ack_ts[q] for q in lost])
-    # acked after the freeze began, and before the killed leader was gone (an ack already on
-    # its way when SIGKILL was sent may still arrive in the few ms the kill takes)
-    assert lost_ack.min() >= ev["fault_ts_ns"] and lost_ack.max() <= ev["leader_gone_ts_ns"]
+    # acked before the killed leader was gone (an ack already on its way when SIGKILL was
+    # sent may still arrive in the few ms the kill takes), and at most one replica fetch
+    # before the freeze: followers copy asynchronously, so a message acked a few ms before
+    # SIGSTOP, or sitting in a fetch response a follower had not applied yet, was never
+    # replicated either (seen in CI: lost messages acked 12 ms before the freeze). The
+    # bound is the brokers' replica.fetch.wait.max.ms (0.9 default, 500 ms).
+    assert lost_ack.min() >= ev["fault_ts_ns"] - REPLICA_FETCH_WAIT_MAX_NS
+    assert lost_ack.max() <= ev["leader_gone_ts_ns"]
+    # most of the loss is what the leader acked alone while the followers were frozen
+    assert (lost_ack >= ev["fault_ts_ns"]).mean() > 0.5
     assert s["acked_lost_in_broker_logs"] == 0
     assert s["acked_lost_absent_from_logs"] == s["acked_lost"]
     assert set(v.loc[v["verdict"] == "acked_lost", "in_broker_logs"]) == {""}
