@@ -54,7 +54,7 @@ airflow-down:  ## stop exactly the Airflow processes `make airflow` started
 	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow.launcher down
 
 test: setup  ## the whole test suite against real services
-	$(PYTEST) -q
+	$(PYTEST) -q --durations=30
 
 test-fast: setup  ## unit tests only
 	$(PYTEST) -q -m unit
