@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kafkalab.config.loader import DEFAULT_WORKLOAD
-from kafkalab.errors import LabError
+from kafkalab.errors import ConfigError, LabError
 
 EPILOG = """\
 examples:
@@ -229,6 +230,24 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
     pfr.add_argument("--json", action="store_true", help="print one JSON object per trial")
     _data_arg(pfr)
+    pdemo = sub.add_parser(
+        "demo", help="the quickstart: seed 000's table, then the nightly DAG over 4 dates",
+        description="Start the embedded cluster, run seed 000's comparison and print its "
+        "table, then run the nightly DAG (airflow dags test) once per date with one line per "
+        "date; Airflow's logs go to a file under .lab/logs/. What `make demo` runs.")
+    pdemo.add_argument("--dates", type=_csv, default=None,
+                       help="logical dates of the nightly runs (default "
+                       "2026-11-18,2026-11-19,2026-11-20,2026-11-21)")
+    pdemo.add_argument("--nightly-conf", default=None, metavar="JSON",
+                       help="DAG run conf laid over the demo's small nightly matrix")
+    pdemo.add_argument("--workload", default=None, help="seed 000's workload (default images-quick)")
+    pdemo.add_argument("--no-seed000", action="store_true", help="skip seed 000's comparison")
+    pdemo.add_argument("--no-nightly", action="store_true", help="skip the nightly DAG runs")
+    pdemo.add_argument("--log", type=Path, default=None,
+                       help="log file (default .lab/logs/demo-<time>.log)")
+    _cluster_arg(pdemo)
+    _data_arg(pdemo)
+
     pruns = sub.add_parser("runs", help="list the runs in the data directory and their state",
                            description="One line per run: id, state (complete, incomplete, "
                            "failed, running, or stale: running with no live owner), cells, "
@@ -374,7 +393,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from kafkalab.runner import build_run_request, execute
-    from kafkalab.summary import format_table, json_summary
+    from kafkalab.summary import format_run_summary, json_summary
 
     req = build_run_request(
         args.workload, scenarios=args.scenario, payloads=args.payload, profiles=args.profile,
@@ -392,13 +411,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         indent=2, default=str))
     else:
         _say("")
-        _say(format_table(result.cells))
-        _say("")
-        _say("e2e = send start → whole record/body in the receiver's hands, monotonic clock; exact "
-             "nearest-rank percentiles over the measured messages (warm-up excluded; lost and "
-             "failed ones count as ≥ the timeout). n<100: too few messages for that percentile. "
-             "1st sub/asg = median consumer start → first record, subscribe (consumer group) vs "
-             "assign (cold first group start shown apart).")
+        _say(format_run_summary(result.cells))
         _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
     if result.status != "complete":
         _err(f"kafkalab: error: run {result.run_id} is {result.status}: some cells failed (see the table)")
@@ -586,6 +599,25 @@ def cmd_maxrate(args: argparse.Namespace) -> int:
     return 0 if all(r.get("max_rate_msgs_per_s") is not None for r in results) else 4
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``kafkalab demo``: see :mod:`kafkalab.demo`."""
+    from kafkalab.demo import DEMO_DATES, DEMO_WORKLOAD, DemoPlan, parse_conf, run_demo
+    from kafkalab.store import LabData
+
+    try:
+        conf = parse_conf(args.nightly_conf)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    dates = tuple(args.dates) if args.dates else DEMO_DATES
+    for d in dates:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", d):
+            raise ConfigError(f"--dates: {d!r} is not a date like 2026-11-18")
+    plan = DemoPlan(workload=args.workload or DEMO_WORKLOAD, dates=dates, nightly_conf=conf,
+                    seed000=not args.no_seed000, nightly=not args.no_nightly,
+                    log_path=args.log, descriptor_path=args.cluster)
+    return run_demo(plan, say=_say, lab=LabData(args.data_dir))
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from kafkalab.store import LabData
 
@@ -677,7 +709,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
-                "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults}
+                "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults,
+                "demo": cmd_demo}
     try:
         return handlers[args.command](args)
     except LabError as exc:

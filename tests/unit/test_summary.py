@@ -6,7 +6,7 @@ import pytest
 
 from kafkalab.runner import CellResult
 from kafkalab.samples import Sample
-from kafkalab.summary import cell_summary, format_table
+from kafkalab.summary import cell_summary, format_reading, format_table
 
 
 def _msg(seq: int, e2e_ms: float | None, status: str = "ok", warmup: bool = False) -> Sample:
@@ -106,3 +106,42 @@ def test_json_summary_says_why_a_percentile_is_undefined() -> None:
     assert s["p99_ms"] is None and s["p99_ms_reason"] == "n<100 (20 in the population)"
     assert s["p50_ms"] == 10.0 and "p50_ms_reason" not in s
     assert s["p50_ms_ci95"] == [6.0, 15.0]
+
+
+def _sized(samples: list[Sample], scenario: str, payload: str, size: int) -> CellResult:
+    return CellResult.from_samples(samples, scenario=scenario, payload=payload, profile="latency",
+                                   status="complete", payload_bytes=size)
+
+
+def test_reading_names_the_fastest_per_size_and_the_first_message_gap() -> None:
+    def probe(mode: str, ms: float) -> Sample:
+        return Sample(sample_kind="first_message", seq=1, consumer_mode=mode,
+                      first_record_delay_ms=ms)
+    cells = [
+        _sized([_msg(i, 9.0) for i in range(5)], "rest", "3mb", 3_000_000),
+        _sized([_msg(i, 4.0) for i in range(5)] + [probe("subscribe", 1400.0),
+                                                   probe("assign", 10.0)],
+               "confluent-kafka", "3mb", 3_000_000),
+        _sized([_msg(i, 2.0) for i in range(5)], "rest", "1mb", 1_000_000),
+        _sized([_msg(i, 3.0) for i in range(5)] + [probe("subscribe", 1200.0),
+                                                   probe("assign", 6.0)],
+               "confluent-kafka", "1mb", 1_000_000),
+        # the tool measures differently: never ranked, even when it is "faster"
+        _sized([Sample(sample_kind="tool_summary", seq=0, statistic="p50",
+                       e2e_latency_ms_override=1.0)], "jvm-e2e", "1mb", 1_000_000),
+    ]
+    fastest, first = format_reading(cells)
+    # sizes in byte order (1mb before 3mb), the runner-up in brackets
+    assert fastest == ("Fastest by e2e p50 per size: 1mb rest 2.00 ms (then confluent-kafka 3.00);"
+                       " 3mb confluent-kafka 4.00 ms (then rest 9.00).")
+    # nearest-rank median over sizes of each cell's probe: (1200, 1400) -> 1200, (6, 10) -> 6
+    assert "confluent-kafka subscribe 1,200 ms vs assign 6 ms" in first
+    assert "rest" not in first and "partition assignment" in first
+
+
+def test_reading_admits_what_it_cannot_say() -> None:
+    lost = [_msg(i, None, status="lost") for i in range(3)]
+    fastest, first = format_reading([_sized(lost, "confluent-kafka", "1mb", 1_000_000)])
+    assert fastest == "Fastest by e2e p50 per size: 1mb none with a p50."
+    assert first == "First record after the consumer starts: not probed in this run."
+    assert format_reading([])[0] == "Fastest by e2e p50 per size: no cells."
