@@ -37,7 +37,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kafkalab import procs
 from kafkalab.airflow.pools import MEASURE_POOL, ensure_measure_pool
@@ -143,18 +143,23 @@ def _airflow_bin(env: Mapping[str, str]) -> str:
     return "airflow"
 
 
-def db_migrate(env: Mapping[str, str], timeout_s: float = 300) -> None:
-    """``airflow db migrate`` (idempotent, ~2 s on SQLite)."""
+def db_migrate(env: Mapping[str, str], timeout_s: float = 300,
+               output: IO[str] | None = None) -> None:
+    """``airflow db migrate`` (idempotent, ~2 s on SQLite). ``output``: a file that gets its
+    output (stdout and stderr; default: stdout discarded, stderr to the terminal)."""
     subprocess.run([_airflow_bin(env), "db", "migrate"], env=dict(env), check=True,
-                   stdout=subprocess.DEVNULL, timeout=timeout_s)
+                   stdout=output if output is not None else subprocess.DEVNULL,
+                   stderr=subprocess.STDOUT if output is not None else None, timeout=timeout_s)
 
 
-def prepare_db(env: Mapping[str, str], timeout_s: float = 300) -> None:
+def prepare_db(env: Mapping[str, str], timeout_s: float = 300,
+               output: IO[str] | None = None) -> None:
     """Migrate the metadata DB and create the measuring pool (:data:`MEASURE_POOL`, one slot).
 
     Idempotent; what ``up`` and ``dags-test`` run before anything else (~5 s on SQLite).
+    ``output``: see :func:`db_migrate`.
     """
-    db_migrate(env, timeout_s=timeout_s)
+    db_migrate(env, timeout_s=timeout_s, output=output)
     ensure_measure_pool(env, _airflow_bin(env), timeout_s=timeout_s)
 
 
@@ -277,20 +282,22 @@ def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
 def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, Any] | None = None,
               home: Path | str | None = None, extra_env: Mapping[str, str] | None = None,
               timeout_s: float = 1800, migrate: bool = True,
-              mark_success_pattern: str | None = None) -> int:
+              mark_success_pattern: str | None = None, output: IO[str] | None = None) -> int:
     """Run ``airflow dags test DAG_ID [DATE] [-c JSON]`` in a subprocess with the lab's env.
 
     ``home``: ``AIRFLOW_HOME`` (default :func:`kafkalab.paths.airflow_home`); ``extra_env``
     is laid over the lab's environment. ``migrate``: run :func:`prepare_db` first (DB
     migration and the measuring pool). ``mark_success_pattern``: regex of task ids marked
-    successful without running them. Returns the exit code (non-zero when the DAG run failed).
+    successful without running them. ``output``: a file that gets Airflow's output (stdout
+    and stderr: every task's log); default the terminal. Returns the exit code (non-zero
+    when the DAG run failed).
     """
     env = airflow_env(home)
     if extra_env:
         env.update(extra_env)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     if migrate:
-        prepare_db(env)
+        prepare_db(env, output=output)
     cmd = [_airflow_bin(env), "dags", "test", dag_id]
     if logical_date:
         cmd.append(logical_date)
@@ -298,8 +305,9 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
         cmd += ["-c", json.dumps(dict(conf))]
     if mark_success_pattern:
         cmd += ["--mark-success-pattern", mark_success_pattern]
-    print("+", shlex.join(cmd), flush=True)
-    return subprocess.run(cmd, env=env, timeout=timeout_s).returncode
+    print("+", shlex.join(cmd), file=output if output is not None else sys.stdout, flush=True)
+    return subprocess.run(cmd, env=env, timeout=timeout_s, stdout=output,
+                          stderr=subprocess.STDOUT if output is not None else None).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
