@@ -1,0 +1,346 @@
+"""``make demo`` (``kafkalab demo``): the first ten minutes of a newcomer, in one command.
+
+What it prints, and nothing else (Airflow's own logs go to a file):
+
+1. the embedded cluster, one line;
+2. seed 000's comparison (``include/workloads/images-quick.yaml``): one line per cell, then
+   the table and its two-line reading exactly as ``kafkalab run`` prints them
+   (:func:`kafkalab.summary.format_run_summary`);
+3. the nightly DAG (``nightly_latency_regression``) through ``airflow dags test`` once per
+   logical date, one line per date: date, lab run id, cells, status, wall time, drift
+   verdicts. A date whose DAG run fails prints the failing task's log (its traceback) from
+   the log file and the demo goes on with the next date;
+4. a closing summary: where the samples, aggregates, validation results and report are, and
+   the next commands to try.
+
+The demo's nightly matrix (:data:`DEMO_NIGHTLY_CONF`) is smaller than the scheduled
+nightly's (``include/workloads/nightly.yaml``) so that the demo stays short; it still runs
+the real DAG through Spark and Great Expectations for every date. Drift verdicts need
+``min_baseline_runs`` (3) earlier runs: the fourth date is the first one judged.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
+from kafkalab.paths import lab_dir
+from kafkalab.store import LabData
+
+Say = Callable[[str], None]
+
+DEMO_DAG = "nightly_latency_regression"
+DEMO_WORKLOAD = "images-quick"
+DEMO_DATES: tuple[str, ...] = ("2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21")
+"""Four nights: the fourth has the three earlier runs a drift verdict needs."""
+
+DEMO_NIGHTLY_CONF: dict[str, Any] = {
+    "scenarios": ["rest", "confluent-kafka"],
+    "payloads": ["1kb"],
+    "profiles": ["latency"],
+    "messages": 200,
+    "fault_trial": False,
+}
+"""The demo's nightly matrix: HTTP and a Kafka client at 1 KB (Kafka's own tool is in seed
+000's part), 200 measured messages a cell (p50 and p99 defined), no fault trial (it adds
+~100 s a night: see ``kafkalab faults run``). The nightly's fan-out cell is kept."""
+
+LOG_DIR_NAME = "logs"
+"""``<lab_dir>/logs/``: the demo's log files (``demo-<UTC time>.log``)."""
+
+TAIL_LINES = 40
+"""Lines of a failed date's log printed from its first task failure."""
+
+_CELL_DONE = ("] done:", "] FAILED:", "] skipped:")
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """What one demo runs."""
+
+    workload: str = DEMO_WORKLOAD
+    dates: tuple[str, ...] = DEMO_DATES
+    nightly_conf: Mapping[str, Any] = field(default_factory=lambda: dict(DEMO_NIGHTLY_CONF))
+    seed000: bool = True
+    nightly: bool = True
+    log_path: Path | None = None
+    """Default ``<lab_dir>/logs/demo-<UTC time>.log``."""
+    airflow_home: Path | None = None
+    """Default :func:`kafkalab.paths.airflow_home`."""
+    descriptor_path: Path | None = None
+    """The cluster the demo measures; default the embedded one, started by the demo."""
+
+
+@dataclass
+class DateOutcome:
+    """One nightly date of the demo."""
+
+    date: str
+    exit_code: int
+    wall_s: float
+    run_id: str | None
+    status: str
+    cells: int
+    cells_ok: int
+    drift: Counter[str]
+    line: str
+
+
+def default_log_path() -> Path:
+    """``<lab_dir>/logs/demo-<UTC time>.log`` (no I/O)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return lab_dir() / LOG_DIR_NAME / f"demo-{stamp}.log"
+
+
+def cell_line(msg: str) -> bool:
+    """Whether a runner progress line is a cell's last line (done, failed, skipped) or a
+    note the user must see; the rest goes to the log only."""
+    return any(m in msg for m in _CELL_DONE) or msg.startswith("NOTE")
+
+
+def drift_counts(lab: LabData, run_ids: Sequence[str]) -> Counter[str]:
+    """The drift verdicts of ``run_ids`` (``ok``, ``drift``, ``improved``,
+    ``insufficient_history``, ``undefined``): one per judged series and metric."""
+    counts: Counter[str] = Counter()
+    for run_id in run_ids:
+        records = lab.drift(run_id)
+        if records is None or records.empty:
+            continue
+        counts.update(str(v) for v in records["verdict"])
+    return counts
+
+
+def format_drift(counts: Counter[str]) -> str:
+    """``drift: 2 DRIFT, 14 ok, 1 improved`` or ``drift: not judged yet (needs 3 earlier
+    runs)``; undefined and too-young series are counted apart."""
+    judged = {k: counts[k] for k in ("drift", "improved", "ok") if counts.get(k)}
+    if not judged:
+        if counts.get("insufficient_history"):
+            return "drift: not judged yet (needs 3 earlier runs)"
+        return "drift: no records"
+    parts = [f"{n} {'DRIFT' if k == 'drift' else k}" for k, n in judged.items()]
+    other = counts.get("insufficient_history", 0) + counts.get("undefined", 0)
+    if other:
+        parts.append(f"{other} not judged")
+    return "drift: " + ", ".join(parts)
+
+
+def _main_run(new_runs: Sequence[str]) -> str | None:
+    prefix = RUN_PREFIXES[DEMO_DAG] + "-"
+    side = (NIGHTLY_FANOUT_PREFIX + "-", NIGHTLY_FAULTS_PREFIX + "-")
+    main = [r for r in new_runs if r.startswith(prefix) and not r.startswith(side)]
+    return sorted(main)[-1] if main else None
+
+
+def summarize_date(lab: LabData, date: str, exit_code: int, wall_s: float,
+                   new_runs: Sequence[str]) -> DateOutcome:
+    """The one line of a nightly date, from what its DAG run wrote (manifests, validation,
+    drift records)."""
+    run_id = _main_run(new_runs)
+    manifest = lab.manifest(run_id) if run_id else None
+    cells = list((manifest or {}).get("cells") or [])
+    ok = sum(1 for c in cells if c.get("status") == "complete")
+    status = str((manifest or {}).get("status") or "not started")
+    validation = lab.validation(run_id) if run_id else None
+    if exit_code != 0:
+        status = f"FAILED ({status})"
+    elif validation is not None and not validation.get("success"):
+        status = f"{status}, validation failed"
+    elif validation is not None:
+        status = f"{status}, validated"
+    fanout = [r for r in new_runs if r.startswith(NIGHTLY_FANOUT_PREFIX + "-")]
+    counts = drift_counts(lab, ([run_id] if run_id else []) + fanout)
+    extra = f" + fan-out {len(fanout)}" if fanout else ""
+    line = (f"{date}  {run_id or '-'}  {ok}/{len(cells)} cells{extra}  {status}  "
+            f"{wall_s:.0f} s  {format_drift(counts)}")
+    return DateOutcome(date=date, exit_code=exit_code, wall_s=wall_s, run_id=run_id,
+                       status=status, cells=len(cells), cells_ok=ok, drift=counts, line=line)
+
+
+def failure_excerpt(text: str, lines: int = TAIL_LINES) -> list[str]:
+    """The part of a ``dags test`` output worth showing when it failed: ``lines`` lines from
+    its first ``Task failed with exception`` (the traceback that follows it; the watcher
+    task ``verify_outcome`` fails last by design), else its last lines."""
+    all_lines = text.splitlines()
+    marks = [i for i, line in enumerate(all_lines) if "Task failed with exception" in line]
+    start = marks[0] if marks else max(0, len(all_lines) - lines)
+    return all_lines[start:start + lines]
+
+
+def next_steps() -> list[tuple[str, str]]:
+    """The commands to try after the demo, each with why."""
+    k = ".venv/bin/kafkalab"
+    return [
+        ("make airflow", "the Airflow UI (http://127.0.0.1:8080): trigger latency_experiment "
+         "with your own matrix, look at the nightly's grid"),
+        (f"{k} run --workload images-http-vs-kafka --messages 120", "seed 000 with enough "
+         "messages for p99 (the demo's 10 define only p50)"),
+        (f"{k} load --consumers 1,5 --rate 200,1000", "HYDRA (seed 003): one producer at a "
+         "fixed rate fanning out to N consumers; loss, lag"),
+        (f"{k} maxrate", "the highest rate the cluster sustains within a latency bound"),
+        (f"{k} faults run --fault sigkill-leader --trials 1", "kill the partition leader "
+         "under load: acked messages lost, time without acks"),
+        (f"{k} runs", "every run in the data dir and its state"),
+    ]
+
+
+def closing_summary(lab: LabData, log_path: Path, say: Say) -> None:
+    """Where everything is, and what to try next."""
+    say("")
+    say("Where things are:")
+    say(f"  raw samples      {lab.samples_dir}/   (docs/metrics-schema.md)")
+    say(f"  aggregates       {lab.aggregates_dir}/   (docs/aggregates-schema.md; Spark)")
+    say(f"  validation       {lab.validation_dir}/   (Great Expectations results, Data Docs in docs/)")
+    say(f"  report           {lab.report_index_path()}")
+    say(f"                   open it in a browser: file://{lab.report_index_path()}")
+    say(f"  Airflow's logs   {log_path}")
+    say("")
+    say("Next:")
+    steps = next_steps()
+    width = max(len(cmd) for cmd, _ in steps)
+    for cmd, why in steps:
+        say(f"  {cmd:<{width}}  {why}")
+
+
+def _write(log: IO[str], text: str) -> None:
+    log.write(text + "\n")
+    log.flush()
+
+
+def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> int:
+    """Seed 000's comparison: a line per cell, then the table as ``kafkalab run`` prints it.
+    Returns 0, or 4 when a cell failed (as ``kafkalab run``)."""
+    from kafkalab.runner import build_run_request, execute
+    from kafkalab.summary import format_run_summary
+
+    say("")
+    say(f"Seed 000: HTTP vs Kafka clients vs Kafka's own tool ({plan.workload})")
+
+    def progress(msg: str) -> None:
+        _write(log, msg)
+        if cell_line(msg):
+            say(f"  {msg}")
+
+    req = build_run_request(plan.workload, data_dir=lab.root, descriptor_path=plan.descriptor_path)
+    result = execute(req, progress=progress)
+    say("")
+    say(format_run_summary(result.cells))
+    say(f"run {result.run_id}: {result.status}")
+    return 0 if result.status == "complete" else 4
+
+
+def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[DateOutcome]:
+    """The nightly DAG once per date, a line per date; Airflow's output goes to ``log``."""
+    from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
+
+    conf = dict(plan.nightly_conf)
+    if plan.descriptor_path is not None:
+        conf["cluster_descriptor"] = str(plan.descriptor_path)
+    say("")
+    say(f"The nightly DAG ({DEMO_DAG}) for {len(plan.dates)} nights: "
+        f"{', '.join(conf.get('scenarios') or [])} × {', '.join(conf.get('payloads') or [])}, "
+        f"{conf.get('messages')} messages a cell, then Spark + Great Expectations, drift, report")
+    extra_env = {"KAFKALAB_DATA_DIR": str(lab.root)}
+    t0 = time.monotonic()
+    prepare_db(airflow_env(plan.airflow_home, base=None) | extra_env, output=log)
+    say(f"  Airflow database ready in {time.monotonic() - t0:.0f} s")
+    outcomes = []
+    for date in plan.dates:
+        before = set(lab.manifests())
+        start = log.tell()
+        _write(log, f"===== {DEMO_DAG} {date} =====")
+        t0 = time.monotonic()
+        rc = dags_test(DEMO_DAG, date, conf, home=plan.airflow_home, extra_env=extra_env,
+                       migrate=False, output=log)
+        wall_s = time.monotonic() - t0
+        log.flush()
+        new_runs = sorted(set(lab.manifests()) - before)
+        outcome = summarize_date(lab, date, rc, wall_s, new_runs)
+        outcomes.append(outcome)
+        say(f"  {outcome.line}")
+        if rc != 0:
+            text = Path(log.name).read_text(errors="replace")[start:]
+            say(f"    the DAG run failed (exit {rc}); its failing task's log:")
+            for line in failure_excerpt(text):
+                say(f"    | {line}")
+    return outcomes
+
+
+def run_demo(plan: DemoPlan, say: Say = print, lab: LabData | None = None) -> int:
+    """Run the demo; returns the exit code (0 when every part succeeded). ``lab``: the data
+    directory (default :func:`kafkalab.paths.data_dir`)."""
+    from kafkalab.cluster.descriptor import EMULATOR_LABEL
+    from kafkalab.cluster.embedded import cluster_up
+    from kafkalab.report.build import build_report
+
+    lab = lab if lab is not None else LabData()
+    started = time.monotonic()
+    log_path = plan.log_path or default_log_path()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    rc = 0
+    with log_path.open("w", encoding="utf-8") as log:
+        say(f"Kafka Latency Lab demo; Airflow's and the tools' logs: {log_path}")
+        if plan.descriptor_path is None:
+            t0 = time.monotonic()
+            d = cluster_up(progress=lambda m: _write(log, m))
+            label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
+            say(f"Kafka {d.version}{label}: {d.broker_count} broker(s) at {d.bootstrap_servers} "
+                f"(ready in {time.monotonic() - t0:.0f} s)")
+        if plan.seed000:
+            rc = max(rc, run_seed000(plan, lab, log, say))
+        if plan.nightly:
+            outcomes = run_nightly(plan, lab, log, say)
+            if any(o.exit_code != 0 for o in outcomes):
+                rc = max(rc, 1)
+        else:
+            build_report(lab.root)  # the seed-000 run's page (the nightly builds it otherwise)
+    closing_summary(lab, log_path, say)
+    took_s = time.monotonic() - started
+    say("")
+    say(f"demo {'done' if rc == 0 else 'FAILED'} in {int(took_s // 60)} min {took_s % 60:.0f} s")
+    return rc
+
+
+def parse_conf(text: str | None) -> dict[str, Any]:
+    """``--nightly-conf`` JSON laid over :data:`DEMO_NIGHTLY_CONF`.
+
+    Raises:
+        ValueError: not a JSON object (the message names the problem).
+    """
+    conf = dict(DEMO_NIGHTLY_CONF)
+    if not text:
+        return conf
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--nightly-conf is not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(value, dict):
+        raise ValueError("--nightly-conf must be a JSON object, e.g. '{\"messages\": 100}'")
+    conf.update(value)
+    return conf
+
+
+__all__ = [
+    "DEMO_DATES",
+    "DEMO_NIGHTLY_CONF",
+    "DEMO_WORKLOAD",
+    "DateOutcome",
+    "DemoPlan",
+    "cell_line",
+    "closing_summary",
+    "default_log_path",
+    "drift_counts",
+    "failure_excerpt",
+    "format_drift",
+    "next_steps",
+    "parse_conf",
+    "run_demo",
+    "summarize_date",
+]

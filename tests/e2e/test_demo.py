@@ -1,0 +1,107 @@
+"""``kafkalab demo`` (what ``make demo`` runs) end to end, with a small matrix: its own
+kafka09 broker (ZooKeeper 33781, broker 40792), lab home (Airflow's DB and the demo's log)
+and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
+for one date (one scenario, the fan-out cell, Spark and Great Expectations).
+
+Asserts on what a newcomer reads: the table and its reading, one line per date, the closing
+summary, and no Airflow log line on stdout (they are in the log file). ~3-4 min.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.paths import lab_dir
+from kafkalab.store import LabData
+
+TARBALL = lab_dir() / "downloads" / NPM_TARBALL
+ZK_PORT = 33781
+BROKER_PORT = 40792
+AIRFLOW_LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]|^\d{4}-\d\d-\d\dT\d\d:")
+
+WORKLOAD = """\
+name: demo-test
+description: the demo test's seed 000, tiny
+scenarios: [rest, confluent-kafka]
+payloads: [1kb]
+profiles: [latency]
+encoding: base64
+messages: 5
+warmup_messages: 1
+first_message_probes: 1
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A lab home of its own with a running 1-broker cluster; yields the lab dir."""
+    from kafkalab.cluster.embedded import cluster_down, cluster_up
+
+    if not TARBALL.is_file():
+        pytest.fail(f"{TARBALL} missing: `make setup` downloads it")
+    lab = tmp_path_factory.mktemp("demo-lab")
+    (lab / "downloads").mkdir()
+    shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
+    try:
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        yield lab
+    finally:
+        cluster_down(lab)
+
+
+def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    workload = tmp_path / "demo-test.yaml"
+    workload.write_text(WORKLOAD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKALAB_"))}
+    env.update(KAFKALAB_HOME=str(demo_lab), KAFKALAB_DATA_DIR=str(data))
+    cmd = [str(Path(sys.executable).parent / "kafkalab"), "demo", "--workload", str(workload),
+           "--dates", "2026-11-18",
+           "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5}),
+           "--cluster", str(demo_lab / "cluster.yaml")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    out = proc.stdout
+    print(out)
+    print(proc.stderr[-4000:], file=sys.stderr)
+    assert proc.returncode == 0, "kafkalab demo failed; see its output above"
+    lines = out.splitlines()
+
+    # the log file is named first; Airflow's logs are in it, not on stdout
+    log_path = Path(lines[0].rsplit(": ", 1)[1])
+    assert log_path.parent == demo_lab / "logs" and log_path.is_file()
+    assert "[DAG TEST]" in log_path.read_text()
+    assert not [line for line in lines if AIRFLOW_LOG_LINE.search(line)]
+    assert not [line for line in lines if "Traceback" in line]
+
+    # seed 000: one line per cell, the table, its reading
+    assert sum(1 for line in lines if "] done:" in line) == 2
+    head = next(i for i, line in enumerate(lines) if line.startswith("scenario  payload"))
+    assert {lines[head + 2].split()[0], lines[head + 3].split()[0]} == {"rest", "confluent-kafka"}
+    assert any(line.startswith("Fastest by e2e p50 per size: 1kb ") for line in lines)
+    assert any(line.startswith("First record after the consumer starts") for line in lines)
+
+    # the nightly: one line for its one date, read from what the DAG run wrote
+    (date_line,) = [line for line in lines if line.startswith("  2026-11-18  ")]
+    m = re.fullmatch(r"  2026-11-18  (nightly-\S+)  1/1 cells \+ fan-out 1  complete, validated  "
+                     r"\d+ s  drift: not judged yet \(needs 3 earlier runs\)", date_line)
+    assert m, date_line
+    lab = LabData(data)
+    assert lab.manifest(m[1]) is not None and lab.validation(m[1])["success"] is True
+
+    # the closing summary: where things are, what to try next
+    tail = "\n".join(lines[lines.index("Where things are:"):])
+    assert str(lab.report_index_path()) in tail and lab.report_index_path().is_file()
+    assert f"{log_path}" in tail
+    for command in ("make airflow", "kafkalab load", "kafkalab maxrate", "kafkalab faults run"):
+        assert command in tail, command
+    assert re.fullmatch(r"demo done in \d+ min \d+ s", lines[-1]), lines[-1]

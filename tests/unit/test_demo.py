@@ -1,0 +1,91 @@
+"""The demo's own lines (kafkalab.demo): which progress lines it shows, how a date reads,
+what a failure shows, and its bad input. The whole demo runs in tests/e2e/test_demo.py."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kafkalab.cli import main
+from kafkalab.demo import (
+    DEMO_NIGHTLY_CONF,
+    cell_line,
+    failure_excerpt,
+    format_drift,
+    parse_conf,
+    summarize_date,
+)
+from kafkalab.store import LabData
+
+
+def test_only_a_cells_last_line_and_notes_are_shown() -> None:
+    assert cell_line("[rest 1mb latency] done: 13 rows")
+    assert cell_line("[jvm-e2e 1mb latency] FAILED: java not found")
+    assert cell_line("[kafka-python 1mb latency] skipped: not installed")
+    assert cell_line("NOTE: noida is an emulator")
+    assert not cell_line("[rest 1mb latency] start")
+    assert not cell_line("[confluent-kafka 1mb latency] 5/12 messages")
+    assert not cell_line("topic klab-latency: exists")
+
+
+@pytest.mark.parametrize(("counts", "line"), [
+    ({"insufficient_history": 8}, "drift: not judged yet (needs 3 earlier runs)"),
+    ({}, "drift: no records"),
+    ({"ok": 6, "drift": 2, "undefined": 3}, "drift: 2 DRIFT, 6 ok, 3 not judged"),
+    ({"ok": 4, "improved": 1}, "drift: 1 improved, 4 ok"),
+])
+def test_drift_verdicts_read_as_one_phrase(counts: dict[str, int], line: str) -> None:
+    assert format_drift(Counter(counts)) == line
+
+
+def test_a_failed_date_shows_its_first_task_failure_not_the_watcher() -> None:
+    text = "\n".join(["[info] start", "[error] Task failed with exception",
+                      "Traceback (most recent call last):", "ValueError: the real cause",
+                      *(f"[info] {i}" for i in range(60)),
+                      "[error] Task failed with exception", "RunError: an upstream task failed"])
+    shown = failure_excerpt(text, lines=4)
+    assert shown[0].endswith("Task failed with exception") and shown[2].endswith("real cause")
+    # no failure marker: the last lines
+    assert failure_excerpt("a\nb\nc", lines=2) == ["b", "c"]
+
+
+def test_a_date_line_reads_the_runs_it_wrote(tmp_path: Path) -> None:
+    lab = LabData(tmp_path)
+    rid, fan = "nightly-20261122T101010Z-abc123", "nightly-fanout-20261122T101010Z-abc123"
+    lab.write_manifest({"run_id": rid, "status": "complete",
+                        "cells": [{"status": "complete"}, {"status": "complete"},
+                                  {"status": "failed"}]})
+    lab.write_manifest({"run_id": fan, "status": "complete", "cells": [{"status": "complete"}]})
+    (tmp_path / "validation").mkdir()
+    (tmp_path / "validation" / f"{rid}.json").write_text('{"success": true}')
+    for run, verdicts in ((rid, ["ok", "ok", "drift"]), (fan, ["ok"])):
+        path = lab.drift_path(run)
+        path.parent.mkdir(parents=True)
+        pd.DataFrame({"verdict": verdicts}).to_parquet(path)
+    out = summarize_date(lab, "2026-11-21", 0, 61.4, [fan, rid])
+    assert out.run_id == rid and (out.cells, out.cells_ok) == (3, 2)
+    assert out.line == (f"2026-11-21  {rid}  2/3 cells + fan-out 1  complete, validated  61 s  "
+                        "drift: 1 DRIFT, 3 ok")
+    failed = summarize_date(lab, "2026-11-22", 1, 5.0, [])
+    assert failed.line.startswith("2026-11-22  -  0/0 cells  FAILED (not started)  5 s")
+
+
+def test_nightly_conf_is_laid_over_the_demos() -> None:
+    conf = parse_conf('{"messages": 20, "payloads": ["1mb"]}')
+    assert conf["messages"] == 20 and conf["payloads"] == ["1mb"]
+    assert conf["scenarios"] == DEMO_NIGHTLY_CONF["scenarios"] and conf["fault_trial"] is False
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["demo", "--nightly-conf", "{messages: 20"], "--nightly-conf is not valid JSON"),
+    (["demo", "--nightly-conf", "[1]"], "--nightly-conf must be a JSON object"),
+    (["demo", "--dates", "yesterday"], "--dates: 'yesterday' is not a date"),
+])
+def test_bad_demo_options_get_one_line_and_exit_2(argv: list[str], message: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and err[0].startswith("kafkalab: error:")
