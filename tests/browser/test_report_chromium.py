@@ -221,3 +221,21 @@ def test_fault_page_renders_in_chromium(browser: Any, tmp_path: Path) -> None:
         page.close()
     assert errors == [], errors
     assert remote == [], remote
+
+
+def test_the_readme_pictures_are_taken_by_the_screenshot_tool(browser: Any, report: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    """``make screenshots`` (tools/screenshots.py) on a report: the overview and the newest
+    run's page, each a real picture of the first screen."""
+    from tools.screenshots import VIEWPORT, shoot_report
+
+    shots = shoot_report(browser, report["data_dir"], tmp_path / "images")
+    assert [s.name for s in shots] == ["report.png", "report-run.png"]
+    from PIL import Image
+
+    for shot in shots:
+        with Image.open(shot) as img:
+            assert img.size == (VIEWPORT["width"], VIEWPORT["height"])
+        assert _distinct_colors(shot) > 50
+    with pytest.raises(FileNotFoundError, match="run `make demo` first"):
+        shoot_report(browser, tmp_path / "no-data", tmp_path / "images")
