@@ -244,7 +244,8 @@ def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[Da
     if plan.descriptor_path is not None:
         conf["cluster_descriptor"] = str(plan.descriptor_path)
     say("")
-    say(f"The nightly DAG ({DEMO_DAG}) for {len(plan.dates)} nights: "
+    nights = f"{len(plan.dates)} night{'s' if len(plan.dates) != 1 else ''}"
+    say(f"The nightly DAG ({DEMO_DAG}) for {nights}: "
         f"{', '.join(conf.get('scenarios') or [])} × {', '.join(conf.get('payloads') or [])}, "
         f"{conf.get('messages')} messages a cell, then Spark + Great Expectations, drift, report")
     extra_env = {"KAFKALAB_DATA_DIR": str(lab.root)}

@@ -85,7 +85,7 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
 
     # seed 000: one line per cell, the table, its reading
     assert sum(1 for line in lines if "] done:" in line) == 2
-    head = next(i for i, line in enumerate(lines) if line.startswith("scenario  payload"))
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["scenario", "payload"])
     assert {lines[head + 2].split()[0], lines[head + 3].split()[0]} == {"rest", "confluent-kafka"}
     assert any(line.startswith("Fastest by e2e p50 per size: 1kb ") for line in lines)
     assert any(line.startswith("First record after the consumer starts") for line in lines)
