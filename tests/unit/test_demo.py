@@ -1,5 +1,5 @@
 """The demo's own lines (kafkalab.demo): which progress lines it shows, how a date reads,
-what a failure shows, and its bad input. The whole demo runs in tests/e2e/test_demo.py."""
+what a failure shows, and its bad input. The whole demo runs in tests/e2e/test_make_demo.py."""
 
 from __future__ import annotations
 
