@@ -159,4 +159,5 @@ def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
     finally:
         stopped = cluster_down(lab)
     assert [r["role"] for r in stopped] == ["broker", "broker", "broker", "zookeeper"]
-    assert all(r["action"].startswith(("stopped", "killed")) for r in stopped), stopped
+    actions = [(r["role"], r["id"], r["action"]) for r in stopped]
+    assert all(r["action"].startswith(("stopped", "killed")) for r in stopped), actions

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -48,3 +49,29 @@ def test_status_of_a_home_without_pid_files(monkeypatch: pytest.MonkeyPatch,
     st = airflow_status(tmp_path / "af")
     assert st["status"] == "down" and st["airflow_home"] == str(tmp_path / "af")
     assert all(c["pid"] is None and c["alive"] is False for c in st["components"].values())
+
+
+@pytest.mark.parametrize(
+    ("master", "conn"),
+    [
+        (None, {"conn_type": "spark", "host": "local[*]"}),
+        ("", {"conn_type": "spark", "host": "local[*]"}),
+        ("local[2]", {"conn_type": "spark", "host": "local[2]"}),
+        ("spark://127.0.0.1:7077", {"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077}),
+        ("yarn", {"conn_type": "spark", "host": "yarn"}),
+        ("k8s://https://10.0.0.1:6443", {"conn_type": "spark", "host": "k8s://https://10.0.0.1:6443"}),
+    ],
+)
+def test_spark_conn_from_the_master_switch(master: str | None, conn: dict[str, object]) -> None:
+    assert json.loads(launcher.spark_conn(master)) == conn
+
+
+def test_the_master_switch_sets_spark_default_unless_it_is_given(tmp_path: Path) -> None:
+    env = launcher.airflow_env(tmp_path, base={"KAFKALAB_SPARK_MASTER": "spark://127.0.0.1:7177"},
+                               with_secrets=False)
+    assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["port"] == 7177
+    given = '{"conn_type": "spark", "host": "yarn"}'
+    env = launcher.airflow_env(tmp_path, base={"KAFKALAB_SPARK_MASTER": "spark://h:1",
+                                               "AIRFLOW_CONN_SPARK_DEFAULT": given},
+                               with_secrets=False)
+    assert env["AIRFLOW_CONN_SPARK_DEFAULT"] == given

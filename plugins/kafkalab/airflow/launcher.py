@@ -54,7 +54,26 @@ COMPONENTS: dict[str, list[str]] = {
     "dag-processor": ["dag-processor"],
 }
 ADMIN_USER = "admin"
-SPARK_LOCAL_CONN = json.dumps({"conn_type": "spark", "host": "local[*]"})
+SPARK_MASTER_ENV = "KAFKALAB_SPARK_MASTER"
+"""The one switch for where the DAGs' Spark jobs run: a master URL (``local[*]``, the
+default; ``spark://127.0.0.1:7077`` for ``kafkalab spark up``; ``yarn``; ``k8s://...``).
+It becomes the ``spark_default`` connection unless ``AIRFLOW_CONN_SPARK_DEFAULT`` is set."""
+
+
+def spark_conn(master: str | None) -> str:
+    """The ``spark_default`` connection (Airflow's JSON form) for a Spark master URL.
+
+    ``spark://host:port`` is split into host and port (the provider joins them again);
+    anything else (``local[*]``, ``yarn``, ``k8s://https://...``) is the host as given.
+    """
+    url = (master or "").strip() or "local[*]"
+    if url.startswith("spark://"):
+        hostport = url[len("spark://"):]
+        host, sep, port = hostport.rpartition(":")
+        if sep and port.isdigit() and "," not in hostport:
+            return json.dumps({"conn_type": "spark", "host": f"spark://{host}",
+                               "port": int(port)})
+    return json.dumps({"conn_type": "spark", "host": url})
 PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
 
 
@@ -124,7 +143,7 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
             [plugins] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
                          if p and p != plugins]),
     })
-    env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", SPARK_LOCAL_CONN)
+    env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", spark_conn(env.get(SPARK_MASTER_ENV)))
     env.setdefault("KAFKALAB_DATA_DIR", str(data_dir()))
     if with_secrets:
         s = _secrets(af_home)
