@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -159,5 +160,17 @@ def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
     finally:
         stopped = cluster_down(lab)
     assert [r["role"] for r in stopped] == ["broker", "broker", "broker", "zookeeper"]
+    # `down` leaves nothing of the cluster running and every port free. A broker that
+    # exited on its own before `down` reached it is reported as not-running (seen once in
+    # CI under load): that is honest, and its log's last lines are kept as a warning.
     actions = [(r["role"], r["id"], r["action"]) for r in stopped]
-    assert all(r["action"].startswith(("stopped", "killed")) for r in stopped), actions
+    assert all(r["action"].startswith(("stopped", "killed")) or r["action"] == "not-running"
+               for r in stopped), actions
+    assert not any(port_in_use(int(r["port"])) for r in stopped), actions
+    for r in stopped:
+        if r["action"] == "not-running":
+            name = r["role"] if r["id"] is None else f"{r['role']}{r['id']}"
+            logs = sorted(Path(lab).glob(f"**/logs/{name}/stdout.log"))
+            tail = logs[0].read_text(errors="replace").splitlines()[-15:] if logs else []
+            warnings.warn(f"{r['role']} {r['id']} had exited before down: "
+                          + " | ".join(tail), stacklevel=1)

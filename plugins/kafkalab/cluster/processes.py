@@ -120,6 +120,8 @@ def stop_process(
     if not procs.pid_alive(pid):
         return {**report, "action": "not-running"}
     if not is_ours(proc):
+        if not procs.pid_alive(pid):  # it exited while its command line was read
+            return {**report, "action": "not-running"}
         return {**report, "action": "skipped (pid now belongs to another process)"}
     t0 = time.monotonic()
     action = procs.stop(pid, sig, timeout_s)
