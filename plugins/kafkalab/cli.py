@@ -230,6 +230,37 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
     pfr.add_argument("--json", action="store_true", help="print one JSON object per trial")
     _data_arg(pfr)
+    # spark ----------------------------------------------------------------------------
+    psk = sub.add_parser("spark", help="start, inspect or stop a local Spark standalone cluster",
+                         description="A real Spark standalone cluster on this machine: one "
+                         "master and workers from the installed PySpark's spark-class, bound "
+                         "to 127.0.0.1; state, logs and work dirs under .lab/spark/ "
+                         "(KAFKALAB_HOME). Send the lab's Spark jobs to it with the line `up` "
+                         "prints: export KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077. See "
+                         "docs/spark.md.")
+    sksub = _subcommands(psk, "spark_command")
+    skup = sksub.add_parser("up", help="start master and workers (no-op when the same cluster is up)",
+                            description="Start the master, then the workers, and wait until "
+                            "the master lists every worker ALIVE. Prints `# ...` lines and the "
+                            "export line on stdout, so `eval \"$(kafkalab spark up)\"` sets it. "
+                            "Ports: master --port, its web UI --webui-port; worker i uses "
+                            "--port + i and --webui-port + i.")
+    skup.add_argument("--port", type=int, default=7077, help="master RPC port (default 7077; workers 7078, 7079, ...)")
+    skup.add_argument("--webui-port", type=int, default=8180,
+                      help="master web UI port (default 8180; workers' UIs 8181, 8182, ...)")
+    skup.add_argument("--workers", type=int, default=2, help="number of workers (default 2)")
+    skup.add_argument("--worker-cores", type=int, default=1, help="cores per worker (default 1)")
+    skup.add_argument("--worker-memory", default="1g", help="memory per worker, e.g. 1g or 1536m (default 1g)")
+    skup.add_argument("--timeout", type=float, default=120.0,
+                      help="seconds to wait for every worker to register (default 120)")
+    skst = sksub.add_parser("status", help="show master, workers, pids, cores, memory",
+                            description="Whether the cluster is up (every daemon running and "
+                            "every worker registered ALIVE), degraded or down; exit 0 only when up.")
+    skst.add_argument("--json", action="store_true", help="print the status as JSON")
+    skdn = sksub.add_parser("down", help="stop exactly the processes `up` started",
+                            description="Stop the workers (with their executors) then the "
+                            "master, by PID, and forget them.")
+    skdn.add_argument("--wipe", action="store_true", help="also delete the workers' work dirs (executor logs)")
     pdemo = sub.add_parser(
         "demo", help="the quickstart: seed 000's table, then the nightly DAG over 4 dates",
         description="Start the embedded cluster, run seed 000's comparison and print its "
@@ -599,6 +630,50 @@ def cmd_maxrate(args: argparse.Namespace) -> int:
     return 0 if all(r.get("max_rate_msgs_per_s") is not None for r in results) else 4
 
 
+def cmd_spark(args: argparse.Namespace) -> int:
+    """``kafkalab spark up|status|down``: see :mod:`kafkalab.spark.standalone`."""
+    from kafkalab.spark import StandaloneSpec, export_line, spark_down, spark_status, spark_up
+
+    if args.spark_command == "up":
+        spec = StandaloneSpec(master_port=args.port, webui_port=args.webui_port,
+                              workers=args.workers, worker_cores=args.worker_cores,
+                              worker_memory=args.worker_memory)
+        st = spark_up(spec, timeout_s=args.timeout, progress=_err)
+        workers = st["workers"]
+        _say(f"# spark standalone up: master {st['master_url']} (web UI {st['webui_url']}), "
+             f"{len(workers)} worker(s) × {spec.worker_cores} core(s), {spec.worker_memory}")
+        _say(f"# logs: {Path(st['master']['log']).parent}; stop: kafkalab spark down")
+        _say(export_line(st["master_url"]))
+        return 0
+    if args.spark_command == "status":
+        st = spark_status()
+        if args.json:
+            _say(json.dumps(st, indent=2, default=str))
+        elif st["master"] is None:
+            _say(f"spark standalone: down (no state in {st['state_path']})")
+        else:
+            _say(f"spark standalone: {st['status']}  master {st['master_url']}  "
+                 f"web UI {st['webui_url']}")
+            m = st["master"]
+            _say(f"  master    pid {m['pid']:<7} {'alive' if m['alive'] else 'gone':<5}  "
+                 f"{m['status'] or 'not answering'}  log {m['log']}")
+            for w in st["workers"]:
+                used = (f"{w['cores']} core(s) ({w['cores_used']} used), {w['memory_mb']} MiB "
+                        f"({w['memory_used_mb']} used)" if w["cores"] is not None else "")
+                _say(f"  worker {w['id']:<2} pid {w['pid']:<7} {'alive' if w['alive'] else 'gone':<5}  "
+                     f"{w['registered'] or 'not registered'}  127.0.0.1:{w['port']}  {used}")
+            if st["apps"] is not None:
+                _say(f"  apps: {len(st['apps']['active'])} running, {st['apps']['completed']} completed")
+        return 0 if st["status"] == "up" else 1
+    stopped = spark_down(wipe=args.wipe, progress=_err)
+    if not stopped:
+        _say("spark down: nothing was running")
+    for proc in stopped:
+        name = "master" if proc["role"] == "master" else f"worker {proc['id']}"
+        _say(f"{name} pid {proc['pid']}: {proc['action']}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``kafkalab demo``: see :mod:`kafkalab.demo`."""
     from kafkalab.demo import DEMO_DATES, DEMO_WORKLOAD, DemoPlan, parse_conf, run_demo
@@ -710,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
                 "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults,
-                "demo": cmd_demo}
+                "demo": cmd_demo, "spark": cmd_spark}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -1,0 +1,14 @@
+"""A local Spark standalone cluster (``kafkalab spark up|status|down``): a master and workers
+from the installed PySpark's ``spark-class``, on 127.0.0.1, stopped by PID.
+
+| module | role |
+|---|---|
+| :mod:`~kafkalab.spark.spec` | ports, workers, files and command lines (pure) |
+| :mod:`~kafkalab.spark.master_api` | the master's JSON view as typed data |
+| :mod:`~kafkalab.spark.standalone` | start, report, stop; the state file |
+"""
+
+from kafkalab.spark.spec import StandaloneSpec
+from kafkalab.spark.standalone import export_line, spark_down, spark_status, spark_up
+
+__all__ = ["StandaloneSpec", "export_line", "spark_down", "spark_status", "spark_up"]
