@@ -1,0 +1,192 @@
+"""A real Spark standalone cluster (a master and two workers from the installed PySpark's
+``spark-class``) runs both Spark jobs of a DAG run, submitted exactly as the DAG submits
+them: Airflow's ``SparkSubmitHook`` with the ``spark_default`` connection that
+``KAFKALAB_SPARK_MASTER`` becomes (``launcher.spark_conn``) and the DAG's own application,
+arguments, py-files, conf and env (``kafkalab.airflow.spark_submit``). The aggregates equal
+a ``local[2]`` run of the same job cell by cell, and the master and the workers' work dirs
+show that the executors really ran on the workers.
+
+Own ports (master 27077, workers 27078-27079; web UIs 28180-28182) and lab dir; the module
+fixture stops everything it started, also when a test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pandas as pd
+import pytest
+
+from kafkalab import procs
+from kafkalab.airflow.launcher import spark_conn
+from kafkalab.airflow.spark_submit import (
+    spark_application,
+    spark_conf,
+    spark_env,
+    spark_job_args,
+    spark_py_files,
+)
+from kafkalab.paths import project_root
+from kafkalab.spark import spark_down, spark_status
+from kafkalab.spark.master_api import MasterView, fetch_master
+from kafkalab.store import AGGREGATES_DIR, VALIDATION_DIR
+from tools.fake_samples import write_fake_samples
+
+MASTER_PORT = 27077
+WEBUI_PORT = 28180
+"""Workers use 27078-27079 and 28181-28182 (``StandaloneSpec``'s rule: port + i)."""
+MASTER_URL = f"spark://127.0.0.1:{MASTER_PORT}"
+RUN = "20261122T030405Z-5a5a5a"
+ROWS = 3000
+CELL_KEYS = ["run_id", "scenario", "client", "payload", "profile"]
+VENV_BIN = project_root() / ".venv" / "bin"
+APP_NAMES = {"aggregate": "kafkalab-aggregate-metrics", "validate": "kafkalab-validate-metrics"}
+"""The names the DAG gives its two spark-submit tasks (``dags/_common.py``)."""
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``kafkalab spark up`` in a lab dir of its own; stopped (by PID) after the module."""
+    lab = tmp_path_factory.mktemp("lab-spark")
+    env = {**os.environ, "KAFKALAB_HOME": str(lab), "SPARK_LOCAL_IP": "127.0.0.1"}
+    try:
+        up = _cli("spark", "up", "--port", str(MASTER_PORT), "--webui-port", str(WEBUI_PORT),
+                  env=env)
+        assert up.returncode == 0, up.stdout + up.stderr[-3000:]
+        yield {"lab": lab, "env": env, "up": up, "status": spark_status(lab)}
+    finally:
+        spark_down(lab)
+
+
+@contextlib.contextmanager
+def _as_airflow_task(master: str, airflow_home: Path) -> Iterator[None]:
+    """The environment an Airflow worker gives a SparkSubmitOperator task: the connection
+    from ``KAFKALAB_SPARK_MASTER`` (``launcher.spark_conn``), the venv's ``spark-submit``
+    first on ``PATH``."""
+    with mock.patch.dict(os.environ, {
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW_CONN_SPARK_DEFAULT": spark_conn(master),
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }):
+        yield
+
+
+def _submit(job: str, master: str, data: Path, airflow_home: Path) -> None:
+    """``job`` of run :data:`RUN` over ``data``, as the DAG's task submits it."""
+    with _as_airflow_task(master, airflow_home):
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        hook = SparkSubmitHook(
+            conn_id="spark_default", application_args=spark_job_args(job, RUN, data),
+            py_files=spark_py_files(), conf=spark_conf(), env_vars=spark_env(),
+            name=APP_NAMES[job])
+        assert hook._connection["master"] == master  # the switch reached spark-submit
+        hook.submit(spark_application(job))
+
+
+def _aggregates(data: Path) -> pd.DataFrame:
+    df = pd.read_parquet(data / AGGREGATES_DIR / f"run_id={RUN}")
+    df["run_id"] = df["run_id"].astype(str) if "run_id" in df else RUN
+    return df.sort_values(CELL_KEYS).reset_index(drop=True)[sorted(df.columns)]
+
+
+def _listen_addresses(pid: int) -> set[str]:
+    """Local addresses of the TCP sockets ``pid`` listens on (``/proc/net/tcp*``)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            inodes.add(os.readlink(fd))
+    out = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and f"socket:[{cols[9]}]" in inodes:
+                out.add(cols[1].rsplit(":", 1)[0])
+    return out
+
+
+def test_up_starts_a_master_and_two_registered_workers_on_loopback(
+        standalone: dict[str, Any]) -> None:
+    up = standalone["up"]
+    assert up.stdout.strip().splitlines()[-1] == f"export KAFKALAB_SPARK_MASTER={MASTER_URL}"
+    st = standalone["status"]
+    assert st["status"] == "up" and st["master"]["status"] == "ALIVE"
+    assert [(w["id"], w["port"], w["registered"], w["cores"], w["memory_mb"])
+            for w in st["workers"]] == [(1, 27078, "ALIVE", 1, 1024), (2, 27079, "ALIVE", 1, 1024)]
+    pids = [st["master"]["pid"], *(w["pid"] for w in st["workers"])]
+    # every listener of every daemon (RPC and web UI) is on 127.0.0.1 only
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}
+    for pid in pids:
+        addresses = _listen_addresses(pid)
+        assert len(addresses) >= 1 and addresses <= loopback, (pid, addresses)
+    # up again: the same cluster, nothing started
+    again = _cli("spark", "up", "--port", str(MASTER_PORT), "--webui-port", str(WEBUI_PORT),
+                 env=standalone["env"])
+    assert again.returncode == 0 and "already up" in again.stderr
+    assert [spark_status(standalone["lab"])["master"]["pid"],
+            *(w["pid"] for w in spark_status(standalone["lab"])["workers"])] == pids
+
+
+def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
+        standalone: dict[str, Any], tmp_path: Path) -> None:
+    on_cluster, local = tmp_path / "cluster-data", tmp_path / "local-data"
+    write_fake_samples(on_cluster, ROWS, RUN, seed=21)
+    shutil.copytree(on_cluster / "samples", local / "samples")
+
+    _submit("aggregate", MASTER_URL, on_cluster, tmp_path / "airflow")
+    _submit("validate", MASTER_URL, on_cluster, tmp_path / "airflow")
+    _submit("aggregate", "local[2]", local, tmp_path / "airflow")
+
+    # the same aggregates, cell by cell (the exact percentiles exactly)
+    got, want = _aggregates(on_cluster), _aggregates(local)
+    assert len(got) > 10 and list(got.columns) == list(want.columns)
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12)
+    doc = json.loads((on_cluster / VALIDATION_DIR / f"{RUN}.json").read_text())
+    assert doc["success"] is True and doc["failed_expectations"] == []
+    assert doc["suites"]["aggregates"]["statistics"]["evaluated_expectations"] > 10
+
+    # both applications ran on the standalone master, with both workers' cores ...
+    view = fetch_master(f"http://127.0.0.1:{WEBUI_PORT}")
+    assert isinstance(view, MasterView)
+    apps = {a.name: a for a in view.completed_apps}
+    assert set(APP_NAMES.values()) <= set(apps), apps
+    assert all(apps[n].state == "FINISHED" and apps[n].cores == 2 for n in APP_NAMES.values())
+    # ... and each worker ran an executor of each, which ran tasks
+    for worker in standalone["status"]["workers"]:
+        for name in APP_NAMES.values():
+            executor_logs = list((Path(worker["work_dir"]) / apps[name].app_id).glob("*/stderr"))
+            assert executor_logs, (worker["work_dir"], name)
+            assert any("Finished task" in p.read_text(errors="replace") for p in executor_logs)
+
+
+def test_down_stops_exactly_what_up_started(standalone: dict[str, Any]) -> None:
+    st = spark_status(standalone["lab"])
+    pids = [st["master"]["pid"], *(w["pid"] for w in st["workers"])]
+    down = _cli("spark", "down", env=standalone["env"])
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.splitlines() == [
+        f"worker 2 pid {pids[2]}: stopped", f"worker 1 pid {pids[1]}: stopped",
+        f"master pid {pids[0]}: stopped"]
+    assert not any(procs.pid_alive(p) for p in pids)
+    for port in (27077, 27078, 27079, 28180, 28181, 28182):
+        assert not procs.port_in_use(port), port
+    # no executor or daemon of this lab is left
+    left = subprocess.run(["pgrep", "-f", str(standalone["lab"])], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+    assert spark_status(standalone["lab"])["status"] == "down"
+    status = _cli("spark", "status", env=standalone["env"])
+    assert status.returncode == 1 and "down" in status.stdout
