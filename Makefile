@@ -20,6 +20,7 @@ help:  ## list the targets
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@command -v java >/dev/null || { echo "installing Java 17 (apt)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 	@command -v chromium >/dev/null || { echo "installing Chromium (apt) for the report tests"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing PostgreSQL (apt) for make airflow (no default cluster is created or started)"; mkdir -p /etc/postgresql-common && { grep -qs "^create_main_cluster" /etc/postgresql-common/createcluster.conf || echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf; } && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -r requirements.txt -r requirements-dev.txt
@@ -42,11 +43,11 @@ nightly-demo: setup  ## the nightly DAG with its full matrix over the demo's 4 d
 screenshots: setup  ## retake docs/images/report*.png in headless Chromium (after make demo)
 	$(BIN)/python -m tools.screenshots
 
-airflow: setup  ## Airflow UI on 127.0.0.1:8080 (api-server, scheduler, triggerer, dag-processor); prints the login
+airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler (LocalExecutor) on a private PostgreSQL, api-server/UI, triggerer, dag-processor; prints the login
 	$(BIN)/kafkalab cluster up
 	$(BIN)/python -m kafkalab.airflow.launcher up
 
-airflow-down:  ## stop exactly the Airflow processes `make airflow` started
+airflow-down:  ## stop exactly the Airflow processes and the PostgreSQL `make airflow` started
 	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow.launcher down
 
 test: setup  ## the whole test suite against real services

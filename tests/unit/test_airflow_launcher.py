@@ -45,10 +45,35 @@ def test_env_secrets_are_private_and_stable(tmp_path: Path) -> None:
 
 def test_status_of_a_home_without_pid_files(monkeypatch: pytest.MonkeyPatch,
                                             tmp_path: Path) -> None:
-    monkeypatch.setattr(launcher, "health", lambda timeout_s=2.0: None)  # no api-server asked
+    monkeypatch.setattr(launcher, "health", lambda timeout_s=2.0, port=None: None)  # no API asked
+    monkeypatch.setenv("KAFKALAB_AIRFLOW_PORT", "18080")
     st = airflow_status(tmp_path / "af")
     assert st["status"] == "down" and st["airflow_home"] == str(tmp_path / "af")
+    assert st["url"] == "http://127.0.0.1:18080"
     assert all(c["pid"] is None and c["alive"] is False for c in st["components"].values())
+    assert st["postgres"]["pid"] is None and st["postgres"]["alive"] is False
+    assert st["postgres"]["data"] == str(tmp_path / "af" / "postgres" / "data")
+
+
+@pytest.mark.parametrize("bad", ["http", "80", "70000"])
+def test_a_bad_port_is_one_clear_error(bad: str) -> None:
+    from kafkalab.airflow import postgres
+    from kafkalab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="KAFKALAB_AIRFLOW_PORT"):
+        launcher.api_port({"KAFKALAB_AIRFLOW_PORT": bad})
+    with pytest.raises(ConfigError, match="KAFKALAB_POSTGRES_PORT"):
+        postgres.pg_port({"KAFKALAB_POSTGRES_PORT": bad})
+
+
+def test_env_ports_and_db_url(tmp_path: Path) -> None:
+    env = airflow_env(tmp_path, base={"KAFKALAB_AIRFLOW_PORT": "18080"}, with_secrets=False,
+                      db_url="postgresql+psycopg2://airflow:pw@127.0.0.1:15432/airflow")
+    assert env["AIRFLOW__API__PORT"] == "18080"
+    assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "http://127.0.0.1:18080/execution/"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    assert "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" not in airflow_env(tmp_path, base={},
+                                                                     with_secrets=False)
 
 
 @pytest.mark.parametrize(

@@ -4,16 +4,22 @@
 so the four components are started separately, bound to 127.0.0.1 where they listen:
 
 * ``airflow api-server -H 127.0.0.1 -p 8080`` (UI, REST API, execution API);
-* ``airflow scheduler --skip-serve-logs`` (LocalExecutor, SQLite is accepted in 3.x);
+* ``airflow scheduler --skip-serve-logs`` (LocalExecutor);
 * ``airflow triggerer --skip-serve-logs``;
 * ``airflow dag-processor``.
+
+``up`` runs them on PostgreSQL: a private cluster under ``<AIRFLOW_HOME>/postgres``
+(:mod:`kafkalab.airflow.postgres`, ``127.0.0.1:15432`` or ``$KAFKALAB_POSTGRES_PORT``),
+started first and stopped last by ``down``. ``dags-test`` (``airflow dags test``, one
+process, no scheduler) keeps SQLite (``<AIRFLOW_HOME>/airflow.db``): its runs are not in the
+scheduler's database. The API port is 8080 or ``$KAFKALAB_AIRFLOW_PORT``.
 
 ``up`` and ``dags-test`` migrate the metadata DB and create the one-slot pool
 :data:`kafkalab.airflow.pools.MEASURE_POOL` (:func:`prepare_db`), so two DAGs never load the
 cluster at once.
 
 State lives in :func:`kafkalab.paths.airflow_home` (``$AIRFLOW_HOME``, default
-``<lab_dir>/airflow``): the SQLite DB, logs, one pid file and one log file per component,
+``<lab_dir>/airflow``): the databases, logs, one pid file and one log file per component,
 ``secrets.json`` (JWT / API secret shared by the components) and an empty ``plugins/``
 (Airflow's plugins folder; the ``kafkalab`` package is imported from ``PYTHONPATH``). The components run in
 that folder, with the Python (and its ``bin/``) that runs this launcher. The UI login comes
@@ -40,19 +46,25 @@ from pathlib import Path
 from typing import IO, Any
 
 from kafkalab import procs
+from kafkalab.airflow import postgres
 from kafkalab.airflow.pools import MEASURE_POOL, ensure_measure_pool
+from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.paths import airflow_home, dags_dir, data_dir, plugins_dir
 from kafkalab.progress import Progress
 from kafkalab.store import atomic_write, atomic_write_json, read_json
 
 HOST = procs.HOST
 PORT = 8080
+"""The API server's default port (UI, REST API, execution API)."""
+PORT_ENV = "KAFKALAB_AIRFLOW_PORT"
+"""Environment variable that overrides :data:`PORT`."""
 COMPONENTS: dict[str, list[str]] = {
-    "api-server": ["api-server", "-H", HOST, "-p", str(PORT)],
+    "api-server": ["api-server", "-H", HOST],  # + ["-p", port]
     "scheduler": ["scheduler", "--skip-serve-logs"],
     "triggerer": ["triggerer", "--skip-serve-logs"],
     "dag-processor": ["dag-processor"],
 }
+"""The components ``up`` starts, in order, with their ``airflow`` arguments."""
 ADMIN_USER = "admin"
 SPARK_MASTER_ENV = "KAFKALAB_SPARK_MASTER"
 """The one switch for where the DAGs' Spark jobs run: a master URL (``local[*]``, the
@@ -77,6 +89,29 @@ def spark_conn(master: str | None) -> str:
 PASSWORD_FILE = "simple_auth_manager_passwords.json.generated"
 
 
+def api_port(env: Mapping[str, str] | None = None) -> int:
+    """``$KAFKALAB_AIRFLOW_PORT`` of ``env`` (default ``os.environ``) or :data:`PORT`.
+
+    Raises:
+        ConfigError: the variable is not a port number.
+    """
+    raw = (os.environ if env is None else env).get(PORT_ENV, "").strip()
+    if not raw:
+        return PORT
+    if not raw.isdigit() or not 1024 <= int(raw) <= 65535:
+        raise ConfigError(f"{PORT_ENV}={raw!r} is not a port number in 1024..65535")
+    return int(raw)
+
+
+def _component_args(name: str, port: int) -> list[str]:
+    return [*COMPONENTS[name], *(["-p", str(port)] if name == "api-server" else [])]
+
+
+def pg_dir(home: Path | str | None = None) -> Path:
+    """Where ``up`` keeps its PostgreSQL cluster: ``<AIRFLOW_HOME>/postgres``."""
+    return _home(home) / "postgres"
+
+
 def _home(home: Path | str | None) -> Path:
     return Path(home).expanduser().absolute() if home is not None else airflow_home()
 
@@ -96,7 +131,7 @@ def _secrets(home: Path) -> dict[str, str]:
 
 
 def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None = None,
-                with_secrets: bool = True) -> dict[str, str]:
+                with_secrets: bool = True, db_url: str | None = None) -> dict[str, str]:
     """The environment every Airflow process of the lab runs with.
 
     Args:
@@ -104,9 +139,11 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         base: environment to start from (default ``os.environ``); ``KAFKALAB_DATA_DIR`` and
             ``AIRFLOW_CONN_*`` already in it are kept.
         with_secrets: add the shared JWT/API secrets (creates ``<home>/secrets.json``).
+        db_url: the metadata DB (``sql_alchemy_conn``); default SQLite in ``home``.
     """
     af_home = _home(home)
     env = dict(os.environ if base is None else base)
+    port = api_port(env)
     python = sys.executable
     bin_dir = str(Path(python).parent)  # the venv's bin/: airflow, spark-submit
     path_parts = [bin_dir] + [p for p in env.get("PATH", "").split(os.pathsep)
@@ -123,14 +160,14 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "4",
-        # Airflow 3 has no SequentialExecutor; LocalExecutor runs on SQLite (one DB writer
-        # at a time: keep the parallelism small).
+        # Airflow 3 has no SequentialExecutor; LocalExecutor (on PostgreSQL for `up`; on
+        # SQLite for `dags test`). Two cores: keep the parallelism small.
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{HOST}:{PORT}/execution/",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{HOST}:{port}/execution/",
         "AIRFLOW__API__HOST": HOST,
-        "AIRFLOW__API__PORT": str(PORT),
-        "AIRFLOW__API__BASE_URL": f"http://{HOST}:{PORT}",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://{HOST}:{port}",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
@@ -144,6 +181,8 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
                          if p and p != plugins]),
     })
     env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", spark_conn(env.get(SPARK_MASTER_ENV)))
+    if db_url:
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = db_url
     env.setdefault("KAFKALAB_DATA_DIR", str(data_dir()))
     if with_secrets:
         s = _secrets(af_home)
@@ -193,10 +232,10 @@ def _read_pid(home: Path, name: str) -> int | None:
         return None
 
 
-def health(timeout_s: float = 2.0) -> dict[str, Any] | None:
+def health(timeout_s: float = 2.0, port: int | None = None) -> dict[str, Any] | None:
     """The api-server's ``/api/v2/monitor/health`` document, or None when it does not answer."""
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{PORT}/api/v2/monitor/health",
+        with urllib.request.urlopen(f"http://{HOST}:{port or api_port()}/api/v2/monitor/health",
                                     timeout=timeout_s) as resp:
             data = json.loads(resp.read().decode("utf-8"))
             return data if isinstance(data, dict) else None
@@ -223,46 +262,65 @@ def _ensure_password(home: Path) -> str:
     return pw
 
 
-def airflow_status(home: Path | str | None = None) -> dict[str, Any]:
-    """Which components run (by pid file) and whether the API answers."""
+def airflow_status(home: Path | str | None = None,
+                   base_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Which components run (by pid file), the PostgreSQL, and whether the API answers.
+    ``base_env``: where the ports are read (default ``os.environ``)."""
     af_home = _home(home)
+    port = api_port(base_env)
     comps = {}
     for name in COMPONENTS:
         pid = _read_pid(af_home, name)
         comps[name] = {"pid": pid, "alive": procs.pid_alive(pid),
                        "log": str(af_home / f"{name}.log")}
-    h = health()
-    up = all(c["alive"] for c in comps.values()) and h is not None
-    return {"status": "up" if up else ("partial" if any(c["alive"] for c in comps.values())
-                                        else "down"),
-            "url": f"http://{HOST}:{PORT}", "airflow_home": str(af_home), "components": comps,
-            "health": h}
+    pg = postgres.pg_status(pg_dir(af_home), postgres.pg_port(base_env))
+    h = health(port=port)
+    alive = [c["alive"] for c in comps.values()] + [pg["alive"]]
+    up = all(alive) and h is not None
+    return {"status": "up" if up else ("partial" if any(alive) else "down"),
+            "url": f"http://{HOST}:{port}", "airflow_home": str(af_home), "components": comps,
+            "postgres": pg, "health": h}
 
 
 def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
-               progress: Progress = print) -> dict[str, Any]:
-    """Migrate the DB, create the measuring pool, start the four components (each once),
-    wait for health, print the login."""
+               progress: Progress = print,
+               base_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Start the lab's PostgreSQL, migrate the DB, create the measuring pool, start the four
+    components (each once, LocalExecutor), wait for health, print the login.
+
+    ``base_env``: the environment to start from (default ``os.environ``; see
+    :func:`airflow_env`), e.g. a test's own ports and data dir.
+
+    Raises:
+        ClusterError: PostgreSQL missing or not starting.
+        RuntimeError: a component exited or the API is not healthy within ``timeout_s``.
+    """
     af_home = _home(home)
     af_home.mkdir(parents=True, exist_ok=True)
-    env = airflow_env(af_home)
-    progress(f"airflow home {af_home}; migrating the database, pool {MEASURE_POOL} …")
+    base = dict(os.environ if base_env is None else base_env)
+    port = api_port(base)
+    pg = postgres.pg_up(pg_dir(af_home), port=postgres.pg_port(base), progress=progress)
+    env = airflow_env(af_home, base=base,
+                      db_url=postgres.sqlalchemy_url(pg_dir(af_home), int(pg["port"])))
+    progress(f"airflow home {af_home}; migrating the database (PostgreSQL "
+             f"{HOST}:{pg['port']}), pool {MEASURE_POOL} …")
     prepare_db(env)
     password = _ensure_password(af_home)
     airflow = _airflow_bin(env)
-    for name, args in COMPONENTS.items():
+    for name in COMPONENTS:
         pid = _read_pid(af_home, name)
         if procs.runs(pid, "airflow"):
             progress(f"{name}: already running (pid {pid})")
             continue
         log_file = af_home / f"{name}.log"
-        new_pid = procs.spawn([airflow, *args], log_file, cwd=af_home, env=env)
+        new_pid = procs.spawn([airflow, *_component_args(name, port)], log_file, cwd=af_home,
+                              env=env)
         atomic_write(_pid_file(af_home, name), f"{new_pid}\n")
         progress(f"{name}: started pid {new_pid}, log {log_file}")
     deadline = time.monotonic() + timeout_s
     h = None
     while time.monotonic() < deadline:
-        h = health()
+        h = health(port=port)
         if h is not None and all(
                 (h.get(k) or {}).get("status") == "healthy"
                 for k in ("metadatabase", "scheduler")):
@@ -274,14 +332,15 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
     else:
         raise RuntimeError(f"airflow api-server not healthy within {timeout_s:.0f} s: {h}; "
                            f"see {af_home}/api-server.log")
-    progress(f"Airflow UI: http://{HOST}:{PORT}  login: {ADMIN_USER} / {password}")
+    progress(f"Airflow UI: http://{HOST}:{port}  login: {ADMIN_USER} / {password}")
     progress(f"(password file {af_home / PASSWORD_FILE})")
-    return airflow_status(af_home)
+    return airflow_status(af_home, base)
 
 
 def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
                  progress: Progress = print) -> list[dict[str, Any]]:
-    """Stop exactly the processes :func:`airflow_up` started (their process groups), by pid."""
+    """Stop exactly the processes :func:`airflow_up` started (the components' process
+    groups, then the PostgreSQL), by pid."""
     af_home = _home(home)
     stopped: list[dict[str, Any]] = []
     for name in reversed(list(COMPONENTS)):
@@ -295,6 +354,9 @@ def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
         _pid_file(af_home, name).unlink(missing_ok=True)
         stopped.append({"component": name, "pid": pid, "result": result})
         progress(f"{name}: pid {pid} {result}")
+    pg = postgres.pg_down(pg_dir(af_home), progress=progress)
+    if pg is not None:
+        stopped.append(pg)
     return stopped
 
 
@@ -347,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "up":
         try:
             airflow_up()
-        except (RuntimeError, subprocess.CalledProcessError) as exc:
+        except (RuntimeError, subprocess.CalledProcessError, ClusterError, ConfigError) as exc:
             print(f"airflow up: error: {exc}", file=sys.stderr)
             return 1
         return 0
