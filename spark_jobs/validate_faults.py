@@ -302,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"validate_faults: error: aggregates path not found: {args.aggregates}",
               file=sys.stderr)
         return 2
+    vm.preload_gx()  # imported while the JVM starts
     with shared.job_session("kafkalab-validate-faults") as spark:
         try:
             trials = _read_table(spark, args.aggregates, args.run_id, "fault_trials")

@@ -254,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"validate_load: error: aggregates path not found: {args.aggregates}",
               file=sys.stderr)
         return 2
+    vm.preload_gx()  # imported while the JVM starts
     with shared.job_session("kafkalab-validate-load") as spark:
         try:
             cells = _read_table(spark, args.aggregates, args.run_id, "load_cells")

@@ -13,6 +13,11 @@ Two suites run on Spark DataFrames in an ephemeral GX context:
   durable profile; non-negative counts. These rules are computed boolean ``*_ok`` columns
   that must all be true; a failure names the cells that break it.
 
+Each suite is validated in two passes (:func:`_run_suite`): every expectation's verdict at
+once, then the details (examples, failing rows) of the failed ones only; a passing
+expectation so runs no Spark job of its own. The verdicts, counts and failure details are
+those of a one-pass ``SUMMARY`` validation.
+
 Outputs (``docs/aggregates-schema.md``): ``<out>/<run_id>.json`` (atomic), a self-contained
 ``<out>/<run_id>.html`` summary and GX Data Docs under ``<out>/docs/``.
 
@@ -30,12 +35,14 @@ shipped with ``--py-files``), not the ``kafkalab`` package.
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime as dt
 import html
 import json
 import logging
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -196,6 +203,25 @@ def _quiet_gx() -> None:
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     except ImportError:  # pragma: no cover - structlog comes with GX's dependencies
         pass
+
+
+def preload_gx() -> threading.Thread:
+    """Import Great Expectations on a background thread and return it (started).
+
+    The import takes seconds of CPU in Python; a job's JVM takes seconds to start and its
+    first Spark jobs wait on the JVM. A ``main`` calls this before it builds its session so
+    the two overlap; the first GX use (:func:`_context`) then finds the modules imported, or
+    waits for the import to finish (Python's import lock).
+    """
+    def _import() -> None:
+        _quiet_gx()
+        import great_expectations
+        import great_expectations.expectations  # noqa: F401
+        from great_expectations.checkpoint import Checkpoint  # noqa: F401
+
+    thread = threading.Thread(target=_import, name="preload-gx", daemon=True)
+    thread.start()
+    return thread
 
 
 def _context(docs_dir: str | None) -> Any:
@@ -464,12 +490,39 @@ def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
     }
 
 
+VERDICT_FORMAT: dict[str, Any] = {"result_format": "BOOLEAN_ONLY"}
+"""Result format of a suite's first pass: each expectation's verdict and nothing else. GX
+then computes the unexpected counts of every column-map expectation together (one Spark
+aggregation per row condition) and runs no per-expectation job for examples."""
+
+DETAIL_FORMAT: dict[str, Any] = {"result_format": "SUMMARY"}
+"""Result format of the second pass, over the failed expectations only: counts, examples
+(``partial_unexpected_list``) and, with index columns, the failing rows by name."""
+
+
+def _config_id(res: Any) -> str | None:
+    """The id of the expectation a validation result is for."""
+    cfg = res.expectation_config
+    return cfg.id if cfg is not None else None
+
+
 def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
                site_names: list[str], index_columns: Sequence[str] = ()) -> Any:
-    """Validate ``df`` against a new suite through a Checkpoint (updates Data Docs); a
-    failure's examples name their rows by ``index_columns``."""
+    """Validate ``df`` against a new suite and return its ``ExpectationSuiteValidationResult``.
+
+    Two passes over the same (persisted) batch: a Checkpoint computes every expectation's
+    verdict (:data:`VERDICT_FORMAT`); then only the failed expectations are validated again
+    for their details (:data:`DETAIL_FORMAT`; a failure's examples name their rows by
+    ``index_columns``). A passing expectation so costs no Spark job of its own, where a
+    one-pass SUMMARY ran two per column-map expectation (its examples and their row
+    indices). The verdicts and statistics are those of the first pass; each failed result
+    is replaced by its detailed one (same order). With ``site_names`` the merged result is
+    stored and rendered into those Data Docs sites (a passing expectation shows its verdict
+    without observed values).
+    """
     import great_expectations as gx
     from great_expectations.checkpoint import Checkpoint, UpdateDataDocsAction
+    from great_expectations.validator.v1_validator import Validator
 
     source = context.data_sources.add_spark(name=f"{name}_source")
     asset = source.add_dataframe_asset(name=f"{name}_asset")
@@ -480,17 +533,33 @@ def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
     vdef = context.validation_definitions.add(
         gx.ValidationDefinition(name=f"{name}_validation", data=batch_def, suite=suite)
     )
-    actions: list[Any] = (
-        [UpdateDataDocsAction(name="data_docs", site_names=site_names)] if site_names else [])
-    result_format: dict[str, Any] = {"result_format": "SUMMARY"}
-    if index_columns:
-        result_format["unexpected_index_column_names"] = list(index_columns)
     checkpoint = context.checkpoints.add(
-        Checkpoint(name=f"{name}_checkpoint", validation_definitions=[vdef], actions=actions,
-                   result_format=result_format)
+        Checkpoint(name=f"{name}_checkpoint", validation_definitions=[vdef], actions=[],
+                   result_format=VERDICT_FORMAT)
     )
-    result = checkpoint.run(batch_parameters={"dataframe": df})
-    return next(iter(result.run_results.values()))
+    run = checkpoint.run(batch_parameters={"dataframe": df})
+    key, result = next(iter(run.run_results.items()))
+    by_id = {exp.id: exp for exp in suite.expectations}
+    ids = [_config_id(r) for r in result.results]
+    failed = [i for i, r in enumerate(result.results) if not r.success]
+    if failed:
+        copies = [copy.copy(by_id[ids[i]]) for i in failed]
+        details_suite = gx.ExpectationSuite(name=f"{name}_details", expectations=copies)
+        for exp, i in zip(details_suite.expectations, failed, strict=True):
+            exp.id = ids[i]  # the copy's result names the expectation it details
+        result_format = dict(DETAIL_FORMAT)
+        if index_columns:
+            result_format["unexpected_index_column_names"] = list(index_columns)
+        details = Validator(batch_definition=batch_def, batch_parameters={"dataframe": df},
+                            result_format=result_format
+                            ).validate_expectation_suite(details_suite)
+        detailed = {_config_id(r): r for r in details.results}
+        for i in failed:
+            result.results[i] = detailed[ids[i]]
+    if site_names:
+        context.validation_results_store.set(key, result)
+        UpdateDataDocsAction(name="data_docs", site_names=site_names).run(run)
+    return result
 
 
 def validate(samples_df: DataFrame, aggregates_df: DataFrame,
@@ -637,6 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
     durable = [p.strip() for p in args.profiles_durable.split(",") if p.strip()]
+    preload_gx()  # imported while the JVM starts
     with shared.job_session("kafkalab-validate-metrics") as spark:
         try:
             samples = _read_run(spark, args.samples, args.run_id, "samples")
