@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from kafkalab.airflow.spark_submit import (
+    DRIVER_JAVA_OPTIONS,
+    LAUNCHER_OPTS,
     spark_application,
     spark_conf,
     spark_env,
@@ -47,3 +49,18 @@ def test_conf_and_env_bind_loopback_unless_told(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("KAFKALAB_SPARK_DRIVER_HOST", "10.0.0.5")
     assert spark_conf()["spark.driver.host"] == "10.0.0.5"
     assert "SPARK_LOCAL_IP" not in spark_env()
+
+
+def test_driver_and_launcher_jvms_start_quickly_unless_told(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKALAB_SPARK_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.delenv("SPARK_LAUNCHER_OPTS", raising=False)
+    assert spark_conf()["spark.driver.extraJavaOptions"] == DRIVER_JAVA_OPTIONS
+    assert "-XX:TieredStopAtLevel=1" in DRIVER_JAVA_OPTIONS.split()
+    assert spark_env()["SPARK_LAUNCHER_OPTS"] == LAUNCHER_OPTS
+    monkeypatch.setenv("KAFKALAB_SPARK_DRIVER_JAVA_OPTIONS", "-Xmx8g")
+    assert spark_conf()["spark.driver.extraJavaOptions"] == "-Xmx8g"
+    monkeypatch.setenv("KAFKALAB_SPARK_DRIVER_JAVA_OPTIONS", "")  # the JVM's own defaults
+    assert "spark.driver.extraJavaOptions" not in spark_conf()
+    monkeypatch.setenv("SPARK_LAUNCHER_OPTS", "-Xshare:off")
+    assert spark_env()["SPARK_LAUNCHER_OPTS"] == "-Xshare:off"
