@@ -38,28 +38,27 @@ def spark() -> Iterator[Any]:
 def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
                   timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
     """Run ``script`` (relative to the repo, or absolute) through the venv's spark-submit on
-    local[2]; ``py_files`` are shipped with ``--py-files``."""
+    local[2] with the DAGs' settings (``spark_conf()``, ``spark_env()``: what a nightly
+    task submits; two shuffle partitions for two cores); ``py_files`` are shipped with
+    ``--py-files``."""
+    from kafkalab.airflow.spark_submit import spark_conf, spark_env
+
     python = VENV_BIN / "python"
     py = str(python) if python.exists() else sys.executable
     env = {
         **os.environ,
-        "SPARK_LOCAL_IP": "127.0.0.1",
+        **spark_env(),
         "PYSPARK_PYTHON": py,
         "PYSPARK_DRIVER_PYTHON": py,
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "GX_ANALYTICS_ENABLED": "false",
     }
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
+    conf = {**spark_conf(), "spark.sql.shuffle.partitions": "2"}
     shipped = ["--py-files", ",".join(str(p) for p in py_files)] if py_files else []
     cmd = [
         str(VENV_BIN / "spark-submit"), "--master", "local[2]",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.log.level=WARN",
-        "--conf", "spark.ui.showConsoleProgress=false",
-        "--conf", "spark.driver.host=127.0.0.1",
-        "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--conf", "spark.sql.shuffle.partitions=2",
+        *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
         *shipped,
         str(project_root() / script), *args,
     ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,16 +29,43 @@ def _failed(doc: dict[str, Any]) -> set[tuple[str, str | None, str]]:
     return {(f["suite"], f["column"], f["expectation_type"]) for f in doc["failed_expectations"]}
 
 
-def test_good_fake_data_passes(lab: dict[str, Any], tmp_path: Path) -> None:
-    doc = vm.validate(lab["samples"], lab["aggregates"],
-                      {"run_id": RUN, "docs_dir": str(tmp_path / "docs")})
+@pytest.fixture(scope="module")
+def good_cli(lab: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``main`` run in-process on the good run (one validation, shared): its exit code,
+    output folder and the JSON report it wrote. A load run's aggregates lie beside the
+    latency ones (``aggregates/load/run_id=…/``): Spark cannot merge that layout with
+    ``aggregates/run_id=…/``, so the job must read only its own run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = lab["root"]
+    load_dir = root / "aggregates" / "load" / "run_id=some-load-run"
+    load_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"cell_id": ["x"]}), load_dir / "load_cells.parquet")
+    out = tmp_path_factory.mktemp("validation")
+    args = ["--samples", str(root / "samples"), "--aggregates", str(root / "aggregates"),
+            "--run-id", RUN, "--out", str(out)]
+    code = vm.main(args)
+    return {"code": code, "out": out, "args": args,
+            "doc": json.loads((out / f"{RUN}.json").read_text())}
+
+
+def test_good_fake_data_passes(good_cli: dict[str, Any]) -> None:
+    """The good run through ``main`` (in-process): exit 0, no failure, both suites pass, the
+    report (JSON, HTML page, Data Docs) written."""
+    doc, out = good_cli["doc"], good_cli["out"]
+    assert good_cli["code"] == 0
     assert doc["failed_expectations"] == []
-    assert doc["success"] is True
+    assert doc["success"] is True and doc["run_id"] == RUN
     assert doc["suites"]["raw_samples"]["success"] and doc["suites"]["aggregates"]["success"]
     assert doc["suites"]["raw_samples"]["statistics"]["evaluated_expectations"] > 70
+    stats = doc["suites"]["aggregates"]["statistics"]
+    assert stats["evaluated_expectations"] == stats["successful_expectations"] > 20
     assert doc["schema_version"] == 2
-    assert (tmp_path / "docs" / "index.html").exists()
-    json.dumps(doc)  # JSON-able
+    assert doc["data_docs_index"] == "docs/index.html"
+    assert (out / "docs" / "index.html").exists()
+    page = (out / f"{RUN}.html").read_text()
+    assert "passed" in page and "https://" not in page
 
 
 def _rows_of(failure: dict[str, Any]) -> set[str]:
@@ -202,34 +228,20 @@ def test_bad_schema_and_values_in_samples(lab: dict[str, Any]) -> None:
 
 
 def test_cli_and_spark_submit_validate(
-    spark_submit: Any, lab: dict[str, Any], tmp_path: Path
+    spark_submit: Any, good_cli: dict[str, Any]
 ) -> None:
-    root = lab["root"]
-    # a load run's aggregates beside the latency ones (aggregates/load/run_id=…/): Spark cannot
-    # merge that layout with aggregates/run_id=…/, so the job must read only its own run
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    load_dir = root / "aggregates" / "load" / "run_id=some-load-run"
-    load_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"cell_id": ["x"]}), load_dir / "load_cells.parquet")
-    args = ["--samples", str(root / "samples"), "--aggregates", str(root / "aggregates"),
-            "--run-id", RUN, "--out", str(tmp_path / "validation")]
-    code = vm.main(args)                        # in-process: exit code 0 path
-    assert code == 0
-    doc = json.loads((tmp_path / "validation" / f"{RUN}.json").read_text())
-    assert doc["success"] is True and doc["run_id"] == RUN
-    assert doc["data_docs_index"] == "docs/index.html"
-    assert (tmp_path / "validation" / "docs" / "index.html").exists()
-    page = (tmp_path / "validation" / f"{RUN}.html").read_text()
-    assert "passed" in page and "https://" not in page
-
-    bad = spark_submit("spark_jobs/validate_metrics.py", *args,
+    """The script through spark-submit (the DAG's settings) on the run that passed in
+    :func:`good_cli`, with ``latency`` declared durable too: exit 1, one ``FAILED`` line
+    (the loss under ``latency``), no traceback, the report rewritten as failed."""
+    out = good_cli["out"]
+    bad = spark_submit("spark_jobs/validate_metrics.py", *good_cli["args"],
                        "--profiles-durable", "latency,durability")
     assert bad.returncode == 1, (bad.stdout + bad.stderr)[-3000:]
     output = bad.stdout + bad.stderr  # PythonRunner merges the driver's stderr into stdout
     failed_lines = [ln for ln in output.splitlines() if ln.startswith("FAILED ")]
     assert len(failed_lines) == 1 and "durability_no_loss_ok" in failed_lines[0]
     assert "Traceback" not in output
-    doc = json.loads((tmp_path / "validation" / f"{RUN}.json").read_text())
+    doc = json.loads((out / f"{RUN}.json").read_text())
     assert doc["success"] is False
+    assert [f["column"] for f in doc["failed_expectations"]] == ["durability_no_loss_ok"]
+    assert "failed" in (out / f"{RUN}.html").read_text()
