@@ -11,8 +11,11 @@
     ≤ 1.2 × tool mean).
 (c) 1/3/5/10 MB: end-to-end p50/p99 per scenario. Goal: confluent-kafka no slower than
     kafka-python at any payload.
-(d) with ``--spark``: the Spark aggregation at 1 M and 10 M fake sample rows (rows/s, ratio
-    to pandas on the same data).
+(d) with ``--spark``: the Spark aggregation at 1 M and 10 M fake sample rows (``--spark-rows``)
+    against the same aggregation in pandas/numpy (each population sorted once) on the same
+    data: rows/s, time ratio, JVM start-up apart, pandas' peak RSS, results equal cell by
+    cell. Goals (issue 13): ≥ 1 M rows/s and ≤ 1.5× pandas' time at 10 M rows, 100 M rows
+    in ≤ 12× the 10 M time; each printed met or missed by how much.
 (e) with ``--nightly``: one ``nightly_latency_regression`` run, wall time by task.
 (f) with ``--load``: the load engine is not the bottleneck. On its own kafka09 cluster (ports
     25781/38792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a

@@ -79,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--spark", action="store_true", help="also benchmark the Spark aggregation")
     parser.add_argument("--spark-rows", type=_row_counts, default=[1_000_000, 10_000_000],
                         help="row counts of the Spark bench, comma-separated (default 1000000,10000000)")
+    parser.add_argument("--spark-data-dir", type=Path, default=None,
+                        help="keep the Spark bench's fake samples here and reuse them on the "
+                             "next run (default: scratch, removed after each row count)")
     parser.add_argument("--nightly", action="store_true", help="also time one nightly DAG run by task")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
@@ -131,13 +134,14 @@ def main(argv: list[str] | None = None) -> int:
                 messages=args.load_messages, rounds=args.load_rounds))
             print_load(result["load"])
         if "spark" in parts:
-            from tools.bench.spark import bench_aggregation
+            from tools.bench.spark import bench_aggregation, format_results, goals
 
-            rows = args.spark_rows
-            result["spark_aggregation"] = bench_aggregation(rows, work / "spark")
-            print("\n(d) Spark aggregation on local[2]")
-            for r in result["spark_aggregation"]:
-                print("  " + json.dumps(r))
+            spark_work = args.spark_data_dir or work / "spark"
+            result["spark_aggregation"] = bench_aggregation(
+                args.spark_rows, spark_work, keep_data=args.spark_data_dir is not None)
+            result["spark_goals"] = goals(result["spark_aggregation"])
+            print("\n(d) Spark aggregation on local[2] against pandas/numpy")
+            print("\n".join(format_results(result["spark_aggregation"])))
         if "nightly" in parts:
             from tools.bench.nightly import bench_nightly_run
 
