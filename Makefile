@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help setup demo screenshots test test-fast lint bench clean airflow airflow-down nightly-demo
+.PHONY: help setup demo screenshots test test-fast lint bench clean airflow airflow-down nightly-demo spark-up spark-down
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,6 +50,12 @@ airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler (LocalExecutor) on a pri
 airflow-down:  ## stop exactly the Airflow processes and the PostgreSQL `make airflow` started
 	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow.launcher down
 
+spark-up: setup  ## a Spark standalone cluster on 127.0.0.1 (master :7077, UI :8180, 2 workers); prints the KAFKALAB_SPARK_MASTER export line
+	$(BIN)/kafkalab spark up
+
+spark-down:  ## stop exactly the Spark master and workers `make spark-up` started
+	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down
+
 test: setup  ## the whole test suite against real services
 	$(PYTEST) -q --durations=30
 
@@ -68,4 +74,5 @@ bench: setup  ## overhead vs a minimal loop, serial harness vs Kafka's tool, 1-1
 clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow, remove lab data and caches (keeps the venv)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab faults down --wipe
+	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down --wipe
 	rm -rf lab-data .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
