@@ -11,30 +11,6 @@ Usage::
         --out lab-data/aggregates [--run-id ID ...]
     python spark_jobs/aggregate_metrics.py ...        # builds its own local session
 
-How the exact percentiles are found (linear, memory-bounded, no sketch). A nearest-rank
-percentile is one order statistic: the value at rank ``ceil(q·n)`` of a sorted population.
-Sorting every population (a window over all rows, or one ``sort_array`` per cell) costs
-n log n and, per cell, a sort or an array as large as the cell. Instead, ranks are counted:
-
-1. One aggregation over all rows (:func:`_cell_scan`) gives each cell's counts, sums,
-   maxima and carried columns, and the histogram of its ``e2e_latency_ms`` population by
-   :func:`_bucket` (``floor(ln(v) · 256)``: buckets 0.4 % of the value wide, monotone in
-   the value; +inf, the censored lost/failed messages, is a bucket of its own). Publish
-   latency and round trip get their histograms from one more aggregation each
-   (:func:`_histograms`). Only numbers are aggregated, so Spark's fast hash aggregation
-   runs (no row is shuffled, only one row per cell and bucket).
-2. On the driver the cumulative bucket counts place every wanted rank (percentiles and the
-   CI order statistics) in a bucket, at a rank inside it. When that is the bucket's first or
-   last value, or all its values are equal (+inf), the value is its minimum or maximum.
-3. Otherwise only the rows of those few buckets (about 1-3 % of the rows) are ranked with
-   ``row_number()`` per cell, metric and bucket (:func:`_rank_within_buckets`), and the
-   wanted ranks picked.
-
-Work is linear in the rows (three reads of the samples, sorts only within target buckets);
-the driver holds one row per cell and bucket (about 1,800 buckets per factor 1,000 of
-value range, whatever the row count) and the picked values; the executors' sort spills to
-disk. The values are the population's own (no interpolation), equal to a full sort's.
-
 Needs PySpark and ``_session.py`` (beside this script, or shipped with ``--py-files``), not
 the ``kafkalab`` package.
 Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad arguments).
@@ -43,8 +19,6 @@ Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad ar
 from __future__ import annotations
 
 import argparse
-import bisect
-import functools
 import math
 import sys
 from collections.abc import Sequence
@@ -191,207 +165,10 @@ def _populations() -> dict[str, Column]:
     }
 
 
-# --------------------------------------------------------------------------- histogram
-
-_BUCKETS_PER_E_FOLD = 256
-"""Resolution of the histogram: buckets per factor e of a value (each about 0.4 % wide)."""
-_ZERO_BUCKET = -1_000_000
-_NEGATIVE_BASE = -2_000_000
-_NEG_INF_BUCKET = -3_000_000
-_INF_BUCKET = 1_000_000
-_NAN_BUCKET = 1_000_001
-
-_Key = tuple[Any, ...]
-_Wanted = tuple[_Key, str, int]
-"""A wanted order statistic: (cell key, metric, 1-based rank)."""
-_Histogram = dict[tuple[_Key, str], list[tuple[int, int, float, float]]]
-"""Per (cell key, metric): ``(bucket, count, min, max)`` of each non-empty bucket."""
-
-
-def _bucket(value: Column) -> Column:
-    """The histogram bucket of ``value``: a monotone (never decreasing) function of the
-    value, so every value of a bucket sorts before every value of a higher bucket.
-
-    Positive values: ``floor(ln(v) · 256)`` (Java's log is semi-monotonic; the product and
-    the floor keep the order), about 0.4 % of the value wide. Zero, negative values, ±inf
-    and NaN (Spark sorts NaN after +inf) get buckets of their own below and above those.
-    Null for a null value."""
-    k = F.lit(float(_BUCKETS_PER_E_FOLD))
-    return (
-        F.when(F.isnan(value), F.lit(_NAN_BUCKET))
-        .when(value == F.lit(float("inf")), F.lit(_INF_BUCKET))
-        .when(value == F.lit(float("-inf")), F.lit(_NEG_INF_BUCKET))
-        .when(value > 0, F.floor(F.log(value) * k))
-        .when(value == 0, F.lit(_ZERO_BUCKET))
-        .when(value < 0, F.lit(_NEGATIVE_BASE) - F.floor(F.log(-value) * k))
-        .cast("long")
-    )
-
-
-def _add_bucket(hist: _Histogram, pop: tuple[_Key, str], bucket: int, n: int, lo: float,
-                hi: float) -> None:
-    hist.setdefault(pop, []).append((bucket, n, lo, hi))
-
-
-def _merged(hist: _Histogram) -> _Histogram:
-    """``hist`` with each population's buckets sorted and repeated buckets merged."""
-    out: _Histogram = {}
-    for pop, buckets in hist.items():
-        merged: list[tuple[int, int, float, float]] = []
-        for b, n, lo, hi in sorted(buckets, key=lambda x: x[0]):
-            if merged and merged[-1][0] == b:
-                _, n0, lo0, hi0 = merged[-1]
-                merged[-1] = (b, n0 + n, _lower(lo0, lo), _upper(hi0, hi))
-            else:
-                merged.append((b, n, lo, hi))
-        out[pop] = merged
-    return out
-
-
-def _lower(a: float, b: float) -> float:
-    """Spark's order: NaN above everything."""
-    return b if math.isnan(a) else a if math.isnan(b) else min(a, b)
-
-
-def _upper(a: float, b: float) -> float:
-    return a if math.isnan(a) else b if math.isnan(b) else max(a, b)
-
-
-def _greatest(a: Any, b: Any) -> Any:
-    """Spark's ``max`` of two non-null values (strings by code point, NaN above all)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return _upper(a, b)
-    return max(a, b)
-
-
-def _histograms(samples: DataFrame, metrics: Sequence[str]) -> _Histogram:
-    """The histograms of ``metrics`` (each one aggregation over its population's rows)."""
-    keys = list(CELL_KEYS)
-    populations = _populations()
-    parts = [
-        samples.where(populations[m].isNotNull())
-        .groupBy(*keys, _bucket(populations[m]).alias("_b"))
-        .agg(F.count(F.lit(1)).alias("_n"), F.min(populations[m]).alias("_lo"),
-             F.max(populations[m]).alias("_hi"))
-        .withColumn("_m", F.lit(m))
-        for m in metrics
-    ]
-    hist: _Histogram = {}
-    if not parts:
-        return hist
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    for r in union.collect():
-        _add_bucket(hist, (tuple(r[k] for k in keys), r["_m"]), r["_b"], r["_n"], r["_lo"],
-                    r["_hi"])
-    return hist
-
-
-def _same(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
-def _values_at_ranks(samples: DataFrame, wanted: Sequence[_Wanted], hist: _Histogram
-                     ) -> dict[_Wanted, float]:
-    """The value at each wanted ``(cell key, metric, rank)`` of the sorted populations.
-
-    From the histograms (:func:`_bucket`; merged here), the cumulative counts tell in which
-    bucket, and at which rank inside it, each wanted rank lies: the bucket's minimum, its
-    maximum or the value of a bucket of equal values is the answer at once; for the rest,
-    only the rows of those buckets are ranked (:func:`_rank_within_buckets`).
-    """
-    hist = _merged(hist)
-    cumulative: dict[tuple[_Key, str], list[int]] = {}
-    for pop, buckets in hist.items():
-        total, ends = 0, []
-        for _, n, _, _ in buckets:
-            total += n
-            ends.append(total)
-        cumulative[pop] = ends
-
-    values: dict[_Wanted, float] = {}
-    pending: dict[_Target, dict[int, list[_Wanted]]] = {}
-    for want in wanted:
-        key, metric, rank = want
-        ends = cumulative.get((key, metric), [])
-        i = bisect.bisect_left(ends, rank)
-        if i == len(ends):  # beyond the population: not asked for (a rank is at most n)
-            continue
-        bucket, n, lo, hi = hist[(key, metric)][i]
-        local = rank - (ends[i] - n)
-        if local == 1 or _same(lo, hi):
-            values[want] = lo
-        elif local == n:
-            values[want] = hi
-        else:
-            pending.setdefault((key, metric, bucket), {}).setdefault(local, []).append(want)
-    if pending:
-        values.update(_rank_within_buckets(samples, pending))
-    return values
-
-
-_Target = tuple[_Key, str, int]
-"""A bucket to rank inside: (cell key, metric, bucket)."""
-
-
-def _rank_within_buckets(samples: DataFrame,
-                         pending: dict[_Target, dict[int, list[_Wanted]]]
-                         ) -> dict[_Wanted, float]:
-    """The values at the wanted ranks inside the buckets of ``pending`` (each with the
-    wanted ranks inside it). Per metric, the rows whose bucket number is one of the wanted
-    ones (a filter) and whose cell wants that bucket (a broadcast semi join) are kept: a few
-    % of the rows. They are ranked with ``row_number()`` per cell, metric and bucket (a
-    sort that spills to disk, never a whole cell in memory) and the wanted ranks picked (a
-    broadcast join)."""
-    keys = list(CELL_KEYS)
-    spark = samples.sparkSession
-    populations = _populations()
-    schema = ", ".join([*(f"{k} string" for k in keys), "_m string", "_b long", "_rank int"])
-    targets = spark.createDataFrame(
-        [(*key, m, b, local) for (key, m, b), ranks in pending.items() for local in ranks],
-        schema)
-    parts = []
-    for metric in sorted({m for _, m, _ in pending}):
-        buckets = sorted({b for _, m, b in pending if m == metric})
-        value = populations[metric]
-        wanted_buckets = F.broadcast(targets.where(F.col("_m") == metric)
-                                     .select(*keys, "_b").distinct())
-        parts.append(
-            samples.select(*keys, value.alias("_v"), _bucket(value).alias("_b"))
-            .where(F.col("_b").isin(buckets))
-            .join(wanted_buckets, on=[*keys, "_b"], how="left_semi")
-            .withColumn("_m", F.lit(metric)))
-    rows = functools.reduce(DataFrame.unionByName, parts)
-    in_bucket = Window.partitionBy(*keys, "_m", "_b").orderBy(F.col("_v").asc())
-    picked = (rows.withColumn("_rank", F.row_number().over(in_bucket))
-              .join(F.broadcast(targets), on=[*keys, "_m", "_b", "_rank"], how="inner"))
-    out: dict[_Wanted, float] = {}
-    for r in picked.select(*keys, "_m", "_b", "_rank", "_v").collect():
-        for want in pending[(tuple(r[k] for k in keys), r["_m"], r["_b"])][r["_rank"]]:
-            out[want] = r["_v"]
-    return out
-
-
-# --------------------------------------------------------------------------- cell figures
-
-_SUMMED = ("sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
-           "error_count", "warmup_excluded_count", "_n_e2e_latency_ms",
-           "_n_publish_latency_ms", "_n_round_trip_ms", "_e2e_sum", "_e2e_cnt", "_pub_sum",
-           "_pub_cnt")
-_MAXED = ("e2e_latency_ms_max", "publish_latency_ms_max", "_last_receive_ns",
-          "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms", "latency_resolution_ms")
-
-
-def _cell_scan(samples: DataFrame) -> tuple[list[dict[str, Any]], _Histogram]:
-    """One aggregation over every row: per cell, the carried columns, counts, sums, maxima,
-    span ends, tool figures and ``_n_<metric>`` (each population's size), and the
-    ``e2e_latency_ms`` histogram.
-
-    It groups by the cell key, the carried columns and the e2e bucket (a few hundred groups
-    per cell), so every aggregate is a fixed-width number (Spark's fast hash aggregation;
-    a string ``max`` would sort all rows); the groups are rolled up per cell on the driver.
-    """
+def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> DataFrame:
+    """Everything of a cell but the percentiles: carried columns, counts, means, maxima,
+    span and message rate, first-message and tool figures, and ``_n_<metric>``, the size of
+    each percentile population."""
     keys = list(CELL_KEYS)
     kind = F.col("sample_kind")
     status = F.col("status")
@@ -399,16 +176,19 @@ def _cell_scan(samples: DataFrame) -> tuple[list[dict[str, Any]], _Histogram]:
     measured = is_msg & ~F.col("is_warmup")
     received = measured & status.isin(*STATUSES_RECEIVED)
     sent = measured & status.isin(*STATUSES_RECEIVED, *STATUSES_CENSORED)
+    is_first = kind == F.lit("first_message")
+    probe_received = is_first & F.col("first_record_delay_ms").isNotNull()
+    cold = F.coalesce(F.col("cold_start"), F.lit(False))
     is_tool = kind == F.lit("tool_summary")
-    populations = _populations()
-    e2e_pop = populations["e2e_latency_ms"]
 
     def tool(stat: str) -> Column:
         return F.max(F.when(is_tool & (F.col("statistic") == stat), F.col("e2e_latency_ms")))
 
-    e2e_r = F.when(received, F.col("e2e_latency_ms"))
-    pub_r = F.when(received, F.col("publish_latency_ms"))
-    groups = samples.groupBy(*keys, *CARRIED_COLUMNS, _bucket(e2e_pop).alias("_b")).agg(
+    def warm_probe(mode: str) -> Column:
+        return probe_received & ~cold & (F.col("consumer_mode") == mode)
+
+    figures = samples.groupBy(*keys).agg(
+        *[F.max(c).alias(c) for c in CARRIED_COLUMNS],
         _count_if(sent).alias("sent_count"),
         _count_if(received).alias("received_count"),
         _count_if(measured & (status == "lost")).alias("lost_count"),
@@ -416,99 +196,39 @@ def _cell_scan(samples: DataFrame) -> tuple[list[dict[str, Any]], _Histogram]:
         _count_if(measured & (status == "late")).alias("late_count"),
         _count_if(measured & (status == "error")).alias("error_count"),
         _count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
-        *[F.count(value).alias(f"_n_{metric}") for metric, value in populations.items()],
-        F.min(e2e_pop).alias("_lo"), F.max(e2e_pop).alias("_hi"),
-        F.sum(e2e_r).alias("_e2e_sum"), F.count(e2e_r).alias("_e2e_cnt"),
-        F.max(e2e_r).alias("e2e_latency_ms_max"),
-        F.sum(pub_r).alias("_pub_sum"), F.count(pub_r).alias("_pub_cnt"),
-        F.max(pub_r).alias("publish_latency_ms_max"),
+        *[F.count(value).alias(f"_n_{metric}") for metric, value in _populations().items()],
+        F.avg(F.when(received, F.col("e2e_latency_ms"))).alias("e2e_latency_ms_mean"),
+        F.max(F.when(received, F.col("e2e_latency_ms"))).alias("e2e_latency_ms_max"),
+        F.avg(F.when(received, F.col("publish_latency_ms"))).alias("publish_latency_ms_mean"),
+        F.max(F.when(received, F.col("publish_latency_ms"))).alias("publish_latency_ms_max"),
         F.min(F.when(sent, F.col("send_ts_ns"))).alias("_first_send_ns"),
         F.max(F.when(received, F.col("receive_ts_ns"))).alias("_last_receive_ns"),
+        _sorted_list(warm_probe("subscribe"), "first_record_delay_ms").alias("_fm_subscribe"),
+        _sorted_list(warm_probe("assign"), "first_record_delay_ms").alias("_fm_assign"),
+        _sorted_list(probe_received & cold, "first_record_delay_ms").alias("_fm_cold"),
+        _sorted_list(warm_probe("subscribe"), "assign_delay_ms").alias("_assign_subscribe"),
+        _count_if(is_first & F.col("first_record_delay_ms").isNull())
+        .alias("first_message_lost_count"),
         tool("p50").alias("tool_p50_ms"),
         tool("p99").alias("tool_p99_ms"),
         tool("p99.9").alias("tool_p999_ms"),
         tool("avg").alias("tool_avg_ms"),
         F.max("latency_resolution_ms").alias("latency_resolution_ms"),
-    ).collect()
-
-    cells: dict[_Key, dict[str, Any]] = {}
-    hist: _Histogram = {}
-    for g in groups:
-        r = g.asDict()
-        key = tuple(r[k] for k in keys)
-        cell = cells.get(key)
-        if cell is None:
-            cell = cells[key] = {k: r[k] for k in keys}
-            cell.update(dict.fromkeys((*CARRIED_COLUMNS, *_MAXED, "_first_send_ns")))
-            cell.update(dict.fromkeys(_SUMMED, 0))
-        for c in (*CARRIED_COLUMNS, *_MAXED):
-            if r[c] is not None:
-                cell[c] = r[c] if cell[c] is None else _greatest(cell[c], r[c])
-        if r["_first_send_ns"] is not None and (cell["_first_send_ns"] is None
-                                                or r["_first_send_ns"] < cell["_first_send_ns"]):
-            cell["_first_send_ns"] = r["_first_send_ns"]
-        for c in _SUMMED:
-            cell[c] += r[c] or 0
-        if r["_b"] is not None:
-            _add_bucket(hist, (key, "e2e_latency_ms"), r["_b"], r["_n_e2e_latency_ms"],
-                        r["_lo"], r["_hi"])
-    return list(cells.values()), hist
-
-
-def _probe_figures(samples: DataFrame) -> dict[_Key, dict[str, Any]]:
-    """Per cell with ``first_message`` rows: the first-message medians and lost count (an
-    aggregation over those few rows only)."""
-    keys = list(CELL_KEYS)
-    probe_received = F.col("first_record_delay_ms").isNotNull()
-    cold = F.coalesce(F.col("cold_start"), F.lit(False))
-
-    def warm_probe(mode: str) -> Column:
-        return probe_received & ~cold & (F.col("consumer_mode") == mode)
-
-    probes = (
-        samples.where(F.col("sample_kind") == F.lit("first_message")).groupBy(*keys).agg(
-            _sorted_list(warm_probe("subscribe"), "first_record_delay_ms").alias("_fm_sub"),
-            _sorted_list(warm_probe("assign"), "first_record_delay_ms").alias("_fm_assign"),
-            _sorted_list(probe_received & cold, "first_record_delay_ms").alias("_fm_cold"),
-            _sorted_list(warm_probe("subscribe"), "assign_delay_ms").alias("_assign_sub"),
-            _count_if(~probe_received).alias("first_message_lost_count"))
-        .select(*keys,
-                _median_of(F.col("_fm_sub")).alias("first_message_subscribe_ms"),
-                _median_of(F.col("_fm_assign")).alias("first_message_assign_ms"),
-                _median_of(F.col("_fm_cold")).alias("first_message_cold_ms"),
-                "first_message_lost_count",
-                _median_of(F.col("_assign_sub")).alias("assign_delay_subscribe_ms"))
     )
-    return {tuple(r[k] for k in keys): r.asDict() for r in probes.collect()}
-
-
-_PROBE_COLUMNS = ("first_message_subscribe_ms", "first_message_assign_ms",
-                  "first_message_cold_ms", "first_message_lost_count",
-                  "assign_delay_subscribe_ms")
-
-
-def _finish_cell(cell: dict[str, Any], probes: dict[str, Any] | None,
-                 cfg: dict[str, Any]) -> dict[str, Any]:
-    """The derived columns of a rolled-up cell: means, span, message rates, probes."""
-    cell["e2e_latency_ms_mean"] = (cell["_e2e_sum"] / cell["_e2e_cnt"]
-                                   if cell["_e2e_cnt"] else None)
-    cell["publish_latency_ms_mean"] = (cell["_pub_sum"] / cell["_pub_cnt"]
-                                       if cell["_pub_cnt"] else None)
-    span_s = None
-    if cell["_last_receive_ns"] is not None and cell["_first_send_ns"] is not None:
-        span_s = (cell["_last_receive_ns"] - cell["_first_send_ns"]) / 1e9
-    cell["measured_span_s"] = span_s if span_s is not None and span_s > 0 else None
-    rate = None
-    if cell["received_count"] > 0 and cell["measured_span_s"] is not None:
-        rate = cell["received_count"] / cell["measured_span_s"]
-    cell["message_rate_per_s"] = rate
-    cell["message_rate_mb_per_s"] = (
-        rate * cell["payload_bytes"] / cfg["bytes_per_mb"]
-        if rate is not None and cell["payload_bytes"] is not None else None)
-    for c in _PROBE_COLUMNS:
-        cell[c] = probes.get(c) if probes else None
-    cell["first_message_lost_count"] = cell["first_message_lost_count"] or 0
-    return cell
+    span_s = (F.col("_last_receive_ns") - F.col("_first_send_ns")) / F.lit(1e9)
+    rate = F.when(F.col("received_count") > 0, F.col("received_count") / F.col("measured_span_s"))
+    return (
+        figures.withColumn("measured_span_s", F.when(span_s > 0, span_s))
+        .withColumn("message_rate_per_s", rate)
+        .withColumn("message_rate_mb_per_s", F.col("message_rate_per_s")
+                    * F.col("payload_bytes") / F.lit(cfg["bytes_per_mb"]))
+        .withColumn("first_message_subscribe_ms", _median_of(F.col("_fm_subscribe")))
+        .withColumn("first_message_assign_ms", _median_of(F.col("_fm_assign")))
+        .withColumn("first_message_cold_ms", _median_of(F.col("_fm_cold")))
+        .withColumn("assign_delay_subscribe_ms", _median_of(F.col("_assign_subscribe")))
+        .drop("_first_send_ns", "_last_receive_ns", "_fm_subscribe", "_fm_assign", "_fm_cold",
+              "_assign_subscribe")
+    )
 
 
 def _rank(n: int, num: int, den: int) -> int:
@@ -534,6 +254,36 @@ def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
                     n, num / den, shared.CI_CONFIDENCE)
         wanted[metric] = ranks
     return wanted
+
+
+def _values_at_ranks(samples: DataFrame, wanted: list[tuple[tuple[Any, ...], str, int]]
+                     ) -> dict[tuple[tuple[Any, ...], str, int], float]:
+    """The value at each wanted ``(cell key, metric, rank)`` of the sorted populations.
+
+    One ranking pass: the populations of every metric are unpivoted into (metric, value)
+    rows, ranked with ``row_number()`` in one window per cell and metric (one shuffle, one
+    sort), and joined with the (broadcast) wanted ranks.
+    """
+    if not wanted:
+        return {}
+    spark = samples.sparkSession
+    keys = list(CELL_KEYS)
+    populations = _populations()
+    rank_schema = ", ".join([*(f"{k} string" for k in keys), "_m string", "_rank int"])
+    ranks = spark.createDataFrame([(*cell, metric, rank) for cell, metric, rank in wanted],
+                                  rank_schema)
+    long = samples.select(
+        *keys,
+        F.explode(F.array(*[
+            F.struct(F.lit(metric).alias("_m"), value.alias("_v"))
+            for metric, value in populations.items()
+        ])).alias("_mv"),
+    ).select(*keys, "_mv._m", "_mv._v").where(F.col("_v").isNotNull())
+    cell = Window.partitionBy(*keys, "_m").orderBy(F.col("_v").asc())
+    ranked = long.withColumn("_rank", F.row_number().over(cell))
+    picked = ranked.join(F.broadcast(ranks), on=[*keys, "_m", "_rank"], how="inner")
+    return {(tuple(r[k] for k in keys), r["_m"], r["_rank"]): r["_v"]
+            for r in picked.select(*keys, "_m", "_rank", "_v").collect()}
 
 
 def _percentile_columns(cell: dict[str, Any], wanted: dict[str, dict[str, int | None]],
@@ -577,10 +327,10 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     95 % order-statistic confidence intervals. Mean and max are over received messages.
     Columns, units and rules: ``docs/aggregates-schema.md``.
 
-    Eager: the per-cell figures and the histograms are computed and collected first, the
-    ranks each cell needs are worked out on the driver and placed in buckets, and the rows
-    of the few buckets that hold a wanted rank inside are ranked (module docstring).
-    Returns a small DataFrame with :data:`AGGREGATE_SCHEMA`.
+    Eager: the per-cell figures are computed and collected first (one row per cell), the
+    ranks each cell needs are worked out on the driver, and one ranking pass over the
+    samples picks the values at those ranks. Returns a small DataFrame with
+    :data:`AGGREGATE_SCHEMA`.
     """
     cfg = {**DEFAULT_CONFIG, **(config or {})}
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in samples.columns]
@@ -590,19 +340,14 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
         if col not in samples.columns:
             samples = samples.withColumn(col, F.lit(None).cast(type_))
 
-    cells, hist = _cell_scan(samples)
-    probes = _probe_figures(samples)
-    cells = [_finish_cell(c, probes.get(tuple(c[k] for k in CELL_KEYS)), cfg) for c in cells]
-    other = [m for m in shared.METRIC_PERCENTILES
-             if m != "e2e_latency_ms" and any(c[f"_n_{m}"] for c in cells)]
-    hist.update(_histograms(samples, other))
+    cells = [r.asDict() for r in _cell_figures(samples, cfg).collect()]
     wanted = {tuple(c[k] for k in CELL_KEYS): _ranks_wanted(c) for c in cells}
     values = _values_at_ranks(samples, sorted({
         (key, metric, rank)
         for key, per_metric in wanted.items()
         for metric, ranks in per_metric.items()
         for rank in ranks.values() if rank is not None
-    }), hist)
+    }))
     rows = []
     for cell in cells:
         row = {**cell, **_percentile_columns(cell, wanted[tuple(cell[k] for k in CELL_KEYS)],
