@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
+from kafkalab.airflow.callbacks import on_failure_alert
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.scenarios.catalog import SCENARIOS
@@ -46,6 +47,7 @@ See `docs/airflow.md`.
     catchup=False,
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
+    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
     params=run_params(workload=DEFAULT_WORKLOAD,
                       scenarios=list(SCENARIOS),
                       payloads=["1mb"], profiles=["latency"], messages=20),

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from _common import build_load_chain, default_args, load_params
 from airflow.sdk import dag
 
+from kafkalab.airflow.callbacks import on_failure_alert
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
@@ -45,6 +46,7 @@ Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`). Connections: `spark_defa
     catchup=False,
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
+    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
     params=load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s=10.0, warmup_s=2.0),
     tags=["kafkalab", "load", "experiment"],
     doc_md=DOC_MD,

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from _common import build_fault_chain, default_args, fault_params
 from airflow.sdk import dag
 
+from kafkalab.airflow.callbacks import on_failure_alert
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
@@ -49,6 +50,7 @@ Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`), trials under
     catchup=False,
     max_active_runs=1,
     default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
+    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
     params=fault_params(profiles=["durability"], faults=["none", "sigkill-leader"], trials=5,
                         rate_msgs_per_s=500.0, duration_s=20.0),
     tags=["kafkalab", "faults", "experiment"],

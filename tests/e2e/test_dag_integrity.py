@@ -481,3 +481,13 @@ def test_parse_did_no_io(parsed: dict[str, Any]) -> None:
               and not p.endswith((".pyc", ".tmp")) and "__pycache__" not in p
               and not (airflow_home and p.startswith(airflow_home))]
     assert writes == [], writes
+
+
+def test_every_dag_announces_a_failed_run(parsed: dict[str, Any]) -> None:
+    """A run that fails posts a run_failed alert, whoever triggered it."""
+    from kafkalab.airflow.callbacks import on_failure_alert
+
+    for dag_id, dag in parsed["bag"].dags.items():
+        callbacks = dag.on_failure_callback
+        callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+        assert on_failure_alert in callbacks, dag_id

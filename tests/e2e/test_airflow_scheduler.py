@@ -1,0 +1,216 @@
+"""End to end through Airflow's real scheduler: the stack ``make airflow`` starts
+(PostgreSQL, api-server, scheduler with LocalExecutor, triggerer, dag-processor), runs
+triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a CI job would.
+
+1. a kafka09 1-broker cluster (ZooKeeper 34581, broker 41592), a webhook receiver, and the
+   stack on its own ports (API 38080, PostgreSQL 35432) in a temporary home under /tmp (as
+   root, PostgreSQL runs as the ``postgres`` user, who cannot enter pytest's 0700 tmp dirs);
+2. run 1 (confluent-kafka, 1kb, 5 messages) must succeed through the scheduler, its mapped
+   cells included, and leave samples, aggregates, validation and the report;
+3. run 2 names a cluster whose broker is down: it must fail at ``check_cluster`` with the
+   clear message (read from the task's log through the API) and send the ``run_failed``
+   alert (the DAG's failure callback, run by the dag-processor);
+4. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
+
+Runtime ~3-4 min (start-up, two Spark jobs, one retry of check_cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import requests
+import yaml
+
+from kafkalab import procs
+from kafkalab.airflow import launcher
+from kafkalab.airflow.run_ids import dag_lab_run_id
+from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.paths import lab_dir
+from kafkalab.store import LabData
+
+TARBALL = lab_dir() / "downloads" / NPM_TARBALL
+ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 34581, 41592, 41599
+API_PORT, PG_PORT = 38080, 35432
+API = f"http://127.0.0.1:{API_PORT}"
+DAG = "latency_experiment"
+RUN_TIMEOUT_S = 600.0
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).received.append(json.loads(body or b"null"))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[dict[str, Any]]:
+    """The cluster, the receiver and the scheduler stack; everything stopped afterwards."""
+    from kafkalab.cluster.embedded import cluster_down, cluster_up
+
+    if not TARBALL.is_file():
+        pytest.fail(f"{TARBALL} missing: `make setup` downloads it")
+    root = Path(tempfile.mkdtemp(prefix="kafkalab-scheduler-", dir="/tmp"))
+    root.chmod(0o755)
+    lab, home, data = root / "lab", root / "airflow", root / "data"
+    (lab / "downloads").mkdir(parents=True)
+    shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
+    _Receiver.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = {
+        **os.environ,
+        "KAFKALAB_AIRFLOW_PORT": str(API_PORT),
+        "KAFKALAB_POSTGRES_PORT": str(PG_PORT),
+        "KAFKALAB_DATA_DIR": str(data),
+        "AIRFLOW_CONN_KAFKALAB_ALERT_WEBHOOK": json.dumps({
+            "conn_type": "http", "host": "127.0.0.1", "port": server.server_address[1],
+            "schema": "http", "extra": {"endpoint": "/hooks/kafkalab", "format": "generic"}}),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    }
+    stopped: list[dict[str, Any]] = []
+    try:
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        # the same cluster with its broker down: a descriptor whose broker does not answer
+        dead = yaml.safe_load((lab / "cluster.yaml").read_text())
+        dead["bootstrap_servers"] = f"127.0.0.1:{DEAD_BROKER_PORT}"
+        (root / "down.yaml").write_text(yaml.safe_dump(dead))
+        t0 = time.monotonic()
+        status = launcher.airflow_up(home, base_env=base)
+        print(f"scheduler stack up in {time.monotonic() - t0:.1f} s")
+        yield {"root": root, "lab": lab, "home": home, "data": data, "status": status,
+               "received": _Receiver.received, "stopped": stopped}
+    finally:
+        stopped.extend(launcher.airflow_down(home))
+        cluster_down(lab)
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _session(home: Path) -> requests.Session:
+    """An API session with a JWT from ``/auth/token`` (the simple auth manager's admin)."""
+    password = launcher.admin_password(home)
+    resp = requests.post(f"{API}/auth/token",
+                         json={"username": launcher.ADMIN_USER, "password": password}, timeout=30)
+    assert resp.status_code in (200, 201), resp.text
+    s = requests.Session()
+    s.headers["Authorization"] = f"Bearer {resp.json()['access_token']}"
+    return s
+
+
+def _trigger(s: requests.Session, logical_date: str, conf: dict[str, Any]) -> str:
+    resp = s.post(f"{API}/api/v2/dags/{DAG}/dagRuns",
+                  json={"logical_date": logical_date, "conf": conf}, timeout=30)
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["dag_run_id"])
+
+
+def _wait(s: requests.Session, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        run = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{run_id}", timeout=30).json()
+        if run["state"] in ("success", "failed"):
+            return dict(run)
+        assert time.monotonic() < deadline, f"run {run_id} still {run['state']}"
+        time.sleep(3)
+
+
+def _task_instances(s: requests.Session, run_id: str) -> dict[tuple[str, int], str]:
+    tis = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances", timeout=30).json()
+    return {(t["task_id"], t["map_index"]): t["state"] for t in tis["task_instances"]}
+
+
+def _conf(cluster: Path) -> dict[str, Any]:
+    return {"workload": "seed000", "scenarios": ["confluent-kafka"], "payloads": ["1kb"],
+            "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster)}
+
+
+def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None:
+    status = stack["status"]
+    assert status["status"] == "up", status
+    assert status["postgres"]["answers"] and status["postgres"]["port"] == PG_PORT
+    assert all((status["health"][k] or {}).get("status") == "healthy"
+               for k in ("metadatabase", "scheduler", "triggerer", "dag_processor"))
+    env = launcher.airflow_env(stack["home"], base={**os.environ,
+                                                    "KAFKALAB_POSTGRES_PORT": str(PG_PORT)})
+    assert "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" not in env  # dags test keeps SQLite
+
+    s = _session(stack["home"])
+    # the dag-processor has parsed the DAG; it is paused at creation
+    deadline = time.monotonic() + 120
+    while (resp := s.get(f"{API}/api/v2/dags/{DAG}", timeout=30)).status_code != 200:
+        assert time.monotonic() < deadline, resp.text
+        time.sleep(2)
+    assert s.patch(f"{API}/api/v2/dags/{DAG}", json={"is_paused": False},
+                   timeout=30).status_code == 200
+
+    good = _trigger(s, "2026-11-20T00:00:00Z", _conf(stack["lab"] / "cluster.yaml"))
+    bad = _trigger(s, "2026-11-21T00:00:00Z", _conf(stack["root"] / "down.yaml"))
+
+    # ---- run 1 succeeds through the scheduler, mapped cells included
+    run = _wait(s, good)
+    states = _task_instances(s, good)
+    assert run["state"] == "success", states
+    assert states[("measure_cell", 0)] == "success"
+    assert all(v in ("success", "skipped") for v in states.values()), states
+    lab = LabData(stack["data"])
+    (lab_run,) = lab.manifests()
+    manifest = lab.manifest(lab_run)
+    assert manifest is not None and manifest["status"] == "complete"
+    assert [c["scenario"] for c in manifest["cells"]] == ["confluent-kafka"]
+    assert manifest.get("stale_outputs") == []
+    assert list((lab.aggregates_dir / f"run_id={lab_run}").glob("*.parquet"))
+    validation = lab.validation(lab_run)
+    assert validation is not None and validation["success"] is True
+    assert (lab.report_page_dir(lab_run) / "index.html").is_file()
+
+    # ---- run 2 (broker down) fails at check_cluster, with the clear message and the alert
+    run = _wait(s, bad)
+    states = _task_instances(s, bad)
+    assert run["state"] == "failed", states
+    assert states[("check_cluster", -1)] == "failed", states
+    ti = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{bad}/taskInstances/check_cluster",
+               timeout=30).json()
+    log = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{bad}/taskInstances/check_cluster/logs/"
+                f"{ti['try_number']}", params={"full_content": "true"}, timeout=30)
+    assert log.status_code == 200, log.text
+    events = json.dumps(log.json()["content"])  # the exception is a structured field
+    assert "ClusterError" in events and f"127.0.0.1:{DEAD_BROKER_PORT}" in events, events[-3000:]
+    deadline = time.monotonic() + 120  # the dag-processor runs the failure callback
+    while not [b for b in stack["received"] if b.get("kind") == "run_failed"]:
+        assert time.monotonic() < deadline, stack["received"]
+        time.sleep(2)
+    alert = next(b for b in stack["received"] if b.get("kind") == "run_failed")
+    assert alert["dag_id"] == DAG and alert["severity"] == "error"
+    assert alert["run_id"] == dag_lab_run_id(DAG, bad), alert
+    assert "failed" in alert["error"], alert  # names a failed task (not yet the root cause)
+
+
+def test_down_stops_exactly_what_up_started(stack: dict[str, Any]) -> None:
+    """Runs last in the module: stops the stack itself and checks nothing is left."""
+    pids = [c["pid"] for c in stack["status"]["components"].values()]
+    pids.append(stack["status"]["postgres"]["pid"])
+    stopped = launcher.airflow_down(stack["home"])
+    assert {r["component"] for r in stopped} == {*launcher.COMPONENTS, "postgres"}
+    assert all(r["result"] in ("stopped", "killed (no exit after SIGTERM)") for r in stopped), stopped
+    assert not any(procs.pid_alive(p) for p in pids)
+    assert procs.wait_port_released(API_PORT, 10) and procs.wait_port_released(PG_PORT, 10)
+    assert launcher.airflow_down(stack["home"]) == []  # a second down finds nothing
