@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kafkalab.errors import ClusterError
+from kafkalab.errors import ClusterError, ConfigError
 
 HOST = "127.0.0.1"
 """The only address the lab's services bind to."""
@@ -195,6 +195,21 @@ def last_line(path: str | Path | None, skip: Sequence[str] = ("GLIBC_2.39",)) ->
 
 
 # --------------------------------------------------------------------------- ports
+
+
+def env_port(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
+    """The port in environment variable ``name`` of ``env`` (default ``os.environ``), or
+    ``default`` when it is unset or empty.
+
+    Raises:
+        ConfigError: the variable is not a port number in 1024..65535.
+    """
+    raw = (os.environ if env is None else env).get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1024 <= int(raw) <= 65535:
+        raise ConfigError(f"{name}={raw!r} is not a port number in 1024..65535")
+    return int(raw)
 
 
 def port_free(port: int, host: str = HOST) -> bool:

@@ -100,3 +100,14 @@ def test_the_master_switch_sets_spark_default_unless_it_is_given(tmp_path: Path)
                                                "AIRFLOW_CONN_SPARK_DEFAULT": given},
                                with_secrets=False)
     assert env["AIRFLOW_CONN_SPARK_DEFAULT"] == given
+
+
+def test_main_answers_a_bad_port_with_one_line(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "af"))
+    monkeypatch.setenv("KAFKALAB_AIRFLOW_PORT", "eighty")
+    assert launcher.main(["status"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["airflow status: error: KAFKALAB_AIRFLOW_PORT='eighty' is not a port number "
+                   "in 1024..65535"]

@@ -95,12 +95,7 @@ def api_port(env: Mapping[str, str] | None = None) -> int:
     Raises:
         ConfigError: the variable is not a port number.
     """
-    raw = (os.environ if env is None else env).get(PORT_ENV, "").strip()
-    if not raw:
-        return PORT
-    if not raw.isdigit() or not 1024 <= int(raw) <= 65535:
-        raise ConfigError(f"{PORT_ENV}={raw!r} is not a port number in 1024..65535")
-    return int(raw)
+    return procs.env_port(PORT_ENV, PORT, env)
 
 
 def _component_args(name: str, port: int) -> list[str]:
@@ -396,16 +391,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kafkalab.airflow.launcher",
                                 description="Loopback-only local Airflow for the lab.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("up", help="migrate the DB, create the measuring pool, start api-server, "
-                   "scheduler, triggerer, dag-processor")
-    sub.add_parser("down", help="stop exactly the processes `up` started")
-    sub.add_parser("status", help="components, pids, health")
+    sub.add_parser("up", help="start the lab's PostgreSQL, migrate the DB, create the measuring "
+                   "pool, start api-server, scheduler (LocalExecutor), triggerer, dag-processor")
+    sub.add_parser("down", help="stop exactly the processes `up` started (PostgreSQL last)")
+    sub.add_parser("status", help="components, PostgreSQL, pids, health")
     sub.add_parser("env", help="print the environment as shell exports")
     t = sub.add_parser("dags-test", help="airflow dags test with the lab's environment")
     t.add_argument("dag_id")
     t.add_argument("logical_date", nargs="?")
     t.add_argument("--conf", default=None, help="DAG run conf as JSON")
     args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigError as exc:  # e.g. a bad KAFKALAB_AIRFLOW_PORT / KAFKALAB_POSTGRES_PORT
+        print(f"airflow {args.cmd}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Carry out the parsed command of :func:`main`."""
     if args.cmd == "up":
         try:
             airflow_up()

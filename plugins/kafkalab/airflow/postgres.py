@@ -76,12 +76,7 @@ def pg_port(env: Mapping[str, str] | None = None) -> int:
     Raises:
         ConfigError: the variable is not a port number.
     """
-    raw = (os.environ if env is None else env).get(PORT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_PORT
-    if not raw.isdigit() or not 1024 <= int(raw) <= 65535:
-        raise ConfigError(f"{PORT_ENV}={raw!r} is not a port number in 1024..65535")
-    return int(raw)
+    return procs.env_port(PORT_ENV, DEFAULT_PORT, env)
 
 
 def pg_bin(name: str) -> str:
