@@ -21,6 +21,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@command -v java >/dev/null || { echo "installing Java 17 (apt)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 	@command -v chromium >/dev/null || { echo "installing Chromium (apt) for the report tests"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing PostgreSQL (apt) for make airflow (no default cluster is created or started)"; mkdir -p /etc/postgresql-common && { grep -qs "^create_main_cluster" /etc/postgresql-common/createcluster.conf || echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf; } && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@command -v redis-server >/dev/null || { echo "installing Redis (apt) for make airflow EXECUTOR=celery (the service is not started)"; p=/usr/sbin/policy-rc.d; made=; [ -e $$p ] || { printf '#!/bin/sh\nexit 101\n' > $$p && chmod +x $$p && made=1; }; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; rc=$$?; [ -z "$$made" ] || rm -f $$p; exit $$rc; }
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -r requirements.txt -r requirements-dev.txt
@@ -43,11 +44,12 @@ nightly-demo: setup  ## the nightly DAG with its full matrix over the demo's 4 d
 screenshots: setup  ## retake docs/images/report*.png in headless Chromium (after make demo)
 	$(BIN)/python -m tools.screenshots
 
-airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler (LocalExecutor) on a private PostgreSQL, api-server/UI, triggerer, dag-processor; prints the login
+EXECUTOR ?= local
+airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler on a private PostgreSQL, api-server/UI, triggerer, dag-processor; EXECUTOR=celery adds Redis + a Celery worker; prints the login
 	$(BIN)/kafkalab cluster up
-	$(BIN)/python -m kafkalab.airflow.launcher up
+	$(BIN)/python -m kafkalab.airflow.launcher up --executor $(EXECUTOR)
 
-airflow-down:  ## stop exactly the Airflow processes and the PostgreSQL `make airflow` started
+airflow-down:  ## stop exactly the Airflow processes, the Redis and the PostgreSQL `make airflow` started
 	-@test -x $(BIN)/python && $(BIN)/python -m kafkalab.airflow.launcher down
 
 spark-up: setup  ## a Spark standalone cluster on 127.0.0.1 (master :7077, UI :8180, 2 workers); prints the KAFKALAB_SPARK_MASTER export line

@@ -1,18 +1,21 @@
 """End to end through Airflow's real scheduler: the stack ``make airflow`` starts
-(PostgreSQL, api-server, scheduler with LocalExecutor, triggerer, dag-processor), runs
+(PostgreSQL, api-server, scheduler with LocalExecutor, triggerer, dag-processor), then the
+one ``make airflow EXECUTOR=celery`` starts (the same plus Redis and a Celery worker), runs
 triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a CI job would.
 
 1. a kafka09 1-broker cluster (ZooKeeper 34581, broker 41592), a webhook receiver, and the
-   stack on its own ports (API 38080, PostgreSQL 35432) in a temporary home under /tmp (as
-   root, PostgreSQL runs as the ``postgres`` user, who cannot enter pytest's 0700 tmp dirs);
+   LocalExecutor stack on its own ports (API 38080, PostgreSQL 35432) in a temporary home
+   under /tmp (as root, PostgreSQL runs as the ``postgres`` user, who cannot enter pytest's
+   0700 tmp dirs);
 2. run 1 (confluent-kafka, 1kb, 5 messages) must succeed through the scheduler, its mapped
    cells included, and leave samples, aggregates, validation and the report;
-3. run 2 names a cluster whose broker is down: it must fail at ``check_cluster`` with the
-   clear message (read from the task's log through the API) and send the ``run_failed``
-   alert (the DAG's failure callback, run by the dag-processor);
+3. the stack is restarted with the Celery executor (Redis 36479) on the same database; run 2
+   names a cluster whose broker is down: the Celery worker runs its tasks, it must fail at
+   ``check_cluster`` with the clear message (read from the task's log through the API) and
+   send the ``run_failed`` alert (the DAG's failure callback, run by the dag-processor);
 4. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
 
-Runtime ~3-4 min (start-up, two Spark jobs, one retry of check_cluster).
+Runtime ~3-4 min (two start-ups, two Spark jobs, one retry of check_cluster).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from kafkalab.store import LabData
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 34581, 41592, 41599
-API_PORT, PG_PORT = 38080, 35432
+API_PORT, PG_PORT, REDIS_PORT = 38080, 35432, 36479
 API = f"http://127.0.0.1:{API_PORT}"
 DAG = "latency_experiment"
 RUN_TIMEOUT_S = 600.0
@@ -79,6 +82,7 @@ def stack() -> Iterator[dict[str, Any]]:
         **os.environ,
         "KAFKALAB_AIRFLOW_PORT": str(API_PORT),
         "KAFKALAB_POSTGRES_PORT": str(PG_PORT),
+        "KAFKALAB_REDIS_PORT": str(REDIS_PORT),
         "KAFKALAB_DATA_DIR": str(data),
         "AIRFLOW_CONN_KAFKALAB_ALERT_WEBHOOK": json.dumps({
             "conn_type": "http", "host": "127.0.0.1", "port": server.server_address[1],
@@ -93,10 +97,10 @@ def stack() -> Iterator[dict[str, Any]]:
         dead["bootstrap_servers"] = f"127.0.0.1:{DEAD_BROKER_PORT}"
         (root / "down.yaml").write_text(yaml.safe_dump(dead))
         t0 = time.monotonic()
-        status = launcher.airflow_up(home, base_env=base)
+        status = launcher.airflow_up(home, base_env=base, executor="local")
         print(f"scheduler stack up in {time.monotonic() - t0:.1f} s")
         yield {"root": root, "lab": lab, "home": home, "data": data, "status": status,
-               "received": _Receiver.received, "stopped": stopped}
+               "received": _Receiver.received, "stopped": stopped, "base": base}
     finally:
         stopped.extend(launcher.airflow_down(home))
         cluster_down(lab)
@@ -163,7 +167,6 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
                    timeout=30).status_code == 200
 
     good = _trigger(s, "2026-11-20T00:00:00Z", _conf(stack["lab"] / "cluster.yaml"))
-    bad = _trigger(s, "2026-11-21T00:00:00Z", _conf(stack["root"] / "down.yaml"))
 
     # ---- run 1 succeeds through the scheduler, mapped cells included
     run = _wait(s, good)
@@ -182,7 +185,24 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert validation is not None and validation["success"] is True
     assert (lab.report_page_dir(lab_run) / "index.html").is_file()
 
-    # ---- run 2 (broker down) fails at check_cluster, with the clear message and the alert
+
+def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -> None:
+    """The same home restarted with ``--executor celery``: Redis and a Celery worker join;
+    run 2 (broker down) is executed by the worker and fails at check_cluster, with the clear
+    message and the alert."""
+    launcher.airflow_down(stack["home"], progress=lambda _: None)
+    t0 = time.monotonic()
+    launcher.airflow_up(stack["home"], base_env=stack["base"], executor="celery")
+    print(f"celery stack up in {time.monotonic() - t0:.1f} s")
+    with pytest.raises(RuntimeError, match="already runs with the celery executor"):
+        launcher.airflow_up(stack["home"], base_env=stack["base"], executor="local")
+    status = stack["status"] = launcher.airflow_status(stack["home"], stack["base"])
+    assert status["status"] == "up" and status["executor"] == "celery", status
+    assert status["redis"]["answers"] and status["redis"]["port"] == REDIS_PORT
+    assert status["components"]["celery-worker"]["alive"]
+
+    s = _session(stack["home"])
+    bad = _trigger(s, "2026-11-21T00:00:00Z", _conf(stack["root"] / "down.yaml"))
     run = _wait(s, bad)
     states = _task_instances(s, bad)
     assert run["state"] == "failed", states
@@ -202,15 +222,19 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert alert["dag_id"] == DAG and alert["severity"] == "error"
     assert alert["run_id"] == dag_lab_run_id(DAG, bad), alert
     assert "failed" in alert["error"], alert  # names a failed task (not yet the root cause)
+    # the worker, not the scheduler, ran the tasks: its log has received check_cluster
+    worker_log = (stack["home"] / "celery-worker.log").read_text(errors="replace")
+    assert "check_cluster" in worker_log, worker_log[-3000:]
 
 
 def test_down_stops_exactly_what_up_started(stack: dict[str, Any]) -> None:
     """Runs last in the module: stops the stack itself and checks nothing is left."""
-    pids = [c["pid"] for c in stack["status"]["components"].values()]
-    pids.append(stack["status"]["postgres"]["pid"])
+    status = stack["status"]
+    pids = [c["pid"] for c in status["components"].values()]
+    pids += [status["postgres"]["pid"], status["redis"]["pid"]]
     stopped = launcher.airflow_down(stack["home"])
-    assert {r["component"] for r in stopped} == {*launcher.COMPONENTS, "postgres"}
+    assert {r["component"] for r in stopped} == {*launcher.ALL_COMPONENTS, "redis", "postgres"}
     assert all(r["result"] in ("stopped", "killed (no exit after SIGTERM)") for r in stopped), stopped
     assert not any(procs.pid_alive(p) for p in pids)
-    assert procs.wait_port_released(API_PORT, 10) and procs.wait_port_released(PG_PORT, 10)
+    assert all(procs.wait_port_released(p, 10) for p in (API_PORT, PG_PORT, REDIS_PORT))
     assert launcher.airflow_down(stack["home"]) == []  # a second down finds nothing

@@ -111,3 +111,60 @@ def test_main_answers_a_bad_port_with_one_line(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["airflow status: error: KAFKALAB_AIRFLOW_PORT='eighty' is not a port number "
                    "in 1024..65535"]
+
+
+@pytest.mark.parametrize(("given", "env", "want"), [
+    (None, {}, "local"),
+    ("celery", {}, "celery"),
+    (None, {"KAFKALAB_AIRFLOW_EXECUTOR": "Celery"}, "celery"),
+    ("local", {"KAFKALAB_AIRFLOW_EXECUTOR": "celery"}, "local"),  # the flag wins
+])
+def test_executor_choice(given: str | None, env: dict[str, str], want: str) -> None:
+    assert launcher.executor_choice(given, env) == want
+
+
+def test_an_unknown_executor_is_one_clear_error() -> None:
+    from kafkalab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'kubernetes' is not one of local, celery"):
+        launcher.executor_choice(None, {"KAFKALAB_AIRFLOW_EXECUTOR": "kubernetes"})
+
+
+def test_celery_adds_a_worker_and_its_broker(tmp_path: Path) -> None:
+    assert list(launcher.components("local")) == list(launcher.COMPONENTS)
+    assert list(launcher.components("celery")) == [*launcher.COMPONENTS, "celery-worker"]
+    assert launcher._component_args("celery-worker", 8080)[:3] == [
+        "celery", "worker", "--skip-serve-logs"]  # its log server would bind 0.0.0.0
+    local = airflow_env(tmp_path, base={}, with_secrets=False)
+    assert local["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+    assert not any(k.startswith("AIRFLOW__CELERY__") for k in local)
+    celery = airflow_env(tmp_path, base={}, with_secrets=False,
+                         db_url="postgresql+psycopg2://airflow:pw@127.0.0.1:15432/airflow",
+                         celery_broker_url="redis://:pw@127.0.0.1:16379/0")
+    assert celery["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+    assert celery["AIRFLOW__CELERY__BROKER_URL"] == "redis://:pw@127.0.0.1:16379/0"
+    assert celery["AIRFLOW__CELERY__WORKER_CONCURRENCY"] == "2"
+
+
+def test_status_names_the_executor_from_the_worker_pid_file(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(launcher, "health", lambda timeout_s=2.0, port=None: None)
+    home = tmp_path / "af"
+    assert airflow_status(home)["executor"] == "local"
+    home.mkdir()
+    (home / "celery-worker.pid").write_text("999999999\n")  # a pid that cannot exist
+    st = airflow_status(home)
+    assert st["executor"] == "celery" and st["status"] == "down"
+    assert st["components"]["celery-worker"]["alive"] is False
+    assert st["redis"]["alive"] is False and st["redis"]["port"] == 16379
+
+
+def test_main_answers_an_unknown_executor_with_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "af"))
+    monkeypatch.setenv("KAFKALAB_AIRFLOW_EXECUTOR", "dask")
+    assert launcher.main(["up"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("airflow up: error: executor 'dask'"), err
+    assert not (tmp_path / "af" / "postgres").exists()  # refused before anything started

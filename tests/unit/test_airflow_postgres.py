@@ -46,3 +46,14 @@ def test_status_and_down_of_a_dir_never_started(tmp_path: Path) -> None:
     st = postgres.pg_status(tmp_path / "pg", 35497)
     assert st["pid"] is None and st["alive"] is False and st["answers"] is False
     assert postgres.pg_down(tmp_path / "pg") is None
+
+
+def test_an_exit_is_explained_by_its_fatal_line_not_the_last_one(tmp_path: Path) -> None:
+    log = tmp_path / "postgres.log"
+    log.write_text("LOG:  starting PostgreSQL 15\n"
+                   'FATAL:  could not create any TCP/IP sockets\n'
+                   "LOG:  database system is shut down\n")
+    assert postgres._why_exited(log) == "FATAL:  could not create any TCP/IP sockets"
+    log.write_text("LOG:  starting\nLOG:  database system is shut down\n")
+    assert postgres._why_exited(log) == "last line: LOG:  database system is shut down"
+    assert postgres._why_exited(tmp_path / "missing.log") == "no log"

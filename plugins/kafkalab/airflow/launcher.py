@@ -4,13 +4,23 @@
 so the four components are started separately, bound to 127.0.0.1 where they listen:
 
 * ``airflow api-server -H 127.0.0.1 -p 8080`` (UI, REST API, execution API);
-* ``airflow scheduler --skip-serve-logs`` (LocalExecutor);
+* ``airflow scheduler --skip-serve-logs`` (LocalExecutor, or CeleryExecutor: see below);
 * ``airflow triggerer --skip-serve-logs``;
 * ``airflow dag-processor``.
 
+The executor is LocalExecutor (the scheduler runs the tasks itself) unless ``up`` is given
+``--executor celery`` (``make airflow EXECUTOR=celery``, or ``$KAFKALAB_AIRFLOW_EXECUTOR``):
+then a private Redis (:mod:`kafkalab.airflow.redis_server`, ``127.0.0.1:16379`` or
+``$KAFKALAB_REDIS_PORT``) is Celery's broker, Celery's results go to the metadata database,
+and a fifth component runs the tasks: ``airflow celery worker --skip-serve-logs`` (its log
+server would bind 0.0.0.0; the api-server reads the task logs from the shared
+``<AIRFLOW_HOME>/logs`` instead, as on one machine it can). On a real deployment, workers
+on other machines run the same command against a shared broker and metadata database
+(docs/airflow.md); the lab's Redis and PostgreSQL listen on 127.0.0.1 only.
+
 ``up`` runs them on PostgreSQL: a private cluster under ``<AIRFLOW_HOME>/postgres``
 (:mod:`kafkalab.airflow.postgres`, ``127.0.0.1:15432`` or ``$KAFKALAB_POSTGRES_PORT``),
-started first and stopped last by ``down``. ``dags-test`` (``airflow dags test``, one
+started first and stopped last by ``down`` (Redis, when started, just before it). ``dags-test`` (``airflow dags test``, one
 process, no scheduler) keeps SQLite (``<AIRFLOW_HOME>/airflow.db``): its runs are not in the
 scheduler's database. The API port is 8080 or ``$KAFKALAB_AIRFLOW_PORT``.
 
@@ -26,7 +36,8 @@ that folder, with the Python (and its ``bin/``) that runs this launcher. The UI 
 from the simple auth manager: user ``admin``, password in
 ``simple_auth_manager_passwords.json.generated`` (printed by :func:`airflow_up`).
 
-Usage: ``python -m kafkalab.airflow.launcher up|down|status|env|dags-test DAG_ID [DATE] [--conf JSON]``.
+Usage: ``python -m kafkalab.airflow.launcher up [--executor local|celery]|down|status|env|``
+``dags-test DAG_ID [DATE] [--conf JSON]``.
 """
 
 from __future__ import annotations
@@ -46,7 +57,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kafkalab import procs
-from kafkalab.airflow import postgres
+from kafkalab.airflow import postgres, redis_server
 from kafkalab.airflow.pools import MEASURE_POOL, ensure_measure_pool
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.paths import airflow_home, dags_dir, data_dir, plugins_dir
@@ -65,6 +76,18 @@ COMPONENTS: dict[str, list[str]] = {
     "dag-processor": ["dag-processor"],
 }
 """The components ``up`` starts, in order, with their ``airflow`` arguments."""
+CELERY_WORKER: dict[str, list[str]] = {
+    "celery-worker": ["celery", "worker", "--skip-serve-logs", "--without-gossip",
+                      "--without-mingle"],
+}
+"""The fifth component of ``up --executor celery`` (its concurrency:
+``AIRFLOW__CELERY__WORKER_CONCURRENCY``, 2 here)."""
+ALL_COMPONENTS: dict[str, list[str]] = {**COMPONENTS, **CELERY_WORKER}
+"""Every component ``up`` may start, in start order (``down`` stops them in reverse)."""
+EXECUTORS: dict[str, str] = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
+"""``--executor`` choices and the Airflow executor each selects."""
+EXECUTOR_ENV = "KAFKALAB_AIRFLOW_EXECUTOR"
+"""Environment variable that picks ``up``'s executor when ``--executor`` is not given."""
 ADMIN_USER = "admin"
 SPARK_MASTER_ENV = "KAFKALAB_SPARK_MASTER"
 """The one switch for where the DAGs' Spark jobs run: a master URL (``local[*]``, the
@@ -99,7 +122,33 @@ def api_port(env: Mapping[str, str] | None = None) -> int:
 
 
 def _component_args(name: str, port: int) -> list[str]:
-    return [*COMPONENTS[name], *(["-p", str(port)] if name == "api-server" else [])]
+    return [*ALL_COMPONENTS[name], *(["-p", str(port)] if name == "api-server" else [])]
+
+
+def executor_choice(executor: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """``executor``, else ``$KAFKALAB_AIRFLOW_EXECUTOR`` of ``env`` (default ``os.environ``),
+    else ``local``; one of :data:`EXECUTORS`.
+
+    Raises:
+        ConfigError: not one of :data:`EXECUTORS`.
+    """
+    env = os.environ if env is None else env
+    name = (executor or env.get(EXECUTOR_ENV) or "local").strip().lower()
+    if name not in EXECUTORS:
+        raise ConfigError(f"executor {name!r} is not one of {', '.join(EXECUTORS)} "
+                          f"(--executor / EXECUTOR= / ${EXECUTOR_ENV})")
+    return name
+
+
+def components(executor: str) -> dict[str, list[str]]:
+    """The components ``up`` starts for ``executor`` (:data:`COMPONENTS`, plus the Celery
+    worker for ``celery``)."""
+    return dict(ALL_COMPONENTS) if executor == "celery" else dict(COMPONENTS)
+
+
+def redis_dir(home: Path | str | None = None) -> Path:
+    """Where ``up --executor celery`` keeps its Redis: ``<AIRFLOW_HOME>/redis``."""
+    return _home(home) / "redis"
 
 
 def pg_dir(home: Path | str | None = None) -> Path:
@@ -126,7 +175,8 @@ def _secrets(home: Path) -> dict[str, str]:
 
 
 def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None = None,
-                with_secrets: bool = True, db_url: str | None = None) -> dict[str, str]:
+                with_secrets: bool = True, db_url: str | None = None,
+                celery_broker_url: str | None = None) -> dict[str, str]:
     """The environment every Airflow process of the lab runs with.
 
     Args:
@@ -135,6 +185,8 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
             ``AIRFLOW_CONN_*`` already in it are kept.
         with_secrets: add the shared JWT/API secrets (creates ``<home>/secrets.json``).
         db_url: the metadata DB (``sql_alchemy_conn``); default SQLite in ``home``.
+        celery_broker_url: CeleryExecutor with this broker (Redis) instead of
+            LocalExecutor; Celery's results go to ``db_url`` (Airflow's default).
     """
     af_home = _home(home)
     env = dict(os.environ if base is None else base)
@@ -156,8 +208,9 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "4",
         # Airflow 3 has no SequentialExecutor; LocalExecutor (on PostgreSQL for `up`; on
-        # SQLite for `dags test`). Two cores: keep the parallelism small.
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # SQLite for `dags test`) unless a Celery broker is given. Two cores: keep the
+        # parallelism small.
+        "AIRFLOW__CORE__EXECUTOR": EXECUTORS["celery" if celery_broker_url else "local"],
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{HOST}:{port}/execution/",
         "AIRFLOW__API__HOST": HOST,
@@ -178,6 +231,9 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
     env.setdefault("AIRFLOW_CONN_SPARK_DEFAULT", spark_conn(env.get(SPARK_MASTER_ENV)))
     if db_url:
         env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = db_url
+    if celery_broker_url:
+        env["AIRFLOW__CELERY__BROKER_URL"] = celery_broker_url
+        env.setdefault("AIRFLOW__CELERY__WORKER_CONCURRENCY", "2")
     env.setdefault("KAFKALAB_DATA_DIR", str(data_dir()))
     if with_secrets:
         s = _secrets(af_home)
@@ -227,6 +283,13 @@ def _read_pid(home: Path, name: str) -> int | None:
         return None
 
 
+def _runs(home: Path, name: str) -> bool:
+    """Whether the component ``name`` started in ``home`` still runs (its pid file's process,
+    recognised by its command line: Celery retitles its worker ``[celeryd: …] (celery
+    worker …)``, without the word airflow)."""
+    return procs.runs(_read_pid(home, name), "celery" if name == "celery-worker" else "airflow")
+
+
 def health(timeout_s: float = 2.0, port: int | None = None) -> dict[str, Any] | None:
     """The api-server's ``/api/v2/monitor/health`` document, or None when it does not answer."""
     try:
@@ -259,52 +322,77 @@ def _ensure_password(home: Path) -> str:
 
 def airflow_status(home: Path | str | None = None,
                    base_env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Which components run (by pid file), the PostgreSQL, and whether the API answers.
+    """Which components run (by pid file), the PostgreSQL (and Redis with Celery), and
+    whether the API answers. The executor is ``celery`` when a Celery worker was started.
     ``base_env``: where the ports are read (default ``os.environ``)."""
     af_home = _home(home)
     port = api_port(base_env)
+    executor = "celery" if _read_pid(af_home, "celery-worker") else "local"
     comps = {}
-    for name in COMPONENTS:
+    for name in components(executor):
         pid = _read_pid(af_home, name)
         comps[name] = {"pid": pid, "alive": procs.pid_alive(pid),
                        "log": str(af_home / f"{name}.log")}
     pg = postgres.pg_status(pg_dir(af_home), postgres.pg_port(base_env))
     h = health(port=port)
     alive = [c["alive"] for c in comps.values()] + [pg["alive"]]
+    status: dict[str, Any] = {
+        "url": f"http://{HOST}:{port}", "airflow_home": str(af_home), "executor": executor,
+        "components": comps, "postgres": pg, "health": h}
+    if executor == "celery":
+        status["redis"] = redis_server.redis_status(redis_dir(af_home),
+                                                    redis_server.redis_port(base_env))
+        alive.append(status["redis"]["alive"])
     up = all(alive) and h is not None
-    return {"status": "up" if up else ("partial" if any(alive) else "down"),
-            "url": f"http://{HOST}:{port}", "airflow_home": str(af_home), "components": comps,
-            "postgres": pg, "health": h}
+    return {"status": "up" if up else ("partial" if any(alive) else "down"), **status}
 
 
 def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
                progress: Progress = print,
-               base_env: Mapping[str, str] | None = None) -> dict[str, Any]:
+               base_env: Mapping[str, str] | None = None,
+               executor: str | None = None) -> dict[str, Any]:
     """Start the lab's PostgreSQL, migrate the DB, create the measuring pool, start the four
-    components (each once, LocalExecutor), wait for health, print the login.
+    components (each once), wait for health, print the login.
 
     ``base_env``: the environment to start from (default ``os.environ``; see
-    :func:`airflow_env`), e.g. a test's own ports and data dir.
+    :func:`airflow_env`), e.g. a test's own ports and data dir. ``executor``: ``local``
+    (LocalExecutor) or ``celery`` (Redis started after PostgreSQL, and a Celery worker as a
+    fifth component); default :func:`executor_choice`. Switching executors needs a ``down``
+    first: running components are not restarted.
 
     Raises:
-        ClusterError: PostgreSQL missing or not starting.
-        RuntimeError: a component exited or the API is not healthy within ``timeout_s``.
+        ClusterError: PostgreSQL or Redis missing or not starting.
+        ConfigError: an unknown executor, or a bad port variable.
+        RuntimeError: a component exited, the API is not healthy within ``timeout_s``, or
+            components of the other executor are running.
     """
     af_home = _home(home)
     af_home.mkdir(parents=True, exist_ok=True)
     base = dict(os.environ if base_env is None else base_env)
     port = api_port(base)
+    executor = executor_choice(executor, base)
+    running = "celery" if _runs(af_home, "celery-worker") else (
+        "local" if _runs(af_home, "scheduler") else None)
+    if running not in (None, executor):
+        raise RuntimeError(f"Airflow already runs with the {running} executor in {af_home}: "
+                           f"`make airflow-down` first, then up with {executor}")
     pg = postgres.pg_up(pg_dir(af_home), port=postgres.pg_port(base), progress=progress)
-    env = airflow_env(af_home, base=base,
-                      db_url=postgres.sqlalchemy_url(pg_dir(af_home), int(pg["port"])))
+    db_url = postgres.sqlalchemy_url(pg_dir(af_home), int(pg["port"]))
+    broker = None
+    if executor == "celery":
+        rd = redis_server.redis_up(redis_dir(af_home), port=redis_server.redis_port(base),
+                                   progress=progress)
+        broker = redis_server.broker_url(redis_dir(af_home), int(rd["port"]))
+    env = airflow_env(af_home, base=base, db_url=db_url, celery_broker_url=broker)
     progress(f"airflow home {af_home}; migrating the database (PostgreSQL "
              f"{HOST}:{pg['port']}), pool {MEASURE_POOL} …")
     prepare_db(env)
     password = _ensure_password(af_home)
     airflow = _airflow_bin(env)
-    for name in COMPONENTS:
+    wanted = components(executor)
+    for name in wanted:
         pid = _read_pid(af_home, name)
-        if procs.runs(pid, "airflow"):
+        if _runs(af_home, name):
             progress(f"{name}: already running (pid {pid})")
             continue
         log_file = af_home / f"{name}.log"
@@ -320,14 +408,15 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
                 (h.get(k) or {}).get("status") == "healthy"
                 for k in ("metadatabase", "scheduler")):
             break
-        dead = [n for n in COMPONENTS if not procs.pid_alive(_read_pid(af_home, n))]
+        dead = [n for n in wanted if not procs.pid_alive(_read_pid(af_home, n))]
         if dead:
             raise RuntimeError(f"airflow {', '.join(dead)} exited; see {af_home}/{dead[0]}.log")
         time.sleep(2)
     else:
         raise RuntimeError(f"airflow api-server not healthy within {timeout_s:.0f} s: {h}; "
                            f"see {af_home}/api-server.log")
-    progress(f"Airflow UI: http://{HOST}:{port}  login: {ADMIN_USER} / {password}")
+    progress(f"Airflow UI: http://{HOST}:{port}  login: {ADMIN_USER} / {password}  "
+             f"(executor: {EXECUTORS[executor]})")
     progress(f"(password file {af_home / PASSWORD_FILE})")
     return airflow_status(af_home, base)
 
@@ -335,20 +424,23 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
 def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
                  progress: Progress = print) -> list[dict[str, Any]]:
     """Stop exactly the processes :func:`airflow_up` started (the components' process
-    groups, then the PostgreSQL), by pid."""
+    groups, then Redis if it was started, then the PostgreSQL), by pid."""
     af_home = _home(home)
     stopped: list[dict[str, Any]] = []
-    for name in reversed(list(COMPONENTS)):
+    for name in reversed(list(ALL_COMPONENTS)):
         pid = _read_pid(af_home, name)
         if not pid:
             continue
         result = "not running"
-        if procs.runs(pid, "airflow"):
+        if _runs(af_home, name):
             # Each component was started in its own session: its group holds its workers.
             result = procs.stop(pid, timeout_s=timeout_s, group=True)
         _pid_file(af_home, name).unlink(missing_ok=True)
         stopped.append({"component": name, "pid": pid, "result": result})
         progress(f"{name}: pid {pid} {result}")
+    rd = redis_server.redis_down(redis_dir(af_home), progress=progress)
+    if rd is not None:
+        stopped.append(rd)
     pg = postgres.pg_down(pg_dir(af_home), progress=progress)
     if pg is not None:
         stopped.append(pg)
@@ -391,9 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kafkalab.airflow.launcher",
                                 description="Loopback-only local Airflow for the lab.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("up", help="start the lab's PostgreSQL, migrate the DB, create the measuring "
-                   "pool, start api-server, scheduler (LocalExecutor), triggerer, dag-processor")
-    sub.add_parser("down", help="stop exactly the processes `up` started (PostgreSQL last)")
+    up = sub.add_parser("up", help="start the lab's PostgreSQL, migrate the DB, create the "
+                        "measuring pool, start api-server, scheduler, triggerer, dag-processor")
+    up.add_argument("--executor", choices=sorted(EXECUTORS), default=None,
+                    help=f"local: LocalExecutor (default, or ${EXECUTOR_ENV}); celery: "
+                    "CeleryExecutor with a private Redis and a Celery worker")
+    sub.add_parser("down", help="stop exactly the processes `up` started (Redis, then "
+                   "PostgreSQL last)")
     sub.add_parser("status", help="components, PostgreSQL, pids, health")
     sub.add_parser("env", help="print the environment as shell exports")
     t = sub.add_parser("dags-test", help="airflow dags test with the lab's environment")
@@ -403,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         return _run(args)
-    except ConfigError as exc:  # e.g. a bad KAFKALAB_AIRFLOW_PORT / KAFKALAB_POSTGRES_PORT
+    except ConfigError as exc:  # e.g. a bad port variable or KAFKALAB_AIRFLOW_EXECUTOR
         print(f"airflow {args.cmd}: error: {exc}", file=sys.stderr)
         return 2
 
@@ -412,7 +508,7 @@ def _run(args: argparse.Namespace) -> int:
     """Carry out the parsed command of :func:`main`."""
     if args.cmd == "up":
         try:
-            airflow_up()
+            airflow_up(executor=args.executor)
         except (RuntimeError, subprocess.CalledProcessError, ClusterError, ConfigError) as exc:
             print(f"airflow up: error: {exc}", file=sys.stderr)
             return 1

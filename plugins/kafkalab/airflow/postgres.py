@@ -189,6 +189,19 @@ def _connect(pg_dir: Path, port: int, dbname: str, timeout_s: int = 3) -> Any:
                             dbname=dbname, connect_timeout=timeout_s)
 
 
+def _why_exited(log: Path) -> str:
+    """The line of the server's log that says why it stopped: the last ``FATAL``/``PANIC``
+    line or shutdown request (a bind failure, a signal), else the last line. PostgreSQL
+    ends every stop with "database system is shut down", which says nothing."""
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-200:]
+    except OSError:
+        return "no log"
+    telling = [ln.strip() for ln in tail
+               if any(k in ln for k in ("FATAL", "PANIC", "shutdown request"))]
+    return (telling[-1] if telling else f"last line: {procs.last_line(log)}")[:300]
+
+
 def pg_up(pg_dir: Path | str, port: int | None = None, progress: Progress = noop,
           timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
     """Initialise (once) and start the lab's PostgreSQL; create :data:`DATABASE`. Idempotent.
@@ -227,7 +240,7 @@ def pg_up(pg_dir: Path | str, port: int | None = None, progress: Progress = noop
         except Exception as exc:  # psycopg2.OperationalError while it starts
             if not procs.pid_alive(pid):
                 raise ClusterError(f"postgres (pid {pid}) exited; see {f['log']} "
-                                   f"(last line: {procs.last_line(f['log'])})") from None
+                                   f"({_why_exited(f['log'])})") from None
             if time.monotonic() > deadline:
                 raise ClusterError(f"postgres did not accept connections on {procs.HOST}:{port}"
                                    f" within {timeout_s:.0f} s ({exc}); see {f['log']}") from None
