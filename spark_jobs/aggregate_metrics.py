@@ -19,12 +19,16 @@ Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad ar
 from __future__ import annotations
 
 import argparse
+import bisect
+import functools
+import itertools
 import math
+import operator
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
@@ -137,39 +141,70 @@ def _count_if(cond: Column) -> Column:
     return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
 
 
-def _sorted_list(cond: Column, col: str) -> Column:
-    """The sorted non-null values of ``col`` on the rows where ``cond`` holds (aggregate)."""
-    return F.sort_array(F.collect_list(F.when(cond, F.col(col))))
+# --------------------------------------------------------------------------- populations
 
-
-def _median_of(sorted_values: Column) -> Column:
-    """Nearest-rank median (rank ``ceil(n/2)``) of a sorted array column; null when empty."""
-    return F.get(sorted_values, F.floor((F.size(sorted_values) - 1) / 2).cast("int"))
+_FIRST_MESSAGE_MEDIANS: dict[str, str] = {
+    "_fm_subscribe": "first_message_subscribe_ms",
+    "_fm_assign": "first_message_assign_ms",
+    "_fm_cold": "first_message_cold_ms",
+    "_assign_subscribe": "assign_delay_subscribe_ms",
+}
+"""Probe populations (see :func:`_populations`) and the output column of each one's median."""
 
 
 def _populations() -> dict[str, Column]:
-    """Per latency metric, the row's value in that metric's percentile population (null:
-    not in it). Population of ``e2e_latency_ms``: non-warm-up messages; received ones
-    (ok/late) with their latency, lost and failed ones (lost/error) censored as +inf.
+    """Every population an order statistic is taken of: per population, the row's value in
+    it (null: not in it).
+
+    Latency metrics: ``e2e_latency_ms``: non-warm-up messages; received ones (ok/late) with
+    their latency, lost and failed ones (lost/error) censored as +inf.
     ``publish_latency_ms`` and ``round_trip_ms``: received messages' values, no censoring
-    (as ``kafkalab.summary.summarize_rows``)."""
+    (as ``kafkalab.summary.summarize_rows``). First-message probes (their medians only):
+    ``_fm_subscribe`` / ``_fm_assign``, the delays of the received warm probes of each
+    consumer mode; ``_fm_cold``, of the received cold probe(s); ``_assign_subscribe``, the
+    assignment delays of the warm subscribe probes.
+    """
     measured = (F.col("sample_kind") == "message") & ~F.col("is_warmup")
     received = (measured & F.col("status").isin(*STATUSES_RECEIVED)
                 & F.col("e2e_latency_ms").isNotNull())
     censored = measured & F.col("status").isin(*STATUSES_CENSORED)
+    probe = (F.col("sample_kind") == "first_message") & F.col("first_record_delay_ms").isNotNull()
+    cold = F.coalesce(F.col("cold_start"), F.lit(False))
+    warm_subscribe = probe & ~cold & (F.col("consumer_mode") == "subscribe")
+    delay = F.col("first_record_delay_ms").cast("double")
     return {
         "e2e_latency_ms": F.when(censored, F.lit(float("inf")))
         .when(received, F.col("e2e_latency_ms").cast("double")),
         "publish_latency_ms": F.when(received, F.col("publish_latency_ms").cast("double")),
         "round_trip_ms": F.when(received, F.col("round_trip_ms").cast("double")),
+        "_fm_subscribe": F.when(warm_subscribe, delay),
+        "_fm_assign": F.when(probe & ~cold & (F.col("consumer_mode") == "assign"), delay),
+        "_fm_cold": F.when(probe & cold, delay),
+        "_assign_subscribe": F.when(warm_subscribe, F.col("assign_delay_ms").cast("double")),
     }
 
 
-def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> DataFrame:
-    """Everything of a cell but the percentiles: carried columns, counts, means, maxima,
-    span and message rate, first-message and tool figures, and ``_n_<metric>``, the size of
-    each percentile population."""
-    keys = list(CELL_KEYS)
+# --------------------------------------------------------------------------- cell figures
+
+_SUMMED = ("sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
+           "error_count", "warmup_excluded_count", "first_message_lost_count",
+           "_e2e_sum", "_e2e_cnt", "_pub_sum", "_pub_cnt")
+_MAXED = ("e2e_latency_ms_max", "publish_latency_ms_max", "_last_receive_ns",
+          "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms", "latency_resolution_ms")
+_MINNED = ("_first_send_ns",)
+
+
+def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Everything of a cell but its order statistics, one dict per cell: carried columns,
+    counts, means, maxima, span and message rate, first-message lost count and tool figures.
+
+    One aggregation over every row, grouped by the cell key *and* the carried columns (a
+    cell has one value of each, so the groups are the cells): every aggregate is then a
+    fixed-width number and Spark runs its compiled hash aggregation (a string ``max`` or a
+    ``collect_list`` would make it interpret every row). The groups are rolled up per cell
+    on the driver (largest carried value, sums, maxima, minima), and the derived figures
+    (means, span, rates) computed from the sums as Spark's ``avg`` and arithmetic do.
+    """
     kind = F.col("sample_kind")
     status = F.col("status")
     is_msg = kind == F.lit("message")
@@ -177,18 +212,14 @@ def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> DataFrame:
     received = measured & status.isin(*STATUSES_RECEIVED)
     sent = measured & status.isin(*STATUSES_RECEIVED, *STATUSES_CENSORED)
     is_first = kind == F.lit("first_message")
-    probe_received = is_first & F.col("first_record_delay_ms").isNotNull()
-    cold = F.coalesce(F.col("cold_start"), F.lit(False))
     is_tool = kind == F.lit("tool_summary")
+    e2e = F.col("e2e_latency_ms").cast("double")
+    publish = F.col("publish_latency_ms").cast("double")
 
     def tool(stat: str) -> Column:
-        return F.max(F.when(is_tool & (F.col("statistic") == stat), F.col("e2e_latency_ms")))
+        return F.max(F.when(is_tool & (F.col("statistic") == stat), e2e))
 
-    def warm_probe(mode: str) -> Column:
-        return probe_received & ~cold & (F.col("consumer_mode") == mode)
-
-    figures = samples.groupBy(*keys).agg(
-        *[F.max(c).alias(c) for c in CARRIED_COLUMNS],
+    groups = samples.groupBy(*CELL_KEYS, *CARRIED_COLUMNS).agg(
         _count_if(sent).alias("sent_count"),
         _count_if(received).alias("received_count"),
         _count_if(measured & (status == "lost")).alias("lost_count"),
@@ -196,39 +227,200 @@ def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> DataFrame:
         _count_if(measured & (status == "late")).alias("late_count"),
         _count_if(measured & (status == "error")).alias("error_count"),
         _count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
-        *[F.count(value).alias(f"_n_{metric}") for metric, value in _populations().items()],
-        F.avg(F.when(received, F.col("e2e_latency_ms"))).alias("e2e_latency_ms_mean"),
-        F.max(F.when(received, F.col("e2e_latency_ms"))).alias("e2e_latency_ms_max"),
-        F.avg(F.when(received, F.col("publish_latency_ms"))).alias("publish_latency_ms_mean"),
-        F.max(F.when(received, F.col("publish_latency_ms"))).alias("publish_latency_ms_max"),
-        F.min(F.when(sent, F.col("send_ts_ns"))).alias("_first_send_ns"),
-        F.max(F.when(received, F.col("receive_ts_ns"))).alias("_last_receive_ns"),
-        _sorted_list(warm_probe("subscribe"), "first_record_delay_ms").alias("_fm_subscribe"),
-        _sorted_list(warm_probe("assign"), "first_record_delay_ms").alias("_fm_assign"),
-        _sorted_list(probe_received & cold, "first_record_delay_ms").alias("_fm_cold"),
-        _sorted_list(warm_probe("subscribe"), "assign_delay_ms").alias("_assign_subscribe"),
         _count_if(is_first & F.col("first_record_delay_ms").isNull())
         .alias("first_message_lost_count"),
+        F.sum(F.when(received, e2e)).alias("_e2e_sum"),
+        F.count(F.when(received, e2e)).alias("_e2e_cnt"),
+        F.max(F.when(received, e2e)).alias("e2e_latency_ms_max"),
+        F.sum(F.when(received, publish)).alias("_pub_sum"),
+        F.count(F.when(received, publish)).alias("_pub_cnt"),
+        F.max(F.when(received, publish)).alias("publish_latency_ms_max"),
+        F.min(F.when(sent, F.col("send_ts_ns"))).alias("_first_send_ns"),
+        F.max(F.when(received, F.col("receive_ts_ns"))).alias("_last_receive_ns"),
         tool("p50").alias("tool_p50_ms"),
         tool("p99").alias("tool_p99_ms"),
         tool("p99.9").alias("tool_p999_ms"),
         tool("avg").alias("tool_avg_ms"),
         F.max("latency_resolution_ms").alias("latency_resolution_ms"),
     )
-    span_s = (F.col("_last_receive_ns") - F.col("_first_send_ns")) / F.lit(1e9)
-    rate = F.when(F.col("received_count") > 0, F.col("received_count") / F.col("measured_span_s"))
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in groups.collect():
+        g = r.asDict()
+        cell = cells.setdefault(tuple(g[k] for k in CELL_KEYS), g)
+        if cell is g:
+            continue
+        for c in (*CARRIED_COLUMNS, *_MAXED):
+            cell[c] = _greatest(cell[c], g[c])
+        for c in _MINNED:
+            cell[c] = g[c] if cell[c] is None else cell[c] if g[c] is None else min(cell[c], g[c])
+        for c in _SUMMED:
+            cell[c] = None if cell[c] is None and g[c] is None else (cell[c] or 0) + (g[c] or 0)
+    out = []
+    for cell in cells.values():
+        cell["e2e_latency_ms_mean"] = (cell["_e2e_sum"] / cell["_e2e_cnt"]
+                                       if cell["_e2e_cnt"] else None)
+        cell["publish_latency_ms_mean"] = (cell["_pub_sum"] / cell["_pub_cnt"]
+                                           if cell["_pub_cnt"] else None)
+        first, last = cell["_first_send_ns"], cell["_last_receive_ns"]
+        span_s = None if first is None or last is None else (last - first) / 1e9
+        cell["measured_span_s"] = span_s if span_s is not None and span_s > 0 else None
+        rate = (cell["received_count"] / cell["measured_span_s"]
+                if cell["received_count"] > 0 and cell["measured_span_s"] is not None else None)
+        cell["message_rate_per_s"] = rate
+        cell["message_rate_mb_per_s"] = (
+            None if rate is None or cell["payload_bytes"] is None
+            else rate * cell["payload_bytes"] / cfg["bytes_per_mb"])
+        out.append(cell)
+    return out
+
+
+def _greatest(a: Any, b: Any) -> Any:
+    """Spark's ``max`` of two values: nulls ignored, strings by code point (UTF-8 byte
+    order), NaN above every number."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, float) and math.isnan(a):
+        return a
+    if isinstance(b, float) and math.isnan(b):
+        return b
+    return max(a, b)
+
+
+# --------------------------------------------------------------------------- order statistics
+
+_BUCKETS_PER_E_FOLD = 1024
+"""Resolution of the histogram: buckets per factor e of a value (each about 0.1 % wide)."""
+_NEG_INF_BUCKET = -3_000_000_000
+_NEGATIVE_BASE = -2_000_000_000
+_ZERO_BUCKET = -1_000_000_000
+_INF_BUCKET = 1_000_000_000
+_NAN_BUCKET = 1_000_000_001
+
+_Key = tuple[Any, ...]
+_Pop = tuple[_Key, str]
+"""A population: (cell key, population name)."""
+_Wanted = tuple[_Key, str, int]
+"""A wanted order statistic: (cell key, population name, 1-based rank)."""
+
+
+def _bucket(value: Column) -> Column:
+    """The histogram bucket of ``value``: a never decreasing function of the value, so every
+    value of a bucket sorts before every value of a higher bucket.
+
+    Positive values: ``floor(ln(v) · 1024)`` (Java's log is semi-monotonic, and the product
+    and the floor keep the order), about 0.1 % of the value wide. Zero, negative values,
+    ±inf and NaN (Spark sorts NaN after +inf) get buckets of their own below and above
+    those. Null for a null value."""
+    k = F.lit(float(_BUCKETS_PER_E_FOLD))
     return (
-        figures.withColumn("measured_span_s", F.when(span_s > 0, span_s))
-        .withColumn("message_rate_per_s", rate)
-        .withColumn("message_rate_mb_per_s", F.col("message_rate_per_s")
-                    * F.col("payload_bytes") / F.lit(cfg["bytes_per_mb"]))
-        .withColumn("first_message_subscribe_ms", _median_of(F.col("_fm_subscribe")))
-        .withColumn("first_message_assign_ms", _median_of(F.col("_fm_assign")))
-        .withColumn("first_message_cold_ms", _median_of(F.col("_fm_cold")))
-        .withColumn("assign_delay_subscribe_ms", _median_of(F.col("_assign_subscribe")))
-        .drop("_first_send_ns", "_last_receive_ns", "_fm_subscribe", "_fm_assign", "_fm_cold",
-              "_assign_subscribe")
+        F.when(F.isnan(value), F.lit(_NAN_BUCKET))
+        .when(value == F.lit(float("inf")), F.lit(_INF_BUCKET))
+        .when(value == F.lit(float("-inf")), F.lit(_NEG_INF_BUCKET))
+        .when(value > 0, F.floor(F.log(value) * k))
+        .when(value == 0, F.lit(_ZERO_BUCKET))
+        .when(value < 0, F.lit(_NEGATIVE_BASE) - F.floor(F.log(-value) * k))
+        .cast("long")
     )
+
+
+def _population_rows(samples: DataFrame) -> DataFrame:
+    """One row ``(cell key, _m, _v, _b)`` per value of every population of every sample
+    row: population code ``_m`` (the position in :func:`_populations`), value, bucket."""
+    populations = _populations()
+    return (
+        samples.select(*CELL_KEYS, F.inline(F.array(*[
+            F.struct(F.lit(code).alias("_m"), value.alias("_v"))
+            for code, value in enumerate(populations.values())
+        ])))
+        .where(F.col("_v").isNotNull())
+        .withColumn("_b", _bucket(F.col("_v")))
+    )
+
+
+def _histograms(samples: DataFrame) -> dict[_Pop, list[tuple[int, int, float, float]]]:
+    """Per population with values, its non-empty buckets ``(bucket, count, min, max)`` in
+    bucket order: one compiled hash aggregation over the samples."""
+    names = list(_populations())
+    hist = (_population_rows(samples)
+            .groupBy(*CELL_KEYS, "_m", "_b")
+            .agg(F.count(F.lit(1)).alias("_n"), F.min("_v").alias("_lo"),
+                 F.max("_v").alias("_hi")))
+    out: dict[_Pop, list[tuple[int, int, float, float]]] = {}
+    for r in hist.collect():
+        out.setdefault((tuple(r[k] for k in CELL_KEYS), names[r["_m"]]), []).append(
+            (r["_b"], r["_n"], r["_lo"], r["_hi"]))
+    for buckets in out.values():
+        buckets.sort(key=lambda b: b[0])
+    return out
+
+
+def _values_at_ranks(samples: DataFrame, wanted: Sequence[_Wanted],
+                     hist: dict[_Pop, list[tuple[int, int, float, float]]]
+                     ) -> dict[_Wanted, float]:
+    """The value at each wanted ``(cell key, population, rank)`` of the sorted populations.
+
+    The cumulative bucket counts tell in which bucket, and at which rank inside it, each
+    wanted rank lies. A bucket's first or last rank is its minimum or maximum, and a bucket
+    of equal values is answered whole; for the rest, only the values of those buckets are
+    gathered and sorted (:func:`_values_in_buckets`)."""
+    ends: dict[_Pop, list[int]] = {
+        pop: list(itertools.accumulate(n for _, n, _, _ in buckets))
+        for pop, buckets in hist.items()}
+    values: dict[_Wanted, float] = {}
+    pending: dict[tuple[_Key, str, int, int], list[_Wanted]] = {}
+    for want in wanted:
+        key, name, rank = want
+        cumulative = ends.get((key, name), [])
+        i = bisect.bisect_left(cumulative, rank)
+        if i == len(cumulative):  # beyond the population (never asked: a rank is <= n)
+            continue
+        bucket, n, lo, hi = hist[(key, name)][i]
+        local = rank - (cumulative[i] - n)
+        if local == 1 or lo == hi or (math.isnan(lo) and math.isnan(hi)):
+            values[want] = lo
+        elif local == n:
+            values[want] = hi
+        else:
+            pending.setdefault((key, name, bucket, local), []).append(want)
+    if pending:
+        for target, value in _values_in_buckets(samples, list(pending)).items():
+            for want in pending[target]:
+                values[want] = value
+    return values
+
+
+def _values_in_buckets(samples: DataFrame, targets: Sequence[tuple[_Key, str, int, int]]
+                       ) -> dict[tuple[_Key, str, int, int], float]:
+    """The value at local rank ``r`` of bucket ``b`` of each target ``(cell key, population,
+    b, r)``. One pass over the samples keeps only the values of those buckets (a filter on
+    the bucket numbers, then on a hash of cell, population and bucket: a few % of the
+    values), gathers them per bucket (``sort_array(collect_list(...))``) and picks the ranks
+    (``element_at``, a broadcast join with the targets)."""
+    spark = samples.sparkSession
+    codes = {name: code for code, name in enumerate(_populations())}
+    schema = ", ".join([*(f"{k} string" for k in CELL_KEYS), "_m int", "_b long", "_r int"])
+    wanted = spark.createDataFrame(
+        [(*key, codes[name], bucket, rank) for key, name, bucket, rank in targets], schema)
+    group_hash = F.xxhash64(*CELL_KEYS, "_m", "_b")
+    hashes = sorted({r[0] for r in wanted.select(group_hash).distinct().collect()})
+    by_code: dict[int, set[int]] = {}
+    for _, name, bucket, _ in targets:
+        by_code.setdefault(codes[name], set()).add(bucket)
+    in_buckets = functools.reduce(operator.or_, [
+        (F.col("_m") == code) & F.col("_b").isin(sorted(buckets))
+        for code, buckets in sorted(by_code.items())])
+    gathered = (_population_rows(samples)
+                .where(in_buckets)
+                .where(group_hash.isin(hashes))
+                .groupBy(*CELL_KEYS, "_m", "_b")
+                .agg(F.sort_array(F.collect_list("_v")).alias("_vs")))
+    picked = gathered.join(F.broadcast(wanted), on=[*CELL_KEYS, "_m", "_b"], how="inner")
+    names = list(codes)
+    return {(tuple(r[k] for k in CELL_KEYS), names[r["_m"]], r["_b"], r["_r"]): r["_v"]
+            for r in picked.select(*CELL_KEYS, "_m", "_b", "_r",
+                                   F.element_at("_vs", F.col("_r")).alias("_v")).collect()}
 
 
 def _rank(n: int, num: int, den: int) -> int:
@@ -237,9 +429,9 @@ def _rank(n: int, num: int, den: int) -> int:
 
 
 def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
-    """Per metric, the rank each statistic of ``cell`` needs (None: undefined for want of
-    samples). Keys: percentile names (``p99``) and, for ``e2e_latency_ms``, CI bounds
-    (``p50_ci_low``)."""
+    """Per population, the rank each statistic of ``cell`` needs (None: undefined for want
+    of samples). Keys: percentile names (``p99``), for ``e2e_latency_ms`` also CI bounds
+    (``p50_ci_low``), for a first-message population ``median`` (rank ``ceil(n/2)``)."""
     wanted: dict[str, dict[str, int | None]] = {}
     for metric, percentiles in shared.METRIC_PERCENTILES.items():
         n = int(cell[f"_n_{metric}"])
@@ -253,51 +445,26 @@ def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
                 ranks[f"{name}_ci_low"], ranks[f"{name}_ci_high"] = shared.quantile_ci_ranks(
                     n, num / den, shared.CI_CONFIDENCE)
         wanted[metric] = ranks
+    for population in _FIRST_MESSAGE_MEDIANS:
+        n = int(cell[f"_n_{population}"])
+        wanted[population] = {"median": _rank(n, 1, 2) if n > 0 else None}
     return wanted
 
 
-def _values_at_ranks(samples: DataFrame, wanted: list[tuple[tuple[Any, ...], str, int]]
-                     ) -> dict[tuple[tuple[Any, ...], str, int], float]:
-    """The value at each wanted ``(cell key, metric, rank)`` of the sorted populations.
-
-    One ranking pass: the populations of every metric are unpivoted into (metric, value)
-    rows, ranked with ``row_number()`` in one window per cell and metric (one shuffle, one
-    sort), and joined with the (broadcast) wanted ranks.
-    """
-    if not wanted:
-        return {}
-    spark = samples.sparkSession
-    keys = list(CELL_KEYS)
-    populations = _populations()
-    rank_schema = ", ".join([*(f"{k} string" for k in keys), "_m string", "_rank int"])
-    ranks = spark.createDataFrame([(*cell, metric, rank) for cell, metric, rank in wanted],
-                                  rank_schema)
-    long = samples.select(
-        *keys,
-        F.explode(F.array(*[
-            F.struct(F.lit(metric).alias("_m"), value.alias("_v"))
-            for metric, value in populations.items()
-        ])).alias("_mv"),
-    ).select(*keys, "_mv._m", "_mv._v").where(F.col("_v").isNotNull())
-    cell = Window.partitionBy(*keys, "_m").orderBy(F.col("_v").asc())
-    ranked = long.withColumn("_rank", F.row_number().over(cell))
-    picked = ranked.join(F.broadcast(ranks), on=[*keys, "_m", "_rank"], how="inner")
-    return {(tuple(r[k] for k in keys), r["_m"], r["_rank"]): r["_v"]
-            for r in picked.select(*keys, "_m", "_rank", "_v").collect()}
-
-
 def _percentile_columns(cell: dict[str, Any], wanted: dict[str, dict[str, int | None]],
-                        values: dict[tuple[tuple[Any, ...], str, int], float]
-                        ) -> dict[str, Any]:
-    """The percentile, CI and note columns of one cell from the picked values: a rank that
-    lands on a censored value (+inf) gives null (reason ``censored``), an undefined rank
-    null (reason ``n<MIN``)."""
+                        values: dict[_Wanted, float]) -> dict[str, Any]:
+    """The percentile, CI, note and first-message median columns of one cell from the
+    picked values: a rank that lands on a censored value (+inf) gives null (reason
+    ``censored``), an undefined rank null (reason ``n<MIN``)."""
     key = tuple(cell[k] for k in CELL_KEYS)
     out: dict[str, Any] = {}
     reasons: list[str] = []
     for metric, ranks in wanted.items():
         for name, rank in ranks.items():
             value = values.get((key, metric, rank)) if rank is not None else None
+            if metric in _FIRST_MESSAGE_MEDIANS:
+                out[_FIRST_MESSAGE_MEDIANS[metric]] = value
+                continue
             if value is not None and math.isinf(value):
                 value = None
             out[f"{metric}_{name}"] = value
@@ -327,10 +494,13 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     95 % order-statistic confidence intervals. Mean and max are over received messages.
     Columns, units and rules: ``docs/aggregates-schema.md``.
 
-    Eager: the per-cell figures are computed and collected first (one row per cell), the
-    ranks each cell needs are worked out on the driver, and one ranking pass over the
-    samples picks the values at those ranks. Returns a small DataFrame with
-    :data:`AGGREGATE_SCHEMA`.
+    Eager, three compiled aggregations over the samples, none of which sorts or shuffles
+    the rows: the per-cell figures (:func:`_cell_figures`), a histogram of every population
+    per cell (:func:`_histograms`: value buckets about 0.1 % wide), from whose cumulative
+    counts the driver finds the bucket of every wanted rank, and one pass that gathers and
+    sorts only the values of those buckets (:func:`_values_in_buckets`). Exact, and the
+    memory it takes is the histogram plus the values of the wanted buckets, not the rows.
+    Returns a small DataFrame with :data:`AGGREGATE_SCHEMA`.
     """
     cfg = {**DEFAULT_CONFIG, **(config or {})}
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in samples.columns]
@@ -340,14 +510,19 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
         if col not in samples.columns:
             samples = samples.withColumn(col, F.lit(None).cast(type_))
 
-    cells = [r.asDict() for r in _cell_figures(samples, cfg).collect()]
+    cells = _cell_figures(samples, cfg)
+    hist = _histograms(samples)
+    for cell in cells:
+        key = tuple(cell[k] for k in CELL_KEYS)
+        for name in _populations():
+            cell[f"_n_{name}"] = sum(n for _, n, _, _ in hist.get((key, name), []))
     wanted = {tuple(c[k] for k in CELL_KEYS): _ranks_wanted(c) for c in cells}
     values = _values_at_ranks(samples, sorted({
         (key, metric, rank)
         for key, per_metric in wanted.items()
         for metric, ranks in per_metric.items()
         for rank in ranks.values() if rank is not None
-    }))
+    }), hist)
     rows = []
     for cell in cells:
         row = {**cell, **_percentile_columns(cell, wanted[tuple(cell[k] for k in CELL_KEYS)],
