@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help setup demo screenshots test test-fast lint bench clean airflow airflow-down nightly-demo spark-up spark-down
+.PHONY: help setup demo screenshots test test-serial test-fast lint bench clean airflow airflow-down nightly-demo spark-up spark-down
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,7 +58,10 @@ spark-up: setup  ## a Spark standalone cluster on 127.0.0.1 (master :7077, UI :8
 spark-down:  ## stop exactly the Spark master and workers `make spark-up` started
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down
 
-test: setup  ## the whole test suite against real services
+test: setup  ## the whole test suite against real services: integration alone, then unit+spark+browser beside e2e (tools/run_tests.py)
+	$(BIN)/python -m tools.run_tests
+
+test-serial: setup  ## the whole test suite in one pytest process
 	$(PYTEST) -q --durations=30
 
 test-fast: setup  ## unit tests only

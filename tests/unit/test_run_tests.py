@@ -1,0 +1,32 @@
+"""``make test``'s lanes (tools/run_tests.py) cover the suite exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafkalab.paths import project_root
+from tools import run_tests
+
+
+def test_the_lanes_cover_every_test_file_once() -> None:
+    assert run_tests.check_lanes(project_root()) == []
+    assert "tests/integration/test_load.py" in run_tests.test_files(project_root())
+    # the timing-sensitive integration tests never share the machine with another lane
+    (first,) = run_tests.PHASES[0]
+    assert first[1] == ("tests/integration",)
+    assert run_tests._lanes_of("tests/integration/test_load.py") == ["integration"]
+    # the Spark standalone test is named in the compute lane and ignored by integration's
+    assert run_tests._lanes_of(run_tests.SPARK_STANDALONE) == ["compute"]
+    assert run_tests._ignores(("tests/integration",)) == [
+        f"--ignore={run_tests.SPARK_STANDALONE}"]
+    assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
+
+
+def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
+    for name in ("unit", "spark", "browser", "integration", "e2e", "chaos"):
+        (tmp_path / "tests" / name).mkdir(parents=True)
+        (tmp_path / "tests" / name / "test_x.py").write_text("")
+    (tmp_path / "tests" / "integration" / "test_spark_standalone.py").write_text("")
+    (tmp_path / "tests" / "fixtures").mkdir()  # no test files: nothing to run
+    assert run_tests.check_lanes(tmp_path) == [
+        "tests/chaos/test_x.py is in no lane of tools/run_tests.py"]
