@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -121,6 +122,19 @@ def atomic_write_json(path: str | os.PathLike[str], doc: Any, *, sort_keys: bool
     """
     text = json.dumps(doc, indent=2, sort_keys=sort_keys, allow_nan=False, default=str)
     return atomic_write(path, text + "\n")
+
+
+def private_token(path: str | os.PathLike[str], nbytes: int = 16) -> str:
+    """The secret kept in ``path`` (one line), made once: ``nbytes`` random bytes as hex
+    (safe in a URL, a config line and a command line), written with :func:`atomic_write`
+    (mode 0600). A file that is missing, unreadable or empty gets a new secret."""
+    with contextlib.suppress(OSError):
+        kept = Path(path).read_text().strip()
+        if kept:
+            return kept
+    fresh = secrets.token_hex(nbytes)
+    atomic_write(path, fresh + "\n")
+    return fresh
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

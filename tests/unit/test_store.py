@@ -179,3 +179,17 @@ def test_derived_outputs_and_clearing_a_stale_one(tmp_path: Path) -> None:
     assert lab.clear_stale("r1", "aggregates") is True
     assert lab.clear_stale("r1", "aggregates") is False
     assert (lab.manifest("r1") or {})["stale_outputs"] == ["validation"]
+
+
+def test_private_token_is_made_once_and_kept_private(tmp_path: Path) -> None:
+    import stat
+
+    from kafkalab.store import private_token
+
+    path = tmp_path / "secret"
+    token = private_token(path, 8)
+    assert len(token) == 16 and int(token, 16) >= 0  # 8 bytes as hex
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert private_token(path, 8) == token  # kept
+    path.write_text("\n")
+    assert private_token(path) != token and len(private_token(path)) == 32  # empty: remade

@@ -24,7 +24,6 @@ import contextlib
 import glob
 import os
 import pwd
-import secrets
 import shutil
 import signal
 import subprocess
@@ -36,7 +35,7 @@ from typing import Any
 from kafkalab import procs
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.progress import Progress, noop
-from kafkalab.store import atomic_write
+from kafkalab.store import atomic_write, private_token
 
 __all__ = [
     "DATABASE",
@@ -132,14 +131,7 @@ def _check_reachable(pg_dir: Path) -> None:
 
 
 def _password(pg_dir: Path) -> str:
-    path = _files(pg_dir)["password"]
-    with contextlib.suppress(OSError):
-        pw = path.read_text().strip()
-        if pw:
-            return pw
-    pw = secrets.token_urlsafe(18)
-    atomic_write(path, pw + "\n")  # mode 0600
-    return pw
+    return private_token(_files(pg_dir)["password"], 18)
 
 
 def sqlalchemy_url(pg_dir: Path, port: int | None = None) -> str:

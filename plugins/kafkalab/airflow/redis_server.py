@@ -20,8 +20,6 @@ exactly the server it started, by pid), :func:`broker_url`.
 
 from __future__ import annotations
 
-import contextlib
-import secrets
 import shutil
 import socket
 import time
@@ -32,7 +30,7 @@ from typing import Any
 from kafkalab import procs
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress, noop
-from kafkalab.store import atomic_write
+from kafkalab.store import atomic_write, private_token
 
 __all__ = ["DEFAULT_PORT", "PORT_ENV", "broker_url", "redis_down", "redis_port",
            "redis_status", "redis_up"]
@@ -71,14 +69,7 @@ def _server_bin() -> str:
 
 
 def _password(redis_dir: Path) -> str:
-    path = _files(redis_dir)["password"]
-    with contextlib.suppress(OSError):
-        pw = path.read_text().strip()
-        if pw:
-            return pw
-    pw = secrets.token_hex(16)  # hex: safe inside a URL and a redis.conf argument
-    atomic_write(path, pw + "\n")  # mode 0600
-    return pw
+    return private_token(_files(redis_dir)["password"])
 
 
 def broker_url(redis_dir: Path | str, port: int | None = None) -> str:
