@@ -422,3 +422,38 @@ def test_cli_no_rows_for_run_exits_2(spark: Any, tmp_path: Path,
     assert "aggregate_metrics: error: no samples for run id(s) nope" in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert spark.range(1).count() == 1          # the shared session was not stopped
+
+
+def _nearest_rank(values: list[float], rank: int | None) -> float | None:
+    return None if rank is None or rank > len(values) else sorted(values)[rank - 1]
+
+
+def test_order_statistics_are_exact_in_crowded_buckets_ties_zeros_and_negatives(
+        spark: Any) -> None:
+    """The histogram path (buckets about 0.1 % wide; a rank inside a crowded bucket read from
+    that bucket's sorted values, an all-equal bucket answered from its minimum) gives the
+    sorted population's own values: 3,000 latencies crowded into a few buckets, ties, zeros
+    and (bad but possible) negative values, plus censored losses; the carried column is the
+    largest non-null value of the cell's rows."""
+    rng = random.Random(13)
+    e2e = ([round(5.0 + rng.random() * 0.05, 6) for _ in range(2500)]   # ~10 buckets
+           + [7.0] * 300 + [0.0] * 100 + [-1.5 - rng.random() for _ in range(60)]
+           + [round(rng.uniform(10.0, 900.0), 6) for _ in range(40)])
+    rows = [_msg(i, v, broker_count=None if i % 2 else 3) for i, v in enumerate(e2e)]
+    rows += [_msg(len(e2e) + i, None, status="lost") for i in range(5)]
+    (r,) = am.transform(_df(spark, rows)).collect()
+    n = len(e2e) + 5
+    for name, (num, den) in shared.METRIC_PERCENTILES["e2e_latency_ms"].items():
+        assert r[f"e2e_latency_ms_{name}"] == _nearest_rank(e2e, -(-n * num // den)), name
+    for name in shared.CI_PERCENTILES:
+        num, den = shared.METRIC_PERCENTILES["e2e_latency_ms"][name]
+        lo, hi = quantile_ci_ranks(n, num / den)
+        assert r[f"e2e_latency_ms_{name}_ci_low"] == _nearest_rank(e2e, lo)
+        assert r[f"e2e_latency_ms_{name}_ci_high"] == _nearest_rank(e2e, hi)
+    publish = [(v or 1.0) / 10 for v in e2e]                    # _msg's publish latency
+    for name, (num, den) in shared.METRIC_PERCENTILES["publish_latency_ms"].items():
+        rank = -(-len(publish) * num // den)
+        assert r[f"publish_latency_ms_{name}"] == _nearest_rank(publish, rank), name
+    assert r["e2e_latency_ms_percentiles_note"] == "p999: censored"
+    assert r["e2e_latency_ms_max"] == max(e2e)
+    assert r["broker_count"] == 3
