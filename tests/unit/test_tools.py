@@ -336,3 +336,25 @@ def test_bench_load_fanout_cells_are_ones_the_engine_accepts_on_two_cores() -> N
         assert (spec.consumers, spec.rate_msgs_per_s, spec.window_s) == (consumers, rate,
                                                                          FANOUT_DURATION_S)
         check_budget(spec, len(bench_message()), cpu_count=2)  # refused → ConfigError
+
+
+def test_the_nightly_wall_is_first_task_start_to_last_task_end(tmp_path: Path) -> None:
+    """``airflow dags test`` sets the run's start_date to its logical date (midnight): the
+    DAG's wall must come from its task instances."""
+    import sqlite3
+
+    from tools.bench.nightly import _dag_run_wall_s
+
+    con = sqlite3.connect(tmp_path / "airflow.db")
+    con.execute("CREATE TABLE dag_run (id INTEGER, dag_id TEXT, run_id TEXT, start_date TEXT, "
+                "end_date TEXT)")
+    con.execute("CREATE TABLE task_instance (dag_id TEXT, run_id TEXT, start_date TEXT, "
+                "end_date TEXT)")
+    con.execute("INSERT INTO dag_run VALUES (1, 'd', 'r1', '2026-11-22 00:00:00.000000', "
+                "'2026-11-22 19:23:58.270624')")
+    con.executemany("INSERT INTO task_instance VALUES ('d', 'r1', ?, ?)", [
+        ("2026-11-22 19:09:38.000000", "2026-11-22 19:10:00.000000"),
+        ("2026-11-22 19:10:00.000000", "2026-11-22 19:23:58.000000"),
+    ])
+    assert _dag_run_wall_s(con, "d") == pytest.approx(860.0)
+    assert _dag_run_wall_s(con, "other") is None

@@ -61,9 +61,12 @@ def format_spark_share(share: dict[str, Any]) -> str:
 
 
 def _dag_run_wall_s(con: sqlite3.Connection, dag_id: str) -> float | None:
-    """Start to end of the DAG's latest run, from the metadata database (None if unknown)."""
-    row = con.execute("SELECT start_date, end_date FROM dag_run WHERE dag_id = ? "
-                      "ORDER BY id DESC LIMIT 1", (dag_id,)).fetchone()
+    """First task start to last task end of the DAG's latest run, from the metadata database
+    (None if unknown). Not the run's own ``start_date``: ``airflow dags test`` sets it to the
+    logical date (midnight), which made a 15-minute run look 19 hours long."""
+    row = con.execute("SELECT MIN(start_date), MAX(end_date) FROM task_instance "
+                      "WHERE dag_id = ? AND run_id = (SELECT run_id FROM dag_run "
+                      "WHERE dag_id = ? ORDER BY id DESC LIMIT 1)", (dag_id, dag_id)).fetchone()
     if not row or not row[0] or not row[1]:
         return None
     try:
