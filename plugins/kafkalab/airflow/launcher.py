@@ -331,7 +331,7 @@ def airflow_status(home: Path | str | None = None,
     comps = {}
     for name in components(executor):
         pid = _read_pid(af_home, name)
-        comps[name] = {"pid": pid, "alive": procs.pid_alive(pid),
+        comps[name] = {"pid": pid, "alive": _runs(af_home, name),
                        "log": str(af_home / f"{name}.log")}
     pg = postgres.pg_status(pg_dir(af_home), postgres.pg_port(base_env))
     h = health(port=port)
@@ -408,7 +408,7 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
                 (h.get(k) or {}).get("status") == "healthy"
                 for k in ("metadatabase", "scheduler")):
             break
-        dead = [n for n in wanted if not procs.pid_alive(_read_pid(af_home, n))]
+        dead = [n for n in wanted if not _runs(af_home, n)]
         if dead:
             raise RuntimeError(f"airflow {', '.join(dead)} exited; see {af_home}/{dead[0]}.log")
         time.sleep(2)
