@@ -16,7 +16,9 @@
     data: rows/s, time ratio, JVM start-up apart, pandas' peak RSS, results equal cell by
     cell. Goals (issue 13): ≥ 1 M rows/s and ≤ 1.5× pandas' time at 10 M rows, 100 M rows
     in ≤ 12× the 10 M time; each printed met or missed by how much.
-(e) with ``--nightly``: one ``nightly_latency_regression`` run, wall time by task.
+(e) with ``--nightly``: one ``nightly_latency_regression`` run, wall time by task, on the
+    embedded cluster of ``<lab_dir>/cluster.yaml``; with no descriptor there, or brokers
+    that do not answer, the part is refused in one line before the DAG starts (exit 1).
 (f) with ``--load``: the load engine is not the bottleneck. On its own kafka09 cluster (ports
     25781/38792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a
     bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside

@@ -1,10 +1,12 @@
 """Bench part (e): wall time of one ``nightly_latency_regression`` run, split by task.
 
 Runs ``airflow dags test`` in a throw-away ``AIRFLOW_HOME`` and data directory (the lab's
-embedded kafka09 cluster must be up), then reads the task instances' durations from that
-home's SQLite metadata database. Mapped tasks (one per cell) are summed and counted. The
-nightly's fault trial runs on a fault cluster of the bench's own (``faults-lab`` in the work
-dir, ports 25981 / 38992-38994), stopped and wiped afterwards.
+embedded kafka09 cluster must be up: :func:`check_nightly_cluster` refuses the part, before
+the DAG starts, when its descriptor is missing or its brokers do not answer), then reads
+the task instances' durations from that home's SQLite metadata database. Mapped tasks (one
+per cell) are summed and counted. The nightly's fault trial runs on a fault cluster of the
+bench's own (``faults-lab`` in the work dir, ports 25981 / 38992-38994), stopped and wiped
+afterwards.
 
 The result's ``spark_share`` is issue 13's figure: the Spark + Great Expectations tasks (the
 spark-submits: aggregate and validate, latency, load and fault runs) as a share of the DAG
@@ -19,6 +21,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from kafkalab.errors import ClusterError, LabError
 
 BENCH_FAULTS_ZK_PORT, BENCH_FAULTS_BASE_PORT = 25981, 38992
 """Ports of the bench's own fault cluster (the nightly's sigkill-leader trial)."""
@@ -76,9 +80,49 @@ def _dag_run_wall_s(con: sqlite3.Connection, dag_id: str) -> float | None:
         return None
 
 
-def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[str, Any]:
-    """Run the nightly DAG once and return its wall time, per-task durations (seconds) and
-    the Spark + GX share (printed too: the line of :func:`format_spark_share`)."""
+CLUSTER_UP_HINT = 'run "kafkalab cluster up" first'
+"""The advice of :func:`check_nightly_cluster`'s refusals."""
+
+
+def check_nightly_cluster(descriptor_path: Path | None = None, timeout_s: float = 10.0) -> Path:
+    """The descriptor the nightly run will use (default
+    :func:`kafkalab.paths.default_descriptor_path`, the embedded cluster's), after checking
+    that it exists and that its brokers answer metadata (:func:`load_descriptor` and
+    :func:`check_reachable`, as the DAG's ``check_cluster`` task does).
+
+    Raises:
+        ClusterError: one line starting ``nightly:`` naming the path and the reason (no
+            descriptor; the brokers do not answer; the descriptor is invalid or needs a
+            secret that is not set), so ``python -m tools.bench`` refuses the part without
+            starting the DAG.
+    """
+    from kafkalab.cluster import check_reachable, load_descriptor
+    from kafkalab.paths import default_descriptor_path
+
+    path = descriptor_path if descriptor_path is not None else default_descriptor_path()
+    if not path.is_file():
+        raise ClusterError(f"nightly: no cluster at {path}; {CLUSTER_UP_HINT}")
+    try:
+        check_reachable(load_descriptor(path), timeout_s=timeout_s)
+    except ClusterError as exc:
+        raise ClusterError(f"nightly: the cluster of {path} does not answer ({exc}); "
+                           f"{CLUSTER_UP_HINT}") from None
+    except LabError as exc:  # a malformed descriptor, a secret's variable not set
+        raise ClusterError(f"nightly: cluster {path}: {exc}") from None
+    return path
+
+
+def bench_nightly_run(work_dir: Path, logical_date: str | None = None,
+                      descriptor_path: Path | None = None) -> dict[str, Any]:
+    """Run the nightly DAG once on the cluster of ``descriptor_path`` (checked first by
+    :func:`check_nightly_cluster`, then given to the DAG as its ``cluster_descriptor``
+    param) and return its wall time, per-task durations (seconds) and the Spark + GX share
+    (printed too: the line of :func:`format_spark_share`).
+
+    Raises:
+        ClusterError: the cluster is not there (nothing is started).
+    """
+    cluster = check_nightly_cluster(descriptor_path)
     from kafkalab.airflow.launcher import dags_test
 
     dag_id = "nightly_latency_regression"
@@ -92,7 +136,8 @@ def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[s
            "KAFKALAB_FAULTS_ZK_PORT": str(BENCH_FAULTS_ZK_PORT),
            "KAFKALAB_FAULTS_BASE_PORT": str(BENCH_FAULTS_BASE_PORT)}
     try:
-        rc = dags_test(dag_id, date, home=home, extra_env=env)
+        rc = dags_test(dag_id, date, {"cluster_descriptor": str(cluster)}, home=home,
+                       extra_env=env)
     finally:
         from kafkalab.cluster import cluster_down
 
@@ -120,6 +165,6 @@ def bench_nightly_run(work_dir: Path, logical_date: str | None = None) -> dict[s
     share = spark_share(task_rows, dag_wall_s if dag_wall_s is not None else wall_s)
     print(format_spark_share(share))
     return {
-        "exit_code": rc, "wall_s": wall_s, "dag_wall_s": dag_wall_s, "logical_date": date,
-        "tasks": task_rows, "spark_share": share,
+        "exit_code": rc, "cluster_descriptor": str(cluster), "wall_s": wall_s,
+        "dag_wall_s": dag_wall_s, "logical_date": date, "tasks": task_rows, "spark_share": share,
     }
