@@ -157,7 +157,7 @@ CELL_SCHEMA: dict[str, str] = {
     "drain_rate_msgs_per_s": "double",
     "client_bound": "boolean", "max_process_cpu_frac": "double", "broker_cpu_frac": "double",
     "host_cpu_busy_frac": "double", "host_busy": "boolean",
-    "saturated": "boolean",
+    "saturated": "boolean", "cross_host_clock": "boolean",
     "percentile_method": "string",
 }
 CELL_COLUMNS: tuple[str, ...] = tuple(CELL_SCHEMA)
@@ -686,6 +686,7 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         broker_cpu_frac=doc.get("broker_cpu_frac"),
         host_cpu_busy_frac=doc.get("host_cpu_busy_frac"),
         host_busy=bool((doc.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC),
+        cross_host_clock=bool(doc.get("cross_host_clock")),
         max_process_cpu_frac=max((p.get("cpu_frac") or 0.0 for p in doc.get("processes") or []),
                                  default=None),
         window_s=(float(spec["duration_s"]) - float(spec["warmup_s"])

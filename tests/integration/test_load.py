@@ -32,6 +32,7 @@ from kafkalab.load.engine import (
 from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
 from kafkalab.load.shard import start_path
 from kafkalab.load.spec import LoadCellSpec
+from kafkalab.load.summary import format_load_table
 from kafkalab.store import LabData
 
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
@@ -276,3 +277,67 @@ def test_kafka_python_producer_and_group_consumers(desc: Path, tmp_path: Path) -
     meta = json.loads(files.cell_json_path(_cell_dir(tmp_path, "kp-group")).read_text())
     assert meta["client_settings"]["producer.acks"] == "all"
     assert meta["client_settings"]["consumer.fetch.queue.backoff.ms"] == "1"
+
+
+def test_shards_started_elsewhere_join_the_barrier_and_another_clock_is_labelled(
+        desc: Path, tmp_path: Path) -> None:
+    """Shard placement "tasks" without Airflow: the cell starts no shard and waits at the
+    barrier; this test plays the two shard tasks. Shard 0 runs through run_shard_process (as
+    consume_load_shard does); shard 1 claims another clock domain (a second host cannot be
+    had here), so it maps its clock through the wall clocks and the cell says so."""
+    from kafkalab.load import clock
+    from kafkalab.load.engine import run_shard_process, shard_turn
+    from kafkalab.load.shard import plan_path
+    from kafkalab.samples import Manifest
+
+    data = tmp_path / "data"
+    spec = LoadCellSpec(consumers=2, consumers_per_shard=1, rate_msgs_per_s=200, duration_s=3,
+                        warmup_s=1, acks="1")
+    start_load_run(LoadRequest(cells=[spec], data_dir=data, descriptor_path=desc, run_id="tasks"))
+    out: dict[str, Any] = {}
+
+    def producer() -> None:
+        try:
+            out["summary"] = run_load_cell(data, "tasks", spec, desc, shard_placement="tasks",
+                                           placement_token="dagrun-1")
+        except Exception as exc:  # reported by the assertion below
+            out["error"] = exc
+
+    cell_thread = threading.Thread(target=producer)
+    cell_thread.start()
+    cell = files.cell_dir(data, Manifest.load(data, "tasks").run_date, "tasks", spec.cell_id("1"))
+    deadline = time.monotonic() + 60
+    while shard_turn(cell, 0, "dagrun-1") != "join":
+        assert time.monotonic() < deadline and cell_thread.is_alive(), out
+        time.sleep(0.05)
+    assert shard_turn(cell, 0, "another-dag-run") == "wait"
+    results: dict[int, Any] = {}
+    shard0 = threading.Thread(target=lambda: results.update({0: run_shard_process(cell, 0)}))
+    shard0.start()
+    env = {**os.environ, clock.DOMAIN_ENV: "elsewhere",
+           "PYTHONPATH": os.pathsep.join([str(Path(files.__file__).parents[2]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    shard1 = subprocess.run([sys.executable, "-m", "kafkalab.load.shard", str(plan_path(cell)), "1"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    shard0.join(timeout=120)
+    cell_thread.join(timeout=120)
+    finish_load_run(data, "tasks")
+    assert "error" not in out, out
+    assert shard1.returncode == 0, shard1.stdout + shard1.stderr
+    assert results[0]["status"] == "complete"
+    s = out["summary"]
+    assert s["status"] == "complete" and s["shard_placement"] == "tasks"
+    assert (s["failing_clients"], s["loss_pct"], s["duplicates"]) == (0, 0.0, 0)
+    assert s["cross_host_clock"] is True and "cross_host_clock" in format_load_table([s])
+    meta = json.loads(files.cell_json_path(cell).read_text())
+    bases = {r["shard"]: r["clock"]["basis"] for r in meta["shards"]}
+    assert bases == {0: clock.SAME_HOST, 1: clock.WALL_CLOCK}
+    assert meta["shards"][1]["clock"]["domain"] == "elsewhere"
+    # the same host really: the wall-clock mapping is off by read jitter only, never by the
+    # difference of two unrelated clocks (which would make latencies hours long or negative)
+    assert abs(meta["shards"][1]["clock"]["offset_ns"]) < 1_000_000
+    r = _receipts(cell)
+    assert set(r["consumer"]) == {0, 1}
+    assert (r.loc[r["shard"] == 1, "e2e_latency_ms"] > 0).all()
+    pids = {p["pid"] for p in meta["processes"]}
+    assert len(pids) == 3  # the producer (this process) and two shard processes

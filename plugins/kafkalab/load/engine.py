@@ -6,8 +6,15 @@ cell under ``load/`` (:mod:`kafkalab.load.files`). Like latency runs, a cell is 
 one call (:func:`run_load_cell`, an Airflow mapped task), its rows are on disk as they are
 measured, and re-running a cell of an existing run replaces exactly that cell.
 
-Clocks: every timestamp is CLOCK_MONOTONIC of this host. The consumer shards are processes
-of the same host, so their receive times and the producer's send times subtract exactly.
+Where the consumer shards run (``shard_placement``): ``subprocess`` (the default) starts them
+as processes of the cell's own process; ``tasks`` starts none and waits at the start barrier
+for shards started by someone else (the ``consume_load_shard`` Airflow tasks, which may run on
+other workers that share the data directory); the two talk only through the cell directory.
+
+Clocks: every timestamp is CLOCK_MONOTONIC of the producer's host. Shards of the same host
+read the same clock, so receive minus send subtracts exactly; a shard on another host maps
+its clock through both hosts' wall clocks and the cell is marked ``cross_host_clock``
+(:mod:`kafkalab.load.clock`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from kafkalab.config.mapping import (
 )
 from kafkalab.config.models import Profile
 from kafkalab.errors import ClusterError, ConfigError, RunError
-from kafkalab.load import files
+from kafkalab.load import clock, files
 from kafkalab.load.producer import (
     ConfluentClient,
     KafkaPythonClient,
@@ -62,6 +69,12 @@ PRODUCER_ID = 0
 
 BARRIER_TIMEOUT_S = 60.0
 """How long the producer waits for every shard to be positioned (plus 0.2 s per consumer)."""
+
+TASKS_BARRIER_TIMEOUT_S = 180.0
+"""The same, when the shards are Airflow tasks: they must first be scheduled and queued."""
+
+SHARD_PLACEMENTS = ("subprocess", "tasks")
+"""Where a cell's consumer shards run: processes of the cell, or tasks started elsewhere."""
 
 START_MARGIN_NS = 100_000_000
 """t0 is set this far after the barrier, so every shard sees the start before message 0."""
@@ -177,13 +190,20 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
                   descriptor_path: Path | None = None, progress: Progress = noop,
                   provision: bool = True, *, topic: str | None = None,
                   cell_path: Path | None = None,
-                  on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
+                  on_start: Callable[[int], None] | None = None,
+                  shard_placement: str = "subprocess",
+                  placement_token: str | None = None) -> dict[str, Any]:
     """Measure one load cell of a started run; returns its summary (the ``--json`` object).
 
     The fault engine (:mod:`kafkalab.faults.engine`) reuses the cell with three hooks:
     ``topic`` (a topic it provisioned itself; default :func:`topic_name`), ``cell_path`` (the
     directory for the cell's files; default the load tree's) and ``on_start`` (called with the
     schedule's ``t0_ns`` right before the first message is due, outside any timed interval).
+
+    ``shard_placement="tasks"`` starts no shard: the cell writes its plan (with
+    ``placement_token``, so a shard task can tell this attempt's plan from an older one) and
+    waits for shards started elsewhere (:func:`kafkalab.load.shard.main`, e.g. by the
+    ``consume_load_shard`` Airflow tasks) at the start barrier, then for their result files.
 
     The cell's files are written whatever happens: on an error or Ctrl-C the producer's
     log, the shards' rows and a ``cell.json`` with status ``failed``/``interrupted`` stay.
@@ -193,6 +213,10 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         RunError: the cell failed while measuring (what was measured is kept).
     """
     spec = spec if isinstance(spec, LoadCellSpec) else LoadCellSpec(**spec)
+    if shard_placement not in SHARD_PLACEMENTS:
+        raise ConfigError(f"shard placement {shard_placement!r}: choose one of "
+                          + ", ".join(SHARD_PLACEMENTS))
+    external = shard_placement == "tasks"
     lab = LabData(data_dir)
     manifest = Manifest.load(lab.root, run_id)
     d = _descriptor(descriptor_path)
@@ -211,7 +235,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     cell_id = spec.cell_id(acks)
     cell = cell_path or files.cell_dir(lab.root, manifest.run_date, run_id, cell_id)
     cell.mkdir(parents=True, exist_ok=True)
-    for old in [*cell.glob(".ready-*"), *cell.glob(".shard-*.json"), start_path(cell), stop_path(cell)]:
+    for old in [*cell.glob(".ready-*"), *cell.glob(".shard-*.json"), start_path(cell),
+                stop_path(cell), plan_path(cell)]:
         old.unlink(missing_ok=True)
     logs = lab.run_work_dir(run_id) / "load" / cell_id
     logs.mkdir(parents=True, exist_ok=True)
@@ -238,11 +263,6 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         producer_cfg = kafka_python_producer_config(kafka_python_config(d), prof)
     client_settings = settings_view({"producer": producer_cfg, "consumer": consumer_cfg},
                                     secret_keys=d.secret_env)
-    plan = {"spec": spec.model_dump(), "cell_dir": str(cell), "topic": topic,
-            "partitions": spec.partitions, "nonce": nonce.hex(), "consumer_config": consumer_cfg,
-            "descriptor_path": str(descriptor_path or default_descriptor_path()),
-            "barrier_timeout_s": BARRIER_TIMEOUT_S + 0.2 * spec.consumers}
-    atomic_write_json(plan_path(cell), plan)
     meta: dict[str, Any] = {
         "schema_version": files.LOAD_SCHEMA_VERSION, "cell_id": cell_id, "run_id": run_id,
         "run_date": manifest.run_date, "status": "running", "error": None,
@@ -254,9 +274,21 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         "client_settings": client_settings, "t0_ns": None, "measure_start_ns": None,
         "stop_ts_ns": None, "drain_end_ts_ns": None, "pause": None, "processes": [],
         "client_bound": False, "broker_cpu_frac": None, "started_at": utc_now_iso(),
+        "shard_placement": shard_placement, "placement_token": placement_token,
+        "cross_host_clock": False,
     }
     atomic_write_json(files.cell_json_path(cell), meta)
-    progress(f"{cell_id}: {spec.consumers} consumer(s) in {spec.shards} process(es), "
+    barrier_s = (TASKS_BARRIER_TIMEOUT_S if external else BARRIER_TIMEOUT_S) + 0.2 * spec.consumers
+    plan = {"spec": spec.model_dump(), "cell_dir": str(cell), "topic": topic,
+            "partitions": spec.partitions, "nonce": nonce.hex(), "consumer_config": consumer_cfg,
+            "descriptor_path": str(descriptor_path or default_descriptor_path()),
+            "barrier_timeout_s": barrier_s, "clock": clock.anchor(),
+            "shard_placement": shard_placement, "placement_token": placement_token}
+    # cell.json (status running) before the plan: a shard task that finds this attempt's plan
+    # also finds its cell running (shard_turn).
+    atomic_write_json(plan_path(cell), plan)
+    progress(f"{cell_id}: {spec.consumers} consumer(s) in {spec.shards} "
+             f"{'shard task(s)' if external else 'process(es)'}, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
              f"(warm-up {spec.warmup_s:g} s), topic {topic}")
 
@@ -265,8 +297,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     status, error = "failed", None
     interrupted = False
     try:
-        procs = _spawn_shards(spec, cell, logs)
-        _await_barrier(spec, cell, procs, logs)
+        procs = [] if external else _spawn_shards(spec, cell, logs)
+        _await_barrier(spec, cell, procs, logs, barrier_s, external)
         client = (ConfluentClient(producer_cfg, log) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(producer_cfg, log))
         broker_cpu0 = _broker_cpu(d)
@@ -313,12 +345,14 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         atomic_write_json(stop_path(cell), {"stop_ts_ns": stop_ts, "targets": targets})
         if interrupted:
             raise KeyboardInterrupt
-        shard_results = _await_shards(spec, cell, procs, logs)
+        shard_results = _await_shards(spec, cell, procs, logs, external)
         meta["drain_end_ts_ns"] = now_ns()
         meta["processes"] += [{k: r.get(k) for k in ("role", "shard", "pid", "host", "cpu_s",
                                                       "wall_s", "cpu_frac")}
                               for r in shard_results]
         meta["shards"] = shard_results
+        meta["cross_host_clock"] = any((r.get("clock") or {}).get("basis") == clock.WALL_CLOCK
+                                       for r in shard_results)
         failed = [r for r in shard_results if r.get("status") != "complete"]
         if failed:
             raise RunError(f"{cell_id}: consumer shard {failed[0].get('shard')} "
@@ -326,15 +360,15 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         status = "complete"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
-        _stop_shards(cell, procs, meta)
+        _stop_shards(cell, procs, meta, spec.shards if external else 0)
         raise
     except (ConfigError, ClusterError, RunError) as exc:
         error = str(exc)
-        _stop_shards(cell, procs, meta)
+        _stop_shards(cell, procs, meta, spec.shards if external else 0)
         raise
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        _stop_shards(cell, procs, meta)
+        _stop_shards(cell, procs, meta, spec.shards if external else 0)
         raise RunError(f"{cell_id}: {error}") from exc
     finally:
         files.write_table(files.sends_path(cell), log.columns(PRODUCER_ID, spec.warmup_messages),
@@ -408,24 +442,40 @@ def _shard_failure(cell: Path, k: int, logs: Path) -> str:
 
 
 def _await_barrier(spec: LoadCellSpec, cell: Path, procs: list[subprocess.Popen[bytes]],
-                   logs: Path) -> None:
-    """Wait until every shard has positioned all its consumers at the log end."""
-    deadline = time.monotonic() + BARRIER_TIMEOUT_S + 0.2 * spec.consumers
+                   logs: Path, timeout_s: float, external: bool = False) -> None:
+    """Wait until every shard has positioned all its consumers at the log end.
+
+    A shard that stopped before it was ready fails the cell at once: a process that exited
+    (``subprocess``) or a result file written without a ready file (``tasks``).
+    """
+    deadline = time.monotonic() + timeout_s
     while True:
-        if all(ready_path(cell, k).exists() for k in range(spec.shards)):
+        missing = [k for k in range(spec.shards) if not ready_path(cell, k).exists()]
+        if not missing:
             return
-        for k, p in enumerate(procs):
-            if p.poll() is not None and not ready_path(cell, k).exists():
+        for k in missing:
+            ended = (procs[k].poll() is not None) if not external else result_path(cell, k).exists()
+            if ended and not ready_path(cell, k).exists():
                 raise RunError(f"consumer shard {k} stopped before it was ready: "
                                f"{_shard_failure(cell, k, logs)}")
         if time.monotonic() > deadline:
-            raise RunError(f"consumers not positioned within {deadline:.0f} s (start barrier)")
+            if external:
+                raise RunError(
+                    f"consumer shard task(s) {', '.join(map(str, missing))} did not join within "
+                    f"{timeout_s:.0f} s (start barrier): shard placement 'tasks' needs a running "
+                    f"scheduler with {spec.shards + 1} free task slots and room in the shard "
+                    f"pool; `airflow dags test` runs one task at a time, use 'subprocess' there")
+            raise RunError(f"consumers not positioned within {timeout_s:.0f} s (start barrier)")
         time.sleep(0.02)
 
 
 def _await_shards(spec: LoadCellSpec, cell: Path, procs: list[subprocess.Popen[bytes]],
-                  logs: Path) -> list[dict[str, Any]]:
+                  logs: Path, external: bool = False) -> list[dict[str, Any]]:
     deadline = time.monotonic() + spec.drain_s + 60
+    if external:  # shard tasks elsewhere: their result files are all there is
+        while time.monotonic() < deadline and not all(
+                result_path(cell, k).exists() for k in range(spec.shards)):
+            time.sleep(0.05)
     for p in procs:
         try:
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -440,9 +490,14 @@ def _await_shards(spec: LoadCellSpec, cell: Path, procs: list[subprocess.Popen[b
     return out
 
 
-def _stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]], meta: dict[str, Any]) -> None:
-    """Tell running shards to stop (they write their rows and exit), then make sure."""
-    if not procs:
+def _stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]], meta: dict[str, Any],
+                 external_shards: int = 0) -> None:
+    """Tell running shards to stop (they write their rows and exit), then make sure.
+
+    ``external_shards``: shards started elsewhere (tasks); they are told through the stop
+    file and waited for (their result files) up to 25 s; they cannot be killed from here.
+    """
+    if not procs and not external_shards:
         return
     if not stop_path(cell).exists():
         atomic_write_json(stop_path(cell), {"stop_ts_ns": now_ns(), "targets": {}})
@@ -456,11 +511,69 @@ def _stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]], meta: dict[st
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    for k in range(len(procs)):
+    if external_shards:
+        joined = [k for k in range(external_shards) if ready_path(cell, k).exists()]
+        deadline = time.monotonic() + 25
+        while time.monotonic() < deadline and not all(result_path(cell, k).exists()
+                                                      for k in joined):
+            time.sleep(0.05)
+    for k in range(max(len(procs), external_shards)):
         doc = read_json(result_path(cell, k))
         if isinstance(doc, dict):
             meta["processes"].append({key: doc.get(key) for key in
                                       ("role", "shard", "pid", "host", "cpu_s", "wall_s", "cpu_frac")})
+
+
+def shard_turn(cell: Path, shard: int, token: str) -> str:
+    """Whether shard ``shard`` of the cell in ``cell`` (placement ``tasks``) should join now.
+
+    Returns:
+        ``"join"``: this attempt's plan (its ``placement_token`` is ``token``) is up, the cell
+        is running and waits at the start barrier, and this shard has not joined yet;
+        ``"wait"``: no plan of this attempt yet (an earlier cell is still measuring);
+        ``"done"``: this shard already joined this attempt and wrote its result;
+        ``"ended"``: this attempt's cell ended (or passed its barrier) without this shard.
+    """
+    plan = read_json(plan_path(cell))
+    meta = read_json(files.cell_json_path(cell))
+    if not isinstance(plan, dict) or plan.get("placement_token") != token \
+            or not isinstance(meta, dict) or meta.get("placement_token") != token:
+        return "wait"
+    if ready_path(cell, shard).exists():
+        return "done" if result_path(cell, shard).exists() else "ended"
+    if meta.get("status") != "running" or start_path(cell).exists() \
+            or result_path(cell, shard).exists():
+        return "ended"
+    return "join"
+
+
+def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict[str, Any]:
+    """Run shard ``shard`` of the cell in ``cell`` as a child process
+    (``python -m kafkalab.load.shard``) until it ends; its output goes to ``progress`` line by
+    line. Returns its result file (``status`` ``complete``, ``failed`` or ``interrupted``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(plugins_dir()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalab.load.shard", str(plan_path(cell)),
+                             str(shard)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            progress(line.rstrip())
+        proc.wait()
+    except BaseException:
+        proc.send_signal(signal.SIGINT)  # the shard writes its rows and its result, then exits
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    doc = read_json(result_path(cell, shard))
+    if isinstance(doc, dict):
+        return doc
+    return {"shard": shard, "status": "failed",
+            "error": f"the shard process exited with code {proc.returncode} and no result"}
 
 
 def _remove_extra_shard_files(cell: Path, shards: int) -> None:

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kafkalab.load.clock import domain as clock_domain
+from kafkalab.load.clock import offset_to
 from kafkalab.load.files import (
     LAG_SCHEMA,
     RECEIPTS_SCHEMA,
@@ -110,6 +112,7 @@ class _Receiver:
         index, shard_no, seen, next_offset = self.index, sh.shard, self.seen, self.next_offset
         n = sh.n
         rows: list[tuple[int, ...]] = []
+        clock = sh.now
         handed_at = time.monotonic()
         while not sh.finished.is_set():
             self._pause_if_due()
@@ -121,7 +124,7 @@ class _Receiver:
                 one = self.client.poll(POLL_S)
                 if one is not None:
                     msgs = [one, *self.client.consume(CONSUME_BATCH - 1, 0)]
-            t = now_ns()
+            t = clock()
             for m in msgs:
                 err = m.error()
                 if err is not None:
@@ -146,7 +149,7 @@ class _Receiver:
                     # The deliberately slow consumer (a test's fault): it takes each record
                     # only after working on the one before, so that is when it receives it.
                     time.sleep(slow_s)
-                    t = now_ns()
+                    t = clock()
                 rows.append((seq, int.from_bytes(nonce[4:8], "big"), part, off, intended,
                              send, t, dup))
             # Rows are handed to the shard's writer in batches (an Arrow batch per record
@@ -170,7 +173,7 @@ class _Receiver:
         if sh.pause_window is None:
             return
         start, end = sh.pause_window
-        now = now_ns()
+        now = sh.now()
         want = start <= now < end
         if want != self.paused:
             parts = self.client.assignment()
@@ -207,6 +210,12 @@ class _Shard:
         self.lag = ColumnWriter(lag_path(self.cell, shard), LAG_SCHEMA)
         self.receivers: list[_Receiver] = []
         self.probe: Any = None
+        self.clock_offset_ns, self.clock_basis = offset_to(plan.get("clock"))
+
+    def now(self) -> int:
+        """Now on the producer's clock (CLOCK_MONOTONIC ns of its host; see
+        :mod:`kafkalab.load.clock`)."""
+        return now_ns() + self.clock_offset_ns
 
     def write_receipts(self, consumer: int, shard: int, rows: Sequence[tuple[int, ...]],
                        warmup_messages: int) -> None:
@@ -284,7 +293,7 @@ class _Shard:
         wall0 = time.monotonic()
         for r in self.receivers:
             r.thread.start()
-        atomic_write_json(ready_path(cell, self.shard), {"pid": os.getpid(), "ts_ns": now_ns()})
+        atomic_write_json(ready_path(cell, self.shard), {"pid": os.getpid(), "ts_ns": self.now()})
         start = _wait_file(start_path(cell), timeout_s=self.plan["barrier_timeout_s"] + 30)
         if start is None:
             raise RuntimeError("the producer never started (no .start.json)")
@@ -298,7 +307,7 @@ class _Shard:
         drain_deadline: float | None = None
         cpu_stop = wall_stop = None
         while True:
-            now = now_ns()
+            now = self.now()
             if now >= next_sample:
                 self.sample_lag(now, t0)
                 next_sample += interval_ns * max(1, (now - next_sample) // interval_ns + 1)
@@ -313,8 +322,8 @@ class _Shard:
                 break
             if not any(r.thread.is_alive() for r in self.receivers) and self.targets is None:
                 raise RuntimeError("every consumer thread stopped before the producer did")
-            time.sleep(min(0.05, max(0.0, (next_sample - now_ns()) / 1e9)))
-        self.sample_lag(now_ns(), t0)
+            time.sleep(min(0.05, max(0.0, (next_sample - self.now()) / 1e9)))
+        self.sample_lag(self.now(), t0)
         self.finished.set()
         for r in self.receivers:
             r.thread.join(timeout=10)
@@ -331,6 +340,8 @@ class _Shard:
             "caught_up": {str(r.index): r.done for r in self.receivers},
             "errors": {str(r.index): r.errors for r in self.receivers if r.errors},
             "foreign_records": sum(r.foreign for r in self.receivers),
+            "clock": {"domain": clock_domain(), "basis": self.clock_basis,
+                      "offset_ns": self.clock_offset_ns},
         }
 
     def sample_lag(self, now: int, t0: int) -> None:

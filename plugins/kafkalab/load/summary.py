@@ -224,6 +224,8 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     out["broker_cpu_frac"] = meta.get("broker_cpu_frac")
     out["host_cpu_busy_frac"] = meta.get("host_cpu_busy_frac")
     out["host_busy"] = bool((meta.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC)
+    out["shard_placement"] = meta.get("shard_placement") or "subprocess"
+    out["cross_host_clock"] = bool(meta.get("cross_host_clock"))
     cluster = meta.get("cluster") or {}
     out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
     out["cluster_flavor"] = cluster.get("flavor")
@@ -316,7 +318,8 @@ def format_load_table(cells: list[dict[str, Any]]) -> str:
         if "target_rate_msgs_per_s" not in c:
             lines.append(f"{c.get('cell_id')}: {c.get('status')} {c.get('error') or ''}".rstrip())
             continue
-        flags = [f for f in ("client_bound", "host_busy", "saturated") if c.get(f)]
+        flags = [f for f in ("client_bound", "host_busy", "saturated", "cross_host_clock")
+                 if c.get(f)]
         if c.get("broker_is_emulator"):
             flags.append("EMULATOR")
         if c.get("status") != "complete":

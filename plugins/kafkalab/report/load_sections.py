@@ -370,6 +370,10 @@ def _flags(r: Any) -> str:
     if as_bool(r.get("saturated")):
         out.append('<span class="flag saturated" title="publish delay p99 above one send '
                    'interval">saturated</span>')
+    if as_bool(r.get("cross_host_clock")):
+        out.append('<span class="flag bound" title="a consumer shard ran on another host: its '
+                   'latencies are mapped through both hosts\' wall clocks and carry their '
+                   'disagreement (NTP)">cross_host_clock</span>')
     return " ".join(out)
 
 
