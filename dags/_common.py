@@ -46,8 +46,10 @@ from kafkalab.airflow.params import (
     PAYLOAD_CHOICES,
     PROFILE_CHOICES,
     SCENARIO_CHOICES,
+    SHARD_PLACEMENT_CHOICES,
 )
-from kafkalab.airflow.pools import MEASURE_POOL
+from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL
+from kafkalab.airflow.shards import ConsumeLoadShardOperator
 from kafkalab.errors import RunError
 from kafkalab.store import LabData
 
@@ -354,16 +356,19 @@ class _LoadPart:
     """The tasks of a load run's measuring and Spark part."""
 
     def __init__(self, started: Any, measured: Any, finished: Any, aggregated: Any,
-                 validated: Any) -> None:
+                 validated: Any, shards: list[Any] | None = None) -> None:
         self.started, self.measured, self.finished = started, measured, finished
         self.aggregated, self.validated = aggregated, validated
-        self.all = [started, measured, finished, aggregated, validated]
+        self.all = [started, measured, finished, aggregated, validated, *(shards or [])]
 
 
-def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None) -> _LoadPart:
+def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
+                shard_tasks: bool = False) -> _LoadPart:
     """``start_load_run -> run_load_cell[...] -> finish_load_run -> aggregate_load ->
     validate_load`` for the load run ``load_run_id`` (an XComArg). ``fixed_params``: params
-    used instead of the form's (the nightly's fan-out workload)."""
+    used instead of the form's (the nightly's fan-out workload). ``shard_tasks``: add
+    ``plan_shards -> consume_load_shard[...]``, the consumer shards as mapped tasks of their
+    own when the param ``shard_placement`` is ``tasks`` (skipped otherwise)."""
 
     def params() -> dict[str, Any]:
         if fixed_params is not None:
@@ -378,20 +383,41 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None) ->
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
         return load_tasks.start_load(params(), lab_run_id, command=command)
 
-    # One cell at a time across every DAG (the pool); its consumer shards are subprocesses.
+    # One cell at a time across every DAG (the pool); its consumer shards are subprocesses,
+    # or the consume_load_shard tasks (shard placement "tasks").
     @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ cell_label }}")
     def run_load_cell(lab_run_id: str, cell: dict[str, Any]) -> dict[str, Any]:
         """Measure one load cell: a fixed-rate producer fanning out to N consumers."""
-        get_current_context()["cell_label"] = cell.get("label")  # type: ignore[typeddict-unknown-key]
-        return load_tasks.measure_load_cell(params(), lab_run_id, cell)
+        ctx = get_current_context()
+        ctx["cell_label"] = cell.get("label")  # type: ignore[typeddict-unknown-key]
+        return load_tasks.measure_load_cell(params(), lab_run_id, cell,
+                                            token=ctx["dag_run"].run_id)
+
+    @task
+    def plan_shards(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One consumer shard task per shard of every cell (none unless the param
+        shard_placement is "tasks")."""
+        return load_tasks.shard_slots(params(), cells)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def finish_load_run(lab_run_id: str) -> dict[str, Any]:
         """Close the load run, even when some cells failed."""
         return load_tasks.close_load(lab_run_id)
 
-    started = start_load_run(load_run_id)
+    started: Any = start_load_run(load_run_id)
     measured = run_load_cell.partial(lab_run_id=load_run_id).expand(cell=started)
+    shards: list[Any] = []
+    if shard_tasks:
+        slots: Any = plan_shards(started)
+        # Beside the cell's producer (which holds the measuring pool's slot): a pool of its
+        # own. A shard of a later cell defers (no worker slot) until its cell starts.
+        consume = ConsumeLoadShardOperator.partial(
+            task_id="consume_load_shard", lab_run_id=load_run_id, pool=SHARD_POOL, retries=0,
+            map_index_template="{{ shard_label }}",
+            doc_md="One consumer shard of a cell (shard placement tasks): defers until the "
+            "cell's producer writes its plan, joins the start barrier, consumes, drains.",
+        ).expand(slot=slots)
+        shards = [slots, consume]
     finished = finish_load_run(load_run_id)
     aggregated = _spark_task("aggregate_load", load_run_id, outlets=[AGGREGATES_ASSET],
                              doc_md="Spark: the load run's samples -> load_cells, "
@@ -402,7 +428,7 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None) ->
                             "message. Result: validation/<run_id>-load.json.")
     load_run_id >> started
     measured >> finished >> aggregated >> validated
-    return _LoadPart(started, measured, finished, aggregated, validated)
+    return _LoadPart(started, measured, finished, aggregated, validated, shards)
 
 
 def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
@@ -441,6 +467,16 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                title="Consumer mode",
                                description="assign: every partition, no group; group: one "
                                "consumer group per consumer"),
+        "consumers_per_shard": Param(10, type="integer", minimum=1, maximum=200,
+                                     title="Consumers per shard",
+                                     description="consumers per consumer process (shard); a "
+                                     "cell has ceil(consumers / this) shards"),
+        "shard_placement": Param("subprocess", type="string",
+                                 enum=list(SHARD_PLACEMENT_CHOICES), title="Shard placement",
+                                 description="subprocess: a cell's shards are processes of "
+                                 "its task; tasks: each shard is a consume_load_shard task, "
+                                 "spread over the workers (needs a running scheduler and a "
+                                 "data directory shared by the workers)"),
         "pause_at_s": number(None, "Pause at (s)", "consumers pause this many seconds after "
                              "the start (empty: no pause)", nullable=True),
         "pause_for_s": number(None, "Pause for (s)", "how long the consumers stay paused",
@@ -484,7 +520,7 @@ def build_load_chain(run_prefix: str) -> None:
         raise RunError(f"load run {run_id}: an upstream task failed (see the grid)")
 
     lab_run_id: Any = name_run()
-    part = _load_tasks(lab_run_id)
+    part = _load_tasks(lab_run_id, shard_tasks=True)
     drift = check_drift(lab_run_id)
     report = publish_report(lab_run_id)
     alerts = send_alerts(lab_run_id)

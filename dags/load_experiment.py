@@ -30,6 +30,11 @@ the run is `incomplete`). `check_drift`, `publish_report` and `send_alerts` run 
 `verify_outcome` runs only when a task failed (`one_failed`) and fails itself, so the DAG run
 is marked failed; in a healthy run it is *skipped*.
 
+**Shard placement** `tasks`: each consumer shard is a `consume_load_shard` task of its own
+(pool `kafkalab_shards`, a sensor that waits rescheduled until its cell starts), so on a
+Celery or Kubernetes deployment one cell's consumers spread over the workers; the workers
+must share the data directory. Needs a running scheduler (not `airflow dags test`).
+
 **One measurement at a time.** `start_load_run` and `run_load_cell` run in the one-slot pool
 `kafkalab_measure`, shared with the latency DAGs. The report shows the run's page: rx rate
 and loss vs consumers per rate (acks side by side), latency vs throughput with the knee, lag

@@ -15,7 +15,10 @@ triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a C
    send the ``run_failed`` alert (the DAG's failure callback, run by the dag-processor);
 4. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
 
-Runtime ~3-4 min (two start-ups, two Spark jobs, one retry of check_cluster).
+5. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
+   consumer shard of its two cells is a ``consume_load_shard`` task of its own.
+
+Runtime ~5-6 min (two start-ups, four Spark jobs, one retry of check_cluster).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from kafkalab import procs
 from kafkalab.airflow import launcher
 from kafkalab.airflow.run_ids import dag_lab_run_id
 from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.drift.load import load_validation
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
@@ -120,26 +124,36 @@ def _session(home: Path) -> requests.Session:
     return s
 
 
-def _trigger(s: requests.Session, logical_date: str, conf: dict[str, Any]) -> str:
-    resp = s.post(f"{API}/api/v2/dags/{DAG}/dagRuns",
+def _trigger(s: requests.Session, logical_date: str, conf: dict[str, Any], dag: str = DAG) -> str:
+    resp = s.post(f"{API}/api/v2/dags/{dag}/dagRuns",
                   json={"logical_date": logical_date, "conf": conf}, timeout=30)
     assert resp.status_code == 200, resp.text
     return str(resp.json()["dag_run_id"])
 
 
-def _wait(s: requests.Session, run_id: str) -> dict[str, Any]:
+def _wait(s: requests.Session, run_id: str, dag: str = DAG) -> dict[str, Any]:
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while True:
-        run = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{run_id}", timeout=30).json()
+        run = s.get(f"{API}/api/v2/dags/{dag}/dagRuns/{run_id}", timeout=30).json()
         if run["state"] in ("success", "failed"):
             return dict(run)
         assert time.monotonic() < deadline, f"run {run_id} still {run['state']}"
         time.sleep(3)
 
 
-def _task_instances(s: requests.Session, run_id: str) -> dict[tuple[str, int], str]:
-    tis = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances", timeout=30).json()
+def _task_instances(s: requests.Session, run_id: str, dag: str = DAG) -> dict[tuple[str, int], str]:
+    tis = s.get(f"{API}/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances", timeout=30).json()
     return {(t["task_id"], t["map_index"]): t["state"] for t in tis["task_instances"]}
+
+
+def _unpause(s: requests.Session, dag: str) -> None:
+    """Wait until the dag-processor has parsed ``dag`` (paused at creation), unpause it."""
+    deadline = time.monotonic() + 120
+    while (resp := s.get(f"{API}/api/v2/dags/{dag}", timeout=30)).status_code != 200:
+        assert time.monotonic() < deadline, resp.text
+        time.sleep(2)
+    assert s.patch(f"{API}/api/v2/dags/{dag}", json={"is_paused": False},
+                   timeout=30).status_code == 200
 
 
 def _conf(cluster: Path) -> dict[str, Any]:
@@ -158,13 +172,7 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" not in env  # dags test keeps SQLite
 
     s = _session(stack["home"])
-    # the dag-processor has parsed the DAG; it is paused at creation
-    deadline = time.monotonic() + 120
-    while (resp := s.get(f"{API}/api/v2/dags/{DAG}", timeout=30)).status_code != 200:
-        assert time.monotonic() < deadline, resp.text
-        time.sleep(2)
-    assert s.patch(f"{API}/api/v2/dags/{DAG}", json={"is_paused": False},
-                   timeout=30).status_code == 200
+    _unpause(s, DAG)
 
     good = _trigger(s, "2026-11-20T00:00:00Z", _conf(stack["lab"] / "cluster.yaml"))
 
@@ -225,6 +233,48 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
     # the worker, not the scheduler, ran the tasks: its log has received check_cluster
     worker_log = (stack["home"] / "celery-worker.log").read_text(errors="replace")
     assert "check_cluster" in worker_log, worker_log[-3000:]
+
+
+def test_celery_runs_a_cells_consumer_shards_as_tasks_of_their_own(stack: dict[str, Any]) -> None:
+    """load_experiment with shard placement "tasks" on the Celery stack: two cells (2
+    consumers, one per shard) one at a time; each shard is a consume_load_shard task that
+    waits (rescheduled) for its cell's plan, joins the start barrier and consumes, in a task
+    process of its own; every consumer holds every acked message; Spark and GX pass."""
+    s = _session(stack["home"])
+    _unpause(s, "load_experiment")
+    conf = {"consumers": [2], "rates": [40, 60], "acks": ["1"], "duration_s": 4,
+            "warmup_s": 1, "consumers_per_shard": 1, "shard_placement": "tasks",
+            "cluster_descriptor": str(stack["lab"] / "cluster.yaml")}
+    run_id = _trigger(s, "2026-11-22T00:00:00Z", conf, dag="load_experiment")
+    run = _wait(s, run_id, dag="load_experiment")
+    states = _task_instances(s, run_id, dag="load_experiment")
+    assert run["state"] == "success", states
+    assert {k: v for k, v in states.items() if k[0] == "consume_load_shard"} == {
+        ("consume_load_shard", i): "success" for i in range(4)}, states
+    assert states[("run_load_cell", 0)] == states[("run_load_cell", 1)] == "success"
+    lab = LabData(stack["data"])
+    lab_run = dag_lab_run_id("load_experiment", run_id)
+    manifest = lab.manifest(lab_run)
+    assert manifest is not None and manifest["status"] == "complete", manifest
+    cells = sorted(lab.root.glob(f"load/run_date=*/run_id={lab_run}/cell=*/cell.json"))
+    assert len(cells) == 2
+    for path in cells:
+        meta = json.loads(path.read_text())
+        assert meta["status"] == "complete" and meta["shard_placement"] == "tasks", meta
+        assert meta["placement_token"] == run_id
+        pids = {p["role"] + str(p["shard"]): p["pid"] for p in meta["processes"]}
+        assert set(pids) == {"producerNone", "consumer-shard0", "consumer-shard1"}
+        assert len(set(pids.values())) == 3  # three processes of three tasks
+        assert not meta["cross_host_clock"]  # one host: the same monotonic clock
+        assert all(r["clock"]["basis"] == "same_host" for r in meta["shards"])
+        summary = meta["summary"]
+        assert summary["failing_clients"] == 0 and summary["loss_pct"] == 0, summary
+        assert summary["expected_msgs"] > 0 and summary["consumers"] == 2
+        assert [c["missing_msgs"] for c in summary["consumers_detail"]] == [0, 0], summary
+    validation = load_validation(lab, lab_run)
+    assert validation is not None and validation["success"] is True
+    worker_log = (stack["home"] / "celery-worker.log").read_text(errors="replace")
+    assert "consume_load_shard" in worker_log, worker_log[-3000:]
 
 
 def test_down_stops_exactly_what_up_started(stack: dict[str, Any]) -> None:

@@ -32,8 +32,9 @@ TASKS = {
     "latency_experiment": CHAIN,
     "nightly_latency_regression": (*CHAIN, "name_load_run", *LOAD_PART, "name_fault_run",
                                    *FAULT_PART),
-    "load_experiment": ("name_run", *LOAD_PART, "check_drift", "publish_report",
-                        "send_alerts", "verify_outcome"),
+    "load_experiment": ("name_run", *LOAD_PART[:2], "plan_shards", "consume_load_shard",
+                        *LOAD_PART[2:], "check_drift", "publish_report", "send_alerts",
+                        "verify_outcome"),
     "resilience_experiment": ("name_run", *FAULT_PART, "publish_report", "send_alerts",
                               "verify_outcome"),
 }
@@ -313,7 +314,10 @@ def test_load_params_form(parsed: dict[str, Any]) -> None:
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"consumers", "rates", "acks", "duration_s", "warmup_s", "payload",
                       "profile", "client", "partitions", "consumer_mode", "pause_at_s",
-                      "pause_for_s", "cluster_descriptor"}
+                      "pause_for_s", "cluster_descriptor", "consumers_per_shard",
+                      "shard_placement"}
+    assert p["shard_placement"].schema["enum"] == ["subprocess", "tasks"]
+    assert p["shard_placement"].value == "subprocess"
     assert p["consumers"].schema["items"]["type"] == "integer"
     assert p["acks"].schema["items"]["enum"] == ["0", "1", "all"]
     assert p["client"].schema["enum"] == list(LOAD_CLIENTS)
@@ -409,7 +413,36 @@ def test_every_cluster_task_of_every_dag_is_in_the_one_measuring_pool(
         dag = bag.dags[dag_id]
         for tid in IN_POOL[dag_id]:
             assert dag.get_task(tid).pool_slots == 1, (dag_id, tid)
-        assert {t.pool for t in dag.tasks if t.task_id not in CLUSTER_TASKS} == {"default_pool"}
+        assert {t.pool for t in dag.tasks if t.task_id not in CLUSTER_TASKS
+                and t.task_id != "consume_load_shard"} == {"default_pool"}
+
+
+def test_consumer_shard_tasks_wait_in_their_own_pool_beside_the_cell(
+        parsed: dict[str, Any]) -> None:
+    """load_experiment's shard tasks (shard placement "tasks"): mapped over plan_shards, a
+    deferring operator (a waiting shard holds no slot) in the shard pool, since they run
+    beside the cell's producer, which holds the measuring pool's one slot; never retried (a
+    shard cannot rejoin a barrier it missed); not upstream of finish_load_run (which closes
+    the run a waiting shard task watches), but judged by verify_outcome."""
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    from kafkalab.airflow.pools import SHARD_POOL
+    from kafkalab.airflow.shards import ConsumeLoadShardOperator
+
+    dag = parsed["bag"].dags["load_experiment"]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    shard = dag.get_task("consume_load_shard")
+    assert isinstance(shard, MappedOperator)
+    assert shard.pool == SHARD_POOL and shard.pool_slots == 1
+    assert shard.operator_class is ConsumeLoadShardOperator
+    assert shard.map_index_template == "{{ shard_label }}"
+    assert shard.partial_kwargs.get("retries") == 0
+    assert up["plan_shards"] == {"start_load_run"}
+    assert up["consume_load_shard"] == {"plan_shards", "name_run"}
+    assert "consume_load_shard" not in up["finish_load_run"]
+    assert "consume_load_shard" in up["verify_outcome"]
+    nightly = parsed["bag"].dags["nightly_latency_regression"]
+    assert "consume_load_shard" not in nightly.task_ids  # a fixed workload, subprocess shards
 
 
 def test_outlets_are_assets(parsed: dict[str, Any]) -> None:

@@ -143,7 +143,7 @@ def test_celery_adds_a_worker_and_its_broker(tmp_path: Path) -> None:
                          celery_broker_url="redis://:pw@127.0.0.1:16379/0")
     assert celery["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
     assert celery["AIRFLOW__CELERY__BROKER_URL"] == "redis://:pw@127.0.0.1:16379/0"
-    assert celery["AIRFLOW__CELERY__WORKER_CONCURRENCY"] == "2"
+    assert celery["AIRFLOW__CELERY__WORKER_CONCURRENCY"] == "4"
 
 
 def test_status_names_the_executor_from_the_worker_pid_file(

@@ -89,8 +89,9 @@ def test_start_and_measure_call_the_engine(lab: LabData, monkeypatch: pytest.Mon
                 "cells": [c.model_dump() for c in req.cells]}
 
     def run(data_dir: object, run_id: str, spec: dict[str, object], descriptor: object = None,
-            progress: object = None) -> dict[str, object]:
+            progress: object = None, **kwargs: object) -> dict[str, object]:
         seen["run"] = (data_dir, run_id, spec)
+        seen["placement"] = kwargs
         return {"cell_id": "c", "status": "complete", "e2e_p99_ms": 3.0}
 
     monkeypatch.setattr(engine, "start_load_run", start)
@@ -102,6 +103,10 @@ def test_start_and_measure_call_the_engine(lab: LabData, monkeypatch: pytest.Mon
     out = load_tasks.measure_load_cell(FORM, "load-x", cells[0])
     assert out["status"] == "complete"
     assert seen["run"] == (lab.root, "load-x", cells[0]["spec"])
+    assert seen["placement"] == {"shard_placement": "subprocess", "placement_token": None}
+    load_tasks.measure_load_cell({**FORM, "shard_placement": "tasks"}, "load-x", cells[0],
+                                 token="manual__1")
+    assert seen["placement"] == {"shard_placement": "tasks", "placement_token": "manual__1"}
     monkeypatch.setattr(engine, "run_load_cell", lambda *a, **k: {
         "cell_id": "c", "status": "failed", "error": "shard 0 died"})
     with pytest.raises(RunError, match="cell c failed: shard 0 died"):
@@ -153,3 +158,142 @@ def test_a_failed_load_validation_that_wrote_its_result_is_fresh(lab: LabData) -
     assert tasks.mark_recomputed("load-r1", "validation", written_since_s=t0)
     manifest = lab.manifest("load-r1")
     assert manifest is not None and manifest["stale_outputs"] == []
+
+
+# ---------------------------------------------------------------- shard placement "tasks"
+
+
+def test_shard_placement_param_is_checked() -> None:
+    assert load_tasks.shard_placement({}) == "subprocess"
+    assert load_tasks.shard_placement({"shard_placement": "tasks"}) == "tasks"
+    with pytest.raises(ConfigError, match=r"param shard_placement: 'hosts' is not one of "
+                                          r"subprocess, tasks"):
+        load_tasks.shard_placement({"shard_placement": "hosts"})
+
+
+def test_the_form_choices_are_the_engines() -> None:
+    from kafkalab.airflow.params import SHARD_PLACEMENT_CHOICES
+    from kafkalab.load.engine import SHARD_PLACEMENTS
+
+    assert SHARD_PLACEMENT_CHOICES == SHARD_PLACEMENTS
+
+
+def test_one_shard_task_per_shard_of_every_cell_in_cell_order() -> None:
+    form = {**FORM, "consumers": [3, 1], "rates": [100], "acks": ["1"],
+            "consumers_per_shard": 2}
+    cells = [{"spec": c.model_dump(), "label": load_tasks.cell_label(c.model_dump())}
+             for c in load_tasks.load_cells(form)]
+    assert load_tasks.shard_slots(form, cells) == []  # subprocess: the mapped task is skipped
+    slots = load_tasks.shard_slots({**form, "shard_placement": "tasks"}, cells)
+    assert [(s["cell_id"], s["shard"]) for s in slots] == [
+        ("confluent-kafka.1kb.default.acks-1.c3.r100.p2", 0),
+        ("confluent-kafka.1kb.default.acks-1.c3.r100.p2", 1),
+        ("confluent-kafka.1kb.default.acks-1.c1.r100.p2", 0)]
+    assert slots[1]["label"] == "3 consumers × 100 msg/s, acks 1, 1kb · shard 2/2"
+    assert slots[2]["spec"] == cells[1]["spec"]
+
+
+def test_a_cell_needing_more_task_slots_than_there_are_is_refused_before_it_runs() -> None:
+    cells = load_tasks.load_cells({**FORM, "consumers": [6], "rates": [100], "acks": ["1"],
+                                   "consumers_per_shard": 2})  # 3 shards + the producer
+    load_tasks.check_task_slots(cells, parallelism=4, pool_slots=16)
+    with pytest.raises(ConfigError, match=r"needs 4 tasks at once \(its producer and 3 shard "
+                                          r"tasks\) but \[core\] parallelism is 3"):
+        load_tasks.check_task_slots(cells, parallelism=3, pool_slots=16)
+    with pytest.raises(ConfigError, match=r"3 shard tasks at once but the pool "
+                                          r"kafkalab_shards has 2 slots"):
+        load_tasks.check_task_slots(cells, parallelism=32, pool_slots=2)
+
+
+def _slot(cell_id: str = "c1", shard: int = 0) -> dict[str, object]:
+    return {"cell_id": cell_id, "shard": shard, "spec": {}, "label": "c1 · shard 1/1"}
+
+
+def _started_run(lab: LabData, status: str = "running") -> Path:
+    from kafkalab.load import files
+
+    atomic_write_json(lab.manifest_path("load-r1"), {
+        "run_id": "load-r1", "started_at": "2026-11-22T00:00:00Z", "command": "t",
+        "workload": {}, "profiles": {}, "scenarios": [], "payloads": [], "cluster": {},
+        "versions": {}, "status": status, "run_date": "2026-11-22", "kind": "load"})
+    return files.cell_dir(lab.root, "2026-11-22", "load-r1", "c1")
+
+
+def test_a_shard_task_waits_while_its_cell_has_not_started(lab: LabData) -> None:
+    """No run yet, or the run running but this attempt's plan not up (an earlier cell
+    measures, or an older DAG run's plan is there): None, the sensor is rescheduled."""
+    from kafkalab.load.shard import plan_path
+
+    assert load_tasks.consume_load_shard("load-r1", _slot(), token="run-2") is None
+    cell = _started_run(lab)
+    assert load_tasks.consume_load_shard("load-r1", _slot(), token="run-2") is None
+    cell.mkdir(parents=True)
+    atomic_write_json(cell / "cell.json", {"status": "complete", "placement_token": "run-1"})
+    atomic_write_json(plan_path(cell), {"placement_token": "run-1"})
+    assert load_tasks.consume_load_shard("load-r1", _slot(), token="run-2") is None
+
+
+def test_a_shard_task_of_a_run_that_closed_without_its_cell_is_skipped(lab: LabData) -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    _started_run(lab, status="incomplete")
+    with pytest.raises(AirflowSkipException, match="load run load-r1 closed: cell c1 never"):
+        load_tasks.consume_load_shard("load-r1", _slot(), token="run-2")
+
+
+def test_a_shard_task_whose_cell_ended_without_it_is_skipped(lab: LabData) -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafkalab.load.shard import plan_path
+
+    cell = _started_run(lab)
+    cell.mkdir(parents=True)
+    atomic_write_json(cell / "cell.json", {"status": "failed", "placement_token": "run-2"})
+    atomic_write_json(plan_path(cell), {"placement_token": "run-2"})
+    with pytest.raises(AirflowSkipException, match="cell c1 ended before shard 0 joined"):
+        load_tasks.consume_load_shard("load-r1", _slot(), token="run-2")
+
+
+def test_a_shard_task_that_already_ran_returns_its_result(lab: LabData) -> None:
+    """A re-poke after the shard ended (a worker lost the poke's answer) neither runs the
+    shard again nor loses its verdict."""
+    from kafkalab.load.shard import plan_path, ready_path, result_path
+
+    cell = _started_run(lab)
+    cell.mkdir(parents=True)
+    atomic_write_json(cell / "cell.json", {"status": "complete", "placement_token": "run-2"})
+    atomic_write_json(plan_path(cell), {"placement_token": "run-2"})
+    atomic_write_json(ready_path(cell, 0), {"pid": 1})
+    atomic_write_json(result_path(cell, 0), {"shard": 0, "status": "complete", "unique": {"0": 9}})
+    assert load_tasks.consume_load_shard("load-r1", _slot(), token="run-2") == {
+        "shard": 0, "status": "complete", "unique": {"0": 9}}
+    atomic_write_json(result_path(cell, 0), {"shard": 0, "status": "failed", "error": "boom"})
+    with pytest.raises(RunError, match="shard 0 of cell c1 failed: boom"):
+        load_tasks.consume_load_shard("load-r1", _slot(), token="run-2")
+
+
+def test_the_trigger_fires_once_the_shard_may_join_and_round_trips(lab: LabData) -> None:
+    """ShardTurnTrigger (run by the triggerer) polls until this DAG run's plan is up."""
+    import asyncio
+
+    from kafkalab.airflow.shards import ShardTurnTrigger
+    from kafkalab.load.shard import plan_path
+
+    cell = _started_run(lab)
+    trigger = ShardTurnTrigger("load-r1", _slot(), "run-2", str(lab.root), poll_s=0.01)
+    path, kwargs = trigger.serialize()
+    assert path == "kafkalab.airflow.shards.ShardTurnTrigger"
+    assert ShardTurnTrigger(**kwargs).serialize() == (path, kwargs)
+
+    async def first_event() -> object:
+        gen = trigger.run()
+        task = asyncio.ensure_future(gen.__anext__())
+        await asyncio.sleep(0.05)
+        assert not task.done()  # no plan yet: still waiting
+        cell.mkdir(parents=True)
+        atomic_write_json(cell / "cell.json", {"status": "running", "placement_token": "run-2"})
+        atomic_write_json(plan_path(cell), {"placement_token": "run-2"})
+        return await asyncio.wait_for(task, timeout=30)
+
+    event = asyncio.run(first_event())
+    assert event.payload == {"state": "join"}  # type: ignore[attr-defined]

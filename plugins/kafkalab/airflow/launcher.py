@@ -58,7 +58,7 @@ from typing import IO, Any
 
 from kafkalab import procs
 from kafkalab.airflow import postgres, redis_server
-from kafkalab.airflow.pools import MEASURE_POOL, ensure_measure_pool
+from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL, ensure_measure_pool
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.paths import airflow_home, dags_dir, data_dir, plugins_dir
 from kafkalab.progress import Progress
@@ -81,7 +81,8 @@ CELERY_WORKER: dict[str, list[str]] = {
                       "--without-mingle"],
 }
 """The fifth component of ``up --executor celery`` (its concurrency:
-``AIRFLOW__CELERY__WORKER_CONCURRENCY``, 2 here)."""
+``AIRFLOW__CELERY__WORKER_CONCURRENCY``, 4 here, as ``[core] parallelism``: a load cell
+with shard placement ``tasks`` runs its producer and shard tasks at once)."""
 ALL_COMPONENTS: dict[str, list[str]] = {**COMPONENTS, **CELERY_WORKER}
 """Every component ``up`` may start, in start order (``down`` stops them in reverse)."""
 EXECUTORS: dict[str, str] = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
@@ -233,7 +234,7 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = db_url
     if celery_broker_url:
         env["AIRFLOW__CELERY__BROKER_URL"] = celery_broker_url
-        env.setdefault("AIRFLOW__CELERY__WORKER_CONCURRENCY", "2")
+        env.setdefault("AIRFLOW__CELERY__WORKER_CONCURRENCY", "4")
     env.setdefault("KAFKALAB_DATA_DIR", str(data_dir()))
     if with_secrets:
         s = _secrets(af_home)
@@ -385,7 +386,7 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
         broker = redis_server.broker_url(redis_dir(af_home), int(rd["port"]))
     env = airflow_env(af_home, base=base, db_url=db_url, celery_broker_url=broker)
     progress(f"airflow home {af_home}; migrating the database (PostgreSQL "
-             f"{HOST}:{pg['port']}), pool {MEASURE_POOL} …")
+             f"{HOST}:{pg['port']}), pools {MEASURE_POOL} and {SHARD_POOL} …")
     prepare_db(env)
     password = _ensure_password(af_home)
     airflow = _airflow_bin(env)

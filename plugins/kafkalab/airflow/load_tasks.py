@@ -9,21 +9,31 @@ parsed reads no file and starts nothing. The chain (see ``docs/airflow.md``)::
       -> finish_load_run (all_done) -> aggregate_load (Spark) -> validate_load (Spark + GX)
       -> check_drift -> publish_report -> verify_load_outcome
 
-Inside a cell the engine starts its consumer shards as subprocesses of the ``run_load_cell``
-task (the start barrier is between those processes and the producer): the shards of one cell
-always run on the worker that runs the cell.
+Where a cell's consumer shards run is the ``shard_placement`` param:
+
+- ``subprocess`` (default): the engine starts them as processes of the ``run_load_cell`` task,
+  on the worker that runs the cell. Works everywhere, ``airflow dags test`` included.
+- ``tasks``: each shard is a mapped task of its own, ``consume_load_shard``
+  (:class:`kafkalab.airflow.shards.ConsumeLoadShardOperator`, pool ``kafkalab_shards``), so
+  on a Celery or Kubernetes deployment the shards of one cell spread over the workers. A
+  shard task defers (holding no slot; the triggerer watches the cell's files) until the
+  producer of its cell (``run_load_cell``) has written this attempt's plan, then joins the
+  start barrier (:func:`kafkalab.load.engine.shard_turn`) and runs the shard.
+  The workers must share the data directory (the barrier and the rows are files there).
+  Needs a running scheduler: ``airflow dags test`` runs one task at a time, so the producer
+  would wait at the barrier alone (it fails after the barrier timeout, saying so).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.errors import ConfigError, RunError
-from kafkalab.store import LabData
+from kafkalab.store import LabData, read_json
 from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
@@ -118,16 +128,146 @@ def start_load(params: Mapping[str, Any], run_id: str,
     from kafkalab.load.engine import start_load_run
 
     req = build_load_request(params, run_id, command)
+    if shard_placement(params) == "tasks":
+        from airflow.sdk.configuration import conf
+
+        from kafkalab.airflow.pools import SHARD_POOL_SLOTS
+
+        check_task_slots(req.cells, conf.getint("core", "parallelism"), SHARD_POOL_SLOTS)
     started = start_load_run(req, progress=log.info)
     cells = [{"spec": dict(jsonable(s)), "label": cell_label(s)} for s in started["cells"]]
     log.info("load run %s started: %d cell(s)", run_id, len(cells))
     return cells
 
 
+def shard_placement(params: Mapping[str, Any]) -> str:
+    """The ``shard_placement`` param (default ``subprocess``), checked.
+
+    Raises:
+        ConfigError: not one of :data:`kafkalab.load.engine.SHARD_PLACEMENTS`.
+    """
+    from kafkalab.load.engine import SHARD_PLACEMENTS
+
+    value = str(params.get("shard_placement") or "subprocess")
+    if value not in SHARD_PLACEMENTS:
+        raise ConfigError(f"param shard_placement: {value!r} is not one of "
+                          + ", ".join(SHARD_PLACEMENTS))
+    return value
+
+
+def check_task_slots(cells: list[LoadCellSpec], parallelism: int, pool_slots: int) -> None:
+    """With shard placement ``tasks`` a cell's producer and all its shard tasks run at once:
+    refuse a cell that needs more than the executor or the shard pool can give.
+
+    Raises:
+        ConfigError: one line naming the cell, what it needs and the setting to raise.
+    """
+    for spec in cells:
+        if spec.shards > pool_slots:
+            raise ConfigError(
+                f"cell {spec.consumers} consumers needs {spec.shards} shard tasks at once but "
+                f"the pool kafkalab_shards has {pool_slots} slots: raise consumers_per_shard "
+                f"or the pool's slots")
+        if spec.shards + 1 > parallelism:
+            raise ConfigError(
+                f"cell {spec.consumers} consumers needs {spec.shards + 1} tasks at once (its "
+                f"producer and {spec.shards} shard tasks) but [core] parallelism is "
+                f"{parallelism}: raise consumers_per_shard or AIRFLOW__CORE__PARALLELISM")
+
+
+def shard_slots(params: Mapping[str, Any],
+                cells: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The consumer shard tasks of a started load run (shard placement ``tasks``): one per
+    shard of every cell, in cell order, ``{"cell_id", "spec", "shard", "label"}``. Empty with
+    placement ``subprocess`` (the mapped task is then skipped)."""
+    if shard_placement(params) != "tasks":
+        return []
+    from kafkalab.load.engine import effective_profile
+    from kafkalab.load.spec import LoadCellSpec
+
+    out = []
+    for cell in cells:
+        spec = LoadCellSpec(**dict(cell["spec"]))
+        cell_id = spec.cell_id(effective_profile(spec).producer.acks)
+        for k in range(spec.shards):
+            out.append({"cell_id": cell_id, "spec": dict(cell["spec"]), "shard": k,
+                        "label": f"{cell.get('label')} · shard {k + 1}/{spec.shards}"})
+    return out
+
+
+def shard_state(run_id: str, slot: Mapping[str, Any], token: str,
+                data_dir: Path | str | None = None) -> tuple[str, Path | None]:
+    """Where the shard of ``slot`` stands: ``(state, cell_dir)``.
+
+    ``state`` is :func:`kafkalab.load.engine.shard_turn`'s (``wait``, ``join``, ``done``,
+    ``ended``), or ``closed`` when the run is no longer running and this attempt's plan of
+    the cell never came up. No run manifest yet: ``wait``. Reads three small files; cheap
+    enough for a trigger to call every second.
+    """
+    from kafkalab.load import files
+    from kafkalab.load.engine import shard_turn
+    from kafkalab.samples import Manifest
+
+    lab = LabData(data_dir)
+    if not lab.manifest_path(run_id).is_file():
+        return "wait", None
+    manifest = Manifest.load(lab.root, run_id)
+    cell = files.cell_dir(lab.root, manifest.run_date, run_id, str(slot["cell_id"]))
+    turn = shard_turn(cell, int(slot["shard"]), token)
+    if turn == "wait" and manifest.status != "running":
+        return "closed", cell
+    return turn, cell
+
+
+def consume_load_shard(run_id: str, slot: Mapping[str, Any], token: str) -> dict[str, Any] | None:
+    """Run a consumer shard task once: ``None`` while its cell has not started (the task then
+    defers to :class:`kafkalab.airflow.shards.ShardTurnTrigger`, holding no slot); else it
+    runs the shard to its end and returns the shard's result.
+
+    ``token`` is the Airflow DAG run id, which the cell's producer writes into its plan
+    (``placement_token``), so a plan of another run of the same lab run id is never joined.
+
+    Raises:
+        AirflowSkipException: the cell ended without this shard (its producer failed first;
+            the cell's own task says why), or the run closed before the cell started.
+        RunError: the shard failed (its rows are kept; the cell fails too).
+    """
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafkalab.load.engine import run_shard_process
+    from kafkalab.load.shard import result_path
+
+    k = int(slot["shard"])
+    state, cell = shard_state(run_id, slot, token)
+    if state == "wait":
+        return None
+    if state == "closed":
+        raise AirflowSkipException(f"load run {run_id} closed: cell {slot['cell_id']} never "
+                                   f"started this shard")
+    if state == "ended":
+        raise AirflowSkipException(f"cell {slot['cell_id']} ended before shard {k} joined; "
+                                   "see its run_load_cell task")
+    assert cell is not None
+    if state == "done":
+        doc = read_json(result_path(cell, k))
+        result = dict(doc) if isinstance(doc, dict) else {"status": "failed"}
+    else:
+        log.info("joining cell %s as shard %d", slot["cell_id"], k)
+        result = run_shard_process(cell, k, progress=log.info)
+    log.info("shard %d of %s: %s, unique %s", k, slot["cell_id"], result.get("status"),
+             result.get("unique"))
+    if result.get("status") != "complete":
+        raise RunError(f"shard {k} of cell {slot['cell_id']} {result.get('status')}: "
+                       f"{result.get('error')}")
+    return dict(jsonable(result))
+
+
 def measure_load_cell(params: Mapping[str, Any], run_id: str,
-                      cell: Mapping[str, Any]) -> dict[str, Any]:
-    """Measure one cell of a started load run (its consumer shards are subprocesses of this
-    task). Returns the cell's JSON summary.
+                      cell: Mapping[str, Any], token: str | None = None) -> dict[str, Any]:
+    """Measure one cell of a started load run. Returns the cell's JSON summary.
+
+    Its consumer shards are subprocesses of this task, or (``shard_placement`` ``tasks``)
+    the ``consume_load_shard`` tasks, which join through the plan marked with ``token``.
 
     Raises:
         RunError: the cell failed (what it measured is kept; the run will be incomplete).
@@ -136,7 +276,8 @@ def measure_load_cell(params: Mapping[str, Any], run_id: str,
 
     descriptor = ClusterConnection().descriptor_path(params.get("cluster_descriptor"))
     summary = run_load_cell(LabData().root, run_id, dict(cell["spec"]), descriptor,
-                            progress=log.info)
+                            progress=log.info, shard_placement=shard_placement(params),
+                            placement_token=token)
     out = dict(jsonable(summary))
     log.info("cell %s: %s, achieved %s msg/s, rx avg %s, loss %s %%, e2e p99 %s ms",
              out.get("cell_id"), out.get("status"), out.get("achieved_rate_msgs_per_s"),

@@ -36,5 +36,9 @@ CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
 """How a load cell's consumers read: ``assign`` every partition, no group (default), or one
 consumer group per consumer."""
 
+SHARD_PLACEMENT_CHOICES: tuple[str, ...] = ("subprocess", "tasks")
+"""Where a load cell's consumer shards run (:data:`kafkalab.load.engine.SHARD_PLACEMENTS`,
+kept in step by a unit test): processes of the cell's task, or mapped tasks of their own."""
+
 __all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
-           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES"]
+           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES", "SHARD_PLACEMENT_CHOICES"]

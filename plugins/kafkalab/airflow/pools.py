@@ -12,14 +12,20 @@ A scheduler does not start tasks of a pool that does not exist (they wait, logge
 "non-existent pool"); ``airflow dags test`` runs tasks one at a time in-process and does not
 check pools.
 
+A second pool, :data:`SHARD_POOL`, holds the consumer shard tasks of a load cell (shard
+placement ``tasks``): they run beside the cell's producer, which holds the measuring slot.
+
 Cheap to import (the constants are read while a DAG file is parsed); only
 :func:`ensure_measure_pool` starts a process.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 MEASURE_POOL = "kafkalab_measure"
 """Name of the pool every cluster-loading task runs in."""
@@ -41,11 +47,25 @@ one fault trial on it. The fault cluster is a cluster of its own, but it shares 
 cores: a trial measured beside a latency cell would distort both."""
 
 
+SHARD_POOL = "kafkalab_shards"
+"""Name of the pool of the consumer shard tasks (``consume_load_shard``; shard placement
+``tasks``). They run *beside* the cell's producer, which holds :data:`MEASURE_POOL`'s slot, so
+they cannot share that pool."""
+
+SHARD_POOL_SLOTS = 16
+"""Slots of :data:`SHARD_POOL`: the most shard tasks one cell may have (a cell with more is
+refused by ``start_load_run``). A waiting shard task is rescheduled and holds no slot."""
+
+SHARD_POOL_DESCRIPTION = ("Kafka Latency Lab: consumer shard tasks of a load cell, beside its "
+                          "producer (shard placement 'tasks').")
+
+
 def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",
                         timeout_s: float = 120) -> None:
-    """Create (or reset to one slot) :data:`MEASURE_POOL` in the metadata DB of ``env``.
+    """Create (or reset to one slot) :data:`MEASURE_POOL`, and create (or reset)
+    :data:`SHARD_POOL`, in the metadata DB of ``env``.
 
-    Runs ``airflow pools set`` (idempotent, ~2 s); the DB must be migrated first.
+    Runs ``airflow pools import`` of both (idempotent, ~2 s); the DB must be migrated first.
 
     Args:
         env: the environment of the lab's Airflow processes (``AIRFLOW_HOME`` etc.).
@@ -55,9 +75,14 @@ def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",
     Raises:
         subprocess.CalledProcessError: the command failed (its stderr is in the exception).
     """
-    subprocess.run([airflow_bin, "pools", "set", MEASURE_POOL, str(MEASURE_POOL_SLOTS),
-                    MEASURE_POOL_DESCRIPTION],
-                   env=dict(env), check=True, capture_output=True, text=True, timeout=timeout_s)
+    pools = {MEASURE_POOL: {"slots": MEASURE_POOL_SLOTS, "description": MEASURE_POOL_DESCRIPTION},
+             SHARD_POOL: {"slots": SHARD_POOL_SLOTS, "description": SHARD_POOL_DESCRIPTION}}
+    with tempfile.TemporaryDirectory(prefix="kafkalab-pools-") as tmp:
+        path = Path(tmp) / "pools.json"
+        path.write_text(json.dumps(pools))
+        subprocess.run([airflow_bin, "pools", "import", str(path)],
+                       env=dict(env), check=True, capture_output=True, text=True,
+                       timeout=timeout_s)
 
 
 __all__ = [
@@ -65,5 +90,8 @@ __all__ = [
     "MEASURE_POOL",
     "MEASURE_POOL_DESCRIPTION",
     "MEASURE_POOL_SLOTS",
+    "SHARD_POOL",
+    "SHARD_POOL_DESCRIPTION",
+    "SHARD_POOL_SLOTS",
     "ensure_measure_pool",
 ]

@@ -419,9 +419,16 @@ def _cpu() -> float:
     return cpu_seconds()
 
 
-def _spawn_shards(spec: LoadCellSpec, cell: Path, logs: Path) -> list[subprocess.Popen[bytes]]:
+def _shard_env() -> dict[str, str]:
+    """The environment of a shard process: this one's, with the lab's ``plugins/`` first on
+    ``PYTHONPATH`` (``python -m kafkalab.load.shard`` must import the same package)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(plugins_dir()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _spawn_shards(spec: LoadCellSpec, cell: Path, logs: Path) -> list[subprocess.Popen[bytes]]:
+    env = _shard_env()
     procs = []
     for k in range(spec.shards):
         out = open(logs / f"shard-{k:03d}.log", "wb")  # noqa: SIM115 - owned by the child
@@ -551,8 +558,7 @@ def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict
     """Run shard ``shard`` of the cell in ``cell`` as a child process
     (``python -m kafkalab.load.shard``) until it ends; its output goes to ``progress`` line by
     line. Returns its result file (``status`` ``complete``, ``failed`` or ``interrupted``)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(plugins_dir()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = _shard_env()
     proc = subprocess.Popen([sys.executable, "-m", "kafkalab.load.shard", str(plan_path(cell)),
                              str(shard)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=env, text=True)
