@@ -268,6 +268,8 @@ def test_celery_runs_a_cells_consumer_shards_as_tasks_of_their_own(stack: dict[s
         assert not meta["cross_host_clock"]  # one host: the same monotonic clock
         assert all(r["clock"]["basis"] == "same_host" for r in meta["shards"])
         summary = meta["summary"]
+        print(f"{meta['cell_id']}: shard tasks joined the barrier in {meta['barrier_wait_s']} s")
+        assert meta["barrier_wait_s"] is not None
         assert summary["failing_clients"] == 0 and summary["loss_pct"] == 0, summary
         assert summary["expected_msgs"] > 0 and summary["consumers"] == 2
         assert [c["missing_msgs"] for c in summary["consumers_detail"]] == [0, 0], summary

@@ -329,6 +329,7 @@ def test_shards_started_elsewhere_join_the_barrier_and_another_clock_is_labelled
     assert s["status"] == "complete" and s["shard_placement"] == "tasks"
     assert (s["failing_clients"], s["loss_pct"], s["duplicates"]) == (0, 0.0, 0)
     assert s["cross_host_clock"] is True and "cross_host_clock" in format_load_table([s])
+    assert s["barrier_wait_s"] is not None and s["barrier_wait_s"] > 0
     meta = json.loads(files.cell_json_path(cell).read_text())
     bases = {r["shard"]: r["clock"]["basis"] for r in meta["shards"]}
     assert bases == {0: clock.SAME_HOST, 1: clock.WALL_CLOCK}

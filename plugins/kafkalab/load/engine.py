@@ -275,7 +275,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         "stop_ts_ns": None, "drain_end_ts_ns": None, "pause": None, "processes": [],
         "client_bound": False, "broker_cpu_frac": None, "started_at": utc_now_iso(),
         "shard_placement": shard_placement, "placement_token": placement_token,
-        "cross_host_clock": False,
+        "cross_host_clock": False, "barrier_wait_s": None,
     }
     atomic_write_json(files.cell_json_path(cell), meta)
     barrier_s = (TASKS_BARRIER_TIMEOUT_S if external else BARRIER_TIMEOUT_S) + 0.2 * spec.consumers
@@ -297,8 +297,10 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     status, error = "failed", None
     interrupted = False
     try:
+        barrier0 = time.monotonic()
         procs = [] if external else _spawn_shards(spec, cell, logs)
         _await_barrier(spec, cell, procs, logs, barrier_s, external)
+        meta["barrier_wait_s"] = round(time.monotonic() - barrier0, 3)
         client = (ConfluentClient(producer_cfg, log) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(producer_cfg, log))
         broker_cpu0 = _broker_cpu(d)

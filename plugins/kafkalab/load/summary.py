@@ -226,6 +226,7 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     out["host_busy"] = bool((meta.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC)
     out["shard_placement"] = meta.get("shard_placement") or "subprocess"
     out["cross_host_clock"] = bool(meta.get("cross_host_clock"))
+    out["barrier_wait_s"] = meta.get("barrier_wait_s")
     cluster = meta.get("cluster") or {}
     out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
     out["cluster_flavor"] = cluster.get("flavor")
