@@ -38,6 +38,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import fault_tasks, load_tasks, run_ids, spark_submit, tasks
+from kafkalab.airflow.callbacks import record_task_failure
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
     CONSUMER_MODE_CHOICES,
@@ -147,8 +148,10 @@ def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOpera
 
 
 def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
-    """Owner and retry policy shared by every task of a DAG."""
-    return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay}
+    """Owner, retry policy and the failure record shared by every task of a DAG (a task that
+    fails for good records itself, so the run's failure alert names the first cause)."""
+    return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay,
+            "on_failure_callback": record_task_failure}
 
 
 def _array_param(default: list[str], choices: tuple[str, ...], title: str, what: str) -> Param:

@@ -229,7 +229,9 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
     alert = next(b for b in stack["received"] if b.get("kind") == "run_failed")
     assert alert["dag_id"] == DAG and alert["severity"] == "error"
     assert alert["run_id"] == dag_lab_run_id(DAG, bad), alert
-    assert "failed" in alert["error"], alert  # names a failed task (not yet the root cause)
+    # the first failure (the cause), not the last task Airflow hands the DAG callback
+    assert alert["error"].startswith("task check_cluster failed first: ClusterError"), alert
+    assert f"127.0.0.1:{DEAD_BROKER_PORT}" in alert["error"], alert
     # the worker, not the scheduler, ran the tasks: its log has received check_cluster
     worker_log = (stack["home"] / "celery-worker.log").read_text(errors="replace")
     assert "check_cluster" in worker_log, worker_log[-3000:]

@@ -524,3 +524,14 @@ def test_every_dag_announces_a_failed_run(parsed: dict[str, Any]) -> None:
         callbacks = dag.on_failure_callback
         callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
         assert on_failure_alert in callbacks, dag_id
+
+
+def test_every_task_records_its_own_failure(parsed: dict[str, Any]) -> None:
+    """So the run_failed alert can name the first failed task, not the last (callbacks)."""
+    from kafkalab.airflow.callbacks import record_task_failure
+
+    for dag_id, dag in parsed["bag"].dags.items():
+        for t in dag.tasks:
+            callbacks = t.on_failure_callback
+            callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
+            assert record_task_failure in callbacks, (dag_id, t.task_id)

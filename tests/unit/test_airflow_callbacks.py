@@ -34,7 +34,10 @@ def test_on_failure_alert_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     on_failure_alert({"reason": "task_failure"})
 
 
-def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Without a failure record (e.g. a failure before any task ran) the context says what
+    failed."""
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
     sent: list[dict[str, Any]] = []
 
     def record(url: str, dag_id: str | None, run_id: str | None, error: str,
@@ -59,3 +62,65 @@ def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch) -> N
         "fmt": "generic",
         "report_url": "https://reports.example/nightly-20261121T000000Z/index.html",
     }]
+
+
+def _ctx(task_id: str, exc: Exception | None, map_index: int = -1) -> dict[str, Any]:
+    return {"dag": _Named(dag_id="latency_experiment"),
+            "dag_run": _Named(run_id="manual__2026-11-21T00:00:00+00:00"),
+            "task_instance": _Named(task_id=task_id, map_index=map_index, try_number=2),
+            "exception": exc}
+
+
+def test_the_alert_names_the_task_that_failed_first_not_the_last(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A run whose broker is down: check_cluster fails first (its ClusterError is the
+    cause), then close_run and the watcher verify_outcome; Airflow hands the DAG callback
+    the last of them. The alert names the first, with its error, and lists what followed."""
+    from kafkalab.airflow.callbacks import failures_path, first_failure, record_task_failure
+    from kafkalab.errors import ClusterError
+    from kafkalab.store import LabData
+
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    sent: list[str] = []
+    hook = AlertWebhook("https://hooks.example/T/X", "generic", None)
+    monkeypatch.setattr(AlertWebhookConnection, "settings", lambda self: hook)
+    monkeypatch.setattr(kafkalab.alerts, "alert_run_failed",
+                        lambda url, dag_id, run_id, error, **kw: sent.append(error))
+    record_task_failure(_ctx("check_cluster", ClusterError("cannot reach Kafka at 127.0.0.1:41599")))
+    record_task_failure(_ctx("measure_cell", RuntimeError("upstream"), map_index=0))
+    record_task_failure(_ctx("close_run", RuntimeError("run was never started")))
+    record_task_failure(_ctx("verify_outcome", RuntimeError("an upstream task failed")))
+    lab = LabData()
+    lines = failures_path(lab, "experiment-20261121T000000Z").read_text().splitlines()
+    assert len(lines) == 4
+    first, later = first_failure(lab, "experiment-20261121T000000Z")
+    assert first is not None and first["task_id"] == "check_cluster" and first["try_number"] == 2
+    assert later == ["measure_cell", "close_run"]  # the watcher is never a cause
+    on_failure_alert({**_ctx("verify_outcome", None), "reason": "task_failure"})
+    assert sent == ["task check_cluster failed first: ClusterError: cannot reach Kafka at "
+                    "127.0.0.1:41599; then measure_cell, close_run"]
+
+
+def test_a_mapped_first_failure_names_its_index_and_a_torn_line_is_skipped(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from kafkalab.airflow.callbacks import _failure_reason, failures_path, record_task_failure
+    from kafkalab.store import LabData
+
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    record_task_failure(_ctx("measure_cell", ValueError("x" * 5000), map_index=0))
+    path = failures_path(LabData(), "experiment-20261121T000000Z")
+    with path.open("a") as f:
+        f.write('{"task_id": "close_r')  # a line torn by a crash mid-write
+    reason = _failure_reason(_ctx("close_run", None))
+    assert reason.startswith("task measure_cell[0] failed first: ValueError: xxx")
+    assert len(reason) < 2100  # the error is cut at 2,000 characters
+
+
+def test_recording_a_failure_never_raises(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from kafkalab.airflow.callbacks import record_task_failure
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(blocked))
+    record_task_failure(_ctx("check_cluster", ValueError("x")))  # unwritable: only logs
+    record_task_failure({})
