@@ -111,7 +111,7 @@ def test_a_mapped_first_failure_names_its_index_and_a_torn_line_is_skipped(
     path = failures_path(LabData(), "experiment-20261121T000000Z")
     with path.open("a") as f:
         f.write('{"task_id": "close_r')  # a line torn by a crash mid-write
-    reason = _failure_reason(_ctx("close_run", None))
+    reason = _failure_reason(_ctx("close_run", None), "experiment-20261121T000000Z")
     assert reason.startswith("task measure_cell[0] failed first: ValueError: xxx")
     assert len(reason) < 2100  # the error is cut at 2,000 characters
 

@@ -47,12 +47,14 @@ def failures_path(lab: LabData, run_id: str) -> Path:
     return lab.run_work_dir(run_id) / FAILURES_FILE
 
 
-def _lab_run_id(context: Mapping[str, Any]) -> str | None:
+def _run_of(context: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(dag_id, lab run id)`` of a callback context (the run id is None without an
+    Airflow run id)."""
     dag_run = context.get("dag_run")
     dag = context.get("dag")
     dag_id = getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", None)
     airflow_run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
-    return dag_lab_run_id(dag_id, str(airflow_run_id)) if dag_id and airflow_run_id else None
+    return dag_id, dag_lab_run_id(dag_id, str(airflow_run_id)) if airflow_run_id else None
 
 
 def record_task_failure(context: Mapping[str, Any]) -> None:
@@ -64,7 +66,7 @@ def record_task_failure(context: Mapping[str, Any]) -> None:
 
         from kafkalab.store import LabData
 
-        run_id = _lab_run_id(context)
+        _dag_id, run_id = _run_of(context)
         ti = context.get("task_instance") or context.get("ti")
         if run_id is None or ti is None:
             return
@@ -107,13 +109,12 @@ def first_failure(lab: LabData, run_id: str) -> tuple[dict[str, Any] | None, lis
     return records[0], list(dict.fromkeys(later))
 
 
-def _failure_reason(context: Mapping[str, Any]) -> str:
-    """What failed, from a callback context: the first task failure recorded for the run
-    (the cause), else the context's reason, task and exception."""
+def _failure_reason(context: Mapping[str, Any], run_id: str | None) -> str:
+    """What failed: the first task failure recorded for the lab run ``run_id`` (the cause),
+    else the callback context's reason, task and exception."""
     try:
         from kafkalab.store import LabData
 
-        run_id = _lab_run_id(context)
         first, later = first_failure(LabData(), run_id) if run_id else (None, [])
     except Exception:  # reading the record must not cost the alert
         first, later = None, []
@@ -145,12 +146,8 @@ def on_failure_alert(context: Mapping[str, Any]) -> None:
     only logs.
     """
     try:
-        dag_run = context.get("dag_run")
-        dag = context.get("dag")
-        dag_id = getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", None)
-        airflow_run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
-        run_id = dag_lab_run_id(dag_id, str(airflow_run_id)) if airflow_run_id else None
-        error = _failure_reason(context)
+        dag_id, run_id = _run_of(context)
+        error = _failure_reason(context, run_id)
         hook = AlertWebhookConnection().settings()
         if hook is None:
             log.warning("run %s of %s failed (%s); no alert webhook configured", run_id, dag_id,
