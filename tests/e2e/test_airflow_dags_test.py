@@ -1,7 +1,7 @@
 """End to end, for real: ``airflow dags test latency_experiment`` against an embedded Kafka 0.9.0.1
 broker, local Spark, Great Expectations and a local HTTP webhook receiver.
 
-1. a kafka09 1-broker cluster (ZooKeeper 32381, broker 39392) in a temporary lab dir;
+1. a kafka09 1-broker cluster (ZooKeeper 32381, broker 30392) in a temporary lab dir;
 2. ``airflow db migrate`` and the one-slot measuring pool (the launcher's ``prepare_db``) in a
    temporary AIRFLOW_HOME, data into a temporary data dir;
 3. run 1: rest + confluent-kafka, 1kb, latency, 5 messages -> samples, aggregates, drift
@@ -39,7 +39,7 @@ from kafkalab.store import LabData, atomic_write_json
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
-BROKER_PORT = 39392
+BROKER_PORT = 30392
 SCENARIOS = ["rest", "confluent-kafka"]
 
 
@@ -301,8 +301,8 @@ def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str,
 
 
 FAULTS_ZK_PORT = 32581
-FAULTS_BASE_PORT = 39592
-"""The fault cluster of this test: ZooKeeper 32581, brokers 39592..39594."""
+FAULTS_BASE_PORT = 30592
+"""The fault cluster of this test: ZooKeeper 32581, brokers 30592..30594."""
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,13 @@
 one ``make airflow EXECUTOR=celery`` starts (the same plus Redis and a Celery worker), runs
 triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a CI job would.
 
-1. a kafka09 1-broker cluster (ZooKeeper 34581, broker 41592), a webhook receiver, and the
-   LocalExecutor stack on its own ports (API 38080, PostgreSQL 35432) in a temporary home
+1. a kafka09 1-broker cluster (ZooKeeper 31581, broker 31592), a webhook receiver, and the
+   LocalExecutor stack on its own ports (API 31080, PostgreSQL 31432) in a temporary home
    under /tmp (as root, PostgreSQL runs as the ``postgres`` user, who cannot enter pytest's
    0700 tmp dirs);
 2. run 1 (confluent-kafka, 1kb, 5 messages) must succeed through the scheduler, its mapped
    cells included, and leave samples, aggregates, validation and the report;
-3. the stack is restarted with the Celery executor (Redis 36479) on the same database; run 2
+3. the stack is restarted with the Celery executor (Redis 31479) on the same database; run 2
    names a cluster whose broker is down: the Celery worker runs its tasks, it must fail at
    ``check_cluster`` with the clear message (read from the task's log through the API) and
    send the ``run_failed`` alert (the DAG's failure callback, run by the dag-processor);
@@ -47,8 +47,8 @@ from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
-ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 34581, 41592, 41599
-API_PORT, PG_PORT, REDIS_PORT = 38080, 35432, 36479
+ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 31581, 31592, 31599
+API_PORT, PG_PORT, REDIS_PORT = 31080, 31432, 31479
 API = f"http://127.0.0.1:{API_PORT}"
 DAG = "latency_experiment"
 RUN_TIMEOUT_S = 600.0

@@ -1,5 +1,5 @@
 """``kafkalab demo`` (what ``make demo`` runs) end to end, with a small matrix: its own
-kafka09 broker (ZooKeeper 33781, broker 40792), lab home (Airflow's DB and the demo's log)
+kafka09 broker (ZooKeeper 30781, broker 30792), lab home (Airflow's DB and the demo's log)
 and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
 for one date (one scenario, the fan-out cell, Spark and Great Expectations).
 
@@ -25,8 +25,8 @@ from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
-ZK_PORT = 33781
-BROKER_PORT = 40792
+ZK_PORT = 30781
+BROKER_PORT = 30792
 AIRFLOW_LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]|^\d{4}-\d\d-\d\dT\d\d:")
 
 WORKLOAD = """\

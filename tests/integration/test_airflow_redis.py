@@ -1,4 +1,4 @@
-"""The lab's Redis for the Celery executor: a real ``redis-server`` on its own port (36379),
+"""The lab's Redis for the Celery executor: a real ``redis-server`` on its own port (30379),
 started, answering only with its password, stopped by pid."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from kafkalab import procs
 from kafkalab.airflow import redis_server
 
-PORT = 36379
+PORT = 30379
 
 
 def _send(port: int, payload: bytes) -> bytes:

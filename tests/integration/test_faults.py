@@ -4,7 +4,7 @@ durability profile keeps every acked message through a leader crash, and bad req
 nothing.
 
 The fault cluster runs in its own lab dir on its own ports (ZooKeeper 23581, brokers
-39892-39894), so it never touches a developer's cluster or the other tests' clusters."""
+30892-30894), so it never touches a developer's cluster or the other tests' clusters."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kafkalab.faults import files
 from kafkalab.faults.engine import FaultRequest, finish_fault_run, run_fault_trial, start_fault_run
 from kafkalab.faults.spec import FaultTrialSpec
 
-ZK_PORT, BASE_PORT = 23581, 39892
+ZK_PORT, BASE_PORT = 23581, 30892
 REPLICA_FETCH_WAIT_MAX_NS = 500_000_000
 """``replica.fetch.wait.max.ms`` of the lab's brokers (Kafka 0.9's default, 500 ms): the
 longest a follower's fetch waits at the leader, so the most a message acked before the

@@ -20,7 +20,7 @@
     embedded cluster of ``<lab_dir>/cluster.yaml``; with no descriptor there, or brokers
     that do not answer, the part is refused in one line before the DAG starts (exit 1).
 (f) with ``--load``: the load engine is not the bottleneck. On its own kafka09 cluster (ports
-    25781/38792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a
+    25781/31792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a
     bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside
     them; consumer throughput against a bare consume loop and ConsumerPerformance; fan-out
     deliveries per second per client core for N = 1, 5, 10 consumers in one process.

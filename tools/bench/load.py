@@ -79,9 +79,9 @@ __all__ = [
 ]
 
 BENCH_ZK_PORT = 25781
-BENCH_BROKER_PORT = 38792
+BENCH_BROKER_PORT = 31792
 """This part's own cluster ports (tests use 12181/19092 by default, 22181-24181 and
-29092-29792, the e2e tests 32381/39392)."""
+29092-29792, the e2e tests 32381/30392)."""
 PAYLOAD, ENCODING = "1kb", "raw"
 PROFILE = "throughput"
 LINGER_MS = 5

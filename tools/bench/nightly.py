@@ -5,7 +5,7 @@ embedded kafka09 cluster must be up: :func:`check_nightly_cluster` refuses the p
 the DAG starts, when its descriptor is missing or its brokers do not answer), then reads
 the task instances' durations from that home's SQLite metadata database. Mapped tasks (one
 per cell) are summed and counted. The nightly's fault trial runs on a fault cluster of the
-bench's own (``faults-lab`` in the work dir, ports 25981 / 38992-38994), stopped and wiped
+bench's own (``faults-lab`` in the work dir, ports 25981 / 31992-31994), stopped and wiped
 afterwards.
 
 The result's ``spark_share`` is issue 13's figure: the Spark + Great Expectations tasks (the
@@ -24,7 +24,7 @@ from typing import Any
 
 from kafkalab.errors import ClusterError, LabError
 
-BENCH_FAULTS_ZK_PORT, BENCH_FAULTS_BASE_PORT = 25981, 38992
+BENCH_FAULTS_ZK_PORT, BENCH_FAULTS_BASE_PORT = 25981, 31992
 """Ports of the bench's own fault cluster (the nightly's sigkill-leader trial)."""
 
 SPARK_SHARE_GOAL = 0.25
