@@ -6,6 +6,8 @@ from the installed PySpark's ``spark-class``, on 127.0.0.1, stopped by PID.
 | :mod:`~kafkalab.spark.spec` | ports, workers, files and command lines (pure) |
 | :mod:`~kafkalab.spark.master_api` | the master's JSON view as typed data |
 | :mod:`~kafkalab.spark.standalone` | start, report, stop; the state file |
+| :mod:`~kafkalab.spark.cds` | the driver JVM's class-data archive: faster ``spark-submit`` starts |
+| :mod:`~kafkalab.spark.cds_warmup` | the job that archive is recorded from |
 """
 
 from kafkalab.spark.spec import StandaloneSpec
