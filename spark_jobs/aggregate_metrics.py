@@ -11,8 +11,14 @@ Usage::
         --out lab-data/aggregates [--run-id ID ...]
     python spark_jobs/aggregate_metrics.py ...        # builds its own local session
 
-Needs PySpark and ``_session.py`` (beside this script, or shipped with ``--py-files``), not
-the ``kafkalab`` package.
+``--validate-out DIR`` (with one ``--run-id``) then validates the run in the same Spark
+session, exactly as ``validate_metrics.py --out DIR`` would (its report, HTML and Data Docs
+under ``DIR``): one JVM start instead of two. The exit code stays the aggregation's; the
+validation's verdict is in ``DIR/<run_id>.json`` (the DAG's ``validate_metrics`` task judges
+it: param ``spark_jobs``).
+
+Needs PySpark, ``_session.py`` and ``validate_metrics.py`` (beside this script, or shipped
+with ``--py-files``), not the ``kafkalab`` package; GX only with ``--validate-out``.
 Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad arguments).
 """
 
@@ -33,8 +39,10 @@ from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
     from . import _session as shared
+    from . import validate_metrics as validator
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
     import _session as shared  # type: ignore[no-redef]
+    import validate_metrics as validator  # type: ignore[no-redef]
 
 InputError = shared.InputError
 """Raised for bad input (re-exported: callers catch ``aggregate_metrics.InputError``)."""
@@ -606,8 +614,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="aggregates root")
     p.add_argument("--run-id", dest="run_ids", action="append", default=[], nargs="+",
                    metavar="ID", help="run id(s) to aggregate (repeatable); default: all runs")
+    p.add_argument("--validate-out", default=None, metavar="DIR",
+                   help="then validate the run (one --run-id) in the same Spark session, as "
+                   "validate_metrics.py --out DIR does: one JVM start instead of two")
+    p.add_argument("--profiles-durable", default="durability",
+                   help="with --validate-out: the profiles that promise no loss")
     ns = p.parse_args(argv)
     ns.run_ids = [r for group in ns.run_ids for r in group]
+    if ns.validate_out is not None and len(ns.run_ids) != 1:
+        p.error("--validate-out needs exactly one --run-id")
     return ns
 
 
@@ -618,14 +633,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aggregate_metrics: error: samples path not found: {args.samples}",
               file=sys.stderr)
         return 2
+    if args.validate_out is not None:
+        validator.preload_gx()  # imported while the JVM starts
     with shared.job_session("kafkalab-aggregate-metrics") as spark:
         try:
             n = run(spark, args.samples, args.out, args.run_ids)
         except InputError as exc:
             print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
             return 2
-    runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
-    print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
+        runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
+        print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
+        if args.validate_out is not None:
+            # The aggregation succeeded whatever the validation finds: its verdict is in
+            # <validate-out>/<run_id>.json, judged by the validate_metrics task.
+            validator.validate_run(spark, args.samples, args.out, args.run_ids[0],
+                                   args.validate_out,
+                                   validator.durable_list(args.profiles_durable),
+                                   prog="aggregate_metrics --validate-out")
     return 0
 
 

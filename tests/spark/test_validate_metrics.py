@@ -68,6 +68,31 @@ def test_good_fake_data_passes(good_cli: dict[str, Any]) -> None:
     assert "passed" in page and "https://" not in page
 
 
+def test_aggregate_then_validate_in_one_session_writes_the_same_verdict(
+        lab: dict[str, Any], good_cli: dict[str, Any],
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    """``aggregate_metrics --validate-out`` (the DAG's param one_spark_session): the
+    aggregation's exit code, then the same validation report ``validate_metrics`` writes."""
+    root = lab["root"]
+    out = tmp_path_factory.mktemp("one-session")
+    aggregates = out / "aggregates"  # its own: the module's DataFrames read lab's files
+    code = am.main(["--samples", str(root / "samples"), "--out", str(aggregates),
+                    "--run-id", RUN, "--validate-out", str(out)])
+    assert code == 0
+    doc = json.loads((out / f"{RUN}.json").read_text())
+    assert doc["success"] is True and doc["failed_expectations"] == []
+    assert {k: v["statistics"] for k, v in doc["suites"].items()} == \
+        {k: v["statistics"] for k, v in good_cli["doc"]["suites"].items()}
+    assert (out / f"{RUN}.html").is_file() and (out / "docs" / "index.html").is_file()
+    printed = capsys.readouterr().out
+    assert f"aggregate_metrics --validate-out: run {RUN} passed" in printed
+    with pytest.raises(SystemExit) as exc:  # one run only
+        am.main(["--samples", str(root / "samples"), "--out", str(aggregates),
+                 "--validate-out", str(out)])
+    assert exc.value.code == 2
+    assert "--validate-out needs exactly one --run-id" in capsys.readouterr().err
+
+
 def _rows_of(failure: dict[str, Any]) -> set[str]:
     return set(failure["unexpected_rows"])
 
