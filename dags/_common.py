@@ -13,8 +13,8 @@ Chains and trigger rules (documented in ``docs/airflow.md``)::
       -> check_drift (all_done) -> publish_report (all_done) -> send_alerts (all_done)
     load:    name_run -> start_load_run -> run_load_cell[...] -> finish_load_run (all_done)
       -> aggregate_load -> validate_load -> check_drift -> publish_report -> send_alerts
-    nightly: the latency chain; after close_run: name_load_run -> start_load_run
-      -> run_load_cell -> finish_load_run (all_done) -> aggregate_load -> validate_load;
+    nightly: the latency chain; after close_run: name_load_run -> start_load_run (skipped
+      when the param fanout_cell is false) -> run_load_cell -> finish_load_run (all_done) -> aggregate_load -> validate_load;
       after finish_load_run: name_fault_run -> start_fault_run (skipped when the param
       fault_trial is false) -> run_fault_trial -> finish_fault_run (all_done)
       -> aggregate_faults -> validate_faults; check_drift (latency and load) and
@@ -72,25 +72,60 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
     After the job, :func:`kafkalab.airflow.tasks.mark_recomputed` removes ``stale_output``
     from the run's ``stale_outputs``: always when the job succeeded; when it failed, only if
     it rewrote its output first (a validation whose expectations failed is a fresh result).
+    ``skip_unstarted``: *skip* when the run was never started (the nightly's fan-out cell
+    turned off): there is nothing to aggregate.
+
+    ``one_session`` (``aggregate`` or ``validate``), when the param ``one_spark_session`` is
+    on: the aggregation also validates the run in its Spark session (``--validate-out``) and
+    returns ``{"validated_in_session": true}``; the validation task then judges that result
+    (:func:`kafkalab.airflow.tasks.judge_validation`: it fails exactly when the job would
+    have) instead of starting Spark again. Without that XCom it runs its own job.
     """
 
     template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
 
-    def __init__(self, *, lab_run_id: Any, stale_output: str, **kwargs: Any) -> None:
+    def __init__(self, *, lab_run_id: Any, stale_output: str, skip_unstarted: bool = False,
+                 one_session: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lab_run_id = lab_run_id
         self.stale_output = stale_output
+        self.skip_unstarted = skip_unstarted
+        self.one_session = one_session
 
-    def execute(self, context: Any) -> None:
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]  # an XCom
         """Run the job, then mark its output recomputed (see the class)."""
+        run_id = str(self.lab_run_id)
+        if self.skip_unstarted and not load_tasks.load_run_started(run_id):
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"run {run_id} was not started")
+        shared = (self.one_session is not None
+                  and tasks.one_spark_session(context.get("params") or {}))
+        if shared and self.one_session == "validate":
+            upstream = context["ti"].xcom_pull(task_ids="aggregate_metrics")
+            if isinstance(upstream, dict) and upstream.get("validated_in_session"):
+                # fresh either way (a failed validation is a result), then judged
+                tasks.mark_recomputed(run_id, self.stale_output)
+                verdict = tasks.judge_validation(run_id)  # raises RunError when it failed
+                self.log.info("run %s: validated in aggregate_metrics's Spark session, %s "
+                              "expectations passed", run_id, verdict["expectations"])
+                return verdict
+            self.log.info("aggregate_metrics did not validate run %s: running the job", run_id)
+        if shared and self.one_session == "aggregate":
+            self.application_args = [*(self.application_args or []),
+                                     *spark_submit.one_session_args(_LAB.root)]
+        self.conf = spark_submit.runtime_conf(self.conf)
         started_s = time.time()  # compared with file modification times (wall clock)
         succeeded = False
         try:
             super().execute(context)
             succeeded = True
         finally:
-            tasks.mark_recomputed(str(self.lab_run_id), self.stale_output,
+            tasks.mark_recomputed(run_id, self.stale_output,
                                   written_since_s=None if succeeded else started_s)
+        if shared and self.one_session == "aggregate":
+            return {"validated_in_session": tasks.validation_written_since(run_id, started_s)}
+        return None
 
 
 class FaultSparkSubmitOperator(SparkSubmitOperator):
@@ -110,6 +145,7 @@ class FaultSparkSubmitOperator(SparkSubmitOperator):
             from airflow.sdk.exceptions import AirflowSkipException
 
             raise AirflowSkipException(f"fault run {self.lab_run_id} was not started")
+        self.conf = spark_submit.runtime_conf(self.conf)
         super().execute(context)
 
 
@@ -136,6 +172,7 @@ def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOpera
         task_id=job if job.endswith("_load") else f"{job}_metrics",
         lab_run_id=lab_run_id,
         stale_output=spark_submit.SPARK_JOB_OUTPUTS[job],
+        one_session=job if job in ("aggregate", "validate") else None,
         conn_id=SPARK_CONN_ID,
         application=spark_submit.spark_application(job),
         application_args=spark_submit.spark_job_args(job, lab_run_id, _LAB.root),
@@ -182,6 +219,10 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
                                     description="path of a cluster descriptor YAML; empty: the "
                                     "kafkalab_cluster connection's extra.descriptor_path, else "
                                     ".lab/cluster.yaml"),
+        tasks.ONE_SESSION_PARAM: Param(
+            False, type="boolean", title="One Spark session",
+            description="aggregate_metrics also validates the run in its own spark-submit (one "
+            "JVM start instead of two); validate_metrics then judges that result"),
     }
 
 
@@ -245,8 +286,12 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         return tasks.close_run(lab_run_id)
 
     def fanout_run() -> str | None:
-        """The lab run id of the fan-out load run (None: this DAG has none)."""
-        return run_ids.lab_run_id(_airflow_run_id(), fanout_prefix) if fanout_prefix else None
+        """The lab run id of the fan-out load run, when it was started (None: this DAG has
+        none, or its fan-out cell was turned off or failed to start)."""
+        if not fanout_prefix:
+            return None
+        run_id = run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
+        return run_id if load_tasks.load_run_started(run_id) else None
 
     def fault_run() -> str | None:
         """The lab run id of the fault run, when it was started (None: this DAG has none,
@@ -289,7 +334,8 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
         run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
         checks: list[Any] = [lambda: tasks.verify_outcome(run_id)]
-        if (load_run := fanout_run()) is not None:
+        if fanout_prefix and load_tasks.nightly_fanout_on(_context_params()):
+            load_run = run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
             checks.append(lambda: load_tasks.verify_load_outcome(load_run))
         if fault_prefix and fault_tasks.nightly_fault_on(_context_params()):
             faults_run = run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
@@ -335,7 +381,7 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
 
         load_run_id: Any = name_load_run()
         params = {"workload": load_tasks.NIGHTLY_FANOUT["workload"]}
-        load_part = _load_tasks(load_run_id, params)
+        load_part = _load_tasks(load_run_id, params, nightly=True)
         closed >> load_run_id
         load_part.finished >> aggregate  # Spark never runs while a cell measures
         load_part.validated >> drift
@@ -366,12 +412,14 @@ class _LoadPart:
 
 
 def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
-                shard_tasks: bool = False) -> _LoadPart:
+                shard_tasks: bool = False, nightly: bool = False) -> _LoadPart:
     """``start_load_run -> run_load_cell[...] -> finish_load_run -> aggregate_load ->
     validate_load`` for the load run ``load_run_id`` (an XComArg). ``fixed_params``: params
     used instead of the form's (the nightly's fan-out workload). ``shard_tasks``: add
     ``plan_shards -> consume_load_shard[...]``, the consumer shards as mapped tasks of their
-    own when the param ``shard_placement`` is ``tasks`` (skipped otherwise)."""
+    own when the param ``shard_placement`` is ``tasks`` (skipped otherwise). ``nightly``:
+    ``start_load_run`` is skipped (so is everything up to ``validate_load``) when the param
+    ``fanout_cell`` is false."""
 
     def params() -> dict[str, Any]:
         if fixed_params is not None:
@@ -383,6 +431,11 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
     def start_load_run(lab_run_id: str) -> list[dict[str, Any]]:
         """Validate the cells (client budget included), check the cluster, start the run."""
         ctx = get_current_context()
+        if nightly and not load_tasks.nightly_fanout_on(dict(ctx["params"])):
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"fan-out cell turned off (param "
+                                       f"{load_tasks.NIGHTLY_FANOUT_PARAM} is false)")
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
         return load_tasks.start_load(params(), lab_run_id, command=command)
 
@@ -423,6 +476,7 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
         shards = [slots, consume]
     finished = finish_load_run(load_run_id)
     aggregated = _spark_task("aggregate_load", load_run_id, outlets=[AGGREGATES_ASSET],
+                             skip_unstarted=nightly,
                              doc_md="Spark: the load run's samples -> load_cells, "
                              "load_consumers, load_lag (aggregates/load/run_id=<id>/).")
     validated = _spark_task("validate_load", load_run_id, retries=0,
@@ -632,9 +686,15 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
     }
 
 
-def nightly_fault_params() -> dict[str, Param]:
-    """The nightly's switch for its fault trial (on by default)."""
+def nightly_switch_params() -> dict[str, Param]:
+    """The nightly's switches for its fan-out cell and its fault trial (both on by default;
+    ``make demo`` turns both off)."""
     return {
+        load_tasks.NIGHTLY_FANOUT_PARAM: Param(
+            True, type="boolean", title="Fan-out cell",
+            description="one load cell (5 consumers × 200 msg/s × 10 s, "
+            "include/workloads/nightly-fanout.yaml) as a load run of its own "
+            "(nightly-fanout-<time>); false: not run"),
         fault_tasks.NIGHTLY_FAULT_PARAM: Param(
             True, type="boolean", title="Fault trial",
             description="one SIGKILL-leader trial of the durability profile on the 3-broker "

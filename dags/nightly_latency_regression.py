@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from _common import build_latency_chain, default_args, nightly_fault_params, run_params
+from _common import build_latency_chain, default_args, nightly_switch_params, run_params
 from airflow.sdk import dag
 
 from kafkalab.airflow.callbacks import on_failure_alert
@@ -32,7 +32,9 @@ catch-up; tasks retry once (validation never: it is deterministic). Lab run ids 
 (`include/workloads/nightly-fanout.yaml`: 5 consumers × 200 msg/s × 10 s, 1 KB, assign) is
 measured as a load run of its own (`nightly-fanout-<time>`): `name_load_run` →
 `start_load_run` → `run_load_cell` → `finish_load_run` → `aggregate_load` → `validate_load`;
-`check_drift`, `publish_report`, `send_alerts` and `verify_outcome` cover both runs.
+`check_drift`, `publish_report`, `send_alerts` and `verify_outcome` cover both runs. The
+param `fanout_cell` (default true) turns it off: `start_load_run` and what follows it are
+then *skipped* (`make demo` does, to stay short).
 
 **Fault trial.** Then one SIGKILL of the partition leader under the durability profile, on
 the 3-broker fault cluster, as a fault run of its own (`nightly-faults-<time>`):
@@ -53,7 +55,7 @@ trial lost an acked message. The param `fault_trial` (default true) turns it off
     on_failure_callback=on_failure_alert,
     params={**run_params(workload="nightly", scenarios=[], payloads=[], profiles=[],
                          messages=None),
-            **nightly_fault_params()},
+            **nightly_switch_params()},
     tags=["kafkalab", "latency", "nightly", "regression"],
     doc_md=DOC_MD,
 )

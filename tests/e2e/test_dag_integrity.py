@@ -14,6 +14,7 @@ import pytest
 
 from kafkalab.airflow.pools import CLUSTER_TASKS, MEASURE_POOL
 from kafkalab.airflow.spark_submit import spark_py_files
+from kafkalab.errors import ConfigError
 from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_dir
 
 DAGS = dags_dir()
@@ -400,6 +401,102 @@ def test_a_spark_task_clears_its_stale_output_once_recomputed(
     assert manifest is not None and manifest["stale_outputs"] == stale_after
 
 
+class _FakeTI:
+    """The ``ti`` of a task context: what ``xcom_pull`` returns for ``aggregate_metrics``."""
+
+    def __init__(self, upstream: Any) -> None:
+        self.upstream = upstream
+
+    def xcom_pull(self, task_ids: str) -> Any:
+        assert task_ids == "aggregate_metrics"
+        return self.upstream
+
+
+@pytest.mark.parametrize("verdict", ["passed", "failed"])
+def test_one_spark_session_aggregates_and_validates_in_one_job(
+        parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+        verdict: str) -> None:
+    """Param one_spark_session: aggregate_metrics gets ``--validate-out`` and says it
+    validated; validate_metrics then starts no job and fails exactly when the validation
+    failed. spark-submit itself is replaced by a stand-in that records its arguments."""
+    import copy
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from kafkalab.errors import RunError
+    from kafkalab.store import LabData, atomic_write_json
+
+    lab = LabData(tmp_path / "data")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(lab.root))
+    lab.write_manifest({"run_id": "r1", "status": "complete", "cells": [],
+                        "stale_outputs": ["aggregates", "validation"]})
+    submitted: list[list[str]] = []
+
+    def spark_job(self: Any, context: Any) -> None:
+        submitted.append(list(self.application_args))
+        if "--validate-out" in self.application_args:
+            atomic_write_json(lab.validation_path("r1"), {
+                "run_id": "r1", "success": verdict == "passed",
+                "suites": {"raw_samples": {"statistics": {"evaluated_expectations": 7}}},
+                "failed_expectations": [] if verdict == "passed" else [{"summary": "lost > 0"}]})
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", spark_job)
+    dag = parsed["bag"].dags["nightly_latency_regression"]
+    aggregate = copy.copy(dag.get_task("aggregate_metrics"))
+    validate = copy.copy(dag.get_task("validate_metrics"))
+    aggregate.lab_run_id = validate.lab_run_id = "r1"  # the XComArgs, resolved
+    aggregate.application_args = ["--run-id", "r1"]
+    params = {"one_spark_session": True}
+    pushed = aggregate.execute({"params": params})
+    # the data dir the DAG was parsed with, as every path argument of its Spark tasks
+    assert submitted == [["--run-id", "r1", "--validate-out", f"{parsed['data']}/validation"]]
+    assert pushed == {"validated_in_session": True}
+    context = {"params": params, "ti": _FakeTI(pushed)}
+    if verdict == "passed":
+        assert validate.execute(context) == {"run_id": "r1", "success": True, "expectations": 7}
+    else:
+        with pytest.raises(RunError, match=r"validation failed \(1 expectations\): lost > 0"):
+            validate.execute(context)
+    assert len(submitted) == 1  # the validation task started no Spark job
+    manifest = lab.manifest("r1")
+    assert manifest is not None and manifest["stale_outputs"] == []
+    # without the XCom (an aggregation that did not validate), the task runs its own job
+    validate.execute({"params": params, "ti": _FakeTI(None)})
+    assert len(submitted) == 2 and "--validate-out" not in submitted[1]
+
+
+def test_the_nightly_skips_its_fan_out_cell_when_turned_off(
+        parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Param fanout_cell false: start_load_run skips; aggregate_load skips itself (the load
+    run has no manifest); with a started run it runs its job."""
+    import copy
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafkalab.airflow import load_tasks
+    from kafkalab.store import LabData
+
+    lab = LabData(tmp_path / "data")
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(lab.root))
+    dag = parsed["bag"].dags["nightly_latency_regression"]
+    assert dag.params["fanout_cell"] is True and dag.params["one_spark_session"] is False
+    assert load_tasks.nightly_fanout_on({"fanout_cell": False}) is False
+    with pytest.raises(ConfigError, match="param fanout_cell: expected true or false"):
+        load_tasks.nightly_fanout_on({"fanout_cell": "off"})
+    ran: list[str] = []
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, ctx: ran.append("job"))
+    aggregate_load = copy.copy(dag.get_task("aggregate_load"))
+    aggregate_load.lab_run_id = "nightly-fanout-x"
+    with pytest.raises(AirflowSkipException, match="was not started"):
+        aggregate_load.execute({})
+    assert ran == []
+    lab.write_manifest({"run_id": "nightly-fanout-x", "kind": "load", "status": "complete",
+                        "cells": [], "stale_outputs": []})
+    aggregate_load.execute({})
+    assert ran == ["job"]
+
+
 def test_every_cluster_task_of_every_dag_is_in_the_one_measuring_pool(
         parsed: dict[str, Any]) -> None:
     """Two DAGs never load the cluster at once: provisioning and measuring tasks of every DAG
@@ -476,7 +573,9 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"workload", "scenarios", "payloads", "profiles", "messages",
-                      "cluster_descriptor"}
+                      "cluster_descriptor", "one_spark_session"}
+    assert p["one_spark_session"].value is False
+    assert p["one_spark_session"].schema["type"] == "boolean"
     assert p["workload"].value == "images-http-vs-kafka"
     assert p["scenarios"].schema["type"] == "array"
     assert p["scenarios"].schema["items"]["enum"] == list(SCENARIOS)

@@ -54,6 +54,27 @@ NIGHTLY_FANOUT: dict[str, Any] = {
 }
 """The nightly's fan-out cell: ``include/workloads/nightly-fanout.yaml`` (read by the task)."""
 
+NIGHTLY_FANOUT_PARAM = "fanout_cell"
+"""The nightly's param that turns its fan-out cell on (default) or off (``make demo``)."""
+
+
+def nightly_fanout_on(params: Mapping[str, Any]) -> bool:
+    """Whether the nightly's fan-out cell runs: its :data:`NIGHTLY_FANOUT_PARAM` (default on).
+
+    Raises:
+        ConfigError: the param is not a boolean.
+    """
+    value = params.get(NIGHTLY_FANOUT_PARAM, True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"param {NIGHTLY_FANOUT_PARAM}: expected true or false, got {value!r}")
+    return value
+
+
+def load_run_started(run_id: str) -> bool:
+    """Whether the load run ``run_id`` was started (its manifest exists): a nightly whose
+    fan-out cell is turned off, or whose ``start_load_run`` failed, has none."""
+    return LabData().manifest_path(run_id).is_file()
+
 
 def _listed(params: Mapping[str, Any], key: str) -> list[Any]:
     value = params.get(key)
@@ -346,12 +367,15 @@ def load_output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
 __all__ = [
     "CELL_PARAMS",
     "NIGHTLY_FANOUT",
+    "NIGHTLY_FANOUT_PARAM",
     "build_load_request",
     "cell_label",
     "close_load",
     "load_cells",
     "load_output_files",
+    "load_run_started",
     "measure_load_cell",
+    "nightly_fanout_on",
     "start_load",
     "verify_load_outcome",
 ]

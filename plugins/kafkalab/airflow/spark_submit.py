@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from kafkalab import store
@@ -65,10 +66,12 @@ def spark_application(job: str) -> str:
 
 def spark_py_files() -> str:
     """The ``py_files`` of every job, comma-separated: ``spark_jobs/_session.py`` (the shared
-    Spark session builder) and ``kafkalab/store.py`` (the lab's atomic writer, standard
-    library only, importable as ``store`` where the package is not installed); Spark puts
-    them on the driver's and executors' ``PYTHONPATH``. No I/O."""
-    return ",".join([str(spark_jobs_dir() / SESSION_MODULE), str(PACKAGE_DIR / "store.py")])
+    Spark session builder), ``spark_jobs/validate_metrics.py`` (``aggregate_metrics
+    --validate-out`` imports it) and ``kafkalab/store.py`` (the lab's atomic writer,
+    standard library only, importable as ``store`` where the package is not installed);
+    Spark puts them on the driver's and executors' ``PYTHONPATH``. No I/O."""
+    return ",".join([str(spark_jobs_dir() / SESSION_MODULE),
+                     str(spark_jobs_dir() / "validate_metrics.py"), str(PACKAGE_DIR / "store.py")])
 
 
 def spark_job_args(job: str, run_id: Any,
@@ -146,6 +149,21 @@ def spark_conf() -> dict[str, str]:
     return conf
 
 
+def one_session_args(root: Any) -> list[str]:
+    """The arguments that make ``aggregate_metrics`` validate its run in the same Spark
+    session (the param ``one_spark_session``): ``--validate-out <root>/validation``."""
+    return ["--validate-out", f"{root}/{store.VALIDATION_DIR}"]
+
+
+def runtime_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
+    """``conf`` as a task runs it: with the driver's class-data archive
+    (:func:`kafkalab.spark.cds.with_archive`) when it exists on this machine. Called in the
+    operator's ``execute``, never at parse time (it looks at files)."""
+    from kafkalab.spark.cds import with_archive
+
+    return with_archive(conf or {})
+
+
 def spark_env() -> dict[str, str]:
     """Environment of ``spark-submit``: the Python that runs the jobs, no GX analytics, a
     quick launcher JVM (:data:`LAUNCHER_OPTS`, unless ``$SPARK_LAUNCHER_OPTS`` is set)."""
@@ -166,6 +184,8 @@ __all__ = [
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",
+    "one_session_args",
+    "runtime_conf",
     "spark_application",
     "spark_conf",
     "spark_env",

@@ -35,7 +35,7 @@ from kafkalab.airflow.connections import (
     ClusterConnection,
 )
 from kafkalab.config.loader import DEFAULT_WORKLOAD
-from kafkalab.errors import CellFailedError, RunError
+from kafkalab.errors import CellFailedError, ConfigError, RunError
 from kafkalab.scenarios.catalog import needs_kafka
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
@@ -358,6 +358,60 @@ def send_alerts(run_id: str, conn_id: str = ALERT_CONN_ID,
     return dict(jsonable(summary))
 
 
+ONE_SESSION_PARAM = "one_spark_session"
+"""The latency DAGs' param: ``aggregate_metrics`` also validates the run in its own Spark
+session (``aggregate_metrics.py --validate-out``), and ``validate_metrics`` judges that
+result instead of starting Spark again (``make demo`` turns it on)."""
+
+
+def one_spark_session(params: Mapping[str, Any]) -> bool:
+    """Whether :data:`ONE_SESSION_PARAM` is on (default off).
+
+    Raises:
+        ConfigError: the param is not a boolean.
+    """
+    value = params.get(ONE_SESSION_PARAM, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"param {ONE_SESSION_PARAM}: expected true or false, got {value!r}")
+    return value
+
+
+def validation_written_since(run_id: str, since_s: float) -> bool:
+    """Whether the run's validation result was written at or after ``since_s`` (wall clock,
+    seconds since the epoch: file modification times are wall-clock)."""
+    path = LabData().validation_path(run_id)
+    try:
+        return path.stat().st_mtime >= since_s
+    except OSError:
+        return False
+
+
+def judge_validation(run_id: str) -> dict[str, Any]:
+    """The verdict of the run's validation result, as the ``validate_metrics`` job's exit code
+    gives it: returns ``{"run_id", "success": True, "expectations"}`` when it passed.
+
+    Raises:
+        RunError: it failed (naming up to three failed expectations), is missing or unreadable.
+    """
+    lab = LabData()
+    doc = lab.validation(run_id)
+    path = lab.validation_path(run_id)
+    if doc is None:
+        raise RunError(f"run {run_id}: no validation result at {path}")
+    if doc.get("unreadable"):
+        raise RunError(f"run {run_id}: the validation result {path} is unreadable")
+    suites = doc.get("suites") or {}
+    evaluated = sum(int((s.get("statistics") or {}).get("evaluated_expectations") or 0)
+                    for s in suites.values() if isinstance(s, dict))
+    if doc.get("success"):
+        return {"run_id": run_id, "success": True, "expectations": evaluated}
+    failed = [str(f.get("summary") or f) if isinstance(f, dict) else str(f)
+              for f in (doc.get("failed_expectations") or [])]
+    shown = "; ".join(failed[:3]) + (f"; … {len(failed) - 3} more" if len(failed) > 3 else "")
+    raise RunError(f"run {run_id}: validation failed ({len(failed)} expectations): {shown} "
+                   f"(see {path})")
+
+
 def verify_outcome(run_id: str) -> dict[str, Any]:
     """The run's verdict from its files: manifest complete and validation passed.
 
@@ -392,16 +446,20 @@ def verify_outcome(run_id: str) -> dict[str, Any]:
 
 __all__ = [
     "DERIVED_FROM",
+    "ONE_SESSION_PARAM",
     "STALE_OUTPUTS",
     "build_request",
     "check_cluster",
     "check_drift",
     "close_run",
+    "judge_validation",
     "mark_recomputed",
     "measure_cell",
+    "one_spark_session",
     "prepare_run",
     "publish_report",
     "resolve_scenarios",
     "send_alerts",
+    "validation_written_since",
     "verify_outcome",
 ]
