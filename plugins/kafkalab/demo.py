@@ -7,8 +7,8 @@ What it prints, and nothing else (Airflow's own logs go to a file):
    the table and its two-line reading exactly as ``kafkalab run`` prints them
    (:func:`kafkalab.summary.format_run_summary`);
 3. the nightly DAG (``nightly_latency_regression``) through ``airflow dags test`` once per
-   logical date, one line per date: date, lab run id, cells, status, wall time, drift
-   verdicts. A date whose DAG run fails prints the failing task's log (its traceback) from
+   logical date (the dates one after the other, in one process), one line per date: date,
+   lab run id, cells, status, wall time, drift verdicts. A date whose DAG run fails prints the failing task's log (its traceback) from
    the log file and the demo goes on with the next date;
 4. a closing summary: where the samples, aggregates, validation results and report are, and
    the next commands to try.
@@ -21,6 +21,7 @@ the real DAG through Spark and Great Expectations for every date. Drift verdicts
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
-from kafkalab.paths import lab_dir
+from kafkalab.paths import airflow_home, data_dir, lab_dir
 from kafkalab.store import LabData
 
 Say = Callable[[str], None]
@@ -46,11 +47,16 @@ DEMO_NIGHTLY_CONF: dict[str, Any] = {
     "payloads": ["1kb"],
     "profiles": ["latency"],
     "messages": 200,
+    "fanout_cell": False,
     "fault_trial": False,
+    "one_spark_session": True,
 }
 """The demo's nightly matrix: HTTP and a Kafka client at 1 KB (Kafka's own tool is in seed
-000's part), 200 measured messages a cell (p50 and p99 defined), no fault trial (it adds
-~100 s a night: see ``kafkalab faults run``). The nightly's fan-out cell is kept."""
+000's part), 200 measured messages a cell (p50 and p99 defined), no fan-out cell (its load
+run and two Spark jobs add ~60 s a night: see ``kafkalab load``) and no fault trial (~100 s a
+night: see ``kafkalab faults run``); ``aggregate_metrics`` validates in its own Spark session
+(``one_spark_session``: one JVM start a night instead of two), and ``validate_metrics``
+judges its result."""
 
 LOG_DIR_NAME = "logs"
 """``<lab_dir>/logs/``: the demo's log files (``demo-<UTC time>.log``)."""
@@ -73,7 +79,7 @@ class DemoPlan:
     log_path: Path | None = None
     """Default ``<lab_dir>/logs/demo-<UTC time>.log``."""
     airflow_home: Path | None = None
-    """Default :func:`kafkalab.paths.airflow_home`."""
+    """Default :func:`demo_airflow_home` of the data dir."""
     descriptor_path: Path | None = None
     """The cluster the demo measures; default the embedded one, started by the demo."""
 
@@ -97,6 +103,23 @@ def default_log_path() -> Path:
     """``<lab_dir>/logs/demo-<UTC time>.log`` (no I/O)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return lab_dir() / LOG_DIR_NAME / f"demo-{stamp}.log"
+
+
+def demo_airflow_home(data_root: Path) -> Path:
+    """The ``AIRFLOW_HOME`` the demo's ``dags test`` runs use for the data dir ``data_root``
+    (resolves paths, creates nothing): :func:`kafkalab.paths.airflow_home` for the default data dir, else one home per
+    data dir, ``<lab_dir>/airflow-demo-<hash>``.
+
+    The DAGs' assets carry the data dir in their URIs, and an asset name may have only one
+    active URI per Airflow database. Only the scheduler re-activates an asset whose URI
+    changed, and ``dags test`` runs none: a second data dir in the same home would fail every
+    task that writes an asset (``AirflowInactiveAssetInInletOrOutletException``).
+    """
+    root = data_root.resolve()
+    if root == data_dir().resolve():
+        return airflow_home()
+    digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:10]
+    return lab_dir() / f"airflow-demo-{digest}"
 
 
 def cell_line(msg: str) -> bool:
@@ -237,8 +260,11 @@ def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> int:
 
 
 def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[DateOutcome]:
-    """The nightly DAG once per date, a line per date; Airflow's output goes to ``log``."""
-    from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
+    """The nightly DAG once per date, a line per date as each ends; Airflow's output goes
+    to ``log``. The DB migration and the dates run one after the other in one process
+    (:func:`kafkalab.airflow.launcher.dags_test_dates`)."""
+    from kafkalab.airflow.dags_test_dates import PREPARE_MARKER, date_marker
+    from kafkalab.airflow.launcher import dags_test_dates
 
     conf = dict(plan.nightly_conf)
     if plan.descriptor_path is not None:
@@ -249,27 +275,33 @@ def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[Da
         f"{', '.join(conf.get('scenarios') or [])} × {', '.join(conf.get('payloads') or [])}, "
         f"{conf.get('messages')} messages a cell, then Spark + Great Expectations, drift, report")
     extra_env = {"KAFKALAB_DATA_DIR": str(lab.root)}
-    t0 = time.monotonic()
-    prepare_db(airflow_env(plan.airflow_home, base=None) | extra_env, output=log)
-    say(f"  Airflow database ready in {time.monotonic() - t0:.0f} s")
-    outcomes = []
-    for date in plan.dates:
-        before = set(lab.manifests())
-        start = log.tell()
-        _write(log, f"===== {DEMO_DAG} {date} =====")
-        t0 = time.monotonic()
-        rc = dags_test(DEMO_DAG, date, conf, home=plan.airflow_home, extra_env=extra_env,
-                       migrate=False, output=log)
-        wall_s = time.monotonic() - t0
+    home = plan.airflow_home or demo_airflow_home(lab.root)
+    outcomes: list[DateOutcome] = []
+    seen = set(lab.manifests())
+    for step in dags_test_dates(DEMO_DAG, plan.dates, conf, log, home=home,
+                                extra_env=extra_env):
         log.flush()
-        new_runs = sorted(set(lab.manifests()) - before)
-        outcome = summarize_date(lab, date, rc, wall_s, new_runs)
+        text = ""
+        if step.exit_code != 0:
+            text = Path(log.name).read_text(errors="replace")
+        if step.step == "prepare":
+            if step.exit_code == 0:
+                say(f"  Airflow database ready in {step.wall_s:.0f} s")
+                continue
+            say(f"  the Airflow database could not be prepared (exit {step.exit_code}):")
+            start = text.rfind(PREPARE_MARKER)
+            for line in failure_excerpt(text[max(start, 0):]):
+                say(f"    | {line}")
+            continue
+        now = set(lab.manifests())
+        outcome = summarize_date(lab, step.name, step.exit_code, step.wall_s, sorted(now - seen))
+        seen = now
         outcomes.append(outcome)
         say(f"  {outcome.line}")
-        if rc != 0:
-            text = Path(log.name).read_text(errors="replace")[start:]
-            say(f"    the DAG run failed (exit {rc}); its failing task's log:")
-            for line in failure_excerpt(text):
+        if step.exit_code != 0:
+            start = text.rfind(date_marker(DEMO_DAG, step.name))
+            say(f"    the DAG run failed (exit {step.exit_code}); its failing task's log:")
+            for line in failure_excerpt(text[max(start, 0):]):
                 say(f"    | {line}")
     return outcomes
 
@@ -337,6 +369,7 @@ __all__ = [
     "cell_line",
     "closing_summary",
     "default_log_path",
+    "demo_airflow_home",
     "drift_counts",
     "failure_excerpt",
     "format_drift",

@@ -1,7 +1,8 @@
 """``kafkalab demo`` (what ``make demo`` runs) end to end, with a small matrix: its own
 kafka09 broker (ZooKeeper 30781, broker 30792), lab home (Airflow's DB and the demo's log)
 and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
-for one date (one scenario, the fan-out cell, Spark and Great Expectations).
+for one date (one scenario; the fan-out cell turned back on, which the demo turns off; Spark
+and Great Expectations in one Spark session, as the demo runs them).
 
 Asserts on what a newcomer reads: the table and its reading, one line per date, the closing
 summary, and no Airflow log line on stdout (they are in the log file). ~3-4 min.
@@ -67,7 +68,8 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     env.update(KAFKALAB_HOME=str(demo_lab), KAFKALAB_DATA_DIR=str(data))
     cmd = [str(Path(sys.executable).parent / "kafkalab"), "demo", "--workload", str(workload),
            "--dates", "2026-11-18",
-           "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5}),
+           "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5,
+                                         "fanout_cell": True}),
            "--cluster", str(demo_lab / "cluster.yaml")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     out = proc.stdout
@@ -79,7 +81,10 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     # the log file is named first; Airflow's logs are in it, not on stdout
     log_path = Path(lines[0].rsplit(": ", 1)[1])
     assert log_path.parent == demo_lab / "logs" and log_path.is_file()
-    assert "[DAG TEST]" in log_path.read_text()
+    log_text = log_path.read_text()
+    assert "[DAG TEST]" in log_text
+    # the demo's one Spark session a night: validate_metrics judged aggregate_metrics's result
+    assert "validated in aggregate_metrics's Spark session" in log_text
     assert not [line for line in lines if AIRFLOW_LOG_LINE.search(line)]
     assert not [line for line in lines if "Traceback" in line]
 

@@ -49,10 +49,12 @@ import secrets
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -477,6 +479,71 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
     print("+", shlex.join(cmd), file=output if output is not None else sys.stdout, flush=True)
     return subprocess.run(cmd, env=env, timeout=timeout_s, stdout=output,
                           stderr=subprocess.STDOUT if output is not None else None).returncode
+
+
+@dataclass(frozen=True)
+class TestStep:
+    """One finished step of :func:`dags_test_dates`."""
+
+    step: str
+    """``prepare`` (DB migration and pools) or ``date`` (one ``dags test``)."""
+    name: str
+    """The logical date (``prepare`` for the prepare step)."""
+    exit_code: int
+    """0: it succeeded; 1: it failed; -1: the process never reported it (it died or was
+    killed at its deadline)."""
+    wall_s: float
+
+
+def dags_test_dates(dag_id: str, dates: Sequence[str], conf: Mapping[str, Any] | None,
+                    output: IO[str], home: Path | str | None = None,
+                    extra_env: Mapping[str, str] | None = None, prepare: bool = True,
+                    timeout_s_per_date: float = 1800) -> Iterator[TestStep]:
+    """``airflow dags test DAG_ID DATE`` for each of ``dates``, in one process
+    (:mod:`kafkalab.airflow.dags_test_dates`), yielding each step as it ends: first the
+    ``prepare`` step (``prepare``: what :func:`prepare_db` does, in that process), then one
+    per date. Airflow's output goes to ``output`` (a file).
+
+    A step the process never reported (it died, or the whole run outlived
+    ``timeout_s_per_date`` × the dates and was killed) is yielded with exit code -1.
+    """
+    env = airflow_env(home)
+    if extra_env:
+        env.update(extra_env)
+    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "kafkalab.airflow.dags_test_dates", dag_id,
+           "--dates", ",".join(dates)]
+    if conf:
+        cmd += ["--conf", json.dumps(dict(conf))]
+    if prepare:
+        cmd.append("--prepare")
+    print("+", shlex.join(cmd), file=output, flush=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=output, text=True)
+    watchdog = threading.Timer(timeout_s_per_date * max(1, len(dates)), proc.kill)
+    watchdog.daemon = True
+    watchdog.start()
+    reported: set[tuple[str, str]] = set()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                data = json.loads(line)
+                step = TestStep(str(data["step"]), str(data["name"]), int(data["exit_code"]),
+                                float(data["wall_s"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+            reported.add((step.step, step.name))
+            yield step
+        proc.wait()
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    expected = ([("prepare", "prepare")] if prepare else []) + [("date", d) for d in dates]
+    for kind, name in expected:
+        if (kind, name) not in reported:
+            yield TestStep(kind, name, -1, 0.0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

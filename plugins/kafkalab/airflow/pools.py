@@ -60,6 +60,16 @@ SHARD_POOL_DESCRIPTION = ("Kafka Latency Lab: consumer shard tasks of a load cel
                           "producer (shard placement 'tasks').")
 
 
+def write_pools_file(directory: Path) -> Path:
+    """Write ``<directory>/pools.json``, the lab's two pools as ``airflow pools import``
+    reads them (:data:`MEASURE_POOL`, one slot; :data:`SHARD_POOL`); returns its path."""
+    pools = {MEASURE_POOL: {"slots": MEASURE_POOL_SLOTS, "description": MEASURE_POOL_DESCRIPTION},
+             SHARD_POOL: {"slots": SHARD_POOL_SLOTS, "description": SHARD_POOL_DESCRIPTION}}
+    path = directory / "pools.json"
+    path.write_text(json.dumps(pools))
+    return path
+
+
 def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",
                         timeout_s: float = 120) -> None:
     """Create (or reset to one slot) :data:`MEASURE_POOL`, and create (or reset)
@@ -75,11 +85,8 @@ def ensure_measure_pool(env: Mapping[str, str], airflow_bin: str = "airflow",
     Raises:
         subprocess.CalledProcessError: the command failed (its stderr is in the exception).
     """
-    pools = {MEASURE_POOL: {"slots": MEASURE_POOL_SLOTS, "description": MEASURE_POOL_DESCRIPTION},
-             SHARD_POOL: {"slots": SHARD_POOL_SLOTS, "description": SHARD_POOL_DESCRIPTION}}
     with tempfile.TemporaryDirectory(prefix="kafkalab-pools-") as tmp:
-        path = Path(tmp) / "pools.json"
-        path.write_text(json.dumps(pools))
+        path = write_pools_file(Path(tmp))
         subprocess.run([airflow_bin, "pools", "import", str(path)],
                        env=dict(env), check=True, capture_output=True, text=True,
                        timeout=timeout_s)
@@ -94,4 +101,5 @@ __all__ = [
     "SHARD_POOL_DESCRIPTION",
     "SHARD_POOL_SLOTS",
     "ensure_measure_pool",
+    "write_pools_file",
 ]

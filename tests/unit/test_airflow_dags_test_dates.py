@@ -1,0 +1,101 @@
+"""Several ``airflow dags test`` dates in one process: the step protocol between the child
+(kafkalab.airflow.dags_test_dates) and the launcher, and its bad input. The child runs for
+real (Airflow's CLI, several dates) in tests/e2e/test_make_demo.py through ``kafkalab demo``."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab.airflow import dags_test_dates as child
+from kafkalab.airflow import launcher
+from kafkalab.demo import demo_airflow_home
+
+
+def test_a_failed_dag_run_reads_as_exit_1() -> None:
+    assert child._exit_code(SystemExit("DagRun failed")) == 1
+    assert child._exit_code(SystemExit(None)) == 0
+    assert child._exit_code(SystemExit(3)) == 3
+    assert child.date_marker("nightly_latency_regression", "2026-11-18") == \
+        "===== nightly_latency_regression 2026-11-18 ====="
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["d", "--dates", " , "], "--dates: no date given"),
+    (["d", "--dates", "2026-11-18", "--conf", "{nope"], "--conf is not valid JSON"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kafkalab.airflow.dags_test_dates", *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+class _FakeChild:
+    """What ``subprocess.Popen`` returns: status lines on stdout, then an exit code."""
+
+    def __init__(self, lines: list[str], code: int) -> None:
+        self.stdout = io.StringIO("".join(lines))
+        self.returncode = code
+
+    def wait(self) -> int:
+        return self.returncode
+
+    def poll(self) -> int:
+        return self.returncode
+
+    def kill(self) -> None:
+        pass
+
+
+def _steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lines: list[str],
+           dates: list[str]) -> tuple[list[launcher.TestStep], list[Any]]:
+    cmds: list[Any] = []
+
+    def popen(cmd: list[str], **kwargs: Any) -> _FakeChild:
+        cmds.append(cmd)
+        return _FakeChild(lines, 1)
+
+    monkeypatch.setattr(launcher.subprocess, "Popen", popen)
+    out = io.StringIO()
+    steps = list(launcher.dags_test_dates("nightly_latency_regression", dates, {"messages": 5},
+                                          out, home=tmp_path / "home"))
+    return steps, cmds
+
+
+def test_each_step_is_yielded_and_an_unreported_one_reads_as_minus_1(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    lines = [json.dumps({"step": "prepare", "name": "prepare", "exit_code": 0, "wall_s": 2.5}),
+             "not a status line",
+             json.dumps({"step": "date", "name": "2026-11-18", "exit_code": 1, "wall_s": 30.0})]
+    steps, cmds = _steps(monkeypatch, tmp_path, [line + "\n" for line in lines],
+                         ["2026-11-18", "2026-11-19"])
+    assert steps == [launcher.TestStep("prepare", "prepare", 0, 2.5),
+                     launcher.TestStep("date", "2026-11-18", 1, 30.0),
+                     launcher.TestStep("date", "2026-11-19", -1, 0.0)]  # the child died
+    (cmd,) = cmds
+    assert cmd[1:4] == ["-m", "kafkalab.airflow.dags_test_dates", "nightly_latency_regression"]
+    assert cmd[cmd.index("--dates") + 1] == "2026-11-18,2026-11-19"
+    assert json.loads(cmd[cmd.index("--conf") + 1]) == {"messages": 5}
+    assert "--prepare" in cmd
+
+
+def test_the_demo_gets_an_airflow_home_per_data_dir(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """The DAGs' assets carry the data dir: a second data dir in one Airflow DB would make
+    them inactive, so a data dir other than the default gets a home of its own."""
+    from kafkalab.paths import airflow_home, data_dir
+
+    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
+    monkeypatch.delenv("AIRFLOW_HOME", raising=False)
+    assert demo_airflow_home(data_dir()) == airflow_home()
+    one, two = demo_airflow_home(tmp_path / "a"), demo_airflow_home(tmp_path / "b")
+    assert one != two and one.parent == tmp_path / "lab"
+    assert one.name.startswith("airflow-demo-")
+    assert demo_airflow_home(tmp_path / "a") == one  # stable
