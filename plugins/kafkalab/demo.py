@@ -233,7 +233,8 @@ def closing_summary(lab: LabData, log_path: Path, say: Say) -> None:
 
 
 def _write(log: IO[str], text: str) -> None:
-    log.write(text + "\n")
+    """One line of the demo's own in the log, time-stamped as Airflow's lines are."""
+    log.write(f"{datetime.now(UTC).isoformat(timespec='milliseconds')} {text}\n")
     log.flush()
 
 
