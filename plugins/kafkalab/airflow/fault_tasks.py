@@ -334,10 +334,9 @@ def nightly_fault_on(params: Mapping[str, Any]) -> bool:
     Raises:
         ConfigError: the param is not a boolean.
     """
-    value = params.get(NIGHTLY_FAULT_PARAM, True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"param {NIGHTLY_FAULT_PARAM}: expected true or false, got {value!r}")
-    return value
+    from kafkalab.airflow.params import bool_param
+
+    return bool_param(params, NIGHTLY_FAULT_PARAM, True)
 
 
 __all__ = [

@@ -64,10 +64,9 @@ def nightly_fanout_on(params: Mapping[str, Any]) -> bool:
     Raises:
         ConfigError: the param is not a boolean.
     """
-    value = params.get(NIGHTLY_FANOUT_PARAM, True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"param {NIGHTLY_FANOUT_PARAM}: expected true or false, got {value!r}")
-    return value
+    from kafkalab.airflow.params import bool_param
+
+    return bool_param(params, NIGHTLY_FANOUT_PARAM, True)
 
 
 def load_run_started(run_id: str) -> bool:

@@ -7,6 +7,10 @@ the two in step). Cheap to import: safe at DAG-parse time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LOAD_CLIENTS
 from kafkalab.payloads import payload_names
 from kafkalab.scenarios.catalog import SCENARIOS
@@ -40,5 +44,18 @@ SHARD_PLACEMENT_CHOICES: tuple[str, ...] = ("subprocess", "tasks")
 """Where a load cell's consumer shards run (:data:`kafkalab.load.engine.SHARD_PLACEMENTS`,
 kept in step by a unit test): processes of the cell's task, or mapped tasks of their own."""
 
+def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
+    """The boolean param ``name`` of a run (``default`` when absent).
+
+    Raises:
+        ConfigError: the param is not a boolean (``param <name>: expected true or false``).
+    """
+    value = params.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"param {name}: expected true or false, got {value!r}")
+    return value
+
+
 __all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
-           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES", "SHARD_PLACEMENT_CHOICES"]
+           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES", "SHARD_PLACEMENT_CHOICES",
+           "bool_param"]

@@ -35,7 +35,7 @@ from kafkalab.airflow.connections import (
     ClusterConnection,
 )
 from kafkalab.config.loader import DEFAULT_WORKLOAD
-from kafkalab.errors import CellFailedError, ConfigError, RunError
+from kafkalab.errors import CellFailedError, RunError
 from kafkalab.scenarios.catalog import needs_kafka
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
@@ -370,10 +370,9 @@ def one_spark_session(params: Mapping[str, Any]) -> bool:
     Raises:
         ConfigError: the param is not a boolean.
     """
-    value = params.get(ONE_SESSION_PARAM, False)
-    if not isinstance(value, bool):
-        raise ConfigError(f"param {ONE_SESSION_PARAM}: expected true or false, got {value!r}")
-    return value
+    from kafkalab.airflow.params import bool_param
+
+    return bool_param(params, ONE_SESSION_PARAM, False)
 
 
 def validation_written_since(run_id: str, since_s: float) -> bool:
