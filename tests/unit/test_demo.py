@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -71,6 +72,49 @@ def test_a_date_line_reads_the_runs_it_wrote(tmp_path: Path) -> None:
                         "drift: 1 DRIFT, 3 ok")
     failed = summarize_date(lab, "2026-11-22", 1, 5.0, [])
     assert failed.line.startswith("2026-11-22  -  0/0 cells  FAILED (not started)  5 s")
+
+
+def test_each_night_is_read_as_it_ends_and_a_failed_one_shows_its_own_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_nightly over the steps of one dags-test process (faked here; real in
+    tests/e2e/test_make_demo.py): a line per date from the runs that date wrote, and for a
+    failed date the first task failure after *its* marker, not an earlier date's."""
+    from kafkalab.airflow import launcher
+    from kafkalab.airflow.dags_test_dates import PREPARE_MARKER, date_marker
+    from kafkalab.demo import DEMO_DAG, DemoPlan, run_nightly
+
+    lab = LabData(tmp_path / "data")
+    dates = ("2026-11-18", "2026-11-19")
+
+    def fake(dag_id: str, dates_: Any, conf: Any, log: Any, **kwargs: Any) -> Any:
+        assert dag_id == DEMO_DAG and tuple(dates_) == dates and conf["fanout_cell"] is False
+        log.write(f"{PREPARE_MARKER}\n")
+        log.flush()
+        yield launcher.TestStep("prepare", "prepare", 0, 1.2)
+        log.write(f"{date_marker(DEMO_DAG, dates[0])}\n[error] Task failed with exception\n"
+                  "ValueError: an earlier date's cause\n")
+        lab.write_manifest({"run_id": "nightly-20261122T000001Z-aaaaaa", "status": "complete",
+                            "cells": [{"status": "complete"}]})
+        log.flush()
+        yield launcher.TestStep("date", dates[0], 0, 30.0)
+        log.write(f"{date_marker(DEMO_DAG, dates[1])}\n[error] Task failed with exception\n"
+                  "ClusterError: the broker does not answer\n")
+        log.flush()
+        yield launcher.TestStep("date", dates[1], 1, 3.0)
+
+    monkeypatch.setattr(launcher, "dags_test_dates", fake)
+    said: list[str] = []
+    with (tmp_path / "demo.log").open("w") as log:
+        outcomes = run_nightly(DemoPlan(dates=dates, airflow_home=tmp_path / "home"), lab, log,
+                               said.append)
+    assert [o.exit_code for o in outcomes] == [0, 1]
+    assert "  Airflow database ready in 1 s" in said
+    assert any(line.startswith("  2026-11-18  nightly-20261122T000001Z-aaaaaa  1/1 cells  "
+                               "complete") for line in said)
+    assert any(line.startswith("  2026-11-19  -  0/0 cells  FAILED") for line in said)
+    shown = [line for line in said if line.startswith("    | ")]
+    assert shown[1] == "    | ClusterError: the broker does not answer"
+    assert not [line for line in shown if "earlier date" in line]
 
 
 def test_nightly_conf_is_laid_over_the_demos() -> None:
