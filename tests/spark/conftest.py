@@ -36,12 +36,14 @@ def spark() -> Iterator[Any]:
 
 
 def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
-                  timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+                  timeout_s: float = 300.0,
+                  java_options: str = "") -> subprocess.CompletedProcess[str]:
     """Run ``script`` (relative to the repo, or absolute) through the venv's spark-submit on
-    local[2] with the DAGs' settings (``spark_conf()``, ``spark_env()``: what a nightly
-    task submits; two shuffle partitions for two cores); ``py_files`` are shipped with
-    ``--py-files``."""
-    from kafkalab.airflow.spark_submit import spark_conf, spark_env
+    local[2] with the DAGs' settings (``runtime_conf(spark_conf())``, ``spark_env()``: what a
+    nightly task submits, the class-data archive included; two shuffle partitions for two
+    cores); ``py_files`` are shipped with ``--py-files``; ``java_options`` are added to the
+    driver's JVM options."""
+    from kafkalab.airflow.spark_submit import runtime_conf, spark_conf, spark_env
 
     python = VENV_BIN / "python"
     py = str(python) if python.exists() else sys.executable
@@ -54,7 +56,10 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     }
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
-    conf = {**spark_conf(), "spark.sql.shuffle.partitions": "2"}
+    conf = {**runtime_conf(spark_conf()), "spark.sql.shuffle.partitions": "2"}
+    if java_options:
+        key = "spark.driver.extraJavaOptions"
+        conf[key] = f"{conf.get(key, '')} {java_options}".strip()
     shipped = ["--py-files", ",".join(str(p) for p in py_files)] if py_files else []
     cmd = [
         str(VENV_BIN / "spark-submit"), "--master", "local[2]",
