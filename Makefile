@@ -40,8 +40,8 @@ NIGHTLY_CONF  ?= {"scenarios":["rest","kafka-python","confluent-kafka","confluen
 nightly-demo: setup  ## the nightly DAG with its full matrix over the demo's 4 dates (no seed 000)
 	$(BIN)/kafkalab demo --no-seed000 --nightly-conf '$(NIGHTLY_CONF)'
 
-# The README's pictures (docs/images/), from the report `make demo` left.
-screenshots: setup  ## retake docs/images/report*.png in headless Chromium (after make demo)
+# The README's pictures (docs/images/), from the report and the Airflow DB `make demo` left.
+screenshots: setup  ## retake docs/images/*.png (the report; Airflow's grid and trigger form) in headless Chromium (after make demo)
 	$(BIN)/python -m tools.screenshots
 
 EXECUTOR ?= local
