@@ -20,10 +20,11 @@ package gets it as a lone file: ``spark_py_files()`` ships ``plugins/kafkalab/st
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -40,6 +41,7 @@ __all__ = [
     "LOOPBACK_HOST",
     "METRIC_PERCENTILES",
     "MIN_SAMPLES",
+    "SAMPLES_RUN_GLOB",
     "InputError",
     "build_session",
     "job_session",
@@ -48,6 +50,7 @@ __all__ = [
     "percentile_columns",
     "quantile_ci_ranks",
     "read_parquet",
+    "run_sample_paths",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -200,15 +203,49 @@ def local_path_missing(path: str) -> bool:
     return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
 
 
-def read_parquet(spark: SparkSession, path: str, what: str, base_path: str | None = None) -> DataFrame:
+SAMPLES_RUN_GLOB = "run_date=*/run_id={run_id}"
+"""Where one run's raw samples lie below the samples root (``docs/metrics-schema.md``)."""
+
+
+def run_sample_paths(samples_path: str, run_ids: Sequence[str], what: str = "samples") -> list[str]:
+    """The folders of ``run_ids`` below the samples root: only they are listed and read, so a
+    job's cost does not grow with the history beside them (Spark lists and merges the schema
+    of every file it is given).
+
+    A local root is globbed here, so a run with no folder is named; any other URI is handed
+    to Spark as a glob (``<root>/run_date=*/run_id=<id>``), which resolves it on its
+    filesystem.
+
+    Raises:
+        InputError: ``no <what> for run id(s) … under <root>`` (a local root without them).
+    """
+    root = samples_path.rstrip("/")
+    if "://" in root or root.startswith("file:"):
+        return [f"{root}/{SAMPLES_RUN_GLOB.format(run_id=run_id)}" for run_id in run_ids]
+    found: list[str] = []
+    missing: list[str] = []
+    for run_id in run_ids:
+        pattern = f"{glob.escape(root)}/{SAMPLES_RUN_GLOB.format(run_id=glob.escape(run_id))}"
+        dirs = sorted(p for p in glob.glob(pattern) if os.path.isdir(p))
+        found += dirs
+        if not dirs:
+            missing.append(run_id)
+    if missing:
+        raise InputError(f"no {what} for run id(s) {', '.join(missing)} under {samples_path}")
+    return found
+
+
+def read_parquet(spark: SparkSession, path: str | Sequence[str], what: str,
+                 base_path: str | None = None) -> DataFrame:
     """Read the Hive-partitioned Parquet below ``path``, partition values as strings.
 
     The files' schemas are merged (``mergeSchema``): files written under an older schema
     version lack the newer columns and read them as null, and no file's columns are dropped
     because Spark happened to take its schema from an older file.
 
+    ``path``: one path, or several (partitions of one dataset: give ``base_path``).
     ``base_path``: the dataset root when ``path`` is one partition below it, so the partition
-    column (``run_id``) is kept.
+    columns (``run_id``, ``run_date``) are kept.
 
     Raises:
         InputError: ``cannot read <what> at <path>: <first line of Spark's error>``.
@@ -219,11 +256,13 @@ def read_parquet(spark: SparkSession, path: str, what: str, base_path: str | Non
     reader = spark.read.option("mergeSchema", "true")
     if base_path is not None:  # read one partition and keep its column (e.g. run_id=<id>)
         reader = reader.option("basePath", base_path)
+    paths = [path] if isinstance(path, str) else list(path)
     try:
-        return reader.parquet(path)
+        return reader.parquet(*paths)
     except AnalysisException as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"cannot read {what} at {path}: {first_line}") from None
+        where = base_path if len(paths) > 1 and base_path else paths[0]
+        raise InputError(f"cannot read {what} at {where}: {first_line}") from None
 
 
 # --------------------------------------------------------------------------- output

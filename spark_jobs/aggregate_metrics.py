@@ -555,12 +555,17 @@ def _typed(value: Any, type_: str) -> Any:
 
 
 def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ()) -> DataFrame:
-    """Read the raw samples (Hive layout) below ``samples_path``, optionally for some runs.
+    """Read the raw samples (Hive layout) below ``samples_path``, optionally for some runs
+    (then only their folders are read: :func:`_session.run_sample_paths`).
 
     Partition values are read as strings (no type inference: ``run_date`` stays a string).
     Raises :class:`InputError` when the path is missing or holds no rows for the run ids.
     """
-    df = shared.read_parquet(spark, samples_path, "samples")
+    if run_ids:
+        df = shared.read_parquet(spark, shared.run_sample_paths(samples_path, run_ids),
+                                 "samples", base_path=samples_path)
+    else:
+        df = shared.read_parquet(spark, samples_path, "samples")
     for col in ("run_id", "run_date"):
         if col not in df.columns:
             raise InputError(

@@ -674,7 +674,8 @@ def render_html(doc: dict[str, Any]) -> str:
 def _read_run(spark: SparkSession, path: str, run_id: str, what: str,
               partition: str | None = None) -> DataFrame:
     """One run's rows under ``path``. ``partition`` (``run_id=<id>``): read only that folder
-    (the aggregates root also holds ``load/``, whose layout Spark cannot merge with it)."""
+    (the aggregates root also holds ``load/``, whose layout Spark cannot merge with it);
+    without it ``path`` is the samples root and only the run's folders are read."""
     if shared.local_path_missing(path):
         raise InputError(f"{what} path not found: {path}")
     if partition is not None:
@@ -682,8 +683,9 @@ def _read_run(spark: SparkSession, path: str, run_id: str, what: str,
         if shared.local_path_missing(part_path):
             raise InputError(f"no {what} for run id {run_id} under {path}")
         df = shared.read_parquet(spark, part_path, what, base_path=path)
-    else:
-        df = shared.read_parquet(spark, path, what)
+    else:  # the samples: only the run's folders (run_date=*/run_id=<id>)
+        df = shared.read_parquet(spark, shared.run_sample_paths(path, [run_id], what), what,
+                                 base_path=path)
     if "run_id" not in df.columns:
         raise InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)

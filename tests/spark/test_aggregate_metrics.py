@@ -375,6 +375,25 @@ def test_extract_errors_are_input_errors(spark: Any, tmp_path: Path) -> None:
     assert dict(df.dtypes)["run_date"] == "string"                    # no partition inference
 
 
+def test_a_runs_jobs_read_only_its_own_folders(spark: Any, tmp_path: Path) -> None:
+    """With run ids, only ``run_date=*/run_id=<id>`` is listed and read: a file of another run
+    that is not Parquet at all (so the history beside a run costs it nothing) breaks neither
+    the aggregation nor the validation's read of this run; reading every run does see it."""
+    from spark_jobs import validate_metrics as vm
+
+    write_fake_samples(tmp_path, 300, RUN, seed=3)
+    other = tmp_path / "samples" / "run_date=2026-01-01" / "run_id=20260101T000000Z-ffffff"
+    other.mkdir(parents=True)
+    (other / "part-x.parquet").write_bytes(b"not parquet")
+    samples = str(tmp_path / "samples")
+    assert am.run(spark, samples, str(tmp_path / "aggregates"), [RUN]) == N_CELLS
+    assert vm._read_run(spark, samples, RUN, "samples").count() > 0
+    with pytest.raises(Exception, match=r"(?i)parquet"):  # Spark's own error, whichever
+        am.extract(spark, samples).count()  # every run: the broken file is read
+    with pytest.raises(am.InputError, match=r"no samples for run id\(s\) 1999"):
+        vm._read_run(spark, samples, "19990101T000000Z-000000", "samples")
+
+
 def test_cli_missing_samples_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     code = am.main(["--samples", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])

@@ -21,7 +21,8 @@ def lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     write_fake_samples(root, 2000, RUN, seed=11)
     am.run(spark, str(root / "samples"), str(root / "aggregates"), [RUN])
     samples = vm._read_run(spark, str(root / "samples"), RUN, "samples")
-    aggregates = vm._read_run(spark, str(root / "aggregates"), RUN, "aggregates")
+    aggregates = vm._read_run(spark, str(root / "aggregates"), RUN, "aggregates",
+                              partition=f"run_id={RUN}")  # as the job reads them
     return {"root": root, "samples": samples, "aggregates": aggregates}
 
 
