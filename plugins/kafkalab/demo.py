@@ -201,8 +201,8 @@ def next_steps() -> list[tuple[str, str]]:
     """The commands to try after the demo, each with why."""
     k = ".venv/bin/kafkalab"
     return [
-        ("make airflow", "the Airflow UI (http://127.0.0.1:8080): trigger latency_experiment "
-         "with your own matrix, look at the nightly's grid"),
+        ("make airflow", "the Airflow UI (http://127.0.0.1:8080, its own database): trigger "
+         "latency_experiment with your own matrix, unpause the nightly"),
         (f"{k} run --workload images-http-vs-kafka --messages 120", "seed 000 with enough "
          "messages for p99 (the demo's 10 define only p50)"),
         (f"{k} load --consumers 1,5 --rate 200,1000", "HYDRA (seed 003): one producer at a "
