@@ -38,8 +38,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -176,17 +174,6 @@ def api_server_cmd(env: Mapping[str, str]) -> list[str]:
             "-p", env["AIRFLOW__API__PORT"], "-w", env.get("AIRFLOW__API__WORKERS", "1")]
 
 
-def api_health(base_url: str, timeout_s: float = 2.0) -> dict[str, Any] | None:
-    """``<base_url>/api/v2/monitor/health`` as a dict, or None when it does not answer."""
-    try:
-        with urllib.request.urlopen(f"{base_url}/api/v2/monitor/health",
-                                    timeout=timeout_s) as resp:
-            data = json.loads(resp.read().decode("utf-8"))
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _group_running(pgid: int) -> bool:
     """Whether a live (not zombie) process is left in process group ``pgid``. From
     ``/proc`` (an orphan's zombie waits for whoever adopted it to reap it, which in a
@@ -246,6 +233,7 @@ def airflow_api_server(home: Path, port: int = AIRFLOW_PORT,
             ``timeout_s`` (the message names its log).
     """
     from kafkalab import procs
+    from kafkalab.airflow.launcher import health as launcher_health
 
     if procs.port_in_use(port, AIRFLOW_HOST):
         raise RuntimeError(f"port {AIRFLOW_HOST}:{port} is in use: the screenshot "
@@ -261,7 +249,7 @@ def airflow_api_server(home: Path, port: int = AIRFLOW_PORT,
         deadline = time.monotonic() + timeout_s
         health: dict[str, Any] | None = None
         while True:
-            health = api_health(url)
+            health = launcher_health(port=port)
             if (health or {}).get("metadatabase", {}).get("status") == "healthy":
                 break
             if proc.poll() is not None:
