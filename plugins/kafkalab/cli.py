@@ -224,7 +224,33 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--fault-at", type=float, default=6.0, help="second of the schedule the fault starts (default 6)")
     pfr.add_argument("--down", type=float, default=None, help="seconds the fault lasts (default: the fault's own)")
     pfr.add_argument("--payload", default="1kb", help="payload (default 1kb)")
-    pfr.add_argument("--partitions", type=int, default=1, help="partitions of each trial's topic (default 1)")
+    pfr.add_argument("--partitions", type=int, default=None,
+                     help="partitions of each trial's topic (default 1; consumer faults: 2 per consumer)")
+    pfr.add_argument("--client", choices=["confluent-kafka", "kafka-python"], default="confluent-kafka",
+                     help="the producer's and the group members' client (default confluent-kafka)")
+    pfr.add_argument("--max-in-flight", type=int, default=None,
+                     help="producer max.in.flight.requests.per.connection, 1-5 (default: the profile's); "
+                     "1 keeps order through retries")
+    pg = pfr.add_argument_group(
+        "consumer faults (kill-consumer, leave-consumer)",
+        "A group of --consumers members (one process each) processes the stream; member 0 is "
+        "SIGKILLed or leaves cleanly at --fault-at. Kafka 0.9: eager rebalancing, no static "
+        "membership, no cooperative rebalancing.")
+    pg.add_argument("--commit", type=_csv, default=None,
+                    help="commit strategy/ies, comma-separated: auto (the client's auto commit), after "
+                    "(commit after processing: at-least-once), before (commit before processing: "
+                    "at-most-once) (default after)")
+    pg.add_argument("--consumers", type=int, default=3, help="members of the group (default 3)")
+    pg.add_argument("--session-timeout-ms", type=int, default=None,
+                    help="members' session.timeout.ms (default: the profile's; 1000-30000)")
+    pg.add_argument("--heartbeat-ms", type=int, default=None,
+                    help="members' heartbeat.interval.ms (default: a third of the session timeout)")
+    pg.add_argument("--auto-commit-interval-ms", type=int, default=5000,
+                    help="auto.commit.interval.ms of --commit auto (default 5000)")
+    pg.add_argument("--batch-msgs", type=int, default=100,
+                    help="records a member processes (and commits) per batch (default 100)")
+    pg.add_argument("--rejoin-after", type=float, default=None,
+                    help="the failed member comes back this many seconds after the fault (default: never)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
     pfr.add_argument("--keep-topics", action="store_true", help="keep each trial's topic (default: deleted after the check)")
     pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
@@ -534,7 +560,13 @@ def _fault_help() -> dict[str, str]:
 _FAULT_OPTION_NAMES = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                        "warmup_s": "--warmup", "fault_at_s": "--fault-at", "down_s": "--down",
                        "fault": "--fault", "acks": "--acks", "trial": "--trials",
-                       "partitions": "--partitions", "payload": "--payload"}
+                       "partitions": "--partitions", "payload": "--payload",
+                       "commit": "--commit", "consumers": "--consumers",
+                       "session_timeout_ms": "--session-timeout-ms",
+                       "heartbeat_interval_ms": "--heartbeat-ms",
+                       "auto_commit_interval_ms": "--auto-commit-interval-ms",
+                       "batch_msgs": "--batch-msgs", "rejoin_after_s": "--rejoin-after",
+                       "max_in_flight": "--max-in-flight"}
 
 
 def cmd_faults(args: argparse.Namespace) -> int:
@@ -550,22 +582,38 @@ def cmd_faults(args: argparse.Namespace) -> int:
     from kafkalab.config.loader import describe_validation_error
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest, execute_faults
-    from kafkalab.faults.spec import FaultTrialSpec
+    from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec
     from kafkalab.faults.summary import format_fault_table
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
+    if args.commit and not any(f in CONSUMER_FAULTS for f in args.fault):
+        raise ConfigError(f"--commit applies to the consumer faults ({', '.join(CONSUMER_FAULTS)}); "
+                          f"--fault is {','.join(args.fault)}")
     trials = []
     try:
         for profile in args.profile:
             for fault in args.fault:
-                for acks in (args.acks or [None]):
-                    for k in range(1, args.trials + 1):
-                        trials.append(FaultTrialSpec(
-                            profile=profile, fault=fault, acks=acks, trial=k,
-                            rate_msgs_per_s=args.rate, duration_s=args.duration,
-                            warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
-                            payload=args.payload, partitions=args.partitions))
+                group = fault in CONSUMER_FAULTS
+                for commit in ((args.commit or ["after"]) if group else [None]):
+                    for acks in (args.acks or [None]):
+                        for k in range(1, args.trials + 1):
+                            extra: dict[str, object] = {}
+                            if group:
+                                extra = {"commit": commit, "consumers": args.consumers,
+                                         "session_timeout_ms": args.session_timeout_ms,
+                                         "heartbeat_interval_ms": args.heartbeat_ms,
+                                         "auto_commit_interval_ms": args.auto_commit_interval_ms,
+                                         "batch_msgs": args.batch_msgs,
+                                         "rejoin_after_s": args.rejoin_after}
+                            partitions = (args.partitions if args.partitions is not None
+                                          else 2 * args.consumers if group else 1)
+                            trials.append(FaultTrialSpec(
+                                profile=profile, fault=fault, acks=acks, trial=k,
+                                rate_msgs_per_s=args.rate, duration_s=args.duration,
+                                warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
+                                payload=args.payload, partitions=partitions, client=args.client,
+                                max_in_flight=args.max_in_flight, **extra))
     except ValidationError as exc:
         text = describe_validation_error(exc)
         key, _, msg = text.partition(": ")

@@ -109,6 +109,12 @@ def validate_trials(trials: list[FaultTrialSpec]) -> None:
         if rf > FAULT_BROKERS:
             raise ConfigError(f"profile {spec.profile} needs replication factor {rf} but the "
                               f"fault cluster has {FAULT_BROKERS} brokers")
+        if spec.is_consumer_fault:
+            try:
+                spec.check_group_timeline(
+                    spec.effective_session_timeout_ms(prof.consumer.session_timeout_ms))
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if spec.fault in ("kill-follower", "lossy-leader-crash") and rf < 2:
             raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
                               f"has replication factor {rf} (use durability or availability)")
@@ -160,6 +166,13 @@ def _summary_head(spec: FaultTrialSpec, run_id: str, trial_id: str, acks: str) -
 def _verdict(s: dict[str, Any]) -> str:
     if s.get("status") != "complete":
         return "failed"
+    if s.get("commit"):  # a consumer fault: the group's delivery guarantee is judged
+        if s.get("reread_agrees") is False:
+            return "check disagrees"
+        if (s.get("acked_lost") or 0) > 0 or (s.get("commit") == "after"
+                                                and (s.get("lost_unprocessed") or 0) > 0):
+            return "loss"
+        return "ok"
     if s.get("fault") != "none" and not s.get("recovered"):
         return "not recovered"
     return "loss" if (s.get("acked_lost") or 0) > 0 else "ok"
@@ -200,7 +213,9 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
                            "target": None, "events": {}, "actions": [], "started_at": utc_now_iso(),
                            "summary": summary}
     atomic_write_json(files.trial_json_path(tdir), doc)
-    progress(f"{trial_id}: {spec.fault} at {spec.fault_at_s:g} s for {spec.effective_down_s:g} s, "
+    what = (f"{spec.fault} of 1 of {spec.consumers} members (commit {spec.effective_commit})"
+            if spec.is_consumer_fault else spec.fault)
+    progress(f"{trial_id}: {what} at {spec.fault_at_s:g} s for {spec.effective_down_s:g} s, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s, rf {rf}, acks {acks}")
 
     from kafkalab.topics import TopicSpec, provision_topics
@@ -213,48 +228,62 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     try:
         provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions,
                                        replication_factor=rf, configs=prof.topic.kafka_configs())])
-        with ZkReader(zk_port) as zk:
-            if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
-                raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
-                                   f"{SETTLE_TIMEOUT_S:.0f} s")
-            target = pick_target(zk, spec, topic, rf)
-        doc["target"] = {"broker": target.broker, "role": target.role, "partition": target.partition,
-                         "leader_before": target.leader, "isr_before": list(target.isr)}
-        summary.update(target_broker=target.broker, target_role=target.role)
-        injector = Injector(spec, target, clab, progress)
-        monitor = Monitor(zk_port, topic, spec.partitions).start()
-        try:
-            run_load_cell(lab.root, run_id, cell_spec, _descriptor_path(clab), progress,
-                          provision=False, topic=topic, cell_path=tdir, on_start=injector.arm)
-        except RunError as exc:
-            doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
-        except KeyboardInterrupt:
-            interrupted = True
-        injector.join(spec.duration_s + 60)
-        injector.heal_all()
-        progress(f"  waiting for {rf} in-sync replicas (up to {SETTLE_TIMEOUT_S:.0f} s)")
-        events: dict[str, Any] = dict(injector.events)
-        with ZkReader(zk_port) as zk:
-            wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S)
-        rows = monitor.stop()
-        monitor = None
-        fault_ts = events.get("fault_ts_ns")
-        if fault_ts is not None and spec.fault != "none" and target.role == "leader":
-            events["leader_elected_ts_ns"] = first_new_leader(rows, fault_ts, target.leader)
+        if spec.is_consumer_fault:
+            from kafkalab.faults.group_trial import run_group_trial
+
+            with ZkReader(zk_port) as zk:
+                if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
+                    raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
+                                       f"{SETTLE_TIMEOUT_S:.0f} s")
+            run_group_trial(lab.root, run_id, d, _descriptor_path(clab), tdir, topic, spec, prof,
+                            doc, summary, progress,
+                            check=lambda events: _check(d, clab, tdir, topic, spec, rf, events,
+                                                        summary, progress))
+            summary["status"] = "complete" if doc["error"] is None else "failed"
+            summary["error"] = doc["error"]
         else:
-            events["leader_elected_ts_ns"] = None
-        events["isr_full_ts_ns"] = (first_full_isr(rows, fault_ts, rf, spec.partitions,
-                                                   events.get("heal_ts_ns"))
-                                    if fault_ts is not None and spec.fault != "none" else None)
-        doc["events"], doc["actions"] = events, injector.actions
-        if injector.error:
-            raise RunError(f"{trial_id}: fault injection failed: {injector.error}")
-        if interrupted:
-            raise KeyboardInterrupt
-        progress("  re-reading the topic from offset 0")
-        _check(d, clab, tdir, topic, spec, rf, events, summary, progress)
-        summary["status"] = "complete" if doc["error"] is None else "failed"
-        summary["error"] = doc["error"]
+            with ZkReader(zk_port) as zk:
+                if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
+                    raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
+                                       f"{SETTLE_TIMEOUT_S:.0f} s")
+                target = pick_target(zk, spec, topic, rf)
+            doc["target"] = {"broker": target.broker, "role": target.role, "partition": target.partition,
+                             "leader_before": target.leader, "isr_before": list(target.isr)}
+            summary.update(target_broker=target.broker, target_role=target.role)
+            injector = Injector(spec, target, clab, progress)
+            monitor = Monitor(zk_port, topic, spec.partitions).start()
+            try:
+                run_load_cell(lab.root, run_id, cell_spec, _descriptor_path(clab), progress,
+                              provision=False, topic=topic, cell_path=tdir, on_start=injector.arm)
+            except RunError as exc:
+                doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
+            except KeyboardInterrupt:
+                interrupted = True
+            injector.join(spec.duration_s + 60)
+            injector.heal_all()
+            progress(f"  waiting for {rf} in-sync replicas (up to {SETTLE_TIMEOUT_S:.0f} s)")
+            events: dict[str, Any] = dict(injector.events)
+            with ZkReader(zk_port) as zk:
+                wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S)
+            rows = monitor.stop()
+            monitor = None
+            fault_ts = events.get("fault_ts_ns")
+            if fault_ts is not None and spec.fault != "none" and target.role == "leader":
+                events["leader_elected_ts_ns"] = first_new_leader(rows, fault_ts, target.leader)
+            else:
+                events["leader_elected_ts_ns"] = None
+            events["isr_full_ts_ns"] = (first_full_isr(rows, fault_ts, rf, spec.partitions,
+                                                       events.get("heal_ts_ns"))
+                                        if fault_ts is not None and spec.fault != "none" else None)
+            doc["events"], doc["actions"] = events, injector.actions
+            if injector.error:
+                raise RunError(f"{trial_id}: fault injection failed: {injector.error}")
+            if interrupted:
+                raise KeyboardInterrupt
+            progress("  re-reading the topic from offset 0")
+            _check(d, clab, tdir, topic, spec, rf, events, summary, progress)
+            summary["status"] = "complete" if doc["error"] is None else "failed"
+            summary["error"] = doc["error"]
     except KeyboardInterrupt:
         summary["status"], summary["error"] = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
         raise
@@ -276,9 +305,14 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         atomic_write_json(files.trial_json_path(tdir), doc)
         if not keep_topic:
             _delete_topic(d, zk_port, topic, progress)
-    progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost {summary.get('acked_lost')}, "
-             f"duplicates {summary.get('duplicates')}, unavailable {summary.get('unavailable_ms')} ms"
-             f" → {summary['verdict']}")
+    if summary.get("commit"):
+        progress(f"{trial_id}: processed {summary.get('processed_records')}, redelivered "
+                 f"{summary.get('redelivered')}, lost {summary.get('lost_unprocessed')}, "
+                 f"pause {summary.get('rebalance_pause_ms')} ms → {summary['verdict']}")
+    else:
+        progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost "
+                 f"{summary.get('acked_lost')}, duplicates {summary.get('duplicates')}, "
+                 f"unavailable {summary.get('unavailable_ms')} ms → {summary['verdict']}")
     return summary
 
 
@@ -307,9 +341,9 @@ def _write_timeline(tdir: Path, rows: list[dict[str, Any]], t0: int | None) -> N
 
 
 def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: FaultTrialSpec, rf: int,
-           events: dict[str, Any], summary: dict[str, Any], progress: Progress = noop) -> None:
+           events: dict[str, Any], summary: dict[str, Any], progress: Progress = noop) -> checker.ReRead:
     """Re-read, judge, look lost messages up in the logs, write ``verdicts.parquet`` and fill
-    ``summary``."""
+    ``summary``; returns the re-read."""
     col = sends_by_seq(pq.read_table(load_files.sends_path(tdir)).to_pydict())
     n = len(col["seq"])
     plan = read_json(plan_path(tdir))
@@ -349,6 +383,7 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
         in_broker_logs=in_logs))
     summary["read_back_foreign"] = read.foreign
     summary["intended"] = n
+    return read
 
 
 def sends_by_seq(sends: dict[str, list[Any]]) -> dict[str, np.ndarray]:

@@ -4,6 +4,12 @@ A trial is one open-loop, fixed-rate load cell (one producer, one live consumer)
 topic of the 3-broker fault cluster, with one fault injected at ``fault_at_s`` and healed
 ``down_s`` later (:mod:`kafkalab.faults.inject`), then checked by re-reading the topic
 (:mod:`kafkalab.faults.checker`).
+
+The consumer faults (``kill-consumer``, ``leave-consumer``; seed 002) add a consumer group of
+``consumers`` members, each a process of its own (:mod:`kafkalab.faults.member`), that
+processes the same stream with a commit strategy (``commit``); one member is killed or
+leaves at ``fault_at_s`` and optionally comes back ``rejoin_after_s`` later
+(:mod:`kafkalab.faults.group`).
 """
 
 from __future__ import annotations
@@ -16,14 +22,35 @@ from kafkalab.config.models import acks_as_text
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.store import safe_name
 
-__all__ = ["DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S", "FaultTrialSpec"]
+__all__ = ["COMMITS", "CONSUMER_FAULTS", "DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S",
+           "FaultTrialSpec"]
 
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
-                    "kill-follower", "lossy-leader-crash"]
+                    "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer"]
 
 FAULTS: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
-                           "kill-follower", "lossy-leader-crash")
+                           "kill-follower", "lossy-leader-crash", "kill-consumer",
+                           "leave-consumer")
 """Every fault a trial can inject (``none`` is the no-fault control)."""
+
+CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
+"""Faults of a consumer-group member, not of a broker (seed 002)."""
+
+COMMITS: tuple[str, ...] = ("auto", "after", "before")
+"""Commit strategies of the group's members: ``auto`` (the client commits what it handed
+to the application every ``auto_commit_interval_ms``), ``after`` (commit a batch after
+processing it: at-least-once), ``before`` (commit a batch before processing it:
+at-most-once)."""
+
+CommitName = Literal["auto", "after", "before"]
+
+SESSION_TIMEOUT_MS_RANGE = (1000, 30000)
+"""Session timeouts the lab's brokers accept (``group.min.session.timeout.ms`` = 1000 in the
+embedded cluster, ``group.max.session.timeout.ms`` = 30000, Kafka 0.9's default)."""
+
+REBALANCE_MARGIN_S = 6.0
+"""A consumer fault's schedule must go on at least this long after the group can have noticed
+(the session timeout for a kill, at once for a leave), so the trial sees the successor read."""
 
 FAULT_HELP = {
     "none": "no fault: the control (must show 0 lost, 0 duplicates)",
@@ -34,10 +61,15 @@ FAULT_HELP = {
     "lossy-leader-crash": "SIGSTOP both followers for down_s while the leader keeps taking writes, then SIGKILL "
                           "the leader and SIGCONT the followers (restart the leader 3 s later): acks=1 loses "
                           "what only the leader had; acks=all must not",
+    "kill-consumer": "SIGKILL one member of a consumer group (its partitions move after the session "
+                     "timeout); count what the group processed twice or never, per --commit",
+    "leave-consumer": "one member of a consumer group closes cleanly (LeaveGroup: its partitions move "
+                      "at once); count what the group processed twice or never, per --commit",
 }
 
 DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
-                  "sigstop-leader": 8.0, "kill-follower": 4.0, "lossy-leader-crash": 2.0}
+                  "sigstop-leader": 8.0, "kill-follower": 4.0, "lossy-leader-crash": 2.0,
+                  "kill-consumer": 0.0, "leave-consumer": 0.0}
 """How long the fault lasts before it is healed, by fault (sigstop: beyond the brokers'
 ``zookeeper.session.timeout.ms`` of 6 s, so the controller elects a new leader)."""
 
@@ -74,6 +106,32 @@ class FaultTrialSpec(BaseModel):
     message_timeout_s: float = Field(30.0, gt=0)
     """How long the producer keeps a message before calling it indeterminate (librdkafka's
     ``message.timeout.ms``): longer than the longest outage, so an outage shows as delay."""
+    max_in_flight: int | None = Field(None, ge=1, le=5)
+    """Overrides the profile's ``producer.max_in_flight`` (None: the profile's): 1 keeps order
+    through retries, 5 may reorder under a leader failover (seed 002)."""
+    # -- consumer faults only -------------------------------------------------------------
+    commit: CommitName | None = None
+    """The group's commit strategy (consumer faults; None there means ``after``)."""
+    consumers: int = Field(3, ge=2, le=12)
+    """Members of the consumer group (consumer faults)."""
+    session_timeout_ms: int | None = Field(None, ge=SESSION_TIMEOUT_MS_RANGE[0],
+                                           le=SESSION_TIMEOUT_MS_RANGE[1])
+    """The members' ``session.timeout.ms`` (None: the profile's ``consumer.session_timeout_ms``)."""
+    heartbeat_interval_ms: int | None = Field(None, ge=100)
+    """The members' ``heartbeat.interval.ms`` (None: a third of the session timeout)."""
+    auto_commit_interval_ms: int = Field(5000, ge=100)
+    """``auto.commit.interval.ms`` of the ``auto`` strategy (the clients' default, 5 s)."""
+    batch_msgs: int = Field(100, ge=1, le=10_000)
+    """A member processes (and, for after/before, commits) records in batches of up to this
+    many."""
+    batch_wait_ms: int = Field(100, ge=1, le=60_000)
+    """... or what arrived within this long of the batch's first record."""
+    rejoin_after_s: float | None = Field(None, gt=0)
+    """The failed member comes back (a new process, same group) this long after the fault."""
+    victim_dies_after_records: int | None = Field(None, ge=0)
+    """Test hook for exact counts: instead of being killed from outside, the victim kills
+    itself (SIGKILL) right after processing this many records of the first batch it takes at
+    or after ``fault_at_s``: before that batch's commit (after), after it (before)."""
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -82,13 +140,35 @@ class FaultTrialSpec(BaseModel):
 
     @model_validator(mode="after")
     def _timeline(self) -> FaultTrialSpec:
+        consumer_only = {"commit": self.commit, "rejoin_after_s": self.rejoin_after_s,
+                         "victim_dies_after_records": self.victim_dies_after_records}
+        if not self.is_consumer_fault:
+            given = [k for k, v in consumer_only.items() if v is not None]
+            if given:
+                raise ValueError(f"{given[0]} applies to the consumer faults "
+                                 f"({', '.join(CONSUMER_FAULTS)}), not to {self.fault}")
+        else:
+            if self.partitions < self.consumers:
+                raise ValueError(f"partitions={self.partitions} is fewer than the group's "
+                                 f"{self.consumers} consumers: a member would have nothing to "
+                                 "lose (give at least one partition per consumer)")
+            if self.victim_dies_after_records is not None and self.fault != "kill-consumer":
+                raise ValueError("victim_dies_after_records is a kill: use it with kill-consumer")
+            if (self.victim_dies_after_records is not None
+                    and self.victim_dies_after_records > self.batch_msgs):
+                raise ValueError(f"victim_dies_after_records={self.victim_dies_after_records} is "
+                                 f"more than a batch (batch_msgs={self.batch_msgs})")
+            if self.heartbeat_interval_ms is not None and self.session_timeout_ms is not None \
+                    and self.heartbeat_interval_ms >= self.session_timeout_ms:
+                raise ValueError(f"heartbeat_interval_ms={self.heartbeat_interval_ms} must be "
+                                 f"shorter than session_timeout_ms={self.session_timeout_ms}")
         if self.fault_at_s < self.warmup_s:
             raise ValueError(f"fault_at_s={self.fault_at_s:g} is inside the warm-up "
                              f"(warmup_s={self.warmup_s:g})")
         end = self.fault_at_s + self.effective_down_s + RECOVERY_MARGIN_S
         if self.fault == "lossy-leader-crash":
             end += LOSSY_RESTART_AFTER_S
-        if self.fault != "none" and self.duration_s < end:
+        if self.fault != "none" and not self.is_consumer_fault and self.duration_s < end:
             raise ValueError(
                 f"duration_s={self.duration_s:g} is too short for {self.fault} at "
                 f"{self.fault_at_s:g} s lasting {self.effective_down_s:g} s: it needs at least "
@@ -96,6 +176,41 @@ class FaultTrialSpec(BaseModel):
         if self.duration_s <= self.warmup_s:
             raise ValueError(f"duration_s={self.duration_s:g} must be longer than the warm-up")
         return self
+
+    @property
+    def is_consumer_fault(self) -> bool:
+        return self.fault in CONSUMER_FAULTS
+
+    @property
+    def effective_commit(self) -> str | None:
+        """The commit strategy of a consumer fault (``after`` unless given); None otherwise."""
+        return (self.commit or "after") if self.is_consumer_fault else None
+
+    def effective_session_timeout_ms(self, profile_ms: int) -> int:
+        return self.session_timeout_ms if self.session_timeout_ms is not None else profile_ms
+
+    def effective_heartbeat_ms(self, session_ms: int) -> int:
+        return (self.heartbeat_interval_ms if self.heartbeat_interval_ms is not None
+                else max(100, session_ms // 3))
+
+    def check_group_timeline(self, session_ms: int) -> None:
+        """Refuse a consumer fault whose schedule ends before the group can have moved the
+        victim's partitions (and, with ``rejoin_after_s``, taken the member back).
+
+        Raises:
+            ValueError: naming the shortest duration that works.
+        """
+        if not self.is_consumer_fault:
+            return
+        notice_s = session_ms / 1000 if self.fault == "kill-consumer" else 0.0
+        end = self.fault_at_s + notice_s + REBALANCE_MARGIN_S
+        if self.rejoin_after_s is not None:
+            end = max(end, self.fault_at_s + self.rejoin_after_s + REBALANCE_MARGIN_S)
+        if self.duration_s < end:
+            raise ValueError(
+                f"duration_s={self.duration_s:g} is too short for {self.fault} at "
+                f"{self.fault_at_s:g} s with a {session_ms} ms session timeout: it needs at "
+                f"least {end:g} s, so the trial sees the successor read")
 
     @property
     def effective_down_s(self) -> float:
@@ -106,9 +221,14 @@ class FaultTrialSpec(BaseModel):
         return self.acks if self.acks is not None else profile_acks
 
     def trial_id(self, profile_acks: str) -> str:
-        """The trial's directory name: ``<profile>-<fault>-acks-<a>-t<k>``."""
-        return safe_name(f"{self.profile}-{self.fault}-acks-{self.effective_acks(profile_acks)}"
-                         f"-t{self.trial}")
+        """The trial's directory name: ``<profile>-<fault>-acks-<a>-t<k>``; a consumer fault
+        adds ``-commit-<strategy>`` after the fault, a client other than confluent-kafka and
+        a ``max_in_flight`` override add theirs before the trial number."""
+        commit = f"-commit-{self.effective_commit}" if self.is_consumer_fault else ""
+        client = "-kafka-python" if self.client == "kafka-python" else ""
+        mif = f"-mif{self.max_in_flight}" if self.max_in_flight is not None else ""
+        return safe_name(f"{self.profile}-{self.fault}{commit}-acks-"
+                         f"{self.effective_acks(profile_acks)}{client}{mif}-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
         """The load cell the trial runs: one producer, one live consumer (assign mode)."""
@@ -117,4 +237,4 @@ class FaultTrialSpec(BaseModel):
                             duration_s=self.duration_s, warmup_s=self.warmup_s,
                             partitions=self.partitions, drain_s=10.0,
                             message_timeout_s=self.message_timeout_s, trial=self.trial,
-                            lag_interval_s=0.5)
+                            lag_interval_s=0.5, max_in_flight=self.max_in_flight)

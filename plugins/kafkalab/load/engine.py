@@ -112,10 +112,12 @@ def topic_name(spec: LoadCellSpec) -> str:
 
 
 def effective_profile(spec: LoadCellSpec) -> Profile:
-    """The cell's profile with its acks override applied."""
+    """The cell's profile with its acks and max-in-flight overrides applied."""
     prof = load_profile(spec.profile)
-    acks = spec.effective_acks(prof.producer.acks)
-    return prof.model_copy(update={"producer": prof.producer.model_copy(update={"acks": acks})})
+    update: dict[str, object] = {"acks": spec.effective_acks(prof.producer.acks)}
+    if spec.max_in_flight is not None:
+        update["max_in_flight"] = spec.max_in_flight
+    return prof.model_copy(update={"producer": prof.producer.model_copy(update=update)})
 
 
 def _descriptor(path: Path | None) -> ClusterDescriptor:

@@ -59,6 +59,8 @@ class LoadCellSpec(_Strict):
     profile: str = "default"
     acks: Literal["0", "1", "all"] | None = None
     """Overrides the profile's ``producer.acks`` (None: the profile's)."""
+    max_in_flight: int | None = Field(None, ge=1, le=5)
+    """Overrides the profile's ``producer.max_in_flight`` (None: the profile's)."""
     consumers: int = Field(1, ge=1, le=MAX_CONSUMERS)
     rate_msgs_per_s: float = Field(100.0, gt=0)
     duration_s: float = Field(10.0, gt=0)
@@ -157,7 +159,8 @@ class LoadCellSpec(_Strict):
         mode = ".group" if self.consumer_mode == "group" else ""
         trial = f".t{self.trial}" if self.trial else ""
         slow = f".slow{self.slow_consumer}" if self.slow_consumer is not None else ""
-        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}."
+        mif = f".mif{self.max_in_flight}" if self.max_in_flight is not None else ""
+        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
                          f"{mode}{pause}{slow}{trial}")
 

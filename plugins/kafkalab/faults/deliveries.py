@@ -1,0 +1,180 @@
+"""What a consumer group did with every message, judged against a full re-read of the topic.
+
+The ground truth is the re-read (:func:`kafkalab.faults.checker.re_read`): every record the
+topic holds, by ``(partition, offset)``. Against it, the group's processed rows
+(``processed.parquet``, a row per processing, copies included):
+
+* ``redelivered``: processed rows beyond the first of the same ``(partition, offset)``, the
+  records the group processed more than once;
+* ``lost_unprocessed``: records the topic holds that no member ever processed;
+* ``processed_not_in_topic``: processed rows whose record the re-read did not find (must be 0:
+  anything else means the check disagrees with itself, ``reread_agrees`` false).
+
+Per intended message (``deliveries.parquet``) the verdict compares the copies processed with
+the copies in the topic: ``once``, ``duplicated``, ``lost``, ``not_in_topic`` or
+``processed_not_in_topic`` (docs/metrics-schema.md).
+
+The offsets tell the same story from the other side (``offsets_explain``): when the member
+died, the group's committed offset on each of its partitions versus what had been processed
+there. Processed beyond the commit is what the successor must process again; committed
+beyond the processed is what nobody will (Seed 002: offsets live in ``__consumer_offsets``;
+without a commit, the next owner re-reads).
+
+The **rebalance pause** of a moved partition runs from the member's death (the fault's
+instant) to the first record its successor read there; ``survivors_pause_ms`` is the longest
+gap on the partitions that did not move (0.9's eager protocol stops every member during a
+rebalance) and ``rejoin_pause_ms`` the longest gap on any partition after the member came back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kafkalab.faults.checker import ReRead
+
+__all__ = ["deliveries", "group_summary", "longest_gap_after_ms"]
+
+
+def _pairs(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    return partition.astype(np.int64) * (1 << 40) + offset.astype(np.int64)
+
+
+def deliveries(n: int, is_warmup: np.ndarray, read: ReRead,
+               processed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The ``deliveries.parquet`` columns for ``n`` intended messages."""
+    rseq = np.asarray(read.seq, dtype=np.int64)
+    rpart = np.asarray(read.partition, dtype=np.int32)
+    roff = np.asarray(read.offset, dtype=np.int64)
+    ok = (rseq >= 0) & (rseq < n)
+    in_topic = np.bincount(rseq[ok], minlength=n)[:n].astype(np.int32)
+    partition = np.full(n, -1, dtype=np.int32)
+    offset = np.full(n, -1, dtype=np.int64)
+    first = np.unique(rseq[ok][::-1], return_index=True)  # the first copy's position, reversed
+    idx = len(rseq[ok]) - 1 - first[1]
+    partition[first[0]] = rpart[ok][idx]
+    offset[first[0]] = roff[ok][idx]
+    pseq = processed["seq"]
+    pok = (pseq >= 0) & (pseq < n)
+    count = np.bincount(pseq[pok], minlength=n)[:n].astype(np.int32)
+    first_member = np.full(n, -1, dtype=np.int32)
+    first_ts = np.full(n, -1, dtype=np.int64)
+    # processed rows are in receive order: the first row of each seq is its first processing
+    useq, uidx = np.unique(pseq[pok], return_index=True)
+    first_member[useq] = processed["member"][pok][uidx]
+    first_ts[useq] = processed["processed_ts_ns"][pok][uidx]
+    verdict = np.where((count > 0) & (in_topic == 0), "processed_not_in_topic",
+              np.where(count > np.maximum(in_topic, 1), "duplicated",
+              np.where(count > 0, "once",
+              np.where(in_topic > 0, "lost", "not_in_topic")))).astype(object)
+    return {"seq": np.arange(n, dtype=np.int64), "is_warmup": is_warmup, "partition": partition,
+            "offset": offset, "in_topic": in_topic, "processed_count": count,
+            "first_member": first_member, "first_processed_ts_ns": first_ts, "delivery": verdict}
+
+
+def longest_gap_after_ms(ts_ns: np.ndarray, after_ns: int, before_ns: int | None = None) -> float | None:
+    """The longest gap between consecutive sorted times that ends after ``after_ns`` (and
+    starts before ``before_ns``)."""
+    ts = np.sort(ts_ns)
+    if len(ts) < 2:
+        return None
+    gaps, starts, ends = np.diff(ts), ts[:-1], ts[1:]
+    keep = ends > after_ns
+    if before_ns is not None:
+        keep &= starts < before_ns
+    return round(float(gaps[keep].max()) / 1e6, 3) if keep.any() else None
+
+
+def _victim_partitions(events: list[dict[str, Any]], victim: tuple[int, int], until_ns: int) -> list[int]:
+    parts: list[int] = []
+    for e in events:
+        if int(e["ts_ns"]) > until_ns:
+            break
+        if (int(e["member"]), int(e["incarnation"])) != victim:
+            continue
+        if e["ev"] == "assigned":
+            parts = list(e["partitions"])
+        elif e["ev"] == "revoked":
+            parts = []
+    return sorted(parts)
+
+
+def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: list[dict[str, Any]],
+                  fault_ts_ns: int | None, rejoin_ts_ns: int | None, fault: str,
+                  victim: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The consumer-side figures of a trial (keys of ``trial.json``'s summary)."""
+    rpairs = _pairs(np.asarray(read.partition, dtype=np.int64), np.asarray(read.offset, dtype=np.int64))
+    ppairs = _pairs(processed["partition"], processed["offset"])
+    uniq = np.unique(ppairs)
+    topic_set = np.unique(rpairs)
+    redelivered = int(len(ppairs) - len(uniq))
+    lost = len(np.setdiff1d(topic_set, uniq, assume_unique=True))
+    not_in_topic = len(np.setdiff1d(uniq, topic_set, assume_unique=True))
+    out: dict[str, Any] = {
+        "processed_records": len(ppairs), "processed_unique": len(uniq),
+        "redelivered": redelivered, "lost_unprocessed": lost,
+        "processed_not_in_topic": not_in_topic, "reread_agrees": not_in_topic == 0,
+        "victim_end_ts_ns": None, "moved_partitions": [], "rebalance_pause_ms": None,
+        "rebalance_pause_by_partition": {}, "successor_assigned_ms": None,
+        "survivors_pause_ms": None, "rejoin_pause_ms": None,
+        "committed_at_fault": {}, "processed_at_fault": {},
+        "expected_redelivered": None, "expected_lost": None, "offsets_explain": None,
+        "self_kill": None,
+    }
+    if fault_ts_ns is None:
+        return out
+    end = fault_ts_ns
+    for e in events:
+        if (int(e["member"]), int(e["incarnation"])) != victim:
+            continue
+        if e["ev"] == "self_kill":
+            end = int(e["ts_ns"])
+            out["self_kill"] = {k: e.get(k) for k in ("batch_len", "processed_in_batch",
+                                                      "batch_committed", "batch_offsets")}
+        elif e["ev"] == "closed" and fault == "leave-consumer":
+            end = int(e["ts_ns"])
+    out["victim_end_ts_ns"] = end
+    moved = _victim_partitions(events, victim, end)
+    out["moved_partitions"] = moved
+    vm = (processed["member"] == victim[0]) & (processed["incarnation"] == victim[1])
+    others = ~vm
+    pauses: dict[str, float | None] = {}
+    for p in moved:
+        rx = processed["receive_ts_ns"][others & (processed["partition"] == p)
+                                        & (processed["receive_ts_ns"] > fault_ts_ns)]
+        pauses[str(p)] = round(float(rx.min() - fault_ts_ns) / 1e6, 3) if len(rx) else None
+    out["rebalance_pause_by_partition"] = pauses
+    known = [v for v in pauses.values() if v is not None]
+    out["rebalance_pause_ms"] = max(known) if known and len(known) == len(pauses) else None
+    assigned_after = [int(e["ts_ns"]) for e in events
+                      if e["ev"] == "assigned" and int(e["ts_ns"]) > fault_ts_ns
+                      and (int(e["member"]), int(e["incarnation"])) != victim
+                      and set(e["partitions"]) & set(moved)]
+    out["successor_assigned_ms"] = (round((min(assigned_after) - fault_ts_ns) / 1e6, 3)
+                                    if assigned_after else None)
+    survivor_gaps = [longest_gap_after_ms(processed["receive_ts_ns"][processed["partition"] == p],
+                                          fault_ts_ns, rejoin_ts_ns)
+                     for p in np.unique(processed["partition"]) if int(p) not in moved]
+    survivor_known = [g for g in survivor_gaps if g is not None]
+    out["survivors_pause_ms"] = max(survivor_known) if survivor_known else None
+    if rejoin_ts_ns is not None:
+        rg = [longest_gap_after_ms(processed["receive_ts_ns"][processed["partition"] == p], rejoin_ts_ns)
+              for p in np.unique(processed["partition"])]
+        rk = [g for g in rg if g is not None]
+        out["rejoin_pause_ms"] = max(rk) if rk else None
+    committed: dict[str, int] = {}
+    done: dict[str, int] = {}
+    for p in moved:
+        offs = [int(e["offsets"][str(p)]) for e in events
+                if e["ev"] == "commit" and e.get("ok") and int(e["ts_ns"]) <= end
+                and str(p) in (e.get("offsets") or {})]
+        committed[str(p)] = max(offs) if offs else 0
+        po = processed["offset"][(processed["partition"] == p) & (processed["processed_ts_ns"] <= end)]
+        done[str(p)] = int(po.max()) + 1 if len(po) else 0
+    out["committed_at_fault"], out["processed_at_fault"] = committed, done
+    exp_dup = sum(max(0, done[k] - committed[k]) for k in committed)
+    exp_lost = sum(max(0, committed[k] - done[k]) for k in committed)
+    out["expected_redelivered"], out["expected_lost"] = exp_dup, exp_lost
+    out["offsets_explain"] = exp_dup == redelivered and exp_lost == lost
+    return out

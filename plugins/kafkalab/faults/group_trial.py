@@ -1,0 +1,111 @@
+"""One consumer-fault trial (``kill-consumer``, ``leave-consumer``), called by
+:func:`kafkalab.faults.engine.run_fault_trial` once the topic has its full ISR:
+
+1. the group's members start and settle (:func:`kafkalab.faults.group.start_group`); the
+   :class:`~kafkalab.faults.group.OffsetMonitor` samples the group's committed offsets;
+2. the load engine runs the fixed-rate producer (and its one live consumer, outside the
+   group) while the :class:`~kafkalab.faults.group.GroupInjector` kills member 0 or makes it
+   leave, and optionally brings it back;
+3. after the producer stops, the group may drain until it has committed every partition's log
+   end (up to the session timeout + 30 s), then every member leaves cleanly;
+4. the topic is re-read from offset 0 (the broker-side checker, ``verdicts.parquet``) and every
+   message is judged against what the group processed (``deliveries.parquet``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.config.models import Profile
+from kafkalab.errors import RunError
+from kafkalab.faults import files, group
+from kafkalab.faults.checker import ReRead
+from kafkalab.faults.deliveries import deliveries, group_summary
+from kafkalab.faults.spec import FaultTrialSpec
+from kafkalab.load import files as load_files
+from kafkalab.load.engine import run_load_cell
+from kafkalab.progress import Progress
+
+__all__ = ["DRAIN_MARGIN_S", "run_group_trial"]
+
+DRAIN_MARGIN_S = 30.0
+"""After the producer stops, the group may take the session timeout plus this long to commit
+the log end (a member killed late is noticed only after its session timeout)."""
+
+ZERO_PROTOCOL_NOTE = ("Kafka 0.9's group protocol: eager rebalancing (every member gives up "
+                      "every partition on each rebalance), no static membership, no cooperative "
+                      "rebalancing (those came with Kafka 2.3 and 2.4)")
+
+
+def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descriptor_path: Path,
+                    tdir: Path, topic: str, spec: FaultTrialSpec, prof: Profile,
+                    doc: dict[str, Any], summary: dict[str, Any], progress: Progress,
+                    check: Callable[[dict[str, Any]], ReRead]) -> None:
+    """Run the trial, fill ``doc`` (events, actions, group settings) and ``summary``.
+
+    Raises:
+        RunError: the group could not be started or the injection failed (files kept).
+    """
+    session_ms = spec.effective_session_timeout_ms(prof.consumer.session_timeout_ms)
+    heartbeat_ms = spec.effective_heartbeat_ms(session_ms)
+    settings = {"commit": spec.effective_commit, "client": spec.client,
+                "consumers": spec.consumers, "session_timeout_ms": session_ms,
+                "heartbeat_interval_ms": heartbeat_ms,
+                "auto_commit_interval_ms": spec.auto_commit_interval_ms if spec.effective_commit == "auto" else None,
+                "batch_msgs": spec.batch_msgs, "batch_wait_ms": spec.batch_wait_ms,
+                "rejoin_after_s": spec.rejoin_after_s, "partitions": spec.partitions,
+                "group_protocol": ZERO_PROTOCOL_NOTE if d.is_legacy else None}
+    summary.update(settings)
+    doc["group"] = dict(settings)
+    gdir = group.group_dir(tdir)
+    plan = group.member_plan(spec, d, descriptor_path, topic, gdir, b"", session_ms, heartbeat_ms, prof)
+    doc["group"]["group_id"] = plan["group_id"]
+    members = group.start_group(spec, plan, tdir, progress)
+    monitor = group.OffsetMonitor(d, topic, plan["group_id"], spec.partitions).start()
+    injector = group.GroupInjector(spec, members, progress)
+    lag_rows: list[dict[str, Any]] = []
+    try:
+        try:
+            run_load_cell(lab_root, run_id, spec.load_cell(), descriptor_path, progress,
+                          provision=False, topic=topic, cell_path=tdir, on_start=injector.arm)
+        except RunError as exc:
+            doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
+        injector.join(spec.duration_s + 60)
+        ends = {int(r["partition"]): int(r["log_end_offset"] or 0) for r in monitor.sample()}
+        timeout_s = session_ms / 1000 + DRAIN_MARGIN_S
+        progress(f"  the group drains to the log end (up to {timeout_s:.0f} s), then leaves")
+        drained = group.drain_and_stop(members, monitor, ends, timeout_s, progress)
+        lag_rows = monitor.stop()
+        events: dict[str, Any] = {**injector.events, "drained": drained["caught_up"],
+                                  "stopped_ts_ns": drained["stopped_ts_ns"],
+                                  "leader_elected_ts_ns": None, "isr_full_ts_ns": None}
+        doc["events"], doc["actions"] = events, injector.actions
+        if injector.error:
+            raise RunError(f"{summary['trial_id']}: fault injection failed: {injector.error}")
+    finally:
+        members.stop(10)
+        if not lag_rows:
+            lag_rows = monitor.stop()
+        got = group.collect(tdir, injector.events.get("t0_ns"), lag_rows)
+    progress("  re-reading the topic from offset 0")
+    read = check(events)
+    n = int(summary["intended"])
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    warm = np.asarray(pq.read_table(files.verdicts_path(tdir), columns=["is_warmup"])
+                      .column("is_warmup").to_pylist(), dtype=bool)
+    cols = deliveries(n, warm, read, got["processed"])
+    load_files.write_table(files.deliveries_path(tdir), cols, files.DELIVERIES_SCHEMA)
+    gs = group_summary(read=read, processed=got["processed"], events=got["events"],
+                       fault_ts_ns=events.get("fault_ts_ns"), rejoin_ts_ns=events.get("rejoin_ts_ns"),
+                       fault=spec.fault)
+    gs["drained"] = drained["caught_up"]
+    gs["deliveries"] = {k: int((cols["delivery"] == k).sum()) for k in files.DELIVERIES}
+    summary.update(gs)
+    if gs["victim_end_ts_ns"] is not None:
+        events["victim_end_ts_ns"] = gs.pop("victim_end_ts_ns")
+        summary.pop("victim_end_ts_ns", None)
