@@ -262,6 +262,8 @@ class _KafkaPython(_Client):
         self.m = member
         cfg = dict(plan["client_config"])
         cfg.update(_secrets(plan, "kafka-python"))
+        if isinstance(cfg.get("api_version"), list):  # a tuple before the plan's JSON
+            cfg["api_version"] = tuple(cfg["api_version"])
         self.auto = plan["commit"] == "auto"
         cfg.update({
             "group_id": plan["group_id"], "enable_auto_commit": self.auto,

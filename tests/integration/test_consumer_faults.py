@@ -1,0 +1,156 @@
+"""Consumer faults on a real Kafka 0.9.0.1 cluster (no mocks): group members are real
+processes, the kill is a real SIGKILL, the leave a real LeaveGroup.
+
+* a member that dies on purpose mid-batch makes an exact number of duplicates (commit after
+  processing) or of losses (commit before), and the counts agree with an independent re-read
+  of the topic;
+* a clean leave moves the partitions long before a kill does (the session timeout), and
+  at-least-once loses nothing either way;
+* kafka-python's members, auto commit and a member that comes back.
+
+The fault cluster runs in its own lab dir on its own ports (ZooKeeper 23591, brokers
+30902-30904)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafkalab.cluster import cluster_down
+from kafkalab.cluster.descriptor import librdkafka_config, load_descriptor
+from kafkalab.faults import files
+from kafkalab.faults.engine import FaultRequest, run_fault_trial, start_fault_run
+from kafkalab.faults.spec import FaultTrialSpec
+from kafkalab.paths import default_descriptor_path
+from kafkalab.store import read_json
+
+ZK_PORT, BASE_PORT = 23591, 30902
+
+# 200 msg/s over 4 partitions and 2 members: a batch of 10 fills in ~0.1 s, far inside its
+# 5 s wait, so the dying batch holds exactly 10 records.
+HOOK = {"profile": "default", "fault": "kill-consumer", "consumers": 2, "partitions": 4,
+        "rate_msgs_per_s": 200, "duration_s": 10, "warmup_s": 1, "fault_at_s": 3,
+        "session_timeout_ms": 1000, "heartbeat_interval_ms": 300, "batch_msgs": 10,
+        "batch_wait_ms": 5000, "victim_dies_after_records": 3}
+SESSION_MS, HEARTBEAT_MS = 6000, 1000
+GROUP = {"profile": "default", "consumers": 2, "partitions": 4, "rate_msgs_per_s": 200,
+         "duration_s": 16, "warmup_s": 1, "fault_at_s": 3, "session_timeout_ms": SESSION_MS,
+         "heartbeat_interval_ms": HEARTBEAT_MS}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, make_lab: Any) -> Iterator[dict[str, Any]]:
+    lab = make_lab(tmp_path_factory.mktemp("lab-cfaults"))
+    data = tmp_path_factory.mktemp("data-cfaults")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KAFKALAB_HOME", str(lab))
+    mp.setenv("KAFKALAB_FAULTS_ZK_PORT", str(ZK_PORT))
+    mp.setenv("KAFKALAB_FAULTS_BASE_PORT", str(BASE_PORT))
+    clab = lab / "faults"
+    try:
+        started = start_fault_run(FaultRequest(trials=[FaultTrialSpec(**HOOK, commit="after")],
+                                               data_dir=data, run_id="cfaults-it"))
+        yield {"data": data, "clab": clab, "run_id": started["run_id"]}
+    finally:
+        cluster_down(clab)
+        mp.undo()
+
+
+def _trial(env: dict[str, Any], spec: FaultTrialSpec, keep_topic: bool = False) -> tuple[dict[str, Any], Path]:
+    s = run_fault_trial(env["data"], env["run_id"], spec, env["clab"], keep_topic=keep_topic)
+    (tdir,) = (env["data"] / "faults").glob(f"run_date=*/run_id={env['run_id']}/trial={s['trial_id']}")
+    return s, tdir
+
+
+def _topic_records(env: dict[str, Any], topic: str, partitions: int) -> set[tuple[int, int]]:
+    """An independent re-read: every (partition, offset) the topic holds."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    cfg = dict(librdkafka_config(load_descriptor(default_descriptor_path(env["clab"]))))
+    c = Consumer({**cfg, "group.id": "test-reread", "enable.auto.commit": False})
+    try:
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in range(partitions)}
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        got: set[tuple[int, int]] = set()
+        misses = 0
+        while len(got) < sum(ends.values()) and misses < 40:
+            batch = c.consume(1000, 0.5)
+            misses = misses + 1 if not batch else 0
+            got |= {(m.partition(), m.offset()) for m in batch if m.error() is None}
+        return got
+    finally:
+        c.close()
+
+
+def _processed(tdir: Path) -> list[tuple[int, int]]:
+    t = pq.read_table(files.processed_path(tdir), columns=["partition", "offset"]).to_pydict()
+    return list(zip(t["partition"], t["offset"], strict=True))
+
+
+@pytest.mark.parametrize(("commit", "dup", "lost"), [("after", 3, 0), ("before", 0, 7)])
+def test_a_member_dying_mid_batch_makes_exactly_the_duplicates_or_the_gap_its_commit_allows(
+        env: dict[str, Any], commit: str, dup: int, lost: int) -> None:
+    spec = FaultTrialSpec(**HOOK, commit=commit)
+    s, tdir = _trial(env, spec, keep_topic=True)
+    assert s["status"] == "complete", s["error"]
+    assert s["self_kill"]["batch_len"] == 10 and s["self_kill"]["processed_in_batch"] == 3
+    assert (s["redelivered"], s["lost_unprocessed"]) == (dup, lost)
+    assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (dup, lost, True)
+    d = pq.read_table(files.deliveries_path(tdir)).to_pydict()
+    assert d["delivery"].count("duplicated") == dup and d["delivery"].count("lost") == lost
+    assert d["delivery"].count("once") == s["intended"] - dup - lost
+    # The counts agree with a re-read of the topic that shares no code with the checker.
+    topic = read_json(files.trial_json_path(tdir))["topic"]
+    in_topic = _topic_records(env, topic, spec.partitions)
+    processed = _processed(tdir)
+    assert len(in_topic) == s["acked"] == s["intended"]
+    assert len(in_topic - set(processed)) == lost
+    assert len(processed) - len(set(processed)) == dup
+    assert set(processed) <= in_topic
+    commits = pq.read_table(files.commits_path(tdir)).to_pydict()
+    assert all(commits["ok"]) and set(commits["source"]) == {"sync"}
+
+
+def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once_loses_nothing(
+        env: dict[str, Any]) -> None:
+    kill, kdir = _trial(env, FaultTrialSpec(**GROUP, fault="kill-consumer", commit="after"))
+    leave, _ = _trial(env, FaultTrialSpec(**GROUP, fault="leave-consumer", commit="after"))
+    for s in (kill, leave):
+        assert s["status"] == "complete", s["error"]
+        assert s["lost_unprocessed"] == 0 and s["verdict"] == "ok"
+        assert s["redelivered"] == s["expected_redelivered"] and s["offsets_explain"] is True
+        assert s["reread_agrees"] and s["drained"]
+        assert len(s["moved_partitions"]) == 2
+        assert (s["session_timeout_ms"], s["heartbeat_interval_ms"]) == (SESSION_MS, HEARTBEAT_MS)
+    assert leave["redelivered"] == 0  # it finished and committed its batch before leaving
+    # The coordinator cannot expire a silent member before its session timeout has run out
+    # since its last heartbeat; a leaving member is gone at once.
+    assert kill["rebalance_pause_ms"] >= SESSION_MS - HEARTBEAT_MS
+    assert leave["rebalance_pause_ms"] < kill["rebalance_pause_ms"] / 2
+    lag = pq.read_table(files.group_lag_path(kdir)).to_pydict()
+    assert set(lag["partition"]) == {0, 1, 2, 3} and max(lag["lag_msgs"]) > 0
+    events = read_json(files.trial_json_path(kdir))["events"]
+    assert events["fault_ts_ns"] > events["t0_ns"]
+
+
+def test_kafka_python_members_with_auto_commit_and_a_member_that_comes_back(env: dict[str, Any]) -> None:
+    spec = FaultTrialSpec(**{**GROUP, "duration_s": 18}, fault="kill-consumer", commit="auto",
+                          client="kafka-python", auto_commit_interval_ms=1000, rejoin_after_s=8)
+    s, tdir = _trial(env, spec)
+    assert s["status"] == "complete", s["error"]
+    assert s["client"] == "kafka-python" and s["auto_commit_interval_ms"] == 1000
+    assert s["reread_agrees"] is True
+    counts = s["deliveries"]
+    assert counts["once"] + counts["duplicated"] + counts["lost"] == s["read_back"] == s["intended"]
+    assert s["rejoin_pause_ms"] is not None
+    a = pq.read_table(files.assignments_path(tdir)).to_pydict()
+    back = [p for m, i, e, p in zip(a["member"], a["incarnation"], a["event"], a["partitions"], strict=True)
+            if (m, i, e) == (0, 1, "assigned")]
+    assert back and back[-1] != ""  # the new process of member 0 got partitions again
+    commits = pq.read_table(files.commits_path(tdir)).to_pydict()
+    assert "callback" in commits["source"]  # auto commits, logged through the client's callback

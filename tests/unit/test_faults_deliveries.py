@@ -1,0 +1,154 @@
+"""The consumer-fault judge: every message against the re-read, the offsets at the death, the
+rebalance pause, and the group's stable-assignment rule (synthetic, exactly known inputs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kafkalab.faults.checker import ReRead
+from kafkalab.faults.deliveries import deliveries, group_summary, longest_gap_after_ms
+from kafkalab.faults.group import read_events, stable_assignment
+from kafkalab.faults.spec import FaultTrialSpec
+
+pytestmark = pytest.mark.unit
+
+MS = 1_000_000
+
+
+def _reread(parts: dict[int, list[int]]) -> ReRead:
+    """Partition -> seqs in offset order (offset = index)."""
+    r = ReRead()
+    for p, seqs in parts.items():
+        for off, seq in enumerate(seqs):
+            r.partition.append(p)
+            r.offset.append(off)
+            r.seq.append(seq)
+    return r
+
+
+def _processed(rows: list[tuple[int, int, int, int, int]]) -> dict[str, np.ndarray]:
+    """rows: (member, seq, partition, offset, receive_ms) in receive order."""
+    a = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    return {"member": a[:, 0].astype(np.int32), "incarnation": np.zeros(len(a), dtype=np.int32),
+            "seq": a[:, 1], "partition": a[:, 2].astype(np.int32), "offset": a[:, 3],
+            "receive_ts_ns": a[:, 4] * MS, "processed_ts_ns": a[:, 4] * MS + 1}
+
+
+def _ev(ev: str, member: int, ms: int, **kw: object) -> dict[str, object]:
+    return {"ev": ev, "member": member, "incarnation": 0, "ts_ns": ms * MS, **kw}
+
+
+# Partition 0 (member 0, the victim) holds seqs 0,2,4,6,8,10; partition 1 (member 1) 1,3,5,7,9,11.
+READ = _reread({0: [0, 2, 4, 6, 8, 10], 1: [1, 3, 5, 7, 9, 11]})
+EVENTS = [
+    _ev("assigned", 0, 0, partitions=[0]), _ev("assigned", 1, 0, partitions=[1]),
+    _ev("commit", 0, 15, offsets={"0": 2}, ok=True),  # member 0 committed offsets 0-1
+    _ev("revoked", 1, 500, partitions=[1]), _ev("assigned", 1, 520, partitions=[0, 1]),
+]
+
+
+def test_after_processing_a_death_before_the_commit_redelivers_exactly_what_was_uncommitted() -> None:
+    # Member 0 processed offsets 0-3 of partition 0, committed only up to 2, died at 100 ms;
+    # member 1 takes partition 0 over and starts again at the commit: offsets 2 and 3 twice.
+    proc = _processed([
+        (0, 0, 0, 0, 10), (1, 1, 1, 0, 11), (0, 2, 0, 1, 12), (0, 4, 0, 2, 20), (1, 3, 1, 1, 21),
+        (0, 6, 0, 3, 30), (1, 5, 1, 2, 31),
+        (1, 7, 1, 3, 530), (1, 4, 0, 2, 600), (1, 6, 0, 3, 601), (1, 8, 0, 4, 602),
+        (1, 10, 0, 5, 603), (1, 9, 1, 4, 604), (1, 11, 1, 5, 605),
+    ])
+    s = group_summary(read=READ, processed=proc, events=EVENTS, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=None, fault="kill-consumer")
+    assert (s["redelivered"], s["lost_unprocessed"]) == (2, 0)
+    assert s["committed_at_fault"] == {"0": 2} and s["processed_at_fault"] == {"0": 4}
+    assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (2, 0, True)
+    assert s["moved_partitions"] == [0]
+    assert s["rebalance_pause_by_partition"] == {"0": 500.0} and s["rebalance_pause_ms"] == 500.0
+    assert s["successor_assigned_ms"] == 420.0
+    assert s["survivors_pause_ms"] == 499.0  # partition 1: 31 ms -> 530 ms (eager rebalance)
+    assert s["reread_agrees"] is True
+    d = deliveries(12, np.zeros(12, dtype=bool), READ, proc)
+    assert list(d["delivery"]).count("duplicated") == 2
+    assert d["processed_count"][[4, 6]].tolist() == [2, 2]
+    assert d["first_member"][4] == 0 and d["first_member"][8] == 1
+
+
+def test_before_processing_a_death_after_the_commit_loses_exactly_what_was_committed_unprocessed() -> None:
+    # Member 0 committed up to offset 5 (a batch of offsets 2-4), processed only offset 2, died.
+    events = [*EVENTS, _ev("commit", 0, 40, offsets={"0": 5}, ok=True)]
+    proc = _processed([
+        (0, 0, 0, 0, 10), (0, 2, 0, 1, 12), (1, 1, 1, 0, 11), (0, 4, 0, 2, 41),
+        (1, 3, 1, 1, 530), (1, 10, 0, 5, 600),
+        (1, 5, 1, 2, 601), (1, 7, 1, 3, 602), (1, 9, 1, 4, 603), (1, 11, 1, 5, 604),
+    ])
+    s = group_summary(read=READ, processed=proc, events=events, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=None, fault="kill-consumer")
+    assert (s["redelivered"], s["lost_unprocessed"]) == (0, 2)  # offsets 3 and 4 (seqs 6, 8)
+    assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (0, 2, True)
+    d = deliveries(12, np.zeros(12, dtype=bool), READ, proc)
+    assert sorted(np.flatnonzero(d["delivery"] == "lost").tolist()) == [6, 8]
+
+
+def test_a_processed_record_the_reread_lacks_means_the_check_disagrees() -> None:
+    proc = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 9, 11)])  # offset 9 is not in the topic
+    s = group_summary(read=READ, processed=proc, events=EVENTS, fault_ts_ns=None,
+                      rejoin_ts_ns=None, fault="kill-consumer")
+    assert s["processed_not_in_topic"] == 1 and s["reread_agrees"] is False
+    assert s["rebalance_pause_ms"] is None  # no fault instant: no pause is made up
+
+
+def test_a_message_the_producer_never_wrote_is_not_counted_as_lost_by_the_group() -> None:
+    read = _reread({0: [0, 1]})
+    d = deliveries(3, np.zeros(3, dtype=bool), read, _processed([(0, 0, 0, 0, 1), (0, 1, 0, 1, 2)]))
+    assert d["delivery"].tolist() == ["once", "once", "not_in_topic"]
+    assert d["in_topic"].tolist() == [1, 1, 0] and d["offset"].tolist() == [0, 1, -1]
+
+
+def test_longest_gap_counts_only_gaps_that_end_after_the_instant() -> None:
+    ts = np.array([0, 10, 20, 500, 510], dtype=np.int64) * MS
+    assert longest_gap_after_ms(ts, 25 * MS) == 480.0
+    assert longest_gap_after_ms(ts, 505 * MS) == 10.0
+    assert longest_gap_after_ms(ts, 600 * MS) is None
+    assert longest_gap_after_ms(ts, 0, before_ns=15 * MS) == 10.0
+
+
+def test_the_group_is_stable_only_with_disjoint_full_coverage_by_every_live_member() -> None:
+    live = [(0, 0), (1, 0)]
+    assert stable_assignment(EVENTS[:2], live, 2) == {(0, 0): [0], (1, 0): [1]}
+    assert stable_assignment(EVENTS[:1], live, 2) is None  # member 1 has nothing yet
+    revoked = [*EVENTS[:2], _ev("revoked", 0, 5, partitions=[0])]
+    assert stable_assignment(revoked, live, 2) is None  # mid-rebalance
+    assert stable_assignment(EVENTS[:2], live, 3) is None  # partition 2 unowned
+
+
+def test_events_read_back_in_time_order_and_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "events-m0-i0.jsonl").write_text(
+        json.dumps(_ev("assigned", 0, 5, partitions=[0])) + "\n" + '{"ev": "comm')
+    (tmp_path / "events-m1-i0.jsonl").write_text(json.dumps(_ev("started", 1, 1)) + "\n")
+    assert [e["ev"] for e in read_events(tmp_path)] == ["started", "assigned"]
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"fault": "sigkill-leader", "commit": "after"}, "commit applies to the consumer faults"),
+    ({"fault": "kill-consumer", "consumers": 3, "partitions": 2}, "fewer than the group's 3 consumers"),
+    ({"fault": "leave-consumer", "partitions": 6, "victim_dies_after_records": 2}, "use it with kill-consumer"),
+    ({"fault": "kill-consumer", "partitions": 6, "batch_msgs": 5, "victim_dies_after_records": 9},
+     "more than a batch"),
+])
+def test_consumer_fault_spec_refuses_what_cannot_be_measured(kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        FaultTrialSpec(**kw)  # type: ignore[arg-type]
+
+
+def test_consumer_fault_ids_name_the_strategy_client_and_in_flight() -> None:
+    s = FaultTrialSpec(fault="kill-consumer", partitions=6, commit="before", client="kafka-python")
+    assert s.trial_id("all") == "durability-kill-consumer-commit-before-acks-all-kafka-python-t1"
+    assert FaultTrialSpec(fault="leave-consumer", partitions=6).effective_commit == "after"
+    assert FaultTrialSpec(max_in_flight=5).trial_id("all") == "durability-sigkill-leader-acks-all-mif5-t1"
+    assert FaultTrialSpec().effective_commit is None
+    with pytest.raises(ValueError, match="needs at least 22 s"):
+        FaultTrialSpec(fault="kill-consumer", partitions=6).check_group_timeline(10_000)
+    FaultTrialSpec(fault="leave-consumer", partitions=6).check_group_timeline(10_000)
