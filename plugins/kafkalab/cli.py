@@ -583,7 +583,7 @@ def cmd_faults(args: argparse.Namespace) -> int:
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest, execute_faults
     from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec
-    from kafkalab.faults.summary import format_fault_table
+    from kafkalab.faults.summary import format_consumer_table, format_fault_table
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
@@ -627,13 +627,26 @@ def cmd_faults(args: argparse.Namespace) -> int:
         for t in result.trials:
             _say(json.dumps(t, default=str))
     else:
-        _say("")
-        _say(format_fault_table(result.trials))
-        _say("")
-        _say("lost = acked by the cluster, absent from the re-read from offset 0 (in logs: a "
-             "broker's log segments still hold it); dup = extra copies; unavail = longest gap "
-             "between acks after the fault; leader / isr = fault → new leader / full ISR "
-             "(ZooKeeper); ms.")
+        broker = [t for t in result.trials if not t.get("commit")]
+        consumer_trials = [t for t in result.trials if t.get("commit")]
+        if broker:
+            _say("")
+            _say(format_fault_table(broker))
+            _say("")
+            _say("lost = acked by the cluster, absent from the re-read from offset 0 (in logs: a "
+                 "broker's log segments still hold it); dup = extra copies; unavail = longest gap "
+                 "between acks after the fault; leader / isr = fault → new leader / full ISR "
+                 "(ZooKeeper); ms.")
+        if consumer_trials:
+            _say("")
+            _say(format_consumer_table(consumer_trials))
+            _say("")
+            _say("redeliv = records the group processed again; lost = records the topic holds "
+                 "that no member processed; exp = the same from the offsets at the death "
+                 "(processed past the commit / committed past the processed); pause = death → "
+                 "the successor's first record on the moved partitions; assigned = death → their "
+                 "new assignment; others = longest gap on the partitions that stayed (0.9 "
+                 "rebalances eagerly); session / hb = the members' session timeout and heartbeat; ms.")
         _say(f"run {result.run_id}: {result.status}; manifest {result.manifest_path}")
     if result.status != "complete":
         _err(f"kafkalab: error: run {result.run_id} is {result.status}: some trials failed (see above)")

@@ -32,7 +32,8 @@ ACKS_CHOICES: tuple[str, ...] = ("0", "1", "all")
 """Producer acks of a load cell (empty in the form: the profile's)."""
 
 FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
-                                   "kill-follower", "lossy-leader-crash")
+                                   "kill-follower", "lossy-leader-crash", "kill-consumer",
+                                   "leave-consumer")
 """Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
 never imports the fault engine's package; a unit test keeps the two in step)."""
 

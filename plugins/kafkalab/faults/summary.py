@@ -130,24 +130,45 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
             ("duplicates", "dup"), ("reordered", "reord"), ("unseen", "unseen"),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"), ("verdict", "verdict")]
+    return _table(trials, cols, ("profile", "fault", "acks"))
+
+
+def format_consumer_table(trials: list[dict[str, Any]]) -> str:
+    """One line per consumer-fault trial: the group's settings, what it processed twice or
+    never, and the pauses; then the median and max per profile × fault × commit."""
+    cols = [("trial_id", "trial"), ("session_timeout_ms", "session"),
+            ("heartbeat_interval_ms", "hb"), ("processed_records", "processed"),
+            ("redelivered", "redeliv"), ("expected_redelivered", "exp"),
+            ("lost_unprocessed", "lost"), ("expected_lost", "exp"),
+            ("rebalance_pause_ms", "pause"), ("successor_assigned_ms", "assigned"),
+            ("survivors_pause_ms", "others"), ("rejoin_pause_ms", "rejoin"),
+            ("verdict", "verdict")]
+    return _table(trials, cols, ("profile", "fault", "commit"))
+
+
+def _table(trials: list[dict[str, Any]], cols: list[tuple[str, str]],
+           group_by: tuple[str, str, str]) -> str:
     rows = [[_fmt(t.get(k)) for k, _ in cols] for t in trials]
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for t in trials:
-        groups.setdefault((str(t.get("profile")), str(t.get("fault")), str(t.get("acks"))), []).append(t)
-    for (p, f, a), ts in groups.items():
+        groups.setdefault(tuple(str(t.get(k)) for k in group_by), []).append(t)
+    for key, ts in groups.items():
         if len(ts) < 2:
             continue
         for label, agg in (("median", np.median), ("max", np.max)):
-            row = [f"{p}-{f}-acks-{a} {label} ({len(ts)})"]
+            row = [f"{'-'.join(key)} {label} ({len(ts)})"]
             for k, _ in cols[1:-1]:
-                vals = [float(t[k]) for t in ts if isinstance(t.get(k), int | float)]
+                vals = [float(t[k]) for t in ts if isinstance(t.get(k), int | float)
+                        and not isinstance(t.get(k), bool)]
                 row.append(_fmt(float(agg(vals))) if vals else "—")
             row.append("")
             rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, (_, h) in enumerate(cols)]
-    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, ((_, h), w) in enumerate(zip(cols, widths, strict=True)))
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w)
+                     for i, ((_, h), w) in enumerate(zip(cols, widths, strict=True)))
     out = [line, "-" * len(line)]
     for r in rows:
-        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     return "\n".join(out)
