@@ -8,6 +8,7 @@ no traceback. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -228,9 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="partitions of each trial's topic (default 1; consumer faults: 2 per consumer)")
     pfr.add_argument("--client", choices=["confluent-kafka", "kafka-python"], default="confluent-kafka",
                      help="the producer's and the group members' client (default confluent-kafka)")
-    pfr.add_argument("--max-in-flight", type=int, default=None,
-                     help="producer max.in.flight.requests.per.connection, 1-5 (default: the profile's); "
-                     "1 keeps order through retries")
+    pfr.add_argument("--max-in-flight", type=_csv, default=None,
+                     help="producer max.in.flight.requests.per.connection, 1-5, comma-separated for "
+                     "one trial set each (default: the profile's); 1 keeps order through retries")
     pg = pfr.add_argument_group(
         "consumer faults (kill-consumer, leave-consumer)",
         "A group of --consumers members (one process each) processes the stream; member 0 is "
@@ -590,13 +591,17 @@ def cmd_faults(args: argparse.Namespace) -> int:
     if args.commit and not any(f in CONSUMER_FAULTS for f in args.fault):
         raise ConfigError(f"--commit applies to the consumer faults ({', '.join(CONSUMER_FAULTS)}); "
                           f"--fault is {','.join(args.fault)}")
+    try:
+        in_flight: list[int | None] = [int(x) for x in args.max_in_flight] if args.max_in_flight else [None]
+    except ValueError:
+        raise ConfigError(f"--max-in-flight must be whole numbers, got {','.join(args.max_in_flight)}") from None
     trials = []
     try:
         for profile in args.profile:
             for fault in args.fault:
                 group = fault in CONSUMER_FAULTS
                 for commit in ((args.commit or ["after"]) if group else [None]):
-                    for acks in (args.acks or [None]):
+                    for acks, mif in itertools.product(args.acks or [None], in_flight):
                         for k in range(1, args.trials + 1):
                             extra: dict[str, object] = {}
                             if group:
@@ -613,7 +618,7 @@ def cmd_faults(args: argparse.Namespace) -> int:
                                 rate_msgs_per_s=args.rate, duration_s=args.duration,
                                 warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
                                 payload=args.payload, partitions=partitions, client=args.client,
-                                max_in_flight=args.max_in_flight, **extra))
+                                max_in_flight=mif, **extra))
     except ValidationError as exc:
         text = describe_validation_error(exc)
         key, _, msg = text.partition(": ")

@@ -152,3 +152,20 @@ def test_consumer_fault_ids_name_the_strategy_client_and_in_flight() -> None:
     with pytest.raises(ValueError, match="needs at least 22 s"):
         FaultTrialSpec(fault="kill-consumer", partitions=6).check_group_timeline(10_000)
     FaultTrialSpec(fault="leave-consumer", partitions=6).check_group_timeline(10_000)
+
+
+def test_a_leaving_member_moves_what_it_held_at_the_fault_though_it_revokes_on_close() -> None:
+    # SIGTERM at 100 ms: member 0 finishes its batch, commits it, revokes on close at 105 ms.
+    events = [*EVENTS[:2], _ev("commit", 0, 104, offsets={"0": 4}, ok=True),
+              _ev("revoked", 0, 105, partitions=[0]), _ev("closed", 0, 106),
+              _ev("revoked", 1, 300, partitions=[1]), _ev("assigned", 1, 320, partitions=[0, 1])]
+    proc = _processed([
+        (0, 0, 0, 0, 10), (0, 2, 0, 1, 12), (1, 1, 1, 0, 11), (0, 4, 0, 2, 90), (0, 6, 0, 3, 91),
+        (1, 3, 1, 1, 330), (1, 8, 0, 4, 340), (1, 10, 0, 5, 341),
+        (1, 5, 1, 2, 342), (1, 7, 1, 3, 343), (1, 9, 1, 4, 344), (1, 11, 1, 5, 345),
+    ])
+    s = group_summary(read=READ, processed=proc, events=events, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=None, fault="leave-consumer")
+    assert s["moved_partitions"] == [0] and s["rebalance_pause_ms"] == 240.0
+    assert (s["redelivered"], s["lost_unprocessed"], s["offsets_explain"]) == (0, 0, True)
+    assert s["committed_at_fault"] == {"0": 4} == s["processed_at_fault"]

@@ -24,12 +24,16 @@
     bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside
     them; consumer throughput against a bare consume loop and ConsumerPerformance; fan-out
     deliveries per second per client core for N = 1, 5, 10 consumers in one process.
+(g) with ``--faults``: seed 002 on the fault cluster (``<lab>/faults``): a consumer group's
+    rebalance pause, redeliveries and losses per client × kill/leave × commit strategy, and
+    reordering under a leader failover with max.in.flight 1 vs 5 (:mod:`tools.bench.faults`).
 
-``--only PARTS`` (kafka, load, spark, nightly) runs just those, e.g.
+``--only PARTS`` (kafka, load, spark, nightly, faults) runs just those, e.g.
 ``python -m tools.bench --only load``.
 
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
-:mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f);
+:mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
+:mod:`tools.bench.faults` (g);
 the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """

@@ -48,8 +48,9 @@ def _positive(text: str) -> int:
     return value
 
 
-PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly")
-"""The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e)."""
+PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults")
+"""The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
+faults = (g) (consumer faults and ordering under a leader failover)."""
 
 
 def _parts(text: str) -> frozenset[str]:
@@ -83,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="keep the Spark bench's fake samples here and reuse them on the "
                              "next run (default: scratch, removed after each row count)")
     parser.add_argument("--nightly", action="store_true", help="also time one nightly DAG run by task")
+    parser.add_argument("--faults", action="store_true",
+                        help="also run part (g): consumer faults per commit strategy and client, "
+                             "ordering under a leader failover by max.in.flight (~12 min)")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -103,11 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the chosen bench parts, print them and write the result file; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly):
-        parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark and --nightly")
+    if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
+                                  or args.faults):
+        parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
+                     "--nightly and --faults")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
-                              ("spark", args.spark), ("nightly", args.nightly)) if on)
+                              ("spark", args.spark), ("nightly", args.nightly),
+                              ("faults", args.faults)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -149,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             print("\n(e) one nightly run, wall time by task")
             for r in result["nightly"].get("tasks", []):
                 print(f"  {r['task_id']:<28} {r['duration_s']:8.2f} s")
+        if "faults" in parts:
+            from tools.bench.faults import bench_faults, print_faults
+
+            result["faults"] = bench_faults(work / "faults")
+            print_faults(result["faults"])
     except LabError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         result["error"] = str(exc)

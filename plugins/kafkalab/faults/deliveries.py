@@ -135,7 +135,7 @@ def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: lis
         elif e["ev"] == "closed" and fault == "leave-consumer":
             end = int(e["ts_ns"])
     out["victim_end_ts_ns"] = end
-    moved = _victim_partitions(events, victim, end)
+    moved = _victim_partitions(events, victim, fault_ts_ns)  # a leaver revokes its own on close
     out["moved_partitions"] = moved
     vm = (processed["member"] == victim[0]) & (processed["incarnation"] == victim[1])
     others = ~vm

@@ -206,6 +206,7 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         old.unlink(missing_ok=True)
     topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
     summary = _summary_head(spec, run_id, trial_id, acks)
+    summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries)
     doc: dict[str, Any] = {"schema_version": files.FAULT_SCHEMA_VERSION, "trial_id": trial_id,
                            "run_id": run_id, "run_date": manifest.run_date, "status": "running",
                            "error": None, "spec": spec.model_dump(), "acks": acks, "topic": topic,

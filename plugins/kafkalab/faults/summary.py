@@ -127,10 +127,11 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
     """One line per trial, then the median and max per profile × fault × acks."""
     cols = [("trial_id", "trial"), ("acked", "acked"), ("acked_lost", "lost"),
             ("acked_lost_in_broker_logs", "in logs"), ("failed_but_present", "fail+present"),
-            ("duplicates", "dup"), ("reordered", "reord"), ("unseen", "unseen"),
+            ("max_in_flight", "in-flight"), ("duplicates", "dup"), ("reordered", "reord"),
+            ("unseen", "unseen"),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"), ("verdict", "verdict")]
-    return _table(trials, cols, ("profile", "fault", "acks"))
+    return _table(trials, cols, ("profile", "fault", "acks", "max_in_flight"))
 
 
 def format_consumer_table(trials: list[dict[str, Any]]) -> str:
@@ -147,7 +148,7 @@ def format_consumer_table(trials: list[dict[str, Any]]) -> str:
 
 
 def _table(trials: list[dict[str, Any]], cols: list[tuple[str, str]],
-           group_by: tuple[str, str, str]) -> str:
+           group_by: tuple[str, ...]) -> str:
     rows = [[_fmt(t.get(k)) for k, _ in cols] for t in trials]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for t in trials:
