@@ -13,6 +13,9 @@ The fault cluster runs in its own lab dir on its own ports (ZooKeeper 23591, bro
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,16 +141,27 @@ def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once
     assert events["fault_ts_ns"] > events["t0_ns"]
 
 
-def test_kafka_python_members_with_auto_commit_and_a_member_that_comes_back(env: dict[str, Any]) -> None:
-    spec = FaultTrialSpec(**{**GROUP, "duration_s": 18}, fault="kill-consumer", commit="auto",
-                          client="kafka-python", auto_commit_interval_ms=1000, rejoin_after_s=8)
-    s, tdir = _trial(env, spec)
-    assert s["status"] == "complete", s["error"]
+def test_kafka_python_members_with_auto_commit_and_a_member_that_comes_back_from_the_cli(
+        env: dict[str, Any]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab.cli", "faults", "run", "--profile", "default",
+         "--fault", "kill-consumer", "--commit", "auto", "--client", "kafka-python",
+         "--auto-commit-interval-ms", "1000", "--rejoin-after", "8", "--consumers", "2",
+         "--partitions", "4", "--rate", "200", "--duration", "18", "--warmup", "1",
+         "--fault-at", "3", "--session-timeout-ms", str(SESSION_MS), "--heartbeat-ms",
+         str(HEARTBEAT_MS), "--trials", "1", "--cluster-lab", str(env["clab"]),
+         "--data-dir", str(env["data"]), "--json"],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (line,) = proc.stdout.strip().splitlines()
+    s = json.loads(line)
+    assert s["trial_id"] == "default-kill-consumer-commit-auto-acks-1-kafka-python-t1"
     assert s["client"] == "kafka-python" and s["auto_commit_interval_ms"] == 1000
     assert s["reread_agrees"] is True
     counts = s["deliveries"]
     assert counts["once"] + counts["duplicated"] + counts["lost"] == s["read_back"] == s["intended"]
     assert s["rejoin_pause_ms"] is not None
+    (tdir,) = (env["data"] / "faults").glob(f"run_date=*/run_id={s['run_id']}/trial={s['trial_id']}")
     a = pq.read_table(files.assignments_path(tdir)).to_pydict()
     back = [p for m, i, e, p in zip(a["member"], a["incarnation"], a["event"], a["partitions"], strict=True)
             if (m, i, e) == (0, 1, "assigned")]

@@ -169,3 +169,20 @@ def test_a_leaving_member_moves_what_it_held_at_the_fault_though_it_revokes_on_c
     assert s["moved_partitions"] == [0] and s["rebalance_pause_ms"] == 240.0
     assert (s["redelivered"], s["lost_unprocessed"], s["offsets_explain"]) == (0, 0, True)
     assert s["committed_at_fault"] == {"0": 4} == s["processed_at_fault"]
+
+
+def test_the_consumer_table_shows_each_trial_and_the_median_and_max_per_strategy() -> None:
+    from kafkalab.faults.summary import format_consumer_table
+
+    base = {"profile": "default", "fault": "kill-consumer", "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 2000, "processed_records": 4000, "expected_redelivered": 0,
+            "lost_unprocessed": 0, "expected_lost": 0, "successor_assigned_ms": 5400.0,
+            "survivors_pause_ms": 150.0, "rejoin_pause_ms": None, "verdict": "ok"}
+    trials = [{**base, "trial_id": f"t{k}", "commit": "after", "redelivered": k,
+               "rebalance_pause_ms": 5000.0 + 1000 * k} for k in (1, 2, 3)]
+    lines = format_consumer_table(trials).splitlines()
+    assert lines[0].split()[:3] == ["trial", "session", "hb"]
+    assert [ln.split()[0] for ln in lines[2:5]] == ["t1", "t2", "t3"]
+    median = next(ln for ln in lines if ln.startswith("default-kill-consumer-after median (3)"))
+    maximum = next(ln for ln in lines if ln.startswith("default-kill-consumer-after max (3)"))
+    assert "7,000" in median and "8,000" in maximum and "—" in median  # no rejoin: no figure
