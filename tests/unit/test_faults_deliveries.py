@@ -186,3 +186,11 @@ def test_the_consumer_table_shows_each_trial_and_the_median_and_max_per_strategy
     median = next(ln for ln in lines if ln.startswith("default-kill-consumer-after median (3)"))
     maximum = next(ln for ln in lines if ln.startswith("default-kill-consumer-after max (3)"))
     assert "7,000" in median and "8,000" in maximum and "—" in median  # no rejoin: no figure
+
+
+def test_a_message_the_producer_wrote_twice_is_placed_at_its_first_copy() -> None:
+    read = _reread({0: [0, 1, 1]})  # a retry wrote seq 1 again at offset 2
+    d = deliveries(2, np.zeros(2, dtype=bool), read,
+                   _processed([(0, 0, 0, 0, 1), (0, 1, 0, 1, 2), (0, 1, 0, 2, 3)]))
+    assert d["offset"].tolist() == [0, 1] and d["in_topic"].tolist() == [1, 2]
+    assert d["delivery"].tolist() == ["once", "once"]  # each copy in the topic processed once

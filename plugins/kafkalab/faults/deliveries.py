@@ -51,10 +51,9 @@ def deliveries(n: int, is_warmup: np.ndarray, read: ReRead,
     in_topic = np.bincount(rseq[ok], minlength=n)[:n].astype(np.int32)
     partition = np.full(n, -1, dtype=np.int32)
     offset = np.full(n, -1, dtype=np.int64)
-    first = np.unique(rseq[ok][::-1], return_index=True)  # the first copy's position, reversed
-    idx = len(rseq[ok]) - 1 - first[1]
-    partition[first[0]] = rpart[ok][idx]
-    offset[first[0]] = roff[ok][idx]
+    useqs, first = np.unique(rseq[ok], return_index=True)  # each message's first copy
+    partition[useqs] = rpart[ok][first]
+    offset[useqs] = roff[ok][first]
     pseq = processed["seq"]
     pok = (pseq >= 0) & (pseq < n)
     count = np.bincount(pseq[pok], minlength=n)[:n].astype(np.int32)
