@@ -4,7 +4,8 @@
   commit ``after``, ``before``, ``auto``: the rebalance pause (death → the successor's first
   record), what was processed twice or never, and what the offsets at the death predicted.
   One group of 3 members, 6 partitions, 200 msg/s, session timeout 6 s, heartbeat 2 s, auto
-  commit every 5 s (the clients' default).
+  commit every 5 s (the clients' default); then kill-consumer/after with session timeouts of 3 s
+  and 12 s (heartbeat a third), the setting that drives a kill's pause.
 * **(g2) ordering**: ``sigkill-leader`` under the durability profile (retries 1) with
   ``max.in.flight.requests.per.connection`` 1 and 5, ``trials`` each, 2 partitions at 1,000
   msg/s: reordered and duplicated messages counted by the checker.
@@ -43,6 +44,12 @@ def bench_faults(work: Path, clients: tuple[str, ...] = ("confluent-kafka", "kaf
                             heartbeat_interval_ms=2000)
              for client in clients for fault in ("kill-consumer", "leave-consumer")
              for commit in ("after", "before", "auto")]
+    # the session timeout drives a kill's pause: 3 s and 12 s beside the 6 s above
+    group += [FaultTrialSpec(profile="default", fault="kill-consumer", commit="after",
+                             consumers=3, partitions=6, rate_msgs_per_s=200, duration_s=24,
+                             warmup_s=1, fault_at_s=4, session_timeout_ms=session,
+                             heartbeat_interval_ms=session // 3, trial=2 + k)
+              for k, session in enumerate((3000, 12000))]
     g = execute_faults(FaultRequest(trials=group, data_dir=work, command="make bench (g1)"), _progress)
     order = [FaultTrialSpec(profile="durability", fault="sigkill-leader", max_in_flight=mif,
                             trial=k, rate_msgs_per_s=1000, duration_s=16, warmup_s=1,
@@ -58,7 +65,8 @@ def bench_faults(work: Path, clients: tuple[str, ...] = ("confluent-kafka", "kaf
 def print_faults(result: dict[str, Any]) -> None:
     print("\n(g1) consumer faults: pause (ms), redelivered / lost (expected from the offsets)")
     for t in result["group"]["trials"]:
-        print(f"  {t['client']:<15} {t['fault']:<15} {t['commit']:<6} pause "
+        print(f"  {t['client']:<15} {t['fault']:<15} {t['commit']:<6} session "
+              f"{t['session_timeout_ms']!s:>5}  pause "
               f"{t['rebalance_pause_ms']!s:>9}  redelivered {t['redelivered']!s:>4} "
               f"({t['expected_redelivered']})  lost {t['lost_unprocessed']!s:>4} "
               f"({t['expected_lost']})  {t['verdict']}")
