@@ -41,6 +41,7 @@ from kafkalab.airflow import fault_tasks, load_tasks, run_ids, spark_submit, tas
 from kafkalab.airflow.callbacks import record_task_failure
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
+    COMMIT_CHOICES,
     CONSUMER_MODE_CHOICES,
     FAULT_CHOICES,
     LOAD_CLIENT_CHOICES,
@@ -682,7 +683,22 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
         "duration_s": Param(duration_s, type="number", exclusiveMinimum=0, maximum=3600,
                             title="Duration (s)",
                             description="producing time per trial, warm-up included; the fault "
-                            "starts at 6 s and the trial must go on ≥ 4 s after the heal"),
+                            "starts at 6 s and the trial must go on ≥ 4 s after the heal "
+                            "(a kill-consumer ≥ 6 s after the session timeout)"),
+        "commits": Param(["after"], type="array", title="Commit strategies (consumer faults)",
+                         items={"type": "string", "enum": list(COMMIT_CHOICES)},
+                         examples=list(COMMIT_CHOICES), uniqueItems=True,
+                         description="for kill-consumer and leave-consumer, one cell each: auto "
+                         "(the client's auto commit), after processing (at-least-once), before "
+                         "it (at-most-once); see docs/consumer-faults.md"),
+        "consumers": Param(3, type="integer", minimum=2, maximum=12,
+                           title="Group members (consumer faults)",
+                           description="members of the consumer group, one process each; the "
+                           "topic gets two partitions per member"),
+        "session_timeout_ms": Param(None, type=["null", "integer"], minimum=1000, maximum=30000,
+                                    title="Session timeout ms (consumer faults)",
+                                    description="the members' session.timeout.ms (empty: the "
+                                    "profile's); a kill is noticed only when it runs out"),
     }
 
 

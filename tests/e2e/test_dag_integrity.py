@@ -248,7 +248,9 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     dag = parsed["bag"].dags["resilience_experiment"]
     assert type(dag.timetable).__name__ == "NullTimetable"
     p = {k: dag.params.get_param(k) for k in dag.params}
-    assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s"}
+    assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s",
+                      "commits", "consumers", "session_timeout_ms"}
+    assert p["commits"].value == ["after"] and p["session_timeout_ms"].value is None
     assert p["trials"].value == 5
     assert p["faults"].schema["items"]["enum"] == list(FAULTS)
     assert "none" in p["faults"].value  # the no-fault control runs with the faults
@@ -264,6 +266,12 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     with pytest.raises(ParamValidationError):
         form["rate_msgs_per_s"] = 0
     form["acks"] = ["1", "all"]
+    with pytest.raises(ParamValidationError, match="is not one of"):
+        form["commits"] = ["sometimes"]
+    with pytest.raises(ParamValidationError):
+        form["session_timeout_ms"] = 500
+    form["commits"] = ["auto", "after", "before"]
+    form["session_timeout_ms"] = 6000
     nightly = parsed["bag"].dags["nightly_latency_regression"]
     switch = nightly.params.get_param("fault_trial")
     assert switch.value is True and switch.schema["type"] == "boolean"

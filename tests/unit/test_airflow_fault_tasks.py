@@ -102,9 +102,30 @@ def test_mapped_trials_have_readable_names() -> None:
 
 
 def test_the_forms_fault_choices_are_the_engines() -> None:
-    from kafkalab.faults.spec import FAULTS
+    from kafkalab.airflow.params import COMMIT_CHOICES
+    from kafkalab.faults.spec import COMMITS, FAULTS
 
     assert FAULT_CHOICES == FAULTS
+    assert COMMIT_CHOICES == COMMITS
+
+
+def test_the_form_crosses_consumer_faults_with_commit_strategies_and_leaves_broker_faults_alone() -> None:
+    specs = fault_tasks.fault_trials({
+        "profiles": ["availability"], "faults": ["sigkill-leader", "kill-consumer", "leave-consumer"],
+        "commits": ["after", "before"], "consumers": 2, "session_timeout_ms": 6000, "trials": 1,
+        "duration_s": 20})
+    assert [(s.fault, s.commit) for s in specs] == [
+        ("sigkill-leader", None), ("kill-consumer", "after"), ("kill-consumer", "before"),
+        ("leave-consumer", "after"), ("leave-consumer", "before")]
+    group = [s for s in specs if s.commit]
+    assert {(s.consumers, s.partitions, s.session_timeout_ms) for s in group} == {(2, 4, 6000)}
+    assert fault_tasks.trial_label(specs[2].model_dump()) == "availability kill-consumer commit before #1"
+    from kafkalab.faults.engine import validate_trials
+
+    short = fault_tasks.fault_trials({"profiles": ["durability"], "faults": ["kill-consumer"],
+                                      "trials": 1, "duration_s": 12})
+    with pytest.raises(ConfigError, match="too short for kill-consumer"):
+        validate_trials(short)  # what start_fault_run does first: one line, nothing started
 
 
 def test_the_nightly_fault_is_one_sigkill_leader_trial_of_durability() -> None:

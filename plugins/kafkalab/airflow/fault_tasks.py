@@ -41,7 +41,8 @@ MAX_TRIALS = 50
 
 PARAM_OF_FIELD: dict[str, str] = {
     "profile": "profiles", "fault": "faults", "acks": "acks", "trial": "trials",
-    "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s",
+    "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s", "commit": "commits",
+    "consumers": "consumers", "session_timeout_ms": "session_timeout_ms",
 }
 """The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
 value is reported under the param's name)."""
@@ -95,7 +96,7 @@ def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
     from pydantic import ValidationError
 
     from kafkalab.airflow.params import PROFILE_CHOICES
-    from kafkalab.faults.spec import FAULTS, FaultTrialSpec
+    from kafkalab.faults.spec import CONSUMER_FAULTS, FAULTS, FaultTrialSpec
 
     profiles, faults = _listed(params, "profiles"), _listed(params, "faults")
     if not profiles or not faults:
@@ -111,21 +112,31 @@ def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
     acks: list[str | None] = [str(a) for a in _listed(params, "acks")] or [None]
+    commits: list[str] = [str(c) for c in _listed(params, "commits")] or ["after"]
+    if len(set(commits)) != len(commits):
+        raise ConfigError(f"param commits: {commits} repeats a value")
     n = _trials_count(params)
     shared = {k: params[k] for k in ("rate_msgs_per_s", "duration_s")
               if params.get(k) is not None}
+    group = {k: params[k] for k in ("consumers", "session_timeout_ms") if params.get(k) is not None}
     specs: list[FaultTrialSpec] = []
     for trial in range(1, n + 1):
         for profile in profiles:
             for fault in faults:
-                for a in acks:
-                    try:
-                        specs.append(FaultTrialSpec(profile=profile, fault=fault, acks=a,
-                                                    trial=trial, **shared))
-                    except ValidationError as exc:
-                        raise ConfigError(_spec_error(exc, trial_label(
-                            {"profile": profile, "fault": fault, "acks": a,
-                             "trial": trial}))) from None
+                consumer_fault = fault in CONSUMER_FAULTS
+                for commit in (commits if consumer_fault else [None]):
+                    extra: dict[str, Any] = {}
+                    if consumer_fault:
+                        extra = {"commit": commit, **group}
+                        extra["partitions"] = 2 * int(group.get("consumers", 3))
+                    for a in acks:
+                        try:
+                            specs.append(FaultTrialSpec(profile=profile, fault=fault, acks=a,
+                                                        trial=trial, **shared, **extra))
+                        except ValidationError as exc:
+                            raise ConfigError(_spec_error(exc, trial_label(
+                                {"profile": profile, "fault": fault, "acks": a, "commit": commit,
+                                 "trial": trial}))) from None
     return specs
 
 
@@ -141,9 +152,11 @@ def _spec_error(exc: Any, label: str) -> str:
 
 def trial_label(spec: Mapping[str, Any]) -> str:
     """The readable name of a mapped trial (its ``map_index_template``):
-    ``durability sigkill-leader #1``, ``default kill-follower acks all #3``."""
-    acks = spec.get("acks")
+    ``durability sigkill-leader #1``, ``default kill-follower acks all #3``,
+    ``durability kill-consumer commit after #2``."""
+    acks, commit = spec.get("acks"), spec.get("commit")
     return (f"{spec.get('profile')} {spec.get('fault')}"
+            + (f" commit {commit}" if commit is not None else "")
             + (f" acks {acks}" if acks is not None else "") + f" #{spec.get('trial')}")
 
 

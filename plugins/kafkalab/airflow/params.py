@@ -37,6 +37,10 @@ FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "s
 """Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
 never imports the fault engine's package; a unit test keeps the two in step)."""
 
+COMMIT_CHOICES: tuple[str, ...] = ("auto", "after", "before")
+"""Commit strategies of the consumer faults (:data:`kafkalab.faults.spec.COMMITS`, kept in step
+by a unit test)."""
+
 CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
 """How a load cell's consumers read: ``assign`` every partition, no group (default), or one
 consumer group per consumer."""
@@ -57,6 +61,6 @@ def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-__all__ = ["ACKS_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
+__all__ = ["ACKS_CHOICES", "COMMIT_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
            "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES", "SHARD_PLACEMENT_CHOICES",
            "bool_param"]
