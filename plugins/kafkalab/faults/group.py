@@ -36,6 +36,7 @@ import numpy as np
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.errors import RunError
 from kafkalab.faults import files
+from kafkalab.faults.inject import Scheduled
 from kafkalab.faults.member import PROCESSED_ROW
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.load import files as load_files
@@ -200,8 +201,10 @@ def start_group(spec: FaultTrialSpec, plan: dict[str, Any], trial: Path,
 
 
 @dataclass
-class GroupInjector:
+class GroupInjector(Scheduled):
     """Breaks member 0 on the trial's schedule (the load engine's ``on_start`` hook)."""
+
+    thread_name = "group-injector"
 
     spec: FaultTrialSpec
     members: Members
@@ -211,27 +214,6 @@ class GroupInjector:
     error: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def arm(self, t0_ns: int) -> None:
-        self.events["t0_ns"] = t0_ns
-        self._thread = threading.Thread(target=self._run, args=(t0_ns,), name="group-injector",
-                                        daemon=True)
-        self._thread.start()
-
-    def join(self, timeout_s: float = 120.0) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-
-    def abort(self) -> None:
-        self._stop.set()
-
-    def _wait_until(self, ts_ns: int) -> bool:
-        while not self._stop.is_set():
-            left = ts_ns - now_ns()
-            if left <= 0:
-                return True
-            self._stop.wait(min(left / 1e9, 0.05))
-        return False
 
     def _run(self, t0_ns: int) -> None:
         spec = self.spec

@@ -162,8 +162,45 @@ def pick_target(zk: ZkReader, spec: FaultTrialSpec, topic: str, rf: int) -> Targ
     return Target(leader, "leader", 0, leader, isr)
 
 
+class Scheduled:
+    """A fault's schedule on a thread of its own, armed by the load engine's ``on_start`` hook
+    with the schedule's t0. Subclasses define ``_run(t0_ns)`` and the attributes ``events``,
+    ``_stop`` (an Event) and ``_thread``; ``_wait_until`` returns False once aborted."""
+
+    events: dict[str, int | None]
+    _stop: threading.Event
+    _thread: threading.Thread | None
+    thread_name = "fault-injector"
+
+    def _run(self, t0_ns: int) -> None:
+        raise NotImplementedError
+
+    def arm(self, t0_ns: int) -> None:
+        """Start the fault's thread for a schedule starting at ``t0_ns``."""
+        self.events["t0_ns"] = t0_ns
+        self._thread = threading.Thread(target=self._run, args=(t0_ns,), name=self.thread_name,
+                                        daemon=True)
+        self._thread.start()
+
+    def join(self, timeout_s: float = 120.0) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def abort(self) -> None:
+        """Stop waiting for the next action (the trial ended early)."""
+        self._stop.set()
+
+    def _wait_until(self, ts_ns: int) -> bool:
+        while not self._stop.is_set():
+            left = ts_ns - now_ns()
+            if left <= 0:
+                return True
+            self._stop.wait(min(left / 1e9, 0.05))
+        return False
+
+
 @dataclass
-class Injector:
+class Injector(Scheduled):
     """Runs one trial's fault on its schedule (a thread started by :meth:`arm`)."""
 
     spec: FaultTrialSpec
@@ -178,31 +215,7 @@ class Injector:
     _stopped: set[int] = field(default_factory=set)
     _killed: set[int] = field(default_factory=set)
 
-    def arm(self, t0_ns: int) -> None:
-        """Start the fault's thread for a schedule starting at ``t0_ns`` (the load engine's
-        ``on_start`` hook)."""
-        self.events["t0_ns"] = t0_ns
-        self._thread = threading.Thread(target=self._run, args=(t0_ns,), name="fault-injector",
-                                        daemon=True)
-        self._thread.start()
-
-    def join(self, timeout_s: float = 120.0) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-
-    def abort(self) -> None:
-        """Stop waiting for the next action (the trial ended early)."""
-        self._stop.set()
-
     # ------------------------------------------------------------------ the schedule
-    def _wait_until(self, ts_ns: int) -> bool:
-        while not self._stop.is_set():
-            left = ts_ns - now_ns()
-            if left <= 0:
-                return True
-            self._stop.wait(min(left / 1e9, 0.05))
-        return False
-
     def _signal(self, broker: int, sig: int) -> int:
         ts = now_ns()
         r = kill_broker(self.cluster_lab, broker, signal=sig)
