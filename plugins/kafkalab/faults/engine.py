@@ -202,7 +202,8 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     trial_id = spec.trial_id(acks)
     tdir = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
     tdir.mkdir(parents=True, exist_ok=True)
-    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir)):
+    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir),
+                *files.group_paths(tdir)):
         old.unlink(missing_ok=True)
     topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
     summary = _summary_head(spec, run_id, trial_id, acks)

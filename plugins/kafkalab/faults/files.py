@@ -141,6 +141,12 @@ def group_lag_path(trial: Path) -> Path:
     return trial / "group_lag.parquet"
 
 
+def group_paths(trial: Path) -> tuple[Path, ...]:
+    """A consumer-fault trial's own tables (a re-run of the trial replaces all of them)."""
+    return (processed_path(trial), deliveries_path(trial), commits_path(trial),
+            assignments_path(trial), group_lag_path(trial))
+
+
 def faults_root(data_root: Path) -> Path:
     """``<data>/faults``."""
     return data_root / "faults"
