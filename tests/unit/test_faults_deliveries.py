@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from kafkalab.faults.checker import ReRead
-from kafkalab.faults.deliveries import deliveries, group_summary, longest_gap_after_ms
+from kafkalab.faults.deliveries import (
+    deliveries,
+    expected_from_offsets,
+    group_summary,
+    longest_gap_after_ms,
+)
 from kafkalab.faults.group import read_events, stable_assignment
 from kafkalab.faults.spec import FaultTrialSpec
 
@@ -60,7 +65,8 @@ def test_after_processing_a_death_before_the_commit_redelivers_exactly_what_was_
         (1, 7, 1, 3, 530), (1, 4, 0, 2, 600), (1, 6, 0, 3, 601), (1, 8, 0, 4, 602),
         (1, 10, 0, 5, 603), (1, 9, 1, 4, 604), (1, 11, 1, 5, 605),
     ])
-    s = group_summary(read=READ, processed=proc, events=EVENTS, fault_ts_ns=100 * MS,
+    events = [*EVENTS, _ev("commit", 1, 35, offsets={"1": 3}, ok=True)]  # member 1's own batch
+    s = group_summary(read=READ, processed=proc, events=events, fault_ts_ns=100 * MS,
                       rejoin_ts_ns=None, fault="kill-consumer")
     assert (s["redelivered"], s["lost_unprocessed"]) == (2, 0)
     assert s["committed_at_fault"] == {"0": 2} and s["processed_at_fault"] == {"0": 4}
@@ -78,7 +84,8 @@ def test_after_processing_a_death_before_the_commit_redelivers_exactly_what_was_
 
 def test_before_processing_a_death_after_the_commit_loses_exactly_what_was_committed_unprocessed() -> None:
     # Member 0 committed up to offset 5 (a batch of offsets 2-4), processed only offset 2, died.
-    events = [*EVENTS, _ev("commit", 0, 40, offsets={"0": 5}, ok=True)]
+    events = [*EVENTS, _ev("commit", 0, 40, offsets={"0": 5}, ok=True),
+              _ev("commit", 1, 41, offsets={"1": 1}, ok=True)]
     proc = _processed([
         (0, 0, 0, 0, 10), (0, 2, 0, 1, 12), (1, 1, 1, 0, 11), (0, 4, 0, 2, 41),
         (1, 3, 1, 1, 530), (1, 10, 0, 5, 600),
@@ -156,7 +163,8 @@ def test_consumer_fault_ids_name_the_strategy_client_and_in_flight() -> None:
 
 def test_a_leaving_member_moves_what_it_held_at_the_fault_though_it_revokes_on_close() -> None:
     # SIGTERM at 100 ms: member 0 finishes its batch, commits it, revokes on close at 105 ms.
-    events = [*EVENTS[:2], _ev("commit", 0, 104, offsets={"0": 4}, ok=True),
+    events = [*EVENTS[:2], _ev("commit", 1, 50, offsets={"1": 1}, ok=True),
+              _ev("commit", 0, 104, offsets={"0": 4}, ok=True),
               _ev("revoked", 0, 105, partitions=[0]), _ev("closed", 0, 106),
               _ev("revoked", 1, 300, partitions=[1]), _ev("assigned", 1, 320, partitions=[0, 1])]
     proc = _processed([
@@ -194,3 +202,42 @@ def test_a_message_the_producer_wrote_twice_is_placed_at_its_first_copy() -> Non
                    _processed([(0, 0, 0, 0, 1), (0, 1, 0, 1, 2), (0, 1, 0, 2, 3)]))
     assert d["offset"].tolist() == [0, 1] and d["in_topic"].tolist() == [1, 2]
     assert d["delivery"].tolist() == ["once", "once"]  # each copy in the topic processed once
+
+
+def test_a_survivors_failed_commit_is_predicted_by_the_offsets_too() -> None:
+    # Member 1 processed partition 1's offsets 0-2 but its commit of them failed; after the
+    # rebalance it starts partition 1 again at 0: three records twice, as the offsets say.
+    events = [*EVENTS, _ev("commit", 1, 35, offsets={"1": 3}, ok=False, error="REBALANCE_IN_PROGRESS"),
+              _ev("commit", 0, 36, offsets={"0": 4}, ok=True)]
+    proc = _processed([
+        (0, 0, 0, 0, 10), (1, 1, 1, 0, 11), (0, 2, 0, 1, 12), (1, 3, 1, 1, 21), (0, 4, 0, 2, 22),
+        (1, 5, 1, 2, 31), (0, 6, 0, 3, 32),
+        (1, 1, 1, 0, 530), (1, 3, 1, 1, 531), (1, 5, 1, 2, 532), (1, 7, 1, 3, 533),
+        (1, 8, 0, 4, 600), (1, 10, 0, 5, 601), (1, 9, 1, 4, 602), (1, 11, 1, 5, 603),
+    ])
+    s = group_summary(read=READ, processed=proc, events=events, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=None, fault="kill-consumer")
+    assert (s["redelivered"], s["expected_redelivered"], s["offsets_explain"]) == (3, 3, True)
+    assert s["failed_commits"] == 1
+    # the broker's own committed offsets, sampled, count as commits the log may have missed
+    lag = [{"sample_ts_ns": 400 * MS, "partition": 1, "committed_offset": 3}]
+    assert expected_from_offsets(events, proc, lag) == (0, 0)
+
+
+@pytest.mark.parametrize(("keeps_position", "expected"), [(False, (2, 0)), (True, (0, 0))])
+def test_a_partition_given_back_to_its_member_restarts_at_the_commit_only_where_the_client_does(
+        keeps_position: bool, expected: tuple[int, int]) -> None:
+    # Member 0 processed offsets 0-3 of partition 0 and committed 2; a rebalance gives
+    # partition 0 back to member 0: librdkafka starts at the commit (2 again), kafka-python 3
+    # keeps its position.
+    events = [_ev("assigned", 0, 0, partitions=[0]), _ev("commit", 0, 15, offsets={"0": 2}, ok=True),
+              _ev("revoked", 0, 50, partitions=[0]), _ev("assigned", 0, 60, partitions=[0])]
+    proc = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21)])
+    assert expected_from_offsets(events, proc, keeps_position=keeps_position) == expected
+
+
+def test_when_some_commits_leave_no_trace_the_offsets_are_not_asked_to_explain() -> None:
+    s = group_summary(read=READ, processed=_processed([(0, 0, 0, 0, 10)]), events=EVENTS,
+                      fault_ts_ns=100 * MS, rejoin_ts_ns=None, fault="kill-consumer",
+                      commits_logged=False)
+    assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (None, None, None)

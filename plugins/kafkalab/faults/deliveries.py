@@ -14,11 +14,17 @@ Per intended message (``deliveries.parquet``) the verdict compares the copies pr
 the copies in the topic: ``once``, ``duplicated``, ``lost``, ``not_in_topic`` or
 ``processed_not_in_topic`` (docs/metrics-schema.md).
 
-The offsets tell the same story from the other side (``offsets_explain``): when the member
-died, the group's committed offset on each of its partitions versus what had been processed
-there. Processed beyond the commit is what the successor must process again; committed
-beyond the processed is what nobody will (Seed 002: offsets live in ``__consumer_offsets``;
-without a commit, the next owner re-reads).
+The offsets tell the same story from the other side (``offsets_explain``). Each time the
+group hands a partition to a member (an ``assigned`` event), the member starts at the group's
+committed offset (Seed 002: offsets live in ``__consumer_offsets``; without a commit, the
+next owner re-reads). What had been processed there at or past that offset is processed
+again (``expected_redelivered``); what was committed past the processed is never processed
+(``expected_lost``). The committed offset is the highest of the members' logged commits and
+the broker's own answers sampled in ``group_lag.parquet``, before the assignment. A
+partition given back to the member that had it restarts at the committed offset under
+librdkafka's eager assign; kafka-python 3 keeps its position there.
+``committed_at_fault`` / ``processed_at_fault`` show the same two offsets for the member that
+died, the usual cause.
 
 The **rebalance pause** of a moved partition runs from the member's death (the fault's
 instant) to the first record its successor read there; ``survivors_pause_ms`` is the longest
@@ -34,7 +40,7 @@ import numpy as np
 
 from kafkalab.faults.checker import ReRead
 
-__all__ = ["deliveries", "group_summary", "longest_gap_after_ms"]
+__all__ = ["deliveries", "expected_from_offsets", "group_summary", "longest_gap_after_ms"]
 
 
 def _pairs(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -99,10 +105,58 @@ def _victim_partitions(events: list[dict[str, Any]], victim: tuple[int, int], un
     return sorted(parts)
 
 
+def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.ndarray],
+                          lag_rows: list[dict[str, Any]] | None = None,
+                          keeps_position: bool = False) -> tuple[int, int]:
+    """``(expected_redelivered, expected_lost)`` by the rule of the module's docstring.
+
+    ``keeps_position``: the client keeps its position on a partition a rebalance gives back
+    to the same member (kafka-python 3 preserves the partition's state); librdkafka's eager
+    assign starts every assigned partition at the committed offset."""
+    marks: list[tuple[int, int, str, Any]] = []  # (ts, order, kind, payload)
+    for e in events:
+        if e["ev"] == "commit" and e.get("ok"):
+            marks.append((int(e["ts_ns"]), 0, "commit",
+                          {int(p): int(o) for p, o in (e.get("offsets") or {}).items()}))
+        elif e["ev"] == "assigned":
+            marks.append((int(e["ts_ns"]), 1, "assigned",
+                          ((int(e["member"]), int(e["incarnation"])), list(e["partitions"]))))
+    for r in lag_rows or []:
+        if r.get("committed_offset") is not None:
+            marks.append((int(r["sample_ts_ns"]), 0, "commit",
+                          {int(r["partition"]): int(r["committed_offset"])}))
+    committed: dict[int, int] = {}
+    owner: dict[int, tuple[int, int]] = {}
+    dup = lost = 0
+    for ts, _order, kind, payload in sorted(marks, key=lambda m: (m[0], m[1])):
+        if kind == "commit":
+            for p, o in payload.items():
+                committed[p] = max(committed.get(p, 0), o)
+            continue
+        member, parts = payload
+        for p in parts:
+            kept = owner.get(p) == member
+            owner[p] = member
+            if kept and keeps_position:
+                continue
+            mask = (processed["partition"] == p) & (processed["processed_ts_ns"] < ts)
+            done = int(processed["offset"][mask].max()) + 1 if mask.any() else 0
+            c = committed.get(p, 0)
+            dup += max(0, done - c)
+            lost += max(0, c - done)
+    return dup, lost
+
+
 def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: list[dict[str, Any]],
                   fault_ts_ns: int | None, rejoin_ts_ns: int | None, fault: str,
-                  victim: tuple[int, int] = (0, 0)) -> dict[str, Any]:
-    """The consumer-side figures of a trial (keys of ``trial.json``'s summary)."""
+                  victim: tuple[int, int] = (0, 0),
+                  lag_rows: list[dict[str, Any]] | None = None,
+                  keeps_position: bool = False, commits_logged: bool = True) -> dict[str, Any]:
+    """The consumer-side figures of a trial (keys of ``trial.json``'s summary).
+
+    ``commits_logged`` false: some of the group's commits leave no trace the lab can read
+    (kafka-python's auto commit before a rebalance calls no callback), so the offsets are not
+    asked to explain the counts."""
     rpairs = _pairs(np.asarray(read.partition, dtype=np.int64), np.asarray(read.offset, dtype=np.int64))
     ppairs = _pairs(processed["partition"], processed["offset"])
     uniq = np.unique(ppairs)
@@ -119,7 +173,7 @@ def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: lis
         "survivors_pause_ms": None, "rejoin_pause_ms": None,
         "committed_at_fault": {}, "processed_at_fault": {},
         "expected_redelivered": None, "expected_lost": None, "offsets_explain": None,
-        "self_kill": None,
+        "self_kill": None, "failed_commits": None, "dropped_records": None,
     }
     if fault_ts_ns is None:
         return out
@@ -172,8 +226,11 @@ def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: lis
         po = processed["offset"][(processed["partition"] == p) & (processed["processed_ts_ns"] <= end)]
         done[str(p)] = int(po.max()) + 1 if len(po) else 0
     out["committed_at_fault"], out["processed_at_fault"] = committed, done
-    exp_dup = sum(max(0, done[k] - committed[k]) for k in committed)
-    exp_lost = sum(max(0, committed[k] - done[k]) for k in committed)
+    out["failed_commits"] = sum(1 for e in events if e["ev"] == "commit" and not e.get("ok"))
+    out["dropped_records"] = sum(int(e.get("records") or 0) for e in events if e["ev"] == "dropped")
+    if not commits_logged:
+        return out  # the offsets cannot tell: expected_* and offsets_explain stay null
+    exp_dup, exp_lost = expected_from_offsets(events, processed, lag_rows, keeps_position)
     out["expected_redelivered"], out["expected_lost"] = exp_dup, exp_lost
     out["offsets_explain"] = exp_dup == redelivered and exp_lost == lost
     return out

@@ -102,7 +102,10 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     load_files.write_table(files.deliveries_path(tdir), cols, files.DELIVERIES_SCHEMA)
     gs = group_summary(read=read, processed=got["processed"], events=got["events"],
                        fault_ts_ns=events.get("fault_ts_ns"), rejoin_ts_ns=events.get("rejoin_ts_ns"),
-                       fault=spec.fault)
+                       fault=spec.fault, lag_rows=lag_rows,
+                       keeps_position=spec.client == "kafka-python",
+                       commits_logged=not (spec.client == "kafka-python"
+                                           and spec.effective_commit == "auto"))
     gs["drained"] = drained["caught_up"]
     gs["deliveries"] = {k: int((cols["delivery"] == k).sum()) for k in files.DELIVERIES}
     summary.update(gs)

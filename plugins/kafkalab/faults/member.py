@@ -22,8 +22,15 @@ whose duplicates and gaps the trial counts.
 * ``after``: commit the batch's offsets (synchronously) after processing it: at-least-once;
 * ``before``: commit them before processing the batch: at-most-once.
 
-When the group takes partitions away (``on_revoke``) the member first finishes its batch by
-the same rule, the textbook pattern; a SIGKILL finishes nothing.
+A batch is processed and committed in the member's own loop, so when the group takes
+partitions away (``on_revoke``, called inside ``poll``) everything processed is already
+committed. The batch still being gathered is dropped unprocessed (its records go to the
+partitions' next owner from the committed offset: neither twice nor never), except under
+``auto``, whose client has already committed those records (librdkafka commits the stored
+offsets on revoke, kafka-python auto-commits before calling the listener): that batch is
+processed first. A ``before`` batch whose commit fails is dropped unprocessed for the same
+reason. (kafka-python 3 refuses a blocking commit inside a rebalance listener, so the rule is
+also the one both clients can follow.) A SIGKILL finishes nothing.
 
 **Events** (assignments, revocations, commits, leaving) are appended to a JSON-lines file,
 one ``write(2)`` per line, with CLOCK_MONOTONIC times (the trial's processes share the host's
@@ -114,13 +121,19 @@ class Member:
     def on_assign(self, partitions: list[int]) -> None:
         self.event("assigned", partitions=sorted(partitions))
 
-    def on_revoke(self, partitions: list[int], commit: Callable[[dict[int, int]], None]) -> None:
-        self.flush(commit)
+    def on_revoke(self, partitions: list[int]) -> None:
+        if self.commit_mode == "auto":
+            while self.pending:
+                self.flush(lambda _offsets: True)
+        elif self.pending:
+            self.event("dropped", records=len(self.pending), why="revoked")
+            self.pending = []
         self.event("revoked", partitions=sorted(partitions))
 
-    def on_commit(self, offsets: dict[int, int], error: str | None, source: str) -> None:
+    def on_commit(self, offsets: dict[int, int], error: str | None, source: str) -> bool:
         self.event("commit", offsets={str(p): o for p, o in sorted(offsets.items())},
                    ok=error is None, error=error, source=source)
+        return error is None
 
     # -- the loop -----------------------------------------------------------------------
     def take(self, values: list[tuple[bytes | None, int, int]]) -> None:
@@ -139,7 +152,7 @@ class Member:
         return (len(self.pending) >= self.batch_msgs
                 or time.monotonic_ns() - self.pending[0][3] >= self.batch_wait_ns)
 
-    def flush(self, commit: Callable[[dict[int, int]], None]) -> None:
+    def flush(self, commit: Callable[[dict[int, int]], bool]) -> None:
         """Finish the batch by the commit strategy (the hook may end the process here)."""
         batch, self.pending = self.pending[: self.batch_msgs], self.pending[self.batch_msgs:]
         if not batch:
@@ -148,8 +161,9 @@ class Member:
         for _seq, part, off, _t in batch:
             offsets[part] = max(offsets.get(part, 0), off + 1)
         dying = self.armed and self.die_after is not None
-        if self.commit_mode == "before":
-            commit(offsets)
+        if self.commit_mode == "before" and not commit(offsets):
+            self.event("dropped", records=len(batch), why="commit failed")
+            return
         for k, (seq, part, off, t) in enumerate(batch):
             if dying and k == self.die_after:
                 self._die(len(batch), k, offsets)
@@ -189,7 +203,8 @@ class _Client:
     def poll_into(self, m: Member) -> None:
         raise NotImplementedError
 
-    def commit(self, offsets: dict[int, int]) -> None:
+    def commit(self, offsets: dict[int, int]) -> bool:
+        """Commit synchronously; True when the broker took it."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -228,7 +243,7 @@ class _Confluent(_Client):
             m.on_assign([int(tp.partition) for tp in parts])
 
         def revoked(_c: Any, parts: list[Any]) -> None:
-            m.on_revoke([int(tp.partition) for tp in parts], self.commit)
+            m.on_revoke([int(tp.partition) for tp in parts])
 
         self.c.subscribe([self.topic], on_assign=assigned, on_revoke=revoked)
 
@@ -240,15 +255,15 @@ class _Confluent(_Client):
         m.take([(x.value(), int(x.partition() or 0), int(x.offset() or 0))
                 for x in msgs if x.error() is None])
 
-    def commit(self, offsets: dict[int, int]) -> None:
+    def commit(self, offsets: dict[int, int]) -> bool:
         from confluent_kafka import KafkaException, TopicPartition
 
         try:
             self.c.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in offsets.items()],
                           asynchronous=False)
-            self.m.on_commit(offsets, None, "sync")
         except KafkaException as exc:
-            self.m.on_commit(offsets, str(exc), "sync")
+            return self.m.on_commit(offsets, str(exc), "sync")
+        return self.m.on_commit(offsets, None, "sync")
 
     def close(self) -> None:
         self.c.close()
@@ -283,11 +298,9 @@ class _KafkaPython(_Client):
     def subscribe(self, m: Member) -> None:
         from kafka import ConsumerRebalanceListener
 
-        outer = self
-
         class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             def on_partitions_revoked(self, revoked: Any) -> None:
-                m.on_revoke([int(tp.partition) for tp in revoked], outer.commit)
+                m.on_revoke([int(tp.partition) for tp in revoked])
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 m.on_assign([int(tp.partition) for tp in assigned])
@@ -298,16 +311,16 @@ class _KafkaPython(_Client):
         got = self.c.poll(timeout_ms=int(POLL_S * 1000), max_records=m.batch_msgs)
         m.take([(r.value, int(tp.partition), int(r.offset)) for tp, recs in got.items() for r in recs])
 
-    def commit(self, offsets: dict[int, int]) -> None:
+    def commit(self, offsets: dict[int, int]) -> bool:
         from kafka import TopicPartition
         from kafka.structs import OffsetAndMetadata
 
         try:
             self.c.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
                            for p, o in offsets.items()})
-            self.m.on_commit(offsets, None, "sync")
         except Exception as exc:  # CommitFailedError and friends: logged, the loop goes on
-            self.m.on_commit(offsets, f"{type(exc).__name__}: {exc}", "sync")
+            return self.m.on_commit(offsets, f"{type(exc).__name__}: {exc}", "sync")
+        return self.m.on_commit(offsets, None, "sync")
 
     def close(self) -> None:
         self.c.close(autocommit=self.auto)
