@@ -7,8 +7,8 @@
   commit every 5 s (the clients' default); then kill-consumer/after with session timeouts of 3 s
   and 12 s (heartbeat a third), the setting that drives a kill's pause.
 * **(g2) ordering**: ``sigkill-leader`` under the durability profile (retries 1) with
-  ``max.in.flight.requests.per.connection`` 1 and 5, ``trials`` each, 2 partitions at 1,000
-  msg/s: reordered and duplicated messages counted by the checker.
+  ``max.in.flight.requests.per.connection`` 1 and 5, per client, ``order_trials`` each, 2
+  partitions at 1,000 msg/s: reordered and duplicated messages counted by the checker.
 
 These are measurements of Kafka's behaviour, not of the lab's speed: the figures to compare
 are the ratios (kill vs leave; 1 vs 5 in flight), one run each.
@@ -27,7 +27,7 @@ KEYS_GROUP = ("trial_id", "status", "client", "commit", "fault", "session_timeou
               "heartbeat_interval_ms", "processed_records", "redelivered", "expected_redelivered",
               "lost_unprocessed", "expected_lost", "rebalance_pause_ms", "successor_assigned_ms",
               "survivors_pause_ms", "offsets_explain", "reread_agrees", "verdict")
-KEYS_ORDER = ("trial_id", "status", "max_in_flight", "retries", "acked", "acked_lost",
+KEYS_ORDER = ("trial_id", "status", "client", "max_in_flight", "retries", "acked", "acked_lost",
               "duplicates", "reordered", "unavailable_ms", "errors_by_type", "verdict")
 
 
@@ -36,7 +36,7 @@ def _progress(line: str) -> None:
 
 
 def bench_faults(work: Path, clients: tuple[str, ...] = ("confluent-kafka", "kafka-python"),
-                 order_trials: int = 3) -> dict[str, Any]:
+                 order_trials: int = 2) -> dict[str, Any]:
     """Run (g1) and (g2); return their trials' figures."""
     group = [FaultTrialSpec(profile="default", fault=fault, commit=commit, client=client,
                             consumers=3, partitions=6, rate_msgs_per_s=200, duration_s=18,
@@ -53,8 +53,8 @@ def bench_faults(work: Path, clients: tuple[str, ...] = ("confluent-kafka", "kaf
     g = execute_faults(FaultRequest(trials=group, data_dir=work, command="make bench (g1)"), _progress)
     order = [FaultTrialSpec(profile="durability", fault="sigkill-leader", max_in_flight=mif,
                             trial=k, rate_msgs_per_s=1000, duration_s=16, warmup_s=1,
-                            fault_at_s=4, partitions=2)
-             for mif in (1, 5) for k in range(1, order_trials + 1)]
+                            fault_at_s=4, partitions=2, client=client)
+             for client in clients for mif in (1, 5) for k in range(1, order_trials + 1)]
     o = execute_faults(FaultRequest(trials=order, data_dir=work, command="make bench (g2)"), _progress)
     return {"group": {"run_id": g.run_id, "status": g.status,
                       "trials": [{k: t.get(k) for k in KEYS_GROUP} for t in g.trials]},
@@ -72,6 +72,6 @@ def print_faults(result: dict[str, Any]) -> None:
               f"({t['expected_lost']})  {t['verdict']}")
     print("\n(g2) sigkill-leader, durability: reordered / duplicates by max.in.flight")
     for t in result["ordering"]["trials"]:
-        print(f"  in-flight {t['max_in_flight']}  acked {t['acked']}  lost {t['acked_lost']}  "
+        print(f"  {t['client']:<15} in-flight {t['max_in_flight']}  acked {t['acked']}  lost {t['acked_lost']}  "
               f"dup {t['duplicates']}  reordered {t['reordered']}  unavailable "
               f"{t['unavailable_ms']} ms  {t['verdict']}")
