@@ -1,18 +1,23 @@
-"""Aggregate one fault run (broker faults: durability and availability) into three tables.
+"""Aggregate one fault run (broker and consumer faults) into four tables.
 
 Extract the run's "fault samples" (``docs/metrics-schema.md``, "Fault samples": per trial
 ``verdicts.parquet``, ``sends.parquet``, ``receipts-NNN.parquet`` and ``trial.json`` below
-``<faults>/run_date=<d>/run_id=<id>/trial=<trial_id>/``), transform them by the definitions
-of ``docs/aggregates-schema.md`` ("Fault aggregates") and load::
+``<faults>/run_date=<d>/run_id=<id>/trial=<trial_id>/``; a consumer-fault trial also
+``processed.parquet``, ``deliveries.parquet`` and ``group_lag.parquet``), transform them by
+the definitions of ``docs/aggregates-schema.md`` ("Fault aggregates") and load::
 
     <out>/run_id=<id>/fault_trials.parquet    one row per trial
-    <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks)
+    <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks, commit)
     <out>/run_id=<id>/fault_timeline.parquet  one row per (trial, 100 ms bin of elapsed time)
+    <out>/run_id=<id>/group_lag.parquet       one row per (trial, offset sample, partition)
+                                              of the consumer-fault trials (else no rows)
 
 The checker's counts are recomputed from ``verdicts.parquet`` (one row per intended message,
-warm-up included), never copied from the engine's summary; the availability figures
-(unavailable_ms, leader_elected_ms, ...) come from ``trial.json``'s summary, the event times
-from its ``events``. Written into a hidden staging directory and swapped in for the run's
+warm-up included), and a consumer trial's ``redelivered`` / ``lost_unprocessed`` from
+``processed.parquet`` / ``deliveries.parquet``, never copied from the engine's summary; the
+availability and rebalance figures (unavailable_ms, rebalance_pause_ms, ...) come from
+``trial.json``'s summary, the event times from its ``events``. A run without consumer trials
+has none of the consumer files: they read as absent (those columns null, no group_lag rows). Written into a hidden staging directory and swapped in for the run's
 directory as a whole, as ``aggregate_load`` does (:func:`aggregate_load.load`).
 
 Usage::
@@ -50,7 +55,9 @@ InputError = shared.InputError
 
 __all__ = [
     "CELL_SCHEMA",
+    "CONSUMER_COUNT_COLUMNS",
     "COUNT_COLUMNS",
+    "GROUP_LAG_SCHEMA",
     "SCHEMA_VERSION",
     "TABLES",
     "TIMELINE_SCHEMA",
@@ -66,7 +73,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 """Version of the fault aggregates schema (``docs/aggregates-schema.md``)."""
 
-TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline")
+TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline", "group_lag")
 """The tables written per run, as ``<out>/run_id=<id>/<table>.parquet``."""
 
 BIN_S = 0.1
@@ -84,6 +91,10 @@ VERDICTS_INPUT = ("seq bigint, is_warmup boolean, outcome string, partition int,
                   "reordered boolean, verdict string, in_broker_logs string")
 SENDS_INPUT = "seq bigint, send_ts_ns bigint, ack_ts_ns bigint, outcome string"
 RECEIPTS_INPUT = "consumer int, seq bigint, receive_ts_ns bigint, duplicate boolean"
+PROCESSED_INPUT = "member int, incarnation int, seq bigint, partition int, offset bigint"
+DELIVERIES_INPUT = "seq bigint, delivery string"
+GROUP_LAG_INPUT = ("sample_ts_ns bigint, elapsed_s double, partition int, "
+                   "committed_offset bigint, log_end_offset bigint, lag_msgs bigint")
 
 # --------------------------------------------------------------------------- output schemas
 
@@ -106,6 +117,30 @@ AVAILABILITY_COLUMNS: dict[str, str] = {
 EVENT_COLUMNS: dict[str, str] = {
     "fault_ts_ns": "fault_elapsed_s", "heal_ts_ns": "heal_elapsed_s",
     "leader_elected_ts_ns": "leader_elected_elapsed_s", "isr_full_ts_ns": "isr_full_elapsed_s",
+    "rejoin_ts_ns": "rejoin_elapsed_s", "victim_end_ts_ns": "victim_end_elapsed_s",
+}
+
+#: A consumer trial's group settings (``trial.json``'s summary, else its ``group``, else its
+#: spec): column -> type. Null for a broker-fault trial.
+GROUP_COLUMNS: dict[str, str] = {
+    "commit": "string", "consumers": "int", "session_timeout_ms": "int",
+    "heartbeat_interval_ms": "int", "auto_commit_interval_ms": "int", "batch_msgs": "int",
+    "rejoin_after_s": "double",
+}
+
+#: A consumer trial's counts, recomputed from ``processed.parquet`` (records) and
+#: ``deliveries.parquet`` (intended messages).
+CONSUMER_COUNT_COLUMNS: tuple[str, ...] = (
+    "processed_records", "processed_unique", "redelivered", "lost_unprocessed",
+    "processed_not_in_topic",
+)
+
+#: A consumer trial's figures copied from ``trial.json``'s summary: column -> type.
+REBALANCE_COLUMNS: dict[str, str] = {
+    "rebalance_pause_ms": "double", "successor_assigned_ms": "double",
+    "survivors_pause_ms": "double", "rejoin_pause_ms": "double",
+    "expected_redelivered": "bigint", "expected_lost": "bigint", "offsets_explain": "boolean",
+    "moved_partitions": "string", "drained": "boolean", "group_protocol": "string",
 }
 
 #: ``fault_trials``: column -> Spark type, in order.
@@ -120,9 +155,13 @@ TRIAL_SCHEMA: dict[str, str] = {
     **AVAILABILITY_COLUMNS,
     **dict.fromkeys(EVENT_COLUMNS.values(), "double"),
     "verdict": "string",
+    **GROUP_COLUMNS,
+    **dict.fromkeys(CONSUMER_COUNT_COLUMNS, "bigint"),
+    **REBALANCE_COLUMNS,
+    "reread_agrees": "boolean",
 }
 
-CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks")
+CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks", "commit")
 """The columns that name a ``fault_cells`` row."""
 
 #: Per-cell figures: the ``fault_trials`` column -> its statistics (over complete trials).
@@ -130,14 +169,16 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "acked_lost": ("sum", "median", "max"), "duplicates": ("median", "max"),
     "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
     "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
+    "redelivered": ("sum", "median", "max"), "lost_unprocessed": ("sum", "median", "max"),
+    "rebalance_pause_ms": ("median", "max"),
 }
 
 #: ``fault_cells``: column -> Spark type, in order.
 CELL_SCHEMA: dict[str, str] = {
     "run_id": "string", "run_date": "string", "profile": "string", "fault": "string",
-    "acks": "string", "broker_is_emulator": "boolean", "trials": "int",
+    "acks": "string", "commit": "string", "broker_is_emulator": "boolean", "trials": "int",
     "trials_complete": "int", "trials_with_loss": "int",
-    **{f"{col}_{stat}": ("bigint" if col == "acked_lost" and stat == "sum" else "double")
+    **{f"{col}_{stat}": ("bigint" if stat == "sum" else "double")
        for col, stats in CELL_FIGURES.items() for stat in stats},
 }
 
@@ -147,22 +188,39 @@ TIMELINE_SCHEMA: dict[str, str] = {
     "acks_per_s": "double", "rx_per_s": "double", "sent_per_s": "double",
 }
 
+#: ``group_lag``: column -> Spark type, in order.
+GROUP_LAG_SCHEMA: dict[str, str] = {
+    "run_id": "string", "trial_id": "string", "sample_ts_ns": "bigint", "elapsed_s": "double",
+    "partition": "int", "committed_offset": "bigint", "log_end_offset": "bigint",
+    "lag_msgs": "bigint",
+}
+
 
 # --------------------------------------------------------------------------- extract
 
 
 class FaultRun:
-    """One run's fault samples: the verdict, send and receipt rows (each with a
-    ``trial_id`` column) and each trial's ``trial.json`` (``_run_date`` and ``_cell``, its
+    """One run's fault samples: the verdict, send and receipt rows and the consumer trials'
+    processed, delivery and group-lag rows (each with a ``trial_id`` column; empty when no
+    trial has the file) and each trial's ``trial.json`` (``_run_date`` and ``_cell``, its
     ``cell.json`` or ``{}``, added) by trial id."""
 
     def __init__(self, run_id: str, verdicts: DataFrame, sends: DataFrame,
-                 receipts: DataFrame, trials: dict[str, dict[str, Any]]) -> None:
+                 receipts: DataFrame, trials: dict[str, dict[str, Any]],
+                 processed: DataFrame | None = None, deliveries: DataFrame | None = None,
+                 group_lag: DataFrame | None = None) -> None:
+        spark = verdicts.sparkSession
         self.run_id = run_id
         self.verdicts = verdicts
         self.sends = sends
         self.receipts = receipts
         self.trials = trials
+        self.processed = (processed if processed is not None else
+                          spark.createDataFrame([], f"{PROCESSED_INPUT}, trial_id string"))
+        self.deliveries = (deliveries if deliveries is not None else
+                           spark.createDataFrame([], f"{DELIVERIES_INPUT}, trial_id string"))
+        self.group_lag = (group_lag if group_lag is not None else
+                          spark.createDataFrame([], f"{GROUP_LAG_INPUT}, trial_id string"))
 
 
 def _read_docs(spark: SparkSession, faults_path: str, run_id: str, name: str
@@ -228,6 +286,10 @@ def extract(spark: SparkSession, faults_path: str, run_id: str) -> FaultRun:
         sends=_read_rows(spark, faults_path, run_id, "sends.parquet", SENDS_INPUT),
         receipts=_read_rows(spark, faults_path, run_id, "receipts-*.parquet", RECEIPTS_INPUT),
         trials=trials,
+        processed=_read_rows(spark, faults_path, run_id, "processed.parquet", PROCESSED_INPUT),
+        deliveries=_read_rows(spark, faults_path, run_id, "deliveries.parquet",
+                              DELIVERIES_INPUT),
+        group_lag=_read_rows(spark, faults_path, run_id, "group_lag.parquet", GROUP_LAG_INPUT),
     )
 
 
@@ -258,6 +320,24 @@ def verdict_counts(verdicts: DataFrame) -> DataFrame:
     )
 
 
+def consumer_counts(processed: DataFrame, deliveries: DataFrame) -> DataFrame:
+    """The :data:`CONSUMER_COUNT_COLUMNS` per ``trial_id`` (``docs/aggregates-schema.md``):
+    processed rows, distinct ``(partition, offset)`` among them, the rows beyond the first of
+    each (``redelivered``); intended messages the topic holds that no member processed
+    (``lost_unprocessed``) and those processed though the re-read did not find them. A
+    trial with only one of the two files gets nulls for the other's counts."""
+    recs = processed.groupBy("trial_id").agg(
+        F.count(F.lit(1)).cast("long").alias("processed_records"),
+        F.count_distinct("partition", "offset").cast("long").alias("processed_unique"))
+    recs = recs.withColumn("redelivered",
+                           F.col("processed_records") - F.col("processed_unique"))
+    msgs = deliveries.groupBy("trial_id").agg(
+        _count_if(F.col("delivery") == "lost").alias("lost_unprocessed"),
+        _count_if(F.col("delivery") == "processed_not_in_topic")
+        .alias("processed_not_in_topic"))
+    return recs.join(msgs, "trial_id", "full")
+
+
 def _elapsed_s(ts: Any, t0: Any) -> float | None:
     if ts is None or t0 is None:
         return None
@@ -282,9 +362,44 @@ def _trial_verdict(status: Any, counts: dict[str, Any] | None, recovered: Any) -
     return "not recovered" if recovered is False else "ok"
 
 
+def _group_row(doc: dict[str, Any], group_counts: dict[str, Any] | None) -> dict[str, Any]:
+    """The consumer columns of a ``fault_trials`` row (all null for a broker-fault trial:
+    one whose summary, ``group`` and spec name no commit strategy)."""
+    spec = doc.get("spec") or {}
+    summary = doc.get("summary") or {}
+    group = doc.get("group") or {}
+
+    def pick(key: str) -> Any:
+        for source in (summary, group, spec):
+            if source.get(key) is not None:
+                return source[key]
+        return None
+
+    cols = (*GROUP_COLUMNS, *CONSUMER_COUNT_COLUMNS, *REBALANCE_COLUMNS, "reread_agrees")
+    if pick("commit") is None:
+        return dict.fromkeys(cols)
+    row: dict[str, Any] = {col: pick(col) for col in GROUP_COLUMNS}
+    if row["commit"] != "auto":  # the spec's default interval applies to auto only
+        row["auto_commit_interval_ms"] = summary.get("auto_commit_interval_ms")
+    for col in CONSUMER_COUNT_COLUMNS:
+        row[col] = None if group_counts is None else group_counts.get(col)
+    for col in REBALANCE_COLUMNS:
+        row[col] = summary.get(col)
+    moved = summary.get("moved_partitions")
+    row["moved_partitions"] = (",".join(str(p) for p in moved) if isinstance(moved, list)
+                               else moved)
+    agrees = summary.get("reread_agrees")
+    recount = row["processed_not_in_topic"]
+    row["reread_agrees"] = (None if agrees is None and recount is None
+                            else agrees is not False and not recount)
+    return row
+
+
 def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
-               counts: dict[str, Any] | None) -> dict[str, Any]:
-    """One ``fault_trials`` row from ``trial.json`` and the trial's verdict counts."""
+               counts: dict[str, Any] | None,
+               group_counts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ``fault_trials`` row from ``trial.json``, the trial's verdict counts and (a
+    consumer trial) its processed / delivery counts."""
     spec = doc.get("spec") or {}
     summary = doc.get("summary") or {}
     cluster = doc.get("cluster") or doc["_cell"].get("cluster") or {}
@@ -326,12 +441,14 @@ def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
         row[col] = _elapsed_s(events.get(key), t0)
     row["verdict"] = summary.get("verdict") or _trial_verdict(row["status"], counts,
                                                               row["recovered"])
+    row.update(_group_row(doc, group_counts))
     return row
 
 
 def _cells(trials: DataFrame) -> DataFrame:
-    """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks); the figures
-    are over the complete trials (exact medians: the mean of the middle two when even)."""
+    """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks, commit; the
+    commit null for broker faults); the figures are over the complete trials (exact
+    medians: the mean of the middle two when even)."""
     complete = F.col("status") == "complete"
     aggs: list[Column] = [
         F.min("run_date").alias("run_date"),
@@ -394,17 +511,33 @@ def _timeline(data: FaultRun, spark: SparkSession) -> DataFrame:
             .orderBy("trial_id", "bin_start_s"))
 
 
-def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """``(fault_trials, fault_cells, fault_timeline)`` of one run (one Spark action here:
-    the verdict counts, collected to the driver; the rest is lazy)."""
+def _group_lag(data: FaultRun, spark: SparkSession) -> DataFrame:
+    """``group_lag``: the consumer trials' offset samples, one row per (trial, sample,
+    partition); ``elapsed_s`` from the trial's t0 (the file's own when t0 is unknown)."""
+    t0s = spark.createDataFrame(
+        [(tid, _t0_of(doc)) for tid, doc in data.trials.items()], "trial_id string, _t0 bigint")
+    elapsed = F.coalesce((F.col("sample_ts_ns") - F.col("_t0")) / F.lit(1e9), F.col("elapsed_s"))
+    return (data.group_lag.join(F.broadcast(t0s), "trial_id", "left")
+            .withColumn("elapsed_s", elapsed)
+            .withColumn("run_id", F.lit(data.run_id))
+            .select(*[F.col(c).cast(t).alias(c) for c, t in GROUP_LAG_SCHEMA.items()])
+            .orderBy("trial_id", "sample_ts_ns", "partition"))
+
+
+def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+    """``(fault_trials, fault_cells, fault_timeline, group_lag)`` of one run (two Spark
+    actions here: the verdict counts and the consumer counts, collected to the driver; the
+    rest is lazy)."""
     spark = data.verdicts.sparkSession
     counts = {r["trial_id"]: r.asDict() for r in verdict_counts(data.verdicts).collect()}
-    rows = [_trial_row(data.run_id, tid, doc, counts.get(tid))
+    group_counts = {r["trial_id"]: r.asDict()
+                    for r in consumer_counts(data.processed, data.deliveries).collect()}
+    rows = [_trial_row(data.run_id, tid, doc, counts.get(tid), group_counts.get(tid))
             for tid, doc in sorted(data.trials.items())]
     schema = ", ".join(f"{c} {t}" for c, t in TRIAL_SCHEMA.items())
     trials = spark.createDataFrame(
         [tuple(al._typed(r.get(c), t) for c, t in TRIAL_SCHEMA.items()) for r in rows], schema)
-    return trials, _cells(trials), _timeline(data, spark)
+    return trials, _cells(trials), _timeline(data, spark), _group_lag(data, spark)
 
 
 # --------------------------------------------------------------------------- load
@@ -412,22 +545,24 @@ def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame]:
 
 def run(spark: SparkSession, faults_path: str, out_path: str, run_id: str) -> dict[str, int]:
     """Extract, transform and load one run; returns the rows written per table."""
-    trials, cells, timeline = transform(extract(spark, faults_path, run_id))
+    trials, cells, timeline, group_lag = transform(extract(spark, faults_path, run_id))
     tables = {"fault_trials": trials, "fault_cells": cells.cache(),
-              "fault_timeline": timeline.cache()}
+              "fault_timeline": timeline.cache(), "group_lag": group_lag.cache()}
     try:
         counts = {name: df.count() for name, df in tables.items()}
         al.load(tables, out_path, run_id)
     finally:
         cells.unpersist()
         timeline.unpersist()
+        group_lag.unpersist()
     return counts
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="aggregate_faults",
-        description="Aggregate one fault run into trial, cell and timeline tables (Parquet).")
+        description="Aggregate one fault run into trial, cell, timeline and group-lag tables "
+                    "(Parquet).")
     p.add_argument("--faults", required=True,
                    help="fault samples root (<data>/faults), a local dir or Hadoop URI")
     p.add_argument("--out", required=True,

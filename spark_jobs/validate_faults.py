@@ -10,9 +10,13 @@ Reads ``<aggregates>/run_id=<id>/fault_trials.parquet`` and ``fault_cells.parque
   acked_lost = acked; read back = ok + failed_but_present + indeterminate_present; the lost
   found in a log plus those absent from every log <= acked_lost); counts are non-negative; a
   complete trial has its counts; and **under the durability profile no acked message is lost
-  (acked_lost = 0)** — :data:`DURABILITY_CHECK`;
-* ``fault_cells`` (one row per profile × fault × acks): trials_with_loss <= trials_complete
-  <= trials; each median <= its max.
+  (acked_lost = 0)** — :data:`DURABILITY_CHECK`; a consumer-fault trial's counts are
+  non-negative, **with commit after (at-least-once) every message the topic holds was
+  processed (lost_unprocessed = 0)** — :data:`AT_LEAST_ONCE_CHECK` — and every consumer
+  trial's processed records are all in the re-read (reread_agrees) —
+  :data:`REREAD_CHECK`;
+* ``fault_cells`` (one row per profile × fault × acks × commit): trials_with_loss <=
+  trials_complete <= trials; each median <= its max.
 
 Output: ``<out>/<run_id>-faults.json`` (atomic) and ``<out>/<run_id>-faults.html``. Besides
 the load suite's keys the JSON has ``durability``: ``{"check", "success", "acked_lost",
@@ -54,9 +58,11 @@ else:  # run as a script: the modules sit beside it or are shipped with --py-fil
 InputError = shared.InputError
 
 __all__ = [
+    "AT_LEAST_ONCE_CHECK",
     "CELL_CHECKS",
     "DURABILITY_CHECK",
     "DURABLE_PROFILE",
+    "REREAD_CHECK",
     "TRIAL_CHECKS",
     "InputError",
     "main",
@@ -81,6 +87,22 @@ COUNT_COLUMNS: tuple[str, ...] = (
     "duplicates", "reordered",
 )
 STATUSES = ["complete", "failed", "interrupted"]
+CONSUMER_COUNT_COLUMNS: tuple[str, ...] = (
+    "processed_records", "processed_unique", "redelivered", "lost_unprocessed",
+    "processed_not_in_topic",
+)
+"""A consumer-fault trial's counts (null for a broker-fault trial)."""
+AT_LEAST_ONCE_COMMIT = "after"
+AT_LEAST_ONCE_CHECK = ("commit after (at-least-once): every message the topic holds was "
+                       "processed (lost_unprocessed = 0)")
+"""Committing after processing may process a record twice but never skip one."""
+REREAD_CHECK = ("a consumer trial's processed records are all in the re-read "
+                "(reread_agrees; a complete trial must have it)")
+#: Columns of newer aggregates, added as null when an older ``fault_trials`` lacks them.
+OPTIONAL_TRIAL_COLUMNS: dict[str, str] = {
+    "commit": "string", "reread_agrees": "boolean",
+    **dict.fromkeys(CONSUMER_COUNT_COLUMNS, "bigint"),
+}
 
 #: Computed boolean columns of ``fault_trials`` (true on every row; a trial without counts
 #: passes them: "a complete trial has its counts" is checked on its own).
@@ -96,7 +118,8 @@ TRIAL_NOT_NULL: tuple[str, ...] = ("trial_id", "profile", "fault", "acks", "stat
 COMPLETE_HAS_COUNTS = "a complete trial has its counts (verdicts.parquet was read)"
 
 CELL_FIGURES: tuple[str, ...] = ("acked_lost", "duplicates", "unavailable_ms",
-                                 "leader_elected_ms", "isr_full_ms", "consumer_gap_ms")
+                                 "leader_elected_ms", "isr_full_ms", "consumer_gap_ms",
+                                 "redelivered", "lost_unprocessed", "rebalance_pause_ms")
 #: Computed boolean columns of ``fault_cells``.
 CELL_CHECKS: dict[str, str] = {
     "trial_counts_ok": "trials_with_loss <= trials_complete <= trials",
@@ -111,10 +134,24 @@ def _sum(cols: Sequence[str]) -> Column:
     return total
 
 
+def _with_columns(df: DataFrame, columns: dict[str, str]) -> DataFrame:
+    """``df`` with each of ``columns`` it lacks added as null (an older table)."""
+    for col, type_ in columns.items():
+        if col not in df.columns:
+            df = df.withColumn(col, F.lit(None).cast(type_))
+    return df
+
+
 def with_trial_checks(trials: DataFrame) -> DataFrame:
-    """``fault_trials`` with a ``cell`` label (the trial id) and the boolean columns of
-    :data:`TRIAL_CHECKS` (never null: a trial without counts passes them)."""
-    out = trials.withColumn("cell", F.col("trial_id"))
+    """``fault_trials`` with a ``cell`` label (the trial id), the boolean columns of
+    :data:`TRIAL_CHECKS` (never null: a trial without counts passes them) and
+    ``reread_ok`` (:data:`REREAD_CHECK`: true for a broker-fault trial; a consumer trial's
+    ``reread_agrees``, a complete one's missing value false)."""
+    out = _with_columns(trials, OPTIONAL_TRIAL_COLUMNS).withColumn("cell", F.col("trial_id"))
+    out = out.withColumn(
+        "reread_ok", F.when(F.col("commit").isNull(), F.lit(True))
+        .when(F.col("reread_agrees").isNotNull(), F.col("reread_agrees"))
+        .otherwise(F.coalesce(F.col("status") != "complete", F.lit(False))))
     checks: dict[str, Column] = {
         "outcomes_add_up_ok": _sum(("acked_msgs", "failed_msgs", "indeterminate_msgs",
                                     "unsent_msgs")) == F.col("intended_msgs"),
@@ -134,10 +171,13 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
 
 
 def with_cell_checks(cells: DataFrame) -> DataFrame:
-    """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``) and the boolean
-    columns of :data:`CELL_CHECKS`."""
+    """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``, plus
+    ``/commit-<c>`` for a consumer fault) and the boolean columns of :data:`CELL_CHECKS`."""
+    cells = _with_columns(cells, {"commit": "string", **{
+        f"{fig}_{stat}": "double" for fig in CELL_FIGURES for stat in ("median", "max")}})
     out = cells.withColumn("cell", F.concat_ws("/", "profile", "fault",
-                                               F.concat(F.lit("acks-"), F.col("acks"))))
+                                               F.concat(F.lit("acks-"), F.col("acks")),
+                                               F.concat(F.lit("commit-"), F.col("commit"))))
     counts = ((F.col("trials_with_loss") <= F.col("trials_complete"))
               & (F.col("trials_complete") <= F.col("trials")))
     medians = F.lit(True)
@@ -167,6 +207,15 @@ def _trial_expectations() -> list[Any]:
                         column="acked_lost", max_value=0,
                         row_condition=f"profile = '{DURABLE_PROFILE}'",
                         condition_parser="spark"))
+    for col in CONSUMER_COUNT_COLUMNS:
+        exps.append(vm._exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
+                            min_value=0))
+    exps.append(vm._exp("ExpectColumnValuesToBeBetween", AT_LEAST_ONCE_CHECK,
+                        column="lost_unprocessed", max_value=0,
+                        row_condition=f"`commit` = '{AT_LEAST_ONCE_COMMIT}'",
+                        condition_parser="spark"))
+    exps.append(vm._exp("ExpectColumnValuesToBeInSet", REREAD_CHECK, column="reread_ok",
+                        value_set=[True]))
     return exps
 
 

@@ -6,6 +6,8 @@ Writes what the fault engine writes for one run (``/tmp/issue9/contract.md``, "R
     <data_dir>/faults/run_date=<d>/run_id=<id>/trial=<trial_id>/
         sends.parquet  receipts-000.parquet  lag-000.parquet  cell.json   (load cell files)
         timeline.parquet  verdicts.parquet  trial.json
+        processed.parquet  deliveries.parquet  commits.parquet  assignments.parquet
+        group_lag.parquet                        (consumer faults only)
     <data_dir>/runs/<run_id>.json            manifest, kind "faults"
 
 Each trial (:class:`FakeFaultTrial`) says what the checker finds: acked messages lost (and
@@ -17,11 +19,16 @@ heal. Everything is deterministic (no randomness). The trial's ``summary`` is co
 the very rows written, by the contract's definitions, so a test can compare the Spark
 aggregates with it.
 
+A consumer-fault trial (``kill-consumer`` / ``leave-consumer`` with a ``commit``; see
+:func:`consumer_trials`) has no broker outage; its group of members processes the stream,
+member 0 stops at the fault, and the summary's consumer figures come from the engine's own
+:func:`kafkalab.faults.deliveries.group_summary` over the rows written.
+
 Used by the Spark tests (``tests/spark/test_*faults*.py``) and by anyone who needs a fault
 run without a cluster::
 
     .venv/bin/python -m tools.fake_fault_samples --data-dir /tmp/lab --run-id RUN \
-        [--durability-loss 2]
+        [--durability-loss 2] [--consumer-faults]
 
 writes the standard set (:func:`standard_trials`): a durability sigkill-leader trial that
 loses nothing (or ``--durability-loss`` acked messages), a lossy-leader-crash trial of the
@@ -49,7 +56,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkalab.faults.files import TIMELINE_SCHEMA, VERDICTS_SCHEMA
+from kafkalab.faults.files import (
+    ASSIGNMENTS_SCHEMA,
+    COMMITS_SCHEMA,
+    DELIVERIES,
+    DELIVERIES_SCHEMA,
+    GROUP_LAG_SCHEMA,
+    PROCESSED_SCHEMA,
+    TIMELINE_SCHEMA,
+    VERDICTS_SCHEMA,
+)
 from kafkalab.load.files import LAG_SCHEMA, RECEIPTS_SCHEMA, SENDS_SCHEMA
 from kafkalab.run_ids import run_id_time
 from kafkalab.store import LabData, atomic_file, atomic_write_json, safe_name
@@ -58,6 +74,7 @@ __all__ = [
     "TIMELINE_SCHEMA",
     "VERDICTS_SCHEMA",
     "FakeFaultTrial",
+    "consumer_trials",
     "main",
     "standard_trials",
     "write_fake_fault_run",
@@ -79,6 +96,7 @@ _FOLLOWER = 0
 """The target of ``kill-follower``."""
 _LEADER_FAULTS = ("sigkill-leader", "sigterm-leader", "sigstop-leader", "lossy-leader-crash")
 _DEFAULT_DOWN_S = 1.0
+_CONSUMER_FAULTS = ("kill-consumer", "leave-consumer")
 _PROFILE_ACKS = {"durability": "all", "availability": "all", "default": "1"}
 """``producer.acks`` of ``include/profiles/<profile>.yaml``."""
 
@@ -124,6 +142,24 @@ class FakeFaultTrial:
     duplicates: int = 0
     reordered: int = 0
     is_emulator: bool = False
+    commit: str | None = None
+    """A consumer fault's commit strategy (``auto``, ``after``, ``before``); set it for
+    ``kill-consumer`` / ``leave-consumer`` (then the fields below apply, see
+    :func:`_group_frames`)."""
+    consumers: int = 3
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 2000
+    auto_commit_interval_ms: int = 5000
+    rebalance_pause_s: float | None = None
+    """From the fault to the successor's first record on a moved partition (default: the
+    session timeout for kill-consumer, 50 ms for leave-consumer)."""
+    redelivered: int = 0
+    """Records of the victim's first partition processed but not committed at the fault: the
+    successor processes them again."""
+    lost_unprocessed: int = 0
+    """Records of the victim's first partition committed but not processed at the fault:
+    nobody ever processes them."""
+    rejoin_after_s: float | None = None
 
     # -- spec ------------------------------------------------------------------------
 
@@ -132,25 +168,40 @@ class FakeFaultTrial:
         return self.acks or _PROFILE_ACKS.get(self.profile, "1")
 
     @property
+    def is_consumer_fault(self) -> bool:
+        return self.fault in _CONSUMER_FAULTS
+
+    @property
     def trial_id(self) -> str:
         """``kafkalab.faults.spec.FaultTrialSpec.trial_id`` (not built from the spec itself:
         the fake's trials are shorter than the engine's spec allows)."""
-        return safe_name(f"{self.profile}-{self.fault}-acks-{self.effective_acks}-t{self.trial}")
+        commit = f"-commit-{self.commit}" if self.is_consumer_fault else ""
+        return safe_name(f"{self.profile}-{self.fault}{commit}-acks-{self.effective_acks}"
+                         f"-t{self.trial}")
 
     @property
     def effective_down_s(self) -> float | None:
-        if self.fault == "none":
+        if self.fault == "none" or self.is_consumer_fault:
             return None
         return self.down_s if self.down_s is not None else _DEFAULT_DOWN_S
 
     @property
-    def target_role(self) -> str:
+    def effective_outage_s(self) -> float:
+        """A consumer fault leaves the brokers alone: the producer sees no outage."""
+        return 0.0 if self.is_consumer_fault else self.outage_s
+
+    @property
+    def target_role(self) -> str | None:
         if self.fault == "none":
             return "none"
+        if self.is_consumer_fault:
+            return None
         return "follower" if self.fault == "kill-follower" else "leader"
 
     @property
     def target_broker(self) -> int | None:
+        if self.target_role is None:
+            return None
         return {"none": None, "follower": _FOLLOWER}.get(self.target_role, _LEADER)
 
     def spec(self) -> dict[str, Any]:
@@ -161,6 +212,10 @@ class FakeFaultTrial:
             "duration_s": float(self.duration_s), "warmup_s": float(self.warmup_s),
             "fault_at_s": float(self.fault_at_s), "down_s": self.effective_down_s,
             "payload": self.payload, "partitions": self.partitions, "client": self.client,
+            **({"commit": self.commit, "consumers": self.consumers,
+                "session_timeout_ms": self.session_timeout_ms, "heartbeat_interval_ms": None,
+                "auto_commit_interval_ms": self.auto_commit_interval_ms,
+                "rejoin_after_s": self.rejoin_after_s} if self.is_consumer_fault else {}),
         }
 
 
@@ -180,6 +235,28 @@ def standard_trials(durability_loss: int = 0) -> list[FakeFaultTrial]:
         FakeFaultTrial(profile="default", fault="sigkill-leader", acks="1", trial=2,
                        outage_s=0.6, duplicates=1),
         FakeFaultTrial(profile="durability", fault="none"),
+    ]
+
+
+_CONSUMER_SHAPE: dict[str, Any] = {"profile": "durability", "partitions": 6, "duration_s": 4.0,
+                                   "fault_at_s": 1.5, "session_timeout_ms": 1500}
+
+
+def consumer_trials() -> list[FakeFaultTrial]:
+    """The standard fake consumer faults (3 members, 6 partitions, fault at 1.5 s of 4 s,
+    session timeout 1.5 s): two kill-consumer trials committing after processing (4 and 2
+    records processed twice; the successor resumes 1.5 s and 1.2 s after the kill), one
+    committing before (3 records never processed), and a member leaving with auto commit
+    (5 processed twice) and coming back 1 s later."""
+    return [
+        FakeFaultTrial(fault="kill-consumer", commit="after", trial=1, redelivered=4,
+                       **_CONSUMER_SHAPE),
+        FakeFaultTrial(fault="kill-consumer", commit="after", trial=2, redelivered=2,
+                       rebalance_pause_s=1.2, **_CONSUMER_SHAPE),
+        FakeFaultTrial(fault="kill-consumer", commit="before", lost_unprocessed=3,
+                       **_CONSUMER_SHAPE),
+        FakeFaultTrial(fault="leave-consumer", commit="auto", redelivered=5,
+                       rejoin_after_s=1.0, **_CONSUMER_SHAPE),
     ]
 
 
@@ -216,7 +293,7 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
     fault_ts = t0 + round(t.fault_at_s * 1e9) if t.fault != "none" else None
     down = t.effective_down_s
     heal_ts = fault_ts + round(down * 1e9) if fault_ts is not None and down else None
-    out_end = fault_ts + round(t.outage_s * 1e9) if fault_ts is not None else None
+    out_end = fault_ts + round(t.effective_outage_s * 1e9) if fault_ts is not None else None
     intended = [t0 + round(i * 1e9 / t.rate_msgs_per_s) for i in range(n)]
     send = [x + _SEND_AFTER_NS for x in intended]
     warm = [x < t0 + round(t.warmup_s * 1e9) for x in intended]
@@ -257,10 +334,12 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
     # -- verdicts -------------------------------------------------------------------------
     verdicts: list[dict[str, Any]] = []
     receipts: list[dict[str, Any]] = []
-    acked_offset = read_offset = 0
+    acked_next = [0] * t.partitions  # per partition (message i goes to i % partitions)
+    read_next = [0] * t.partitions
     target = str(t.target_broker) if t.target_broker is not None else ""
     for i in range(n):
         is_acked = outcome[i] == "acked"
+        part = i % t.partitions
         if is_acked and i in lost:
             verdict, reads = "acked_lost", 0
         elif is_acked:
@@ -271,34 +350,34 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
         else:
             verdict, reads = "unseen", 0
         row = {
-            "seq": i, "is_warmup": warm[i], "outcome": outcome[i], "partition": 0,
-            "acked_offset": acked_offset if is_acked else -1, "read_count": reads,
-            "first_read_offset": read_offset if reads else -1, "reordered": i in reord,
+            "seq": i, "is_warmup": warm[i], "outcome": outcome[i], "partition": part,
+            "acked_offset": acked_next[part] if is_acked else -1, "read_count": reads,
+            "first_read_offset": read_next[part] if reads else -1, "reordered": i in reord,
             "verdict": verdict,
             "in_broker_logs": ((target if lost.index(i) < t.lost_in_logs else "")
                                if verdict == "acked_lost" else None),
         }
         verdicts.append(row)
         if is_acked:
-            acked_offset += 1
+            acked_next[part] += 1
         for copy in range(reads):
             acked_at = ack[i]
             rx = (acked_at if acked_at is not None else send[i]) + _RECEIVE_AFTER_ACK_NS
             rx += copy * 100_000
             receipts.append({
-                "consumer": 0, "shard": 0, "seq": i, "producer_id": 0, "partition": 0,
-                "offset": read_offset + copy, "intended_ts_ns": intended[i],
+                "consumer": 0, "shard": 0, "seq": i, "producer_id": 0, "partition": part,
+                "offset": read_next[part] + copy, "intended_ts_ns": intended[i],
                 "send_ts_ns": send[i], "receive_ts_ns": rx,
                 "e2e_latency_ms": (rx - send[i]) / 1e6,
                 "service_e2e_latency_ms": (rx - intended[i]) / 1e6,
                 "duplicate": copy > 0, "after_stop": False, "is_warmup": warm[i],
             })
-        read_offset += reads
+        read_next[part] += reads
 
     sends = [{
         "seq": i, "producer_id": 0, "is_warmup": warm[i], "intended_ts_ns": intended[i],
         "send_ts_ns": None if outcome[i] == "unsent" else send[i], "ack_ts_ns": ack[i],
-        "outcome": outcome[i], "error": error[i], "partition": 0,
+        "outcome": outcome[i], "error": error[i], "partition": i % t.partitions,
         "offset": verdicts[i]["acked_offset"] if verdicts[i]["acked_offset"] >= 0 else None,
         "publish_delay_ms": None if outcome[i] == "unsent" else _SEND_AFTER_NS / 1e6,
         "ack_latency_ms": _ms_between(send[i], ack[i]),
@@ -414,6 +493,182 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
     }
 
 
+# --------------------------------------------------------------------------- consumer group
+
+
+_RX_AFTER_ACK_NS = 2 * _MS
+"""A group member receives a record 2 ms after its ack and processes it 1 ms later."""
+_PROCESS_NS = _MS
+_COMMIT_EVERY_NS = 500 * _MS
+_SETTLE_NS = 4_000 * _MS
+"""The group settled (first assignment) this long before t0."""
+
+
+def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
+    """The consumer group of a ``kill-consumer`` / ``leave-consumer`` trial: its processed
+    rows, commits, assignments, offset samples and the engine's own summary of them.
+
+    Partition p belongs to member ``p % consumers``; member 0 (the victim) stops at the fault
+    and member 1 takes its partitions over ``rebalance_pause_s`` later, starting at the
+    committed offset: the victim committed every 0.5 s what it had processed, and right
+    before the fault ``redelivered`` fewer (those are processed again) or
+    ``lost_unprocessed`` more (those are never processed) on its first partition. The other
+    members are not disturbed. The summary comes from :func:`kafkalab.faults.deliveries
+    .group_summary` over these very rows, so a test can compare the Spark aggregates with it.
+    """
+    import numpy as np
+
+    from kafkalab.faults.checker import ReRead
+    from kafkalab.faults.deliveries import deliveries, group_summary
+    from kafkalab.faults.group_trial import ZERO_PROTOCOL_NOTE
+
+    if t.redelivered and t.lost_unprocessed:
+        raise ValueError(f"{t.trial_id}: one commit cannot leave both redelivered and lost")
+    k, parts = t.consumers, t.partitions
+    t0, fault = f["events"]["t0_ns"], f["events"]["fault_ts_ns"]
+    pause_s = (t.rebalance_pause_s if t.rebalance_pause_s is not None
+               else t.session_timeout_ms / 1000 if t.fault == "kill-consumer" else 0.05)
+    resume = fault + round(pause_s * 1e9)
+    rejoin = fault + round(t.rejoin_after_s * 1e9) if t.rejoin_after_s is not None else None
+    moved = [p for p in range(parts) if p % k == 0]
+    # the topic: (partition, offset, seq, ack) of every record read back, in offset order
+    read = ReRead()
+    records: dict[int, list[tuple[int, int, int]]] = {p: [] for p in range(parts)}
+    acks = {s["seq"]: s["ack_ts_ns"] for s in f["sends"]}
+    for v in f["verdicts"]:
+        if v["read_count"] > 0:
+            ack = acks[v["seq"]] or f["clocks"]["stop_ts_ns"]
+            records[v["partition"]].append((v["first_read_offset"], v["seq"], ack))
+    for p in range(parts):
+        records[p].sort()
+        for off, seq, _ in records[p]:
+            read.partition.append(p)
+            read.offset.append(off)
+            read.seq.append(seq)
+    processed: list[dict[str, Any]] = []
+    committed: dict[int, int] = {}
+    victim_next: dict[int, int] = {}
+    for p in range(parts):
+        recs = records[p]
+        if p not in moved:
+            processed += [{"member": p % k, "incarnation": 0, "seq": seq, "partition": p,
+                           "offset": off, "receive_ts_ns": ack + _RX_AFTER_ACK_NS}
+                          for off, seq, ack in recs]
+            continue
+        before = [r for r in recs if r[2] + _RX_AFTER_ACK_NS < fault]
+        n = len(before)
+        extra = t.lost_unprocessed if p == moved[0] else 0
+        again = t.redelivered if p == moved[0] else 0
+        if extra + again > n:
+            raise ValueError(f"{t.trial_id}: partition {p} has only {n} records before the fault")
+        done = n - extra
+        victim_next[p], committed[p] = done, done - again + extra
+        processed += [{"member": 0, "incarnation": 0, "seq": seq, "partition": p,
+                       "offset": off, "receive_ts_ns": ack + _RX_AFTER_ACK_NS}
+                      for off, seq, ack in before[:done]]
+        for j, (off, seq, ack) in enumerate(recs[committed[p]:]):
+            rx = max(ack + _RX_AFTER_ACK_NS, resume + j * 10_000)
+            processed.append({"member": 1 % k, "incarnation": 0, "seq": seq, "partition": p,
+                              "offset": off, "receive_ts_ns": rx})
+    for r in processed:
+        r["processed_ts_ns"] = r["receive_ts_ns"] + _PROCESS_NS
+    processed.sort(key=lambda r: (r["receive_ts_ns"], r["partition"], r["offset"]))
+    cols = {n: np.asarray([r[n] for r in processed],
+                          dtype=np.int32 if n in ("member", "incarnation", "partition")
+                          else np.int64) for n in PROCESSED_SCHEMA.names}
+
+    # -- lifecycle, assignments and commits (the members' event log) ----------------------
+    events: list[dict[str, Any]] = []
+
+    def ev(member: int, ts: int, name: str, partitions: Sequence[int] = (), **more: Any) -> None:
+        events.append({"member": member, "incarnation": more.pop("incarnation", 0),
+                       "ts_ns": ts, "ev": name, "partitions": list(partitions), **more})
+
+    for m in range(k):
+        ev(m, t0 - _SETTLE_NS - _MS * (k - m), "started")
+    for m in range(k):
+        ev(m, t0 - _SETTLE_NS + _MS * m, "assigned", [p for p in range(parts) if p % k == m])
+    if t.fault == "leave-consumer":
+        ev(0, fault, "leaving")
+        ev(0, fault + _MS, "revoked", moved)
+        ev(0, fault + 2 * _MS, "closed")
+    assigned = resume - 20 * _MS
+    for m in range(1, k):
+        own = [p for p in range(parts) if p % k == m]
+        ev(m, assigned - 10 * _MS, "revoked", own)
+        ev(m, assigned + _MS * (m - 1), "assigned", sorted(own + (moved if m == 1 else [])))
+    if rejoin is not None:
+        ev(0, rejoin, "started", incarnation=1)
+    stop = f["clocks"]["stop_ts_ns"]
+    last = max([stop, *(r["processed_ts_ns"] for r in processed)]) + 100 * _MS
+
+    def owner(p: int, ts: int) -> int:
+        return 0 if p in moved and ts < fault else (1 % k if p in moved else p % k)
+
+    ts = t0
+    while ts <= last:
+        by_member: dict[int, dict[str, int]] = {}
+        for p in range(parts):
+            m = owner(p, ts)
+            if m == 0 and ts >= fault - _MS:
+                continue  # the victim's last commit is the one right before the fault
+            upto = [r["offset"] + 1 for r in processed if r["partition"] == p
+                    and r["member"] == m and r["processed_ts_ns"] <= ts]
+            if not upto:
+                continue
+            off = max(upto)
+            if m == 0:
+                off = min(off, committed[p])
+            by_member.setdefault(m, {})[str(p)] = off
+        for m, offsets in sorted(by_member.items()):
+            ev(m, ts, "commit", ok=True, offsets=offsets, source="sync")
+        ts += _COMMIT_EVERY_NS
+    ev(0, fault - _MS, "commit", ok=True, offsets={str(p): committed[p] for p in moved},
+       source="sync")
+    events.sort(key=lambda e: e["ts_ns"])
+
+    # -- the group's committed offsets, every 0.5 s ---------------------------------------
+    lag: list[dict[str, Any]] = []
+    ts = t0 - _LAG_NS
+    while ts <= last:
+        for p in range(parts):
+            leo = sum(ack <= ts for _, _, ack in records[p])
+            done_at = [int(e["offsets"][str(p)]) for e in events if e["ev"] == "commit"
+                       and e["ts_ns"] <= ts and str(p) in e["offsets"]]
+            cmt = done_at[-1] if done_at else None
+            lag.append({"sample_ts_ns": ts, "elapsed_s": (ts - t0) / 1e9, "partition": p,
+                        "committed_offset": cmt, "log_end_offset": leo,
+                        "lag_msgs": max(0, leo - (cmt or 0))})
+        ts += _LAG_NS
+
+    commit_rows = [{"member": e["member"], "incarnation": e["incarnation"],
+                    "commit_ts_ns": e["ts_ns"], "partition": int(p), "offset": int(o),
+                    "ok": True, "error": None, "source": e["source"]}
+                   for e in events if e["ev"] == "commit" for p, o in e["offsets"].items()]
+    assign_rows = [{"member": e["member"], "incarnation": e["incarnation"],
+                    "event_ts_ns": e["ts_ns"], "event": e["ev"],
+                    "partitions": ",".join(map(str, e["partitions"]))}
+                   for e in events if e["ev"] != "commit"]
+    warm = np.asarray([v["is_warmup"] for v in f["verdicts"]], dtype=bool)
+    deliv = deliveries(len(f["verdicts"]), warm, read, cols)
+    gs = group_summary(read=read, processed=cols, events=events, fault_ts_ns=fault,
+                       rejoin_ts_ns=rejoin, fault=t.fault)
+    victim_end = gs.pop("victim_end_ts_ns")
+    summary = {
+        "commit": t.commit, "client": t.client, "consumers": k,
+        "session_timeout_ms": t.session_timeout_ms,
+        "heartbeat_interval_ms": t.heartbeat_interval_ms,
+        "auto_commit_interval_ms": t.auto_commit_interval_ms if t.commit == "auto" else None,
+        "batch_msgs": 100, "batch_wait_ms": 100, "rejoin_after_s": t.rejoin_after_s,
+        "partitions": parts, "group_protocol": ZERO_PROTOCOL_NOTE, **gs, "drained": True,
+        "deliveries": {d: int((deliv["delivery"] == d).sum()) for d in DELIVERIES},
+    }
+    return {"processed": cols, "deliveries": deliv, "commits": commit_rows,
+            "assignments": assign_rows, "group_lag": lag, "summary": summary,
+            "events": {"rejoin_ts_ns": rejoin, "victim_end_ts_ns": victim_end,
+                       "drained": True}, "end_ts_ns": last}
+
+
 def _cluster(t: FakeFaultTrial) -> dict[str, Any]:
     return {"flavor": "noida" if t.is_emulator else "kafka09",
             "version": "0.2.3" if t.is_emulator else "0.9.0.1", "is_emulator": t.is_emulator,
@@ -466,6 +721,18 @@ def write_fake_fault_run(data_dir: str | Path, run_id: str,
                 / f"trial={t.trial_id}")
         f = _trial_frames(t, t0)
         summary = _summary(t, run_id, f)
+        group = _group_frames(t, f) if t.is_consumer_fault else None
+        if group is not None:
+            summary.update(group["summary"])
+            f["events"].update(group["events"])
+            f["clocks"]["drain_end_ts_ns"] = max(f["clocks"]["drain_end_ts_ns"],
+                                                 group["end_ts_ns"])
+            _write(tdir / "processed.parquet", group["processed"], PROCESSED_SCHEMA)
+            _write(tdir / "deliveries.parquet", group["deliveries"], DELIVERIES_SCHEMA)
+            for name, schema in (("commits", COMMITS_SCHEMA),
+                                 ("assignments", ASSIGNMENTS_SCHEMA),
+                                 ("group_lag", GROUP_LAG_SCHEMA)):
+                _write(tdir / f"{name}.parquet", _columns(group[name], schema), schema)
         topic = f"kl-faults-{safe_name(run_id)}-{t.trial_id}"
         _write(tdir / "sends.parquet", _columns(f["sends"], SENDS_SCHEMA), SENDS_SCHEMA)
         _write(tdir / "receipts-000.parquet", _columns(f["receipts"], RECEIPTS_SCHEMA),
@@ -481,7 +748,8 @@ def write_fake_fault_run(data_dir: str | Path, run_id: str,
             "schema_version": 1, "trial_id": t.trial_id, "run_id": run_id, "run_date": date,
             "status": t.status, "error": summary["error"], "spec": t.spec(),
             "acks": t.effective_acks, "topic": topic, "cluster": _cluster(t),
-            "target": {"broker": t.target_broker, "role": t.target_role, "partition": 0},
+            "target": (None if t.is_consumer_fault else
+                       {"broker": t.target_broker, "role": t.target_role, "partition": 0}),
             "events": f["events"], "summary": summary,
         }, sort_keys=False)
         dirs.append(tdir)
@@ -512,8 +780,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--run-id", required=True)
     p.add_argument("--durability-loss", type=int, default=0,
                    help="acked messages the durability sigkill-leader trial loses")
+    p.add_argument("--consumer-faults", action="store_true",
+                   help="add the standard consumer-fault trials (kill/leave-consumer)")
     a = p.parse_args(argv)
     trials = standard_trials(a.durability_loss)
+    if a.consumer_faults:
+        trials += consumer_trials()
     for d in write_fake_fault_run(a.data_dir, a.run_id, trials):
         print(d)
     print(json.dumps({"run_id": a.run_id, "trials": [t.trial_id for t in trials]}))

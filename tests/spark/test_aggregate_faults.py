@@ -18,7 +18,12 @@ import pandas as pd
 import pytest
 
 from spark_jobs import aggregate_faults as af
-from tools.fake_fault_samples import FakeFaultTrial, standard_trials, write_fake_fault_run
+from tools.fake_fault_samples import (
+    FakeFaultTrial,
+    consumer_trials,
+    standard_trials,
+    write_fake_fault_run,
+)
 
 RUN = "20261122T010203Z-faults1"
 OTHER_RUN = "20261123T010203Z-faults2"
@@ -81,7 +86,8 @@ NONE_TRIAL = FakeFaultTrial(profile="availability", fault="none")
 
 
 def test_tables_and_row_counts(lab: dict[str, Any]) -> None:
-    assert lab["counts"] == {"fault_trials": 6, "fault_cells": 4, "fault_timeline": 180}
+    assert lab["counts"] == {"fault_trials": 6, "fault_cells": 4, "fault_timeline": 180,
+                             "group_lag": 0}
     assert sorted(lab["trials"].index) == sorted(t.trial_id for t in TRIALS)
     assert ["trial_id", *lab["trials"].columns] == [
         "trial_id", *(c for c in af.TRIAL_SCHEMA if c != "trial_id")]
@@ -203,7 +209,8 @@ def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
     proc = spark_submit("spark_jobs/aggregate_faults.py", "--faults",
                         str(lab["root"] / "faults"), "--out", str(out), "--run-id", RUN)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert "wrote 6 fault_trials, 4 fault_cells, 180 fault_timeline rows" in proc.stdout
+    assert ("wrote 6 fault_trials, 4 fault_cells, 180 fault_timeline, 0 group_lag rows"
+            in proc.stdout)
     run_dir = out / f"run_id={RUN}"
     got = pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id")
     pd.testing.assert_frame_equal(got.sort_index(), lab["trials"].sort_index())
@@ -215,3 +222,141 @@ def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
 def test_run_without_trials_is_bad_input(spark: Any, lab: dict[str, Any], tmp_path: Path) -> None:
     with pytest.raises(af.InputError, match="no fault trials"):
         af.extract(spark, str(lab["root"] / "faults"), "20990101T000000Z-none")
+
+
+# --------------------------------------------------------------------------- consumer faults
+
+CONSUMER_RUN = "20261124T010203Z-faults3"
+CONSUMER = consumer_trials()
+KA1, KA2, KB, LA = (t.trial_id for t in CONSUMER)
+#: What the fake was told to produce: 400 intended messages each, all acked and read back.
+EXPECTED_CONSUMER: dict[str, dict[str, int]] = {
+    KA1: {"processed_records": 404, "processed_unique": 400, "redelivered": 4,
+          "lost_unprocessed": 0, "processed_not_in_topic": 0},
+    KA2: {"processed_records": 402, "processed_unique": 400, "redelivered": 2,
+          "lost_unprocessed": 0, "processed_not_in_topic": 0},
+    KB: {"processed_records": 397, "processed_unique": 397, "redelivered": 0,
+         "lost_unprocessed": 3, "processed_not_in_topic": 0},
+    LA: {"processed_records": 405, "processed_unique": 400, "redelivered": 5,
+         "lost_unprocessed": 0, "processed_not_in_topic": 0},
+}
+
+
+@pytest.fixture(scope="module")
+def group_lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the four consumer trials and a broker-fault control."""
+    root = tmp_path_factory.mktemp("consumer-faults")
+    dirs = write_fake_fault_run(root, CONSUMER_RUN, [*CONSUMER, NONE_TRIAL])
+    out = root / "aggregates" / "faults"
+    counts = af.run(spark, str(root / "faults"), str(out), CONSUMER_RUN)
+    run_dir = out / f"run_id={CONSUMER_RUN}"
+    return {
+        "counts": counts,
+        "trials": pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id"),
+        "cells": pd.read_parquet(run_dir / "fault_cells.parquet"),
+        "lag": pd.read_parquet(run_dir / "group_lag.parquet"),
+        "docs": {d.name.removeprefix("trial="): json.loads((d / "trial.json").read_text())
+                 for d in dirs},
+        "dirs": {d.name.removeprefix("trial="): d for d in dirs},
+    }
+
+
+def test_broker_runs_have_no_consumer_figures(lab: dict[str, Any]) -> None:
+    """A run without consumer files: every consumer column null, no group_lag rows, the
+    cells' commit null."""
+    t = lab["trials"]
+    consumer_cols = [*af.GROUP_COLUMNS, *af.CONSUMER_COUNT_COLUMNS, *af.REBALANCE_COLUMNS,
+                     "reread_agrees", "rejoin_elapsed_s", "victim_end_elapsed_s"]
+    assert t[consumer_cols].isna().all().all()
+    assert lab["cells"]["commit"].isna().all()
+    group_lag = pd.read_parquet(lab["out"] / f"run_id={RUN}" / "group_lag.parquet")
+    assert len(group_lag) == 0 and list(group_lag.columns) == list(af.GROUP_LAG_SCHEMA)
+
+
+def test_consumer_tables_and_row_counts(group_lab: dict[str, Any]) -> None:
+    lag_rows = sum(len(pd.read_parquet(group_lab["dirs"][t.trial_id] / "group_lag.parquet"))
+                   for t in CONSUMER)
+    assert group_lab["counts"] == {"fault_trials": 5, "fault_cells": 4,
+                                   "fault_timeline": group_lab["counts"]["fault_timeline"],
+                                   "group_lag": lag_rows}
+    assert lag_rows == 4 * 6 * 10  # 4 trials × 10 samples (-0.5 .. 4.0 s) × 6 partitions
+    assert list(group_lab["lag"].columns) == list(af.GROUP_LAG_SCHEMA)
+
+
+@pytest.mark.parametrize("trial_id", list(EXPECTED_CONSUMER))
+def test_consumer_counts_recomputed_from_the_files(group_lab: dict[str, Any],
+                                                   trial_id: str) -> None:
+    row = group_lab["trials"].loc[trial_id]
+    assert {c: int(row[c]) for c in af.CONSUMER_COUNT_COLUMNS} == EXPECTED_CONSUMER[trial_id]
+    summary = group_lab["docs"][trial_id]["summary"]
+    for col in ("processed_records", "processed_unique", "redelivered", "lost_unprocessed"):
+        assert int(row[col]) == summary[col], col
+    assert int(row["processed_not_in_topic"]) == summary["deliveries"]["processed_not_in_topic"]
+    assert bool(row["reread_agrees"]) is True
+
+
+def test_consumer_settings_and_rebalance_figures(group_lab: dict[str, Any]) -> None:
+    t = group_lab["trials"]
+    ka1 = t.loc[KA1]
+    assert (ka1.fault, ka1.commit, ka1.consumers, ka1.partitions, ka1.client) == (
+        "kill-consumer", "after", 3, 6, "confluent-kafka")
+    assert (ka1.session_timeout_ms, ka1.heartbeat_interval_ms) == (1500, 2000)
+    assert pd.isna(ka1.auto_commit_interval_ms)  # only the auto strategy has one
+    assert t.loc[LA, "auto_commit_interval_ms"] == 5000
+    assert (ka1.rebalance_pause_ms, ka1.successor_assigned_ms) == (
+        pytest.approx(1500.0), pytest.approx(1480.0))
+    assert t.loc[KA2, "rebalance_pause_ms"] == pytest.approx(1200.0)
+    assert (ka1.expected_redelivered, ka1.expected_lost, bool(ka1.offsets_explain)) == (
+        4, 0, True)
+    kb = t.loc[KB]
+    assert (kb.expected_redelivered, kb.expected_lost, bool(kb.offsets_explain)) == (0, 3, True)
+    assert ka1.moved_partitions == "0,3" and bool(ka1.drained)
+    assert "eager rebalancing" in ka1.group_protocol
+    assert ka1.fault_elapsed_s == pytest.approx(1.5)
+    assert ka1.victim_end_elapsed_s == pytest.approx(1.5) and pd.isna(ka1.rejoin_elapsed_s)
+    la = t.loc[LA]
+    assert la.rejoin_elapsed_s == pytest.approx(2.5)
+    assert la.victim_end_elapsed_s == pytest.approx(1.502)  # closed 2 ms after the fault
+    for tid in EXPECTED_CONSUMER:
+        s = group_lab["docs"][tid]["summary"]
+        for col in ("rebalance_pause_ms", "successor_assigned_ms", "survivors_pause_ms",
+                    "rejoin_pause_ms", "expected_redelivered", "expected_lost"):
+            got, want = t.loc[tid, col], s[col]
+            assert (pd.isna(got) and want is None) or got == pytest.approx(want), (tid, col)
+    none = t.loc[NONE_TRIAL.trial_id]
+    assert pd.isna(none.commit) and pd.isna(none.redelivered) and pd.isna(none.reread_agrees)
+
+
+def test_consumer_cells_split_by_commit(group_lab: dict[str, Any]) -> None:
+    cells = group_lab["cells"]
+    keyed = cells.assign(commit=cells["commit"].fillna("-")).set_index(
+        ["profile", "fault", "acks", "commit"])
+    assert sorted(keyed.index) == sorted([
+        ("availability", "none", "all", "-"), ("durability", "kill-consumer", "all", "after"),
+        ("durability", "kill-consumer", "all", "before"),
+        ("durability", "leave-consumer", "all", "auto")])
+    after = keyed.loc[("durability", "kill-consumer", "all", "after")]
+    assert (after.trials, after.redelivered_sum, after.redelivered_median,
+            after.redelivered_max) == (2, 6, 3.0, 4.0)
+    assert after.rebalance_pause_ms_median == pytest.approx(1350.0)  # (1500 + 1200) / 2
+    before = keyed.loc[("durability", "kill-consumer", "all", "before")]
+    assert (before.trials, before.lost_unprocessed_sum, before.redelivered_sum) == (1, 3, 0)
+    none = keyed.loc[("availability", "none", "all", "-")]
+    assert pd.isna(none.redelivered_sum) and pd.isna(none.rebalance_pause_ms_max)
+
+
+def test_group_lag_matches_the_files(group_lab: dict[str, Any]) -> None:
+    lag = group_lab["lag"]
+    for t in CONSUMER:
+        want = pd.read_parquet(group_lab["dirs"][t.trial_id] / "group_lag.parquet")
+        t0 = group_lab["docs"][t.trial_id]["events"]["t0_ns"]
+        got = (lag[lag.trial_id == t.trial_id].sort_values(["sample_ts_ns", "partition"])
+               .reset_index(drop=True))
+        want = want.sort_values(["sample_ts_ns", "partition"]).reset_index(drop=True)
+        for col in ("sample_ts_ns", "partition", "committed_offset", "log_end_offset",
+                    "lag_msgs"):
+            pd.testing.assert_series_equal(got[col], want[col], check_dtype=False)
+        assert np.allclose(got["elapsed_s"], (got["sample_ts_ns"] - t0) / 1e9)
+    ka1 = lag[lag.trial_id == KA1].groupby("elapsed_s")["lag_msgs"].sum()
+    # the moved partitions' lag grows from the kill (1.5 s) until the successor resumes (3 s)
+    assert ka1.loc[1.0] == 0 and ka1.loc[2.5] > ka1.loc[2.0] > 0 and ka1.loc[4.0] == 0

@@ -18,10 +18,12 @@ import pytest
 from kafkalab import alerts
 from spark_jobs import aggregate_faults as af
 from spark_jobs import validate_faults as vf
-from tools.fake_fault_samples import standard_trials, write_fake_fault_run
+from tools.fake_fault_samples import consumer_trials, standard_trials, write_fake_fault_run
 
 RUN = "20261122T010203Z-vfault1"
 LOSS_RUN = "20261122T010203Z-vfault2"
+CONSUMER_RUN = "20261122T010203Z-vfault3"
+KA1, KA2, KB, LA = (t.trial_id for t in consumer_trials())
 DUR, LOSSY, DUP1, DUP2, NONE = (t.trial_id for t in standard_trials())
 
 
@@ -36,11 +38,12 @@ def lab(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("vfaults")
     write_fake_fault_run(root, RUN, standard_trials())
     write_fake_fault_run(root, LOSS_RUN, standard_trials(durability_loss=2))
+    write_fake_fault_run(root, CONSUMER_RUN, [*standard_trials(), *consumer_trials()])
     out = root / "aggregates" / "faults"
-    for run in (RUN, LOSS_RUN):
+    for run in (RUN, LOSS_RUN, CONSUMER_RUN):
         af.run(spark, str(root / "faults"), str(out), run)
     trials, cells = _tables(spark, out, RUN)
-    return {"root": root, "out": out, "trials": trials, "cells": cells}
+    return {"root": root, "out": out, "trials": trials, "cells": cells, "spark": spark}
 
 
 def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
@@ -48,7 +51,7 @@ def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
     assert doc["failed_expectations"] == []
     assert doc["success"] is True and doc["suite"] == "faults" and doc["run_id"] == RUN
     assert set(doc["suites"]) == {"fault_trials", "fault_cells"}
-    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 29
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 36
     assert doc["durability"] == {"check": vf.DURABILITY_CHECK, "success": True,
                                  "acked_lost": 0, "trials": []}
     assert alerts.validation_severity(doc) is None
@@ -138,3 +141,48 @@ def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
                     "--out", str(tmp_path / "v")])
     assert code == 2
     assert "aggregates path not found" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- consumer faults
+
+
+def test_a_run_with_consumer_faults_passes(lab: dict[str, Any]) -> None:
+    """Commit before loses 3 records (KB): allowed, at-most-once; commit after only
+    redelivers."""
+    trials, cells = _tables(lab["spark"], lab["out"], CONSUMER_RUN)
+    doc = vf.validate(trials, cells, {"run_id": CONSUMER_RUN})
+    assert doc["failed_expectations"] == [] and doc["success"] is True
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 36
+    lost = {r["trial_id"]: r["lost_unprocessed"]
+            for r in trials.where("lost_unprocessed > 0").collect()}
+    assert lost == {KB: 3}
+    labels = {r["cell"] for r in vf.with_cell_checks(cells).collect()}
+    assert {"durability/kill-consumer/acks-all/commit-after",
+            "durability/kill-consumer/acks-all/commit-before",
+            "durability/none/acks-all"} <= labels
+
+
+@pytest.fixture(scope="module")
+def consumer_broken(lab: dict[str, Any]) -> dict[str, Any]:
+    """The consumer run's aggregates with an at-least-once trial that lost records, a
+    consumer trial whose re-read disagrees and a complete one without the judgement."""
+    from pyspark.sql import functions as F
+
+    trials, cells = _tables(lab["spark"], lab["out"], CONSUMER_RUN)
+    trial = F.col("trial_id")
+    trials = trials.withColumn("lost_unprocessed", F.when(trial == KA2, F.lit(2).cast("long"))
+                               .otherwise(F.col("lost_unprocessed")))
+    trials = trials.withColumn("reread_agrees", F.when(trial == LA, F.lit(False))
+                               .when(trial == KA1, F.lit(None).cast("boolean"))
+                               .otherwise(F.col("reread_agrees")))
+    doc = vf.validate(trials, cells, {"run_id": CONSUMER_RUN})
+    return {"doc": doc, "by_check": {f["check"]: set(f["unexpected_rows"])
+                                     for f in doc["failed_expectations"]}}
+
+
+def test_consumer_checks_fail_naming_their_trials(consumer_broken: dict[str, Any]) -> None:
+    assert consumer_broken["by_check"] == {vf.AT_LEAST_ONCE_CHECK: {KA2},
+                                           vf.REREAD_CHECK: {KA1, LA}}
+    doc = consumer_broken["doc"]
+    assert doc["success"] is False and doc["durability"]["success"] is True
+    assert alerts.validation_severity(doc) == "error"
