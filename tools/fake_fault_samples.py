@@ -513,7 +513,8 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
     committed offset: the victim committed every 0.5 s what it had processed, and right
     before the fault ``redelivered`` fewer (those are processed again) or
     ``lost_unprocessed`` more (those are never processed) on its first partition. The other
-    members are not disturbed. The summary comes from :func:`kafkalab.faults.deliveries
+    members are not disturbed (each commits what it processed before the rebalance revokes
+    its partitions, as a member committing after processing does). The summary comes from :func:`kafkalab.faults.deliveries
     .group_summary` over these very rows, so a test can compare the Spark aggregates with it.
     """
     import numpy as np
@@ -529,6 +530,7 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
     pause_s = (t.rebalance_pause_s if t.rebalance_pause_s is not None
                else t.session_timeout_ms / 1000 if t.fault == "kill-consumer" else 0.05)
     resume = fault + round(pause_s * 1e9)
+    assigned = resume - 20 * _MS  # the survivors' new assignment (revoked 10 ms before)
     rejoin = fault + round(t.rejoin_after_s * 1e9) if t.rejoin_after_s is not None else None
     moved = [p for p in range(parts) if p % k == 0]
     # the topic: (partition, offset, seq, ack) of every record read back, in offset order
@@ -550,9 +552,15 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
     victim_next: dict[int, int] = {}
     for p in range(parts):
         recs = records[p]
-        if p not in moved:
+        if p not in moved:  # the eager rebalance stops a survivor from revoke to assignment
+            back = assigned + _MS * (p % k)
+            stopped = [r for r in recs if back - 10 * _MS - 2 * _MS
+                       <= r[2] + _RX_AFTER_ACK_NS < back + _MS]
             processed += [{"member": p % k, "incarnation": 0, "seq": seq, "partition": p,
-                           "offset": off, "receive_ts_ns": ack + _RX_AFTER_ACK_NS}
+                           "offset": off,
+                           "receive_ts_ns": (back + _MS + 10_000 * stopped.index((off, seq, ack))
+                                             if (off, seq, ack) in stopped
+                                             else ack + _RX_AFTER_ACK_NS)}
                           for off, seq, ack in recs]
             continue
         before = [r for r in recs if r[2] + _RX_AFTER_ACK_NS < fault]
@@ -592,7 +600,6 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
         ev(0, fault, "leaving")
         ev(0, fault + _MS, "revoked", moved)
         ev(0, fault + 2 * _MS, "closed")
-    assigned = resume - 20 * _MS
     for m in range(1, k):
         own = [p for p in range(parts) if p % k == m]
         ev(m, assigned - 10 * _MS, "revoked", own)
@@ -625,6 +632,15 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
         ts += _COMMIT_EVERY_NS
     ev(0, fault - _MS, "commit", ok=True, offsets={str(p): committed[p] for p in moved},
        source="sync")
+    for m in range(1, k):  # a survivor commits what it processed before it gives it up
+        revoke = assigned - 10 * _MS
+        done_by = {str(p): max(r["offset"] + 1 for r in processed if r["partition"] == p
+                               and r["member"] == m and r["processed_ts_ns"] < revoke)
+                   for p in range(parts) if p % k == m and any(
+                       r["partition"] == p and r["member"] == m
+                       and r["processed_ts_ns"] < revoke for r in processed)}
+        if done_by:
+            ev(m, revoke - _MS, "commit", ok=True, offsets=done_by, source="sync")
     events.sort(key=lambda e: e["ts_ns"])
 
     # -- the group's committed offsets, every 0.5 s ---------------------------------------
@@ -652,7 +668,8 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
     warm = np.asarray([v["is_warmup"] for v in f["verdicts"]], dtype=bool)
     deliv = deliveries(len(f["verdicts"]), warm, read, cols)
     gs = group_summary(read=read, processed=cols, events=events, fault_ts_ns=fault,
-                       rejoin_ts_ns=rejoin, fault=t.fault)
+                       rejoin_ts_ns=rejoin, fault=t.fault, lag_rows=lag,
+                       keeps_position=t.client == "kafka-python")
     victim_end = gs.pop("victim_end_ts_ns")
     summary = {
         "commit": t.commit, "client": t.client, "consumers": k,

@@ -418,3 +418,147 @@ def test_many_trials_draw_one_representative_per_cell_and_every_finding(tmp_path
     assert len(others) == 15 - 4
     assert "fault 6.0 s, new leader" in charts
     assert "one chart per profile × fault × acks" in charts
+
+
+# --------------------------------------------------------------------------- consumer faults
+
+CONSUMER_RUN = "20261202T020000Z-cfaults"
+#: ``fault_trials``' consumer columns, copied here from the fake trials' summaries (the
+#: Spark job recomputes the counts; tests/spark/test_aggregate_faults.py checks they agree).
+CONSUMER_SUMMARY_KEYS = (
+    "commit", "consumers", "session_timeout_ms", "heartbeat_interval_ms",
+    "auto_commit_interval_ms", "processed_records", "processed_unique", "redelivered",
+    "lost_unprocessed", "processed_not_in_topic", "rebalance_pause_ms",
+    "successor_assigned_ms", "survivors_pause_ms", "rejoin_pause_ms", "expected_redelivered",
+    "expected_lost", "offsets_explain", "reread_agrees", "group_protocol",
+)
+
+
+def write_consumer_run(data_dir: Path, *, lost_after: int = 0) -> list[dict[str, Any]]:
+    """A fault run with the broker PLAN plus the fake consumer trials
+    (tools/fake_fault_samples.consumer_trials): their trial rows from the trials' summaries
+    and events, their group_lag rows from their group_lag.parquet, as the aggregation writes
+    them. ``lost_after``: records the first commit-after trial is made to lose."""
+    from tools.fake_fault_samples import consumer_trials, write_fake_fault_run
+
+    write_fault_run(data_dir, CONSUMER_RUN)
+    dirs = write_fake_fault_run(data_dir / "fake-samples", CONSUMER_RUN, consumer_trials(),
+                                manifest=False)
+    rows, lags = [], []
+    for d in dirs:
+        doc = json.loads((d / "trial.json").read_text())
+        s, ev, spec = doc["summary"], doc["events"], doc["spec"]
+        t0 = ev["t0_ns"]
+
+        def elapsed(key: str, ev: dict[str, Any] = ev, t0: int = t0) -> float | None:
+            return None if ev.get(key) is None else (ev[key] - t0) / 1e9
+
+        row = {c: s.get(c) for c in CONSUMER_SUMMARY_KEYS} | {
+            "run_id": CONSUMER_RUN, "run_date": "2026-12-02", "trial_id": doc["trial_id"],
+            "profile": spec["profile"], "fault": spec["fault"], "acks": "all",
+            "trial": spec["trial"], "status": "complete", "verdict": s["verdict"],
+            "fault_elapsed_s": elapsed("fault_ts_ns"),
+            "rejoin_elapsed_s": elapsed("rejoin_ts_ns"),
+            "moved_partitions": ",".join(map(str, s["moved_partitions"])),
+            "acked_lost": 0, "intended_msgs": s["intended"]}
+        rows.append(row)
+        lag = pd.read_parquet(d / "group_lag.parquet")
+        lags.append(lag.assign(run_id=CONSUMER_RUN, trial_id=doc["trial_id"]))
+    if lost_after:
+        rows[0] = rows[0] | {"lost_unprocessed": lost_after, "expected_lost": 0,
+                             "offsets_explain": False}
+    out = LabData(data_dir).aggregates_dir / "faults" / f"run_id={CONSUMER_RUN}"
+    broker = pq.read_table(out / "fault_trials.parquet").to_pandas()
+    trials = pd.concat([broker, pd.DataFrame(rows)], ignore_index=True)
+    _write_spark_table(out / "replace", "fault_trials", trials)
+    (out / "fault_trials.parquet" / next(
+        p.name for p in (out / "fault_trials.parquet").iterdir() if p.name.startswith("part-"))
+     ).unlink()
+    for p in (out / "replace" / "fault_trials.parquet").iterdir():
+        p.rename(out / "fault_trials.parquet" / p.name)
+    (out / "replace" / "fault_trials.parquet").rmdir()
+    (out / "replace").rmdir()
+    _write_spark_table(out, "group_lag", pd.concat(lags, ignore_index=True))
+    return rows
+
+
+def test_lag_marks_fault_successor_and_rejoin() -> None:
+    from kafkalab.report.fault_sections import lag_marks
+
+    marks = lag_marks({"fault": "leave-consumer", "fault_elapsed_s": 1.5,
+                       "successor_assigned_ms": 50.0, "rejoin_elapsed_s": 2.5})
+    assert [(m.kind, round(m.x, 3), m.row) for m in marks] == [
+        ("fault", 1.5, 0), ("assigned", 1.55, 1), ("rejoin", 2.5, 2)]
+    assert [m.kind for m in lag_marks({"fault": "kill-consumer", "fault_elapsed_s": 6.0})] == [
+        "fault"]
+
+
+def test_consumer_fault_section(tmp_path: Path) -> None:
+    rows = write_consumer_run(tmp_path)
+    build_report(tmp_path)
+    html = _page(tmp_path, CONSUMER_RUN)
+    sec = _between(html, 'id="consumer-faults"', "</section>")
+    assert "2. Consumer faults" in sec and "3. Run state and validation" in html
+    # pauses per fault × commit, with the session timeout and heartbeat beside them
+    pauses = _between(sec, 'class="consumer-pauses"', "</table>")
+    groups = re.findall(r'data-group="([^"]+)"', pauses)
+    assert groups == ["kill-consumer|after", "kill-consumer|before", "leave-consumer|auto"]
+    after = _between(pauses, 'data-group="kill-consumer|after">', "</tr>")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", after)
+    # fault, commit, trials, session timeout, heartbeat, successor median, pause median, max
+    assert cells[:5] == ["kill-consumer", "after", "2", "1,500", "2,000"]
+    # successor: median of 1,480 and 1,180; pause: median of 1,500 and 1,200, max 1,500
+    assert "1,330" in cells[5] and "1,350" in cells[6] and "1,500" in cells[7]
+    # redelivered and lost per commit strategy, with what the offsets predicted
+    deliveries = _between(sec, 'class="consumer-deliveries"', "</table>")
+    assert re.findall(r'data-group="([^"]+)"', deliveries) == [
+        "kill-consumer|after", "leave-consumer|auto", "kill-consumer|before"]
+    after = re.findall(r"<td[^>]*>(.*?)</td>",
+                       _between(deliveries, 'data-group="kill-consumer|after">', "</tr>"))
+    assert after == ["after", "kill-consumer", "2", "6", "4", "6", "0", "0", "0", "2 of 2",
+                     "2 of 2"]
+    before = re.findall(r"<td[^>]*>(.*?)</td>",
+                        _between(deliveries, 'data-group="kill-consumer|before">', "</tr>"))
+    assert before[3:9] == ["0", "0", "0", "3", "3", "3"]
+    # per trial: a missing figure says why (no rejoin in a kill trial)
+    table = _between(sec, 'class="consumer-trials"', "</table>")
+    assert table.count(" data-trial=") == len(rows)
+    kill = _between(table, f'data-trial="{rows[0]["trial_id"]}">', "</tr>")
+    assert "no rejoin" in kill and "<td>404</td>" in kill  # processed_records
+    leave = _between(table, f'data-trial="{rows[3]["trial_id"]}">', "</tr>")
+    assert "no rejoin" not in leave and '<td class="t">0,3</td>' in leave
+    # one lag chart per trial, the fault and (leave) the rejoin marked
+    charts = re.findall(r'<figure class="lag" data-trial="([^"]+)"', sec)
+    assert charts == [rows[0]["trial_id"], rows[1]["trial_id"], rows[2]["trial_id"],
+                      rows[3]["trial_id"]]
+    leave_chart = _between(sec, f'<figure class="lag" data-trial="{rows[3]["trial_id"]}"',
+                           "</figure>")
+    assert 'data-mark="fault"' in leave_chart and 'data-mark="rejoin"' in leave_chart
+    assert "rejoin 2.5 s" in leave_chart and "<polyline" in leave_chart
+    kill_chart = _between(sec, f'<figure class="lag" data-trial="{rows[0]["trial_id"]}"',
+                          "</figure>")
+    assert "kill-consumer 1.5 s" in kill_chart and "successor assigned 3.0 s" in kill_chart
+    assert 'data-mark="rejoin"' not in kill_chart
+    # Kafka 0.9's group protocol, from the trials' own note
+    assert "eager rebalancing" in sec and "no static membership" in sec
+    assert "no cooperative rebalancing" in sec
+    assert 'class="finding"' not in sec and "lost no record (2 trial(s))" in sec
+
+
+def test_commit_after_loss_is_a_finding(tmp_path: Path) -> None:
+    rows = write_consumer_run(tmp_path, lost_after=7)
+    build_report(tmp_path)
+    sec = _between(_page(tmp_path, CONSUMER_RUN), 'id="consumer-faults"', "</section>")
+    finding = _between(sec, f'<div class="finding" data-trial="{rows[0]["trial_id"]}">',
+                       "</div>")
+    assert "commit after (at-least-once) left records unprocessed" in finding
+    assert "lost 7" in finding
+    assert '<tr class="finding" data-group="kill-consumer|after">' in sec
+
+
+def test_broker_fault_page_has_no_consumer_section(tmp_path: Path) -> None:
+    write_fault_run(tmp_path)
+    build_report(tmp_path)
+    html = _page(tmp_path)
+    assert 'id="consumer-faults"' not in html and "2. Run state and validation" in html
+    assert "Missing tables" not in html

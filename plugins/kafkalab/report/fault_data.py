@@ -10,7 +10,9 @@ sigkill-leader trial; manifest ``kind: faults``) is aggregated by
 * ``fault_trials``: one row per trial (spec, counts recomputed from the verdicts,
   availability from the trial summary, event times as seconds since the trial's t0);
 * ``fault_cells``: one row per (profile, fault, acks): trials, medians and maxima;
-* ``fault_timeline``: per trial and 100 ms bin, acks/s, rx/s and sent/s.
+* ``fault_timeline``: per trial and 100 ms bin, acks/s, rx/s and sent/s;
+* ``group_lag`` (consumer faults; optional: a run aggregated before it existed has none):
+  per consumer trial, offset sample and partition, the group's committed offset and lag.
 
 Missing tables give empty frames (:attr:`FaultTables.missing` names them); the page then
 says the run is not aggregated yet. Nothing here raises for an absent or unreadable file.
@@ -28,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.store import LabData
-from kafkalab.values import as_float, is_missing
+from kafkalab.values import as_bool, as_float, is_missing
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +43,12 @@ FAULT_AGGREGATES_SUBDIR = "faults"
 FAULT_TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline")
 """The tables of a fault run's aggregates (``<name>.parquet``)."""
 
+OPTIONAL_FAULT_TABLES: tuple[str, ...] = ("group_lag",)
+"""Tables a fault run may lack without being "partly aggregated" (consumer faults only)."""
+
 FAULT_ORDER: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
-                                "kill-follower", "lossy-leader-crash")
+                                "kill-follower", "lossy-leader-crash", "kill-consumer",
+                                "leave-consumer")
 """The faults in the order the page lists them (``kafkalab.faults.spec.FAULTS``; the
 no-fault control first). A fault not listed here sorts after them by name."""
 
@@ -54,6 +60,12 @@ DURABILITY_PROFILE = "durability"
 
 NO_FAULT = "none"
 
+COMMIT_ORDER: tuple[str, ...] = ("after", "auto", "before")
+"""The consumer faults' commit strategies in the order the page lists them."""
+
+AT_LEAST_ONCE = "after"
+"""The commit strategy that promises no record goes unprocessed (it may process twice)."""
+
 
 @dataclass
 class FaultTables:
@@ -62,6 +74,8 @@ class FaultTables:
     trials: pd.DataFrame = field(default_factory=pd.DataFrame)
     cells: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    group_lag: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Consumer faults' offset samples (empty when the run has none)."""
     missing: tuple[str, ...] = FAULT_TABLES
     """The tables that are absent or unreadable."""
 
@@ -124,8 +138,9 @@ def read_fault_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame | No
     are ignored."""
     import pyarrow.parquet as pq
 
-    if table not in FAULT_TABLES:
-        raise ValueError(f"unknown fault table {table!r} (known: {', '.join(FAULT_TABLES)})")
+    known = (*FAULT_TABLES, *OPTIONAL_FAULT_TABLES)
+    if table not in known:
+        raise ValueError(f"unknown fault table {table!r} (known: {', '.join(known)})")
     path = fault_run_dir(lab, run_id) / f"{table}.parquet"
     if not path.exists():
         return None
@@ -143,7 +158,8 @@ def read_fault_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame | No
 
 
 def read_fault_tables(lab: LabData, run_id: str) -> FaultTables:
-    """The three tables of a fault run (empty frames for those absent or unreadable)."""
+    """The tables of a fault run (empty frames for those absent or unreadable; an absent
+    ``group_lag`` is not "missing")."""
     frames: dict[str, pd.DataFrame] = {}
     missing = []
     for name in FAULT_TABLES:
@@ -151,8 +167,11 @@ def read_fault_tables(lab: LabData, run_id: str) -> FaultTables:
         if df is None:
             missing.append(name)
         frames[name] = df if df is not None else pd.DataFrame()
+    lag = read_fault_table(lab, run_id, "group_lag") if len(missing) < len(FAULT_TABLES) else None
     return FaultTables(trials=frames["fault_trials"], cells=frames["fault_cells"],
-                       timeline=frames["fault_timeline"], missing=tuple(missing))
+                       timeline=frames["fault_timeline"],
+                       group_lag=lag if lag is not None else pd.DataFrame(),
+                       missing=tuple(missing))
 
 
 # --------------------------------------------------------------------------- judgements
@@ -242,6 +261,26 @@ def errors_text(value: Any) -> str:
     return ", ".join(f"{k}: {int(n):,}" for k, n in items)
 
 
+def consumer_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """The consumer-fault trials (``commit`` not null) of ``fault_trials``."""
+    if trials.empty or "commit" not in trials.columns:
+        return trials.iloc[0:0]
+    return trials[trials["commit"].map(lambda v: not is_missing(v))]
+
+
+def is_at_least_once_loss(row: Mapping[str, Any]) -> bool:
+    """A trial committing after processing (at-least-once) that left records of the topic
+    unprocessed: a broken promise, always shown."""
+    lost = as_float(row.get("lost_unprocessed"))
+    return str(row.get("commit")) == AT_LEAST_ONCE and lost is not None and lost > 0
+
+
+def is_reread_disagreement(row: Mapping[str, Any]) -> bool:
+    """A consumer trial that processed records the re-read did not find."""
+    agrees = row.get("reread_agrees")
+    return not is_missing(row.get("commit")) and not is_missing(agrees) and not as_bool(agrees)
+
+
 def cell_groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
     """Rows grouped by (profile, fault, acks) in :func:`cell_sort_key` order: durability
     first, the no-fault control first within a profile."""
@@ -281,18 +320,22 @@ def representative_trials(trials: pd.DataFrame) -> dict[tuple[str, str, str], st
 
 
 __all__ = [
+    "AT_LEAST_ONCE",
     "AVAILABILITY_COLUMNS",
+    "COMMIT_ORDER",
     "DURABILITY_PROFILE",
     "FAULTS_KIND",
     "FAULT_AGGREGATES_SUBDIR",
     "FAULT_ORDER",
     "FAULT_TABLES",
     "NO_FAULT",
+    "OPTIONAL_FAULT_TABLES",
     "PROFILE_ORDER",
     "FaultTables",
     "acks_text",
     "cell_groups",
     "cell_sort_key",
+    "consumer_trials",
     "count",
     "errors_text",
     "fault_aggregates_dir",
@@ -300,9 +343,11 @@ __all__ = [
     "fault_run_ids",
     "fault_validation",
     "fault_validation_path",
+    "is_at_least_once_loss",
     "is_control_anomaly",
     "is_durability_loss",
     "is_fault_manifest",
+    "is_reread_disagreement",
     "missing_reason",
     "read_fault_table",
     "read_fault_tables",
