@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -241,3 +242,45 @@ def test_when_some_commits_leave_no_trace_the_offsets_are_not_asked_to_explain()
                       fault_ts_ns=100 * MS, rejoin_ts_ns=None, fault="kill-consumer",
                       commits_logged=False)
     assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (None, None, None)
+
+
+def _member(tmp_path: Path, commit: str) -> Any:
+    from kafkalab.faults.member import Member
+
+    plan = {"group_dir": str(tmp_path), "commit": commit, "batch_msgs": 10, "batch_wait_ms": 5000,
+            "nonce": "", "intended": 100, "client": "confluent-kafka"}
+    return Member(plan, 0, 0)
+
+
+def _value(seq: int) -> bytes:
+    from kafkalab.payloads import HEADER, HEADER_VERSION, MAGIC
+
+    return HEADER.pack(MAGIC, HEADER_VERSION, 0, seq, 0, b"\0" * 8) + b"x"
+
+
+@pytest.mark.parametrize("commit", ["after", "before"])
+def test_a_revoked_member_drops_its_unprocessed_batch_and_seeks_back_to_it(tmp_path: Path, commit: str) -> None:
+    m = _member(tmp_path, commit)
+    m.take([(_value(5), 1, 40), (_value(6), 2, 7), (_value(7), 1, 41)])
+    rewound: list[dict[int, int]] = []
+    m.on_revoke([1, 2], rewound.append)
+    assert rewound == [{1: 40, 2: 7}] and m.pending == [] and m.processed_count == 0
+    events = read_events(tmp_path)
+    assert [e["ev"] for e in events] == ["dropped", "revoked"]
+    assert events[0]["records"] == 3 and events[0]["rewound_to"] == {"1": 40, "2": 7}
+
+
+def test_under_auto_commit_a_revoked_member_processes_its_batch_the_client_already_committed(
+        tmp_path: Path) -> None:
+    m = _member(tmp_path, "auto")
+    m.take([(_value(5), 1, 40), (_value(7), 1, 41)])
+    m.on_revoke([1], lambda _first: pytest.fail("nothing to seek back to"))
+    assert m.processed_count == 2 and m.pending == []
+
+
+def test_a_before_batch_whose_commit_fails_is_not_processed(tmp_path: Path) -> None:
+    m = _member(tmp_path, "before")
+    m.take([(_value(k), 0, 10 + k) for k in range(10)])
+    rewound: list[dict[int, int]] = []
+    m.flush(lambda _offsets: False, rewound.append)
+    assert m.processed_count == 0 and rewound == [{0: 10}]

@@ -24,8 +24,10 @@ whose duplicates and gaps the trial counts.
 
 A batch is processed and committed in the member's own loop, so when the group takes
 partitions away (``on_revoke``, called inside ``poll``) everything processed is already
-committed. The batch still being gathered is dropped unprocessed (its records go to the
-partitions' next owner from the committed offset: neither twice nor never), except under
+committed. The batch still being gathered is dropped unprocessed and the client is sought back to
+its first records (they go to the partitions' next owner, from the committed offset, or back
+to this member, which kafka-python 3 lets keep its position: neither twice nor never), except
+under
 ``auto``, whose client has already committed those records (librdkafka commits the stored
 offsets on revoke, kafka-python auto-commits before calling the listener): that batch is
 processed first. A ``before`` batch whose commit fails is dropped unprocessed for the same
@@ -44,6 +46,7 @@ losses to expect.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -121,14 +124,25 @@ class Member:
     def on_assign(self, partitions: list[int]) -> None:
         self.event("assigned", partitions=sorted(partitions))
 
-    def on_revoke(self, partitions: list[int]) -> None:
+    def on_revoke(self, partitions: list[int], rewind: Callable[[dict[int, int]], None]) -> None:
         if self.commit_mode == "auto":
             while self.pending:
                 self.flush(lambda _offsets: True)
         elif self.pending:
-            self.event("dropped", records=len(self.pending), why="revoked")
+            self.drop(self.pending, "revoked", rewind)
             self.pending = []
         self.event("revoked", partitions=sorted(partitions))
+
+    def drop(self, batch: list[Record], why: str, rewind: Callable[[dict[int, int]], None]) -> None:
+        """Give up a batch unprocessed and uncommitted: the client is moved back to its first
+        record on each partition, so whoever reads the partition next (this member, if a
+        rebalance gives it back: kafka-python 3 keeps the position there) reads it again."""
+        first: dict[int, int] = {}
+        for _seq, part, off, _t in batch:
+            first[part] = min(first.get(part, off), off)
+        self.event("dropped", records=len(batch), why=why,
+                   rewound_to={str(p): o for p, o in sorted(first.items())})
+        rewind(first)
 
     def on_commit(self, offsets: dict[int, int], error: str | None, source: str) -> bool:
         self.event("commit", offsets={str(p): o for p, o in sorted(offsets.items())},
@@ -152,7 +166,8 @@ class Member:
         return (len(self.pending) >= self.batch_msgs
                 or time.monotonic_ns() - self.pending[0][3] >= self.batch_wait_ns)
 
-    def flush(self, commit: Callable[[dict[int, int]], bool]) -> None:
+    def flush(self, commit: Callable[[dict[int, int]], bool],
+              rewind: Callable[[dict[int, int]], None] = lambda _first: None) -> None:
         """Finish the batch by the commit strategy (the hook may end the process here)."""
         batch, self.pending = self.pending[: self.batch_msgs], self.pending[self.batch_msgs:]
         if not batch:
@@ -162,7 +177,8 @@ class Member:
             offsets[part] = max(offsets.get(part, 0), off + 1)
         dying = self.armed and self.die_after is not None
         if self.commit_mode == "before" and not commit(offsets):
-            self.event("dropped", records=len(batch), why="commit failed")
+            self.drop(batch + self.pending, "commit failed", rewind)
+            self.pending = []
             return
         for k, (seq, part, off, t) in enumerate(batch):
             if dying and k == self.die_after:
@@ -186,10 +202,10 @@ class Member:
         while not self.leaving:
             client.poll_into(self)
             while self.batch_due():
-                self.flush(client.commit)
+                self.flush(client.commit, client.rewind)
         self.event("leaving", pending=len(self.pending))
         while self.pending:
-            self.flush(client.commit)
+            self.flush(client.commit, client.rewind)
         client.close()
         self.event("closed", processed=self.processed_count, foreign=self.foreign)
 
@@ -205,6 +221,11 @@ class _Client:
 
     def commit(self, offsets: dict[int, int]) -> bool:
         """Commit synchronously; True when the broker took it."""
+        raise NotImplementedError
+
+    def rewind(self, first: dict[int, int]) -> None:
+        """Seek each partition still assigned back to ``first[partition]`` (a partition no
+        longer assigned cannot be sought: its next owner starts at the committed offset)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -243,7 +264,7 @@ class _Confluent(_Client):
             m.on_assign([int(tp.partition) for tp in parts])
 
         def revoked(_c: Any, parts: list[Any]) -> None:
-            m.on_revoke([int(tp.partition) for tp in parts])
+            m.on_revoke([int(tp.partition) for tp in parts], self.rewind)
 
         self.c.subscribe([self.topic], on_assign=assigned, on_revoke=revoked)
 
@@ -264,6 +285,13 @@ class _Confluent(_Client):
         except KafkaException as exc:
             return self.m.on_commit(offsets, str(exc), "sync")
         return self.m.on_commit(offsets, None, "sync")
+
+    def rewind(self, first: dict[int, int]) -> None:
+        from confluent_kafka import TopicPartition
+
+        for p, off in first.items():
+            with contextlib.suppress(Exception):  # not assigned any more
+                self.c.seek(TopicPartition(self.topic, p, off))
 
     def close(self) -> None:
         self.c.close()
@@ -298,9 +326,11 @@ class _KafkaPython(_Client):
     def subscribe(self, m: Member) -> None:
         from kafka import ConsumerRebalanceListener
 
+        outer = self
+
         class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             def on_partitions_revoked(self, revoked: Any) -> None:
-                m.on_revoke([int(tp.partition) for tp in revoked])
+                m.on_revoke([int(tp.partition) for tp in revoked], outer.rewind)
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 m.on_assign([int(tp.partition) for tp in assigned])
@@ -321,6 +351,13 @@ class _KafkaPython(_Client):
         except Exception as exc:  # CommitFailedError and friends: logged, the loop goes on
             return self.m.on_commit(offsets, f"{type(exc).__name__}: {exc}", "sync")
         return self.m.on_commit(offsets, None, "sync")
+
+    def rewind(self, first: dict[int, int]) -> None:
+        from kafka import TopicPartition
+
+        for p, off in first.items():
+            with contextlib.suppress(ValueError):  # "Unassigned partition"
+                self.c.seek(TopicPartition(self.topic, p), off)
 
     def close(self) -> None:
         self.c.close(autocommit=self.auto)
