@@ -65,13 +65,13 @@ def bench_faults(work: Path, clients: tuple[str, ...] = ("confluent-kafka", "kaf
 def print_faults(result: dict[str, Any]) -> None:
     print("\n(g1) consumer faults: pause (ms), redelivered / lost (expected from the offsets)")
     for t in result["group"]["trials"]:
-        print(f"  {t['client']:<15} {t['fault']:<15} {t['commit']:<6} session "
+        print(f"  {t['client']!s:<15} {t['fault']!s:<15} {t['commit']!s:<6} session "
               f"{t['session_timeout_ms']!s:>5}  pause "
               f"{t['rebalance_pause_ms']!s:>9}  redelivered {t['redelivered']!s:>4} "
               f"({t['expected_redelivered']})  lost {t['lost_unprocessed']!s:>4} "
               f"({t['expected_lost']})  {t['verdict']}")
     print("\n(g2) sigkill-leader, durability: reordered / duplicates by max.in.flight")
     for t in result["ordering"]["trials"]:
-        print(f"  {t['client']:<15} in-flight {t['max_in_flight']}  acked {t['acked']}  lost {t['acked_lost']}  "
+        print(f"  {t['client']!s:<15} in-flight {t['max_in_flight']}  acked {t['acked']}  lost {t['acked_lost']}  "
               f"dup {t['duplicates']}  reordered {t['reordered']}  unavailable "
               f"{t['unavailable_ms']} ms  {t['verdict']}")

@@ -160,7 +160,8 @@ def _summary_head(spec: FaultTrialSpec, run_id: str, trial_id: str, acks: str) -
             "acks": acks, "trial": spec.trial, "status": "failed", "error": None,
             "rate_msgs_per_s": spec.rate_msgs_per_s, "duration_s": spec.duration_s,
             "fault_at_s": spec.fault_at_s, "down_s": spec.effective_down_s,
-            "target_broker": None, "target_role": None, "is_emulator": False}
+            "target_broker": None, "target_role": None, "is_emulator": False,
+            "client": spec.client}
 
 
 def _verdict(s: dict[str, Any]) -> str:
