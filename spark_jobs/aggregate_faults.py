@@ -120,6 +120,11 @@ EVENT_COLUMNS: dict[str, str] = {
     "rejoin_ts_ns": "rejoin_elapsed_s", "victim_end_ts_ns": "victim_end_elapsed_s",
 }
 
+CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
+"""The faults of a consumer group (``kafkalab.faults.spec.CONSUMER_FAULTS``)."""
+DEFAULT_COMMIT = "after"
+"""A consumer fault's commit strategy when its spec leaves it null."""
+
 #: A consumer trial's group settings (``trial.json``'s summary, else its ``group``, else its
 #: spec): column -> type. Null for a broker-fault trial.
 GROUP_COLUMNS: dict[str, str] = {
@@ -364,7 +369,9 @@ def _trial_verdict(status: Any, counts: dict[str, Any] | None, recovered: Any) -
 
 def _group_row(doc: dict[str, Any], group_counts: dict[str, Any] | None) -> dict[str, Any]:
     """The consumer columns of a ``fault_trials`` row (all null for a broker-fault trial:
-    one whose summary, ``group`` and spec name no commit strategy)."""
+    one whose summary, ``group`` and spec name no commit strategy; a consumer fault whose
+    spec leaves it null, e.g. a trial that failed before its group started, commits
+    ``after``)."""
     spec = doc.get("spec") or {}
     summary = doc.get("summary") or {}
     group = doc.get("group") or {}
@@ -376,9 +383,13 @@ def _group_row(doc: dict[str, Any], group_counts: dict[str, Any] | None) -> dict
         return None
 
     cols = (*GROUP_COLUMNS, *CONSUMER_COUNT_COLUMNS, *REBALANCE_COLUMNS, "reread_agrees")
-    if pick("commit") is None:
+    commit = pick("commit")
+    if commit is None and pick("fault") in CONSUMER_FAULTS:
+        commit = DEFAULT_COMMIT  # the spec's null commit of a consumer fault
+    if commit is None:
         return dict.fromkeys(cols)
     row: dict[str, Any] = {col: pick(col) for col in GROUP_COLUMNS}
+    row["commit"] = commit
     if row["commit"] != "auto":  # the spec's default interval applies to auto only
         row["auto_commit_interval_ms"] = summary.get("auto_commit_interval_ms")
     for col in CONSUMER_COUNT_COLUMNS:

@@ -360,3 +360,17 @@ def test_group_lag_matches_the_files(group_lab: dict[str, Any]) -> None:
     ka1 = lag[lag.trial_id == KA1].groupby("elapsed_s")["lag_msgs"].sum()
     # the moved partitions' lag grows from the kill (1.5 s) until the successor resumes (3 s)
     assert ka1.loc[1.0] == 0 and ka1.loc[2.5] > ka1.loc[2.0] > 0 and ka1.loc[4.0] == 0
+
+
+def test_a_consumer_trial_without_a_summary_commits_after() -> None:
+    """A consumer trial that failed before its group started: no summary, the spec's null
+    commit is the engine's default; a broker trial stays without consumer columns."""
+    doc = {"spec": {"fault": "kill-consumer", "commit": None, "consumers": 3,
+                    "session_timeout_ms": 6000, "auto_commit_interval_ms": 5000},
+           "summary": {}, "_cell": {}}
+    row = af._group_row(doc, None)
+    assert (row["commit"], row["consumers"], row["session_timeout_ms"]) == ("after", 3, 6000)
+    assert row["auto_commit_interval_ms"] is None and row["redelivered"] is None
+    assert row["reread_agrees"] is None
+    broker = af._group_row({"spec": {"fault": "sigkill-leader"}, "summary": {}}, None)
+    assert set(broker.values()) == {None}
