@@ -191,10 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_arg(pm)
     _data_arg(pm)
     # faults ---------------------------------------------------------------------------
-    pf = sub.add_parser("faults", help="broker faults: durability and availability",
+    pf = sub.add_parser("faults", help="broker and consumer faults: durability, availability, "
+                        "delivery semantics",
                         description="Break a broker of the 3-broker fault cluster during a "
-                        "fixed-rate run and count every acked message that was lost. See "
-                        "docs/faults.md.")
+                        "fixed-rate run and count every acked message that was lost; or kill a "
+                        "member of a consumer group and count every record processed twice or "
+                        "never. See docs/faults.md and docs/consumer-faults.md.")
     fsub = pf.add_subparsers(dest="faults_command", required=True)
     pfr = fsub.add_parser(
         "run", help="run fault trials (profiles × faults × trials) and print a table",
@@ -206,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
         "ones are looked up in the brokers' logs with DumpLogSegments). Faults: "
         + "; ".join(f"{k}: {v}" for k, v in _fault_help().items()),
         epilog="examples:\n  kafkalab faults run --profile durability --fault sigkill-leader --trials 5\n"
+        "  kafkalab faults run --fault kill-consumer,leave-consumer --commit auto,after,before "
+        "--session-timeout-ms 6000 --trials 1\n"
+        "  kafkalab faults run --profile durability --fault sigkill-leader --client kafka-python "
+        "--max-in-flight 1,5 --trials 2\n"
         "  kafkalab faults run --profile durability,availability,default --fault none,sigkill-leader,"
         "sigterm-leader --trials 5\n  kafkalab faults run --profile availability --acks 1 "
         "--fault lossy-leader-crash --trials 1 --json",
@@ -220,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all (default: the profile's)")
     pfr.add_argument("--trials", type=int, default=5, help="trials per profile × fault × acks (default 5)")
     pfr.add_argument("--rate", type=float, default=500.0, help="target msg/s (default 500)")
-    pfr.add_argument("--duration", type=float, default=20.0, help="seconds per trial, warm-up included (default 20)")
+    pfr.add_argument("--duration", type=float, default=None,
+                     help="seconds per trial, warm-up included (default 20; a consumer fault: at "
+                     "least 6 s past the session timeout and the rejoin)")
     pfr.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds (default 2)")
     pfr.add_argument("--fault-at", type=float, default=6.0, help="second of the schedule the fault starts (default 6)")
     pfr.add_argument("--down", type=float, default=None, help="seconds the fault lasts (default: the fault's own)")
@@ -580,10 +588,10 @@ def cmd_faults(args: argparse.Namespace) -> int:
         cluster_down(fault_cluster_lab(args.cluster_lab), wipe_data=args.wipe, progress=_err)
         return 0
 
-    from kafkalab.config.loader import describe_validation_error
+    from kafkalab.config.loader import describe_validation_error, load_profile
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest, execute_faults
-    from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec
+    from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec, group_duration_s
     from kafkalab.faults.summary import format_consumer_table, format_fault_table
 
     if args.trials < 1:
@@ -613,9 +621,17 @@ def cmd_faults(args: argparse.Namespace) -> int:
                                          "rejoin_after_s": args.rejoin_after}
                             partitions = (args.partitions if args.partitions is not None
                                           else 2 * args.consumers if group else 1)
+                            duration = args.duration
+                            if duration is None:
+                                duration = 20.0
+                                if group:
+                                    session = (args.session_timeout_ms or
+                                               load_profile(profile).consumer.session_timeout_ms)
+                                    duration = max(duration, group_duration_s(
+                                        fault, args.fault_at, session, args.rejoin_after))
                             trials.append(FaultTrialSpec(
                                 profile=profile, fault=fault, acks=acks, trial=k,
-                                rate_msgs_per_s=args.rate, duration_s=args.duration,
+                                rate_msgs_per_s=args.rate, duration_s=duration,
                                 warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
                                 payload=args.payload, partitions=partitions, client=args.client,
                                 max_in_flight=mif, **extra))

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
         (["--fault", "kill-consumer", "--consumers", "4", "--partitions", "2"],
          "partitions=2 is fewer than the group's 4 consumers"),
         (["--fault", "kill-consumer", "--duration", "10"], "too short for kill-consumer"),
-        (["--fault", "leave-consumer", "--rejoin-after", "30"], "too short for leave-consumer"),
+        (["--fault", "leave-consumer", "--rejoin-after", "30", "--duration", "20"], "too short for leave-consumer"),
         (["--fault", "sigkill-leader", "--commit", "after"], "--commit applies to the consumer faults"),
         (["--fault", "kill-consumer", "--commit", "sometimes"], "--commit: Input should be 'auto', 'after' or 'before'"),
         (["--fault", "leave-consumer", "--session-timeout-ms", "500"],

@@ -202,10 +202,7 @@ class FaultTrialSpec(BaseModel):
         """
         if not self.is_consumer_fault:
             return
-        notice_s = session_ms / 1000 if self.fault == "kill-consumer" else 0.0
-        end = self.fault_at_s + notice_s + REBALANCE_MARGIN_S
-        if self.rejoin_after_s is not None:
-            end = max(end, self.fault_at_s + self.rejoin_after_s + REBALANCE_MARGIN_S)
+        end = group_duration_s(self.fault, self.fault_at_s, session_ms, self.rejoin_after_s)
         if self.duration_s < end:
             raise ValueError(
                 f"duration_s={self.duration_s:g} is too short for {self.fault} at "
@@ -238,3 +235,14 @@ class FaultTrialSpec(BaseModel):
                             partitions=self.partitions, drain_s=10.0,
                             message_timeout_s=self.message_timeout_s, trial=self.trial,
                             lag_interval_s=0.5, max_in_flight=self.max_in_flight)
+
+
+def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
+                     rejoin_after_s: float | None = None) -> float:
+    """The shortest schedule in which a consumer fault at ``fault_at_s`` shows the successor
+    reading: past the session timeout for a kill, and past the rejoin if any."""
+    notice_s = session_ms / 1000 if fault == "kill-consumer" else 0.0
+    end = fault_at_s + notice_s + REBALANCE_MARGIN_S
+    if rejoin_after_s is not None:
+        end = max(end, fault_at_s + rejoin_after_s + REBALANCE_MARGIN_S)
+    return end
