@@ -284,3 +284,12 @@ def test_a_before_batch_whose_commit_fails_is_not_processed(tmp_path: Path) -> N
     rewound: list[dict[int, int]] = []
     m.flush(lambda _offsets: False, rewound.append)
     assert m.processed_count == 0 and rewound == [{0: 10}]
+
+
+def test_the_rejoin_pause_is_a_gap_that_starts_after_the_rejoin_not_the_kills() -> None:
+    # kill at 100 ms: partition 1 stalls until 520 ms; the member rejoins at 700 ms and
+    # partition 1 stalls again from 710 to 900 ms.
+    proc = _processed([(1, 1, 1, 0, 10), (1, 3, 1, 1, 520), (1, 5, 1, 2, 710), (1, 7, 1, 3, 900)])
+    s = group_summary(read=READ, processed=proc, events=EVENTS, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=700 * MS, fault="kill-consumer")
+    assert s["rejoin_pause_ms"] == 190.0

@@ -211,8 +211,9 @@ def group_summary(*, read: ReRead, processed: dict[str, np.ndarray], events: lis
                      for p in np.unique(processed["partition"]) if int(p) not in moved]
     survivor_known = [g for g in survivor_gaps if g is not None]
     out["survivors_pause_ms"] = max(survivor_known) if survivor_known else None
-    if rejoin_ts_ns is not None:
-        rg = [longest_gap_after_ms(processed["receive_ts_ns"][processed["partition"] == p], rejoin_ts_ns)
+    if rejoin_ts_ns is not None:  # gaps that start after the rejoin (not the kill's own)
+        rx = processed["receive_ts_ns"]
+        rg = [longest_gap_after_ms(rx[(processed["partition"] == p) & (rx >= rejoin_ts_ns)], rejoin_ts_ns)
               for p in np.unique(processed["partition"])]
         rk = [g for g in rg if g is not None]
         out["rejoin_pause_ms"] = max(rk) if rk else None

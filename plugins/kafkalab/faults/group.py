@@ -380,12 +380,14 @@ def collect(trial: Path, t0_ns: int | None, lag_rows: list[dict[str, Any]]) -> d
                 commits["ok"].append(bool(e.get("ok")))
                 commits["error"].append(e.get("error"))
                 commits["source"].append(str(e.get("source")))
-        elif e["ev"] in ("assigned", "revoked", "started", "leaving", "closed", "self_kill", "error"):
+        elif e["ev"] in ("assigned", "revoked", "started", "leaving", "closed", "self_kill", "error",
+                         "dropped", "armed"):
+            parts = e.get("partitions") or sorted(int(p) for p in (e.get("rewound_to") or {}))
             assigns["member"].append(int(e["member"]))
             assigns["incarnation"].append(int(e["incarnation"]))
             assigns["event_ts_ns"].append(int(e["ts_ns"]))
             assigns["event"].append(str(e["ev"]))
-            assigns["partitions"].append(",".join(str(p) for p in e.get("partitions") or []))
+            assigns["partitions"].append(",".join(str(p) for p in parts))
     load_files.write_table(files.commits_path(trial), commits, files.COMMITS_SCHEMA)
     load_files.write_table(files.assignments_path(trial), assigns, files.ASSIGNMENTS_SCHEMA)
     lag = {n: [r.get(n) for r in lag_rows] for n in files.GROUP_LAG_SCHEMA.names if n != "elapsed_s"}
