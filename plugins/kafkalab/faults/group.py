@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -204,16 +204,11 @@ def start_group(spec: FaultTrialSpec, plan: dict[str, Any], trial: Path,
 class GroupInjector(Scheduled):
     """Breaks member 0 on the trial's schedule (the load engine's ``on_start`` hook)."""
 
-    thread_name = "group-injector"
+    thread_name: ClassVar[str] = "group-injector"
 
     spec: FaultTrialSpec
     members: Members
     progress: Progress = noop
-    events: dict[str, int | None] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
 
     def _run(self, t0_ns: int) -> None:
         spec = self.spec

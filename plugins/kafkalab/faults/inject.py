@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.cluster.embedded import cluster_up, kill_broker
@@ -162,15 +162,18 @@ def pick_target(zk: ZkReader, spec: FaultTrialSpec, topic: str, rf: int) -> Targ
     return Target(leader, "leader", 0, leader, isr)
 
 
+@dataclass(kw_only=True)
 class Scheduled:
     """A fault's schedule on a thread of its own, armed by the load engine's ``on_start`` hook
-    with the schedule's t0. Subclasses define ``_run(t0_ns)`` and the attributes ``events``,
-    ``_stop`` (an Event) and ``_thread``; ``_wait_until`` returns False once aborted."""
+    with the schedule's t0: the event times and actions it records, its error, and the
+    waiting (``_wait_until`` returns False once aborted). Subclasses define ``_run(t0_ns)``."""
 
-    events: dict[str, int | None]
-    _stop: threading.Event
-    _thread: threading.Thread | None
-    thread_name = "fault-injector"
+    events: dict[str, int | None] = field(default_factory=dict)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    thread_name: ClassVar[str] = "fault-injector"
 
     def _run(self, t0_ns: int) -> None:
         raise NotImplementedError
@@ -207,11 +210,6 @@ class Injector(Scheduled):
     target: Target
     cluster_lab: Path
     progress: Progress = noop
-    events: dict[str, int | None] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
     _stopped: set[int] = field(default_factory=set)
     _killed: set[int] = field(default_factory=set)
 
