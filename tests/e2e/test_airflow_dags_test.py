@@ -325,9 +325,10 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any]) -> None:
     """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
-    durability profile (200 msg/s × 14 s): the engine starts the fault cluster, kills the
-    leader, heals and checks; Spark aggregates and validates; the report has the run's
-    page.
+    durability profile (200 msg/s × 16 s) and one kill-consumer trial (a group of 2 members,
+    commit after, session timeout 3 s): the engine starts the fault cluster, kills the leader,
+    heals and checks, then kills a group member and judges every record; Spark aggregates and
+    validates (at-least-once lost nothing); the report has the run's page with both sections.
 
     The data dir is the module's (the DAGs' assets carry it in their URIs: a second data dir
     in the same Airflow makes ``kafkalab_aggregates`` inactive, see docs/airflow.md)."""
@@ -341,8 +342,9 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
                  "KAFKALAB_HOME": str(fault_lab),
                  "KAFKALAB_FAULTS_ZK_PORT": str(FAULTS_ZK_PORT),
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
-    conf = {"profiles": ["durability"], "faults": ["sigkill-leader"], "trials": 1,
-            "rate_msgs_per_s": 200, "duration_s": 14}
+    conf = {"profiles": ["durability"], "faults": ["sigkill-leader", "kill-consumer"], "trials": 1,
+            "rate_msgs_per_s": 200, "duration_s": 16, "commits": ["after"], "consumers": 2,
+            "session_timeout_ms": 3000}
     t0 = time.monotonic()
     rc = dags_test("resilience_experiment", "2026-11-23T00:00:00+00:00", conf,
                    home=airflow_setup["home"], extra_env=extra_env, migrate=False,
@@ -357,7 +359,11 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     assert manifest["owner"]["kind"] == "airflow"
 
     # the trial's own files: what the engine measured and judged
-    (trial_json,) = (lab.root / "faults").glob(f"run_date=*/run_id={run}/trial=*/trial.json")
+    trial_jsons = sorted((lab.root / "faults").glob(f"run_date=*/run_id={run}/trial=*/trial.json"))
+    assert [p.parent.name for p in trial_jsons] == [
+        "trial=durability-kill-consumer-commit-after-acks-all-t1",
+        "trial=durability-sigkill-leader-acks-all-t1"]
+    group_json, trial_json = trial_jsons
     trial = json.loads(trial_json.read_text())
     assert trial["status"] == "complete", trial.get("error")
     assert trial_json.parent.name == f"trial={trial['trial_id']}"
@@ -376,23 +382,36 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     for name in ("sends.parquet", "verdicts.parquet", "timeline.parquet", "cell.json"):
         assert (trial_json.parent / name).is_file(), name
 
-    # Spark: the aggregates agree with the trial's own summary
+    # the consumer trial: the group's member 0 SIGKILLed, every record judged
+    g = json.loads(group_json.read_text())["summary"]
+    assert g["status"] == "complete", g.get("error")
+    assert (g["commit"], g["consumers"], g["session_timeout_ms"]) == ("after", 2, 3000)
+    assert g["lost_unprocessed"] == 0 and g["reread_agrees"] is True and g["verdict"] == "ok"
+    assert g["redelivered"] == g["expected_redelivered"] and g["rebalance_pause_ms"] > 0
+    for name in ("processed.parquet", "deliveries.parquet", "group_lag.parquet"):
+        assert (group_json.parent / name).is_file(), name
+
+    # Spark: the aggregates agree with the trials' own summaries
     agg = fault_aggregates_dir(lab, run)
-    trials = pd.read_parquet(agg / "fault_trials.parquet")
-    assert list(trials["trial_id"]) == [trial["trial_id"]]
-    row = trials.iloc[0]
+    trials = pd.read_parquet(agg / "fault_trials.parquet").set_index("trial_id")
+    assert sorted(trials.index) == sorted([trial["trial_id"], g["trial_id"]])
+    row = trials.loc[trial["trial_id"]]
     assert (row["intended_msgs"], row["acked_msgs"], row["acked_lost"]) == (
         s["intended"], s["acked"], 0)
     assert row["verdict"] == "ok"
+    grow = trials.loc[g["trial_id"]]
+    assert (grow["commit"], grow["redelivered"], grow["lost_unprocessed"]) == (
+        "after", g["redelivered"], 0)
     cells = pd.read_parquet(agg / "fault_cells.parquet")
-    assert len(cells) == 1 and int(cells.iloc[0]["trials_complete"]) == 1
+    assert len(cells) == 2 and cells["trials_complete"].astype(int).tolist() == [1, 1]
+    assert len(pd.read_parquet(agg / "group_lag.parquet")) > 0
     assert len(pd.read_parquet(agg / "fault_timeline.parquet")) > 0
     validation = fault_validation(lab, run)
     assert validation is not None and validation["success"] is True, validation
 
     # the report: the run's page with its section, listed in the index
     page = (lab.report_page_dir(run) / "index.html").read_text()
-    assert "Durability and availability" in page
+    assert "Durability and availability" in page and "Consumer faults" in page
     assert run in lab.report_index_path().read_text()
 
     # the mapped trial's readable name, as the UI shows it
@@ -402,4 +421,5 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
         labels = [r[0] for r in con.execute(
             "SELECT rendered_map_index FROM task_instance WHERE dag_id = ? AND task_id = ?",
             ("resilience_experiment", "run_fault_trial"))]
-    assert labels == ["durability sigkill-leader #1"]
+    assert sorted(labels) == ["durability kill-consumer commit after #1",
+                              "durability sigkill-leader #1"]
