@@ -248,7 +248,7 @@ def _member(tmp_path: Path, commit: str) -> Any:
     from kafkalab.faults.member import Member
 
     plan = {"group_dir": str(tmp_path), "commit": commit, "batch_msgs": 10, "batch_wait_ms": 5000,
-            "nonce": "", "intended": 100, "client": "confluent-kafka"}
+            "intended": 100, "client": "confluent-kafka"}
     return Member(plan, 0, 0)
 
 

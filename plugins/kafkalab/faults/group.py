@@ -104,9 +104,10 @@ class Members:
 
 
 def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Path, topic: str,
-                gdir: Path, nonce: bytes, session_ms: int, heartbeat_ms: int,
-                profile: Any) -> dict[str, Any]:
-    """The members' plan: no secret (members read those from the descriptor)."""
+                gdir: Path, session_ms: int, heartbeat_ms: int, profile: Any) -> dict[str, Any]:
+    """The members' plan: no secret (members read those from the descriptor). The members
+    start before the producer has chosen its nonce; the trial's topic is its own, so every
+    stamped record on it is the trial's."""
     from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
     from kafkalab.config.mapping import confluent_consumer_config, kafka_python_consumer_config
 
@@ -120,7 +121,7 @@ def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Pat
             "commit": spec.effective_commit, "batch_msgs": spec.batch_msgs,
             "batch_wait_ms": spec.batch_wait_ms, "session_timeout_ms": session_ms,
             "heartbeat_interval_ms": heartbeat_ms,
-            "auto_commit_interval_ms": spec.auto_commit_interval_ms, "nonce": nonce.hex(),
+            "auto_commit_interval_ms": spec.auto_commit_interval_ms,
             "intended": spec.load_cell().intended_messages, "group_dir": str(gdir),
             "descriptor_path": str(descriptor_path), "client_config": base,
             "die_after_records": spec.victim_dies_after_records}
@@ -157,9 +158,9 @@ def stable_assignment(events: list[dict[str, Any]], live: list[tuple[int, int]],
     return {k: list(v or []) for k, v in current.items()}
 
 
-def member_error(gdir: Path) -> str | None:
+def member_error(events: list[dict[str, Any]]) -> str | None:
     """The first ``error`` event of any member, as text."""
-    for e in read_events(gdir):
+    for e in events:
         if e.get("ev") == "error":
             return f"member {e.get('member')}: {e.get('error')}"
     return None
@@ -184,14 +185,15 @@ def start_group(spec: FaultTrialSpec, plan: dict[str, Any], trial: Path,
     progress(f"  {spec.consumers} group members started ({spec.client}, commit "
              f"{spec.effective_commit}); waiting for the group to settle")
     deadline = time.monotonic() + STABLE_TIMEOUT_S
-    while True:
-        err = member_error(gdir)
+    while True:  # a bounded poll of the members' event files (the only channel they share)
+        events = read_events(gdir)
+        err = member_error(events)
         dead = [k for k, p in members.procs.items() if p.poll() is not None]
         if err or dead:
             members.stop(5)
             raise RunError(f"group member failed before the run: {err or f'member {dead[0][0]} exited'}"
                            f" (see {gdir})")
-        if stable_assignment(read_events(gdir), members.alive(), spec.partitions) is not None:
+        if stable_assignment(events, members.alive(), spec.partitions) is not None:
             return members
         if time.monotonic() > deadline:
             members.stop(5)
@@ -302,12 +304,6 @@ class OffsetMonitor:
             self.rows.extend(self.sample())
             self._stop.wait(self.interval_s)
 
-    def latest(self) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
-        for r in self.rows[-self.partitions:]:
-            out[int(r["partition"])] = r
-        return out
-
     def stop(self) -> list[dict[str, Any]]:
         self._stop.set()
         self._thread.join(15)
@@ -323,7 +319,7 @@ def drain_and_stop(members: Members, monitor: OffsetMonitor, ends: dict[int, int
     ``timeout_s``), then stop the members cleanly. Returns what happened."""
     deadline = time.monotonic() + timeout_s
     caught_up = False
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # a bounded poll of the broker's committed offsets
         latest = monitor.sample()
         if all((r["committed_offset"] or 0) >= ends.get(int(r["partition"]), 0) for r in latest):
             caught_up = True

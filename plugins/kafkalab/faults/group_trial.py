@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile
 from kafkalab.errors import RunError
@@ -61,7 +63,7 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     summary.update(settings)
     doc["group"] = dict(settings)
     gdir = group.group_dir(tdir)
-    plan = group.member_plan(spec, d, descriptor_path, topic, gdir, b"", session_ms, heartbeat_ms, prof)
+    plan = group.member_plan(spec, d, descriptor_path, topic, gdir, session_ms, heartbeat_ms, prof)
     doc["group"]["group_id"] = plan["group_id"]
     members = group.start_group(spec, plan, tdir, progress)
     monitor = group.OffsetMonitor(d, topic, plan["group_id"], spec.partitions).start()
@@ -92,13 +94,9 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
         got = group.collect(tdir, injector.events.get("t0_ns"), lag_rows)
     progress("  re-reading the topic from offset 0")
     read = check(events)
-    n = int(summary["intended"])
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    warm = np.asarray(pq.read_table(files.verdicts_path(tdir), columns=["is_warmup"])
-                      .column("is_warmup").to_pylist(), dtype=bool)
-    cols = deliveries(n, warm, read, got["processed"])
+    cell = spec.load_cell()
+    n = cell.intended_messages
+    cols = deliveries(n, np.arange(n) < cell.warmup_messages, read, got["processed"])
     load_files.write_table(files.deliveries_path(tdir), cols, files.DELIVERIES_SCHEMA)
     gs = group_summary(read=read, processed=got["processed"], events=got["events"],
                        fault_ts_ns=events.get("fault_ts_ns"), rejoin_ts_ns=events.get("rejoin_ts_ns"),
@@ -106,9 +104,7 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
                        keeps_position=spec.client == "kafka-python",
                        commits_logged=not (spec.client == "kafka-python"
                                            and spec.effective_commit == "auto"))
+    events["victim_end_ts_ns"] = gs.pop("victim_end_ts_ns")  # an event time, not a figure
     gs["drained"] = drained["caught_up"]
     gs["deliveries"] = {k: int((cols["delivery"] == k).sum()) for k in files.DELIVERIES}
     summary.update(gs)
-    if gs["victim_end_ts_ns"] is not None:
-        events["victim_end_ts_ns"] = gs.pop("victim_end_ts_ns")
-        summary.pop("victim_end_ts_ns", None)
