@@ -319,6 +319,25 @@ def build_parser() -> argparse.ArgumentParser:
                            "failed, running, or stale: running with no live owner), cells, "
                            "command, and its outputs that are stale after a cell was re-measured.")
     _data_arg(pruns)
+    # compare / aggregate / export ---------------------------------------------------
+    pcmp = sub.add_parser(
+        "compare", help="two runs side by side; exit 1 when RUN_B regressed",
+        description="Every series the two runs share (same cell, measured the same way; an "
+        "emulator's cells apart), each metric present in their aggregates (e2e p50, p99, "
+        "p99.9, the message rate, the drift-checked ones), RUN_A's and RUN_B's value, the "
+        "change and a verdict by the drift rule of include/drift.yaml with RUN_A as a "
+        "one-run baseline: RUN_B regressed when it moved the bad way by at least the "
+        "metric's minimum relative change and, where both have them, the 95 %% confidence "
+        "intervals do not overlap. Series of one run only are listed. Exit 1 when anything "
+        "regressed, 0 otherwise, 2 on bad input. See docs/cli.md.",
+        epilog="examples:\n  kafkalab compare 20261120T010203Z-aaaaaa 20261121T010203Z-bbbbbb\n"
+        "  kafkalab compare RUN_A RUN_B --json | jq '.shared[].metrics[] | select(.verdict == \"regressed\")'",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pcmp.add_argument("run_a", metavar="RUN_A", help="the reference run (its id, as `kafkalab runs` lists it)")
+    pcmp.add_argument("run_b", metavar="RUN_B", help="the run judged against RUN_A")
+    pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
+    _json_arg(pcmp, "print the comparison as one JSON document")
+    _data_arg(pcmp)
     # report / drift ------------------------------------------------------------------
     prep = sub.add_parser("report", help="build the static HTML trend report",
                           description="Build lab-data/reports/: one page per run and an index, "
@@ -395,6 +414,10 @@ def _run_epilog() -> str:
 def _cluster_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", type=Path, default=None,
                    help="cluster descriptor YAML (default: .lab/cluster.yaml written by `cluster up`)")
+
+
+def _json_arg(p: argparse.ArgumentParser, text: str = "print the result as one JSON document") -> None:
+    p.add_argument("--json", action="store_true", help=text)
 
 
 def _data_arg(p: argparse.ArgumentParser) -> None:
@@ -860,6 +883,16 @@ def cmd_drift_accept(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``kafkalab compare RUN_A RUN_B``: see :mod:`kafkalab.compare`."""
+    from kafkalab.compare import compare_runs, format_comparison
+    from kafkalab.store import LabData
+
+    c = compare_runs(LabData(args.data_dir).root, args.run_a, args.run_b, args.config)
+    _say(json.dumps(c.to_dict(), indent=2, default=str) if args.json else format_comparison(c))
+    return 1 if c.regressed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkalab`` console script."""
     parser = build_parser()
@@ -867,7 +900,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
                 "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults,
-                "demo": cmd_demo, "spark": cmd_spark}
+                "demo": cmd_demo, "spark": cmd_spark, "compare": cmd_compare}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -1,0 +1,154 @@
+"""``kafkalab compare``: two runs side by side, judged by the drift rule (kafkalab.compare)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kafkalab.compare import REGRESSED, compare_runs, format_comparison
+from kafkalab.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_A = "20261120T010203Z-aaaaaa"
+RUN_B = "20261121T010203Z-bbbbbb"
+
+
+def _row(scenario: str, client: str, payload: str, p50: float, *, emulator: bool = False,
+         p99: float | None = None, lost: int = 0, rate: float | None = None) -> dict[str, Any]:
+    """An aggregate row of schema 2 (500 messages; p99 3x p50 unless given)."""
+    p99 = 3 * p50 if p99 is None else p99
+    return {
+        "run_date": "2026-11-20", "workload": "nightly", "scenario": scenario,
+        "client": client, "payload": payload, "payload_bytes": 1056,
+        "payload_encoding": "raw", "profile": "latency",
+        "cluster_flavor": "noida" if emulator else ("http" if scenario == "rest" else "kafka09"),
+        "broker_version": "" if scenario == "rest" else "0.9.0.1",
+        "broker_count": None if scenario == "rest" else 1, "broker_is_emulator": emulator,
+        "planned_messages": 500, "sent_count": 500, "received_count": 500 - lost,
+        "lost_count": lost, "e2e_latency_ms_p50": p50, "e2e_latency_ms_p99": p99,
+        "e2e_latency_ms_p999": None,
+        "e2e_latency_ms_percentiles_note": "p999: n<1000",
+        "e2e_latency_ms_p50_ci_low": p50 * 0.97, "e2e_latency_ms_p50_ci_high": p50 * 1.03,
+        "e2e_latency_ms_p99_ci_low": p99 * 0.9, "e2e_latency_ms_p99_ci_high": p99 * 1.1,
+        "message_rate_per_s": rate if rate is not None else 1000.0 / p50,
+        "first_message_subscribe_ms": None, "publish_latency_ms_p99": None,
+    }
+
+
+def write_run(data_dir: Path, run_id: str, rows: list[dict[str, Any]],
+              *, validated: bool = True) -> None:
+    """Aggregates, a complete manifest and a validation result of one run."""
+    d = data_dir / "aggregates" / f"run_id={run_id}"
+    d.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False),
+                   d / "part-00000.parquet")
+    (data_dir / "runs").mkdir(parents=True, exist_ok=True)
+    day = run_id[6:8]
+    (data_dir / "runs" / f"{run_id}.json").write_text(json.dumps({
+        "schema_version": 2, "run_id": run_id, "status": "complete",
+        "started_at": f"2026-11-{day}T01:02:03+00:00",
+        "ended_at": f"2026-11-{day}T01:09:03+00:00", "stale_outputs": []}))
+    (data_dir / "validation").mkdir(parents=True, exist_ok=True)
+    (data_dir / "validation" / f"{run_id}.json").write_text(json.dumps({"success": validated}))
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> Path:
+    """A: kafka-python, confluent-kafka, rest. B: kafka-python the same, confluent-kafka
+    twice as slow (intervals apart), rest gone, an emulator cell new."""
+    write_run(tmp_path, RUN_A, [
+        _row("kafka-python", "kafka-python", "1kb", 10.0),
+        _row("confluent-kafka", "confluent-kafka", "1kb", 5.0),
+        _row("rest", "requests", "1kb", 4.0),
+    ])
+    write_run(tmp_path, RUN_B, [
+        _row("kafka-python", "kafka-python", "1kb", 10.5),
+        _row("confluent-kafka", "confluent-kafka", "1kb", 10.0),
+        _row("confluent-kafka", "confluent-kafka", "1kb", 7.0, emulator=True),
+    ])
+    return tmp_path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkalab.cli", *args], capture_output=True,
+                          text=True, cwd=REPO, env=dict(os.environ), timeout=120, check=False)
+
+
+def test_a_doubled_median_regresses_and_the_unchanged_cell_does_not(two_runs: Path) -> None:
+    c = compare_runs(two_runs, RUN_A, RUN_B)
+    assert c.kind == "latency"
+    by_label = {(s.label, s.emulator): s for s in c.shared}
+    assert set(by_label) == {("kafka-python 1kb latency", False),
+                             ("confluent-kafka 1kb latency", False)}
+    slow = {m.metric: m for m in by_label[("confluent-kafka 1kb latency", False)].metrics}
+    assert slow["e2e_latency_ms_p50"].a_value == 5.0 and slow["e2e_latency_ms_p50"].b_value == 10.0
+    assert slow["e2e_latency_ms_p50"].change_pct == pytest.approx(100.0)
+    assert slow["e2e_latency_ms_p50"].verdict == REGRESSED
+    assert slow["e2e_latency_ms_p99"].verdict == REGRESSED
+    # the rate halves: shown, not judged (closed loop: the same cause as the latency)
+    assert slow["message_rate_per_s"].verdict == "not judged"
+    assert slow["message_rate_per_s"].change_pct == pytest.approx(-50.0)
+    # p999 is null in both runs: not listed at all; lost_count 0 -> 0 is ok
+    assert "e2e_latency_ms_p999" not in slow and slow["lost_count"].verdict == "ok"
+    same = {m.metric: m for m in by_label[("kafka-python 1kb latency", False)].metrics}
+    assert same["e2e_latency_ms_p50"].verdict == "ok"  # +5 % < min_relative_change 20 %
+    assert c.regressed == 2
+    # series of one run only are listed, not dropped; the emulator's cell is its own series
+    assert [s["label"] for s in c.only_a] == ["rest [requests] 1kb latency"]
+    assert [(s["label"], s["emulator"]) for s in c.only_b] == [("confluent-kafka 1kb latency", True)]
+    table = format_comparison(c)
+    assert "REGRESSED" in table and "only in " + RUN_A + ": rest [requests] 1kb latency" in table
+    assert "EMULATOR" in table
+
+
+def test_overlapping_intervals_are_not_a_regression(tmp_path: Path) -> None:
+    a = _row("kafka-python", "kafka-python", "1kb", 10.0)
+    b = _row("kafka-python", "kafka-python", "1kb", 13.0)
+    b["e2e_latency_ms_p50_ci_low"] = 9.0  # B's interval reaches into A's
+    write_run(tmp_path, RUN_A, [a])
+    write_run(tmp_path, RUN_B, [b])
+    p50 = next(m for m in compare_runs(tmp_path, RUN_A, RUN_B).shared[0].metrics
+               if m.metric == "e2e_latency_ms_p50")
+    assert p50.change_pct == pytest.approx(30.0) and p50.verdict == "ok"
+    assert p50.note and "intervals overlap" in p50.note
+
+
+def test_a_loss_after_none_regresses_and_a_missing_percentile_is_undefined(
+        tmp_path: Path) -> None:
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0)])
+    b = _row("kafka-python", "kafka-python", "1kb", 10.0, lost=3)
+    b["e2e_latency_ms_p99"] = None
+    write_run(tmp_path, RUN_B, [b])
+    m = {x.metric: x for x in compare_runs(tmp_path, RUN_A, RUN_B).shared[0].metrics}
+    assert m["lost_count"].verdict == REGRESSED and m["lost_count"].change_pct is None
+    assert m["e2e_latency_ms_p99"].verdict == "undefined" and m["e2e_latency_ms_p99"].b_value is None
+
+
+def test_unknown_run_is_a_config_error(two_runs: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown run 'nope'"):
+        compare_runs(two_runs, RUN_A, "nope")
+
+
+def test_cli_exit_codes_and_json(two_runs: Path) -> None:
+    proc = _cli("compare", RUN_A, RUN_B, "--data-dir", str(two_runs))
+    assert proc.returncode == 1, proc.stderr
+    assert "REGRESSED" in proc.stdout
+    back = _cli("compare", RUN_B, RUN_B, "--data-dir", str(two_runs), "--json")
+    assert back.returncode == 0, back.stderr
+    doc = json.loads(back.stdout)
+    assert doc["regressed"] == 0 and doc["run_a"] == RUN_B and doc["only_a"] == []
+    js = _cli("compare", RUN_A, RUN_B, "--data-dir", str(two_runs), "--json")
+    assert js.returncode == 1 and json.loads(js.stdout)["regressed"] == 2
+    bad = _cli("compare", RUN_A, "nope", "--data-dir", str(two_runs))
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        f"kafkalab: error: unknown run 'nope': no manifest and no aggregates in {two_runs}"]
