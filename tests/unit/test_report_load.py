@@ -228,13 +228,14 @@ def test_index_lists_load_runs_beside_latency_runs(tmp_path: Path) -> None:
     from tests.unit.test_report import write_lab_data
 
     info = write_lab_data(tmp_path, with_emulator=False)
-    write_load_run(tmp_path, LOAD_RUNS[0], 6)
+    newest = "load-20261106T020000Z"  # a DAG run's id carries its night: the 6th, the newest
+    write_load_run(tmp_path, newest, 6)
     index = build_report(tmp_path).read_text()
     runs = index.split('class="runs"', 1)[1].split("</table>", 1)[0]
-    assert f'href="{LOAD_RUNS[0]}/index.html"' in runs
+    assert f'href="{newest}/index.html"' in runs
     assert f'href="{info["latest"]}/index.html"' in runs
     assert re.search(r'data-kind="load">.*?<td class="t">load</td>', runs)
-    row = runs.split(f'{LOAD_RUNS[0]}</a>', 1)[1].split("</tr>", 1)[0]
+    row = runs.split(f'{newest}</a>', 1)[1].split("</tr>", 1)[0]
     assert "<td>19</td>" in row  # 18 sweep cells + the pause cell
     assert '<span class="ok">pass</span>' in row
     # the newest run is the load run: mirrored with its own sections

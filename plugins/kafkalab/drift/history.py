@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,18 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
-from kafkalab.run_ids import run_id_time
+from kafkalab.run_ids import RUN_TIME_FORMAT, run_id_time
 from kafkalab.store import LabData, atomic_write
 
 log = logging.getLogger(__name__)
 
 MANIFEST_COLUMNS: tuple[str, ...] = (
     "run_id", "run_started_at", "run_status", "run_state", "run_validated", "run_stale_outputs",
+    "run_logical_date",
 )
 """Columns :func:`load_history` adds to the aggregates: from the run manifest
-(``run_started_at``, ``run_status`` as written), :meth:`LabData.run_state` (``run_state``:
+(``run_started_at``, ``run_status`` as written, ``run_logical_date``: the manifest's
+``logical_date``, the night a DAG run measured, NaT when absent), :meth:`LabData.run_state` (``run_state``:
 complete, incomplete, failed, running, stale), the validation result (``run_validated``: its
 ``success`` is true; no validation file is false) and the manifest's ``stale_outputs``
 (``run_stale_outputs``: comma-separated, empty when none)."""
@@ -57,11 +60,13 @@ def manifest_frame(manifests: Mapping[str, Mapping[str, Any]],
     rows = [
         {"run_id": rid, "run_started_at": m.get("started_at"), "run_status": m.get("status"),
          "run_state": _run_state(lab, rid, m), "run_validated": _validated(lab, rid),
-         "run_stale_outputs": ",".join(sorted(str(o) for o in m.get("stale_outputs") or []))}
+         "run_stale_outputs": ",".join(sorted(str(o) for o in m.get("stale_outputs") or [])),
+         "run_logical_date": m.get("logical_date")}
         for rid, m in manifests.items()
     ]
     df = pd.DataFrame(rows, columns=list(MANIFEST_COLUMNS))
-    df["run_started_at"] = pd.to_datetime(df["run_started_at"], utc=True, errors="coerce")
+    for col in ("run_started_at", "run_logical_date"):
+        df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
     df["run_validated"] = df["run_validated"].astype(bool)
     return df
 
@@ -154,28 +159,96 @@ def load_history(data_dir: str | os.PathLike[str],
     return df.merge(manifest_frame(known, lab), on="run_id", how="left")
 
 
-def run_order(history: pd.DataFrame) -> list[str]:
-    """Run ids of ``history`` from oldest to newest (pure).
+_DAG_ID_TIME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*?-(\d{8}T\d{6}Z)(?=$|-)")
 
-    The order key is the manifest's ``run_started_at``; when missing, the timestamp prefix of
-    the run id (``YYYYMMDDTHHMMSSZ-...``), then ``run_date``; ties are broken by run id.
+
+def run_id_night(run_id: str) -> pd.Timestamp | None:
+    """The night a DAG run's id carries after its prefix (``nightly-20261121T000000Z``: the
+    Airflow run's logical date, :mod:`kafkalab.airflow.run_ids`); None for any other id
+    (a CLI run's ``20261121T000000Z-1a2b3c`` carries its start, not a night)."""
+    m = _DAG_ID_TIME.match(run_id)
+    if not m:
+        return None
+    ts = pd.to_datetime(m.group(1), format=RUN_TIME_FORMAT, utc=True, errors="coerce")
+    return None if pd.isna(ts) else pd.Timestamp(ts)
+
+
+def run_measured_at(run_id: str, logical_date: Any = None, started_at: Any = None
+                    ) -> pd.Timestamp | None:
+    """When a run measured, the key runs are ordered by (:func:`run_order`): the manifest's
+    ``logical_date`` (the night a DAG run measured, also for a back-filled or re-run date),
+    else the night in a DAG run's id (:func:`run_id_night`), else ``started_at``, else the
+    start time a CLI run id begins with; None when none is known."""
+    for ts in (_utc(logical_date), run_id_night(run_id), _utc(started_at)):
+        if ts is not None:
+            return ts
+    started = run_id_time(run_id)
+    return pd.Timestamp(started) if started is not None else None
+
+
+def _utc(value: Any) -> pd.Timestamp | None:
+    """``value`` (ISO 8601 text, datetime, Timestamp) as a UTC Timestamp; None when missing
+    or unparsable."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        ts = pd.to_datetime(value, utc=True, errors="coerce")
+    except (TypeError, ValueError):
+        return None
+    return None if pd.isna(ts) else pd.Timestamp(ts)
+
+
+def run_order(history: pd.DataFrame) -> list[str]:
+    """Run ids of ``history`` from oldest to newest (pure), by the night each run measured.
+
+    The order key is :func:`run_measured_at`: the manifest's ``run_logical_date`` (a DAG
+    run's logical date, so a back-filled night sorts among the nights around it and is
+    judged against the nights before it), else the night in a DAG run's id
+    (``nightly-YYYYMMDDTHHMMSSZ``), else ``run_started_at``, else the start a CLI run id
+    begins with (``YYYYMMDDTHHMMSSZ-...``), else ``run_date``; ties are broken by ``run_started_at`` (runs started within one second),
+    then by run id.
     """
     if history.empty or "run_id" not in history.columns:
         return []
-    keys: dict[str, pd.Timestamp] = {}
-    for rid, grp in history.groupby("run_id", sort=False):
-        ts: Any = pd.NaT
-        if "run_started_at" in grp.columns:
-            ts = pd.to_datetime(grp["run_started_at"], utc=True, errors="coerce").min()
-        if pd.isna(ts):
-            started = run_id_time(str(rid))
-            if started is not None:
-                ts = pd.Timestamp(started)
-        if pd.isna(ts) and "run_date" in grp.columns:
-            ts = pd.to_datetime(grp["run_date"].astype(str), utc=True, errors="coerce").min()
-        keys[str(rid)] = ts
+    keys: dict[str, tuple[pd.Timestamp, pd.Timestamp]] = {}
     far_past = pd.Timestamp("1970-01-01", tz="UTC")
-    return sorted(keys, key=lambda r: (far_past if pd.isna(keys[r]) else keys[r], r))
+    for rid, grp in history.groupby("run_id", sort=False):
+        started: Any = pd.NaT
+        if "run_started_at" in grp.columns:
+            started = pd.to_datetime(grp["run_started_at"], utc=True, errors="coerce").min()
+        logical: Any = pd.NaT
+        if "run_logical_date" in grp.columns:
+            logical = pd.to_datetime(grp["run_logical_date"], utc=True, errors="coerce").min()
+        ts: Any = run_measured_at(str(rid), logical, started)
+        if ts is None and "run_date" in grp.columns:
+            ts = pd.to_datetime(grp["run_date"].astype(str), utc=True, errors="coerce").min()
+        keys[str(rid)] = (far_past if ts is None or pd.isna(ts) else ts,
+                          far_past if pd.isna(started) else started)
+    return sorted(keys, key=lambda r: (*keys[r], r))
+
+
+def newest_started(*histories: pd.DataFrame) -> str | None:
+    """The run of ``histories`` that started last (``run_started_at``, else the start a CLI
+    run id begins with; ties and unknown starts by :func:`run_order`): the run a command
+    without ``--run-id`` means, "the one just measured", which for a back-filled night is
+    not the newest night. None when there are no runs."""
+    frames = [h for h in histories if not h.empty and "run_id" in h.columns]
+    if not frames:
+        return None
+    both = pd.concat(frames, ignore_index=True)
+    order = run_order(both)
+    starts: dict[str, pd.Timestamp] = {}
+    if "run_started_at" in both.columns:
+        for rid, ts in pd.to_datetime(both["run_started_at"], utc=True, errors="coerce").groupby(
+                both["run_id"].astype(str)).min().items():
+            if not pd.isna(ts):
+                starts[str(rid)] = ts
+    for rid in order:
+        if rid not in starts and run_id_time(rid) is not None:
+            starts[rid] = pd.Timestamp(run_id_time(rid))
+    far_past = pd.Timestamp("1970-01-01", tz="UTC")
+    pos = {r: i for i, r in enumerate(order)}
+    return max(order, key=lambda r: (starts.get(r, far_past), pos[r]))
 
 
 def write_drift(
@@ -251,7 +324,10 @@ __all__ = [
     "load_history",
     "load_prior_records",
     "manifest_frame",
+    "newest_started",
     "read_drift",
+    "run_id_night",
+    "run_measured_at",
     "run_order",
     "write_drift",
 ]

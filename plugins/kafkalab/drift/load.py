@@ -184,7 +184,7 @@ def load_validated(lab: LabData, run_id: str) -> bool:
 def runs_order(*histories: pd.DataFrame) -> list[str]:
     """The run ids of several histories (latency and load) in one order, oldest first
     (:func:`kafkalab.drift.history.run_order`)."""
-    cols = ("run_id", "run_started_at", "run_date")
+    cols = ("run_id", "run_started_at", "run_logical_date", "run_date")
     frames = [h[[c for c in cols if c in h.columns]] for h in histories
               if not h.empty and "run_id" in h.columns]
     if not frames:

@@ -11,12 +11,17 @@ import pandas as pd
 from kafkalab.drift.acceptances import load_acceptances
 from kafkalab.drift.config import load_drift_config_or_default
 from kafkalab.drift.detect import detect_drift
-from kafkalab.drift.history import load_history, load_prior_records, run_order, write_drift
+from kafkalab.drift.history import (
+    load_history,
+    load_prior_records,
+    newest_started,
+    run_order,
+    write_drift,
+)
 from kafkalab.drift.load import (
     is_load_manifest,
     load_aggregates_dir,
     load_cells_history,
-    runs_order,
 )
 from kafkalab.drift.records import empty_records
 from kafkalab.errors import ConfigError
@@ -30,7 +35,8 @@ def run_drift(
     *,
     require_run: bool = False,
 ) -> tuple[pd.DataFrame, Path | None]:
-    """Load the history, judge ``run_id`` (default the newest run) and write its records.
+    """Load the history, judge ``run_id`` (default the run that started last,
+    :func:`~kafkalab.drift.history.newest_started`) and write its records.
 
     A load run (manifest ``kind: load``, or aggregates under ``aggregates/load/``) is judged
     on the load cells' history with the ``load_metrics`` rules
@@ -55,7 +61,7 @@ def run_drift(
     manifests = lab.manifests()
     latency = load_history(data_dir, manifests)
     load = load_cells_history(data_dir, manifests)
-    rid = run_id or next(iter(reversed(runs_order(latency, load))), None)
+    rid = run_id or newest_started(latency, load)
     is_load = rid is not None and (is_load_manifest(manifests.get(rid)) or (
         not load.empty and rid in set(load["run_id"].astype(str))))
     history, kind = (load, "load") if is_load else (latency, "latency")

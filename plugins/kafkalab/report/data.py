@@ -231,15 +231,18 @@ def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]],
     rows: list[dict[str, Any]] = [{"run_id": rid} for rid in sorted(more)]
     for h in (history, load_history):
         if h is not None and not h.empty and "run_id" in h.columns:
-            cols = [c for c in ("run_id", "run_started_at", "run_date") if c in h.columns]
+            cols = [c for c in ("run_id", "run_started_at", "run_logical_date", "run_date")
+                    if c in h.columns]
             rows.extend(h[cols].to_dict(orient="records"))
     for rid, m in manifests.items():
-        rows.append({"run_id": rid, "run_started_at": m.get("started_at")})
+        rows.append({"run_id": rid, "run_started_at": m.get("started_at"),
+                     "run_logical_date": m.get("logical_date")})
     if not rows:
         return []
     df = pd.DataFrame(rows)
     df["run_id"] = df["run_id"].astype(str)
-    df["run_started_at"] = pd.to_datetime(df.get("run_started_at"), utc=True, errors="coerce")
+    for col in ("run_started_at", "run_logical_date"):
+        df[col] = pd.to_datetime(df.get(col), utc=True, errors="coerce", format="ISO8601")
     return run_order(df)
 
 
