@@ -231,8 +231,18 @@ def _context_params() -> dict[str, Any]:
     return dict(get_current_context()["params"])
 
 
-def _airflow_run_id() -> str:
-    return str(get_current_context()["dag_run"].run_id)
+def _lab_run_id(prefix: str) -> str:
+    """The lab run id (``prefix``) of the running DAG run: from its logical date
+    (:func:`kafkalab.airflow.run_ids.context_lab_run_id`)."""
+    run_id = run_ids.context_lab_run_id(get_current_context(), prefix)
+    if run_id is None:  # every task context has a dag_run
+        raise RunError("no DAG run in the task's context")
+    return run_id
+
+
+def _logical_date() -> str | None:
+    """The running DAG run's logical date (else ``run_after``), ISO 8601 UTC."""
+    return run_ids.logical_date_iso(get_current_context())
 
 
 def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
@@ -253,8 +263,8 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
 
     @task
     def name_run() -> str:
-        """Turn the Airflow run id into the lab's path-safe run id."""
-        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        """The lab's path-safe run id of this DAG run, from its logical date."""
+        return _lab_run_id(run_prefix)
 
     @task
     def check_cluster() -> dict[str, Any]:
@@ -268,15 +278,19 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         """Validate the matrix, provision topics, start the run; returns the cells to map."""
         ctx = get_current_context()
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
-        return tasks.prepare_run(dict(ctx["params"]), lab_run_id, command=command)
+        return tasks.prepare_run(dict(ctx["params"]), lab_run_id, command=command,
+                                 logical_date=_logical_date())
 
     # One cell at a time (parallel cells distort latencies); the pool extends it across DAGs.
-    @task(pool=MEASURE_POOL, max_active_tis_per_dag=1)
+    @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ cell_label }}")
     def measure_cell(lab_run_id: str, cell: dict[str, str]) -> dict[str, Any]:
-        """Measure one scenario x payload x profile cell."""
+        """Measure one scenario x payload x profile cell (named in the grid
+        ``confluent-kafka · 1mb · latency``)."""
         from airflow.sdk.exceptions import AirflowSkipException
 
-        summary = tasks.measure_cell(_context_params(), lab_run_id, cell)
+        ctx = get_current_context()
+        ctx["cell_label"] = tasks.cell_label(cell)  # type: ignore[typeddict-unknown-key]
+        summary = tasks.measure_cell(dict(ctx["params"]), lab_run_id, cell)
         if summary["status"] == "skipped":
             raise AirflowSkipException(f"cell skipped: {summary.get('reason')}")
         return summary
@@ -291,7 +305,7 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         none, or its fan-out cell was turned off or failed to start)."""
         if not fanout_prefix:
             return None
-        run_id = run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
+        run_id = _lab_run_id(fanout_prefix)
         return run_id if load_tasks.load_run_started(run_id) else None
 
     def fault_run() -> str | None:
@@ -299,7 +313,7 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         or its fault trial was turned off or failed to start)."""
         if not fault_prefix:
             return None
-        run_id = run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+        run_id = _lab_run_id(fault_prefix)
         return run_id if fault_tasks.fault_run_started(run_id) else None
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
@@ -333,13 +347,13 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        run_id = _lab_run_id(run_prefix)
         checks: list[Any] = [lambda: tasks.verify_outcome(run_id)]
         if fanout_prefix and load_tasks.nightly_fanout_on(_context_params()):
-            load_run = run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
+            load_run = _lab_run_id(fanout_prefix)
             checks.append(lambda: load_tasks.verify_load_outcome(load_run))
         if fault_prefix and fault_tasks.nightly_fault_on(_context_params()):
-            faults_run = run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+            faults_run = _lab_run_id(fault_prefix)
             checks.append(lambda: fault_tasks.verify_fault_outcome(faults_run))
         problems = []
         for check in checks:  # every run's problem is named, not only the first one's
@@ -378,7 +392,7 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
         @task
         def name_load_run() -> str:
             """The lab run id of the nightly's fan-out load run."""
-            return run_ids.lab_run_id(_airflow_run_id(), fanout_prefix)
+            return _lab_run_id(fanout_prefix)
 
         load_run_id: Any = name_load_run()
         params = {"workload": load_tasks.NIGHTLY_FANOUT["workload"]}
@@ -391,7 +405,7 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
             @task
             def name_fault_run() -> str:
                 """The lab run id of the nightly's fault run."""
-                return run_ids.lab_run_id(_airflow_run_id(), fault_prefix)
+                return _lab_run_id(fault_prefix)
 
             fault_run_id: Any = name_fault_run()
             fault_part = _fault_tasks(fault_run_id, nightly=True)
@@ -438,7 +452,8 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
             raise AirflowSkipException(f"fan-out cell turned off (param "
                                        f"{load_tasks.NIGHTLY_FANOUT_PARAM} is false)")
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
-        return load_tasks.start_load(params(), lab_run_id, command=command)
+        return load_tasks.start_load(params(), lab_run_id, command=command,
+                                     logical_date=_logical_date())
 
     # One cell at a time across every DAG (the pool); its consumer shards are subprocesses,
     # or the consume_load_shard tasks (shard placement "tasks").
@@ -552,8 +567,8 @@ def build_load_chain(run_prefix: str) -> None:
 
     @task
     def name_run() -> str:
-        """Turn the Airflow run id into the lab's path-safe run id."""
-        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        """The lab's path-safe run id of this DAG run, from its logical date."""
+        return _lab_run_id(run_prefix)
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def check_drift(lab_run_id: str) -> dict[str, Any]:
@@ -573,7 +588,7 @@ def build_load_chain(run_prefix: str) -> None:
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        run_id = _lab_run_id(run_prefix)
         load_tasks.verify_load_outcome(run_id)
         raise RunError(f"load run {run_id}: an upstream task failed (see the grid)")
 
@@ -616,7 +631,8 @@ def _fault_tasks(fault_run_id: Any, nightly: bool = False) -> _FaultPart:
             raise AirflowSkipException(f"fault trial turned off (param "
                                        f"{fault_tasks.NIGHTLY_FAULT_PARAM} is false)")
         command = f"airflow dag {ctx['dag'].dag_id} run {ctx['dag_run'].run_id}"
-        return fault_tasks.start_faults(params(), lab_run_id, command=command)
+        return fault_tasks.start_faults(params(), lab_run_id, command=command,
+                                        logical_date=_logical_date())
 
     # One trial at a time across every DAG (the pool): a fault trial loads the whole host.
     @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ trial_label }}")
@@ -724,8 +740,8 @@ def build_fault_chain(run_prefix: str) -> None:
 
     @task
     def name_run() -> str:
-        """Turn the Airflow run id into the lab's path-safe run id."""
-        return run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        """The lab's path-safe run id of this DAG run, from its logical date."""
+        return _lab_run_id(run_prefix)
 
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[REPORT_ASSET])
     def publish_report(lab_run_id: str) -> str:
@@ -745,7 +761,7 @@ def build_fault_chain(run_prefix: str) -> None:
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = run_ids.lab_run_id(_airflow_run_id(), run_prefix)
+        run_id = _lab_run_id(run_prefix)
         fault_tasks.verify_fault_outcome(run_id)
         raise RunError(f"fault run {run_id}: an upstream task failed (see the grid)")
 

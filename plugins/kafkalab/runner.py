@@ -77,6 +77,8 @@ class RunRequest:
     owner_kind: str = "cli"
     """Who drives the run: ``cli`` (one process; stale when it is gone) or ``airflow``
     (tasks in several processes; stale when nothing was written for a long time)."""
+    logical_date: str | None = None
+    """The DAG run's logical date (ISO 8601 UTC), recorded in the manifest; None from the CLI."""
 
 
 _OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
@@ -256,6 +258,7 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         cluster=public_view(d) if d is not None else {"flavor": "none"},
         versions=runtime_versions(java=any(not scenario_spec(s).per_message for s in req.scenarios)),
         owner=owner(req.owner_kind), environment=environment(),
+        logical_date=req.logical_date,
     )
     if previous is not None:
         manifest = _reopen(manifest, previous, lab)
@@ -285,6 +288,7 @@ def _reopen(manifest: Manifest, previous: Mapping[str, Any], lab: LabData) -> Ma
     manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
     manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
                                     | set(lab.derived_outputs(manifest.run_id)))
+    manifest.logical_date = manifest.logical_date or previous.get("logical_date")
     return manifest
 
 

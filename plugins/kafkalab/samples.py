@@ -341,6 +341,10 @@ class Manifest:
     kind: str = "latency"
     """``latency`` (closed-loop scenarios, ``samples/``), ``load`` (open-loop cells, ``load/``)
     or ``faults`` (broker-fault trials, ``faults/``)."""
+    logical_date: str | None = None
+    """The Airflow logical date of the DAG run that made the run (ISO 8601, UTC): the night it
+    measures, which a back-filled run is plotted at; ``run_after`` for a manual run without
+    one; None for a run the CLI made."""
 
     @property
     def run_date(self) -> str:

@@ -353,6 +353,7 @@ def test_mapped_cells_and_spark_tasks(parsed: dict[str, Any], dag_id: str) -> No
 
     assert isinstance(cell, MappedOperator)
     assert cell.max_active_tis_per_dag == 1  # cells never measured in parallel
+    assert cell.map_index_template == "{{ cell_label }}"  # "confluent-kafka · 1mb · latency"
     for tid, script in (("aggregate_metrics", "aggregate_metrics.py"),
                         ("validate_metrics", "validate_metrics.py")):
         op = dag.get_task(tid)

@@ -139,7 +139,9 @@ def test_the_nightly_fault_is_one_sigkill_leader_trial_of_durability() -> None:
 
 
 def test_request_is_owned_by_airflow_in_the_data_dir(lab: LabData) -> None:
-    req = fault_tasks.build_fault_request(FORM, "faults-x", command="airflow dag r run m1")
+    req = fault_tasks.build_fault_request(FORM, "faults-x", command="airflow dag r run m1",
+                                          logical_date="2026-11-18T00:00:00+00:00")
+    assert req.logical_date == "2026-11-18T00:00:00+00:00"  # for the manifest
     assert req.data_dir == lab.root and req.run_id == "faults-x"
     assert req.owner_kind == "airflow" and req.command == "airflow dag r run m1"
     assert req.cluster_lab is None  # the engine's fault cluster, <lab>/faults

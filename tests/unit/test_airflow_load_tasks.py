@@ -71,7 +71,9 @@ def test_mapped_cells_have_readable_names() -> None:
 
 def test_request_is_owned_by_airflow_in_the_data_dir(lab: LabData, tmp_path: Path) -> None:
     desc = tmp_path / "cluster.yaml"
-    req = load_tasks.build_load_request({**FORM, "cluster_descriptor": str(desc)}, "load-x")
+    req = load_tasks.build_load_request({**FORM, "cluster_descriptor": str(desc)}, "load-x",
+                                        logical_date="2026-11-18T00:00:00+00:00")
+    assert req.logical_date == "2026-11-18T00:00:00+00:00"  # for the manifest
     assert req.data_dir == lab.root and req.run_id == "load-x"
     assert req.owner_kind == "airflow" and req.descriptor_path == desc
     assert len(req.cells) == 8

@@ -82,6 +82,29 @@ def test_build_request_from_params(lab: LabData) -> None:
     assert "experiment-1" in req.command
 
 
+def test_prepare_run_records_the_logical_date_in_the_manifest(lab: LabData) -> None:
+    """The night a DAG run measures reaches the manifest (the trend charts' X axis); a CLI
+    re-opening of the run keeps it."""
+    params = {"workload": "seed000", "scenarios": ["rest"], "payloads": ["1kb"],
+              "profiles": ["latency"], "messages": 3, "warmup_messages": 0}
+    cells = tasks.prepare_run(params, "nightly-20261118T000000Z-abc123",
+                              command="airflow dag nightly run m1",
+                              logical_date="2026-11-18T00:00:00+00:00")
+    assert cells == [{"scenario": "rest", "payload": "1kb", "profile": "latency"}]
+    manifest = lab.manifest("nightly-20261118T000000Z-abc123")
+    assert manifest is not None and manifest["logical_date"] == "2026-11-18T00:00:00+00:00"
+    assert manifest["started_at"][:10] != "2026-11-18"  # the trigger time stays apart
+    tasks.prepare_run(params, "nightly-20261118T000000Z-abc123")  # no logical date given
+    manifest = lab.manifest("nightly-20261118T000000Z-abc123")
+    assert manifest is not None and manifest["logical_date"] == "2026-11-18T00:00:00+00:00"
+    assert tasks.build_request(params).logical_date is None
+
+
+def test_mapped_cells_have_readable_names() -> None:
+    assert tasks.cell_label({"scenario": "confluent-kafka", "payload": "1mb",
+                             "profile": "latency"}) == "confluent-kafka · 1mb · latency"
+
+
 def test_build_request_names_the_param(lab: LabData) -> None:
     with pytest.raises(ConfigError, match=r"param messages must be at least 1, got 0"):
         tasks.build_request({"workload": "seed000", "scenarios": ["rest"], "messages": 0})

@@ -160,22 +160,24 @@ def trial_label(spec: Mapping[str, Any]) -> str:
             + (f" acks {acks}" if acks is not None else "") + f" #{spec.get('trial')}")
 
 
-def build_fault_request(params: Mapping[str, Any], run_id: str,
-                        command: str | None = None) -> FaultRequest:
+def build_fault_request(params: Mapping[str, Any], run_id: str, command: str | None = None,
+                        logical_date: str | None = None) -> FaultRequest:
     """A :class:`~kafkalab.faults.engine.FaultRequest` for the trials of ``params`` (owner
     kind ``airflow``), in the lab's data dir; the fault cluster is the engine's default
-    (``<lab>/faults``)."""
+    (``<lab>/faults``); ``logical_date``: the DAG run's (ISO 8601 UTC), recorded in the
+    manifest."""
     from kafkalab.faults.engine import FaultRequest
 
     return FaultRequest(trials=fault_trials(params), data_dir=LabData().root, run_id=run_id,
                         command=command or f"airflow task (kafkalab.airflow.fault_tasks) {run_id}",
-                        owner_kind="airflow")
+                        owner_kind="airflow", logical_date=logical_date)
 
 
-def start_faults(params: Mapping[str, Any], run_id: str,
-                 command: str | None = None) -> list[dict[str, Any]]:
+def start_faults(params: Mapping[str, Any], run_id: str, command: str | None = None,
+                 logical_date: str | None = None) -> list[dict[str, Any]]:
     """Validate the trials, start (or reuse) the 3-broker fault cluster and write the
-    manifest (``running``, kind ``faults``). Returns the trials to map:
+    manifest (``running``, kind ``faults``, the DAG run's ``logical_date``). Returns the
+    trials to map:
     ``[{"spec": {...}, "label": "durability sigkill-leader #1"}]``.
 
     Raises:
@@ -185,7 +187,7 @@ def start_faults(params: Mapping[str, Any], run_id: str,
     """
     from kafkalab.faults.engine import start_fault_run
 
-    req = build_fault_request(params, run_id, command)
+    req = build_fault_request(params, run_id, command, logical_date)
     started = start_fault_run(req, progress=log.info)
     trials = [{"spec": dict(jsonable(s)), "label": trial_label(s)} for s in started["trials"]]
     log.info("fault run %s started: %d trial(s)", run_id, len(trials))

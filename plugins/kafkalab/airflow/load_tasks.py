@@ -119,17 +119,19 @@ def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
     return cells
 
 
-def build_load_request(params: Mapping[str, Any], run_id: str,
-                       command: str | None = None) -> LoadRequest:
+def build_load_request(params: Mapping[str, Any], run_id: str, command: str | None = None,
+                       logical_date: str | None = None) -> LoadRequest:
     """A :class:`~kafkalab.load.engine.LoadRequest` for the cells of ``params`` (owner kind
-    ``airflow``), on the cluster of the ``cluster_descriptor`` param or Connection."""
+    ``airflow``), on the cluster of the ``cluster_descriptor`` param or Connection;
+    ``logical_date``: the DAG run's (ISO 8601 UTC), recorded in the manifest."""
     from kafkalab.load.engine import LoadRequest
 
     return LoadRequest(
         cells=load_cells(params), data_dir=LabData().root,
         descriptor_path=ClusterConnection().descriptor_path(params.get("cluster_descriptor")),
         run_id=run_id, command=command or f"airflow task (kafkalab.airflow.load_tasks) {run_id}",
-        workload_name=str(params.get("workload") or "load_experiment"), owner_kind="airflow")
+        workload_name=str(params.get("workload") or "load_experiment"), owner_kind="airflow",
+        logical_date=logical_date)
 
 
 def cell_label(spec: Mapping[str, Any]) -> str:
@@ -141,13 +143,14 @@ def cell_label(spec: Mapping[str, Any]) -> str:
             + (f", acks {acks}" if acks is not None else "") + f", {spec.get('payload')}")
 
 
-def start_load(params: Mapping[str, Any], run_id: str,
-               command: str | None = None) -> list[dict[str, Any]]:
+def start_load(params: Mapping[str, Any], run_id: str, command: str | None = None,
+               logical_date: str | None = None) -> list[dict[str, Any]]:
     """Validate the cells (budget included), check the cluster, write the manifest
-    (``running``, kind ``load``). Returns the cells to map: ``{"spec": {...}, "label"}``."""
+    (``running``, kind ``load``, the DAG run's ``logical_date``). Returns the cells to map:
+    ``{"spec": {...}, "label"}``."""
     from kafkalab.load.engine import start_load_run
 
-    req = build_load_request(params, run_id, command)
+    req = build_load_request(params, run_id, command, logical_date)
     if shard_placement(params) == "tasks":
         from airflow.sdk.configuration import conf
 

@@ -117,7 +117,7 @@ def check_cluster(cluster_path: str | None = None,
 
 
 def build_request(params: Mapping[str, Any], run_id: str | None = None,
-                  command: str | None = None) -> RunRequest:
+                  command: str | None = None, logical_date: str | None = None) -> RunRequest:
     """A :class:`~kafkalab.runner.RunRequest` from DAG params, through
     :func:`kafkalab.runner.build_run_request`.
 
@@ -126,7 +126,8 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
     null: the workload's), ``warmup_messages`` (optional), ``cluster_descriptor`` (optional
     path, else the ``kafkalab_cluster`` Connection's). Invalid values raise
     :class:`~kafkalab.errors.ConfigError` naming the param (``param messages must be at
-    least 1, got 0``).
+    least 1, got 0``). ``logical_date``: the DAG run's (ISO 8601 UTC,
+    :func:`kafkalab.airflow.run_ids.logical_date_iso`), recorded in the manifest.
     """
     from kafkalab.runner import build_run_request
 
@@ -143,24 +144,32 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
         command=command or f"airflow task (kafkalab.airflow.tasks) run_id={run_id}",
     )
     req.owner_kind = "airflow"  # tasks in several processes: stale by heartbeat, not by pid
+    req.logical_date = logical_date
     return req
 
 
-def prepare_run(params: Mapping[str, Any], run_id: str,
-                command: str | None = None) -> list[dict[str, str]]:
-    """Validate, check the cluster, provision the topics, start the run (manifest ``running``).
+def prepare_run(params: Mapping[str, Any], run_id: str, command: str | None = None,
+                logical_date: str | None = None) -> list[dict[str, str]]:
+    """Validate, check the cluster, provision the topics, start the run (manifest ``running``,
+    with the DAG run's ``logical_date``).
 
     Returns:
         The cells ``[{"scenario", "payload", "profile"}, ...]``, one mapped task each.
     """
     from kafkalab.runner import start_run
 
-    req = build_request(params, run_id, command)
+    req = build_request(params, run_id, command, logical_date)
     started = start_run(req, progress=log.info)
     cells = [{"scenario": str(c["scenario"]), "payload": str(c["payload"]),
               "profile": str(c["profile"])} for c in started["cells"]]
     log.info("run %s started: %d cell(s) in %s", run_id, len(cells), req.data_dir)
     return cells
+
+
+def cell_label(cell: Mapping[str, Any]) -> str:
+    """The readable name of a mapped latency cell (its ``map_index_template``):
+    ``confluent-kafka · 1mb · latency``."""
+    return " · ".join(str(cell.get(k)) for k in ("scenario", "payload", "profile"))
 
 
 def _summary(result: CellResult | Mapping[str, Any]) -> dict[str, Any]:
@@ -448,6 +457,7 @@ __all__ = [
     "ONE_SESSION_PARAM",
     "STALE_OUTPUTS",
     "build_request",
+    "cell_label",
     "check_cluster",
     "check_drift",
     "close_run",

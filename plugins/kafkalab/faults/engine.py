@@ -84,6 +84,8 @@ class FaultRequest:
     command: str = ""
     owner_kind: str = "cli"
     keep_topics: bool = False
+    logical_date: str | None = None
+    """The DAG run's logical date (ISO 8601 UTC), recorded in the manifest; None from the CLI."""
 
 
 @dataclass
@@ -147,6 +149,7 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
         cluster=public_view(d), versions=runtime_versions(),
         owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": req.owner_kind},
         environment=environment(), kind="faults",
+        logical_date=req.logical_date or (previous or {}).get("logical_date"),
     )
     if previous is not None:
         manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]

@@ -95,6 +95,8 @@ class LoadRequest:
     workload_name: str = "adhoc"
     owner_kind: str = "cli"
     provision: bool = True
+    logical_date: str | None = None
+    """The DAG run's logical date (ISO 8601 UTC), recorded in the manifest; None from the CLI."""
 
 
 @dataclass
@@ -172,6 +174,7 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
         payloads=sorted({c.payload for c in req.cells}),
         cluster=public_view(d), versions=runtime_versions(),
         owner=_owner(req.owner_kind), environment=environment(), kind="load",
+        logical_date=req.logical_date or (previous or {}).get("logical_date"),
     )
     if previous is not None:
         manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
