@@ -338,6 +338,25 @@ def build_parser() -> argparse.ArgumentParser:
     pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
     _json_arg(pcmp, "print the comparison as one JSON document")
     _data_arg(pcmp)
+    pexp = sub.add_parser("export", help="export the latest figures for other tools (Prometheus)",
+                          description="Exports of the lab's results. See docs/prometheus.md.")
+    esub = _subcommands(pexp, "export_command")
+    eprom = esub.add_parser(
+        "prometheus", help="write a Prometheus text file for node_exporter's textfile collector",
+        description="Write the latest figures as a Prometheus text file (format 0.0.4), "
+        "atomically: the last successful run's time per kind, p50/p99 per latency and load "
+        "series, messages sent and lost, fault losses, the drift state of every series "
+        "(label emulator=\"true\" on the noida emulator's). A percentile that is undefined "
+        "(too few samples) is left out, never 0. Point node_exporter's "
+        "--collector.textfile.directory at the file's folder. See docs/prometheus.md; a "
+        "Grafana dashboard is include/grafana/kafkalab.json.",
+        epilog="examples:\n  kafkalab export prometheus\n"
+        "  kafkalab export prometheus --out /var/lib/node_exporter/textfile/kafkalab.prom",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    eprom.add_argument("--out", type=Path, default=None,
+                       help="the file to write, ending in .prom (default <data dir>/metrics/kafkalab.prom)")
+    _json_arg(eprom, "print {path, samples per metric} as one JSON document")
+    _data_arg(eprom)
     # report / drift ------------------------------------------------------------------
     prep = sub.add_parser("report", help="build the static HTML trend report",
                           description="Build lab-data/reports/: one page per run and an index, "
@@ -893,6 +912,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if c.regressed else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """``kafkalab export prometheus``: see :mod:`kafkalab.export.prometheus`."""
+    from kafkalab.export.prometheus import export_textfile
+
+    done = export_textfile(args.data_dir, args.out)
+    if args.json:
+        _say(json.dumps(done, indent=2))
+    else:
+        n = sum(done["samples"].values())
+        _say(f"prometheus: {n} samples of {sum(1 for v in done['samples'].values() if v)} "
+             f"metrics in {done['path']}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkalab`` console script."""
     parser = build_parser()
@@ -900,7 +933,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"cluster": cmd_cluster, "topics": cmd_topics, "run": cmd_run,
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
                 "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults,
-                "demo": cmd_demo, "spark": cmd_spark, "compare": cmd_compare}
+                "demo": cmd_demo, "spark": cmd_spark, "compare": cmd_compare,
+                "export": cmd_export}
     try:
         return handlers[args.command](args)
     except LabError as exc:
