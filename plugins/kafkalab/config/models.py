@@ -8,10 +8,18 @@ A run is always the pair (workload, profile) times a scenario.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from kafkalab.config.properties import KNOB_OF, validate_properties, value_text
 from kafkalab.scenarios.catalog import SCENARIOS
 
 
@@ -35,7 +43,8 @@ class ProducerSettings(_Strict):
 
     batch_size_bytes: int = Field(16384, ge=0)
     linger_ms: int = Field(0, ge=0)
-    compression: Literal["none", "gzip", "snappy", "lz4"] = "none"
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    """zstd needs Kafka 2.1 or later (refused on an older cluster before a run starts)."""
     acks: Literal["0", "1", "all"] = "1"
     retries: int = Field(0, ge=0)
     max_in_flight: int = Field(5, ge=1)
@@ -63,6 +72,10 @@ class TopicSettings(_Strict):
     min_insync_replicas: int = Field(1, ge=1)
     unclean_leader_election_enable: bool = False
     max_message_bytes: int = Field(16777216, ge=1024)
+    configs: dict[str, str] = Field(default_factory=dict, exclude=True)
+    """The profile's ``topic_configs`` that are not one of the knobs above (filled from
+    :attr:`Profile.topic_configs`, never written in YAML; left out of a dump, which keeps
+    ``topic_configs``)."""
 
     @model_validator(mode="after")
     def _isr_fits_rf(self) -> TopicSettings:
@@ -74,12 +87,53 @@ class TopicSettings(_Strict):
         return self
 
     def kafka_configs(self) -> dict[str, str]:
-        """The topic configs, with Kafka's own names and text values."""
+        """The topic configs, with Kafka's own names and text values: the knobs, then the
+        profile's other ``topic_configs``."""
         return {
             "min.insync.replicas": str(self.min_insync_replicas),
             "unclean.leader.election.enable": str(self.unclean_leader_election_enable).lower(),
             "max.message.bytes": str(self.max_message_bytes),
+            **self.configs,
         }
+
+
+def _knob_text(value: object) -> str:
+    """A knob's or a property's value as comparable text (``acks: -1`` is ``all``)."""
+    return value_text(acks_as_text(value))
+
+
+def fold_properties(section: str, value: object, data: dict[str, Any]) -> object:
+    """The raw ``producer``/``consumer``/``topic`` mapping of a profile with its knobs set
+    from the Kafka properties that name them (``producer_properties: {linger.ms: 5}`` sets
+    ``producer.linger_ms``): an explicit property overrides a knob's default, and a knob
+    the profile sets to another value is a contradiction. ``topic`` also gets the other
+    ``topic_configs`` as ``configs``.
+
+    Raises:
+        ValueError: a property and the knob it names disagree.
+    """
+    if isinstance(value, BaseModel):  # the default: only what was set counts
+        value = value.model_dump(exclude_unset=True)
+    if not isinstance(value, dict):
+        return value  # the section's own validation refuses it
+    out = dict(value)
+    if section == "topic" and "configs" in out:
+        raise ValueError("configs: write topic-level configs under the profile's "
+                         "topic_configs")
+    for key, knobs in KNOB_OF.items():
+        props: dict[str, str] = data.get(key) or {}
+        for name, (where, knob) in knobs.items():
+            if where != section or name not in props:
+                continue
+            if knob in out and _knob_text(out[knob]) != _knob_text(props[name]):
+                raise ValueError(f"{key} sets {name}={props[name]} but {section}.{knob} is "
+                                 f"{_knob_text(out[knob])}: set it in one place")
+            out[knob] = props[name]
+    if section == "topic":
+        knob_names = KNOB_OF["topic_configs"]
+        out["configs"] = {k: v for k, v in (data.get("topic_configs") or {}).items()
+                          if k not in knob_names}
+    return out
 
 
 class Profile(_Strict):
@@ -87,15 +141,48 @@ class Profile(_Strict):
 
     ``broker_assumptions`` are documentation: the lab cannot change a running broker, so the
     report shows them next to the figures they shaped.
+
+    ``producer_properties``, ``consumer_properties`` and ``topic_configs`` take Kafka's own
+    names (docs/profiles.md, the tables in ``config/properties.py``); they are declared
+    before the knobs so that the knobs' validators can fold them in (:func:`fold_properties`).
+    Which client knows which property is checked per run (``config.mapping.check_profile``).
     """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     goal: Literal["default", "throughput", "latency", "durability", "availability"]
     description: str = ""
-    producer: ProducerSettings = Field(default_factory=ProducerSettings)
-    consumer: ConsumerSettings = Field(default_factory=ConsumerSettings)
-    topic: TopicSettings = Field(default_factory=TopicSettings)
+    producer_properties: dict[str, str] = Field(default_factory=dict)
+    consumer_properties: dict[str, str] = Field(default_factory=dict)
+    topic_configs: dict[str, str] = Field(default_factory=dict)
+    producer: ProducerSettings = Field(default_factory=ProducerSettings, validate_default=True)
+    consumer: ConsumerSettings = Field(default_factory=ConsumerSettings, validate_default=True)
+    topic: TopicSettings = Field(default_factory=TopicSettings, validate_default=True)
     broker_assumptions: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("producer_properties", "consumer_properties", "topic_configs",
+                     mode="before")
+    @classmethod
+    def _known_properties(cls, value: object, info: ValidationInfo) -> object:
+        assert info.field_name is not None
+        return validate_properties(info.field_name, value)
+
+    @field_validator("producer", "consumer", "topic", mode="before")
+    @classmethod
+    def _fold_properties(cls, value: object, info: ValidationInfo) -> object:
+        assert info.field_name is not None
+        return fold_properties(info.field_name, value, info.data)
+
+    @field_validator("producer")
+    @classmethod
+    def _idempotence_fits(cls, value: ProducerSettings, info: ValidationInfo) -> ProducerSettings:
+        props = info.data.get("producer_properties") or {}
+        if props.get("enable.idempotence") == "true" and (
+                value.acks != "all" or value.retries < 1 or value.max_in_flight > 5):
+            raise ValueError("producer_properties sets enable.idempotence=true, which needs "
+                             "acks=all, retries >= 1 and max_in_flight <= 5 (the profile has "
+                             f"acks={value.acks}, retries={value.retries}, "
+                             f"max_in_flight={value.max_in_flight})")
+        return value
 
     @field_validator("broker_assumptions", mode="before")
     @classmethod
