@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from kafkalab.cluster.admin import check_reachable
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.loader import DEFAULT_WORKLOAD, load_profile, load_workload
+from kafkalab.config.mapping import check_profile
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
 from kafkalab.paths import images_dir
@@ -183,6 +184,7 @@ def validate_request(req: RunRequest) -> dict[str, Profile]:
         if req.descriptor is None:
             raise ClusterError("cluster not up: run `kafkalab cluster up` or pass --cluster FILE")
         for prof in profiles.values():
+            check_profile(prof, req.scenarios, req.descriptor)
             rf = prof.topic.replication_factor
             if rf > req.descriptor.broker_count:
                 raise ConfigError(
