@@ -168,3 +168,19 @@ def test_main_answers_an_unknown_executor_with_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("airflow up: error: executor 'dask'"), err
     assert not (tmp_path / "af" / "postgres").exists()  # refused before anything started
+
+
+def test_install_plugins_links_the_report_plugin_into_airflows_folder(tmp_path: Path) -> None:
+    """Airflow's plugins folder gets the lab's plugin file (a link), nothing else; again is a
+    no-op, and a stale copy is replaced."""
+    home = tmp_path / "airflow"
+    (link,) = launcher.install_plugins(home)
+    env = airflow_env(home, base={}, with_secrets=False)
+    assert link.parent == Path(env["AIRFLOW__CORE__PLUGINS_FOLDER"])
+    assert link.is_symlink() and link.resolve() == (plugins_dir() / link.name).resolve()
+    assert sorted(p.name for p in link.parent.iterdir()) == ["kafkalab_report_plugin.py"]
+    assert launcher.install_plugins(home) == [link] and link.is_symlink()
+    link.unlink()
+    link.write_text("# an old copy")
+    launcher.install_plugins(home)
+    assert link.is_symlink() and "class KafkaLabReportPlugin" in link.read_text()

@@ -30,8 +30,10 @@ cluster at once.
 
 State lives in :func:`kafkalab.paths.airflow_home` (``$AIRFLOW_HOME``, default
 ``<lab_dir>/airflow``): the databases, logs, one pid file and one log file per component,
-``secrets.json`` (JWT / API secret shared by the components) and an empty ``plugins/``
-(Airflow's plugins folder; the ``kafkalab`` package is imported from ``PYTHONPATH``). The components run in
+``secrets.json`` (JWT / API secret shared by the components) and ``plugins/`` (Airflow's
+plugins folder, holding only a link to the lab's one Airflow plugin,
+``plugins/kafkalab_report_plugin.py``, made by :func:`install_plugins`: the report served by
+the api-server at ``/kafkalab``; the ``kafkalab`` package is imported from ``PYTHONPATH``). The components run in
 that folder, with the Python (and its ``bin/``) that runs this launcher. The UI login comes
 from the simple auth manager: user ``admin``, password in
 ``simple_auth_manager_passwords.json.generated`` (printed by :func:`airflow_up`).
@@ -202,10 +204,11 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
     env.update({
         "AIRFLOW_HOME": str(af_home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir()),
-        # The lab has no Airflow plugins: kafkalab is a library on PYTHONPATH. Airflow's
-        # plugin loader executes every .py file under its plugins folder as a top-level
-        # module named by its stem (plugins/kafkalab/alerts/secrets.py would replace the
-        # standard library's `secrets`), so it is given a folder of its own.
+        # kafkalab is a library on PYTHONPATH. Airflow's plugin loader executes every .py
+        # file under its plugins folder as a top-level module named by its stem
+        # (plugins/kafkalab/alerts/secrets.py would replace the standard library's
+        # `secrets`), so it is given a folder of its own, holding only links to the lab's
+        # plugin files (install_plugins).
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(af_home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
@@ -273,6 +276,27 @@ def prepare_db(env: Mapping[str, str], timeout_s: float = 300,
     """
     db_migrate(env, timeout_s=timeout_s, output=output)
     ensure_measure_pool(env, _airflow_bin(env), timeout_s=timeout_s)
+
+
+PLUGIN_FILES: tuple[str, ...] = ("kafkalab_report_plugin.py",)
+"""The lab's Airflow plugins: files of :func:`kafkalab.paths.plugins_dir` that
+:func:`install_plugins` links into Airflow's plugins folder."""
+
+
+def install_plugins(home: Path | str | None = None) -> list[Path]:
+    """Link each of :data:`PLUGIN_FILES` into ``<AIRFLOW_HOME>/plugins/`` (Airflow's plugins
+    folder here; a link, so an edited plugin is the one the next api-server start loads).
+    Idempotent; a stale link or copy is replaced. Returns the links."""
+    folder = _home(home) / "plugins"
+    folder.mkdir(parents=True, exist_ok=True)
+    links = []
+    for name in PLUGIN_FILES:
+        source, link = plugins_dir() / name, folder / name
+        if not (link.is_symlink() and link.resolve() == source.resolve()):
+            link.unlink(missing_ok=True)
+            link.symlink_to(source)
+        links.append(link)
+    return links
 
 
 def _pid_file(home: Path, name: str) -> Path:
@@ -390,6 +414,7 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
     progress(f"airflow home {af_home}; migrating the database (PostgreSQL "
              f"{HOST}:{pg['port']}), pools {MEASURE_POOL} and {SHARD_POOL} …")
     prepare_db(env)
+    install_plugins(af_home)  # the report at /kafkalab on the api-server
     password = _ensure_password(af_home)
     airflow = _airflow_bin(env)
     wanted = components(executor)
