@@ -180,7 +180,9 @@ def test_full_report(tmp_path: Path) -> None:
     page = (tmp_path / "reports" / latest / "index.html").read_text()
     for html in (index, page):
         _assert_self_contained(html)
-        assert html.count("<svg") == 6  # 4 trend charts + comparison + first-message
+        # per payload panel (1kb, 1mb): p50, p99, message rate, first message (no p99.9
+        # defined); + comparison + first-message; no samples, so no spectrum
+        assert html.count("<svg") == 10
         for sec in ('id="latest"', 'id="trends"', 'id="comparison"', 'id="first-message"',
                     'id="checks"'):
             assert sec in html
@@ -335,8 +337,11 @@ def test_aggregates_of_schema_1_are_read_honestly(tmp_path: Path) -> None:
     tool_row = next(r for r in _rows(table) if ">jvm-e2e<" in r)
     assert "linger.ms=0, fetch.max.wait.ms=0" in tool_row and "own settings (tool)" in tool_row
     trends = page.split('id="trends"')[1].split("</section>")[0]
-    assert 'data-metric="e2e_latency_ms_p99"' not in trends  # nothing defined to plot
-    assert "End-to-end latency p99: no defined value to plot." in trends
+    # p99: only Kafka's tool's own figure is defined; the client's n<100 is not plotted
+    p99 = trends.split('data-metric="e2e_latency_ms_p99"')[1].split("</figure>")[0]
+    assert "jvm-e2e" in p99 and "† tool" in p99 and "confluent-kafka 1kb" not in p99
+    assert "p99 undefined in 1 cell(s) of this run (n&lt;100: 1): not plotted." in p99
+    assert "End-to-end latency p99.9: no defined value." in trends
     assert 'data-metric="message_rate_per_s"' in trends
 
 

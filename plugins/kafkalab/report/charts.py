@@ -78,6 +78,23 @@ class LineSeries:
     dashed: bool = False
     color: str | None = None
     """Its colour (default: the palette's, in series order)."""
+    flagged: list[bool] | None = None
+    """Aligned with ``values``: True where the drift check flagged that run (a ringed
+    ``drift-marker`` on the point)."""
+    band: BaselineBand | None = None
+    """The baseline band the drift check judged this series' newest point against."""
+
+
+@dataclass
+class BaselineBand:
+    """The band a drift check called normal: from x index ``i0`` to ``i1`` (the baseline's
+    runs and the judged one), values ``lo`` to ``hi``; ``label`` is its hover text."""
+
+    i0: int
+    i1: int
+    lo: float
+    hi: float
+    label: str
 
 
 @dataclass
@@ -276,11 +293,16 @@ def svg_line_chart(
     width: int = 620,
     x_titles: list[str] | None = None,
     note: str = "",
+    marks: list[XMark] | None = None,
+    x_title: str = "",
 ) -> str:
     """An inline SVG line chart: one line per series, y from 0, gaps for missing values.
 
     ``x_titles`` are the hover texts of the x labels (default: the labels themselves);
-    ``note``: a line drawn under the title (what the figures measure).
+    ``note``: a line drawn under the title (what the figures measure); ``marks``: labelled
+    vertical lines whose ``x`` is a (fractional) label index, e.g. a change point between
+    two runs at ``i - 0.5``; ``x_title``: the x axis' name. A series' ``band`` is shaded
+    behind the lines and its ``flagged`` points are ringed.
     """
     legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
                           s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
@@ -288,12 +310,39 @@ def svg_line_chart(
     vals = [v for s in series for v in s.values if v is not None]
     if not vals or not x_labels:
         return _no_data(fr)
-    _y_axis(fr, vals, y_label)
+    _y_axis(fr, vals + [b for s in series if s.band for b in (s.band.lo, s.band.hi)],
+            y_label)
     tips = x_titles or x_labels
     n = len(x_labels)
 
-    def px(i: int) -> float:
+    def px(i: float) -> float:
         return fr.left + (fr.plot_w * (i + 0.5) / n)
+
+    for s, item in zip(series, legend, strict=True):
+        b = s.band
+        if b is None:
+            continue
+        x0, x1 = px(b.i0 - 0.4), px(b.i1 + 0.4)
+        y0, y1 = fr.py(max(b.hi, fr.lo)), fr.py(max(b.lo, fr.lo))
+        fr.parts.append(
+            f'<rect class="baseline-band" data-series="{item.key}" x="{x0:.1f}" y="{y0:.1f}" '
+            f'width="{max(x1 - x0, 1):.1f}" height="{max(y1 - y0, 1):.1f}" fill="{item.color}" '
+            f'fill-opacity="0.12" stroke="{item.color}" stroke-opacity="0.5" '
+            f'stroke-dasharray="2 2"><title>{esc(s.name)}: {esc(b.label)}</title></rect>')
+    if x_title:
+        fr.parts.append(f'<text class="x-title" x="{fr.left + fr.plot_w:.1f}" '
+                        f'y="{fr.base_y - 4}" text-anchor="end">{esc(x_title)}</text>')
+    for m in marks or []:
+        x = px(m.x)
+        ty = fr.top + 12 + 13 * m.row
+        kind = f' data-mark="{esc(m.kind)}"' if m.kind else ""
+        anchor = ' text-anchor="end"' if x > fr.left + fr.plot_w * 0.6 else ""
+        tx = x - 4 if anchor else x + 4
+        fr.parts.append(
+            f'<g class="mark"{kind}><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" '
+            f'y2="{fr.base_y}" stroke="{m.color}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<text x="{tx:.1f}" y="{ty}"{anchor} fill="{m.color}">{esc(m.label)}</text>'
+            f"<title>{esc(m.label)}</title></g>")
 
     step = max(1, math.ceil(n / 12))
     for i, lab in enumerate(x_labels):
@@ -321,6 +370,12 @@ def svg_line_chart(
                 f"<title>{esc(s.name)} | {esc(tips[i])}: {esc(fmt_num(v))} {esc(y_label)}"
                 "</title></circle>"
             )
+            if s.flagged is not None and i < len(s.flagged) and s.flagged[i]:
+                points.append(
+                    f'<circle class="drift-marker" data-run="{esc(tips[i])}" cx="{px(i):.1f}" '
+                    f'cy="{fr.py(v):.1f}" r="7" fill="none" stroke="#b3261e" '
+                    f'stroke-width="2.5"><title>drift flagged: {esc(s.name)} | {esc(tips[i])}'
+                    f": {esc(fmt_num(v))} {esc(y_label)}</title></circle>")
         paths = "".join(
             f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
             + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)
@@ -341,10 +396,13 @@ def svg_xy_chart(
     spans: list[XSpan] | None = None,
     marks: list[XMark] | None = None,
     note: str = "",
+    x_ticks: list[tuple[float, str]] | None = None,
 ) -> str:
     """An inline SVG line chart over a numeric x axis (both axes from 0): one line per
     series, gaps where y is None, ``spans`` shaded behind the lines (a pause window),
-    ``marks`` as labelled vertical lines (a knee); ``note``: a line under the title."""
+    ``marks`` as labelled vertical lines (a knee); ``note``: a line under the title;
+    ``x_ticks``: the x axis' ticks as (value, label) instead of round numbers (e.g.
+    percentiles on a "nines" axis)."""
     legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
                           s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
     fr = _open(title, width, _BAR_X_AXIS_PX, legend, any(s.emulator for s in series), note)
@@ -357,6 +415,12 @@ def svg_xy_chart(
     xticks = nice_ticks(min(0.0, min(xs)), max([*xs, *(sp.x1 for sp in spans),
                                                *(m.x for m in marks)]))
     x_lo, x_hi = xticks[0], xticks[-1]
+    tick_labels = {t: tick_label(t) for t in xticks}
+    if x_ticks:
+        x_lo = min(0.0, min(xs), *(t for t, _ in x_ticks))
+        x_hi = max(*xs, *(t for t, _ in x_ticks))
+        tick_labels = dict(x_ticks)
+        xticks = list(tick_labels)
 
     def px(x: float) -> float:
         return fr.left + fr.plot_w * (x - x_lo) / (x_hi - x_lo)
@@ -372,7 +436,7 @@ def svg_xy_chart(
         fr.parts.append(
             f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
             f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 16}" '
-            f'text-anchor="middle">{esc(tick_label(t))}</text>')
+            f'text-anchor="middle">{esc(tick_labels[t])}</text>')
     fr.parts.append(f'<text x="{fr.left + fr.plot_w / 2:.1f}" y="{fr.base_y + 32}" '
                     f'text-anchor="middle">{esc(x_label)}</text>')
     for m in marks:
@@ -463,6 +527,7 @@ def svg_bar_chart(
 __all__ = [
     "PALETTE",
     "BarSeries",
+    "BaselineBand",
     "LineSeries",
     "XMark",
     "XSpan",

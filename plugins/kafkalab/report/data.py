@@ -36,6 +36,7 @@ from kafkalab.drift import (
     run_order,
 )
 from kafkalab.drift.acceptances import Acceptance
+from kafkalab.drift.history import run_measured_at
 from kafkalab.drift.load import (
     is_load_manifest,
     load_cells_history,
@@ -210,6 +211,9 @@ class ReportData:
     """Every load run's cells (:func:`kafkalab.drift.load.load_cells_history`)."""
     fault_runs: frozenset[str] = frozenset()
     """The fault runs: manifest ``kind: faults``, or aggregates under ``aggregates/faults/``."""
+    measured_at: dict[str, pd.Timestamp | None] = field(default_factory=dict)
+    """When each run measured (:func:`kafkalab.drift.history.run_measured_at`: the logical
+    date of a DAG run, else the night in its id, else its start): the trend charts' x."""
 
     def is_fault_run(self, run_id: str) -> bool:
         """Whether ``run_id`` is a fault run (its page shows the fault sections)."""
@@ -280,7 +284,25 @@ def load_report_data(lab: LabData,
         acceptances = None
     return ReportData(lab=lab, history=history, manifests=manifests, order=order,
                       config=load_drift_config_or_default(config_path), prior=prior,
-                      acceptances=acceptances, load_history=loads, fault_runs=faults)
+                      acceptances=acceptances, load_history=loads, fault_runs=faults,
+                      measured_at=_measured_at(order, manifests, history))
+
+
+def _measured_at(order: list[str], manifests: dict[str, dict[str, Any]],
+                 history: pd.DataFrame) -> dict[str, pd.Timestamp | None]:
+    """Each run's :func:`~kafkalab.drift.history.run_measured_at`; a run without a manifest
+    falls back on its aggregates' ``run_date``."""
+    dates: dict[str, Any] = {}
+    if not history.empty and {"run_id", "run_date"} <= set(history.columns):
+        for rid, d in zip(history["run_id"].astype(str), history["run_date"], strict=True):
+            if not is_missing(d):
+                dates.setdefault(rid, str(d)[:10])
+    out: dict[str, pd.Timestamp | None] = {}
+    for rid in order:
+        m = manifests.get(rid) or {}
+        out[rid] = run_measured_at(rid, m.get("logical_date"),
+                                   m.get("started_at") or dates.get(rid))
+    return out
 
 
 # --------------------------------------------------------------------------- one run
@@ -318,6 +340,15 @@ class RunView:
     """A load run's tables (its page shows the load sections); None for a latency run."""
     faults: FaultTables | None = None
     """A fault run's tables (its page shows the fault sections); None for other runs."""
+    flags: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The stored drift records (flags) of the runs in ``order`` before this one, for the
+    drift markers on the trend charts (:data:`kafkalab.drift.history.PRIOR_COLUMNS`)."""
+    config: DriftConfig | None = None
+    """The drift rules (the baseline bands' thresholds)."""
+    measured_at: dict[str, pd.Timestamp | None] = field(default_factory=dict)
+    """:attr:`ReportData.measured_at`."""
+    lab: LabData | None = None
+    """The lab data directory (the spectrum reads the cells' samples)."""
 
     @property
     def cluster_is_emulator(self) -> bool:
@@ -439,7 +470,16 @@ def run_view(data: ReportData, run_id: str) -> RunView:
         emulator=_is_emulator(rows, manifest),
         state=state, state_reason=reason,
         stale_outputs=stale_outputs(manifest, page_built=True),
+        flags=_prior_of(data.prior, upto[:-1]), config=data.config,
+        measured_at=data.measured_at, lab=data.lab,
     )
+
+
+def _prior_of(prior: pd.DataFrame | None, run_ids: list[str]) -> pd.DataFrame:
+    """The stored drift records of ``run_ids`` (empty when none)."""
+    if prior is None or prior.empty or "run_id" not in prior.columns:
+        return pd.DataFrame()
+    return prior[prior["run_id"].astype(str).isin(run_ids)]
 
 
 # --------------------------------------------------------------------------- the overview

@@ -1,7 +1,7 @@
 """The HTML sections of a run's page, and the overview's table of runs.
 
 A run page has five sections: (1) the latest run's table with baselines, changes and 95 %
-intervals, (2) time series across runs, (3) HTTP vs Kafka clients vs Kafka's tool by payload,
+intervals, (2) time series across runs and the percentile spectrum per cell (:mod:`kafkalab.report.trends`), (3) HTTP vs Kafka clients vs Kafka's tool by payload,
 (4) first-message delay, (5) the run's state, validation and drift flags. Each is a function
 of a :class:`~kafkalab.report.data.RunView` returning HTML text; none reads a file.
 
@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.drift import SERIES_COLUMNS, records_to_dicts
-from kafkalab.report.charts import PALETTE, BarSeries, LineSeries, svg_bar_chart, svg_line_chart
+from kafkalab.report.charts import PALETTE, BarSeries, svg_bar_chart
 from kafkalab.report.data import (
     RunSummary,
     RunView,
@@ -50,16 +50,6 @@ from kafkalab.run_ids import run_id_time
 from kafkalab.scenarios.catalog import SCENARIOS, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.values import as_float, is_missing
-
-TIME_SERIES_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("e2e_latency_ms_p50", "End-to-end latency p50", "ms"),
-    ("e2e_latency_ms_p99", "End-to-end latency p99", "ms"),
-    ("message_rate_per_s", "Message rate (≈ 1 / mean latency; closed loop, not capacity)",
-     "msgs/s"),
-    ("first_message_subscribe_ms", "First message delay (subscribe, median of warm probes)",
-     "ms"),
-)
-"""The trend charts: (metric column, title, unit)."""
 
 TREND_SERIES_EXTRAS: tuple[tuple[str, str], ...] = (
     ("workload", "{}"), ("payload_encoding", "{}"), ("broker_count", "{} broker(s)"),
@@ -349,61 +339,6 @@ def _undefined_in_run(rows: pd.DataFrame, metric: str) -> str:
         counts[reason] = counts.get(reason, 0) + 1
     why = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
     return f"{name} undefined in {len(reasons)} cell(s) of this run ({why}): not plotted."
-
-
-def section_time_series(v: RunView) -> str:
-    """(2) One line chart per metric of :data:`TIME_SERIES_METRICS`, one line per series,
-    over the runs up to this one (the median of a series' rows in a run). Undefined
-    percentiles are gaps, never points."""
-    h = ['<section id="trends"><h2>2. Trends across runs</h2>']
-    hist = v.history
-    if hist.empty:
-        h.append('<p class="empty">No aggregates yet: nothing to plot.</p></section>')
-        return "".join(h)
-    df = hist.copy()
-    df["_rid"] = df["run_id"].astype(str)
-    df["_label"] = _trend_labels(df)
-    df["_emu"] = emulator_mask(df)
-    df["_scenario"] = strings(df, "scenario")
-    df["_rank"] = df["_scenario"].map(scenario_rank)
-    h.append(measures_note(df["_scenario"].unique()))
-    if v.emulator or df["_emu"].any():
-        h.append(f'<p class="note">Dashed lines: {emu_span()} (emulator broker).</p>')
-    h.append('<div class="charts">')
-    any_chart = False
-    skipped: list[str] = []
-    for metric, title, unit in TIME_SERIES_METRICS:
-        undefined = _undefined_in_run(v.rows, metric)
-        sub = df.assign(_v=numbers(df, metric)).dropna(subset=["_v"])
-        if sub.empty:
-            skipped.append(f"{title}: no defined value to plot. {undefined}".strip())
-            continue
-        runs = [r for r in v.order if r in set(sub["_rid"])]
-        pos = {r: i for i, r in enumerate(runs)}
-        labels, titles = run_labels(runs, df)
-        series: list[LineSeries] = []
-        keys = sub[["_rank", "_label", "_emu"]].drop_duplicates().sort_values(
-            ["_rank", "_label", "_emu"])
-        for _, k in keys.iterrows():
-            part = sub[(sub["_label"] == k["_label"]) & (sub["_emu"] == k["_emu"])]
-            values: list[float | None] = [None] * len(runs)
-            for rid, val in part.groupby("_rid")["_v"].median().items():
-                values[pos[str(rid)]] = float(val)
-            series.append(LineSeries(name=str(k["_label"]), values=values,
-                                     emulator=bool(k["_emu"])))
-        any_chart = True
-        mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
-        svg = svg_line_chart(f"{title} ({unit})", labels, series, unit, x_titles=titles,
-                             note=MEASURES_SHORT if mixed else "")
-        extra = f'<p class="note">{esc(undefined)}</p>' if undefined else ""
-        h.append(_figure(f' data-metric="{esc(metric)}"', f"{esc(title)} ({esc(unit)})",
-                         any(s.emulator for s in series), svg, extra))
-    h.append("</div>")
-    h.extend(f'<p class="note">{esc(x)}</p>' for x in skipped)
-    if not any_chart:
-        h.append('<p class="empty">None of the plotted metrics has values yet.</p>')
-    h.append("</section>")
-    return "".join(h)
 
 
 # --------------------------------------------------------------------------- (3) comparison
@@ -744,8 +679,10 @@ def run_sections(v: RunView, page_dir: Path) -> str:
 
         parts.append(fault_sections(v, page_dir))
         return "".join(parts)
-    parts += [section_latest(v), section_time_series(v), section_comparison(v),
-              section_first_message(v), section_checks(v, page_dir)]
+    from kafkalab.report.trends import section_spectrum, section_time_series
+
+    parts += [section_latest(v), section_time_series(v), section_spectrum(v),
+              section_comparison(v), section_first_message(v), section_checks(v, page_dir)]
     return "".join(parts)
 
 
@@ -780,7 +717,6 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
 __all__ = [
     "BAD_STATES",
     "BAR_COLORS",
-    "TIME_SERIES_METRICS",
     "TREND_SERIES_EXTRAS",
     "run_labels",
     "run_sections",
@@ -791,7 +727,6 @@ __all__ = [
     "section_comparison",
     "section_first_message",
     "section_latest",
-    "section_time_series",
     "series_label",
     "state_banner",
 ]

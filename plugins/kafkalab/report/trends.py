@@ -1,0 +1,396 @@
+"""Section 2 of a latency run's page: trends that answer "slower since when?", and the
+per-cell latency percentile spectrum.
+
+* The x axis is the night each run measured (:attr:`RunView.measured_at`: a DAG run's
+  logical date, else the night in its id, else its start), so back-filled nights sort where
+  they belong and four nightly dates triggered on one day show as four dates.
+* One panel per payload size (1 KB and 10 MB never share a linear axis), each with a chart
+  per metric (p50, p99, p99.9, message rate, first-message delay); at most
+  :data:`MAX_SERIES` series per chart (more are split over numbered charts).
+* Kafka's tool (``jvm-e2e``) is drawn from its own printed percentiles (``tool_*_ms``),
+  dashed and marked †.
+* Each series' baseline band (the drift check's median of the good earlier runs ± the
+  threshold it must cross), a ringed marker on every run whose stored drift record flagged
+  that series, and change points over the whole history
+  (:mod:`kafkalab.report.changepoints`) as labelled vertical lines.
+* Section 2b: per cell, latency against percentile (50 … 99.99 %, a "nines" axis) from the
+  raw samples, this run and the newest earlier runs of the cell overlaid
+  (:mod:`kafkalab.report.spectrum`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from kafkalab.drift import SERIES_COLUMNS, series_key
+from kafkalab.drift.detect import MAD_SCALE
+from kafkalab.report.changepoints import METHOD as CHANGE_METHOD
+from kafkalab.report.changepoints import change_points
+from kafkalab.report.charts import (
+    PALETTE,
+    BaselineBand,
+    LineSeries,
+    XMark,
+    XYSeries,
+    svg_line_chart,
+    svg_xy_chart,
+)
+from kafkalab.report.data import RunView, emulator_mask, numbers, strings
+from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num
+from kafkalab.report.notes import MEASURES_SHORT, measures_note, mixes_rest_and_kafka
+from kafkalab.report.spectrum import (
+    MAX_RUNS,
+    SPECTRUM_MIN_SAMPLES,
+    SPECTRUM_PERCENTILES,
+    Spectrum,
+    nines,
+    read_spectrum,
+)
+from kafkalab.values import as_bool, as_float, is_missing
+
+TREND_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("e2e_latency_ms_p50", "End-to-end latency p50", "ms", "tool_p50_ms"),
+    ("e2e_latency_ms_p99", "End-to-end latency p99", "ms", "tool_p99_ms"),
+    ("e2e_latency_ms_p999", "End-to-end latency p99.9", "ms", "tool_p999_ms"),
+    ("message_rate_per_s", "Message rate (≈ 1 / mean latency; closed loop, not capacity)",
+     "msgs/s", None),
+    ("first_message_subscribe_ms", "First message delay (subscribe, median of warm probes)",
+     "ms", None),
+)
+"""The trend charts of each payload panel: (metric column, title, unit, the column of
+Kafka's tool's own figure for the same percentile, or None)."""
+
+MAX_SERIES = 12
+"""At most this many series on one chart (a dozen colours can still be told apart)."""
+
+TOOL_MARK = " † tool"
+"""Appended to the name of a series of Kafka's tool's own printed figures."""
+
+
+# --------------------------------------------------------------------------- x axis
+
+
+def night_label(ts: pd.Timestamp | None, run_id: str) -> str:
+    """A run's x label: ``2026-11-21`` for a night at midnight UTC, ``11-21 13:04`` for
+    another time, the run id shortened when no time is known."""
+    if ts is None or pd.isna(ts):
+        return run_id if len(run_id) <= 14 else run_id[:13] + "…"
+    if ts.hour == 0 and ts.minute == 0 and ts.second == 0:
+        return ts.strftime("%Y-%m-%d")
+    return ts.strftime("%m-%d %H:%M")
+
+
+def night_labels(v: RunView, runs: list[str]) -> tuple[list[str], list[str]]:
+    """The x labels of ``runs`` (:func:`night_label`) and their hover texts (the run id and
+    what was measured when)."""
+    labels, tips = [], []
+    for rid in runs:
+        ts = v.measured_at.get(rid)
+        labels.append(night_label(ts, rid))
+        when = "" if ts is None or pd.isna(ts) else f" · measured {ts.isoformat()}"
+        tips.append(f"{rid}{when}")
+    return labels, tips
+
+
+# --------------------------------------------------------------------------- series
+
+
+def _key_column(df: pd.DataFrame) -> pd.Series:
+    """Each row's series key without the metric (``series_key`` of the series columns)."""
+    cols = [df[c] if c in df.columns else pd.Series(None, index=df.index, dtype="object")
+            for c in SERIES_COLUMNS]
+    return pd.Series([series_key(*parts) for parts in zip(*cols, strict=True)],
+                     index=df.index, dtype="object")
+
+
+def _flag_set(v: RunView) -> set[tuple[str, str, bool]]:
+    """(run id, series key, emulator) of every drift flag: stored records of the earlier
+    runs and this run's records."""
+    out: set[tuple[str, str, bool]] = set()
+    for recs in (v.flags, v.drift_records):
+        if recs is None or recs.empty or "is_drift" not in recs.columns:
+            continue
+        for r in recs.to_dict(orient="records"):
+            if as_bool(r.get("is_drift")):
+                out.add((str(r.get("run_id") or v.run_id), str(r.get("series_key")),
+                         as_bool(r.get("broker_is_emulator"))))
+    return out
+
+
+def _records_by_key(v: RunView) -> dict[tuple[str, bool], dict[str, Any]]:
+    """This run's drift records by (series key, emulator)."""
+    recs = v.drift_records
+    if recs is None or recs.empty or "series_key" not in recs.columns:
+        return {}
+    return {(str(r.get("series_key")), as_bool(r.get("broker_is_emulator"))): r
+            for r in recs.to_dict(orient="records")}
+
+
+def _band(v: RunView, metric: str, rec: dict[str, Any] | None, values: list[float | None],
+          flagged: list[bool], pos: dict[str, int]) -> BaselineBand | None:
+    """The baseline band of one series: the record's median ± the distance the MAD rule
+    needs (``k_mad`` · spread, and at least ``min_relative_change`` of the median), over the
+    good earlier points the baseline was taken from and this run's point."""
+    if rec is None or v.config is None or v.run_id not in pos:
+        return None
+    med, mad = as_float(rec.get("baseline_value")), as_float(rec.get("baseline_mad"))
+    n = int(as_float(rec.get("baseline_runs")) or 0)
+    if med is None or n == 0:
+        return None
+    try:
+        rule = v.config.rule(metric)
+    except KeyError:
+        return None
+    half = max(rule.k_mad * MAD_SCALE * (mad or 0.0), rule.min_relative_change * abs(med))
+    i1 = pos[v.run_id]
+    earlier = [i for i in range(i1) if values[i] is not None and not flagged[i]]
+    i0 = earlier[-n] if len(earlier) >= n else (earlier[0] if earlier else i1)
+    label = (f"baseline: median {fmt_num(med)} of {n} good earlier run(s); drift beyond "
+             f"{fmt_num(med - half)}–{fmt_num(med + half)} (±max({rule.k_mad:g}·1.4826·MAD, "
+             f"{rule.min_relative_change:.0%})), verdict {rec.get('verdict')}")
+    return BaselineBand(i0=i0, i1=i1, lo=med - half, hi=med + half, label=label)
+
+
+def _payload_panels(df: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(panel key, heading, rows) per payload size, smallest first."""
+    df = df.assign(_bytes=numbers(df, "payload_bytes"), _pname=strings(df, "payload"))
+    panels = []
+    keys = df["_bytes"].where(df["_bytes"].notna(), -1.0)
+    for b in sorted(keys.unique()):
+        part = df[keys == b]
+        names = ", ".join(sorted(set(part["_pname"]) - {""})) or "payload"
+        head = names if b < 0 else f"{names} ({int(b):,} bytes)"
+        key = f"{int(b)}" if b >= 0 else names
+        panels.append((key, head, part))
+    return panels
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)] or [[]]
+
+
+def _metric_series(v: RunView, sub: pd.DataFrame, metric: str, tool_col: str | None,
+                   runs: list[str], flags: set[tuple[str, str, bool]],
+                   recs: dict[tuple[str, bool], dict[str, Any]]
+                   ) -> tuple[list[LineSeries], list[XMark], list[str]]:
+    """The lines of one metric in one panel, their change points, and the change points as
+    text (for the note under the chart)."""
+    pos = {r: i for i, r in enumerate(runs)}
+    series: list[LineSeries] = []
+    marks: list[XMark] = []
+    said: list[str] = []
+    sub = sub.assign(_v=numbers(sub, metric))
+    if tool_col:
+        tool = sub["_scenario"].eq("jvm-e2e")
+        sub.loc[tool, "_v"] = numbers(sub, tool_col)[tool]
+    sub = sub.dropna(subset=["_v"])
+    keys = sub[["_rank", "_label", "_emu"]].drop_duplicates().sort_values(
+        ["_rank", "_label", "_emu"])
+    for _, k in keys.iterrows():
+        part = sub[(sub["_label"] == k["_label"]) & (sub["_emu"] == k["_emu"])]
+        emu = bool(k["_emu"])
+        values: list[float | None] = [None] * len(runs)
+        for rid, val in part.groupby("_rid")["_v"].median().items():
+            if str(rid) in pos:
+                values[pos[str(rid)]] = float(val)
+        is_tool = bool(tool_col) and bool(part["_scenario"].eq("jvm-e2e").all())
+        skeys = {f"{sk}|{metric}" for sk in part["_skey"]}
+        flagged = [any((rid, sk, emu) in flags for sk in skeys) for rid in runs]
+        own = [recs[(sk, emu)] for sk in sorted(skeys) if (sk, emu) in recs]
+        color = PALETTE[len(series) % len(PALETTE)]
+        name = str(k["_label"]) + (TOOL_MARK if is_tool else "")
+        band = None if is_tool or len(own) != 1 else _band(v, metric, own[0], values, flagged,
+                                                           pos)
+        series.append(LineSeries(name=name, values=values, emulator=emu, dashed=is_tool,
+                                 color=color, flagged=flagged, band=band))
+        for cp in change_points(values):
+            pct = cp.change_pct
+            what = f"{'+' if (pct or 0) >= 0 else ''}{pct:.0f} %" if pct is not None else "from 0"
+            label = f"change {what}"
+            marks.append(XMark(x=cp.index - 0.5, label=label, color=color,
+                               row=len(marks) % 4, kind="change-point"))
+            said.append(f"{name}: {fmt_num(cp.before)} → {fmt_num(cp.after)} from "
+                        f"{night_label(v.measured_at.get(runs[cp.index]), runs[cp.index])}")
+    return series, marks, said
+
+
+def _prepare(v: RunView) -> pd.DataFrame:
+    """The history rows with the columns the charts group by."""
+    from kafkalab.report.sections import _trend_labels, scenario_rank
+
+    df = v.history.copy()
+    df["_rid"] = df["run_id"].astype(str)
+    df["_label"] = _trend_labels(df)
+    df["_emu"] = emulator_mask(df)
+    df["_scenario"] = strings(df, "scenario")
+    df["_rank"] = df["_scenario"].map(scenario_rank)
+    df["_skey"] = _key_column(df)
+    return df
+
+
+def section_time_series(v: RunView) -> str:
+    """(2) Per payload size, one chart per metric of :data:`TREND_METRICS` over the nights
+    measured up to this run: a line per series (the median of its rows in a run; Kafka's
+    tool from its own figures), baseline bands, drift markers and change points. Undefined
+    percentiles are gaps, never points."""
+    from kafkalab.report.sections import _figure, _undefined_in_run
+
+    h = ['<section id="trends"><h2>2. Trends across runs</h2>']
+    if v.history.empty:
+        h.append('<p class="empty">No aggregates yet: nothing to plot.</p></section>')
+        return "".join(h)
+    df = _prepare(v)
+    h.append(measures_note(df["_scenario"].unique()))
+    h.append('<p class="note">X axis: the night each run measured (a DAG run\'s logical '
+             "date, else the night in its run id, else its start), oldest first. One panel "
+             "per payload size. Shaded: the baseline band the drift check judged this run "
+             "against (median of the good earlier runs ± the change it must exceed); ringed "
+             "red: runs whose drift check flagged that series; dashed vertical lines: change "
+             f"points over the whole history ({esc(CHANGE_METHOD)}). † dashed: Kafka's "
+             "EndToEndLatency tool's own printed figures (whole ms, warm-up included).</p>")
+    if v.emulator or df["_emu"].any():
+        h.append(f'<p class="note">Dashed lines: {emu_span()} (emulator broker).</p>')
+    flags, recs = _flag_set(v), _records_by_key(v)
+    any_chart = False
+    for key, head, panel in _payload_panels(df):
+        h.append(f'<div class="payload-panel" data-payload="{esc(key)}">'
+                 f"<h3>Payload {esc(head)}</h3><div class=\"charts\">")
+        skipped: list[str] = []
+        for metric, title, unit, tool_col in TREND_METRICS:
+            undefined = _undefined_in_run(panel[panel["_rid"] == v.run_id], metric)
+            has = numbers(panel, metric).notna()
+            if tool_col:
+                has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
+            sub = panel[has]
+            if sub.empty:
+                skipped.append(f"{title}: no defined value.")
+                continue
+            runs = [r for r in v.order if r in set(sub["_rid"])]
+            labels, tips = night_labels(v, runs)
+            series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
+            chunks = _chunks(list(range(len(series))), MAX_SERIES)
+            mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
+            for ci, chunk in enumerate(chunks):
+                part = [series[i] for i in chunk]
+                names = {s.color for s in part}
+                suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
+                          if len(chunks) > 1 else "")
+                svg = svg_line_chart(
+                    f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
+                    note=MEASURES_SHORT if mixed else "",
+                    marks=[m for m in marks if m.color in names], x_title="night measured")
+                notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
+                                for x in said) if ci == 0 else ""
+                if undefined:
+                    notes += f'<p class="note">{esc(undefined)}</p>'
+                h.append(_figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
+                                 f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
+                                 any(s.emulator for s in part), svg, notes))
+                any_chart = True
+        h.append("</div>")
+        h.extend(f'<p class="note">{esc(x)}</p>' for x in skipped)
+        h.append("</div>")
+    if not any_chart:
+        h.append('<p class="empty">None of the plotted metrics has values yet.</p>')
+    h.append("</section>")
+    return "".join(h)
+
+
+# --------------------------------------------------------------------------- spectrum
+
+_NINES_TICKS = [(nines(num, den), f"{name[1:]} %") for name, num, den in SPECTRUM_PERCENTILES]
+
+
+def _spectrum_runs(v: RunView, cell: tuple[str, str, str]) -> list[str]:
+    """This run and the newest earlier runs with that cell, newest first (at most
+    :data:`~kafkalab.report.spectrum.MAX_RUNS`)."""
+    hist = v.history
+    if hist.empty:
+        return [v.run_id]
+    has = hist[strings(hist, "scenario").eq(cell[0]) & strings(hist, "payload").eq(cell[1])
+               & strings(hist, "profile").eq(cell[2])]
+    runs = set(has["run_id"].astype(str))
+    earlier = [r for r in reversed(v.order[:-1]) if r in runs]
+    return [v.run_id, *earlier][:MAX_RUNS]
+
+
+def _omitted_text(sp: Spectrum, label: str) -> str:
+    parts = [f"{label}: n={sp.count:,} ({sp.received:,} received, {sp.lost:,} lost, "
+             f"{sp.failed:,} failed; lost and failed count as at least the timeout)"]
+    if sp.omitted:
+        parts.append("not drawn: " + ", ".join(f"{k} ({why})" for k, why in sp.omitted.items()))
+    return "; ".join(parts)
+
+
+def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
+    """One cell's spectrum figure ('' when no run of it has samples)."""
+    assert v.lab is not None
+    series: list[XYSeries] = []
+    lines: list[str] = []
+    emulator = False
+    for i, rid in enumerate(_spectrum_runs(v, cell)):
+        sp = read_spectrum(v.lab, rid, *cell)
+        if sp is None:
+            continue
+        emulator = emulator or sp.emulator
+        label = night_label(v.measured_at.get(rid), rid) + (" (this run)" if i == 0 else "")
+        color = PALETTE[i % len(PALETTE)]
+        pts: list[tuple[float, float | None]] = [
+            (nines(num, den), sp.points.get(name)) for name, num, den in SPECTRUM_PERCENTILES]
+        if sp.received or sp.lost or sp.failed:
+            series.append(XYSeries(name=label, points=pts, emulator=sp.emulator, color=color))
+            lines.append(_omitted_text(sp, label))
+        if sp.tool:
+            tpts: list[tuple[float, float | None]] = [
+                (nines(num, den), sp.tool.get(name)) for name, num, den in SPECTRUM_PERCENTILES
+                if name in sp.tool]
+            series.append(XYSeries(name=f"{label}{TOOL_MARK}", points=tpts,
+                                   emulator=sp.emulator, dashed=True, color=color))
+            lines.append(f"{label}: Kafka's tool's own p50/p99/p99.9 (whole ms, warm-up "
+                         "included; no per-message samples)")
+    if not series:
+        return ""
+    title = f"{cell[0]} · {cell[1]} · {cell[2]}"
+    svg = svg_xy_chart(f"Latency by percentile — {title}", series, "percentile (nines)",
+                       "ms", x_ticks=_NINES_TICKS)
+    note = "".join(f'<p class="note spectrum-n">{esc(x)}</p>' for x in lines)
+    banner = emu_banner() if emulator else ""
+    return (f'<figure class="spectrum" data-cell="{esc("|".join(cell))}"><figcaption>'
+            f"Percentile spectrum: {esc(title)}</figcaption>{note}{banner}{svg}</figure>")
+
+
+def section_spectrum(v: RunView) -> str:
+    """(2b) Per latency cell of this run, latency against percentile from the raw samples,
+    this run and up to five earlier runs of the cell overlaid."""
+    h = ['<section id="spectrum"><h2>2b. Latency percentile spectrum per cell</h2>']
+    need = ", ".join(f"{k} ≥ {n:,}" for k, n in SPECTRUM_MIN_SAMPLES.items() if n > 1)
+    h.append('<p class="note">From the raw samples (warm-up excluded), exact nearest-rank; '
+             f"x: -log10(1 − q), so each 9 gets the same room. A percentile needs {esc(need)} "
+             "messages and is not drawn otherwise, nor when its rank lands on a lost message "
+             f"(counted as at least the timeout). Up to {MAX_RUNS} runs of a cell overlaid, "
+             "this run first.</p>")
+    if v.lab is None or v.rows.empty:
+        h.append('<p class="empty">No cells in this run.</p></section>')
+        return "".join(h)
+    rows = v.rows
+    cells = sorted({(a, b, c) for a, b, c in zip(strings(rows, "scenario"), strings(
+        rows, "payload"), strings(rows, "profile"), strict=True) if a},
+        key=lambda c: (float(as_float(_bytes_of(rows, c[1])) or 0), c))
+    figs = [f for f in (_spectrum_chart(v, c) for c in cells) if f]
+    if not figs:
+        h.append('<p class="empty">No raw samples for this run\'s cells.</p>')
+    else:
+        h.append('<div class="charts">' + "".join(figs) + "</div>")
+    h.append("</section>")
+    return "".join(h)
+
+
+def _bytes_of(rows: pd.DataFrame, payload: str) -> Any:
+    vals = numbers(rows, "payload_bytes")[strings(rows, "payload").eq(payload)].dropna()
+    return None if vals.empty or is_missing(vals.iloc[0]) else float(vals.iloc[0])
+
+
+__all__ = ["MAX_SERIES", "TREND_METRICS", "night_label", "night_labels", "section_spectrum",
+           "section_time_series"]
