@@ -41,6 +41,7 @@ from kafkalab.airflow import fault_tasks, load_tasks, run_ids, spark_submit, tas
 from kafkalab.airflow.callbacks import record_task_failure
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
+    CHOICE_LABELS,
     COMMIT_CHOICES,
     CONSUMER_MODE_CHOICES,
     FAULT_CHOICES,
@@ -49,6 +50,7 @@ from kafkalab.airflow.params import (
     PROFILE_CHOICES,
     SCENARIO_CHOICES,
     SHARD_PLACEMENT_CHOICES,
+    WORKLOAD_CHOICES,
 )
 from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL
 from kafkalab.airflow.shards import ConsumeLoadShardOperator
@@ -192,11 +194,18 @@ def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)
             "on_failure_callback": record_task_failure}
 
 
-def _array_param(default: list[str], choices: tuple[str, ...], title: str, what: str) -> Param:
+def _labels(name: str) -> dict[str, str]:
+    """The form's ``values_display`` of the choice param ``name`` (readable labels; the
+    value sent stays the name)."""
+    return dict(CHOICE_LABELS[name])
+
+
+def _array_param(name: str, default: list[str], choices: tuple[str, ...], title: str,
+                 what: str) -> Param:
     # ``examples`` makes the trigger form a multi-select; ``items.enum`` validates.
     return Param(list(default), type="array", title=title,
                  items={"type": "string", "enum": list(choices)}, examples=list(choices),
-                 uniqueItems=True,
+                 uniqueItems=True, values_display=_labels(name),
                  description=f"{what}; leave empty to use the workload's.")
 
 
@@ -205,17 +214,25 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
     """The params (shown as the trigger form) of a latency run."""
     return {
         "workload": Param(workload, type="string", title="Workload",
-                          description="name of include/workloads/<name>.yaml, or a YAML path"),
-        "scenarios": _array_param(scenarios, SCENARIO_CHOICES, "Scenarios",
+                          enum=list(WORKLOAD_CHOICES), values_display=_labels("workload"),
+                          description="a workload of include/workloads/ (the last ones are "
+                          "former names); a YAML file of your own: `kafkalab run --workload "
+                          "PATH`"),
+        "scenarios": _array_param("scenarios", scenarios, SCENARIO_CHOICES, "Scenarios",
                                   "clients to compare"),
-        "payloads": _array_param(payloads, PAYLOAD_CHOICES, "Payloads",
+        "payloads": _array_param("payloads", payloads, PAYLOAD_CHOICES, "Payloads",
                                  "message sizes"),
-        "profiles": _array_param(profiles, PROFILE_CHOICES, "Profiles",
+        "profiles": _array_param("profiles", profiles, PROFILE_CHOICES, "Profiles",
                                  "client/topic tuning profiles (include/profiles)"),
         "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
                           minimum=1, title="Messages per cell",
                           description="measured messages per cell, after warm-up"
                           + ("; empty: the workload's" if messages is None else "")),
+        "warmup_messages": Param(None, type=["null", "integer"], minimum=0,
+                                 title="Warm-up messages per cell",
+                                 description="messages each cell sends first and leaves out "
+                                 "of every figure (the connection and the JIT warm up); "
+                                 "empty: the workload's warmup_messages"),
         "cluster_descriptor": Param(None, type=["null", "string"], title="Cluster descriptor",
                                     description="path of a cluster descriptor YAML; empty: the "
                                     "kafkalab_cluster connection's extra.descriptor_path, else "
@@ -525,19 +542,22 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
         "acks": Param(["1"], type="array", title="Acks",
                       items={"type": "string", "enum": list(ACKS_CHOICES)},
                       examples=list(ACKS_CHOICES), uniqueItems=True,
+                      values_display=_labels("acks"),
                       description="producer acks, one cell each; empty: the profile's"),
         "duration_s": number(duration_s, "Duration (s)", "producing time per cell, warm-up "
                              "included"),
         "warmup_s": number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
                            "excluded from every figure"),
-        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload"),
+        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload",
+                         values_display=_labels("payload")),
         "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
+                         values_display=_labels("profile"),
                          description="client/topic tuning (include/profiles)"),
         "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
                         title="Client"),
         "partitions": Param(1, type="integer", minimum=1, maximum=64, title="Partitions"),
         "consumer_mode": Param("assign", type="string", enum=list(CONSUMER_MODE_CHOICES),
-                               title="Consumer mode",
+                               title="Consumer mode", values_display=_labels("consumer_mode"),
                                description="assign: every partition, no group; group: one "
                                "consumer group per consumer"),
         "consumers_per_shard": Param(10, type="integer", minimum=1, maximum=200,
@@ -546,6 +566,7 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                      "cell has ceil(consumers / this) shards"),
         "shard_placement": Param("subprocess", type="string",
                                  enum=list(SHARD_PLACEMENT_CHOICES), title="Shard placement",
+                                 values_display=_labels("shard_placement"),
                                  description="subprocess: a cell's shards are processes of "
                                  "its task; tasks: each shard is a consume_load_shard task, "
                                  "spread over the workers (needs a running scheduler and a "
@@ -678,16 +699,19 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
         "profiles": Param(list(profiles), type="array", title="Profiles",
                           items={"type": "string", "enum": list(PROFILE_CHOICES)},
                           examples=list(PROFILE_CHOICES), minItems=1, uniqueItems=True,
+                          values_display=_labels("profiles"),
                           description="client/topic profiles (include/profiles), one cell each "
                           "(× faults × acks)"),
         "faults": Param(list(faults), type="array", title="Faults",
                         items={"type": "string", "enum": list(FAULT_CHOICES)},
                         examples=list(FAULT_CHOICES), minItems=1, uniqueItems=True,
+                        values_display=_labels("faults"),
                         description="faults to inject (none: the no-fault control), one cell "
                         "each; see docs/faults.md"),
         "acks": Param([], type="array", title="Acks",
                       items={"type": "string", "enum": list(ACKS_CHOICES)},
                       examples=list(ACKS_CHOICES), uniqueItems=True,
+                      values_display=_labels("acks"),
                       description="producer acks, one cell each; empty: the profile's"),
         "trials": Param(trials, type="integer", minimum=1, maximum=fault_tasks.MAX_TRIALS,
                         title="Trials per cell",
@@ -704,6 +728,7 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
         "commits": Param(["after"], type="array", title="Commit strategies (consumer faults)",
                          items={"type": "string", "enum": list(COMMIT_CHOICES)},
                          examples=list(COMMIT_CHOICES), uniqueItems=True,
+                         values_display=_labels("commits"),
                          description="for kill-consumer and leave-consumer, one cell each: auto "
                          "(the client's auto commit), after processing (at-least-once), before "
                          "it (at-most-once); see docs/consumer-faults.md"),

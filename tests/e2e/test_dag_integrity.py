@@ -582,10 +582,16 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"workload", "scenarios", "payloads", "profiles", "messages",
-                      "cluster_descriptor", "one_spark_session"}
+                      "warmup_messages", "cluster_descriptor", "one_spark_session"}
     assert p["one_spark_session"].value is False
     assert p["one_spark_session"].schema["type"] == "boolean"
     assert p["workload"].value == "images-http-vs-kafka"
+    # a dropdown of include/workloads/ (latency ones, then former names), readable labels
+    assert "nightly" in p["workload"].schema["enum"] and "seed000" in p["workload"].schema["enum"]
+    assert "hydra-local" not in p["workload"].schema["enum"]  # a load workload
+    assert set(p["workload"].schema["values_display"]) == set(p["workload"].schema["enum"])
+    assert p["scenarios"].schema["values_display"]["rest"] == "HTTP (rest)"
+    assert p["warmup_messages"].value is None and p["warmup_messages"].schema["minimum"] == 0
     assert p["scenarios"].schema["type"] == "array"
     assert p["scenarios"].schema["items"]["enum"] == list(SCENARIOS)
     assert p["payloads"].schema["items"]["enum"] == list(payload_names())
@@ -604,6 +610,12 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     with pytest.raises(ParamValidationError, match="is not one of"):
         form["scenarios"] = ["carrier-pigeon"]
     form["scenarios"] = []  # empty: the workload's scenarios
+    with pytest.raises(ParamValidationError, match="is not one of"):
+        form["workload"] = "no-such-workload"
+    form["workload"] = "seed000"  # a former name, as older triggers send it
+    form["warmup_messages"] = 0
+    with pytest.raises(ParamValidationError):
+        form["warmup_messages"] = -1
     form["cluster_descriptor"] = "/tmp/cluster.yaml"
 
 

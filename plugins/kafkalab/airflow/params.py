@@ -1,8 +1,10 @@
-"""The choices the DAGs' trigger form offers (``dags/_common.py`` builds the form from them).
+"""The choices the DAGs' trigger form offers (``dags/_common.py`` builds the form from them),
+and their readable labels (the form's ``values_display``: the value sent stays the name).
 
-The tasks re-validate every value against the lab's own lists. Profiles are listed here,
-not globbed from ``include/profiles/``, so parsing a DAG reads no file (a unit test keeps
-the two in step). Cheap to import: safe at DAG-parse time.
+The tasks re-validate every value against the lab's own lists. Profiles and workloads are
+listed here, not globbed from ``include/``, so parsing a DAG reads no file (a unit test,
+``tests/unit/test_airflow_params.py``, keeps them in step with the YAML files). Cheap to
+import: safe at DAG-parse time.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LOAD_CLIENTS
-from kafkalab.payloads import payload_names
-from kafkalab.scenarios.catalog import SCENARIOS
+from kafkalab.payloads import IMAGE_SPECS, payload_names
+from kafkalab.scenarios.catalog import CATALOG, SCENARIOS
 
 SCENARIO_CHOICES: tuple[str, ...] = SCENARIOS
 """Every scenario of :data:`kafkalab.scenarios.catalog.CATALOG`."""
@@ -49,6 +52,77 @@ SHARD_PLACEMENT_CHOICES: tuple[str, ...] = ("subprocess", "tasks")
 """Where a load cell's consumer shards run (:data:`kafkalab.load.engine.SHARD_PLACEMENTS`,
 kept in step by a unit test): processes of the cell's task, or mapped tasks of their own."""
 
+LATENCY_WORKLOADS: dict[str, str] = {
+    "images-http-vs-kafka": "Large images through Kafka versus plain HTTP (seed 000).",
+    "images-quick": "Seed 000's comparison, small counts, for the quickstart.",
+    "nightly": "Nightly latency regression matrix.",
+    "bench-latency": "Benchmark workload (make bench).",
+}
+"""The latency workloads of ``include/workloads/`` (not ``kind: load``), name -> the file's
+``description`` (listed, not read, at parse time; kept in step by a unit test)."""
+
+WORKLOAD_CHOICES: tuple[str, ...] = (*LATENCY_WORKLOADS, *WORKLOAD_ALIASES)
+"""The form's ``workload`` dropdown: every latency workload, then the former names
+(:data:`kafkalab.config.loader.WORKLOAD_ALIASES`) that triggers and tests still send."""
+
+WORKLOAD_LABELS: dict[str, str] = {
+    **{name: f"{name}: {text.rstrip('.')}" for name, text in LATENCY_WORKLOADS.items()},
+    **{alias: f"{alias} (former name of {name})" for alias, name in WORKLOAD_ALIASES.items()},
+}
+
+SCENARIO_LABELS: dict[str, str] = {
+    s.name: s.display_name if s.name in s.display_name else f"{s.display_name} [{s.name}]"
+    for s in CATALOG}
+"""``rest`` -> ``HTTP (rest)``: the catalog's labels, each naming its scenario."""
+
+PAYLOAD_LABELS: dict[str, str] = {
+    name: (f"{name} JPEG image" if name in IMAGE_SPECS else f"{name} random bytes")
+    for name in PAYLOAD_CHOICES
+}
+
+PROFILE_LABELS: dict[str, str] = {
+    "default": "default: Kafka's own defaults (the reference)",
+    "throughput": "throughput: the most bytes per second",
+    "latency": "latency: shortest end-to-end time per message",
+    "durability": "durability: a committed message is never lost (3 brokers)",
+    "availability": "availability: writable through broker failures",
+}
+
+ACKS_LABELS: dict[str, str] = {"0": "0 (no ack)", "1": "1 (the leader's ack)",
+                               "all": "all (every in-sync replica)"}
+
+FAULT_LABELS: dict[str, str] = {
+    "none": "none (the no-fault control)",
+    "sigkill-leader": "SIGKILL the leader",
+    "sigterm-leader": "SIGTERM the leader (controlled shutdown)",
+    "sigstop-leader": "SIGSTOP the leader (a zombie leader)",
+    "kill-follower": "SIGKILL a follower",
+    "lossy-leader-crash": "lossy leader crash (followers stopped, then the leader killed)",
+    "kill-consumer": "SIGKILL a consumer group member",
+    "leave-consumer": "a consumer leaves its group cleanly",
+}
+
+COMMIT_LABELS: dict[str, str] = {"auto": "auto (the client's auto commit)",
+                                 "after": "after processing (at-least-once)",
+                                 "before": "before processing (at-most-once)"}
+
+CONSUMER_MODE_LABELS: dict[str, str] = {"assign": "assign every partition (no group)",
+                                        "group": "one consumer group per consumer"}
+
+SHARD_PLACEMENT_LABELS: dict[str, str] = {
+    "subprocess": "processes of the cell's task",
+    "tasks": "consume_load_shard tasks of their own (needs a scheduler)",
+}
+
+CHOICE_LABELS: dict[str, dict[str, str]] = {
+    "workload": WORKLOAD_LABELS, "scenarios": SCENARIO_LABELS, "payloads": PAYLOAD_LABELS,
+    "payload": PAYLOAD_LABELS, "profiles": PROFILE_LABELS, "profile": PROFILE_LABELS,
+    "acks": ACKS_LABELS, "faults": FAULT_LABELS, "commits": COMMIT_LABELS,
+    "consumer_mode": CONSUMER_MODE_LABELS, "shard_placement": SHARD_PLACEMENT_LABELS,
+}
+"""The ``values_display`` of each choice param of the forms, by param name."""
+
+
 def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     """The boolean param ``name`` of a run (``default`` when absent).
 
@@ -61,6 +135,9 @@ def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-__all__ = ["ACKS_CHOICES", "COMMIT_CHOICES", "CONSUMER_MODE_CHOICES", "FAULT_CHOICES", "LOAD_CLIENT_CHOICES",
-           "PAYLOAD_CHOICES", "PROFILE_CHOICES", "SCENARIO_CHOICES", "SHARD_PLACEMENT_CHOICES",
-           "bool_param"]
+__all__ = ["ACKS_CHOICES", "ACKS_LABELS", "CHOICE_LABELS", "COMMIT_CHOICES", "COMMIT_LABELS",
+           "CONSUMER_MODE_CHOICES", "CONSUMER_MODE_LABELS", "FAULT_CHOICES", "FAULT_LABELS",
+           "LATENCY_WORKLOADS", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES", "PAYLOAD_LABELS",
+           "PROFILE_CHOICES", "PROFILE_LABELS", "SCENARIO_CHOICES", "SCENARIO_LABELS",
+           "SHARD_PLACEMENT_CHOICES", "SHARD_PLACEMENT_LABELS", "WORKLOAD_CHOICES",
+           "WORKLOAD_LABELS", "bool_param"]

@@ -1,0 +1,45 @@
+"""The trigger forms' choices and labels stay in step with the lab's files and catalogs
+(the lists are written out so that parsing a DAG reads no file)."""
+
+from __future__ import annotations
+
+import yaml
+
+from kafkalab.airflow import params
+from kafkalab.config.loader import DEFAULT_WORKLOAD, WORKLOAD_ALIASES, load_workload
+from kafkalab.paths import include_dir
+
+
+def test_the_workload_dropdown_lists_every_latency_workload_with_its_description() -> None:
+    docs = {f.stem: yaml.safe_load(f.read_text())
+            for f in sorted((include_dir() / "workloads").glob("*.yaml"))}
+    latency = {name: doc["description"] for name, doc in docs.items() if doc.get("kind") != "load"}
+    assert latency == params.LATENCY_WORKLOADS
+    assert (*params.LATENCY_WORKLOADS, *WORKLOAD_ALIASES) == params.WORKLOAD_CHOICES
+    assert params.WORKLOAD_CHOICES[0] == DEFAULT_WORKLOAD  # the dropdown starts at seed 000
+    for name in params.WORKLOAD_CHOICES:  # every choice loads (aliases included)
+        assert load_workload(name).name in latency
+
+
+def test_every_choice_has_a_readable_label() -> None:
+    choices = {"workload": params.WORKLOAD_CHOICES, "scenarios": params.SCENARIO_CHOICES,
+               "payloads": params.PAYLOAD_CHOICES, "payload": params.PAYLOAD_CHOICES,
+               "profiles": params.PROFILE_CHOICES, "profile": params.PROFILE_CHOICES,
+               "acks": params.ACKS_CHOICES, "faults": params.FAULT_CHOICES,
+               "commits": params.COMMIT_CHOICES,
+               "consumer_mode": params.CONSUMER_MODE_CHOICES,
+               "shard_placement": params.SHARD_PLACEMENT_CHOICES}
+    assert set(params.CHOICE_LABELS) == set(choices)
+    for name, values in choices.items():
+        labels = params.CHOICE_LABELS[name]
+        assert set(labels) == set(values), name
+        assert len(set(labels.values())) == len(labels), name  # no two alike
+    assert params.SCENARIO_LABELS["jvm-e2e"] == "Kafka tool (EndToEndLatency) [jvm-e2e]"
+    assert params.PAYLOAD_LABELS["1mb"] == "1mb JPEG image"
+    assert params.WORKLOAD_LABELS["seed000"] == "seed000 (former name of images-http-vs-kafka)"
+
+
+def test_fault_labels_cover_the_fault_engine() -> None:
+    from kafkalab.faults.spec import FAULTS
+
+    assert set(params.FAULT_LABELS) == set(FAULTS)
