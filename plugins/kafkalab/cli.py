@@ -338,6 +338,26 @@ def build_parser() -> argparse.ArgumentParser:
     pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
     _json_arg(pcmp, "print the comparison as one JSON document")
     _data_arg(pcmp)
+    pagg = sub.add_parser(
+        "aggregate", help="run the Spark aggregation, validation, drift and report of a run",
+        description="What the DAGs run after a measurement, for a run made on the command "
+        "line: the Spark aggregation and the Great Expectations validation through "
+        "spark-submit (the DAGs' own jobs, arguments and settings; master "
+        "$KAFKALAB_SPARK_MASTER, default local[*]), then the drift check and the report. "
+        "Latency runs: aggregate_metrics, validate_metrics, drift, report; load runs: "
+        "aggregate_load, validate_load, drift, report; fault runs: aggregate_faults, "
+        "validate_faults, report. A failed validation is shown and drift and the report still "
+        "run, as in the DAG. Exit 0 when validated, 1 when the validation failed, 2 on bad "
+        "input (no such run, no samples), 4 when a Spark job failed. Job logs: "
+        ".lab/logs/aggregate-<run>-<job>.log. See docs/cli.md.",
+        epilog="examples:\n  kafkalab run --scenario confluent-kafka --payload 1kb --messages 200\n"
+        "  kafkalab aggregate                 # the newest run\n"
+        "  kafkalab aggregate --run-id 20261122T010203Z-1a2b3c\n"
+        "  KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077 kafkalab aggregate",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pagg.add_argument("--run-id", default=None, help="the run (default: the newest, by start time)")
+    _json_arg(pagg, "print the outcome (jobs, validation, drift, report) as one JSON document")
+    _data_arg(pagg)
     pexp = sub.add_parser("export", help="export the latest figures for other tools (Prometheus)",
                           description="Exports of the lab's results. See docs/prometheus.md.")
     esub = _subcommands(pexp, "export_command")
@@ -912,6 +932,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if c.regressed else 0
 
 
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    """``kafkalab aggregate``: see :mod:`kafkalab.aggregate`."""
+    from kafkalab.aggregate import aggregate_run, format_outcome
+
+    outcome = aggregate_run(args.data_dir, args.run_id, progress=_err)
+    _say(json.dumps(outcome.to_dict(), indent=2, default=str) if args.json
+         else format_outcome(outcome))
+    return 0 if outcome.validation_success else 1
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``kafkalab export prometheus``: see :mod:`kafkalab.export.prometheus`."""
     from kafkalab.export.prometheus import export_textfile
@@ -934,7 +964,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "report": cmd_report, "runs": cmd_runs, "drift": cmd_drift,
                 "load": cmd_load, "maxrate": cmd_maxrate, "faults": cmd_faults,
                 "demo": cmd_demo, "spark": cmd_spark, "compare": cmd_compare,
-                "export": cmd_export}
+                "export": cmd_export, "aggregate": cmd_aggregate}
     try:
         return handlers[args.command](args)
     except LabError as exc:

@@ -120,3 +120,22 @@ def test_bad_load_input_is_one_line_before_any_connection(args: list[str], expec
     assert len(lines) == 1, proc.stderr
     assert expected in lines[0] and "Traceback" not in proc.stderr
     assert not (tmp_path / "load").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["aggregate"], "no runs in"),
+        (["aggregate", "--run-id", "nope"], "unknown run 'nope'"),
+        (["compare", "a", "b"], "unknown run 'a'"),
+        (["compare", "a"], "the following arguments are required: RUN_B"),
+        (["export", "prometheus", "--out", "metrics.txt"], "must end in .prom"),
+    ],
+)
+def test_bad_aggregate_compare_export_input_is_one_line(args: list[str], expected: str,
+                                                         tmp_path: Path) -> None:
+    proc = run_cli(*args, "--data-dir", str(tmp_path), env={"KAFKALAB_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0] and "Traceback" not in proc.stderr and proc.stdout == ""

@@ -1,0 +1,325 @@
+"""``kafkalab aggregate``: the DAG's Spark part and what follows it, for a run made by the CLI.
+
+A run measured with ``kafkalab run`` (``load``, ``faults run``) has samples and a manifest
+but no aggregates, so drift has nothing to judge and the report shows no cells. This module
+runs for one run, on this machine, exactly what the DAGs run after the measurement:
+
+* latency run: ``aggregate_metrics`` -> ``validate_metrics`` (Spark + Great Expectations)
+  -> ``check_drift`` -> ``publish_report``;
+* load run: ``aggregate_load`` -> ``validate_load`` -> ``check_drift`` -> ``publish_report``;
+* fault run: ``aggregate_faults`` -> ``validate_faults`` -> ``publish_report``.
+
+The Spark jobs go through ``spark-submit`` with the DAGs' own application, arguments,
+py-files, conf and environment (:mod:`kafkalab.airflow.spark_submit`); the master is
+``$KAFKALAB_SPARK_MASTER`` (the DAGs' switch, :data:`kafkalab.airflow.launcher.SPARK_MASTER_ENV`),
+default ``local[*]``. The steps after Spark are the DAG tasks' own functions
+(:func:`kafkalab.airflow.tasks.check_drift`, :func:`~kafkalab.airflow.tasks.publish_report`,
+:func:`~kafkalab.airflow.tasks.mark_recomputed`), run with ``KAFKALAB_DATA_DIR`` set to the
+data directory for their duration (they address the data directory the way a task does).
+
+As in the DAGs, a validation that fails does not stop drift and the report (its failure is a
+result, shown in the report); the outcome says so. Each job's output goes to a log file
+under ``<lab>/logs/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalab.errors import ConfigError, RunError
+from kafkalab.progress import Progress, noop
+from kafkalab.store import LabData
+
+DEFAULT_MASTER = "local[*]"
+"""The Spark master when ``$KAFKALAB_SPARK_MASTER`` is not set (as the DAGs' default)."""
+
+JOBS_BY_KIND: dict[str, tuple[str, str]] = {
+    "latency": ("aggregate", "validate"),
+    "load": ("aggregate_load", "validate_load"),
+    "faults": ("aggregate_faults", "validate_faults"),
+}
+"""The (aggregation, validation) Spark jobs of each kind of run
+(:data:`kafkalab.airflow.spark_submit.SPARK_JOBS`)."""
+
+VALIDATION_FAILED_EXIT = 1
+"""The exit code of a validation job whose expectations failed (a result, not an error)."""
+
+
+@dataclass
+class JobOutcome:
+    """One spark-submit."""
+
+    job: str
+    exit_code: int
+    seconds: float
+    log: str
+    failed_expectations: list[str] = field(default_factory=list)
+    """The ``FAILED …`` lines of a validation job."""
+
+
+@dataclass
+class AggregateOutcome:
+    """What ``kafkalab aggregate`` did (its ``--json`` document)."""
+
+    run_id: str
+    kind: str
+    master: str
+    jobs: list[JobOutcome]
+    validation_success: bool
+    drift: dict[str, Any] | None
+    """``check_drift``'s summary (None for a fault run: not judged for drift)."""
+    report: str
+    """The run's report page."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def spark_master(env: Mapping[str, str] | None = None) -> str:
+    """``$KAFKALAB_SPARK_MASTER`` of ``env`` (default ``os.environ``), else ``local[*]``."""
+    from kafkalab.airflow.launcher import SPARK_MASTER_ENV
+
+    env = os.environ if env is None else env
+    return (env.get(SPARK_MASTER_ENV) or "").strip() or DEFAULT_MASTER
+
+
+def run_kind(manifest: Mapping[str, Any] | None) -> str:
+    """``faults``, ``load`` or ``latency`` from a run manifest."""
+    from kafkalab.drift.load import is_load_manifest
+    from kafkalab.report.fault_data import is_fault_manifest
+
+    if is_fault_manifest(manifest):
+        return "faults"
+    return "load" if is_load_manifest(manifest) else "latency"
+
+
+def newest_run(lab: LabData) -> str:
+    """The id of the run started last (manifest ``started_at``, else the id's time).
+
+    Raises:
+        ConfigError: the data directory has no run.
+    """
+    from kafkalab.run_ids import run_id_time
+
+    manifests = lab.manifests()
+    if not manifests:
+        raise ConfigError(f"no runs in {lab.root}: measure one first (kafkalab run)")
+
+    def started(rid: str) -> tuple[str, str]:
+        when = manifests[rid].get("started_at")
+        if not when:
+            t = run_id_time(rid)
+            when = t.isoformat() if t is not None else ""
+        return (str(when), rid)
+
+    return max(manifests, key=started)
+
+
+def spark_submit_binary() -> Path:
+    """The venv's ``spark-submit`` (beside this Python), else the one on ``PATH``.
+
+    Raises:
+        ConfigError: none found.
+    """
+    import shutil
+
+    beside = Path(sys.executable).parent / "spark-submit"
+    if beside.is_file():
+        return beside
+    found = shutil.which("spark-submit")
+    if found is None:
+        raise ConfigError("spark-submit not found (install pyspark: make setup)")
+    return Path(found)
+
+
+def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str],
+                         master: str) -> list[str]:
+    """The ``spark-submit`` command line of ``job`` for one run: the DAG task's
+    application, arguments, py-files and conf (class-data archive included when built)."""
+    from kafkalab.airflow.spark_submit import (
+        runtime_conf,
+        spark_application,
+        spark_conf,
+        spark_job_args,
+        spark_py_files,
+    )
+
+    conf = runtime_conf(spark_conf())
+    return [str(spark_submit_binary()), "--master", master,
+            "--name", f"kafkalab-{job.replace('_', '-')}",
+            *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
+            "--py-files", spark_py_files(),
+            spark_application(job), *(str(a) for a in spark_job_args(job, run_id, data_dir))]
+
+
+def spark_submit_env() -> dict[str, str]:
+    """The environment of the spark-submit: ours with the DAGs' (:func:`spark_env`), the
+    venv's ``bin/`` first on ``PATH``, and no PySpark gateway of a parent session."""
+    from kafkalab.airflow.spark_submit import spark_env
+
+    env = {**os.environ, **spark_env()}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+        env.pop(leaked, None)
+    return env
+
+
+def _log_path(run_id: str, job: str) -> Path:
+    from kafkalab.paths import lab_dir
+    from kafkalab.store import safe_name
+
+    return lab_dir() / "logs" / f"aggregate-{safe_name(run_id)}-{job}.log"
+
+
+def _last_error(text: str) -> str:
+    """The job's own ``error:`` line, else the last non-empty line of its output."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ": error: " in ln:
+            return ln
+    return lines[-1] if lines else "no output"
+
+
+def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
+           progress: Progress | None = None, timeout_s: float = 3600.0) -> JobOutcome:
+    """Run one Spark job through spark-submit; its output goes to a log file.
+
+    Returns the outcome (exit 0, or 1 for a validation job whose expectations failed).
+
+    Raises:
+        ConfigError: the job refused its input (exit 2: no samples of the run, …).
+        RunError: it failed otherwise (or ran longer than ``timeout_s``).
+    """
+    say = progress or noop
+    log = _log_path(run_id, job)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = spark_submit_command(job, run_id, data_dir, master)
+    say(f"spark-submit {Path(cmd[cmd.index('--py-files') + 2]).name} --run-id {run_id} "
+        f"(master {master}); log {log}")
+    t0 = time.monotonic()
+    with open(log, "w", encoding="utf-8") as fh:
+        fh.write(" ".join(cmd) + "\n\n")
+        fh.flush()
+        try:
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True,
+                                  env=spark_submit_env(), timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"{job} ran longer than {timeout_s:.0f} s (log {log})") from None
+    seconds = time.monotonic() - t0
+    text = log.read_text(encoding="utf-8", errors="replace")
+    failed = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("FAILED")]
+    is_validation = job.startswith("validate")
+    if proc.returncode == 0 or (is_validation and proc.returncode == VALIDATION_FAILED_EXIT):
+        say(f"{job}: exit {proc.returncode} in {seconds:.0f} s"
+            + (f", {len(failed)} expectation(s) failed" if proc.returncode else ""))
+        return JobOutcome(job, proc.returncode, round(seconds, 3), str(log), failed)
+    message = f"{job} failed (exit {proc.returncode}): {_last_error(text)} (log {log})"
+    if proc.returncode == 2:
+        raise ConfigError(message)
+    raise RunError(message)
+
+
+@contextlib.contextmanager
+def _data_dir_env(root: Path) -> Iterator[None]:
+    """``KAFKALAB_DATA_DIR`` = ``root`` while the DAG tasks' functions run (they address
+    the data directory as a task does: :class:`LabData` with no argument)."""
+    old = os.environ.get("KAFKALAB_DATA_DIR")
+    os.environ["KAFKALAB_DATA_DIR"] = str(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("KAFKALAB_DATA_DIR", None)
+        else:
+            os.environ["KAFKALAB_DATA_DIR"] = old
+
+
+def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | None = None,
+                  master: str | None = None,
+                  progress: Progress | None = None) -> AggregateOutcome:
+    """Aggregate, validate, judge and report one run, as the DAG does (module docstring).
+
+    Args:
+        data_dir: the lab data directory (default ``$KAFKALAB_DATA_DIR`` / ``lab-data``).
+        run_id: the run (default :func:`newest_run`).
+        master: the Spark master (default :func:`spark_master`).
+        progress: where progress lines go.
+
+    Raises:
+        ConfigError: no such run, or a job refused its input (no samples).
+        RunError: a Spark job failed.
+    """
+    from kafkalab.airflow import tasks
+
+    lab = LabData(data_dir)
+    rid = run_id or newest_run(lab)
+    manifest = lab.manifest(rid)
+    if manifest is None:
+        raise ConfigError(f"unknown run {rid!r}: no manifest {lab.manifest_path(rid)}")
+    kind = run_kind(manifest)
+    url = master or spark_master()
+    say = progress or noop
+    aggregate_job, validate_job = JOBS_BY_KIND[kind]
+    jobs: list[JobOutcome] = []
+    with _data_dir_env(lab.root):
+        started = time.time()
+        try:
+            jobs.append(submit(aggregate_job, rid, lab.root, url, say))
+        finally:
+            if kind != "faults":  # as LabSparkSubmitOperator (the fault operator marks none)
+                tasks.mark_recomputed(rid, "aggregates", written_since_s=None if jobs else started)
+        started = time.time()
+        try:
+            validation = submit(validate_job, rid, lab.root, url, say)
+            jobs.append(validation)
+        finally:
+            if kind != "faults":
+                passed = len(jobs) == 2 and jobs[-1].exit_code == 0
+                tasks.mark_recomputed(rid, "validation",
+                                      written_since_s=None if passed else started)
+        drift = tasks.check_drift(rid) if kind != "faults" else None
+        report = tasks.publish_report(rid)
+    return AggregateOutcome(run_id=rid, kind=kind, master=url, jobs=jobs,
+                            validation_success=validation.exit_code == 0, drift=drift,
+                            report=report)
+
+
+def format_outcome(o: AggregateOutcome) -> str:
+    """The lines ``kafkalab aggregate`` prints."""
+    lines = [f"run {o.run_id} ({o.kind}): aggregated on {o.master}"]
+    for j in o.jobs:
+        lines.append(f"  {j.job:<17} exit {j.exit_code}  {j.seconds:.0f} s  log {j.log}")
+        lines.extend(f"    {f}" for f in j.failed_expectations[:10])
+    lines.append("validation: " + ("passed" if o.validation_success else
+                                   "FAILED (drift and the report ran anyway, as in the DAG)"))
+    if o.drift is not None:
+        lines.append(f"drift: {o.drift['series']} series checked, {o.drift['drifts']} drift(s)"
+                     + (f"; records {o.drift['path']}" if o.drift.get("path") else ""))
+        lines.extend(f"  DRIFT {f['series_key']}: {f['baseline_value']} -> {f['latest_value']}"
+                     for f in o.drift.get("flags") or [])
+    lines.append(f"report: {o.report}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "DEFAULT_MASTER",
+    "JOBS_BY_KIND",
+    "AggregateOutcome",
+    "JobOutcome",
+    "aggregate_run",
+    "format_outcome",
+    "newest_run",
+    "run_kind",
+    "spark_master",
+    "spark_submit_command",
+    "spark_submit_env",
+    "submit",
+]
