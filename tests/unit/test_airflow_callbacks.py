@@ -1,4 +1,5 @@
-"""The DAG failure callback (no Airflow services: the webhook lookup and delivery are stubbed)."""
+"""The DAG failure callback (no Airflow services: the webhook lookup and delivery are stubbed
+here; tests/unit/test_alert_providers.py delivers through the real hooks)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,10 @@ def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
     sent: list[dict[str, Any]] = []
 
-    def record(url: str, dag_id: str | None, run_id: str | None, error: str,
+    def record(webhook: AlertWebhook, dag_id: str | None, run_id: str | None, error: str,
                **kwargs: Any) -> dict[str, Any]:
-        sent.append({"url": url, "dag_id": dag_id, "run_id": run_id, "error": error, **kwargs})
+        sent.append({"url": webhook.url, "dag_id": dag_id, "run_id": run_id, "error": error,
+                     **kwargs})
         return {}
 
     hook = AlertWebhook("https://hooks.example/T/X", "generic", "https://reports.example")
@@ -51,7 +53,8 @@ def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch, tmp_
     on_failure_alert({
         "dag": _Named(dag_id="nightly_latency_regression"),
         "dag_run": _Named(run_id="scheduled__2026-11-21T00:00:00+00:00"),
-        "task_instance": _Named(task_id="measure_cell"),
+        "task_instance": _Named(task_id="measure_cell", map_index=-1, try_number=1,
+                                log_url="http://af.example/dags/n/runs/r/tasks/measure_cell"),
         "reason": "task_failure",
         "exception": ValueError("broker gone"),
     })
@@ -59,8 +62,10 @@ def test_on_failure_alert_posts_run_failed(monkeypatch: pytest.MonkeyPatch, tmp_
         "url": "https://hooks.example/T/X", "dag_id": "nightly_latency_regression",
         "run_id": "nightly-20261121T000000Z",
         "error": "task_failure; task measure_cell failed; ValueError: broker gone",
-        "fmt": "generic",
         "report_url": "https://reports.example/nightly-20261121T000000Z/index.html",
+        "failed_task": {"task_id": "measure_cell", "map_index": -1, "try_number": 1,
+                        "log_url": "http://af.example/dags/n/runs/r/tasks/measure_cell"},
+        "airflow_run_id": "scheduled__2026-11-21T00:00:00+00:00",
     }]
 
 
@@ -81,11 +86,17 @@ def test_the_alert_names_the_task_that_failed_first_not_the_last(
     from kafkalab.store import LabData
 
     monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", "http://127.0.0.1:8080")
     sent: list[str] = []
+    tasks: list[dict[str, Any]] = []
     hook = AlertWebhook("https://hooks.example/T/X", "generic", None)
     monkeypatch.setattr(AlertWebhookConnection, "settings", lambda self: hook)
-    monkeypatch.setattr(kafkalab.alerts, "alert_run_failed",
-                        lambda url, dag_id, run_id, error, **kw: sent.append(error))
+
+    def record(webhook: AlertWebhook, dag_id: str, run_id: str, error: str, **kw: Any) -> None:
+        sent.append(error)
+        tasks.append(kw["failed_task"])
+
+    monkeypatch.setattr(kafkalab.alerts, "alert_run_failed", record)
     record_task_failure(_ctx("check_cluster", ClusterError("cannot reach Kafka at 127.0.0.1:41599")))
     record_task_failure(_ctx("measure_cell", RuntimeError("upstream"), map_index=0))
     record_task_failure(_ctx("close_run", RuntimeError("run was never started")))
@@ -99,6 +110,12 @@ def test_the_alert_names_the_task_that_failed_first_not_the_last(
     on_failure_alert({**_ctx("verify_outcome", None), "reason": "task_failure"})
     assert sent == ["task check_cluster failed first: ClusterError: cannot reach Kafka at "
                     "127.0.0.1:41599; then measure_cell, close_run"]
+    # The log link is the first failure's (not the watcher's the context hands over), formed
+    # as Airflow forms TaskInstance.log_url.
+    assert tasks == [{
+        "task_id": "check_cluster", "map_index": -1, "try_number": 2,
+        "log_url": "http://127.0.0.1:8080/dags/latency_experiment/runs/"
+                   "manual__2026-11-21T00%3A00%3A00%2B00%3A00/tasks/check_cluster?try_number=2"}]
 
 
 def test_a_mapped_first_failure_names_its_index_and_a_torn_line_is_skipped(
@@ -124,3 +141,19 @@ def test_recording_a_failure_never_raises(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("KAFKALAB_DATA_DIR", str(blocked))
     record_task_failure(_ctx("check_cluster", ValueError("x")))  # unwritable: only logs
     record_task_failure({})
+
+
+def test_task_log_url_is_airflows_own_link() -> None:
+    """:func:`task_log_url` forms the link as Airflow's ``TaskInstance.log_url`` does (the
+    property run on a stand-in task instance), mapped or not, with or without a try."""
+    from airflow.models.taskinstance import TaskInstance
+
+    from kafkalab.airflow.callbacks import task_log_url
+
+    airflows_log_url = vars(TaskInstance)["log_url"].fget
+
+    for map_index, try_number in ((-1, 2), (3, 1), (0, 0)):
+        ti = _Named(dag_id="load_experiment", run_id="manual__2026-11-21T00:00:00+00:00",
+                    task_id="run_cell", map_index=map_index, try_number=try_number)
+        assert task_log_url("load_experiment", "manual__2026-11-21T00:00:00+00:00",
+                            "run_cell", map_index, try_number) == airflows_log_url(ti)

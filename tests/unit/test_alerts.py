@@ -1,4 +1,5 @@
-"""Unit tests for kafkalab.alerts: bodies, secret redaction, de-duplication, real HTTP POST."""
+"""Unit tests for kafkalab.alerts: bodies, secret redaction, de-duplication, delivery through
+Airflow's HttpHook to a real HTTP receiver (the Connection from ``AIRFLOW_CONN_<ID>``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 
 from kafkalab import alerts, drift
+from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
 from kafkalab.errors import LabError
 
 SECRET = "T0SECRET/B0SECRET/xoxbSuperSecretToken123"
@@ -57,7 +59,19 @@ def test_redact_url(url: str, expected: str) -> None:
     assert alerts.redact_url(url) == expected
 
 
-def test_send_error_never_contains_the_url() -> None:
+def _webhook(monkeypatch: pytest.MonkeyPatch, port: int, fmt: str = "generic",
+             conn_id: str = "kl_alert_test") -> AlertWebhook:
+    """An ``http`` Connection posting to ``127.0.0.1:<port>/services/<SECRET>``, defined
+    through ``AIRFLOW_CONN_<ID>`` (as outside a task), read as the lab reads it."""
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({
+        "conn_type": "http", "host": "127.0.0.1", "port": port,
+        "extra": {"endpoint": f"/services/{SECRET}", "format": fmt}}))
+    hook = AlertWebhookConnection(conn_id).settings()
+    assert hook is not None
+    return hook
+
+
+def test_send_error_never_contains_the_url(monkeypatch: pytest.MonkeyPatch) -> None:
     # A port nobody listens on: connection refused.
     import socket
 
@@ -65,15 +79,14 @@ def test_send_error_never_contains_the_url() -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    url = f"http://127.0.0.1:{port}/services/{SECRET}"
     with pytest.raises(alerts.AlertError) as ei:
-        alerts.send_alert(url, {"text": "x"}, timeout_s=2)
+        alerts.send_alert(_webhook(monkeypatch, port), {"text": "x"}, timeout_s=2)
     err = ei.value
     assert isinstance(err, LabError)
     for text in (str(err), repr(err), repr(err.args)):
         assert SECRET not in text and "services" not in text
     assert f"127.0.0.1:{port}/***" in str(err)
-    # Not chained to the requests exception (whose text holds the URL).
+    # Not chained to the hook's exception (whose text holds the URL).
     assert err.__cause__ is None and err.__context__ is None
 
 
@@ -88,7 +101,8 @@ def test_bodies_never_contain_the_url_in_failure_text() -> None:
 
 def test_slack_body_shape() -> None:
     body = alerts.build_slack_body(
-        run_id="r2", dag_id="kafkalab_nightly", report_url="file:///tmp/r/index.html",
+        run_id="r2", dag_id="kafkalab_nightly",
+        report_url="http://127.0.0.1:8080/kafkalab/reports/r2/index.html",
         drifts=[_rec(), _rec("a|b|1kb|latency|lost_count", change_pct=None, latest=3,
                              emulator=True)],
         recoveries=[_rec("x|y|1mb|latency|e2e_latency_ms_p50", is_drift=False)],
@@ -104,7 +118,8 @@ def test_slack_body_shape() -> None:
             assert len(b["text"]["text"]) <= 3000
     dump = json.dumps(body, allow_nan=False)
     assert "+50.0%" in dump and "from 0" in dump and "Recovered" in dump
-    assert "<file:///tmp/r/index.html|Trend report>" in dump
+    assert "<http://127.0.0.1:8080/kafkalab/reports/r2/index.html|Run report>" in dump
+    assert "15.0 ms vs baseline 10.0 ms" in dump and "3 messages vs baseline" in dump
 
 
 def test_generic_body_shape() -> None:
@@ -278,16 +293,20 @@ def _write_run(data_dir: Path, run_id: str, records: list[dict[str, Any]]) -> No
     drift.write_drift(df, data_dir, run_id)
 
 
-def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver) -> None:
+def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    generic = _webhook(monkeypatch, receiver.port)
+    slack = _webhook(monkeypatch, receiver.port, "slack", "kl_alert_test_slack")
     _write_run(tmp_path, "r2", [_rec(run_id="r2"),
                                 _rec("q|w|1kb|latency|lost_count", is_drift=False, run_id="r2")])
-    summary = alerts.alert_on_drift(tmp_path, "r2", receiver.url(), fmt="generic",
+    summary = alerts.alert_on_drift(tmp_path, "r2", generic,
                                     report_url="../reports/r2/index.html", dag_id="nightly")
     assert summary["sent"] is True and summary["drifts"] == 1 and summary["recoveries"] == 0
     assert len(receiver.requests) == 1
     req = receiver.requests[0]
     assert req["path"] == f"/services/{SECRET}"
     assert req["headers"]["Content-Type"] == "application/json"
+    assert not {"endpoint", "format"} & {h.lower() for h in req["headers"]}  # lab keys
     body = req["body"]
     assert body["schema"] == "kafkalab.alert/v1" and body["kind"] == "drift"
     assert body["run_id"] == "r2" and body["dag_id"] == "nightly"
@@ -298,33 +317,35 @@ def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver) -> None:
     assert (tmp_path / "alerts" / "state.json").exists()
 
     # Same run again: de-duplicated, no request.
-    summary = alerts.alert_on_drift(tmp_path, "r2", receiver.url(), fmt="slack")
+    summary = alerts.alert_on_drift(tmp_path, "r2", slack)
     assert summary["sent"] is False and summary["suppressed"] == 1
     assert len(receiver.requests) == 1
 
     # A later run completes the recovery: one Slack message with the recovery.
     _write_run(tmp_path, "r3", [_rec(run_id="r3", is_drift=False, alert_status="recovered")])
-    summary = alerts.alert_on_drift(tmp_path, "r3", receiver.url(), fmt="slack")
+    summary = alerts.alert_on_drift(tmp_path, "r3", slack)
     assert summary["sent"] is True and summary["recoveries"] == 1
     slack = receiver.requests[-1]["body"]
     assert "recovered" in slack["text"] and slack["blocks"]
     assert alerts.load_state(tmp_path)["series"] == {}
 
 
-def test_alert_on_drift_without_records_or_webhook(tmp_path: Path) -> None:
-    assert alerts.alert_on_drift(tmp_path, "none", "http://127.0.0.1:9/x")["sent"] is False
+def test_alert_on_drift_without_records_or_webhook(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    assert alerts.alert_on_drift(tmp_path, "none", _webhook(monkeypatch, 9))["sent"] is False
     _write_run(tmp_path, "r2", [_rec(run_id="r2")])
     s = alerts.alert_on_drift(tmp_path, "r2", None)
     assert s["sent"] is False and s["reason"] == "no webhook configured"
     assert not (tmp_path / "alerts" / "state.json").exists()
 
 
-def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path) -> None:
+def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     r = _Receiver(status=403, reply=f"invalid_token for /services/{SECRET}".encode())
     try:
         _write_run(tmp_path, "r2", [_rec(run_id="r2")])
         with pytest.raises(alerts.AlertError) as ei:
-            alerts.alert_on_drift(tmp_path, "r2", r.url())
+            alerts.alert_on_drift(tmp_path, "r2", _webhook(monkeypatch, r.port, "slack"))
         assert "HTTP 403" in str(ei.value)
         assert SECRET not in str(ei.value)
         assert not (tmp_path / "alerts" / "state.json").exists()
@@ -332,14 +353,16 @@ def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path) -> None:
         r.close()
 
 
-def test_alert_run_failed_real_http(receiver: _Receiver) -> None:
-    body = alerts.alert_run_failed(receiver.url(), "nightly", "r9",
-                                   f"Traceback ... posting to {receiver.url()}", fmt="generic")
+def test_alert_run_failed_real_http(receiver: _Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    generic = _webhook(monkeypatch, receiver.port)
+    body = alerts.alert_run_failed(generic, "nightly", "r9",
+                                   f"Traceback ... posting to {receiver.url()}")
     assert body["kind"] == "run_failed"
     got = receiver.requests[0]["body"]
     assert got["kind"] == "run_failed" and got["dag_id"] == "nightly" and got["run_id"] == "r9"
     assert SECRET not in json.dumps(got)
-    slack = alerts.alert_run_failed(receiver.url(), "nightly", "r9", "boom", fmt="slack")
+    slack = alerts.alert_run_failed(_webhook(monkeypatch, receiver.port, "slack"), "nightly",
+                                    "r9", "boom")
     assert "failed" in slack["text"] and "boom" in json.dumps(slack["blocks"])
 
 
@@ -390,7 +413,13 @@ def test_formatting_helpers() -> None:
     clean = clean_drift({**_rec(change_pct=float("inf"), emulator=True), "worsened": 1,
                          "baseline_mad": 0.2})
     assert clean["change_pct"] is None and clean["worsened"] is True
-    assert "baseline_mad" not in clean
+    # The baseline's spread and the metric's unit travel with the record; the MAD band
+    # needs the rule's k_mad (set by alert_on_drift from the drift config).
+    assert clean["baseline_mad"] == 0.2 and clean["unit"] == "ms"
+    assert clean["baseline_band_low"] is None and clean["k_mad"] is None
+    banded = clean_drift({**_rec(), "k_mad": 3.0})
+    assert banded["baseline_band_low"] == pytest.approx(10.0 - 3 * 1.4826 * 0.2)
+    assert banded["baseline_band_high"] == pytest.approx(10.0 + 3 * 1.4826 * 0.2)
     assert series_line(clean).endswith("(from 0) (worsened) [EMULATOR — not Kafka]")
     assert AlertContent.of(run_id="r").kind == "recovery"
     assert AlertContent.of(run_id="r", drifts=[_rec()]).kind == "drift"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kafkalab import alerts
+from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
 from kafkalab.alerts import bodies
 from kafkalab.store import atomic_write_json
 
@@ -176,6 +177,13 @@ class _Receiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/services/{SECRET}"
 
+    def webhook(self, fmt: str = "generic") -> AlertWebhook:
+        """An ``http`` Connection (``AIRFLOW_CONN_<ID>``, set by the fixture) to this
+        receiver, read as the lab reads it."""
+        hook = AlertWebhookConnection(f"kl_sev_{fmt}").settings()
+        assert hook is not None
+        return hook
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
@@ -183,8 +191,12 @@ class _Receiver:
 
 
 @pytest.fixture
-def receiver() -> Iterator[_Receiver]:
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Receiver]:
     r = _Receiver()
+    for fmt in ("generic", "slack"):
+        monkeypatch.setenv(f"AIRFLOW_CONN_KL_SEV_{fmt.upper()}", json.dumps({
+            "conn_type": "http", "host": "127.0.0.1", "port": r.server.server_address[1],
+            "extra": {"endpoint": f"/services/{SECRET}", "format": fmt}}))
     yield r
     r.close()
 
@@ -199,7 +211,7 @@ def test_alert_on_fault_validation_durability_loss_is_critical(
         tmp_path: Path, receiver: _Receiver, caplog: pytest.LogCaptureFixture) -> None:
     path = _write_report(tmp_path, _report(durability_loss=2, other_failure=True))
     assert path == tmp_path / "validation" / f"{RUN}-faults.json"
-    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.url(), fmt="generic",
+    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.webhook(),
                                            dag_id="resilience_experiment")
     assert out == {"run_id": RUN, "sent": True, "severity": "critical", "reason": None,
                    "failed_checks": 2, "acked_lost": 2}
@@ -216,17 +228,17 @@ def test_alert_on_fault_validation_durability_loss_is_critical(
 def test_alert_on_fault_validation_other_failure_is_error(tmp_path: Path,
                                                           receiver: _Receiver) -> None:
     _write_report(tmp_path, _report(other_failure=True))
-    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.url(), fmt="slack")
+    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.webhook("slack"))
     assert out["sent"] is True and out["severity"] == "error" and out["acked_lost"] == 0
     assert "[CRITICAL]" not in receiver.requests[0]["text"]
 
 
 def test_alert_on_fault_validation_sends_nothing_when_passed_missing_or_no_webhook(
         tmp_path: Path, receiver: _Receiver) -> None:
-    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.url())
+    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.webhook())
     assert out["sent"] is False and out["reason"] == "no fault validation result for this run"
     _write_report(tmp_path, _report())
-    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.url())
+    out = alerts.alert_on_fault_validation(tmp_path, RUN, receiver.webhook())
     assert out["sent"] is False and out["reason"] == "validation passed"
     assert out["severity"] is None
     _write_report(tmp_path, _report(durability_loss=1))
@@ -237,8 +249,8 @@ def test_alert_on_fault_validation_sends_nothing_when_passed_missing_or_no_webho
 
 
 def test_alert_run_failed_takes_a_severity(receiver: _Receiver) -> None:
-    body = alerts.alert_run_failed(receiver.url(), "dag", "r1", "boom", fmt="generic",
+    body = alerts.alert_run_failed(receiver.webhook(), "dag", "r1", "boom",
                                    severity="critical")
     assert body["severity"] == "critical" and receiver.requests[0]["severity"] == "critical"
-    default = alerts.alert_run_failed(receiver.url(), "dag", "r1", "boom", fmt="generic")
+    default = alerts.alert_run_failed(receiver.webhook(), "dag", "r1", "boom")
     assert default["severity"] == "error"

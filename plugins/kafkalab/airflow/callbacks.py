@@ -1,4 +1,5 @@
-"""Callbacks: tell on-call when a DAG run fails, naming the task that failed first.
+"""Callbacks: tell on-call when a DAG run fails, naming the task that failed first and
+linking its log in the Airflow UI.
 
 Airflow calls a DAG's ``on_failure_callback`` with the context of the *last* task that
 failed. When a run's broker is down, that is a task downstream of the real failure (a
@@ -109,15 +110,27 @@ def first_failure(lab: LabData, run_id: str) -> tuple[dict[str, Any] | None, lis
     return records[0], list(dict.fromkeys(later))
 
 
-def _failure_reason(context: Mapping[str, Any], run_id: str | None) -> str:
-    """What failed: the first task failure recorded for the lab run ``run_id`` (the cause),
-    else the callback context's reason, task and exception."""
+def _read_first_failure(run_id: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """:func:`first_failure` of the lab run ``run_id``; ``(None, [])`` when there is none or
+    reading it fails (a failed read must not cost the alert)."""
+    if not run_id:
+        return None, []
     try:
         from kafkalab.store import LabData
 
-        first, later = first_failure(LabData(), run_id) if run_id else (None, [])
-    except Exception:  # reading the record must not cost the alert
-        first, later = None, []
+        return first_failure(LabData(), run_id)
+    except Exception:
+        return None, []
+
+
+def _failure_reason(context: Mapping[str, Any], run_id: str | None,
+                    first: dict[str, Any] | None = None, later: list[str] | None = None,
+                    ) -> str:
+    """What failed: the first task failure recorded for the lab run ``run_id`` (the cause;
+    read unless given as ``first`` / ``later``), else the callback context's reason, task and
+    exception."""
+    if first is None:
+        first, later = _read_first_failure(run_id)
     if first is not None:
         where = str(first.get("task_id"))
         map_index = first.get("map_index")
@@ -139,15 +152,82 @@ def _failure_reason(context: Mapping[str, Any], run_id: str | None) -> str:
     return "; ".join(parts) or "the DAG run failed"
 
 
+def task_log_url(dag_id: str, airflow_run_id: str, task_id: str, map_index: int | None = -1,
+                 try_number: int | None = None, base_url: str | None = None) -> str:
+    """The Airflow UI's page of a task instance's log, as Airflow 3 forms
+    ``TaskInstance.log_url``: ``<[api] base_url>/dags/<dag_id>/runs/<run_id>/tasks/<task_id>
+    [/mapped/<map_index>][?try_number=<n>]`` (``base_url`` defaults to
+    :func:`kafkalab.airflow.report_routes.airflow_base_url`)."""
+    from urllib.parse import quote
+
+    from kafkalab.airflow.report_routes import airflow_base_url
+
+    base = (base_url or airflow_base_url()).rstrip("/")
+    mapped = f"/mapped/{map_index}" if map_index is not None and map_index >= 0 else ""
+    tries = f"?try_number={try_number}" if try_number is not None and try_number > 0 else ""
+    return f"{base}/dags/{dag_id}/runs/{quote(airflow_run_id)}/tasks/{task_id}{mapped}{tries}"
+
+
+def _int_or(value: Any, default: int | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def failed_task_of(context: Mapping[str, Any], first: Mapping[str, Any] | None
+                   ) -> dict[str, Any] | None:
+    """The failed task a ``run_failed`` alert names: ``{"task_id", "map_index",
+    "try_number", "log_url"}`` of the first recorded failure ``first`` (the cause), else of
+    the context's task instance; None when neither names a task.
+
+    ``log_url`` is the context's ``ti.log_url`` when that task instance is the one named,
+    else :func:`task_log_url` from the DAG id and the Airflow run id (None without them).
+    """
+    ti = context.get("task_instance") or context.get("ti")
+    source: Mapping[str, Any] | None = first
+    if source is None and ti is not None and getattr(ti, "task_id", None):
+        source = {"task_id": ti.task_id, "map_index": getattr(ti, "map_index", -1),
+                  "try_number": getattr(ti, "try_number", None)}
+    if source is None or not source.get("task_id"):
+        return None
+    task_id = str(source["task_id"])
+    map_index = _int_or(source.get("map_index"), -1)
+    try_number = _int_or(source.get("try_number"), None)
+    log_url: str | None = None
+    if (ti is not None and getattr(ti, "task_id", None) == task_id
+            and _int_or(getattr(ti, "map_index", -1), -1) == map_index
+            and _int_or(getattr(ti, "try_number", None), None) == try_number):
+        try:
+            log_url = str(ti.log_url) if getattr(ti, "log_url", None) else None
+        except Exception:  # a partial task instance: form the link below
+            log_url = None
+    dag_id, airflow_run_id = _dag_id_of(context), _airflow_run_id_of(context)
+    if log_url is None and dag_id and airflow_run_id:
+        log_url = task_log_url(dag_id, airflow_run_id, task_id, map_index, try_number)
+    return {"task_id": task_id, "map_index": map_index, "try_number": try_number,
+            "log_url": log_url}
+
+
+def _dag_id_of(context: Mapping[str, Any]) -> str | None:
+    dag, dag_run = context.get("dag"), context.get("dag_run")
+    return getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", None)
+
+
+def _airflow_run_id_of(context: Mapping[str, Any]) -> str | None:
+    run_id = getattr(context.get("dag_run"), "run_id", None) or context.get("run_id")
+    return str(run_id) if run_id else None
+
+
 def on_failure_alert(context: Mapping[str, Any]) -> None:
     """Airflow ``on_failure_callback``: tell on-call that a run failed. Never raises.
 
-    Posts a ``run_failed`` alert to the ``kafkalab_alert_webhook`` Connection; without it
-    only logs.
+    Sends a ``run_failed`` alert through the ``kafkalab_alert_webhook`` Connection: the DAG,
+    the lab and Airflow run ids, the task that failed first (:func:`first_failure`) with its
+    map index, try number and log URL (:func:`failed_task_of`), the error, and the link to
+    the run's report. Without the Connection it only logs.
     """
     try:
         dag_id, run_id = _run_of(context)
-        error = _failure_reason(context, run_id)
+        first, later = _read_first_failure(run_id)
+        error = _failure_reason(context, run_id, first, later)
         hook = AlertWebhookConnection().settings()
         if hook is None:
             log.warning("run %s of %s failed (%s); no alert webhook configured", run_id, dag_id,
@@ -155,12 +235,14 @@ def on_failure_alert(context: Mapping[str, Any]) -> None:
             return
         from kafkalab.alerts import alert_run_failed
 
-        alert_run_failed(hook.url, dag_id, run_id, error, fmt=hook.fmt,
-                         report_url=hook.report_url(run_id) if run_id else None)
+        alert_run_failed(hook, dag_id, run_id, error,
+                         report_url=hook.report_url(run_id) if run_id else None,
+                         failed_task=failed_task_of(context, first),
+                         airflow_run_id=_airflow_run_id_of(context))
         log.info("failure alert for %s of %s sent", run_id, dag_id)
     except Exception as exc:  # a callback must never raise
         log.warning("failure alert not sent: %s: %s", type(exc).__name__, exc)
 
 
-__all__ = ["FAILURES_FILE", "WATCHER_TASKS", "failures_path", "first_failure",
-           "on_failure_alert", "record_task_failure"]
+__all__ = ["FAILURES_FILE", "WATCHER_TASKS", "failed_task_of", "failures_path", "first_failure",
+           "on_failure_alert", "record_task_failure", "task_log_url"]

@@ -337,8 +337,8 @@ def send_fault_alerts(run_id: str, dag_id: str | None = None) -> dict[str, Any]:
     if hook is None:
         log.info("no alert webhook configured (Connection %r)", ALERT_CONN_ID)
     out = alert_on_fault_validation(
-        lab.root, run_id, hook.url if hook else None, fmt=hook.fmt if hook else "slack",
-        report_url=hook.report_url(run_id, lab) if hook else None, dag_id=dag_id)
+        lab.root, run_id, hook, report_url=hook.report_url(run_id) if hook else None,
+        dag_id=dag_id)
     log.info("fault alerts for %s: %s", run_id, out)
     return dict(jsonable(out))
 

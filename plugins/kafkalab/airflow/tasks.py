@@ -361,8 +361,8 @@ def send_alerts(run_id: str, conn_id: str = ALERT_CONN_ID,
         return {"run_id": run_id, "sent": False, "drifts": 0, "recoveries": 0, "suppressed": 0,
                 "reason": "no alert webhook configured"}
     lab = LabData()
-    summary = alert_on_drift(lab.root, run_id, hook.url, fmt=hook.fmt,
-                             report_url=hook.report_url(run_id, lab), dag_id=dag_id)
+    summary = alert_on_drift(lab.root, run_id, hook, report_url=hook.report_url(run_id),
+                             dag_id=dag_id)
     log.info("alerts for %s: %s", run_id, summary)
     return dict(jsonable(summary))
 

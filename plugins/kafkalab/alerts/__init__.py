@@ -1,4 +1,5 @@
-"""Drift, recovery and run-failure alerts to a webhook (Slack-compatible or generic JSON).
+"""Drift, recovery and run-failure alerts through Airflow's providers (Slack incoming
+webhook, or a generic JSON webhook over HTTP).
 
 One role per module:
 
@@ -6,7 +7,8 @@ One role per module:
 |---|---|
 | :mod:`kafkalab.alerts.secrets` | webhook URLs are secrets: :func:`redact_url`, :func:`scrub_url` |
 | :mod:`kafkalab.alerts.bodies` | the message bodies (Slack Block Kit, generic ``kafkalab.alert/v1``) |
-| :mod:`kafkalab.alerts.delivery` | :func:`send_alert`: one JSON POST, failures as :class:`AlertError` |
+| :mod:`kafkalab.alerts.delivery` | :func:`send_alert`: through ``SlackWebhookHook`` or ``HttpHook``, failures as :class:`AlertError` |
+| :mod:`kafkalab.alerts.http_hook` | ``AlertHttpHook``: ``HttpHook`` without the lab's ``extra`` keys as headers (imported on delivery) |
 | :mod:`kafkalab.alerts.state` | the de-duplication state (``alerts/state.json``, via :mod:`kafkalab.store`) |
 | :mod:`kafkalab.alerts.plan` | :func:`plan_alerts`: what to announce (pure) |
 | :mod:`kafkalab.alerts.notify` | the entry points :func:`alert_on_drift`, :func:`alert_run_failed`, :func:`alert_on_fault_validation` |
@@ -15,7 +17,9 @@ Severities (:data:`SEVERITIES`, lowest first): ``info`` (recovery), ``warning`` 
 ``error`` (failed run, failed validation), ``critical`` (:data:`HIGHEST_SEVERITY`: acked
 messages lost under the durability profile).
 
-Body and state schemas are documented in ``docs/drift-and-alerts.md``.
+Where alerts go is the Airflow Connection ``kafkalab_alert_webhook``
+(:class:`kafkalab.airflow.connections.AlertWebhookConnection`). Body and state schemas and
+the Connection's fields are documented in ``docs/drift-and-alerts.md``.
 """
 
 from kafkalab.alerts.bodies import (

@@ -24,6 +24,8 @@ MAX_SLACK_DRIFT_BLOCKS = 20
 MAX_ERROR_CHARS = 1500
 MAX_SLACK_HEADER_CHARS = 150
 MAX_SLACK_TEXT_CHARS = 3000
+MAX_SLACK_FIELD_CHARS = 2000
+MAX_SLACK_BLOCKS = 50
 
 AlertFormat = Literal["slack", "generic"]
 AlertKind = Literal["drift", "recovery", "run_failed", "validation_failed"]
@@ -44,12 +46,39 @@ MAX_VALIDATION_LINES = 10
 DRIFT_FIELDS: tuple[str, ...] = (
     "series_key", "scenario", "client", "payload", "payload_encoding", "payload_bytes",
     "profile", "workload", "cluster_flavor", "broker_version", "broker_count",
-    "planned_messages", "metric", "direction", "baseline_value", "baseline_runs",
-    "latest_value", "change_pct", "robust_z", "confidence", "latest_ci_low", "latest_ci_high",
-    "baseline_ci_low", "baseline_ci_high", "rule", "verdict", "alert_status", "good_runs",
-    "alert_since_run_id", "broker_is_emulator", "run_id",
+    "planned_messages", "metric", "direction", "baseline_value", "baseline_mad",
+    "baseline_runs", "baseline_from_run_id", "latest_value", "change_pct", "robust_z",
+    "confidence", "latest_ci_low", "latest_ci_high", "baseline_ci_low", "baseline_ci_high",
+    "rule", "verdict", "alert_status", "good_runs", "alert_since_run_id",
+    "broker_is_emulator", "run_id",
 )
-"""The drift-record fields an alert body carries for each series."""
+"""The drift-record fields an alert body carries for each series (besides the derived
+``unit``, ``k_mad``, ``baseline_band_low`` / ``baseline_band_high``: :func:`clean_drift`)."""
+
+MAD_SCALE = 1.4826
+"""MAD x 1.4826 estimates a normal standard deviation (the drift rule's spread,
+:mod:`kafkalab.drift.detect`)."""
+
+FAILED_TASK_FIELDS: tuple[str, ...] = ("task_id", "map_index", "try_number", "log_url")
+"""What a ``run_failed`` alert says about the task that failed first."""
+
+
+def metric_unit(metric: str | None) -> str:
+    """The unit of a metric, from its name (the lab puts units in names): ``ms`` (``_ms``),
+    ``msg/s`` (``_per_s``), ``%`` (``_pct``), ``B`` (``_bytes``), ``messages`` (``_count``),
+    else ``""``."""
+    parts = str(metric or "").split("_")
+    if "ms" in parts:
+        return "ms"
+    if "per" in parts and "s" in parts:
+        return "msg/s"
+    if "pct" in parts:
+        return "%"
+    if "bytes" in parts:
+        return "B"
+    if "count" in parts:
+        return "messages"
+    return ""
 
 
 class AlertFields(TypedDict, total=False):
@@ -63,6 +92,8 @@ class AlertFields(TypedDict, total=False):
     error: str | None
     validation: Mapping[str, Any] | None
     severity: Severity | None
+    failed_task: Mapping[str, Any] | None
+    airflow_run_id: str | None
 
 
 def severity_rank(severity: str) -> int:
@@ -97,14 +128,39 @@ def clean_validation(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 def clean_drift(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`DRIFT_FIELDS` of a drift record (non-finite floats -> None), plus
-    ``worsened`` when the record has it."""
+    ``worsened`` and ``alerted_run_id`` when the record has them, and derived:
+
+    * ``unit``: :func:`metric_unit` of the metric;
+    * ``k_mad``: the drift rule's threshold in robust z (the record's, set by
+      :func:`kafkalab.alerts.notify.alert_on_drift` from the drift config), else None;
+    * ``baseline_band_low`` / ``baseline_band_high``: the MAD band of the rule, baseline
+      median -/+ ``k_mad`` x 1.4826 x MAD (None without ``k_mad`` or MAD).
+    """
     out: dict[str, Any] = {}
     for k in DRIFT_FIELDS:
         v = rec.get(k)
         out[k] = as_float(v) if isinstance(v, float) else v
     out["broker_is_emulator"] = bool(rec.get("broker_is_emulator") or False)
+    out["unit"] = metric_unit(out.get("metric"))
+    k_mad = as_float(rec.get("k_mad"))
+    out["k_mad"] = k_mad
+    med, mad = as_float(out.get("baseline_value")), as_float(out.get("baseline_mad"))
+    if k_mad is not None and med is not None and mad is not None:
+        half = k_mad * MAD_SCALE * mad
+        out["baseline_band_low"], out["baseline_band_high"] = med - half, med + half
+    else:
+        out["baseline_band_low"] = out["baseline_band_high"] = None
     if "worsened" in rec:
         out["worsened"] = bool(rec["worsened"])
+    if "alerted_run_id" in rec:
+        out["alerted_run_id"] = rec["alerted_run_id"]
+    return out
+
+
+def clean_failed_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`FAILED_TASK_FIELDS` of a failed task (``map_index`` -1 when not mapped)."""
+    out = {k: task.get(k) for k in FAILED_TASK_FIELDS}
+    out["map_index"] = int(out["map_index"]) if isinstance(out["map_index"], int) else -1
     return out
 
 
@@ -128,6 +184,8 @@ class AlertContent:
     error: str | None
     validation: dict[str, Any] | None = None
     requested_severity: Severity | None = None
+    failed_task: dict[str, Any] | None = None
+    airflow_run_id: str | None = None
 
     @classmethod
     def of(cls, **fields: Unpack[AlertFields]) -> AlertContent:
@@ -142,6 +200,9 @@ class AlertContent:
             validation=(None if (validation := fields.get("validation")) is None
                         else clean_validation(validation)),
             requested_severity=fields.get("severity"),
+            failed_task=(None if (task := fields.get("failed_task")) is None
+                         else clean_failed_task(task)),
+            airflow_run_id=fields.get("airflow_run_id"),
         )
 
     @property
@@ -174,12 +235,22 @@ class AlertContent:
 
 def format_value(v: Any, unit: str = "") -> str:
     """A number for a message line: thousands separated, 1 decimal from 10, else 3 digits;
-    ``n/a`` when missing."""
+    then the unit (``%`` attached, any other after a space); ``n/a`` when missing."""
     f = as_float(v)
     if f is None:
         return "n/a"
     s = f"{f:,.0f}" if abs(f) >= 1000 else (f"{f:.1f}" if abs(f) >= 10 else f"{f:.3g}")
-    return f"{s}{unit}"
+    unit = unit.strip()
+    if not unit:
+        return s
+    return f"{s}{unit}" if unit == "%" else f"{s} {unit}"
+
+
+def format_range(low: Any, high: Any, unit: str = "") -> str | None:
+    """``low–high unit`` (None when either end is missing)."""
+    if as_float(low) is None or as_float(high) is None:
+        return None
+    return f"{format_value(low)}–{format_value(high, unit)}"
 
 
 def format_change(v: Any) -> str:
@@ -188,18 +259,59 @@ def format_change(v: Any) -> str:
     return "from 0" if f is None else f"{f:+.1f}%"
 
 
+def _unit_of(rec: Mapping[str, Any]) -> str:
+    """The record's ``unit``, else :func:`metric_unit` of its metric."""
+    unit = rec.get("unit")
+    return str(unit) if unit is not None else metric_unit(rec.get("metric"))
+
+
 def series_line(rec: Mapping[str, Any]) -> str:
-    """One line of text about one series' drift record."""
+    """One line of text about one series' drift record: the latest value and the baseline
+    median with the metric's unit, and the change."""
+    unit = _unit_of(rec)
     emu = f" [{EMULATOR_LABEL}]" if rec.get("broker_is_emulator") else ""
     worse = " (worsened)" if rec.get("worsened") else ""
     workload = f" ({rec['workload']})" if rec.get("workload") else ""
     return (
         f"{rec.get('metric')} {rec.get('scenario')}/{rec.get('client')} "
         f"{rec.get('payload')} {rec.get('profile')}{workload}: "
-        f"{format_value(rec.get('latest_value'))} vs "
-        f"baseline {format_value(rec.get('baseline_value'))} "
+        f"{format_value(rec.get('latest_value'), unit)} vs "
+        f"baseline {format_value(rec.get('baseline_value'), unit)} "
         f"({format_change(rec.get('change_pct'))}){worse}{emu}"
     )
+
+
+def baseline_line(rec: Mapping[str, Any]) -> str:
+    """The baseline of one series' drift record in words: the median of how many good runs,
+    the rule's MAD band, the baseline's and the latest run's 95 % intervals (each when
+    known), with the metric's unit."""
+    unit = _unit_of(rec)
+    parts = [f"baseline = median of {rec.get('baseline_runs') or 0} good run(s)"]
+    band = format_range(rec.get("baseline_band_low"), rec.get("baseline_band_high"), unit)
+    if band is not None:
+        parts.append(f"MAD band {band} (±{format_value(rec.get('k_mad'))}×1.4826×MAD)")
+    elif as_float(rec.get("baseline_mad")) is not None:
+        parts.append(f"MAD {format_value(rec.get('baseline_mad'), unit)}")
+    ci = format_range(rec.get("baseline_ci_low"), rec.get("baseline_ci_high"), unit)
+    if ci is not None:
+        parts.append(f"95 % CI {ci}")
+    latest_ci = format_range(rec.get("latest_ci_low"), rec.get("latest_ci_high"), unit)
+    if latest_ci is not None:
+        parts.append(f"latest 95 % CI {latest_ci}")
+    if rec.get("rule"):
+        parts.append(f"rule {rec['rule']}")
+    return "; ".join(parts)
+
+
+def task_label(task: Mapping[str, Any]) -> str:
+    """``task_id[map_index] (try N)`` of a failed task."""
+    where = str(task.get("task_id"))
+    map_index = task.get("map_index")
+    if isinstance(map_index, int) and map_index >= 0:
+        where += f"[{map_index}]"
+    if task.get("try_number") is not None:
+        where += f" (try {task['try_number']})"
+    return where
 
 
 def generic_body(content: AlertContent) -> dict[str, Any]:
@@ -216,6 +328,8 @@ def generic_body(content: AlertContent) -> dict[str, Any]:
         "recoveries": content.recoveries,
         "error": truncate_error(content.error),
         "validation": content.validation,
+        "airflow_run_id": content.airflow_run_id,
+        "failed_task": content.failed_task,
     }
 
 
@@ -224,6 +338,8 @@ def _slack_title(c: AlertContent) -> str:
     kind = c.kind
     if kind == "run_failed":
         title = f":x: Kafka Latency Lab: {where} failed"
+        if c.failed_task and c.failed_task.get("task_id"):
+            title += f" in task {task_label(c.failed_task)}"
     elif kind == "validation_failed":
         v = c.validation or {}
         dur = v.get("durability") or {}
@@ -270,11 +386,44 @@ def validation_lines(validation: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _slack_list(heading: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
-    lines = [f"• {series_line(x)}" for x in recs[:MAX_SLACK_DRIFT_BLOCKS]]
+def _sections(heading: str, lines: list[str]) -> list[dict[str, Any]]:
+    """``lines`` under a bold heading as mrkdwn sections of at most
+    :data:`MAX_SLACK_TEXT_CHARS` each (a line never split; an over-long one cut)."""
+    out: list[dict[str, Any]] = []
+    text = f"*{heading}*"
+    for line in lines:
+        line = line if len(line) < MAX_SLACK_TEXT_CHARS - 1 else line[: MAX_SLACK_TEXT_CHARS - 2] + "…"
+        if len(text) + 1 + len(line) > MAX_SLACK_TEXT_CHARS:
+            out.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+            text = line
+        else:
+            text += "\n" + line
+    out.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
+    return out
+
+
+def _slack_list(heading: str, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sections listing series: per series its line (values with units) and, below it, its
+    baseline (:func:`baseline_line`); at most :data:`MAX_SLACK_DRIFT_BLOCKS` series."""
+    lines = [f"• {series_line(x)}\n      _{baseline_line(x)}_"
+             for x in recs[:MAX_SLACK_DRIFT_BLOCKS]]
     if len(recs) > MAX_SLACK_DRIFT_BLOCKS:
         lines.append(f"… and {len(recs) - MAX_SLACK_DRIFT_BLOCKS} more")
-    return {"type": "section", "text": {"type": "mrkdwn", "text": f"*{heading}*\n" + "\n".join(lines)}}
+    return _sections(heading, lines)
+
+
+def _slack_failed_task(c: AlertContent) -> dict[str, Any]:
+    """A section of fields: the DAG, the run (lab and Airflow run ids), the failed task and
+    a link to its log."""
+    task = c.failed_task or {}
+    run = f"`{c.run_id}`" + (f"\nAirflow `{c.airflow_run_id}`" if c.airflow_run_id else "")
+    fields = [f"*DAG*\n`{c.dag_id}`", f"*Run*\n{run}"]
+    if task.get("task_id"):
+        fields.append(f"*Failed task*\n`{task_label(task)}`")
+    if task.get("log_url"):
+        fields.append(f"*Task log*\n<{task['log_url']}|open the log in Airflow>")
+    return {"type": "section",
+            "fields": [{"type": "mrkdwn", "text": f[:MAX_SLACK_FIELD_CHARS]} for f in fields]}
 
 
 def slack_body(content: AlertContent) -> dict[str, Any]:
@@ -285,6 +434,8 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header_text, "emoji": True}}
     ]
+    if c.error is not None or c.failed_task is not None:
+        blocks.append(_slack_failed_task(c))
     if c.error is not None:
         err = truncate_error(c.error) or ""
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{err}```"}})
@@ -293,27 +444,33 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
         blocks.append({"type": "section", "text": {
             "type": "mrkdwn", "text": f"*Validation ({c.validation.get('suite')})*\n{text_lines}"}})
     if c.drifts:
-        blocks.append(_slack_list("Drift", c.drifts))
+        blocks.extend(_slack_list("Drift", c.drifts))
     if c.recoveries:
-        blocks.append(_slack_list("Recovered", c.recoveries))
+        blocks.extend(_slack_list("Recovered", c.recoveries))
     if c.report_url:
         blocks.append(
             {"type": "context",
-             "elements": [{"type": "mrkdwn", "text": f"<{c.report_url}|Trend report>"}]}
+             "elements": [{"type": "mrkdwn", "text": f"<{c.report_url}|Run report>"}]}
         )
     text = title
     if c.drifts:
         text += "\n" + "\n".join(series_line(x) for x in c.drifts[:MAX_SLACK_DRIFT_BLOCKS])
+    if c.failed_task is not None:
+        text += f"\nfailed task {task_label(c.failed_task)}"
+        if c.failed_task.get("log_url"):
+            text += f": {c.failed_task['log_url']}"
     if c.error is not None:
         text += f"\n{truncate_error(c.error)}"
     if c.validation is not None:
         text += "\n" + "\n".join(validation_lines(c.validation))
+    if c.report_url:
+        text += f"\nreport: {c.report_url}"
     # Slack section text is limited to 3000 characters.
     for b in blocks:
         t = b.get("text")
         if isinstance(t, dict) and len(t.get("text", "")) > MAX_SLACK_TEXT_CHARS:
             t["text"] = t["text"][: MAX_SLACK_TEXT_CHARS - 1] + "…"
-    return {"text": text[:MAX_SLACK_TEXT_CHARS], "blocks": blocks}
+    return {"text": text[:MAX_SLACK_TEXT_CHARS], "blocks": blocks[:MAX_SLACK_BLOCKS]}
 
 
 def build_generic_body(**fields: Unpack[AlertFields]) -> dict[str, Any]:
@@ -342,8 +499,10 @@ def build_body(fmt: AlertFormat, **fields: Unpack[AlertFields]) -> dict[str, Any
 __all__ = [
     "DEFAULT_SEVERITY",
     "DRIFT_FIELDS",
+    "FAILED_TASK_FIELDS",
     "GENERIC_SCHEMA",
     "HIGHEST_SEVERITY",
+    "MAD_SCALE",
     "MAX_ERROR_CHARS",
     "MAX_SLACK_DRIFT_BLOCKS",
     "MAX_VALIDATION_LINES",
@@ -353,17 +512,22 @@ __all__ = [
     "AlertFormat",
     "AlertKind",
     "Severity",
+    "baseline_line",
     "build_body",
     "build_generic_body",
     "build_slack_body",
     "clean_drift",
+    "clean_failed_task",
     "clean_validation",
     "format_change",
+    "format_range",
     "format_value",
     "generic_body",
+    "metric_unit",
     "series_line",
     "severity_rank",
     "slack_body",
+    "task_label",
     "truncate_error",
     "validation_lines",
 ]

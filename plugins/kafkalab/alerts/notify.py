@@ -1,5 +1,9 @@
 """The alert entry points: a run's drifts and recoveries (de-duplicated), a failed run, a
-fault run's failed validation (``critical`` when durability broke)."""
+fault run's failed validation (``critical`` when durability broke).
+
+Each takes the typed alert Connection (:class:`kafkalab.airflow.connections.AlertWebhook`:
+which hook, which body format) and delivers through :func:`kafkalab.alerts.delivery.send_alert`.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +11,40 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafkalab.alerts.bodies import HIGHEST_SEVERITY, AlertFormat, Severity, build_body
-from kafkalab.alerts.delivery import send_alert
+from kafkalab.alerts.bodies import HIGHEST_SEVERITY, Severity, build_body
+from kafkalab.alerts.delivery import scrub_secrets, send_alert
 from kafkalab.alerts.plan import plan_alerts
-from kafkalab.alerts.secrets import scrub_url
 from kafkalab.alerts.state import load_state, save_state
 from kafkalab.drift import load_drift_config_or_default, read_drift
 from kafkalab.store import LabData
 
+if TYPE_CHECKING:
+    from kafkalab.airflow.connections import AlertWebhook
+    from kafkalab.drift.config import DriftConfig
+
 log = logging.getLogger(__name__)
+
+
+def with_rule_thresholds(recs: list[dict[str, Any]], config: DriftConfig) -> list[dict[str, Any]]:
+    """``recs`` with ``k_mad`` (the drift rule's threshold of each record's metric, from
+    ``config``; None for a metric the config no longer has), from which the bodies derive
+    the baseline's MAD band."""
+    out = []
+    for rec in recs:
+        try:
+            k_mad: float | None = config.rule(str(rec.get("metric"))).k_mad
+        except KeyError:
+            k_mad = None
+        out.append({**rec, "k_mad": k_mad})
+    return out
 
 
 def alert_on_drift(
     data_dir: str | os.PathLike[str],
     run_id: str,
-    webhook_url: str | None,
-    fmt: AlertFormat = "slack",
+    webhook: AlertWebhook | None,
     report_url: str | None = None,
     *,
     dag_id: str | None = None,
@@ -36,7 +56,10 @@ def alert_on_drift(
     Reads ``<data_dir>/drift/run_id=<run_id>/drift.parquet``; when nothing needs saying no
     request is made. The state is written only after a successful delivery, so a failed
     delivery is retried by the next call. Without a webhook nothing is sent nor recorded.
-    ``worsen_margin_pct`` defaults to ``alerts.worsen_margin_pct`` of the drift config.
+    ``worsen_margin_pct`` defaults to ``alerts.worsen_margin_pct`` of the drift config; each
+    series carries its rule's ``k_mad`` (:func:`with_rule_thresholds`). The body format is
+    the webhook's (``webhook.fmt``); ``report_url`` is the link to the run's report
+    (:meth:`~kafkalab.airflow.connections.AlertWebhook.report_url`).
 
     Returns:
         ``{"run_id", "sent", "drifts", "recoveries", "suppressed", "reason"}``.
@@ -52,8 +75,9 @@ def alert_on_drift(
     if records is None:
         summary["reason"] = "no drift records for this run"
         return summary
+    config = load_drift_config_or_default()
     if worsen_margin_pct is None:
-        worsen_margin_pct = load_drift_config_or_default().alerts.worsen_margin_pct
+        worsen_margin_pct = config.alerts.worsen_margin_pct
     state = load_state(data_dir)
     to_alert, recoveries, new_state = plan_alerts(records, state, worsen_margin_pct)
     n_drift = int(records["is_drift"].fillna(False).astype(bool).sum()) if len(records) else 0
@@ -63,39 +87,49 @@ def alert_on_drift(
     if not to_alert and not recoveries:
         summary["reason"] = "nothing new to announce"
         return summary
-    if not webhook_url:
+    if webhook is None or not webhook.url:
         summary["reason"] = "no webhook configured"
         log.info("drift alert for %s not sent: no webhook configured", run_id)
         return summary
     body = build_body(
-        fmt, run_id=run_id, dag_id=dag_id, report_url=report_url, drifts=to_alert,
-        recoveries=recoveries,
+        webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
+        drifts=with_rule_thresholds(to_alert, config),
+        recoveries=with_rule_thresholds(recoveries, config),
     )
-    send_alert(webhook_url, body, timeout_s=timeout_s)
+    send_alert(webhook, body, timeout_s=timeout_s)
     save_state(data_dir, new_state)
     summary["sent"] = True
     return summary
 
 
 def alert_run_failed(
-    webhook_url: str,
+    webhook: AlertWebhook,
     dag_id: str | None,
     run_id: str | None,
     error: str,
-    fmt: AlertFormat = "slack",
     report_url: str | None = None,
     timeout_s: float = 10,
     severity: Severity | None = None,
+    *,
+    failed_task: Mapping[str, Any] | None = None,
+    airflow_run_id: str | None = None,
 ) -> dict[str, Any]:
     """Announce a failed run (e.g. from an Airflow ``on_failure_callback``); returns the body.
 
-    The error text is cut to 1500 characters and scrubbed of the webhook URL. ``severity``
-    defaults to ``error`` (:data:`kafkalab.alerts.bodies.DEFAULT_SEVERITY`).
+    ``failed_task``: the task that failed first, ``{"task_id", "map_index", "try_number",
+    "log_url"}`` (the log's page in the Airflow UI); ``airflow_run_id``: the DAG run's
+    Airflow run id (``run_id`` is the lab's). The error text is cut to 1500 characters and
+    scrubbed of the webhook's secrets. ``severity`` defaults to ``error``
+    (:data:`kafkalab.alerts.bodies.DEFAULT_SEVERITY`).
+
+    Raises:
+        AlertError: delivery failed (message without the URL).
     """
-    err = scrub_url(str(error), webhook_url)
-    body = build_body(fmt, run_id=run_id, dag_id=dag_id, report_url=report_url, error=err,
-                      severity=severity)
-    send_alert(webhook_url, body, timeout_s=timeout_s)
+    err = scrub_secrets(str(error), webhook)
+    body = build_body(webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
+                      error=err, severity=severity, failed_task=failed_task,
+                      airflow_run_id=airflow_run_id)
+    send_alert(webhook, body, timeout_s=timeout_s)
     return body
 
 
@@ -149,8 +183,7 @@ def fault_validation_fields(doc: Mapping[str, Any], report_path: str | None = No
 def alert_on_fault_validation(
     data_dir: str | os.PathLike[str],
     run_id: str,
-    webhook_url: str | None,
-    fmt: AlertFormat = "slack",
+    webhook: AlertWebhook | None,
     report_url: str | None = None,
     *,
     dag_id: str | None = None,
@@ -188,17 +221,17 @@ def alert_on_fault_validation(
     if severity == HIGHEST_SEVERITY:
         log.critical("fault run %s: durability broken: %s acked message(s) lost under the "
                      "durability profile (%s)", run_id, summary["acked_lost"], path)
-    if not webhook_url:
+    if webhook is None or not webhook.url:
         summary["reason"] = "no webhook configured"
         log.info("fault validation alert for %s not sent: no webhook configured", run_id)
         return summary
-    body = build_body(fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
+    body = build_body(webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
                       validation=validation, severity=severity)
-    send_alert(webhook_url, body, timeout_s=timeout_s)
+    send_alert(webhook, body, timeout_s=timeout_s)
     summary["sent"] = True
     return summary
 
 
 __all__ = ["alert_on_drift", "alert_on_fault_validation", "alert_run_failed",
            "durability_broken", "fault_validation_fields", "fault_validation_path",
-           "validation_severity"]
+           "validation_severity", "with_rule_thresholds"]
