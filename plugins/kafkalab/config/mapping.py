@@ -366,7 +366,8 @@ _JVM_ORIGINS: dict[str, tuple[str, str] | str] = {
     "consumer.max.partition.fetch.bytes": ("topic", "max_message_bytes"),
     "consumer.bootstrap.servers": DESCRIPTOR,
 }
-"""Origins of :func:`jvm_tool_settings`' keys; every other key is the tool's own."""
+"""Origins of :func:`jvm_tool_settings`' keys; every other key is the tool's own
+(:data:`TOOL`)."""
 
 _JVM_NOT_APPLIED: dict[tuple[str, str], str] = {
     ("producer", "linger_ms"): "the tool forces linger.ms=0",
@@ -402,7 +403,8 @@ def setting_origins(scenario: str, profile: Profile) -> dict[str, str]:
                   "consumer": kafka_python_consumer_layers(profile, "g")}
     elif scenario == "jvm-e2e":
         out: dict[str, str] = {}
-        for key, origin in _JVM_ORIGINS.items():
+        for key in jvm_tool_settings(profile, profile.producer.acks, "?"):
+            origin = _JVM_ORIGINS.get(key, TOOL)
             out[key] = origin if isinstance(origin, str) else knob_origin(
                 profile, *origin, derived=origin == ("topic", "max_message_bytes"))
         return out

@@ -117,7 +117,8 @@ CONSUMER_PROPERTIES: dict[str, KafkaProperty] = {p.name: p for p in (
     _same("heartbeat.interval.ms", "int"),
     _same("max.poll.interval.ms", "int", since=(0, 10, 1)),
     KafkaProperty("max.poll.records", "int", librdkafka=None, kafka_python="max_poll_records",
-                  note="librdkafka's poll() returns one message"),
+                  note="librdkafka 2.16 accepts the name, but confluent-kafka's "
+                       "Consumer.poll() returns one message: it would change nothing"),
     _same("isolation.level", "enum", choices=("read_uncommitted", "read_committed"),
           since=(0, 11)),
     _same("check.crcs", "bool"),
@@ -340,6 +341,17 @@ ZSTD_SINCE = (2, 1)
 """zstd needs brokers of Kafka 2.1 or later (produce request v7, KIP-110)."""
 
 
+def _too_new(table: Mapping[str, KafkaProperty], name: str, value: str,
+             have: tuple[int, ...]) -> str | None:
+    """Why the broker (version ``have``) cannot take ``name=value``; None when it can."""
+    if name == "compression.type" and value == "zstd" and have < ZSTD_SINCE:
+        return f"compression.type=zstd needs Kafka {_dotted(ZSTD_SINCE)} or later"
+    since = table[name].since if name in table else (0,)
+    if have < since:
+        return f"{name!r} needs Kafka {_dotted(since)} or later"
+    return None
+
+
 def check_cluster(profile_name: str, compression: str, props: Mapping[str, Mapping[str, str]],
                   version: str, flavor: str = "") -> None:
     """Refuse what the cluster's Kafka version does not know: zstd before 2.1 (as the
@@ -354,22 +366,33 @@ def check_cluster(profile_name: str, compression: str, props: Mapping[str, Mappi
     have = broker_version(version, flavor)
     if have is None:
         return
-    shown = _dotted(have)
-    topic_compression = props.get("topic_configs", {}).get("compression.type")
-    if have < ZSTD_SINCE:
-        if compression == "zstd":
-            raise ConfigError(f"profile {profile_name}: compression zstd needs Kafka 2.1 or "
-                              f"later (produce API v7); the cluster is Kafka {shown}")
-        if topic_compression == "zstd":
-            raise ConfigError(f"profile {profile_name}: topic_configs: compression.type=zstd "
-                              f"needs Kafka 2.1 or later; the cluster is Kafka {shown}")
+    if compression == "zstd" and have < ZSTD_SINCE:
+        raise ConfigError(f"profile {profile_name}: compression zstd needs Kafka "
+                          f"{_dotted(ZSTD_SINCE)} or later (produce API v7); the cluster is "
+                          f"Kafka {_dotted(have)}")
     for key, values in props.items():
-        table = TABLES[key]
-        for name in values:
-            since = table[name].since if name in table else (0,)
-            if have < since:
-                raise ConfigError(f"profile {profile_name}: {key}: {name!r} needs Kafka "
-                                  f"{_dotted(since)} or later; the cluster is Kafka {shown}")
+        for name, value in values.items():
+            problem = _too_new(TABLES[key], name, value, have)
+            if problem:
+                raise ConfigError(f"profile {profile_name}: {key}: {problem}; the cluster is "
+                                  f"Kafka {_dotted(have)}")
+
+
+def check_topic_configs(topic: str, configs: Mapping[str, str], version: str,
+                        flavor: str = "") -> None:
+    """Refuse topic configs the cluster's Kafka version does not know (zstd before 2.1,
+    ``message.timestamp.type`` before 0.10, ...), before a topic is created or altered.
+
+    Raises:
+        ConfigError: ``topic NAME: compression.type=zstd needs Kafka 2.1 or later; ...``.
+    """
+    have = broker_version(version, flavor)
+    if have is None:
+        return
+    for name, value in configs.items():
+        problem = _too_new(TOPIC_CONFIGS, name, value, have)
+        if problem:
+            raise ConfigError(f"topic {topic}: {problem}; the cluster is Kafka {_dotted(have)}")
 
 
 def check_codec(profile_name: str, compression: str, client: Client) -> None:
@@ -394,6 +417,6 @@ def check_codec(profile_name: str, compression: str, client: Client) -> None:
 __all__ = [
     "CLIENTS", "CLIENT_OF_SCENARIO", "CONSUMER_PROPERTIES", "KNOB_OF", "LAB_OWNED",
     "PRODUCER_PROPERTIES", "TABLES", "TOPIC_CONFIGS", "ZSTD_SINCE", "Client", "KafkaProperty",
-    "broker_version", "check_client", "check_cluster", "check_codec", "clients_of", "known_to",
+    "broker_version", "check_client", "check_cluster", "check_codec", "check_topic_configs", "clients_of", "known_to",
     "python_value", "unsupported", "validate_properties", "value_text",
 ]

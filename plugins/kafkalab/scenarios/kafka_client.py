@@ -25,7 +25,7 @@ from collections import deque
 from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
-from kafkalab.config.mapping import settings_view
+from kafkalab.config.mapping import check_profile, settings_view
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress
 from kafkalab.samples import Sample
@@ -106,7 +106,14 @@ class KafkaClientScenario(CatalogScenario):
 
     def run(self, cell: Cell, progress: Progress) -> None:
         """First-message probes (``first_message_probes`` × both modes), then the closed
-        loop; every row goes to ``cell.sink``."""
+        loop; every row goes to ``cell.sink``.
+
+        Raises:
+            ConfigError: the profile sets what this client or the cluster cannot take
+                (:func:`kafkalab.config.mapping.check_profile`; a run refuses it earlier, this
+                guards a cell measured on its own).
+        """
+        check_profile(cell.profile, [self.name], cell.descriptor)
         steady_heap()
         base = self._base(cell)
         producer = self._open_producer(cell, base)

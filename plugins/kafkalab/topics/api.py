@@ -14,6 +14,7 @@ from typing import Any
 from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.cluster.kafka09 import BROKER_MESSAGE_MAX_BYTES
+from kafkalab.config.properties import check_topic_configs
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.progress import Progress, noop
 from kafkalab.topics.legacy import LegacyTopics
@@ -47,6 +48,7 @@ def _check_specs(descriptor: ClusterDescriptor, specs: list[TopicSpec]) -> None:
                 f"profile asks for replication.factor={s.replication_factor} (topic {s.name}) "
                 f"but the cluster has {_plural(descriptor.broker_count, 'broker')}"
             )
+        check_topic_configs(s.name, s.configs, descriptor.version, descriptor.flavor)
 
 
 def _refuse_shrink_or_rf(descriptor: ClusterDescriptor, s: TopicSpec, cur: ExistingTopic) -> None:

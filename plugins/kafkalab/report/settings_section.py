@@ -1,0 +1,111 @@
+"""The run page's "Client settings" section: what each client was actually given.
+
+Reads the run manifest only (docs/metrics-schema.md, the manifest's ``client_settings`` and
+``profiles``): one table per scenario and profile with every recorded setting, its value
+and where it came from (a profile knob, the profile's ``producer_properties`` /
+``consumer_properties``, the lab, the tool, the cluster descriptor), then the profile's
+settings that client did not get (its own default applies), then the topic's configs.
+Secrets are never in the manifest; a key that looks like one is still left out here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from kafkalab.config.mapping import (
+    CLIENT_DEFAULT,
+    DESCRIPTOR,
+    TOOL,
+    looks_secret,
+    setting_origins,
+    unapplied_settings,
+)
+from kafkalab.config.models import Profile
+from kafkalab.errors import LabError
+from kafkalab.report.format import esc
+
+__all__ = ["settings_section"]
+
+_PREFIX_ORIGINS = {"harness.": "lab (harness)", "tool.": TOOL, "http.": "lab (harness)"}
+
+
+def _profile(dump: Any) -> Profile | None:
+    """The manifest's copy of a profile as a model; None when it no longer validates (a
+    manifest older than a change to the profile's fields)."""
+    if not isinstance(dump, Mapping):
+        return None
+    try:
+        return Profile.model_validate(dict(dump))
+    except ValidationError:
+        return None
+
+
+def _origins(scenario: str, profile: Profile | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(origin of each recorded key, the profile's settings the client did not get)."""
+    if profile is None:
+        return {}, {}
+    try:
+        return setting_origins(scenario, profile), unapplied_settings(scenario, profile)
+    except LabError:  # a property the client refuses today: the values stay, origins unknown
+        return {}, {}
+
+
+def _origin_of(key: str, origins: Mapping[str, str], known: bool) -> str:
+    if key in origins:
+        return origins[key]
+    for prefix, origin in _PREFIX_ORIGINS.items():
+        if key.startswith(prefix):
+            return origin
+    return DESCRIPTOR if known else "—"
+
+
+def _table(cell: str, settings: Mapping[str, Any], profile: Profile | None) -> str:
+    scenario = cell.split("/", 1)[0]
+    origins, unapplied = _origins(scenario, profile)
+    rows: list[str] = []
+    for key in sorted(settings):
+        if looks_secret(key.split(".", 1)[-1]):
+            continue
+        origin = _origin_of(key, origins, profile is not None)
+        rows.append(f"<tr><td><code>{esc(key)}</code></td><td>{esc(settings[key])}</td>"
+                    f"<td>{esc(origin)}</td></tr>")
+    for key in sorted(set(origins) - set(settings)):  # given as None: the client's default
+        rows.append(f'<tr class="client-default"><td><code>{esc(key)}</code></td>'
+                    f"<td>{esc(CLIENT_DEFAULT)}</td><td>{esc(origins[key])}</td></tr>")
+    for what, why in unapplied.items():
+        rows.append(f'<tr class="not-applied"><td>{esc(what)}</td><td>{esc(CLIENT_DEFAULT)}'
+                    f"</td><td>not applied: {esc(why)}</td></tr>")
+    topic = ""
+    if profile is not None:
+        configs = profile.topic.kafka_configs()
+        topic = ("<p>Topic configs: " + ", ".join(
+            f"<code>{esc(k)}={esc(v)}</code>" for k, v in configs.items()) + "</p>")
+    return (f'<table class="client-settings"><caption>{esc(cell)}</caption><thead><tr>'
+            "<th>property</th><th>value</th><th>came from</th></tr></thead><tbody>"
+            + "".join(rows) + f"</tbody></table>{topic}")
+
+
+def settings_section(manifest: Mapping[str, Any]) -> str:
+    """The "Client settings" section of a run page, from the run's manifest: a table per
+    ``scenario/profile`` (property, value, where it came from). An empty string when the
+    manifest records no settings."""
+    recorded = manifest.get("client_settings") or {}
+    if not isinstance(recorded, Mapping) or not recorded:
+        return ""
+    profiles = manifest.get("profiles") or {}
+    parts = ['<section id="client-settings"><h2>Client settings</h2>',
+             "<p>What each client was given, after the profile was mapped to its own "
+             "property names (secrets are never recorded). <em>came from</em>: a profile "
+             "knob, the profile's Kafka properties, a setting the lab or the tool fixes, or "
+             "the cluster descriptor; <em>client default</em>: the client chose.</p>"]
+    for cell in sorted(recorded):
+        settings = recorded[cell]
+        if not isinstance(settings, Mapping):
+            continue
+        profile_name = cell.split("/", 1)[1] if "/" in cell else ""
+        parts.append(_table(cell, settings, _profile(profiles.get(profile_name))))
+    parts.append("</section>")
+    return "".join(parts)
