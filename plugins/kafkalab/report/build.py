@@ -22,6 +22,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kafkalab.airflow.report_routes import DATA_DOCS_PATH, REPORTS_PATH
 from kafkalab.report.data import RunView, load_report_data, run_summaries, run_view
 from kafkalab.report.format import asset, emu_span, esc, rel_href
 from kafkalab.report.sections import run_sections, runs_table
@@ -64,6 +65,28 @@ def _run_meta(v: RunView) -> str:
     return " · ".join(bits)
 
 
+def data_docs_link(lab: LabData, page_dir: Path) -> str:
+    """The link to the Great Expectations Data Docs (``validation/docs/index.html``), or
+    ``""`` when none were built.
+
+    Its ``href`` is relative (works from the files, offline); a page served by Airflow's
+    api-server under :data:`~kafkalab.airflow.report_routes.REPORTS_PATH` serves the Data
+    Docs elsewhere (:data:`~kafkalab.airflow.report_routes.DATA_DOCS_PATH`), so the page's
+    script swaps in ``data-served-href`` when the page's address is under
+    ``data-served-under``.
+    """
+    index = lab.validation_docs_dir / "index.html"
+    if not index.is_file():
+        return ""
+    return (f'<a class="data-docs" href="{rel_href(index, page_dir)}" '
+            f'data-served-href="{DATA_DOCS_PATH}/index.html" '
+            f'data-served-under="{REPORTS_PATH}/">Great Expectations Data Docs</a>')
+
+
+def _nav(*links: str) -> str:
+    return " · ".join(x for x in links if x)
+
+
 def build_report(
     data_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str] | None = None,
@@ -90,7 +113,8 @@ def build_report(
     for rid in pages:
         view = run_view(data, rid)
         page_dir = lab.report_page_dir(rid, out)
-        nav = f'<a href="{rel_href(lab.report_index_path(out), page_dir)}">← all runs</a>'
+        nav = _nav(f'<a href="{rel_href(lab.report_index_path(out), page_dir)}">← all runs</a>',
+                   data_docs_link(lab, page_dir))
         page = _page(f"Kafka Latency Lab — run {rid}", _run_meta(view), nav,
                      run_sections(view, page_dir))
         written = atomic_write(page_dir / "index.html", page)
@@ -108,8 +132,9 @@ def build_report(
         parts.append('<p class="empty">No data yet. Run <code>kafkalab run</code>, then the '
                      "aggregation job, then rebuild this report.</p>")
     index = atomic_write(lab.report_index_path(out),
-                         _page("Kafka Latency Lab — trend report", meta, "", "".join(parts)))
+                         _page("Kafka Latency Lab — trend report", meta,
+                               data_docs_link(lab, out), "".join(parts)))
     return written if run_id is not None and written is not None else index
 
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "data_docs_link"]

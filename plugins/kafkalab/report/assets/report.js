@@ -19,4 +19,13 @@
     item.addEventListener("mouseenter", onEnter);
     item.addEventListener("mouseleave", onLeave);
   });
+  // Served by Airflow's api-server, the Data Docs live at their own path (see
+  // kafkalab.report.build.data_docs_link); from the files, the relative href stays.
+  document.querySelectorAll("a[data-served-href]").forEach(function (a) {
+    var under = a.getAttribute("data-served-under");
+    if (under && window.location.protocol.indexOf("http") === 0 &&
+        window.location.pathname.indexOf(under) >= 0) {
+      a.setAttribute("href", a.getAttribute("data-served-href"));
+    }
+  });
 })();

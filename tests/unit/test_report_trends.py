@@ -1,0 +1,186 @@
+"""The trend charts answer "slower since when?": the night measured on the x axis, a panel
+per payload size, baseline bands, drift markers, change points, and the per-cell percentile
+spectrum from the raw samples; the Data Docs link."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+from kafkalab import drift
+from kafkalab.report.build import build_report
+from kafkalab.report.changepoints import change_points
+from kafkalab.report.spectrum import spectrum_of
+from kafkalab.samples import CellContext, Sample, to_rows, write_cell
+from kafkalab.store import LabData
+from tests.unit.test_report import _row, _write_aggregates, _write_manifest, write_lab_data
+
+NIGHTS = ["20261119", "20261120", "20261121", "20261122"]
+
+
+def _labels(svg: str) -> list[str]:
+    """The x labels of a line chart, in order."""
+    return re.findall(r'transform="rotate\(-30 [^"]*"><title>[^<]*</title>([^<]*)</text>', svg)
+
+
+def _figure(html: str, metric: str, payload: str) -> str:
+    m = re.search(rf'<figure data-metric="{metric}" data-payload="{payload}">.*?</figure>', html,
+                  flags=re.S)
+    assert m, (metric, payload)
+    return m.group(0)
+
+
+def _write_nights(data_dir: Path) -> list[str]:
+    """Four nightly runs triggered on one day (11-22) in the order 21, 19, 22, 20; the 20th
+    is a manual run whose id carries no night, its manifest's logical_date does."""
+    ids = [f"nightly-{d}T000000Z" for d in NIGHTS]
+    ids[1] = "nightly-manual-backfill-1a2b3c"
+    trigger_hour = {0: 2, 1: 4, 2: 1, 3: 3}
+    for i, rid in enumerate(ids):
+        rows = []
+        for payload, nbytes in (("1kb", 1056), ("1mb", 1048608)):
+            r = _row(min(i, 4), "confluent-kafka", "confluent-kafka", "kafka09", payload, nbytes)
+            r.update(run_id=rid, run_date="2026-11-22")
+            rows.append(r)
+        _write_aggregates(data_dir, rid, rows)
+        extra = {"logical_date": "2026-11-20T00:00:00+00:00"} if i == 1 else {}
+        _write_manifest(data_dir, rid, 1, **extra)
+        man = data_dir / "runs" / f"{rid}.json"
+        man.write_text(man.read_text().replace("2026-11-01T01:02:03",
+                                               f"2026-11-22T0{trigger_hour[i]}:00:00"))
+    return ids
+
+
+def test_x_axis_is_the_night_measured_not_the_trigger_time(tmp_path: Path) -> None:
+    ids = _write_nights(tmp_path)
+    html = build_report(tmp_path, run_id=ids[3]).read_text()
+    fig = _figure(html, "e2e_latency_ms_p50", "1056")
+    assert _labels(fig) == ["2026-11-19", "2026-11-20", "2026-11-21", "2026-11-22"]
+    assert "night measured" in fig
+    # the drift baseline follows the same order: the back-filled 20th is judged on the 19th
+    hist = drift.load_history(tmp_path)
+    assert drift.run_order(hist) == ids
+
+
+def test_a_panel_per_payload_size(tmp_path: Path) -> None:
+    info = write_lab_data(tmp_path)
+    html = build_report(tmp_path, run_id=info["latest"]).read_text()
+    trends = html.split('id="trends"')[1].split('id="spectrum"')[0]
+    panels = re.findall(r'<div class="payload-panel" data-payload="([^"]+)">', trends)
+    assert panels == ["1056", "1048608"]
+    for fig in re.findall(r"<figure .*?</figure>", trends, flags=re.S):
+        assert ("1kb" in fig) != ("1mb" in fig)  # 1 KB and 10 MB never share an axis
+    # p99.9 has no defined value in this data: said, not drawn
+    assert "End-to-end latency p99.9: no defined value." in trends
+
+
+def test_baseline_band_and_drift_marker_on_the_flagged_point(tmp_path: Path) -> None:
+    info = write_lab_data(tmp_path)  # the newest run: +100 % on confluent-kafka 1mb
+    html = build_report(tmp_path, run_id=info["latest"]).read_text()
+    fig = _figure(html, "e2e_latency_ms_p50", "1048608")
+    markers = re.findall(r'<circle class="drift-marker" data-run="([^"]+)"', fig)
+    assert markers and all(m.startswith(info["latest"]) for m in markers)
+    flagged = re.findall(r"<title>drift flagged: ([^|]*) \|", fig)
+    assert flagged == ["confluent-kafka 1mb latency"]
+    bands = re.findall(r'<rect class="baseline-band"[^>]*><title>([^<]*)</title>', fig)
+    assert any(b.startswith("confluent-kafka 1mb latency: baseline: median 30.15 of 4") for b in
+               bands)
+    # the 1kb panel: the same series is not flagged
+    assert "drift-marker" not in _figure(html, "e2e_latency_ms_p50", "1056")
+
+
+def test_change_point_found_at_the_injected_step() -> None:
+    rng = random.Random(7)
+    values: list[float | None] = [10 + rng.gauss(0, 0.3) for _ in range(8)]
+    values += [14 + rng.gauss(0, 0.3) for _ in range(6)]
+    values[3] = None  # an undefined night is skipped, indexes stay the input's
+    cps = change_points(values)
+    assert [c.index for c in cps] == [8]
+    assert cps[0].change_pct is not None and 35 < cps[0].change_pct < 45
+    assert change_points([10 + rng.gauss(0, 0.3) for _ in range(12)]) == []
+    assert change_points([10.0, 10.0, 20.0, 20.0]) == []  # too few runs
+
+
+def test_change_point_drawn_on_the_trend_chart(tmp_path: Path) -> None:
+    ids = [f"nightly-202611{d:02d}T000000Z" for d in range(1, 9)]
+    for i, rid in enumerate(ids):
+        r = _row(0, "confluent-kafka", "confluent-kafka", "kafka09", "1kb", 1056)
+        level = 6.0 if i < 4 else 12.0
+        r.update(run_id=rid, run_date=f"2026-11-{i + 1:02d}", e2e_latency_ms_p50=level + 0.01 * i)
+        _write_aggregates(tmp_path, rid, [r])
+        _write_manifest(tmp_path, rid, 1)
+    html = build_report(tmp_path, run_id=ids[-1]).read_text()
+    fig = _figure(html, "e2e_latency_ms_p50", "1056")
+    assert re.findall(r'<g class="mark" data-mark="change-point">.*?<text[^>]*>([^<]*)</text>',
+                      fig) == ["change +100 %"]
+    assert "Change point: confluent-kafka 1kb latency: 6.01 → 12.05 from 2026-11-05." in fig
+
+
+def _ctx(run_id: str) -> CellContext:
+    return CellContext(
+        run_id=run_id, scenario="confluent-kafka", client="confluent-kafka",
+        client_version="2.6.1", profile="latency", workload="nightly", payload="1kb",
+        payload_encoding="raw", payload_bytes=1056, cluster_flavor="kafka09",
+        broker_version="0.9.0.1", broker_is_emulator=False, topic="t", planned_messages=500,
+        message_timeout_ms=10_000.0, broker_count=1, client_settings="{}")
+
+
+def _write_samples(lab: LabData, run_id: str, received: int, lost: int, warmup: int = 10) -> None:
+    samples = [Sample(sample_kind="message", seq=i, is_warmup=True,
+                      e2e_latency_ms_override=999.0) for i in range(warmup)]
+    samples += [Sample(sample_kind="message", seq=warmup + i,
+                       e2e_latency_ms_override=1.0 + i / received) for i in range(received)]
+    samples += [Sample(sample_kind="message", seq=warmup + received + i, status="lost")
+                for i in range(lost)]
+    write_cell(lab.cell_file("2026-11-05", run_id, "confluent-kafka", "1kb", "latency"),
+               to_rows(_ctx(run_id), samples))
+
+
+def test_spectrum_omits_percentiles_without_enough_samples(tmp_path: Path) -> None:
+    info = write_lab_data(tmp_path, with_emulator=False)
+    lab = LabData(tmp_path)
+    _write_samples(lab, info["latest"], received=497, lost=3)
+    _write_samples(lab, info["runs"][-2], received=1500, lost=0)
+    html = build_report(tmp_path, run_id=info["latest"]).read_text()
+    spectrum = html.split('id="spectrum"')[1].split("</section>")[0]
+    fig = re.search(r'<figure class="spectrum" data-cell="confluent-kafka\|1kb\|latency">.*?'
+                    r"</figure>", spectrum, flags=re.S)
+    assert fig
+    text = fig.group(0)
+    assert ("n=500 (497 received, 3 lost, 0 failed; lost and failed count as at least the "
+            "timeout); not drawn: p99.9 (n&lt;1,000), p99.99 (n&lt;10,000)") in text
+    assert "n=1,500 (1,500 received" in text and "not drawn: p99.99 (n&lt;10,000)" in text
+    for tick in ("50 %", "90 %", "99 %", "99.9 %", "99.99 %"):
+        assert f">{tick}</text>" in text
+    # this run: 3 points (50, 90, 99); the earlier one: 4 (…, 99.9)
+    series = re.findall(r'<g class="series" data-series="s(\d)">(.*?)</g>', text, flags=re.S)
+    assert [g.count("<circle") for _, g in series] == [3, 4]
+
+
+def test_spectrum_counts_lost_messages_as_censored() -> None:
+    sp = spectrum_of([1.0] * 90, lost=10)
+    assert sp.points == {"p50": 1.0, "p90": 1.0}  # rank 90 of 100 is the last received
+    assert sp.omitted == {"p99": "censored", "p99.9": "n<1,000", "p99.99": "n<10,000"}
+    sp = spectrum_of([float(i) for i in range(1, 10_001)])
+    assert sp.points["p99.99"] == 9999.0 and sp.points["p99.9"] == 9990.0
+
+
+def test_data_docs_are_linked_for_files_and_for_airflow(tmp_path: Path) -> None:
+    info = write_lab_data(tmp_path)
+    docs = LabData(tmp_path).validation_docs_dir
+    docs.mkdir(parents=True)
+    (docs / "index.html").write_text("<html>docs</html>")
+    build_report(tmp_path)
+    page = (tmp_path / "reports" / info["latest"] / "index.html").read_text()
+    index = (tmp_path / "reports" / "index.html").read_text()
+    link = ('href="{}" data-served-href="/kafkalab/data-docs/index.html" '
+            'data-served-under="/kafkalab/reports/">Great Expectations Data Docs</a>')
+    assert link.format("../../validation/docs/index.html") in page
+    assert link.format("../validation/docs/index.html") in index
+
+
+def test_no_data_docs_no_link(tmp_path: Path) -> None:
+    info = write_lab_data(tmp_path)
+    page = build_report(tmp_path, run_id=info["latest"]).read_text()
+    assert "Data Docs</a>" not in page
