@@ -87,11 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="kafka09: real Apache Kafka 0.9.0.1 (default); noida: modern-protocol emulator")
     up.add_argument("--base-port", type=int, default=None, help="first broker port (default 19092; noida 19192)")
     up.add_argument("--zk-port", type=int, default=None, help="ZooKeeper port (default 12181)")
-    csub.add_parser("status", help="show processes, ports, log files",
-                    description="Show whether the embedded cluster is up, its processes and where its logs are.")
+    _json_arg(up, "print the cluster's public descriptor as one JSON document")
+    cst = csub.add_parser("status", help="show processes, ports, log files",
+                          description="Show whether the embedded cluster is up, its processes "
+                          "and where its logs are: a table, or --json. Exit 0 only when up.")
+    _json_arg(cst, "print the status as one JSON document")
     down = csub.add_parser("down", help="stop exactly the processes `up` started",
                            description="Stop the brokers (controlled shutdown) then ZooKeeper, by PID.")
     down.add_argument("--wipe", action="store_true", help="also delete the cluster's data")
+    _json_arg(down, "print the stopped processes as one JSON document")
 
     # topics ----------------------------------------------------------------------------
     pt = sub.add_parser("topics", help="provision topics for a workload and profiles",
@@ -104,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "ZooKeeper with Kafka's own TopicCommand.")
     prov.add_argument("--workload", default=DEFAULT_WORKLOAD, help=f"workload name or YAML path (default {DEFAULT_WORKLOAD})")
     prov.add_argument("--profile", type=_csv, default=None, help="profile name(s), comma-separated (default: the workload's)")
+    _json_arg(prov, "print each topic's outcome in one JSON document")
     _cluster_arg(prov)
 
     # run -------------------------------------------------------------------------------
@@ -221,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "(<lab>/faults, or --cluster-lab) that `faults run` started.")
     pfd.add_argument("--cluster-lab", default=None, help="lab dir of the fault cluster (default <lab>/faults)")
     pfd.add_argument("--wipe", action="store_true", help="also delete its data")
+    _json_arg(pfd, "print the stopped processes as one JSON document")
     pfr.add_argument("--profile", type=_csv, default=["durability"], help="profile(s), comma-separated (default durability)")
     pfr.add_argument("--fault", type=_csv, default=["sigkill-leader"], help="fault(s), comma-separated (default sigkill-leader)")
     pfr.add_argument("--acks", type=_csv, default=None, help="0, 1 and/or all (default: the profile's)")
@@ -263,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
     pfr.add_argument("--keep-topics", action="store_true", help="keep each trial's topic (default: deleted after the check)")
     pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
-    pfr.add_argument("--json", action="store_true", help="print one JSON object per trial")
+    pfr.add_argument("--json", action="store_true",
+                     help="print {run_id, status, manifest, trials: [one object per trial]} as one JSON document")
     _data_arg(pfr)
     # spark ----------------------------------------------------------------------------
     psk = sub.add_parser("spark", help="start, inspect or stop a local Spark standalone cluster",
@@ -288,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     skup.add_argument("--worker-memory", default="1g", help="memory per worker, e.g. 1g or 1536m (default 1g)")
     skup.add_argument("--timeout", type=float, default=120.0,
                       help="seconds to wait for every worker to register (default 120)")
+    _json_arg(skup, "print the cluster's status as one JSON document (instead of the export line)")
     skst = sksub.add_parser("status", help="show master, workers, pids, cores, memory",
                             description="Whether the cluster is up (every daemon running and "
                             "every worker registered ALIVE), degraded or down; exit 0 only when up.")
@@ -296,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Stop the workers (with their executors) then the "
                             "master, by PID, and forget them.")
     skdn.add_argument("--wipe", action="store_true", help="also delete the workers' work dirs (executor logs)")
+    _json_arg(skdn, "print the stopped processes as one JSON document")
     pdemo = sub.add_parser(
         "demo", help="the quickstart: seed 000's table, then the nightly DAG over 4 dates",
         description="Start the embedded cluster, run seed 000's comparison and print its "
@@ -318,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="One line per run: id, state (complete, incomplete, "
                            "failed, running, or stale: running with no live owner), cells, "
                            "command, and its outputs that are stale after a cell was re-measured.")
+    _json_arg(pruns, "print the runs as one JSON document")
     _data_arg(pruns)
     # compare / aggregate / export ---------------------------------------------------
     pcmp = sub.add_parser(
@@ -383,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "self-contained (opens offline). Reads the aggregates written by the "
                           "Spark job (spark_jobs/aggregate_metrics.py).")
     prep.add_argument("--run-id", default=None, help="the run to feature (default: the latest)")
+    _json_arg(prep, "print {report, index} as one JSON document")
     _data_arg(prep)
     pdr = sub.add_parser("drift", help="check a run for drift (default), or accept a new level",
                          usage="kafkalab drift [check] [--run-id RUN] [--config FILE] "
@@ -414,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     dacc.add_argument("target", metavar="SERIES|RUN",
                       help="a series key (as printed by `kafkalab drift`, contains '|') or a run id")
     dacc.add_argument("--note", default=None, help="why the level is accepted (kept in the file)")
+    dacc.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print the acceptances as one JSON document")
     dacc.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS,
                       help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
     return p
@@ -427,6 +440,8 @@ def _drift_check_args(p: argparse.ArgumentParser, default: Any) -> None:
                    help="drift rules YAML (default include/drift.yaml)")
     p.add_argument("--data-dir", type=Path, default=default,
                    help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
+    p.add_argument("--json", action="store_true", default=False if default is None else default,
+                   help="print the records and counts as one JSON document")
 
 
 def _subcommands(p: argparse.ArgumentParser, dest: str,
@@ -485,25 +500,69 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
                        zk_port=args.zk_port, progress=_err)
         from kafkalab.cluster.descriptor import EMULATOR_LABEL
+        from kafkalab.paths import default_descriptor_path
 
+        if args.json:
+            from kafkalab.cluster.descriptor import public_view
+            from kafkalab.values import jsonable
+
+            _say(json.dumps({"status": "up", "emulator": d.is_emulator,
+                             "descriptor_path": str(default_descriptor_path()),
+                             "cluster": jsonable(public_view(d))}, indent=2, default=str))
+            return 0
         label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
         _say(f"cluster up: {d.flavor} {d.version}{label}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
         if d.zookeeper:
             _say(f"zookeeper: {d.zookeeper}")
-        from kafkalab.paths import default_descriptor_path
-
         _say(f"descriptor: {default_descriptor_path()}")
         return 0
     if args.cluster_command == "status":
         st = cluster_status()
-        _say(json.dumps(st, indent=2, default=str))
+        _say(json.dumps(st, indent=2, default=str) if args.json else format_cluster_status(st))
         return 0 if st.get("status") == "up" else 1
     stopped = cluster_down(wipe_data=args.wipe, progress=_err)
+    _say_stopped(stopped, "cluster down", args.json)
+    return 0
+
+
+def _say_stopped(stopped: list[dict[str, Any]], what: str, as_json: bool) -> None:
+    """The processes a ``down`` stopped: one line each, or ``{"stopped": [...]}``."""
+    if as_json:
+        _say(json.dumps({"stopped": stopped}, indent=2, default=str))
+        return
     if not stopped:
-        _say("cluster down: nothing was running")
+        _say(f"{what}: nothing was running")
     for proc in stopped:
         _say(f"{proc.get('role', '?')} pid {proc.get('pid')}: {proc.get('action', '?')}")
-    return 0
+
+
+def format_cluster_status(st: dict[str, Any]) -> str:
+    """``kafkalab cluster status`` as a table: the overall state, then one row per process
+    (role, id, pid, alive, listening, address, log)."""
+    from kafkalab.cluster.descriptor import EMULATOR_LABEL
+
+    procs = st.get("processes") or []
+    if not procs:
+        return (f"cluster: {st.get('status')} (no processes recorded in {st.get('lab_dir')}; "
+                "start it with: kafkalab cluster up)")
+    flavor = st.get("flavor") or "?"
+    label = f" ({EMULATOR_LABEL})" if flavor == "noida" else ""
+    lines = [f"cluster: {st.get('status')}  {flavor}{label}, {st.get('brokers')} broker(s), "
+             f"started {st.get('started_at') or '?'}"
+             + ("  (stale state: processes gone; `kafkalab cluster up` cleans it)"
+                if st.get("stale") else "")]
+    head = ("role", "id", "pid", "alive", "listening", "address", "log")
+    rows = [(str(p.get("role")), "" if p.get("id") is None else str(p.get("id")),
+             str(p.get("pid")), "yes" if p.get("alive") else "NO",
+             "yes" if p.get("listening") else "NO", str(p.get("address")), str(p.get("log") or ""))
+            for p in procs]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        lines.append("  " + "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
+    if st.get("descriptor_path"):
+        lines.append(f"descriptor: {st['descriptor_path']}")
+    lines.append(f"state: {st.get('state_path')}")
+    return "\n".join(lines)
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -514,7 +573,11 @@ def cmd_topics(args: argparse.Namespace) -> int:
     w = load_workload(args.workload)
     profiles = [load_profile(n) for n in (args.profile or w.profiles)]
     d = _descriptor(args.cluster)
-    for outcome in provision_topics(d, topic_specs(w, profiles), progress=_err):
+    outcomes = list(provision_topics(d, topic_specs(w, profiles), progress=_err))
+    if args.json:
+        _say(json.dumps({"topics": outcomes}, indent=2, default=str))
+        return 0
+    for outcome in outcomes:
         _say(f"{outcome['topic']}: {outcome['action']}" + (f" ({outcome['detail']})" if outcome.get("detail") else ""))
     return 0
 
@@ -647,7 +710,8 @@ def cmd_faults(args: argparse.Namespace) -> int:
         from kafkalab.cluster import cluster_down
         from kafkalab.faults.inject import fault_cluster_lab
 
-        cluster_down(fault_cluster_lab(args.cluster_lab), wipe_data=args.wipe, progress=_err)
+        stopped = cluster_down(fault_cluster_lab(args.cluster_lab), wipe_data=args.wipe, progress=_err)
+        _say_stopped(stopped, "faults down", args.json)
         return 0
 
     from kafkalab.config.loader import describe_validation_error, load_profile
@@ -707,8 +771,9 @@ def cmd_faults(args: argparse.Namespace) -> int:
                        command="kafkalab faults " + " ".join(sys.argv[2:]))
     result = execute_faults(req, progress=_err)
     if args.json:
-        for t in result.trials:
-            _say(json.dumps(t, default=str))
+        _say(json.dumps({"run_id": result.run_id, "status": result.status,
+                         "manifest": str(result.manifest_path), "trials": result.trials},
+                        indent=2, default=str))
     else:
         broker = [t for t in result.trials if not t.get("commit")]
         consumer_trials = [t for t in result.trials if t.get("commit")]
@@ -783,6 +848,9 @@ def cmd_spark(args: argparse.Namespace) -> int:
                               workers=args.workers, worker_cores=args.worker_cores,
                               worker_memory=args.worker_memory)
         st = spark_up(spec, timeout_s=args.timeout, progress=_err)
+        if args.json:
+            _say(json.dumps(st, indent=2, default=str))
+            return 0
         workers = st["workers"]
         _say(f"# spark standalone up: master {st['master_url']} (web UI {st['webui_url']}), "
              f"{len(workers)} worker(s) × {spec.worker_cores} core(s), {spec.worker_memory}")
@@ -810,6 +878,9 @@ def cmd_spark(args: argparse.Namespace) -> int:
                 _say(f"  apps: {len(st['apps']['active'])} running, {st['apps']['completed']} completed")
         return 0 if st["status"] == "up" else 1
     stopped = spark_down(wipe=args.wipe, progress=_err)
+    if args.json:
+        _say(json.dumps({"stopped": stopped}, indent=2, default=str))
+        return 0
     if not stopped:
         _say("spark down: nothing was running")
     for proc in stopped:
@@ -842,6 +913,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     lab = LabData(args.data_dir)
     docs = lab.manifests()
+    if args.json:
+        runs = [{"run_id": rid, "state": lab.run_state(rid),
+                 "reason": lab.run_state_reason(rid) if lab.run_state(rid) == "stale" else None,
+                 "kind": doc.get("kind") or "latency", "started_at": doc.get("started_at"),
+                 "cells": len(doc.get("cells") or []), "command": doc.get("command"),
+                 "stale_outputs": doc.get("stale_outputs") or []} for rid, doc in docs.items()]
+        _say(json.dumps({"data_dir": str(lab.root), "runs": runs}, indent=2, default=str))
+        return 0
     if not docs:
         _say(f"no runs in {lab.root}")
         return 0
@@ -860,7 +939,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kafkalab.report.build import build_report
     from kafkalab.store import LabData
 
-    path = build_report(LabData(args.data_dir).root, run_id=args.run_id)
+    lab = LabData(args.data_dir)
+    path = build_report(lab.root, run_id=args.run_id)
+    if args.json:
+        _say(json.dumps({"report": str(path), "index": str(lab.report_index_path())}, indent=2))
+        return 0
     _say(f"report: {path}")
     return 0
 
@@ -870,14 +953,26 @@ def cmd_drift(args: argparse.Namespace) -> int:
     :func:`cmd_drift_accept`."""
     if getattr(args, "drift_command", None) == "accept":
         return cmd_drift_accept(args)
-    from kafkalab.drift import run_drift
+    from kafkalab.drift import records_to_dicts, run_drift
     from kafkalab.store import LabData
     from kafkalab.values import as_float
 
     records, path = run_drift(LabData(args.data_dir).root, run_id=args.run_id,
                               config_path=args.config, require_run=args.run_id is not None)
+    if getattr(args, "json", False):
+        recs = records_to_dicts(records)
+        _say(json.dumps({
+            "run_id": recs[0]["run_id"] if recs else args.run_id,
+            "path": str(path) if path else None, "series": len(recs),
+            "drifts": sum(1 for r in recs if r.get("is_drift")),
+            "alerting": sum(1 for r in recs if not r.get("is_drift")
+                            and r.get("alert_status") == "alerting"),
+            "recovered": sum(1 for r in recs if r.get("alert_status") == "recovered"),
+            "undefined": sum(1 for r in recs if r.get("verdict") == "undefined"),
+            "records": recs}, indent=2, default=str))
+        return 0
     if path is None or len(records) == 0:
-        _say("drift: no aggregates yet (run the aggregation first)")
+        _say("drift: no aggregates yet (run the aggregation first: kafkalab aggregate)")
         return 0
 
     def num(v: Any, fmt: str) -> str:
@@ -915,7 +1010,14 @@ def cmd_drift_accept(args: argparse.Namespace) -> int:
     from kafkalab.store import LabData
 
     lab = LabData(getattr(args, "data_dir", None))
-    for a in accept_drift(lab.root, args.target, note=args.note):
+    accepted = accept_drift(lab.root, args.target, note=args.note)
+    if getattr(args, "json", False):
+        import dataclasses
+
+        _say(json.dumps({"accepted": [dataclasses.asdict(a) for a in accepted],
+                         "path": str(lab.drift_acceptances_path())}, indent=2, default=str))
+        return 0
+    for a in accepted:
         _say(f"accepted {a.series_key}: baseline from run {a.from_run_id} "
              f"(flags through run {a.through_run_id} no longer count)")
     _say(f"acceptances: {lab.drift_acceptances_path()}")

@@ -139,3 +139,84 @@ def test_bad_aggregate_compare_export_input_is_one_line(args: list[str], expecte
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert expected in lines[0] and "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def _lab_with_runs(data_dir: Path, n: int = 4) -> list[str]:
+    """``n`` complete, validated latency runs of one cell (aggregates only, no samples)."""
+    import json
+
+    import pandas as pd
+
+    runs = [f"2026111{i}T010203Z-ab{i:04d}" for i in range(1, n + 1)]
+    for i, rid in enumerate(runs):
+        d = data_dir / "aggregates" / f"run_id={rid}"
+        d.mkdir(parents=True)
+        pd.DataFrame([{"scenario": "confluent-kafka", "client": "confluent-kafka",
+                       "payload": "1kb", "payload_bytes": 1056, "payload_encoding": "raw",
+                       "profile": "latency", "workload": "nightly", "cluster_flavor": "kafka09",
+                       "broker_version": "0.9.0.1", "broker_count": 1, "planned_messages": 500,
+                       "broker_is_emulator": False, "run_date": f"2026-11-1{i + 1}",
+                       "sent_count": 500, "lost_count": 0,
+                       "e2e_latency_ms_p50": 5.0 * (3 if i == n - 1 else 1)}]
+                     ).to_parquet(d / "part-00000.parquet")
+        (data_dir / "runs").mkdir(exist_ok=True)
+        (data_dir / "runs" / f"{rid}.json").write_text(json.dumps({
+            "run_id": rid, "status": "complete", "started_at": f"2026-11-1{i + 1}T01:02:03+00:00",
+            "command": "kafkalab run", "stale_outputs": []}))
+        (data_dir / "validation").mkdir(exist_ok=True)
+        (data_dir / "validation" / f"{rid}.json").write_text(json.dumps({"success": True}))
+    return runs
+
+
+@pytest.mark.parametrize("argv", [
+    ["runs"], ["report"], ["drift"], ["drift", "check"], ["export", "prometheus"],
+    ["compare", "2026111{first}T010203Z-ab000{first}", "2026111{last}T010203Z-ab000{last}"],
+    ["cluster", "status"], ["spark", "status"],
+])
+def test_json_is_one_document_on_stdout(argv: list[str], tmp_path: Path) -> None:
+    import json
+
+    data = tmp_path / "data"
+    runs = _lab_with_runs(data)
+    argv = [a.format(first=1, last=len(runs)) for a in argv]
+    extra = [] if argv[0] in ("cluster", "spark") else ["--data-dir", str(data)]
+    proc = run_cli(*argv, *extra, "--json", env={"KAFKALAB_HOME": str(tmp_path / "home")})
+    doc = json.loads(proc.stdout)  # exactly one JSON document (json.loads refuses trailing data)
+    assert isinstance(doc, dict) and "Traceback" not in proc.stderr
+    if argv[0] == "runs":
+        assert [r["run_id"] for r in doc["runs"]] == runs and doc["runs"][0]["state"] == "complete"
+    elif argv[0] == "drift":
+        assert doc["run_id"] == runs[-1] and doc["drifts"] == 1 and proc.returncode == 0
+        assert any(r["is_drift"] and r["metric"] == "e2e_latency_ms_p50" for r in doc["records"])
+    elif argv[0] == "compare":
+        assert proc.returncode == 1 and doc["regressed"] == 1
+    elif argv[0] == "report":
+        assert Path(doc["report"]).is_file() and Path(doc["index"]).is_file()
+    elif argv[0] in ("cluster", "spark"):
+        assert proc.returncode == 1 and doc["status"] == "down"
+    else:
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_cluster_status_is_a_table_by_default(tmp_path: Path) -> None:
+    proc = run_cli("cluster", "status", env={"KAFKALAB_HOME": str(tmp_path)})
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("cluster: down (no processes recorded in ")
+    assert "{" not in proc.stdout
+
+
+def test_cluster_status_table_lists_each_process() -> None:
+    from kafkalab.cli import format_cluster_status
+
+    text = format_cluster_status({
+        "status": "degraded", "flavor": "noida", "brokers": 1, "started_at": "2026-11-22T01:00:00",
+        "lab_dir": "/lab", "state_path": "/lab/cluster/state.json",
+        "descriptor_path": "/lab/cluster.yaml", "stale": False,
+        "processes": [{"role": "broker", "id": 0, "pid": 4242, "alive": False, "listening": False,
+                       "address": "127.0.0.1:19192", "log": "/lab/cluster/logs/broker-0.log"}]})
+    lines = text.splitlines()
+    assert lines[0].startswith("cluster: degraded  noida (EMULATOR")
+    assert lines[1].split() == ["role", "id", "pid", "alive", "listening", "address", "log"]
+    assert lines[2].split() == ["broker", "0", "4242", "NO", "NO", "127.0.0.1:19192",
+                                "/lab/cluster/logs/broker-0.log"]
+    assert lines[-2:] == ["descriptor: /lab/cluster.yaml", "state: /lab/cluster/state.json"]
