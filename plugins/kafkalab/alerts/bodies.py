@@ -283,11 +283,13 @@ def series_line(rec: Mapping[str, Any]) -> str:
 
 def baseline_line(rec: Mapping[str, Any]) -> str:
     """The baseline of one series' drift record in words: the median of how many good runs,
-    the rule's MAD band, the baseline's and the latest run's 95 % intervals (each when
-    known), with the metric's unit."""
+    the rule's MAD band (not under the zero-baseline rule, which does not test it), the
+    baseline's and the latest run's 95 % intervals (each when known), with the metric's
+    unit."""
     unit = _unit_of(rec)
     parts = [f"baseline = median of {rec.get('baseline_runs') or 0} good run(s)"]
-    band = format_range(rec.get("baseline_band_low"), rec.get("baseline_band_high"), unit)
+    band = (None if rec.get("rule") == "zero_baseline" else  # not the rule's test there
+            format_range(rec.get("baseline_band_low"), rec.get("baseline_band_high"), unit))
     if band is not None:
         parts.append(f"MAD band {band} (±{format_value(rec.get('k_mad'))}×1.4826×MAD)")
     elif as_float(rec.get("baseline_mad")) is not None:

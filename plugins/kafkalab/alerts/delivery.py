@@ -18,7 +18,7 @@ import logging
 import math
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.alerts.secrets import scrub_url
@@ -35,15 +35,35 @@ MAX_REPLY_CHARS = 200
 _SLACK_REFUSAL = re.compile(r"Response body: (?P<body>.*), Status Code: (?P<status>\d+)", re.S)
 
 
+MIN_SECRET_SEGMENT_CHARS = 6
+"""A path segment of the webhook URL at least this long is scrubbed wherever it appears
+(a token quoted under another path, e.g. in a refusing server's reply)."""
+
+SCRUBBED_LOGGERS: tuple[str, ...] = ("urllib3.connectionpool",)
+"""Library loggers besides the hooks' that name the request path (at DEBUG): scrubbed too
+while a delivery runs."""
+
+
 def scrub_secrets(text: str, webhook: AlertWebhook) -> str:
-    """``text`` without the webhook's URL, its path, query and user info, nor any of its
+    """``text`` without the webhook's URL, its path, query and user info, any path segment of
+    :data:`MIN_SECRET_SEGMENT_CHARS` or more, nor any of its
     :attr:`~kafkalab.airflow.connections.AlertWebhook.secrets`."""
+    from urllib.parse import urlsplit
+
     out = scrub_url(text, webhook.url)
+    paths = [webhook.endpoint or ""]
+    with suppress(ValueError):
+        paths.append(urlsplit(webhook.url).path)
+    for path in paths:
+        if len(path) > 1:
+            out = out.replace(path, "/***")
     for secret in webhook.secrets:
         if secret and len(secret) > 1:
             out = out.replace(secret, "***")
-    if webhook.endpoint and len(webhook.endpoint) > 1:
-        out = out.replace(webhook.endpoint, "/***")
+    for path in paths:
+        for segment in path.split("/"):
+            if len(segment) >= MIN_SECRET_SEGMENT_CHARS:
+                out = out.replace(segment, "***")
     return out
 
 
@@ -67,16 +87,19 @@ class _ScrubFilter(logging.Filter):
 
 @contextmanager
 def _scrubbed_hook_log(webhook: AlertWebhook) -> Iterator[logging.Logger]:
-    """:data:`~kafkalab.alerts.http_hook.HOOK_LOG`, scrubbing the webhook's secrets while
-    the block runs."""
+    """:data:`~kafkalab.alerts.http_hook.HOOK_LOG`, scrubbing the webhook's secrets from it
+    (and from :data:`SCRUBBED_LOGGERS`) while the block runs."""
     from kafkalab.alerts.http_hook import HOOK_LOG
 
     scrub = _ScrubFilter(webhook)
-    HOOK_LOG.addFilter(scrub)
+    loggers = [HOOK_LOG, *(logging.getLogger(name) for name in SCRUBBED_LOGGERS)]
+    for logger in loggers:
+        logger.addFilter(scrub)
     try:
         yield HOOK_LOG
     finally:
-        HOOK_LOG.removeFilter(scrub)
+        for logger in loggers:
+            logger.removeFilter(scrub)
 
 
 def _problem(exc: BaseException, webhook: AlertWebhook, timeout_s: float) -> str:
@@ -161,4 +184,5 @@ def send_alert(webhook: AlertWebhook, body: dict[str, Any], timeout_s: float = 1
     log.info("alert delivered to %s", webhook.where)
 
 
-__all__ = ["MAX_REPLY_CHARS", "scrub_secrets", "send_alert"]
+__all__ = ["MAX_REPLY_CHARS", "MIN_SECRET_SEGMENT_CHARS", "SCRUBBED_LOGGERS", "scrub_secrets",
+           "send_alert"]
