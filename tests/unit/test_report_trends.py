@@ -184,3 +184,20 @@ def test_no_data_docs_no_link(tmp_path: Path) -> None:
     info = write_lab_data(tmp_path)
     page = build_report(tmp_path, run_id=info["latest"]).read_text()
     assert "Data Docs</a>" not in page
+
+
+def test_at_most_twelve_series_a_chart(tmp_path: Path) -> None:
+    rid = "nightly-20261101T000000Z"
+    rows = []
+    for k in range(14):
+        r = _row(0, "confluent-kafka", "confluent-kafka", "kafka09", "1kb", 1056)
+        r.update(run_id=rid, profile=f"p{k:02d}")
+        rows.append(r)
+    _write_aggregates(tmp_path, rid, rows)
+    _write_manifest(tmp_path, rid, 1)
+    html = build_report(tmp_path, run_id=rid).read_text()
+    figs = re.findall(r'<figure data-metric="e2e_latency_ms_p50" data-payload="1056">.*?'
+                      r"</figure>", html, flags=re.S)
+    assert len(figs) == 2
+    assert "series 1–12 of 14" in figs[0] and "series 13–14 of 14" in figs[1]
+    assert [f.count('<g class="series"') for f in figs] == [12, 2]

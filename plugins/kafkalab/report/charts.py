@@ -17,9 +17,9 @@ from kafkalab.report.format import esc, fmt_num
 
 PALETTE = (
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#e6a100",
 )
-"""Line colours, in series order (repeating)."""
+"""Line colours, in series order (repeating after twelve)."""
 
 _PLOT_H_PX = 250
 _LINE_X_AXIS_PX = 70  # room under the plot for rotated run labels

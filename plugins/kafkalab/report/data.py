@@ -214,6 +214,10 @@ class ReportData:
     measured_at: dict[str, pd.Timestamp | None] = field(default_factory=dict)
     """When each run measured (:func:`kafkalab.drift.history.run_measured_at`: the logical
     date of a DAG run, else the night in its id, else its start): the trend charts' x."""
+    spectra: dict[tuple[str, str, str, str], Any] = field(default_factory=dict)
+    """Percentile spectra read so far, by (run id, scenario, payload, profile)
+    (:func:`kafkalab.report.spectrum.read_spectrum`; None: no samples), shared by the pages
+    of one build."""
 
     def is_fault_run(self, run_id: str) -> bool:
         """Whether ``run_id`` is a fault run (its page shows the fault sections)."""
@@ -349,6 +353,8 @@ class RunView:
     """:attr:`ReportData.measured_at`."""
     lab: LabData | None = None
     """The lab data directory (the spectrum reads the cells' samples)."""
+    spectra: dict[tuple[str, str, str, str], Any] = field(default_factory=dict)
+    """:attr:`ReportData.spectra` (the cache of the build)."""
 
     @property
     def cluster_is_emulator(self) -> bool:
@@ -471,7 +477,7 @@ def run_view(data: ReportData, run_id: str) -> RunView:
         state=state, state_reason=reason,
         stale_outputs=stale_outputs(manifest, page_built=True),
         flags=_prior_of(data.prior, upto[:-1]), config=data.config,
-        measured_at=data.measured_at, lab=data.lab,
+        measured_at=data.measured_at, lab=data.lab, spectra=data.spectra,
     )
 
 

@@ -62,8 +62,9 @@ TREND_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
 """The trend charts of each payload panel: (metric column, title, unit, the column of
 Kafka's tool's own figure for the same percentile, or None)."""
 
-MAX_SERIES = 12
-"""At most this many series on one chart (a dozen colours can still be told apart)."""
+MAX_SERIES = len(PALETTE)
+"""At most this many series on one chart (12: a colour each, still told apart); more are
+split over numbered charts."""
 
 TOOL_MARK = " † tool"
 """Appended to the name of a series of Kafka's tool's own printed figures."""
@@ -174,13 +175,13 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
 def _metric_series(v: RunView, sub: pd.DataFrame, metric: str, tool_col: str | None,
                    runs: list[str], flags: set[tuple[str, str, bool]],
                    recs: dict[tuple[str, bool], dict[str, Any]]
-                   ) -> tuple[list[LineSeries], list[XMark], list[str]]:
-    """The lines of one metric in one panel, their change points, and the change points as
-    text (for the note under the chart)."""
+                   ) -> tuple[list[LineSeries], list[list[XMark]], list[list[str]]]:
+    """The lines of one metric in one panel and, per line, its change points as marks and
+    as text (for the note under the chart)."""
     pos = {r: i for i, r in enumerate(runs)}
     series: list[LineSeries] = []
-    marks: list[XMark] = []
-    said: list[str] = []
+    marks: list[list[XMark]] = []
+    said: list[list[str]] = []
     sub = sub.assign(_v=numbers(sub, metric))
     if tool_col:
         tool = sub["_scenario"].eq("jvm-e2e")
@@ -205,13 +206,15 @@ def _metric_series(v: RunView, sub: pd.DataFrame, metric: str, tool_col: str | N
                                                            pos)
         series.append(LineSeries(name=name, values=values, emulator=emu, dashed=is_tool,
                                  color=color, flagged=flagged, band=band))
+        marks.append([])
+        said.append([])
         for cp in change_points(values):
             pct = cp.change_pct
             what = f"{'+' if (pct or 0) >= 0 else ''}{pct:.0f} %" if pct is not None else "from 0"
             label = f"change {what}"
-            marks.append(XMark(x=cp.index - 0.5, label=label, color=color,
-                               row=len(marks) % 4, kind="change-point"))
-            said.append(f"{name}: {fmt_num(cp.before)} → {fmt_num(cp.after)} from "
+            marks[-1].append(XMark(x=cp.index - 0.5, label=label, color=color,
+                                   row=sum(map(len, marks)) % 4, kind="change-point"))
+            said[-1].append(f"{name}: {fmt_num(cp.before)} → {fmt_num(cp.after)} from "
                         f"{night_label(v.measured_at.get(runs[cp.index]), runs[cp.index])}")
     return series, marks, said
 
@@ -272,17 +275,16 @@ def section_time_series(v: RunView) -> str:
             series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
             chunks = _chunks(list(range(len(series))), MAX_SERIES)
             mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
-            for ci, chunk in enumerate(chunks):
+            for chunk in chunks:
                 part = [series[i] for i in chunk]
-                names = {s.color for s in part}
                 suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
                           if len(chunks) > 1 else "")
                 svg = svg_line_chart(
                     f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
                     note=MEASURES_SHORT if mixed else "",
-                    marks=[m for m in marks if m.color in names], x_title="night measured")
+                    marks=[m for i in chunk for m in marks[i]], x_title="night measured")
                 notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
-                                for x in said) if ci == 0 else ""
+                                for i in chunk for x in said[i])
                 if undefined:
                     notes += f'<p class="note">{esc(undefined)}</p>'
                 h.append(_figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
@@ -331,7 +333,10 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
     lines: list[str] = []
     emulator = False
     for i, rid in enumerate(_spectrum_runs(v, cell)):
-        sp = read_spectrum(v.lab, rid, *cell)
+        key = (rid, *cell)
+        if key not in v.spectra:  # shared by every page of one build: each file read once
+            v.spectra[key] = read_spectrum(v.lab, rid, *cell)
+        sp = v.spectra[key]
         if sp is None:
             continue
         emulator = emulator or sp.emulator
