@@ -80,7 +80,7 @@ def test_report_renders_in_chromium(browser: Any, report: dict[str, Any], which:
     page, errors, remote = _open(browser, report[which])
     try:
         svgs = page.query_selector_all("svg.chart")
-        assert len(svgs) == 6
+        assert len(svgs) == 10  # 2 payload panels × 4 trend metrics + comparison + first msg
         for svg in svgs:
             box = svg.bounding_box()
             assert box is not None and box["width"] > 100 and box["height"] > 100
@@ -239,3 +239,128 @@ def test_the_readme_pictures_are_taken_by_the_screenshot_tool(browser: Any, repo
         assert _distinct_colors(shot) > 50
     with pytest.raises(FileNotFoundError, match="run `make demo` first"):
         shoot_report(browser, tmp_path / "no-data", tmp_path / "images")
+
+
+@pytest.fixture(scope="module")
+def trends_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Five runs (the newest flagged on confluent-kafka 1mb), raw samples of one cell in the
+    two newest runs, Data Docs; and eight nights with a level step for a change point."""
+    from kafkalab.store import LabData
+    from tests.unit.test_report import _row, _write_aggregates, _write_manifest
+    from tests.unit.test_report_trends import _write_samples
+
+    data_dir = tmp_path_factory.mktemp("trends-data")
+    info = write_lab_data(data_dir)
+    lab = LabData(data_dir)
+    _write_samples(lab, info["latest"], received=497, lost=3)
+    _write_samples(lab, info["runs"][-2], received=1500, lost=0)
+    lab.validation_docs_dir.mkdir(parents=True)
+    (lab.validation_docs_dir / "index.html").write_text(
+        "<!doctype html><title>docs</title><p>GX Data Docs here</p>")
+    steps = tmp_path_factory.mktemp("steps-data")
+    ids = [f"nightly-202611{d:02d}T000000Z" for d in range(1, 9)]
+    for i, rid in enumerate(ids):
+        r = _row(0, "confluent-kafka", "confluent-kafka", "kafka09", "1kb", 1056)
+        r.update(run_id=rid, e2e_latency_ms_p50=(6.0 if i < 4 else 12.0) + 0.01 * i)
+        _write_aggregates(steps, rid, [r])
+        _write_manifest(steps, rid, 1)
+    build_report(steps)
+    index = build_report(data_dir)
+    return {"data_dir": data_dir, "index": index,
+            "page": index.parent / info["latest"] / "index.html",
+            "steps_page": steps / "reports" / ids[-1] / "index.html", **info}
+
+
+def test_trend_panels_bands_markers_and_spectrum_render(browser: Any,
+                                                       trends_report: dict[str, Any]) -> None:
+    page, errors, remote = _open(browser, trends_report["page"])
+    try:
+        panels = page.query_selector_all("#trends div.payload-panel")
+        assert [p.get_attribute("data-payload") for p in panels] == ["1056", "1048608"]
+        fig = '#trends figure[data-metric="e2e_latency_ms_p50"][data-payload="1048608"]'
+        marker = page.query_selector(f"{fig} circle.drift-marker")
+        assert marker is not None and marker.is_visible()
+        box = marker.bounding_box()
+        assert box is not None and box["width"] > 8
+        band = page.query_selector(f"{fig} rect.baseline-band")
+        assert band is not None
+        bbox = band.bounding_box()
+        assert bbox is not None and bbox["width"] > 20 and bbox["height"] > 1
+        assert page.locator(f"{fig} text", has_text="night measured").first.is_visible()
+        spec = page.query_selector_all("#spectrum figure.spectrum svg.chart")
+        assert len(spec) == 1
+        sbox = spec[0].bounding_box()
+        assert sbox is not None and sbox["width"] > 100 and sbox["height"] > 100
+        lines = page.query_selector_all("#spectrum svg.chart g.series polyline")
+        assert len(lines) == 2 and all(x.bounding_box()["width"] > 50 for x in lines)
+        assert page.get_by_text("not drawn: p99.9 (n<1,000)", exact=False).first.is_visible()
+        assert page.locator("#spectrum svg.chart text", has_text="99.99 %").first.is_visible()
+        page.click("a.data-docs")  # relative: the file next to the reports, offline
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/validation/docs/index.html")
+        assert page.get_by_text("GX Data Docs here").is_visible()
+    finally:
+        page.close()
+    assert errors == [], errors
+    assert remote == [], remote
+
+
+def test_change_point_line_is_drawn(browser: Any, trends_report: dict[str, Any]) -> None:
+    page, errors, remote = _open(browser, trends_report["steps_page"])
+    try:
+        line = page.query_selector(
+            '#trends figure[data-metric="e2e_latency_ms_p50"] g.mark[data-mark="change-point"] '
+            "line")
+        assert line is not None and line.bounding_box()["height"] > 50
+        assert page.locator("#trends svg.chart text", has_text="change +100 %").first.is_visible()
+    finally:
+        page.close()
+    assert errors == [] and remote == []
+
+
+def test_data_docs_link_follows_airflow_paths(browser: Any,
+                                              trends_report: dict[str, Any]) -> None:
+    """Served as Airflow's plugin serves them (reports under /kafkalab/reports/, Data Docs
+    under /kafkalab/data-docs/) by a real local HTTP server, the link leads to the docs."""
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    root = trends_report["data_dir"]
+
+    class Handler(SimpleHTTPRequestHandler):
+        def translate_path(self, path: str) -> str:
+            for prefix, sub in (("/kafkalab/reports/", "reports/"),
+                                ("/kafkalab/data-docs/", "validation/docs/")):
+                if path.startswith(prefix):
+                    return str(root / sub / path[len(prefix):].split("?")[0])
+            return str(root / "missing")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = None
+    for port in range(23817, 23837):
+        try:
+            server = ThreadingHTTPServer(("127.0.0.1", port), partial(Handler))
+            break
+        except OSError:
+            continue
+    assert server is not None
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    page = browser.new_page()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        page.goto(f"{base}/kafkalab/reports/{trends_report['latest']}/index.html",
+                  wait_until="load")
+        assert page.get_attribute("a.data-docs", "href") == "/kafkalab/data-docs/index.html"
+        page.click("a.data-docs")
+        page.wait_for_load_state("load")
+        assert page.url == f"{base}/kafkalab/data-docs/index.html"
+        assert page.get_by_text("GX Data Docs here").is_visible()
+    finally:
+        page.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
