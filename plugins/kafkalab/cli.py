@@ -27,9 +27,13 @@ examples:
                --payload 1mb,10mb --profile latency --messages 20
   kafkalab cluster down
 
+  kafkalab aggregate                        # Spark, validation, drift, report of the newest run
+  kafkalab compare RUN_A RUN_B              # side by side; exit 1 when RUN_B regressed
+
 Data goes to lab-data/ in the project (or --data-dir / KAFKALAB_DATA_DIR), wherever the command
 is run from; cluster state to .lab/ (KAFKALAB_HOME). The schema of every file is in
-docs/metrics-schema.md.
+docs/metrics-schema.md. --json on any command that prints results gives one JSON document
+(docs/cli.md).
 """
 
 
@@ -169,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--pause-at", type=float, default=None, help="consumers pause at this second …")
     pl.add_argument("--pause-for", type=float, default=None, help="… for this many seconds (lag grows, then drains)")
     pl.add_argument("--run-id", default=None, help="run id (default: time-based); re-running one replaces the cells it measures")
-    pl.add_argument("--json", action="store_true", help="print one JSON object per cell")
+    pl.add_argument("--json", action="store_true",
+                    help="print {run_id, status, cells: [one object per cell]} as one JSON document")
     _cluster_arg(pl)
     _data_arg(pl)
     pm = sub.add_parser("maxrate", help="find the maximum sustainable rate",

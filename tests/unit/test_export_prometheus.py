@@ -201,3 +201,22 @@ def test_cli_writes_where_told_and_refuses_a_name_the_collector_ignores(lab: Pat
     bad = _cli("export", "prometheus", "--data-dir", str(lab), "--out", str(lab / "x.txt"))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "must end in .prom" in bad.stderr and not (lab / "x.txt").exists()
+
+
+def test_the_grafana_dashboard_queries_only_exported_metrics_and_labels(lab: Path) -> None:
+    import re
+
+    from kafkalab.paths import include_dir
+
+    dash = json.loads((include_dir() / "grafana" / "kafkalab.json").read_text())
+    families = {f.name: f for f in text_string_to_metric_families(render(lab).decode())}
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    exprs += [v["definition"] for v in dash["templating"]["list"] if v["type"] == "query"]
+    used = {m for e in exprs for m in re.findall(r"kafkalab_[a-z0-9_]+", e)}
+    assert used and used <= set(families), used - set(families)
+    for e in exprs:  # every label a selector names is one of its metric's labels
+        for metric, selector in re.findall(r"(kafkalab_[a-z0-9_]+)\{([^}]*)\}", e):
+            labels = set(re.findall(r"(\w+)\s*=~?", selector))
+            have = {k for s in families[metric].samples for k in s.labels}
+            assert not families[metric].samples or labels <= have, (metric, labels - have)
+    assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
