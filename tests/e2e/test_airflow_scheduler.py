@@ -18,6 +18,10 @@ triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a C
 5. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
    consumer shard of its two cells is a ``consume_load_shard`` task of its own.
 
+Run 1 also checks the report plugin on the real api-server (``/kafkalab/reports/…``, the DAG
+run page's ``/kafkalab/runs/<dag>/<run>`` redirect, the external views in
+``/api/v2/plugins``) and that lab run ids and manifests carry the runs' logical dates.
+
 Runtime ~5-6 min (two start-ups, four Spark jobs, one retry of check_cluster).
 """
 
@@ -175,6 +179,7 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     _unpause(s, DAG)
 
     good = _trigger(s, "2026-11-20T00:00:00Z", _conf(stack["lab"] / "cluster.yaml"))
+    assert not good.startswith("manual__2026-11-20")  # Airflow 3 names it by trigger time
 
     # ---- run 1 succeeds through the scheduler, mapped cells included
     run = _wait(s, good)
@@ -184,14 +189,32 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert all(v in ("success", "skipped") for v in states.values()), states
     lab = LabData(stack["data"])
     (lab_run,) = lab.manifests()
+    assert lab_run == dag_lab_run_id(DAG, good, "2026-11-20T00:00:00Z")  # the logical date
+    assert lab_run.startswith("experiment-20261120T000000Z-")
     manifest = lab.manifest(lab_run)
     assert manifest is not None and manifest["status"] == "complete"
+    assert manifest["logical_date"] == "2026-11-20T00:00:00+00:00"
     assert [c["scenario"] for c in manifest["cells"]] == ["confluent-kafka"]
     assert manifest.get("stale_outputs") == []
     assert list((lab.aggregates_dir / f"run_id={lab_run}").glob("*.parquet"))
     validation = lab.validation(lab_run)
     assert validation is not None and validation["success"] is True
     assert (lab.report_page_dir(lab_run) / "index.html").is_file()
+
+    # ---- the report inside Airflow: the plugin's app on the api-server (no login needed)
+    page = requests.get(f"{API}/kafkalab/reports/{lab_run}/index.html", timeout=30)
+    assert page.status_code == 200, page.text[:500]
+    assert page.text == (lab.report_page_dir(lab_run) / "index.html").read_text()
+    assert requests.get(f"{API}/kafkalab/reports/index.html", timeout=30).status_code == 200
+    assert requests.get(f"{API}/kafkalab/reports/no-such-run/index.html",
+                        timeout=30).status_code == 404
+    moved = requests.get(f"{API}/kafkalab/runs/{DAG}/{good}", timeout=30, allow_redirects=False)
+    assert moved.status_code == 307, moved.text[:500]
+    assert moved.headers["location"] == f"../../reports/{lab_run}/index.html"
+    plugins = s.get(f"{API}/api/v2/plugins", timeout=30).json()["plugins"]
+    (plugin,) = [p for p in plugins if p["name"] == "kafkalab_report"]
+    views = {v["destination"]: v for v in plugin["external_views"]}
+    assert views["dag_run"]["href"] == "kafkalab/runs/{DAG_ID}/{RUN_ID}", views
 
 
 def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -> None:
@@ -228,7 +251,7 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
         time.sleep(2)
     alert = next(b for b in stack["received"] if b.get("kind") == "run_failed")
     assert alert["dag_id"] == DAG and alert["severity"] == "error"
-    assert alert["run_id"] == dag_lab_run_id(DAG, bad), alert
+    assert alert["run_id"] == dag_lab_run_id(DAG, bad, "2026-11-21T00:00:00Z"), alert
     # the first failure (the cause), not the last task Airflow hands the DAG callback
     assert alert["error"].startswith("task check_cluster failed first: ClusterError"), alert
     assert f"127.0.0.1:{DEAD_BROKER_PORT}" in alert["error"], alert
@@ -255,7 +278,7 @@ def test_celery_runs_a_cells_consumer_shards_as_tasks_of_their_own(stack: dict[s
         ("consume_load_shard", i): "success" for i in range(4)}, states
     assert states[("run_load_cell", 0)] == states[("run_load_cell", 1)] == "success"
     lab = LabData(stack["data"])
-    lab_run = dag_lab_run_id("load_experiment", run_id)
+    lab_run = dag_lab_run_id("load_experiment", run_id, "2026-11-22T00:00:00Z")
     manifest = lab.manifest(lab_run)
     assert manifest is not None and manifest["status"] == "complete", manifest
     cells = sorted(lab.root.glob(f"load/run_date=*/run_id={lab_run}/cell=*/cell.json"))
