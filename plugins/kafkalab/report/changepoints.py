@@ -15,6 +15,9 @@ and cannot install beside the stack):
 * PELT (``ruptures.Pelt``, model ``l2``, ``min_size`` 2, ``jump`` 1) with penalty
   :data:`PENALTY_PER_LOG_N` ``· ln(n)`` on the standardised values (BIC's 2·ln n per
   change, made stricter: a change must explain more than 5·ln n units of noise variance);
+* each boundary is then moved to the least-squares split between its neighbours and kept
+  only with at least :data:`MIN_SEGMENT` runs on each side (a step on the newest night is
+  the drift verdict's, not yet a level);
 * series with fewer than :data:`MIN_POINTS` defined values get none.
 
 Pure (no I/O); ``ruptures`` is imported when called.
@@ -76,6 +79,26 @@ def noise_sigma(values: Sequence[float]) -> float:
     return max(sigma, floor, 1e-12)
 
 
+def _sse(xs: Sequence[float]) -> float:
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs)
+
+
+def _refined(bounds: list[int], xs: Sequence[float]) -> list[int]:
+    """Each boundary moved to where it best splits the points between its neighbours
+    (least squares, any split), then dropped when a side is shorter than
+    :data:`MIN_SEGMENT`: PELT's ``min_size`` would otherwise put a step on the newest run
+    one run early (that run is the drift check's to judge, not yet a level)."""
+    out: list[int] = []
+    for k, b in enumerate(bounds):
+        a = out[-1] if out else 0
+        c = bounds[k + 1] if k + 1 < len(bounds) else len(xs)
+        best = min(range(a + 1, c), key=lambda j: _sse(xs[a:j]) + _sse(xs[j:c]), default=b)
+        if best - a >= MIN_SEGMENT and c - best >= MIN_SEGMENT:
+            out.append(best)
+    return out
+
+
 def change_points(values: Sequence[float | None]) -> list[ChangePoint]:
     """The change points of one series (``None`` = undefined in that run, skipped); each
     :attr:`ChangePoint.index` is an index into ``values``."""
@@ -91,9 +114,9 @@ def change_points(values: Sequence[float | None]) -> list[ChangePoint]:
     signal = np.array([(x - centre) / sigma for x in xs], dtype="float64").reshape(-1, 1)
     algo = rpt.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(signal)
     ends = algo.predict(pen=PENALTY_PER_LOG_N * math.log(len(xs)))
+    bounds = _refined([e for e in ends if e < len(xs)], xs)
     out: list[ChangePoint] = []
     start = 0
-    bounds = [e for e in ends if e < len(xs)]
     for k, b in enumerate(bounds):
         nxt = bounds[k + 1] if k + 1 < len(bounds) else len(xs)
         out.append(ChangePoint(index=idx[b], before=_median(xs[start:b]),

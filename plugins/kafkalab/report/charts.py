@@ -419,6 +419,7 @@ def svg_xy_chart(
     if x_ticks:
         x_lo = min(0.0, min(xs), *(t for t, _ in x_ticks))
         x_hi = max(*xs, *(t for t, _ in x_ticks))
+        x_hi += 0.05 * (x_hi - x_lo)  # room for the last tick's label
         tick_labels = dict(x_ticks)
         xticks = list(tick_labels)
 

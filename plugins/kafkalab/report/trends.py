@@ -357,6 +357,7 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
                          "included; no per-message samples)")
     if not series:
         return ""
+    series.reverse()  # oldest first: this run is drawn last, on top
     title = f"{cell[0]} · {cell[1]} · {cell[2]}"
     svg = svg_xy_chart(f"Latency by percentile — {title}", series, "percentile (nines)",
                        "ms", x_ticks=_NINES_TICKS)
