@@ -220,3 +220,21 @@ def test_cluster_status_table_lists_each_process() -> None:
     assert lines[2].split() == ["broker", "0", "4242", "NO", "NO", "127.0.0.1:19192",
                                 "/lab/cluster/logs/broker-0.log"]
     assert lines[-2:] == ["descriptor: /lab/cluster.yaml", "state: /lab/cluster/state.json"]
+
+
+def test_aggregate_submits_the_dags_job_on_the_switchs_master(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.aggregate import newest_run, spark_master, spark_submit_command
+    from kafkalab.airflow.spark_submit import spark_application, spark_job_args, spark_py_files
+    from kafkalab.store import LabData
+
+    monkeypatch.delenv("KAFKALAB_SPARK_MASTER", raising=False)
+    assert spark_master() == "local[*]"
+    assert spark_master({"KAFKALAB_SPARK_MASTER": "spark://127.0.0.1:7077"}) == "spark://127.0.0.1:7077"
+    cmd = spark_submit_command("validate", "R1", tmp_path, "local[2]")
+    assert cmd[0].endswith("spark-submit") and cmd[1:3] == ["--master", "local[2]"]
+    app = cmd.index(spark_application("validate"))
+    assert cmd[app + 1:] == [str(a) for a in spark_job_args("validate", "R1", tmp_path)]
+    assert cmd[cmd.index("--py-files") + 1] == spark_py_files()
+    runs = _lab_with_runs(tmp_path, 3)
+    assert newest_run(LabData(tmp_path)) == runs[-1]
