@@ -153,8 +153,8 @@ def test_kafka_python_members_with_auto_commit_and_a_member_that_comes_back_from
          "--data-dir", str(env["data"]), "--json"],
         capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (line,) = proc.stdout.strip().splitlines()
-    s = json.loads(line)
+    doc = json.loads(proc.stdout)
+    (s,) = doc["trials"]
     assert s["trial_id"] == "default-kill-consumer-commit-auto-acks-1-kafka-python-t1"
     assert s["client"] == "kafka-python" and s["auto_commit_interval_ms"] == 1000
     assert s["reread_agrees"] is True
