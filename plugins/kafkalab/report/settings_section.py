@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from kafkalab.config.mapping import (
     CLIENT_DEFAULT,
     DESCRIPTOR,
+    LAB,
     TOOL,
     looks_secret,
     setting_origins,
@@ -73,6 +74,8 @@ def _table(cell: str, settings: Mapping[str, Any], profile: Profile | None) -> s
         rows.append(f"<tr><td><code>{esc(key)}</code></td><td>{esc(settings[key])}</td>"
                     f"<td>{esc(origin)}</td></tr>")
     for key in sorted(set(origins) - set(settings)):  # given as None: the client's default
+        if origins[key] == LAB:
+            continue  # the lab's None (no group in assign mode) is no knob's default
         rows.append(f'<tr class="client-default"><td><code>{esc(key)}</code></td>'
                     f"<td>{esc(CLIENT_DEFAULT)}</td><td>{esc(origins[key])}</td></tr>")
     for what, why in unapplied.items():
