@@ -26,7 +26,9 @@ intervals). Its cluster tasks share the one-slot pool `kafkalab_measure` with ev
 DAG. Same chain and trigger rules as `latency_experiment`: the report and the drift check run
 even when validation failed; `verify_outcome` then fails the DAG run. One run at a time, no
 catch-up; tasks retry once (validation never: it is deterministic). Lab run ids look like
-`nightly-20261122T000000Z` (from the Airflow run id). See `docs/airflow.md`.
+`nightly-20261122T000000Z`: the night measured (the logical date), so a back-filled or
+`dags test` night sorts where it belongs (`…-<hash>` when the Airflow run id names another
+time). The run page's **Lab report** tab shows its report. See `docs/airflow.md`.
 
 **Fan-out cell.** After the latency cells, one small load cell
 (`include/workloads/nightly-fanout.yaml`: 5 consumers × 200 msg/s × 10 s, 1 KB, assign) is
