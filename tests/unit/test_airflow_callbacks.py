@@ -157,3 +157,32 @@ def test_task_log_url_is_airflows_own_link() -> None:
                     task_id="run_cell", map_index=map_index, try_number=try_number)
         assert task_log_url("load_experiment", "manual__2026-11-21T00:00:00+00:00",
                             "run_cell", map_index, try_number) == airflows_log_url(ti)
+
+
+def test_the_callback_names_the_lab_run_the_tasks_wrote(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Any) -> None:
+    """A back-filled night (`dags test nightly 2026-11-18` run on the 22nd): the run id holds
+    the trigger time, the logical date the night; the failure record and the alert name the
+    lab run the tasks wrote (from the logical date), not one derived from the trigger time."""
+    from datetime import UTC, datetime
+
+    from kafkalab.airflow.callbacks import record_task_failure
+    from kafkalab.airflow.run_ids import context_lab_run_id
+
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    ctx = {"dag": _Named(dag_id="nightly_latency_regression"),
+           "dag_run": _Named(run_id="manual__2026-11-22T10:11:12+00:00",
+                             logical_date=datetime(2026, 11, 18, tzinfo=UTC)),
+           "task_instance": _Named(task_id="measure_cell", map_index=3, try_number=1),
+           "exception": ValueError("broker gone")}
+    lab_run = context_lab_run_id(ctx)
+    assert lab_run is not None and lab_run.startswith("nightly-20261118T000000Z-")
+    record_task_failure(ctx)
+    assert (tmp_path / "data" / "runs" / lab_run / "task-failures.jsonl").is_file()
+    sent: list[str | None] = []
+    monkeypatch.setattr(AlertWebhookConnection, "settings",
+                        lambda self: AlertWebhook("https://hooks.example/T/X", "generic"))
+    monkeypatch.setattr(kafkalab.alerts, "alert_run_failed",
+                        lambda webhook, dag_id, run_id, error, **kw: sent.append(run_id) or {})
+    on_failure_alert({**ctx, "reason": "task_failure"})
+    assert sent == [lab_run]

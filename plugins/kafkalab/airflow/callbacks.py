@@ -25,7 +25,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import AlertWebhookConnection
-from kafkalab.airflow.run_ids import dag_lab_run_id
+from kafkalab.airflow.run_ids import context_lab_run_id
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,13 +49,13 @@ def failures_path(lab: LabData, run_id: str) -> Path:
 
 
 def _run_of(context: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """``(dag_id, lab run id)`` of a callback context (the run id is None without an
-    Airflow run id)."""
+    """``(dag_id, lab run id)`` of a callback context: the lab run id the run's tasks use
+    (from its logical date, :func:`~kafkalab.airflow.run_ids.context_lab_run_id`); None
+    without an Airflow run id."""
     dag_run = context.get("dag_run")
     dag = context.get("dag")
     dag_id = getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", None)
-    airflow_run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
-    return dag_id, dag_lab_run_id(dag_id, str(airflow_run_id)) if airflow_run_id else None
+    return dag_id, context_lab_run_id(context)
 
 
 def record_task_failure(context: Mapping[str, Any]) -> None:
