@@ -234,11 +234,13 @@ def airflow_api_server(home: Path, port: int = AIRFLOW_PORT,
     """
     from kafkalab import procs
     from kafkalab.airflow.launcher import health as launcher_health
+    from kafkalab.airflow.launcher import install_plugins
 
     if procs.port_in_use(port, AIRFLOW_HOST):
         raise RuntimeError(f"port {AIRFLOW_HOST}:{port} is in use: the screenshot "
                            "api-server needs it free")
     env = api_server_env(home, port)
+    install_plugins(home)  # the DAG run page's "Lab report" tab, as `make airflow` has it
     log_path = home / API_SERVER_LOG
     url = env["AIRFLOW__API__BASE_URL"]
     with log_path.open("ab") as log:
