@@ -3,6 +3,10 @@
 * :mod:`~kafkalab.report.build`: page assembly and the entry point ``build_report``;
 * :mod:`~kafkalab.report.data`: what a page shows, read through the store and drift;
 * :mod:`~kafkalab.report.sections`: the HTML sections of a run's page and the runs table;
+* :mod:`~kafkalab.report.trends`: section 2, trends over the nights measured (payload
+  panels, baseline bands, drift markers, change points) and 2b, the per-cell percentile
+  spectrum; :mod:`~kafkalab.report.spectrum` reads the raw samples for it and
+  :mod:`~kafkalab.report.changepoints` finds level changes (``ruptures`` PELT);
 * :mod:`~kafkalab.report.load_data` / :mod:`~kafkalab.report.load_sections`: a load run's
   tables and page;
 * :mod:`~kafkalab.report.fault_data` / :mod:`~kafkalab.report.fault_sections`: a fault run's

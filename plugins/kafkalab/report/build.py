@@ -4,15 +4,16 @@ Layout (see ``docs/drift-and-alerts.md``):
 
 * ``reports/index.html``: every run (newest first) linking to its page, then the newest
   run's sections mirrored;
-* ``reports/<run_id>/index.html``: one page per run with five sections
-  (:mod:`kafkalab.report.sections`; a load run's: :mod:`kafkalab.report.load_sections`; a
-  fault run's, "Durability and availability": :mod:`kafkalab.report.fault_sections`), under
-  a banner when the run is stale, failed or incomplete or some of its outputs are stale.
+* ``reports/<run_id>/index.html``: one page per run with five sections and the percentile
+  spectrum (:mod:`kafkalab.report.sections`, :mod:`kafkalab.report.trends`; a load run's:
+  :mod:`kafkalab.report.load_sections`; a fault run's, "Durability and availability":
+  :mod:`kafkalab.report.fault_sections`), under a banner when the run is stale, failed or
+  incomplete or some of its outputs are stale.
 
 Charts are inline SVG (:mod:`kafkalab.report.charts`); CSS and the small hover script are
 inlined from ``assets/``. Pages reference nothing outside the data directory (no network at
-all). Runs on an emulator broker carry the label "EMULATOR — not Kafka" on every table and
-chart they appear in. This module assembles pages and writes them; the data comes from
+all; the GX Data Docs link: :func:`data_docs_link`). Runs on an emulator broker carry the
+label "EMULATOR — not Kafka" on every table and chart they appear in. This module assembles pages and writes them; the data comes from
 :mod:`kafkalab.report.data`.
 """
 
