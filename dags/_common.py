@@ -263,7 +263,7 @@ def _logical_date() -> str | None:
 
 
 def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
-                        fault_prefix: str | None = None) -> None:
+                        fault_prefix: str | None = None, export_metrics: bool = False) -> None:
     """Create the tasks of one latency run in the DAG being defined.
 
     Args:
@@ -276,6 +276,9 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
             (:data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`) as a fault run of its own
             (``<fault_prefix>-<time>``), unless the param ``fault_trial`` is false; its
             report, alerts and outcome join the nightly's.
+        export_metrics: when true (the nightly), ``export_metrics`` writes the Prometheus
+            text file after the report, whatever the run's outcome
+            (:func:`kafkalab.airflow.tasks.export_metrics`).
     """
 
     @task
@@ -361,6 +364,12 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
             out["faults"] = fault_tasks.send_fault_alerts(faults_run, dag_id=dag_id)
         return out
 
+    @task(trigger_rule=TriggerRule.ALL_DONE, task_id="export_metrics")
+    def export_metrics_task() -> dict[str, Any]:
+        """Write the Prometheus text file (latest p50/p99 per series, drift state, losses,
+        the last successful run's time) for node_exporter's textfile collector."""
+        return tasks.export_metrics()
+
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
@@ -405,6 +414,9 @@ def build_latency_chain(run_prefix: str, fanout_prefix: str | None = None,
     measured >> closed >> aggregate >> validate >> drift >> report >> alerts
     watcher = verify_outcome()
     [lab_run_id, cluster, cells, measured, closed, aggregate, validate, drift, report, alerts] >> watcher
+    if export_metrics:
+        exported = export_metrics_task()
+        report >> exported >> watcher
     if fanout_prefix:
         @task
         def name_load_run() -> str:

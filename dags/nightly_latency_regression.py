@@ -38,6 +38,11 @@ measured as a load run of its own (`nightly-fanout-<time>`): `name_load_run` →
 param `fanout_cell` (default true) turns it off: `start_load_run` and what follows it are
 then *skipped* (`make demo` does, to stay short).
 
+**Metrics for dashboards.** After the report, `export_metrics` writes the Prometheus text
+file (`$KAFKALAB_PROM_TEXTFILE`, default `<data>/metrics/kafkalab.prom`) for node_exporter's
+textfile collector, whatever the night's outcome; `include/grafana/kafkalab.json` reads it
+(`docs/prometheus.md`).
+
 **Fault trial.** Then one SIGKILL of the partition leader under the durability profile, on
 the 3-broker fault cluster, as a fault run of its own (`nightly-faults-<time>`):
 `name_fault_run` → `start_fault_run` → `run_fault_trial` → `finish_fault_run` →
@@ -63,7 +68,8 @@ trial lost an acked message. The param `fault_trial` (default true) turns it off
 )
 def nightly_latency_regression() -> None:
     build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
-                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX)
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX,
+                        export_metrics=True)
 
 
 nightly_latency_regression()

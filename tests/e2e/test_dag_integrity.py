@@ -31,8 +31,8 @@ FAULT_PART = ("start_fault_run", "run_fault_trial", "finish_fault_run", "aggrega
               "validate_faults")
 TASKS = {
     "latency_experiment": CHAIN,
-    "nightly_latency_regression": (*CHAIN, "name_load_run", *LOAD_PART, "name_fault_run",
-                                   *FAULT_PART),
+    "nightly_latency_regression": (*CHAIN, "export_metrics", "name_load_run",
+                                   *LOAD_PART, "name_fault_run", *FAULT_PART),
     "load_experiment": ("name_run", *LOAD_PART[:2], "plan_shards", "consume_load_shard",
                         *LOAD_PART[2:], "check_drift", "publish_report", "send_alerts",
                         "verify_outcome"),
@@ -158,6 +158,7 @@ def test_load_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> No
     assert rules["start_load_run"] == rules["run_load_cell"] == "all_success"
     assert up["verify_outcome"] == set(TASKS[dag_id]) - {"verify_outcome"}
     if dag_id == "nightly_latency_regression":
+        assert up["export_metrics"] == {"publish_report"} and rules["export_metrics"] == "all_done"
         assert up["name_load_run"] == {"close_run"}  # after the latency cells
         assert up["aggregate_metrics"] >= {"close_run", "finish_load_run"}  # no Spark while
         # a load cell measures

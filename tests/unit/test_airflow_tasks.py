@@ -225,3 +225,20 @@ def test_the_nightly_workload_defines_every_percentile_its_alerts_judge() -> Non
     assert lo is not None and hi is not None
     assert "confluent-kafka-serial" in nightly.scenarios and "jvm-e2e" in nightly.scenarios
     assert nightly.first_message_probes >= 3  # a median of warm probes, the cold one apart
+
+
+def test_export_metrics_writes_the_textfile_where_asked(lab: LabData, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nightly's export_metrics: the default path in the data dir, else
+    $KAFKALAB_PROM_TEXTFILE; the file parses as Prometheus text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _write_run(lab, "nightly-20261121T000000Z", "complete", True)
+    out = tasks.export_metrics()
+    assert Path(out["path"]) == (lab.root / "metrics" / "kafkalab.prom").absolute()
+    names = {f.name for f in text_string_to_metric_families(Path(out["path"]).read_text())}
+    assert names  # parses, and says something about the run
+    target = tmp_path / "textfile" / "lab.prom"
+    monkeypatch.setenv(tasks.PROM_TEXTFILE_ENV, str(target))
+    assert Path(tasks.export_metrics()["path"]) == target.absolute()
+    assert target.read_text() == Path(out["path"]).read_text()

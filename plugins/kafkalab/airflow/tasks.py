@@ -25,6 +25,7 @@ validation, drift records or report were computed, the run manifest lists them i
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -337,6 +338,23 @@ def publish_report(run_id: str) -> str:
     mark_recomputed(run_id, "report")
     log.info("report of %s: %s (overview %s)", run_id, page, lab.report_index_path())
     return str(page)
+
+
+PROM_TEXTFILE_ENV = "KAFKALAB_PROM_TEXTFILE"
+"""Where :func:`export_metrics` writes the Prometheus text file (e.g. node_exporter's
+``--collector.textfile.directory`` + ``/kafkalab.prom``); default
+``<data>/metrics/kafkalab.prom``."""
+
+
+def export_metrics() -> dict[str, Any]:
+    """Write the data dir's Prometheus text file (what ``kafkalab export prometheus`` writes:
+    the last successful run's time, the latest p50/p99 per series, drift state, losses) to
+    ``$KAFKALAB_PROM_TEXTFILE`` or its default; returns ``{"path", "samples"}``."""
+    from kafkalab.export.prometheus import export_textfile
+
+    out = export_textfile(LabData().root, os.environ.get(PROM_TEXTFILE_ENV) or None)
+    log.info("metrics for Prometheus: %s", out["path"])
+    return out
 
 
 def send_alerts(run_id: str, conn_id: str = ALERT_CONN_ID,
