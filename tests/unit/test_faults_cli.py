@@ -47,3 +47,44 @@ def test_bad_fault_input_is_one_line_and_starts_nothing(args: list[str], expecte
     assert len(lines) == 1 and expected in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "lab" / "faults").exists() and not (tmp_path / "data" / "faults").exists()
+
+
+def _profile_file(tmp_path: Path, name: str, extra: str) -> Path:
+    """A copy of the default profile (compressed with zstd when ``extra`` is empty) under
+    ``name`` with ``extra`` YAML appended."""
+    from kafkalab.paths import include_dir
+
+    text = (include_dir() / "profiles" / "default.yaml").read_text()
+    if not extra:
+        text = text.replace("compression: none", "compression: zstd", 1)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace("name: default", f"name: {name}", 1) + extra)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "extra", "args", "expected"),
+    [
+        (["faults", "run"], "", [], "compression zstd needs Kafka 2.1 or later"),
+        (["faults", "run"], "producer_properties: {max.block.ms: 1000}\n", [],
+         "'max.block.ms' is not supported by confluent-kafka"),
+        (["load"], "producer_properties: {max.block.ms: 1000}\n", [],
+         "'max.block.ms' is not supported by confluent-kafka"),
+    ],
+)
+def test_a_profile_the_client_or_the_broker_cannot_take_is_refused_before_anything_starts(
+        command: list[str], extra: str, args: list[str], expected: str, tmp_path: Path) -> None:
+    """The load and fault paths run the same profile checks as ``kafkalab run``: a property
+    the client does not know, or zstd on the fault cluster's Kafka 0.9.0.1, is one line and
+    exit 2 before a broker is started or a byte sent."""
+    profile = _profile_file(tmp_path, "custom", extra)
+    env = {**os.environ, "KAFKALAB_HOME": str(tmp_path / "lab"),
+           "KAFKALAB_FAULTS_ZK_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
+    proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", *command, "--profile",
+                           str(profile), *args, "--data-dir", str(tmp_path / "data")],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "lab" / "faults").exists() and not (tmp_path / "data" / "faults").exists()

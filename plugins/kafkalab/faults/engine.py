@@ -31,8 +31,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, public_view
-from kafkalab.cluster.distribution import ensure_java
+from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java
 from kafkalab.cluster.state import read_state
+from kafkalab.config.mapping import check_profile
+from kafkalab.config.properties import TABLES as PROPERTY_TABLES
+from kafkalab.config.properties import check_cluster
 from kafkalab.errors import ClusterError, ConfigError, RunError
 from kafkalab.faults import checker, files
 from kafkalab.faults.inject import (
@@ -97,8 +100,9 @@ class FaultResult:
 
 
 def validate_trials(trials: list[FaultTrialSpec]) -> None:
-    """Refuse what cannot run before anything is touched: an unknown profile, an rf above the
-    fault cluster's three brokers, a follower fault on an rf-1 profile.
+    """Refuse what cannot run before anything is touched: an unknown profile, a profile the
+    trial's client or Kafka 0.9.0.1 cannot take (a property, zstd), an rf above the fault
+    cluster's three brokers, a follower fault on an rf-1 profile.
 
     Raises:
         ConfigError: one line naming the problem.
@@ -107,6 +111,11 @@ def validate_trials(trials: list[FaultTrialSpec]) -> None:
         raise ConfigError("no trial to run")
     for spec in trials:
         prof = effective_profile(spec.load_cell())
+        check_profile(prof, [spec.client])
+        # the fault cluster is always the lab's own Kafka 0.9.0.1 (no zstd, no idempotence)
+        check_cluster(prof.name, prof.producer.compression,
+                      {key: getattr(prof, key) for key in PROPERTY_TABLES},
+                      KAFKA_VERSION, "kafka09")
         rf = prof.topic.replication_factor
         if rf > FAULT_BROKERS:
             raise ConfigError(f"profile {spec.profile} needs replication factor {rf} but the "

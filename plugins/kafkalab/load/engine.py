@@ -38,6 +38,7 @@ from kafkalab.cluster.descriptor import (
 )
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import (
+    check_profile,
     confluent_consumer_config,
     confluent_producer_config,
     kafka_python_producer_config,
@@ -127,14 +128,17 @@ def _descriptor(path: Path | None) -> ClusterDescriptor:
 
 
 def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor | None = None) -> None:
-    """Refuse bad cells before anything runs: unknown profiles, an rf above the brokers,
-    a cell above the client budget.
+    """Refuse bad cells before anything runs: unknown profiles, a profile the cell's client
+    or the cluster cannot take (:func:`kafkalab.config.mapping.check_profile`), an rf above
+    the brokers, a cell above the client budget.
 
     Raises:
         ConfigError: one line naming the problem.
     """
     for spec in cells:
         prof = effective_profile(spec)
+        # properties the cell's client does not know, zstd or a topic config the cluster predates
+        check_profile(prof, [spec.client], descriptor)
         if descriptor is not None and descriptor.broker_count is not None \
                 and prof.topic.replication_factor > descriptor.broker_count:
             raise ConfigError(f"profile {spec.profile} needs replication factor "
