@@ -83,7 +83,7 @@ def test_baseline_band_and_drift_marker_on_the_flagged_point(tmp_path: Path) -> 
     assert markers and all(m.startswith(info["latest"]) for m in markers)
     flagged = re.findall(r"<title>drift flagged: ([^|]*) \|", fig)
     assert flagged == ["confluent-kafka 1mb latency"]
-    bands = re.findall(r'<rect class="baseline-band"[^>]*><title>([^<]*)</title>', fig)
+    bands = re.findall(r'<rect class="series baseline-band"[^>]*><title>([^<]*)</title>', fig)
     assert any(b.startswith("confluent-kafka 1mb latency: baseline: median 30.15 of 4") for b in
                bands)
     # the 1kb panel: the same series is not flagged

@@ -318,6 +318,8 @@ def svg_line_chart(
     def px(i: float) -> float:
         return fr.left + (fr.plot_w * (i + 0.5) / n)
 
+    # several bands overlap: fainter; hovering a legend item dims the others (class series)
+    band_opacity = 0.12 if sum(s.band is not None for s in series) <= 3 else 0.06
     for s, item in zip(series, legend, strict=True):
         b = s.band
         if b is None:
@@ -325,10 +327,11 @@ def svg_line_chart(
         x0, x1 = px(b.i0 - 0.4), px(b.i1 + 0.4)
         y0, y1 = fr.py(max(b.hi, fr.lo)), fr.py(max(b.lo, fr.lo))
         fr.parts.append(
-            f'<rect class="baseline-band" data-series="{item.key}" x="{x0:.1f}" y="{y0:.1f}" '
-            f'width="{max(x1 - x0, 1):.1f}" height="{max(y1 - y0, 1):.1f}" fill="{item.color}" '
-            f'fill-opacity="0.12" stroke="{item.color}" stroke-opacity="0.5" '
-            f'stroke-dasharray="2 2"><title>{esc(s.name)}: {esc(b.label)}</title></rect>')
+            f'<rect class="series baseline-band" data-series="{item.key}" x="{x0:.1f}" '
+            f'y="{y0:.1f}" width="{max(x1 - x0, 1):.1f}" height="{max(y1 - y0, 1):.1f}" '
+            f'fill="{item.color}" fill-opacity="{band_opacity}" stroke="{item.color}" '
+            f'stroke-opacity="0.5" stroke-dasharray="2 2"><title>{esc(s.name)}: '
+            f"{esc(b.label)}</title></rect>")
     if x_title:
         fr.parts.append(f'<text class="x-title" x="{fr.left + fr.plot_w:.1f}" '
                         f'y="{fr.base_y - 4}" text-anchor="end">{esc(x_title)}</text>')
