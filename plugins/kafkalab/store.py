@@ -266,11 +266,17 @@ class LabData:
 
     # -- cells: samples and fragments ----------------------------------------------------
 
+    @staticmethod
+    def cell_file_name(scenario: str, payload: str, profile: str) -> str:
+        """``part-<scenario>-<payload>-<profile>.parquet``, each part :func:`safe_name`d (a
+        profile given as a YAML path holds slashes)."""
+        return f"part-{safe_name(scenario)}-{safe_name(payload)}-{safe_name(profile)}.parquet"
+
     def cell_file(self, run_date: str, run_id: str, scenario: str, payload: str,
                   profile: str) -> Path:
         """Where one cell's raw samples live."""
         return (self.samples_dir / f"run_date={run_date}" / f"run_id={run_id}"
-                / f"part-{scenario}-{payload}-{profile}.parquet")
+                / self.cell_file_name(scenario, payload, profile))
 
     def run_sample_files(self, run_id: str) -> list[Path]:
         """Every samples file of ``run_id`` (under any run date)."""
@@ -286,8 +292,10 @@ class LabData:
         return self.run_work_dir(run_id) / "cells"
 
     def cell_fragment_path(self, run_id: str, scenario: str, payload: str, profile: str) -> Path:
-        """``runs/<run_id>/cells/<scenario>-<payload>-<profile>.json``."""
-        return self.cell_fragments_dir(run_id) / f"{scenario}-{payload}-{profile}.json"
+        """``runs/<run_id>/cells/<scenario>-<payload>-<profile>.json`` (each part
+        :func:`safe_name`d)."""
+        return (self.cell_fragments_dir(run_id)
+                / f"{safe_name(scenario)}-{safe_name(payload)}-{safe_name(profile)}.json")
 
     def write_cell_fragment(self, run_id: str, fragment: Mapping[str, Any]) -> Path:
         """Write one cell's fragment (``scenario``, ``payload``, ``profile`` and its outcome)."""

@@ -92,3 +92,18 @@ def test_old_or_empty_manifests(tmp_path: Path) -> None:
     html = settings_section(m)  # the profile no longer validates: values stay, origins not
     assert _row(html, "confluent-kafka/latency", "producer.linger.ms") == [
         "producer.linger.ms", "5", "—"]
+
+
+def test_the_run_page_ends_with_the_section(tmp_path: Path) -> None:
+    """build_report puts the section on the run's page (after the checks), from the
+    manifest alone."""
+    from kafkalab.report.build import build_report
+    from kafkalab.store import LabData
+
+    lab = LabData(tmp_path / "data")
+    lab.write_manifest({"run_id": "r1", "status": "complete", "kind": "latency", "cells": [],
+                        "started_at": "2026-11-22T00:00:00+00:00", **_manifest(tmp_path)})
+    page = build_report(lab.root, run_id="r1").read_text()
+    assert page.count('<section id="client-settings">') == 1
+    assert _row(page, "confluent-kafka/latency", "producer.linger.ms")[1] == "5"
+    assert SECRET not in page

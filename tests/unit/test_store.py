@@ -193,3 +193,17 @@ def test_private_token_is_made_once_and_kept_private(tmp_path: Path) -> None:
     assert private_token(path, 8) == token  # kept
     path.write_text("\n")
     assert private_token(path) != token and len(private_token(path)) == 32  # empty: remade
+
+
+def test_a_profile_given_as_a_path_makes_one_file_name(tmp_path: Path) -> None:
+    """``kafkalab run --profile some/dir/mine.yaml``: the cell's samples and fragment are
+    one file each in their folder (the profile's slashes are made safe), so the cells
+    merge and the spectrum finds them."""
+    lab = LabData(tmp_path)
+    f = lab.cell_file("2026-11-22", "r1", "rest", "1kb", "some/dir/mine.yaml")
+    assert f.parent == tmp_path / "samples/run_date=2026-11-22/run_id=r1"
+    assert f.name == "part-rest-1kb-some_dir_mine.yaml.parquet"
+    frag = lab.write_cell_fragment("r1", {"scenario": "rest", "payload": "1kb",
+                                          "profile": "some/dir/mine.yaml", "status": "complete"})
+    assert frag.parent == lab.cell_fragments_dir("r1")
+    assert [c["profile"] for c in lab.cell_fragments("r1")] == ["some/dir/mine.yaml"]

@@ -656,9 +656,10 @@ def section_checks(v: RunView, page_dir: Path, number: int = 5, drift: bool = Tr
 
 def run_sections(v: RunView, page_dir: Path) -> str:
     """The body of a run's page (``page_dir`` is where it is written, for relative links):
-    the state banner and the emulator banner when they apply, then the five sections (a
-    load run's: :func:`kafkalab.report.load_sections.load_sections`; a fault run's:
-    :func:`kafkalab.report.fault_sections.fault_sections`)."""
+    the state banner and the emulator banner when they apply, then the sections (a load
+    run's: :func:`kafkalab.report.load_sections.load_sections`; a fault run's:
+    :func:`kafkalab.report.fault_sections.fault_sections`), then the clients' effective
+    settings (:func:`kafkalab.report.settings_section.settings_section`)."""
     parts = [state_banner(v)]
     if v.cluster_is_emulator:
         parts.append(emu_banner(": this run's broker is an emulator; its latencies say "
@@ -669,20 +670,25 @@ def run_sections(v: RunView, page_dir: Path) -> str:
         parts.append(emu_banner(f": {n} {unit} of this run ran on an emulator broker (marked "
                                 "wherever they appear); their latencies say nothing about "
                                 "Kafka."))
+    from kafkalab.report.settings_section import settings_section
+
+    # what each client was given, last on every kind of page ("" when nothing was recorded)
+    settings = settings_section(v.manifest or {})
     if v.load is not None:  # a load run: its own sections (kafkalab.report.load_sections)
         from kafkalab.report.load_sections import load_sections
 
-        parts.append(load_sections(v, page_dir))
+        parts += [load_sections(v, page_dir), settings]
         return "".join(parts)
     if v.faults is not None:  # a fault run: kafkalab.report.fault_sections
         from kafkalab.report.fault_sections import fault_sections
 
-        parts.append(fault_sections(v, page_dir))
+        parts += [fault_sections(v, page_dir), settings]
         return "".join(parts)
     from kafkalab.report.trends import section_spectrum, section_time_series
 
     parts += [section_latest(v), section_time_series(v), section_spectrum(v),
-              section_comparison(v), section_first_message(v), section_checks(v, page_dir)]
+              section_comparison(v), section_first_message(v), section_checks(v, page_dir),
+              settings]
     return "".join(parts)
 
 

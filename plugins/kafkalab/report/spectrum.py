@@ -95,7 +95,7 @@ def spectrum_of(received_ms: list[float], lost: int = 0, failed: int = 0,
 def cell_files(lab: LabData, run_id: str, scenario: str, payload: str, profile: str
                ) -> list[Path]:
     """The samples files of one cell of ``run_id`` (any run date)."""
-    name = f"part-{scenario}-{payload}-{profile}.parquet"
+    name = lab.cell_file_name(scenario, payload, profile)
     return [f for f in lab.run_sample_files(run_id) if f.name == name]
 
 
