@@ -27,13 +27,21 @@
 (g) with ``--faults``: seed 002 on the fault cluster (``<lab>/faults``): a consumer group's
     rebalance pause, redeliveries and losses per client × kill/leave × commit strategy, and
     reordering under a leader failover with max.in.flight 1 vs 5 (:mod:`tools.bench.faults`).
+(h) with ``--report``: what the report's on-call features cost as the history grows, on
+    fabricated nights (10 cells × ~400 samples, written with the project's writers; no Kafka,
+    no Spark) of 7, 30 and 90 nights (``--report-nights``): the nightly's report build (newest
+    page + overview), the whole report (every page; up to ``--report-all-pages-max`` nights),
+    the spectra and change points apart, the Prometheus export and the newest night's drift
+    judgement; median and min of 3, seconds per night, HTML sizes, and per timing the growth
+    from the smallest history to the largest (per-night ratio 1 = linear)
+    (:mod:`tools.bench.report`).
 
-``--only PARTS`` (kafka, load, spark, nightly, faults) runs just those, e.g.
+``--only PARTS`` (kafka, load, spark, nightly, faults, report) runs just those, e.g.
 ``python -m tools.bench --only load``.
 
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 :mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
-:mod:`tools.bench.faults` (g);
+:mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h);
 the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """

@@ -2,7 +2,8 @@
 
 The parts are described in :mod:`tools.bench`. Results go to
 ``<project root>/bench/results/bench-<utc>.json`` (or ``--out``); scratch data (the bench
-runs' cells, the fake Spark samples, the nightly run's Airflow home) to
+runs' cells, the fake Spark samples, the nightly run's Airflow home, the report part's
+fabricated history) to
 ``<lab_dir>/bench/<utc>/``.
 """
 
@@ -48,9 +49,10 @@ def _positive(text: str) -> int:
     return value
 
 
-PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults")
+PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report")
 """The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
-faults = (g) (consumer faults and ordering under a leader failover)."""
+faults = (g) (consumer faults and ordering under a leader failover), report = (h) (the
+report's cost as the history grows, on fabricated nights)."""
 
 
 def _parts(text: str) -> frozenset[str]:
@@ -87,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--faults", action="store_true",
                         help="also run part (g): consumer faults per commit strategy and client, "
                              "ordering under a leader failover by max.in.flight (~12 min)")
+    parser.add_argument("--report", action="store_true",
+                        help="also run part (h): the report, its spectra and change points and the "
+                             "Prometheus export timed on fabricated histories (~3 min)")
+    parser.add_argument("--report-nights", type=_row_counts, default=[7, 30, 90],
+                        help="history sizes of part (h) in nights, comma-separated (default 7,30,90)")
+    parser.add_argument("--report-all-pages-max", type=_positive, default=30,
+                        help="part (h) times the whole report (every run's page) only up to this "
+                             "many nights (default 30)")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -97,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="alternating rounds of part (f)'s producer and consumer sides (default 3)")
     parser.add_argument("--only", type=_parts, default=None, metavar="PARTS",
                         help=f"run only these parts, comma-separated ({', '.join(PARTS)}); "
-                             "not with --skip-kafka, --load, --spark or --nightly")
+                             "not with --skip-kafka, --load, --spark, --nightly, --faults or "
+                             "--report")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default bench/results/bench-<UTC time>.json)")
     return parser
@@ -108,13 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
-                                  or args.faults):
+                                  or args.faults or args.report):
         parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
-                     "--nightly and --faults")
+                     "--nightly, --faults and --report")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
                               ("spark", args.spark), ("nightly", args.nightly),
-                              ("faults", args.faults)) if on)
+                              ("faults", args.faults), ("report", args.report)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -161,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
 
             result["faults"] = bench_faults(work / "faults")
             print_faults(result["faults"])
+        if "report" in parts:
+            from tools.bench.report import ReportBenchConfig, bench_report, print_report
+
+            result["report"] = bench_report(work / "report", ReportBenchConfig(
+                nights=tuple(args.report_nights), all_pages_max_nights=args.report_all_pages_max))
+            print_report(result["report"])
     except LabError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         result["error"] = str(exc)
