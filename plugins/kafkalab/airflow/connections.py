@@ -194,8 +194,9 @@ class AlertWebhook:
                 "password of a Connection of conn_type 'slackwebhook'")
         if schema and schema.lower() not in ("http", "https"):
             raise ConfigError(
-                f"{where}: schema {schema!r} is not http or https (HttpHook builds the URL "
-                "scheme from it; the URI form puts a path there): give the path as "
+                f"{where}: its schema is not http or https but a value of {len(schema)} "
+                "characters, not shown: the URI form puts the path (a webhook's secret) there, "
+                "and HttpHook builds the URL scheme from it: give the path as "
                 "extra.endpoint, e.g. 'http://127.0.0.1:8123/http?endpoint=%2Fhook'")
         endpoint = str(extra.get("endpoint") or "") or None
         return cls(_http_url(host, schema, getattr(conn, "port", None), endpoint), fmt,
