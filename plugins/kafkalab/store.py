@@ -82,13 +82,18 @@ def _fsync_dir(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], mode: int | None = None) -> Iterator[BinaryIO]:
     """A binary file to write ``path`` through, appearing whole or not at all.
 
     The file is a temporary one in the same directory; when the block ends normally it is
     fsynced, renamed over ``path``, and the directory is fsynced. On any failure (disk full,
     interrupt, an exception in the block) the temporary file is removed and the exception
     propagates; ``path`` is untouched. For data produced in pieces (a Parquet writer).
+    Missing parent directories are created.
+
+    ``mode``: the file's permission bits (e.g. ``0o644`` for a file another user's process
+    reads), set on the temporary file before the rename; default None keeps the temporary
+    file's 0600 (owner only).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -97,6 +102,8 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
@@ -106,10 +113,12 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     _fsync_dir(target.parent)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str,
+                 mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one
-    (:func:`atomic_file`); ``str`` data is encoded as UTF-8. Returns ``path``."""
-    with atomic_file(path) as fh:
+    (:func:`atomic_file`); ``str`` data is encoded as UTF-8. ``mode``: the file's permission
+    bits (default None: 0600, owner only). Returns ``path``."""
+    with atomic_file(path, mode) as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
     return Path(path)
 

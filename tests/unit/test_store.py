@@ -20,6 +20,18 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path: Path) ->
     assert sorted(p.name for p in target.parent.iterdir()) == ["file.json"]
 
 
+def test_atomic_write_is_owner_only_unless_a_mode_is_given(tmp_path: Path) -> None:
+    private = atomic_write(tmp_path / "secret.txt", b"s")
+    assert private.stat().st_mode & 0o777 == 0o600
+    shared = atomic_write(tmp_path / "shared.prom", b"x", mode=0o644)
+    assert shared.stat().st_mode & 0o777 == 0o644
+    atomic_write(shared, b"y")  # a later write without a mode is owner-only again
+    assert shared.stat().st_mode & 0o777 == 0o600
+    with store.atomic_file(tmp_path / "streamed.bin", mode=0o640) as fh:
+        fh.write(b"z")
+    assert (tmp_path / "streamed.bin").stat().st_mode & 0o777 == 0o640
+
+
 def test_a_failed_write_keeps_the_old_file_and_removes_its_temp(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "manifest.json"
