@@ -203,6 +203,31 @@ def test_cli_writes_where_told_and_refuses_a_name_the_collector_ignores(lab: Pat
     assert "must end in .prom" in bad.stderr and not (lab / "x.txt").exists()
 
 
+def test_the_file_is_readable_by_node_exporter_another_user(lab: Path) -> None:
+    path = write_textfile(lab)
+    assert path.stat().st_mode & 0o777 == 0o644
+    path.chmod(0o600)
+    assert write_textfile(lab).stat().st_mode & 0o777 == 0o644  # rewritten: readable again
+
+
+@pytest.mark.parametrize("out", ["/proc/kl.prom", "/proc/no-such-dir/kl.prom",
+                                 "/dev/null/kl.prom"])
+def test_cli_an_unwritable_out_is_one_line_and_exit_2(lab: Path, out: str) -> None:
+    proc = _cli("export", "prometheus", "--data-dir", str(lab), "--out", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert f"--out {out}: cannot write: " in proc.stderr
+
+
+def test_cli_an_out_in_a_missing_folder_creates_it_like_the_default(lab: Path) -> None:
+    out = lab / "new" / "deeper" / "lab.prom"
+    proc = _cli("export", "prometheus", "--data-dir", str(lab), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert _samples(out.read_text())["kafkalab_latency_p50_ms"]
+    assert out.stat().st_mode & 0o777 == 0o644
+
+
 def test_the_grafana_dashboard_queries_only_exported_metrics_and_labels(lab: Path) -> None:
     import re
 

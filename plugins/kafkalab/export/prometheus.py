@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ConfigError
+from kafkalab.values import as_float
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,6 +37,10 @@ METRICS_DIR = "metrics"
 
 TEXTFILE_NAME = "kafkalab.prom"
 """The default file name (the textfile collector reads ``*.prom`` files only)."""
+
+TEXTFILE_MODE = 0o644
+"""The text file's permission bits: readable by node_exporter, which runs as its own user
+(the lab's other files are owner-only, 0600)."""
 
 KINDS: tuple[str, ...] = ("latency", "load", "faults")
 """The kinds of run (label ``kind``): closed-loop latency runs, load runs, fault runs."""
@@ -76,15 +81,6 @@ def default_textfile_path(data_dir: str | os.PathLike[str] | None = None) -> Pat
 # --------------------------------------------------------------------------- reading
 
 
-def _number(value: Any) -> float | None:
-    """A finite float, or None (missing, NaN, infinite, not a number)."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
-
-
 def _timestamp_s(value: Any) -> float | None:
     """Seconds since the epoch of an ISO-8601 time (naive: UTC), or None."""
     if not isinstance(value, str) or not value:
@@ -99,15 +95,15 @@ def _timestamp_s(value: Any) -> float | None:
 
 
 def run_kind(manifest: Mapping[str, Any] | None) -> str:
-    """``faults``, ``load`` or ``latency`` (any other run) from a run manifest."""
+    """``faults``, ``load`` or ``latency`` (any other run) from a run manifest: the lab's one
+    rule (:func:`kafkalab.report.fault_data.is_fault_manifest`,
+    :func:`kafkalab.drift.load.is_load_manifest`), as ``kafkalab aggregate`` decides it."""
     from kafkalab.drift.load import is_load_manifest
+    from kafkalab.report.fault_data import is_fault_manifest
 
-    m = manifest or {}
-    workload = m.get("workload")
-    if m.get("kind") == "faults" or (isinstance(workload, Mapping)
-                                     and workload.get("kind") == "faults"):
+    if is_fault_manifest(manifest):
         return "faults"
-    return "load" if is_load_manifest(m) else "latency"
+    return "load" if is_load_manifest(manifest) else "latency"
 
 
 def _validation(lab: LabData, run_id: str, kind: str) -> dict[str, Any] | None:
@@ -174,7 +170,7 @@ class _Gauges:
 
 def _set(g: Gauge, labels: tuple[str, ...], value: Any) -> None:
     """Set one sample; an undefined value is left out (never 0)."""
-    v = _number(value)
+    v = as_float(value)
     if v is not None:
         g.labels(*labels).set(v)
 
@@ -182,7 +178,7 @@ def _set(g: Gauge, labels: tuple[str, ...], value: Any) -> None:
 def _first(row: Mapping[str, Any], *columns: str) -> float | None:
     """The first defined value of ``columns`` in ``row``."""
     for c in columns:
-        v = _number(row.get(c))
+        v = as_float(row.get(c))
         if v is not None:
             return v
     return None
@@ -273,7 +269,7 @@ def _load(gs: _Gauges, cells: pd.DataFrame, order: list[str],
         _set(p50, key, r.get("e2e_p50_ms"))
         _set(p99, key, r.get("e2e_p99_ms"))
         _set(rate, key, r.get("achieved_rate_msgs_per_s"))
-        pct = _number(r.get("loss_pct"))
+        pct = as_float(r.get("loss_pct"))
         _set(loss, key, None if pct is None else pct / 100.0)
         _set(missing, key, r.get("missing_msgs"))
         _set(when, key, started.get(str(r.get("run_id"))))
@@ -334,7 +330,7 @@ def _drift(gs: _Gauges, lab: LabData, order: list[str]) -> None:
     for key, r in newest.items():
         on = as_bool(r.get("is_drift")) or str(r.get("alert_status")) in DRIFT_ACTIVE_STATES
         active.labels(*key).set(1.0 if on else 0.0)
-        pct = _number(r.get("change_pct"))
+        pct = as_float(r.get("change_pct"))
         _set(change, key, None if pct is None else pct / 100.0)
 
 
@@ -377,9 +373,13 @@ def export_textfile(data_dir: str | os.PathLike[str] | None = None,
     """Write the text file; returns ``{"path", "samples": {metric: count}}`` (what
     ``kafkalab export prometheus --json`` prints).
 
+    The file is written mode 0644 (:data:`TEXTFILE_MODE`) so node_exporter, another user,
+    can read it. A missing parent directory is created, for ``out_path`` as for the default
+    path.
+
     Raises:
         ConfigError: ``out_path`` does not end in ``.prom`` (the textfile collector would
-            ignore it).
+            ignore it), or the file (or its missing parent directory) cannot be written.
     """
     from prometheus_client import generate_latest
 
@@ -390,7 +390,10 @@ def export_textfile(data_dir: str | os.PathLike[str] | None = None,
         raise ConfigError(f"--out {path}: the file name must end in .prom (node_exporter's "
                           "textfile collector reads only *.prom files)")
     registry = build_registry(data_dir)
-    atomic_write(path, generate_latest(registry))
+    try:
+        atomic_write(path, generate_latest(registry), mode=TEXTFILE_MODE)
+    except OSError as exc:
+        raise ConfigError(f"--out {path}: cannot write: {exc.strerror or exc}") from exc
     return {"path": str(path.absolute()), "samples": sample_counts(registry)}
 
 
@@ -401,7 +404,7 @@ def write_textfile(data_dir: str | os.PathLike[str] | None = None,
     returns its path. What the nightly DAG calls after each run.
 
     Raises:
-        ConfigError: ``out_path`` does not end in ``.prom``.
+        ConfigError: ``out_path`` does not end in ``.prom``, or cannot be written.
     """
     return Path(export_textfile(data_dir, out_path)["path"])
 
@@ -413,6 +416,7 @@ __all__ = [
     "LATENCY_LABELS",
     "LOAD_LABELS",
     "METRICS_DIR",
+    "TEXTFILE_MODE",
     "TEXTFILE_NAME",
     "build_registry",
     "default_textfile_path",
