@@ -18,7 +18,6 @@ Series present in only one run are listed, never dropped. Pure reading: nothing 
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.errors import ConfigError
+from kafkalab.values import as_float
 
 LATENCY_SHOWN: tuple[str, ...] = (
     "e2e_latency_ms_p50", "e2e_latency_ms_p99", "e2e_latency_ms_p999", "message_rate_per_s",
@@ -88,14 +88,6 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kafkalab compare --json`` prints."""
         return asdict(self)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def _run_rows(data_dir: str | os.PathLike[str], run_id: str
@@ -168,7 +160,7 @@ def _median(rows: pd.DataFrame, column: str) -> float | None:
     if column not in rows.columns:
         return None
     vals = pd.to_numeric(rows[column], errors="coerce").dropna()
-    return _number(vals.median()) if len(vals) else None
+    return as_float(vals.median()) if len(vals) else None
 
 
 def _compare_metric(metric: str, a: pd.DataFrame, b: pd.DataFrame, config: Any,
@@ -205,16 +197,18 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
         data_dir: the lab data directory.
         run_a: the reference run.
         run_b: the run judged against it.
-        config_path: drift rules YAML (default ``include/drift.yaml``; built-in rules when
-            that file does not exist).
+        config_path: drift rules YAML. None: ``include/drift.yaml``, or the built-in rules
+            when that file does not exist; a path given must exist and parse.
 
     Raises:
         ConfigError: an unknown run, a run without aggregates, a fault run, runs of two
-            kinds (latency vs load), or a bad drift config.
+            kinds (latency vs load), or a bad drift config (a ``config_path`` given that
+            does not exist or does not parse).
     """
-    from kafkalab.drift.config import load_drift_config_or_default
+    from kafkalab.drift.config import load_drift_config, load_drift_config_or_default
 
-    config = load_drift_config_or_default(config_path)
+    config = (load_drift_config(config_path) if config_path is not None
+              else load_drift_config_or_default())
     kind_a, rows_a = _run_rows(data_dir, run_a)
     kind_b, rows_b = _run_rows(data_dir, run_b)
     if kind_a != kind_b:

@@ -152,3 +152,18 @@ def test_cli_exit_codes_and_json(two_runs: Path) -> None:
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         f"kafkalab: error: unknown run 'nope': no manifest and no aggregates in {two_runs}"]
+
+
+def test_a_config_path_given_must_exist_and_parse(two_runs: Path) -> None:
+    # None: include/drift.yaml (or the built-in rules); a path given is never replaced by them
+    with pytest.raises(ConfigError, match=r"typo\.yaml: no such file"):
+        compare_runs(two_runs, RUN_A, RUN_B, two_runs / "typo.yaml")
+    bad = two_runs / "bad.yaml"
+    bad.write_text("metrics: [unclosed\n")
+    with pytest.raises(ConfigError, match="malformed YAML"):
+        compare_runs(two_runs, RUN_A, RUN_B, bad)
+    proc = _cli("compare", RUN_A, RUN_B, "--data-dir", str(two_runs), "--config",
+                str(two_runs / "typo.yaml"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"kafkalab: error: {two_runs / 'typo.yaml'}: no such file"]
