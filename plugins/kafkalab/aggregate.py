@@ -123,6 +123,26 @@ def newest_run(lab: LabData) -> str:
     return max(manifests, key=started)
 
 
+def refuse_running(lab: LabData, run_id: str, manifest: Mapping[str, Any]) -> None:
+    """Refuse a run still being measured (:meth:`LabData.run_state` ``running``: its owner is
+    alive and it wrote within :data:`kafkalab.store.STALE_AFTER_S`). Aggregating half of its
+    samples would clear its stale outputs and let drift and the report judge a partial run.
+    A ``stale`` run (its owner gone) is aggregated: what it measured is all it will have, and
+    drift never takes it as a baseline (not ``complete``).
+
+    Raises:
+        ConfigError: the run is running.
+    """
+    if lab.run_state(run_id) != "running":
+        return
+    owner = manifest.get("owner") or {}
+    by = (f" by process {owner['pid']} on {owner.get('host') or 'an unknown host'}"
+          if isinstance(owner, Mapping) and owner.get("pid") is not None else "")
+    raise ConfigError(f"run {run_id} is still being measured{by}: aggregate it once it has "
+                      f"ended (`kafkalab runs` shows its state): kafkalab aggregate --run-id "
+                      f"{run_id}")
+
+
 def spark_submit_binary() -> Path:
     """The venv's ``spark-submit`` (beside this Python), else the one on ``PATH``.
 
@@ -254,7 +274,8 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
         progress: where progress lines go.
 
     Raises:
-        ConfigError: no such run, or a job refused its input (no samples).
+        ConfigError: no such run, a run still being measured (:func:`refuse_running`), or a
+            job refused its input (no samples).
         RunError: a Spark job failed.
     """
     from kafkalab.airflow import tasks
@@ -264,6 +285,7 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
     manifest = lab.manifest(rid)
     if manifest is None:
         raise ConfigError(f"unknown run {rid!r}: no manifest {lab.manifest_path(rid)}")
+    refuse_running(lab, rid, manifest)
     kind = run_kind(manifest)
     url = master or spark_master()
     say = progress or noop
@@ -317,6 +339,7 @@ __all__ = [
     "aggregate_run",
     "format_outcome",
     "newest_run",
+    "refuse_running",
     "run_kind",
     "spark_master",
     "spark_submit_command",

@@ -362,8 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Latency runs: aggregate_metrics, validate_metrics, drift, report; load runs: "
         "aggregate_load, validate_load, drift, report; fault runs: aggregate_faults, "
         "validate_faults, report. A failed validation is shown and drift and the report still "
-        "run, as in the DAG. Exit 0 when validated, 1 when the validation failed, 2 on bad "
-        "input (no such run, no samples), 4 when a Spark job failed. Job logs: "
+        "run, as in the DAG. A run still being measured is refused (aggregate it once it has "
+        "ended). Exit 0 when validated, 1 when the validation failed, 2 on bad input (no "
+        "such run, a run still running, no samples), 4 when a Spark job failed. Job logs: "
         ".lab/logs/aggregate-<run>-<job>.log. See docs/cli.md.",
         epilog="examples:\n  kafkalab run --scenario confluent-kafka --payload 1kb --messages 200\n"
         "  kafkalab aggregate                 # the newest run\n"

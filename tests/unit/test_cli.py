@@ -238,3 +238,50 @@ def test_aggregate_submits_the_dags_job_on_the_switchs_master(tmp_path: Path,
     assert cmd[cmd.index("--py-files") + 1] == spark_py_files()
     runs = _lab_with_runs(tmp_path, 3)
     assert newest_run(LabData(tmp_path)) == runs[-1]
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_aggregate_refuses_a_run_still_being_measured(named: bool, tmp_path: Path) -> None:
+    """A running run (its owner, this test's process, alive; written just now) is refused
+    before any spark-submit: half its samples would clear its stale outputs."""
+    import json
+    import socket
+
+    data, home = tmp_path / "data", tmp_path / "home"
+    rid = "20261122T030405Z-0a0b0c"
+    (data / "runs").mkdir(parents=True)
+    manifest = {"schema_version": 2, "run_id": rid, "status": "running",
+                "started_at": "2026-11-22T03:04:05+00:00", "command": "kafkalab run",
+                "owner": {"kind": "cli", "host": socket.gethostname(), "pid": os.getpid()},
+                "stale_outputs": ["aggregates"]}
+    (data / "runs" / f"{rid}.json").write_text(json.dumps(manifest))
+    proc = run_cli("aggregate", *(["--run-id", rid] if named else []), "--data-dir", str(data),
+                   env={"KAFKALAB_HOME": str(home)})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"kafkalab: error: run {rid} is still being measured by process {os.getpid()} on "
+        f"{socket.gethostname()}: aggregate it once it has ended (`kafkalab runs` shows its "
+        f"state): kafkalab aggregate --run-id {rid}"]
+    assert not (home / "logs").exists()  # no job started
+    assert json.loads((data / "runs" / f"{rid}.json").read_text())["stale_outputs"] == ["aggregates"]
+
+
+def test_aggregate_takes_a_stale_or_ended_run(tmp_path: Path) -> None:
+    """A run whose owner is gone (stale) or that ended is not refused: what it measured is
+    all it will have."""
+    import socket
+
+    from kafkalab.aggregate import refuse_running
+    from kafkalab.store import LabData
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    lab = LabData(tmp_path)
+    for rid, status in (("20261122T030405Z-0a0b01", "running"),
+                        ("20261122T030405Z-0a0b02", "incomplete")):
+        doc = {"schema_version": 2, "run_id": rid, "status": status, "stale_outputs": [],
+               "owner": {"kind": "cli", "host": socket.gethostname(),
+                         "pid": int(gone.stdout)}}
+        lab.write_manifest(doc)
+        assert lab.run_state(rid) in ("stale", "incomplete")
+        refuse_running(lab, rid, doc)  # no error
