@@ -24,6 +24,10 @@ LOAD_RUN = "20261116T020000Z-dd0001"
 FAULT_RUN = "20261116T030000Z-ee0001"
 
 
+NIGHTLY: dict[str, Any] = {"owner": {"kind": "airflow"}, "cluster": {"is_emulator": False}}
+"""Manifest facts of a run the nightly DAG made on Kafka."""
+
+
 def _ended(i: int) -> str:
     return f"2026-11-1{i + 1}T01:09:03+00:00"
 
@@ -66,9 +70,10 @@ def _table(path: Path, rows: list[dict[str, Any]]) -> None:
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Path:
-    """Five latency runs (the newest: confluent-kafka twice as slow, kafka-python measured
-    20 messages so its p99 is undefined, an emulator cell, validation failed), one load run,
-    one fault run."""
+    """Five latency runs of the nightly DAG (the newest: confluent-kafka twice as slow,
+    kafka-python measured 20 messages so its p99 is undefined, an emulator cell, validation
+    failed), one load run from the CLI (two cells that differ only in duration), one fault
+    run."""
     for i, rid in enumerate(RUNS):
         slow = 2.0 if i == 4 else 1.0
         rows = [_row(i, "confluent-kafka", "confluent-kafka", 5.0 * slow),
@@ -77,7 +82,7 @@ def lab(tmp_path: Path) -> Path:
         if i == 4:
             rows.append(_row(i, "confluent-kafka", "confluent-kafka", 4.0, emulator=True))
         _table(tmp_path / "aggregates" / f"run_id={rid}", rows)
-        _manifest(tmp_path, rid, f"2026-11-1{i + 1}T01:02:03+00:00", _ended(i))
+        _manifest(tmp_path, rid, f"2026-11-1{i + 1}T01:02:03+00:00", _ended(i), **NIGHTLY)
         _validation(tmp_path, rid, i < 4)
         drift.run_drift(tmp_path, rid)
     # a load run: one cell
@@ -88,7 +93,14 @@ def lab(tmp_path: Path) -> Path:
         "duration_s": 10.0, "cluster_flavor": "kafka09", "broker_version": "0.9.0.1",
         "broker_count": 1, "broker_is_emulator": False, "e2e_p50_ms": 2.5, "e2e_p99_ms": None,
         "e2e_p99_ms_reason": "censored", "achieved_rate_msgs_per_s": 499.0, "loss_pct": 1.5,
-        "missing_msgs": 30}])
+        "missing_msgs": 30}, {
+        "run_id": LOAD_RUN, "run_date": "2026-11-16", "cell_id": "c2", "client": "confluent-kafka",
+        "payload": "1kb", "encoding": "raw", "profile": "default", "acks": "1", "consumers": 5,
+        "rate_msgs_per_s": 500.0, "partitions": 1, "consumer_mode": "assign",
+        "duration_s": 30.0, "cluster_flavor": "kafka09", "broker_version": "0.9.0.1",
+        "broker_count": 1, "broker_is_emulator": False, "e2e_p50_ms": 3.5, "e2e_p99_ms": None,
+        "e2e_p99_ms_reason": "censored", "achieved_rate_msgs_per_s": 498.0, "loss_pct": 0.0,
+        "missing_msgs": 0}])
     _manifest(tmp_path, LOAD_RUN, "2026-11-16T02:00:00+00:00", "2026-11-16T02:01:00+00:00",
               kind="load")
     _validation(tmp_path, f"{LOAD_RUN}-load", True)
@@ -98,7 +110,7 @@ def lab(tmp_path: Path) -> Path:
         "commit": None, "broker_is_emulator": False, "trials": 5, "trials_complete": 5,
         "trials_with_loss": 2, "acked_lost_sum": 3, "lost_unprocessed_sum": None}])
     _manifest(tmp_path, FAULT_RUN, "2026-11-16T03:00:00+00:00", "2026-11-16T03:05:00+00:00",
-              status="incomplete", kind="faults")
+              status="incomplete", kind="faults", logical_date="2026-11-16T00:00:00+00:00")
     return tmp_path
 
 
@@ -124,15 +136,17 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     path = write_textfile(lab)
     assert path == default_textfile_path(lab) == lab / "metrics" / "kafkalab.prom"
     s = _samples(path.read_text())
+    nightly = {"kind": "latency", "emulator": "false", "source": "dag"}
     # the newest latency run failed validation: the last success is the run before it
-    assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="latency") == _ts(_ended(3))
-    assert _value(s["kafkalab_last_run_success"], kind="latency") == 0.0
-    assert _value(s["kafkalab_last_run_timestamp_seconds"], kind="latency") == _ts(
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(_ended(3))
+    assert _value(s["kafkalab_last_run_success"], **nightly) == 0.0
+    assert _value(s["kafkalab_last_run_timestamp_seconds"], **nightly) == _ts(
         "2026-11-15T01:02:03+00:00")
-    assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="load") == _ts(
-        "2026-11-16T02:01:00+00:00")
+    # the load run came from the CLI (no owner, no logical date), the fault run from a DAG
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="load", source="cli",
+                  emulator="false") == _ts("2026-11-16T02:01:00+00:00")
     assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="faults") is None
-    assert _value(s["kafkalab_last_run_success"], kind="faults") == 0.0
+    assert _value(s["kafkalab_last_run_success"], kind="faults", source="dag") == 0.0
 
     ck = {"scenario": "confluent-kafka", "payload": "1kb", "profile": "latency",
           "emulator": "false"}
@@ -143,7 +157,12 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert _value(s["kafkalab_latency_p50_ms"], **emu) is not None
     assert [x.labels["cluster_flavor"] for x in s["kafkalab_latency_p50_ms"]
             if x.labels["emulator"] == "true"] == ["noida"]
-    kp = {"scenario": "kafka-python", "emulator": "false"}
+    # kafka-python planned 500 messages for four nights, then 20: two series (the drift key
+    # has the count), the 20-message run does not overwrite the 500-message series
+    kp_key = "kafka-python|kafka-python|1kb|raw|1056|latency|nightly|kafka09|0.9.0.1|1|"
+    assert sorted(x.labels["series"] for x in s["kafkalab_latency_p50_ms"]
+                  if x.labels["scenario"] == "kafka-python") == [kp_key + "20", kp_key + "500"]
+    kp = {"series": kp_key + "20", "emulator": "false"}
     # 20 messages: p99 undefined, so omitted (not 0); p50 and the loss are there
     assert _value(s["kafkalab_latency_p50_ms"], **kp) == 9.0
     assert _value(s["kafkalab_latency_p99_ms"], **kp) is None
@@ -151,6 +170,11 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert _value(s["kafkalab_messages_sent"], **kp) == 20.0
     assert _value(s["kafkalab_series_run_timestamp_seconds"], **kp) == _ts(
         "2026-11-15T01:02:03+00:00")
+    kp500 = {"series": kp_key + "500", "emulator": "false"}
+    assert _value(s["kafkalab_latency_p99_ms"], **kp500) == 27.0
+    assert _value(s["kafkalab_messages_sent"], **kp500) == 500.0
+    assert _value(s["kafkalab_series_run_timestamp_seconds"], **kp500) == _ts(
+        "2026-11-14T01:02:03+00:00")
 
     # drift: confluent-kafka's p50 doubled after 4 good runs
     assert _value(s["kafkalab_drift_active"], metric="e2e_latency_ms_p50", **ck) == 1.0
@@ -162,9 +186,21 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
             and x.labels["metric"] == "e2e_latency_ms_p50"] == [0.0, 0.0]
     series = {x.labels["series"] for x in s["kafkalab_drift_active"] if x.value == 1.0}
     assert all(k.startswith("confluent-kafka|") and "|kafka09|" in k for k in series), series
+    # a latency series' key is its drift series' key without the metric
+    ck_series = [x.labels["series"] for x in s["kafkalab_latency_p50_ms"]
+                 if all(x.labels[k] == v for k, v in ck.items())]
+    assert [k + "|e2e_latency_ms_p50" for k in ck_series] == [
+        x.labels["series"] for x in s["kafkalab_drift_active"]
+        if x.labels["metric"] == "e2e_latency_ms_p50"
+        and all(x.labels[k] == v for k, v in ck.items())]
 
-    # the load cell: p99 censored (omitted), loss as a ratio
-    load = {"client": "confluent-kafka", "acks": "1", "consumers": "5", "rate_msgs_per_s": "500"}
+    # the load cells: two series that differ only in duration (part of the load drift key)
+    load_key = "load|confluent-kafka|1kb|raw||default|1|5|500|1|assign|{}|||kafka09|0.9.0.1|1"
+    assert sorted(x.labels["series"] for x in s["kafkalab_load_latency_p50_ms"]) == [
+        load_key.format(10), load_key.format(30)]
+    assert _value(s["kafkalab_load_latency_p50_ms"], series=load_key.format(30)) == 3.5
+    # the 10 s cell: p99 censored (omitted), loss as a ratio
+    load = {"client": "confluent-kafka", "acks": "1", "series": load_key.format(10)}
     assert _value(s["kafkalab_load_latency_p50_ms"], **load) == 2.5
     assert "kafkalab_load_latency_p99_ms" not in s or not s["kafkalab_load_latency_p99_ms"]
     assert _value(s["kafkalab_load_loss_ratio"], **load) == pytest.approx(0.015)
@@ -174,6 +210,42 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert _value(s["kafkalab_fault_acked_lost_messages"], **fault) == 3.0
     assert _value(s["kafkalab_fault_trials_with_loss"], **fault) == 2.0
     assert _value(s["kafkalab_fault_unprocessed_messages"], **fault) is None
+
+
+def test_an_emulator_run_or_a_cli_run_does_not_reset_the_last_good_nightly(lab: Path) -> None:
+    # after the nightly's failed run, two runs that passed: one on the emulator (from a DAG),
+    # one from the CLI on Kafka
+    emu_run, cli_run = "20261116T050000Z-ff0001", "20261116T060000Z-ff0002"
+    _manifest(lab, emu_run, "2026-11-16T05:00:00+00:00", "2026-11-16T05:01:00+00:00",
+              owner={"kind": "airflow"}, cluster={"is_emulator": True})
+    _manifest(lab, cli_run, "2026-11-16T06:00:00+00:00", "2026-11-16T06:01:00+00:00",
+              owner={"kind": "cli"}, cluster={"is_emulator": False})
+    for rid in (emu_run, cli_run):
+        _validation(lab, rid, True)
+    s = _samples(render(lab).decode())
+    nightly = {"kind": "latency", "emulator": "false", "source": "dag"}
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(_ended(3))
+    assert _value(s["kafkalab_last_run_success"], **nightly) == 0.0
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="latency", emulator="true",
+                  source="dag") == _ts("2026-11-16T05:01:00+00:00")
+    assert _value(s["kafkalab_last_run_success"], kind="latency", emulator="false",
+                  source="cli") == 1.0
+    assert {x.labels["source"] for x in s["kafkalab_last_run_success"]} == {"dag", "cli"}
+
+
+def test_run_kind_and_source_follow_the_manifest() -> None:
+    from kafkalab.export.prometheus import run_is_emulator, run_kind, run_source
+
+    assert run_kind({"kind": "faults"}) == "faults"
+    assert run_kind({"kind": "load"}) == run_kind({"workload": {"kind": "load"}}) == "load"
+    assert run_kind({"kind": "latency"}) == run_kind(None) == "latency"
+    assert run_source({"owner": {"kind": "airflow"}}) == "dag"
+    assert run_source({"owner": {"kind": "cli"}, "logical_date": "2026-11-18T00:00:00+00:00"}) \
+        == "dag"
+    assert run_source({"owner": {"kind": "cli"}, "logical_date": None}) == run_source(None) \
+        == "cli"
+    assert run_is_emulator({"cluster": {"is_emulator": True}})
+    assert not run_is_emulator({"cluster": {"flavor": "none"}}) and not run_is_emulator(None)
 
 
 def test_an_empty_data_dir_gives_a_valid_file_without_samples(tmp_path: Path) -> None:

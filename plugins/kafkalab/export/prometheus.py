@@ -45,17 +45,31 @@ TEXTFILE_MODE = 0o644
 KINDS: tuple[str, ...] = ("latency", "load", "faults")
 """The kinds of run (label ``kind``): closed-loop latency runs, load runs, fault runs."""
 
+RUN_LABELS: tuple[str, ...] = ("kind", "emulator", "source")
+"""Labels of the run-level gauges: the kind of run, ``emulator`` (``"true"`` when the run's
+cluster is an emulator) and ``source`` (:data:`SOURCES`, :func:`run_source`)."""
+
+SOURCES: tuple[str, ...] = ("dag", "cli")
+"""Who made a run (label ``source``): ``dag`` an Airflow DAG run, ``cli`` anything else."""
+
 LATENCY_LABELS: tuple[str, ...] = (
-    "scenario", "client", "payload", "payload_encoding", "profile", "workload",
+    "series", "scenario", "client", "payload", "payload_encoding", "profile", "workload",
     "cluster_flavor", "emulator",
 )
-"""Labels of a latency series (a cell of ``kafkalab run`` / the latency DAGs)."""
+"""Labels of a latency series (a cell of ``kafkalab run`` / the latency DAGs). ``series`` is
+the drift series key without its metric (every part of
+:data:`kafkalab.drift.records.SERIES_COLUMNS`: payload bytes, broker version and count,
+planned messages too), so two series that differ in a part not spelled out as a label of
+its own stay two series."""
 
 LOAD_LABELS: tuple[str, ...] = (
-    "client", "payload", "profile", "acks", "consumers", "rate_msgs_per_s", "partitions",
-    "consumer_mode", "cluster_flavor", "emulator",
+    "series", "client", "payload", "profile", "acks", "consumers", "rate_msgs_per_s",
+    "partitions", "consumer_mode", "cluster_flavor", "emulator",
 )
-"""Labels of a load series (a cell of ``kafkalab load`` / the load DAGs)."""
+"""Labels of a load series (a cell of ``kafkalab load`` / the load DAGs); ``series`` is the
+load drift series key without its metric (every part of
+:data:`kafkalab.drift.records.LOAD_SERIES_COLUMNS`: encoding, duration, pause, broker
+version and count too)."""
 
 FAULT_LABELS: tuple[str, ...] = ("profile", "fault", "acks", "commit", "emulator")
 """Labels of a fault cell (``kafkalab faults run`` / the resilience DAG)."""
@@ -104,6 +118,24 @@ def run_kind(manifest: Mapping[str, Any] | None) -> str:
     if is_fault_manifest(manifest):
         return "faults"
     return "load" if is_load_manifest(manifest) else "latency"
+
+
+def run_source(manifest: Mapping[str, Any] | None) -> str:
+    """``dag`` when a run manifest says an Airflow DAG run made it (``owner.kind`` is
+    ``airflow``, or it records the DAG run's ``logical_date``), else ``cli``."""
+    m = manifest or {}
+    owner = m.get("owner")
+    if isinstance(owner, Mapping) and owner.get("kind") == "airflow":
+        return "dag"
+    return "dag" if m.get("logical_date") else "cli"
+
+
+def run_is_emulator(manifest: Mapping[str, Any] | None) -> bool:
+    """Whether a run manifest's cluster is an emulator (``cluster.is_emulator``)."""
+    from kafkalab.values import as_bool
+
+    cluster = (manifest or {}).get("cluster")
+    return isinstance(cluster, Mapping) and as_bool(cluster.get("is_emulator"))
 
 
 def _validation(lab: LabData, run_id: str, kind: str) -> dict[str, Any] | None:
@@ -187,19 +219,20 @@ def _first(row: Mapping[str, Any], *columns: str) -> float | None:
 def _runs(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]]) -> None:
     last_success = gs.gauge(
         "kafkalab_last_success_timestamp_seconds",
-        "End time of the newest run of this kind that completed and passed validation.",
-        ("kind",))
+        "End time of the newest run of this kind, cluster (emulator) and source (dag, cli) "
+        "that completed and passed validation.", RUN_LABELS)
     last_run = gs.gauge(
         "kafkalab_last_run_timestamp_seconds",
-        "Start time of the newest run of this kind, whatever its outcome.", ("kind",))
+        "Start time of the newest run of this kind, cluster and source, whatever its outcome.",
+        RUN_LABELS)
     last_ok = gs.gauge(
         "kafkalab_last_run_success",
-        "1 when the newest run of this kind completed and passed validation, else 0.",
-        ("kind",))
-    newest: dict[str, tuple[float, bool]] = {}
-    best: dict[str, float] = {}
+        "1 when the newest run of this kind, cluster and source completed and passed "
+        "validation, else 0.", RUN_LABELS)
+    newest: dict[tuple[str, str, str], tuple[float, bool]] = {}
+    best: dict[tuple[str, str, str], float] = {}
     for rid, m in manifests.items():
-        kind = run_kind(m)
+        kind = (run_kind(m), _emulator(run_is_emulator(m)), run_source(m))
         started = _timestamp_s(m.get("started_at"))
         ok = run_succeeded(lab, rid, m)
         if started is not None and (kind not in newest or started > newest[kind][0]):
@@ -209,14 +242,17 @@ def _runs(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]])
             if ended is not None and ended > best.get(kind, -math.inf):
                 best[kind] = ended
     for kind, ts in best.items():
-        last_success.labels(kind).set(ts)
+        last_success.labels(*kind).set(ts)
     for kind, (ts, ok) in newest.items():
-        last_run.labels(kind).set(ts)
-        last_ok.labels(kind).set(1.0 if ok else 0.0)
+        last_run.labels(*kind).set(ts)
+        last_ok.labels(*kind).set(1.0 if ok else 0.0)
 
 
 def _latency(gs: _Gauges, history: pd.DataFrame, order: list[str],
              started: Mapping[str, float | None]) -> None:
+    from kafkalab.drift.detect import series_key
+    from kafkalab.drift.records import SERIES_COLUMNS
+
     p50 = gs.gauge("kafkalab_latency_p50_ms",
                    "End-to-end latency p50 of the series' newest run, ms (exact nearest rank; "
                    "jvm-e2e: the tool's own figure).", LATENCY_LABELS)
@@ -233,7 +269,8 @@ def _latency(gs: _Gauges, history: pd.DataFrame, order: list[str],
         return
 
     def labels(r: Mapping[str, Any]) -> tuple[str, ...]:
-        return (*(_label(r.get(c)) for c in LATENCY_LABELS[:-1]),
+        return (series_key(*(r.get(c) for c in SERIES_COLUMNS)),
+                *(_label(r.get(c)) for c in LATENCY_LABELS[1:-1]),
                 _emulator(r.get("broker_is_emulator")))
 
     for key, r in _latest_per_labels(history, order, labels).items():
@@ -246,6 +283,9 @@ def _latency(gs: _Gauges, history: pd.DataFrame, order: list[str],
 
 def _load(gs: _Gauges, cells: pd.DataFrame, order: list[str],
           started: Mapping[str, float | None]) -> None:
+    from kafkalab.drift.detect import series_key
+    from kafkalab.drift.records import LOAD_SERIES_COLUMNS
+
     p50 = gs.gauge("kafkalab_load_latency_p50_ms", "Load cell: e2e latency p50 from the "
                    "intended send time (corrected for coordinated omission), ms.", LOAD_LABELS)
     p99 = gs.gauge("kafkalab_load_latency_p99_ms", "Load cell: e2e latency p99 from the "
@@ -262,7 +302,8 @@ def _load(gs: _Gauges, cells: pd.DataFrame, order: list[str],
         return
 
     def labels(r: Mapping[str, Any]) -> tuple[str, ...]:
-        return (*(_label(r.get(c)) for c in LOAD_LABELS[:-1]),
+        return (series_key(*(r.get(c) for c in LOAD_SERIES_COLUMNS)),
+                *(_label(r.get(c)) for c in LOAD_LABELS[1:-1]),
                 _emulator(r.get("broker_is_emulator")))
 
     for key, r in _latest_per_labels(cells, order, labels).items():
@@ -416,13 +457,17 @@ __all__ = [
     "LATENCY_LABELS",
     "LOAD_LABELS",
     "METRICS_DIR",
+    "RUN_LABELS",
+    "SOURCES",
     "TEXTFILE_MODE",
     "TEXTFILE_NAME",
     "build_registry",
     "default_textfile_path",
     "export_textfile",
     "render",
+    "run_is_emulator",
     "run_kind",
+    "run_source",
     "run_succeeded",
     "sample_counts",
     "write_textfile",
