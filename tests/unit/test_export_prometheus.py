@@ -233,6 +233,29 @@ def test_an_emulator_run_or_a_cli_run_does_not_reset_the_last_good_nightly(lab: 
     assert {x.labels["source"] for x in s["kafkalab_last_run_success"]} == {"dag", "cli"}
 
 
+def test_a_back_filled_night_does_not_become_the_latest_figure(lab: Path) -> None:
+    # started after every other run, but it measured the night of the 12th
+    late, late_fault = "nightly-20261112T000000Z-bf", "nightly-20261112T000000Z-bf-faults"
+    _table(lab / "aggregates" / f"run_id={late}",
+           [_row(1, "confluent-kafka", "confluent-kafka", 50.0)])
+    _manifest(lab, late, "2026-11-20T01:00:00+00:00", "2026-11-20T01:09:00+00:00",
+              logical_date="2026-11-12T00:00:00+00:00", **NIGHTLY)
+    _validation(lab, late, True)
+    _table(lab / "aggregates" / "faults" / f"run_id={late_fault}" / "fault_cells.parquet", [{
+        "run_id": late_fault, "profile": "availability", "fault": "sigkill-leader", "acks": 1,
+        "commit": None, "broker_is_emulator": False, "trials": 5, "trials_complete": 5,
+        "trials_with_loss": 0, "acked_lost_sum": 0, "lost_unprocessed_sum": None}])
+    _manifest(lab, late_fault, "2026-11-20T02:00:00+00:00", "2026-11-20T02:05:00+00:00",
+              kind="faults", logical_date="2026-11-12T00:00:00+00:00", **NIGHTLY)
+    s = _samples(render(lab).decode())
+    ck = {"scenario": "confluent-kafka", "emulator": "false"}
+    assert _value(s["kafkalab_latency_p50_ms"], **ck) == 10.0  # the night of the 15th
+    assert _value(s["kafkalab_series_run_timestamp_seconds"], **ck) == _ts(
+        "2026-11-15T01:02:03+00:00")
+    fault = {"profile": "availability", "fault": "sigkill-leader"}
+    assert _value(s["kafkalab_fault_acked_lost_messages"], **fault) == 3.0  # the 16th's
+
+
 def test_run_kind_and_source_follow_the_manifest() -> None:
     from kafkalab.export.prometheus import run_is_emulator, run_kind, run_source
 

@@ -316,9 +316,10 @@ def _load(gs: _Gauges, cells: pd.DataFrame, order: list[str],
         _set(when, key, started.get(str(r.get("run_id"))))
 
 
-def _faults(gs: _Gauges, lab: LabData, started: Mapping[str, float | None]) -> None:
+def _faults(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]]) -> None:
     import pandas as pd
 
+    from kafkalab.drift.history import manifest_frame, run_order
     from kafkalab.report.fault_data import fault_run_ids, read_fault_table
 
     lost = gs.gauge("kafkalab_fault_acked_lost_messages", "Fault cell: messages the cluster "
@@ -335,8 +336,9 @@ def _faults(gs: _Gauges, lab: LabData, started: Mapping[str, float | None]) -> N
     if not frames:
         return
     cells = pd.concat(frames, ignore_index=True)
-    order = sorted({str(r) for r in cells["run_id"]},
-                   key=lambda r: (started.get(r) or 0.0, r))
+    # the night each run measured (a back-filled night is not the newest), as for latency
+    order = run_order(manifest_frame({str(r): manifests.get(str(r)) or {}
+                                      for r in cells["run_id"]}))
 
     def labels(r: Mapping[str, Any]) -> tuple[str, ...]:
         return (*(_label(r.get(c)) for c in FAULT_LABELS[:-1]),
@@ -392,7 +394,7 @@ def build_registry(data_dir: str | os.PathLike[str] | None = None) -> CollectorR
     _runs(gs, lab, manifests)
     _latency(gs, history, order, started)
     _load(gs, cells, order, started)
-    _faults(gs, lab, started)
+    _faults(gs, lab, manifests)
     _drift(gs, lab, order)
     return gs.registry
 
