@@ -340,3 +340,12 @@ def test_the_grafana_dashboard_queries_only_exported_metrics_and_labels(lab: Pat
             have = {k for s in families[metric].samples for k in s.labels}
             assert not families[metric].samples or labels <= have, (metric, labels - have)
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
+    targets = [t for p in dash["panels"] for t in p["targets"]]
+    # the nightly's health: only DAG runs on Kafka (an emulator or CLI run resets nothing)
+    for t in targets:
+        if re.search(r"kafkalab_last_(success|run)_", t["expr"]):
+            assert 'emulator="false"' in t["expr"] and 'source="dag"' in t["expr"], t["expr"]
+    # a line per series: its legend names the series key, so two series never share a name
+    for t in targets:
+        if re.match(r"kafkalab_(latency|load_latency|load_loss|messages)_", t["expr"]):
+            assert "{{series}}" in t["legendFormat"], t
