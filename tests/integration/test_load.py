@@ -203,13 +203,20 @@ def test_pause_grows_lag_at_the_produce_rate_then_it_drains(desc: Path, tmp_path
     assert abs(s["lag_peak_msgs"] - s["client_backlog_peak_msgs"]) <= rate * 0.5 + 2
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_what_was_measured(desc: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     proc = subprocess.Popen([*KAFKALAB, "load", "--consumers", "2", "--rate", "200",
                              "--duration", "30", "--warmup", "1", "--run-id", "ctrlc",
                              "--cluster", str(desc), "--data-dir", str(data)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tempfile.gettempdir(), start_new_session=True)
+                            cwd=tempfile.gettempdir(), start_new_session=True,
+                            # as from a terminal: a test runner started in the background
+                            # (`make test &`) has SIGINT ignored, and children inherit that
+                            preexec_fn=_sigint_default)
     deadline = time.monotonic() + 120
     while not list(data.glob("load/*/*/*/.start.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
