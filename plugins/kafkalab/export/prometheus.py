@@ -177,7 +177,8 @@ def _emulator(value: Any) -> str:
 def _latest_per_labels(df: pd.DataFrame, order: list[str],
                        labels: Callable[[Mapping[str, Any]], tuple[str, ...]]
                        ) -> dict[tuple[str, ...], dict[str, Any]]:
-    """The newest row (by ``order`` of run ids, oldest first) of each label set."""
+    """The newest row (by ``order`` of run ids, oldest first: the night each run measured,
+    :func:`kafkalab.drift.history.run_order`) of each label set."""
     pos = {rid: i for i, rid in enumerate(order)}
     rows = sorted(df.to_dict(orient="records"), key=lambda r: pos.get(str(r.get("run_id")), -1))
     return {labels(r): r for r in rows}
@@ -264,7 +265,9 @@ def _latency(gs: _Gauges, history: pd.DataFrame, order: list[str],
     lost = gs.gauge("kafkalab_messages_lost", "Messages sent and never received in the "
                     "series' newest run.", LATENCY_LABELS)
     when = gs.gauge("kafkalab_series_run_timestamp_seconds",
-                    "Start time of the run the series' figures come from.", LATENCY_LABELS)
+                    "Start time of the run the series' figures come from (the run of the "
+                    "newest night measured: a back-filled night is not the newest).",
+                    LATENCY_LABELS)
     if history.empty:
         return
 
@@ -297,7 +300,8 @@ def _load(gs: _Gauges, cells: pd.DataFrame, order: list[str],
     missing = gs.gauge("kafkalab_load_messages_missing", "Load cell: expected deliveries "
                        "never received, summed over the consumers.", LOAD_LABELS)
     when = gs.gauge("kafkalab_load_series_run_timestamp_seconds",
-                    "Start time of the run the load cell's figures come from.", LOAD_LABELS)
+                    "Start time of the run the load cell's figures come from (the run of the "
+                    "newest night measured).", LOAD_LABELS)
     if cells.empty:
         return
 
