@@ -342,15 +342,20 @@ def build_parser() -> argparse.ArgumentParser:
         "p99.9, the message rate, the drift-checked ones), RUN_A's and RUN_B's value, the "
         "change and a verdict by the drift rule of include/drift.yaml with RUN_A as a "
         "one-run baseline: RUN_B regressed when it moved the bad way by at least the "
-        "metric's minimum relative change and, where both have them, the 95 %% confidence "
-        "intervals do not overlap. Series of one run only are listed. Exit 1 when anything "
-        "regressed, 0 otherwise, 2 on bad input. See docs/cli.md.",
+        "metric's minimum relative change and, where both have them, the 95 % confidence "
+        "intervals do not overlap (used only with one row of the series in each run). Each "
+        "run's state, validation and stale outputs are shown; a RUN_A the drift check would "
+        "not take as a baseline is judged against anyway, with a warning. Series of one run "
+        "only are listed. Exit 1 when anything regressed, 0 otherwise, 2 on bad input or when "
+        "nothing was comparable (no shared series, or no judged metric with a value in both: "
+        "one line says which facts differ; --json still prints the document, \"comparable\": "
+        "false). See docs/cli.md.",
         epilog="examples:\n  kafkalab compare 20261120T010203Z-aaaaaa 20261121T010203Z-bbbbbb\n"
         "  kafkalab compare RUN_A RUN_B --json | jq '.shared[].metrics[] | select(.verdict == \"regressed\")'",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pcmp.add_argument("run_a", metavar="RUN_A", help="the reference run (its id, as `kafkalab runs` lists it)")
     pcmp.add_argument("run_b", metavar="RUN_B", help="the run judged against RUN_A")
-    pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml)")
+    pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml, else the built-in rules; a file given must exist and parse)")
     _json_arg(pcmp, "print the comparison as one JSON document")
     _data_arg(pcmp)
     pagg = sub.add_parser(
@@ -443,7 +448,7 @@ def _drift_check_args(p: argparse.ArgumentParser, default: Any) -> None:
     ``drift check`` (so that an option given before ``check`` is not reset)."""
     p.add_argument("--run-id", default=default, help="the run to check (default: the latest)")
     p.add_argument("--config", type=Path, default=default,
-                   help="drift rules YAML (default include/drift.yaml)")
+                   help="drift rules YAML (default include/drift.yaml, else the built-in rules; a file given must exist and parse)")
     p.add_argument("--data-dir", type=Path, default=default,
                    help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
     p.add_argument("--json", action="store_true", default=False if default is None else default,
@@ -1036,7 +1041,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from kafkalab.store import LabData
 
     c = compare_runs(LabData(args.data_dir).root, args.run_a, args.run_b, args.config)
-    _say(json.dumps(c.to_dict(), indent=2, default=str) if args.json else format_comparison(c))
+    if args.json:  # the document even when nothing is comparable ("comparable": false)
+        _say(json.dumps(c.to_dict(), indent=2, default=str))
+    if not c.comparable:  # a gate that checked nothing must not pass
+        raise ConfigError(c.reason or "nothing comparable")
+    if not args.json:
+        _say(format_comparison(c))
     return 1 if c.regressed else 0
 
 

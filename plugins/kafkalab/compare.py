@@ -13,7 +13,17 @@ where both runs have 95 % confidence intervals (e2e p50/p99), those intervals do
 overlap. Only the metrics the drift config judges get a verdict; the others (p99.9, the
 message rate, the tool's own figures) are shown with their change, ``not judged``.
 
-Series present in only one run are listed, never dropped. Pure reading: nothing is written.
+The confidence-interval test needs one interval per run: it is used only when the series
+has exactly one row in each run; with several rows (a repeated cell) the medians are
+compared by the MAD rule alone and the metric's note says so.
+
+Series present in only one run are listed, never dropped. Each run's state, validation result
+and stale outputs come with the comparison (:class:`RunFacts`): a run A that drift would not
+take as a baseline (not complete, not validated, or stale aggregates/validation/drift:
+:data:`kafkalab.drift.detect.BASELINE_STALE_OUTPUTS`) is still used, but the comparison says
+so (``baseline_ok`` false). When the runs share no series, or no judged metric has a value
+in both, nothing was compared: ``comparable`` is false and ``reason`` says why (which facts
+of their series differ); ``kafkalab compare`` then exits 2. Pure reading: nothing is written.
 """
 
 from __future__ import annotations
@@ -41,6 +51,30 @@ LOAD_SHOWN: tuple[str, ...] = (
 REGRESSED = "regressed"
 """The verdict of a series metric that drifted from A to B (``drift`` in the drift rule)."""
 
+JUDGED_VERDICTS: frozenset[str] = frozenset({REGRESSED, "improved", "ok"})
+"""The verdicts of a metric actually judged (a value in both runs and a drift rule)."""
+
+
+@dataclass
+class RunFacts:
+    """What makes a run fit to judge by: its state, validation result and stale outputs."""
+
+    run_id: str
+    state: str
+    """:meth:`kafkalab.store.LabData.run_state`: complete, incomplete, failed, running,
+    stale (running, its owner gone) or missing (no manifest)."""
+    state_reason: str
+    validation: str
+    """``passed``, ``failed``, ``unreadable`` or ``none`` (not validated)."""
+    stale_outputs: list[str]
+    """The manifest's ``stale_outputs`` (outputs older than a re-measured cell)."""
+    good: bool
+    """Fit as drift would take it: complete, validated, none of its judged outputs stale
+    (run A: :data:`~kafkalab.drift.detect.BASELINE_STALE_OUTPUTS`; run B:
+    :data:`~kafkalab.drift.detect.JUDGED_STALE_OUTPUTS`)."""
+    problems: list[str]
+    """Why it is not good, in plain words (empty when good)."""
+
 
 @dataclass
 class MetricComparison:
@@ -67,6 +101,9 @@ class SeriesComparison:
     label: str
     """Short readable name (``confluent-kafka 1kb latency``)."""
     emulator: bool
+    broker_label: str | None
+    """:data:`kafkalab.cluster.descriptor.EMULATOR_LABEL` for an emulator's series (its
+    latencies say nothing about Kafka), else None."""
     metrics: list[MetricComparison] = field(default_factory=list)
 
 
@@ -78,10 +115,20 @@ class Comparison:
     run_b: str
     kind: str
     """``latency`` or ``load``."""
+    comparable: bool
+    """False when nothing was compared: no shared series, or no judged metric."""
+    reason: str | None
+    """Why nothing is comparable (None when comparable)."""
+    baseline_ok: bool
+    """Whether run A is a baseline drift would take (``run_a_facts.good``)."""
+    run_a_facts: RunFacts
+    run_b_facts: RunFacts
     shared: list[SeriesComparison]
     only_a: list[dict[str, Any]]
-    """``{"series", "label", "emulator"}`` of the series only run A has."""
+    """``{"series", "label", "emulator", "broker_label"}`` of the series only run A has."""
     only_b: list[dict[str, Any]]
+    judged: int
+    """Series metrics judged (verdict regressed, improved or ok)."""
     regressed: int
     """Series metrics of B that regressed."""
 
@@ -119,6 +166,36 @@ def _run_rows(data_dir: str | os.PathLike[str], run_id: str
         raise ConfigError(f"run {run_id} is a fault run: compare judges latency and load runs")
     raise ConfigError(f"run {run_id} has no aggregates yet: run `kafkalab aggregate --run-id "
                       f"{run_id}` first")
+
+
+def run_facts(data_dir: str | os.PathLike[str], run_id: str, kind: str,
+              as_baseline: bool) -> RunFacts:
+    """The state, validation and stale outputs of one run, and whether drift would take it
+    as a baseline (``as_baseline``) or as a good judged run (see :class:`RunFacts`)."""
+    from kafkalab.drift.detect import BASELINE_STALE_OUTPUTS, GOOD_RUN_STATE, JUDGED_STALE_OUTPUTS
+    from kafkalab.drift.load import load_validation
+    from kafkalab.store import LabData
+
+    lab = LabData(data_dir)
+    manifest = lab.manifest(run_id) or {}
+    state, reason = lab.run_state(run_id), lab.run_state_reason(run_id)
+    doc = load_validation(lab, run_id) if kind == "load" else lab.validation(run_id)
+    validation = ("none" if doc is None else "unreadable" if doc.get("unreadable")
+                  else "passed" if doc.get("success") is True else "failed")
+    raw = manifest.get("stale_outputs") or []
+    stale = [str(o) for o in raw] if isinstance(raw, list) else []
+    problems = []
+    if state != GOOD_RUN_STATE:
+        problems.append(f"state {state}" + (f" ({reason})" if reason and reason != state
+                                            and not reason.startswith("closed") else ""))
+    if validation != "passed":
+        problems.append("not validated" if validation == "none" else f"validation {validation}")
+    judged = BASELINE_STALE_OUTPUTS if as_baseline else JUDGED_STALE_OUTPUTS
+    bad_stale = [o for o in stale if o in judged]
+    if bad_stale:
+        problems.append("stale " + ", ".join(bad_stale))
+    return RunFacts(run_id=run_id, state=state, state_reason=reason, validation=validation,
+                    stale_outputs=stale, good=not problems, problems=problems)
 
 
 def _label(row: pd.Series, kind: str) -> str:
@@ -181,12 +258,52 @@ def _compare_metric(metric: str, a: pd.DataFrame, b: pd.DataFrame, config: Any,
         return MetricComparison(metric, av, bv, change, "not judged", False)
     rule = config.rule(metric).model_copy(update={"min_baseline_runs": 1})
     lo, hi = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
-    has_ci = lo in a.columns and hi in a.columns and lo in b.columns and hi in b.columns
+    ci_columns = lo in a.columns and hi in a.columns and lo in b.columns and hi in b.columns
+    # An interval is one row's: the median of several rows' bounds is no confidence interval.
+    one_row_each = len(a) == 1 and len(b) == 1
+    has_ci = ci_columns and one_row_each
     res = evaluate_series([av], bv, rule,
                           (_median(b, lo), _median(b, hi)) if has_ci else None,
                           [(_median(a, lo), _median(a, hi))] if has_ci else None)
     verdict = REGRESSED if res["verdict"] == "drift" else str(res["verdict"])
-    return MetricComparison(metric, av, bv, change, verdict, True, res.get("note"))
+    note = res.get("note")
+    if ci_columns and not one_row_each:
+        note = (f"{len(a)} row(s) of this series in A, {len(b)} in B: medians compared by the "
+                "MAD rule only, confidence intervals not used")
+    return MetricComparison(metric, av, bv, change, verdict, True, note)
+
+
+def _differing_facts(groups_a: dict[Any, pd.DataFrame], groups_b: dict[Any, pd.DataFrame],
+                     kind: str) -> list[str]:
+    """Why two runs share no series: for each series of A, the series of B closest to it
+    (fewest differing facts); every fact that differs in those pairs, as ``column: values
+    in A, values in B`` (``broker``: emulator or kafka)."""
+    from kafkalab.drift.detect import KINDS, key_part
+
+    columns = (*KINDS[kind], "_emu")
+
+    def facts(rows: pd.DataFrame) -> dict[str, str]:
+        row = rows.iloc[0]
+        return {c: ("emulator" if row["_emu"] else "kafka") if c == "_emu"
+                else str(key_part(row.get(c))) for c in columns}
+
+    def shown(values: set[str]) -> str:
+        named = sorted(v or "none" for v in values)
+        return ", ".join(named[:3]) + (f" (+{len(named) - 3} more)" if len(named) > 3 else "")
+
+    facts_b = [facts(g) for g in groups_b.values()]
+    differ: dict[str, tuple[set[str], set[str]]] = {}
+    for fa in (facts(g) for g in groups_a.values()):
+        if not facts_b:
+            break
+        fb = min(facts_b, key=lambda other: sum(fa[c] != other[c] for c in columns))
+        for c in columns:
+            if fa[c] != fb[c]:
+                in_a, in_b = differ.setdefault(c, (set(), set()))
+                in_a.add(fa[c])
+                in_b.add(fb[c])
+    return [f"{'broker' if c == '_emu' else c} {shown(differ[c][0])} in A, "
+            f"{shown(differ[c][1])} in B" for c in columns if c in differ]
 
 
 def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
@@ -205,6 +322,7 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
             kinds (latency vs load), or a bad drift config (a ``config_path`` given that
             does not exist or does not parse).
     """
+    from kafkalab.cluster.descriptor import EMULATOR_LABEL
     from kafkalab.drift.config import load_drift_config, load_drift_config_or_default
 
     config = (load_drift_config(config_path) if config_path is not None
@@ -221,25 +339,43 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
     keys_a = {k: g for k, g in ta.groupby(["_series", "_emu"], sort=True)}
     keys_b = {k: g for k, g in tb.groupby(["_series", "_emu"], sort=True)}
 
+    def broker_label(emulator: Any) -> str | None:
+        return EMULATOR_LABEL if emulator else None
+
     def listed(groups: dict[Any, pd.DataFrame], keys: list[Any]) -> list[dict[str, Any]]:
-        return [{"series": k[0], "label": _label(groups[k].iloc[0], kind), "emulator": bool(k[1])}
-                for k in keys]
+        return [{"series": k[0], "label": _label(groups[k].iloc[0], kind), "emulator": bool(k[1]),
+                 "broker_label": broker_label(k[1])} for k in keys]
 
     shared: list[SeriesComparison] = []
     for key in sorted(set(keys_a) & set(keys_b)):
         a, b = keys_a[key], keys_b[key]
         sc = SeriesComparison(series=str(key[0]), label=_label(b.iloc[0], kind),
-                              emulator=bool(key[1]))
+                              emulator=bool(key[1]), broker_label=broker_label(key[1]))
         for metric in metrics:
             mc = _compare_metric(metric, a, b, config, kind)
             if mc is not None:
                 sc.metrics.append(mc)
         shared.append(sc)
     regressed = sum(1 for s in shared for m in s.metrics if m.verdict == REGRESSED)
-    return Comparison(run_a=run_a, run_b=run_b, kind=kind, shared=shared,
+    judged = sum(1 for s in shared for m in s.metrics if m.verdict in JUDGED_VERDICTS)
+    reason = None
+    if not shared:
+        differ = _differing_facts(keys_a, keys_b, kind)
+        reason = (f"nothing comparable: {run_a} and {run_b} share no series ("
+                  + ("; ".join(differ) if differ
+                     else "their series differ") + ")")
+    elif not judged:
+        reason = (f"nothing comparable: the {len(shared)} series {run_a} and {run_b} share have "
+                  f"no drift-checked metric ({', '.join(config.metrics_of(kind))}) with a "
+                  "value in both runs")
+    facts_a = run_facts(data_dir, run_a, kind, as_baseline=True)
+    return Comparison(run_a=run_a, run_b=run_b, kind=kind, comparable=reason is None,
+                      reason=reason, baseline_ok=facts_a.good, run_a_facts=facts_a,
+                      run_b_facts=run_facts(data_dir, run_b, kind, as_baseline=False),
+                      shared=shared,
                       only_a=listed(keys_a, sorted(set(keys_a) - set(keys_b))),
                       only_b=listed(keys_b, sorted(set(keys_b) - set(keys_a))),
-                      regressed=regressed)
+                      judged=judged, regressed=regressed)
 
 
 def _fmt(value: float | None, metric: str = "") -> str:
@@ -251,9 +387,23 @@ def _fmt(value: float | None, metric: str = "") -> str:
 
 
 def format_comparison(c: Comparison) -> str:
-    """The side-by-side table ``kafkalab compare`` prints (one line per series metric)."""
+    """What ``kafkalab compare`` prints: each run's state, validation and stale outputs (a
+    warning when A is not a good baseline or B not a good run), then the side-by-side table
+    (one line per series metric; an emulator's series labelled), the series of one run only,
+    why nothing is comparable (when so) and a summary line."""
     from kafkalab.cluster.descriptor import EMULATOR_LABEL
 
+    out: list[str] = []
+    for which, f in (("A", c.run_a_facts), ("B", c.run_b_facts)):
+        out.append(f"{which} {f.run_id}: {f.state}, validation {f.validation}, "
+                   + (f"stale outputs: {', '.join(f.stale_outputs)}" if f.stale_outputs
+                      else "no stale outputs"))
+    if not c.baseline_ok:
+        out.append(f"WARNING: A {c.run_a} is not a good baseline ({'; '.join(c.run_a_facts.problems)}):"
+                   " drift would not take it; the verdicts below judge B against it anyway")
+    if not c.run_b_facts.good:
+        out.append(f"WARNING: B {c.run_b} is not a good run ({'; '.join(c.run_b_facts.problems)}):"
+                   " its figures may be partial or unchecked")
     head = ("series", "metric", c.run_a[:24], c.run_b[:24], "change", "verdict")
     lines: list[tuple[str, ...]] = []
     for s in c.shared:
@@ -265,28 +415,30 @@ def format_comparison(c: Comparison) -> str:
                           _fmt(m.b_value, m.metric),
                           change, verdict))
     widths = [max(len(r[i]) for r in [head, *lines]) for i in range(len(head))]
-    out = ["  ".join(v.ljust(widths[i]) if i < 2 or i == 5 else v.rjust(widths[i])
-                     for i, v in enumerate(r)).rstrip() for r in [head, *lines]]
-    if not c.shared:
-        out.append("(no series in common)")
+    out += ["  ".join(v.ljust(widths[i]) if i < 2 or i == 5 else v.rjust(widths[i])
+                      for i, v in enumerate(r)).rstrip() for r in [head, *lines]]
+    if c.reason:
+        out.append(c.reason)
     for name, only in ((c.run_a, c.only_a), (c.run_b, c.only_b)):
         for one in only:
             out.append(f"only in {name}: {one['label']}"
                        + (f" ({EMULATOR_LABEL})" if one["emulator"] else ""))
-    judged = sum(1 for s in c.shared for m in s.metrics if m.judged)
-    out.append(f"{c.kind} runs; {len(c.shared)} shared series, {judged} judged metric(s), "
+    out.append(f"{c.kind} runs; {len(c.shared)} shared series, {c.judged} judged metric(s), "
                f"{c.regressed} regressed in {c.run_b} (drift rule of include/drift.yaml with "
                f"{c.run_a} as a one-run baseline)")
     return "\n".join(out)
 
 
 __all__ = [
+    "JUDGED_VERDICTS",
     "LATENCY_SHOWN",
     "LOAD_SHOWN",
     "REGRESSED",
     "Comparison",
     "MetricComparison",
+    "RunFacts",
     "SeriesComparison",
     "compare_runs",
     "format_comparison",
+    "run_facts",
 ]

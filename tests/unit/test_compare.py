@@ -85,7 +85,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_doubled_median_regresses_and_the_unchanged_cell_does_not(two_runs: Path) -> None:
     c = compare_runs(two_runs, RUN_A, RUN_B)
-    assert c.kind == "latency"
+    assert c.kind == "latency" and c.comparable and c.reason is None and c.baseline_ok
+    assert c.judged == 6  # p50, p99, lost_count of the two shared series
     by_label = {(s.label, s.emulator): s for s in c.shared}
     assert set(by_label) == {("kafka-python 1kb latency", False),
                              ("confluent-kafka 1kb latency", False)}
@@ -167,3 +168,108 @@ def test_a_config_path_given_must_exist_and_parse(two_runs: Path) -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"kafkalab: error: {two_runs / 'typo.yaml'}: no such file"]
+
+
+def _cli_json(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = _cli(*args, "--json")
+    return proc, json.loads(proc.stdout)  # exactly one document, even when exiting 2
+
+
+def test_runs_with_no_series_in_common_are_not_comparable(tmp_path: Path) -> None:
+    # B measured 1000 messages (a different series) and an emulator's cell: nothing shared
+    b = _row("kafka-python", "kafka-python", "1kb", 10.0)
+    b["planned_messages"] = 1000
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0)])
+    write_run(tmp_path, RUN_B, [b, _row("confluent-kafka", "confluent-kafka", "1kb", 7.0,
+                                        emulator=True)])
+    c = compare_runs(tmp_path, RUN_A, RUN_B)
+    reason = (f"nothing comparable: {RUN_A} and {RUN_B} share no series (planned_messages 500 "
+              "in A, 1000 in B)")
+    assert not c.comparable and c.reason == reason and c.shared == [] and c.judged == 0
+    assert reason in format_comparison(c)
+    proc = _cli("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""  # a CI gate that checked nothing fails
+    assert proc.stderr.strip().splitlines() == [f"kafkalab: error: {reason}"]
+    js, doc = _cli_json("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
+    assert js.returncode == 2 and js.stderr.strip().splitlines() == [f"kafkalab: error: {reason}"]
+    assert doc["comparable"] is False and doc["reason"] == reason and doc["regressed"] == 0
+    assert [(s["label"], s["broker_label"]) for s in doc["only_b"]] == [
+        ("confluent-kafka 1kb latency", "EMULATOR — not Kafka"), ("kafka-python 1kb latency", None)]
+
+
+def test_the_same_cell_on_an_emulator_is_not_comparable_with_kafka(tmp_path: Path) -> None:
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0)])
+    write_run(tmp_path, RUN_B, [_row("kafka-python", "kafka-python", "1kb", 10.0,
+                                     emulator=True)])
+    c = compare_runs(tmp_path, RUN_A, RUN_B)
+    assert not c.comparable and c.reason is not None
+    assert c.reason.endswith("(cluster_flavor kafka09 in A, noida in B; broker kafka in A, "
+                             "emulator in B)")
+
+
+def test_shared_series_without_a_judged_value_are_not_comparable(tmp_path: Path) -> None:
+    b = _row("kafka-python", "kafka-python", "1kb", 10.0)
+    for judged in ("e2e_latency_ms_p50", "e2e_latency_ms_p99", "lost_count"):
+        b[judged] = None  # publish/first-message are null in both already
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0)])
+    write_run(tmp_path, RUN_B, [b])
+    c = compare_runs(tmp_path, RUN_A, RUN_B)
+    assert len(c.shared) == 1 and c.judged == 0 and not c.comparable
+    assert c.reason is not None and c.reason.startswith(
+        f"nothing comparable: the 1 series {RUN_A} and {RUN_B} share have no drift-checked metric")
+    proc = _cli("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_a_baseline_drift_would_not_take_is_judged_but_marked(tmp_path: Path) -> None:
+    write_run(tmp_path, RUN_A, [_row("confluent-kafka", "confluent-kafka", "1kb", 5.0)],
+              validated=False)
+    manifest = tmp_path / "runs" / f"{RUN_A}.json"
+    doc = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**doc, "status": "incomplete",
+                                    "stale_outputs": ["aggregates", "report"]}))
+    write_run(tmp_path, RUN_B, [_row("confluent-kafka", "confluent-kafka", "1kb", 10.0)])
+    c = compare_runs(tmp_path, RUN_A, RUN_B)
+    assert c.comparable and c.regressed == 2 and not c.baseline_ok
+    fa, fb = c.run_a_facts, c.run_b_facts
+    assert (fa.state, fa.validation, fa.stale_outputs) == ("incomplete", "failed",
+                                                           ["aggregates", "report"])
+    assert fa.problems == ["state incomplete", "validation failed", "stale aggregates"]
+    assert fb.good and (fb.state, fb.validation, fb.stale_outputs) == ("complete", "passed", [])
+    lines = format_comparison(c).splitlines()
+    assert lines[:3] == [
+        f"A {RUN_A}: incomplete, validation failed, stale outputs: aggregates, report",
+        f"B {RUN_B}: complete, validation passed, no stale outputs",
+        f"WARNING: A {RUN_A} is not a good baseline (state incomplete; validation failed; stale "
+        "aggregates): drift would not take it; the verdicts below judge B against it anyway"]
+    js, out = _cli_json("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
+    assert js.returncode == 1 and out["baseline_ok"] is False and out["comparable"] is True
+    assert out["run_a_facts"]["validation"] == "failed" and out["run_b_facts"]["good"] is True
+
+
+def test_intervals_are_used_only_with_one_row_of_the_series_per_run(tmp_path: Path) -> None:
+    # as test_overlapping_intervals_are_not_a_regression, but A has the cell twice: the
+    # median of two rows' bounds is no interval, so the MAD rule alone decides (+30 %)
+    b = _row("kafka-python", "kafka-python", "1kb", 13.0)
+    b["e2e_latency_ms_p50_ci_low"] = 9.0
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0),
+                                _row("kafka-python", "kafka-python", "1kb", 10.0)])
+    write_run(tmp_path, RUN_B, [b])
+    p50 = next(m for m in compare_runs(tmp_path, RUN_A, RUN_B).shared[0].metrics
+               if m.metric == "e2e_latency_ms_p50")
+    assert p50.verdict == REGRESSED
+    assert p50.note == ("2 row(s) of this series in A, 1 in B: medians compared by the MAD rule "
+                        "only, confidence intervals not used")
+
+
+def test_an_emulators_series_is_labelled_in_the_table_and_json(tmp_path: Path) -> None:
+    for rid, p50 in ((RUN_A, 5.0), (RUN_B, 5.2)):
+        write_run(tmp_path, rid, [_row("confluent-kafka", "confluent-kafka", "1kb", p50,
+                                       emulator=True)])
+    c = compare_runs(tmp_path, RUN_A, RUN_B)
+    assert c.comparable and [(s.emulator, s.broker_label) for s in c.shared] == [
+        (True, "EMULATOR — not Kafka")]
+    row = next(ln for ln in format_comparison(c).splitlines() if "e2e_latency_ms_p50" in ln)
+    assert row.startswith("confluent-kafka 1kb latency (EMULATOR — not Kafka)")
+    js, doc = _cli_json("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
+    assert js.returncode == 0 and doc["shared"][0]["broker_label"] == "EMULATOR — not Kafka"
