@@ -448,7 +448,7 @@ def _drift_check_args(p: argparse.ArgumentParser, default: Any) -> None:
     ``drift check`` (so that an option given before ``check`` is not reset)."""
     p.add_argument("--run-id", default=default, help="the run to check (default: the latest)")
     p.add_argument("--config", type=Path, default=default,
-                   help="drift rules YAML (default include/drift.yaml, else the built-in rules; a file given must exist and parse)")
+                   help="drift rules YAML (default include/drift.yaml)")
     p.add_argument("--data-dir", type=Path, default=default,
                    help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
     p.add_argument("--json", action="store_true", default=False if default is None else default,
