@@ -28,8 +28,10 @@ import argparse
 import bisect
 import functools
 import itertools
+import json
 import math
 import operator
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +62,7 @@ __all__ = [
     "load",
     "main",
     "run",
+    "tool_messages",
     "transform",
 ]
 
@@ -93,10 +96,10 @@ _CI_COLUMNS = tuple(f"e2e_latency_ms_{name}_ci_{side}" for name in shared.CI_PER
 _STRING_COLUMNS = frozenset({
     *CELL_KEYS, "run_date", "workload", "payload_encoding", "cluster_flavor",
     "broker_version", "loop_mode", "client_settings", "e2e_latency_ms_percentiles_note",
-    "percentile_method",
+    "tool_percentiles_note", "percentile_method",
 })
 _LONG_COLUMNS = frozenset({*_COUNTS, "payload_bytes", "planned_messages",
-                           "first_message_lost_count"})
+                           "first_message_lost_count", "tool_messages"})
 
 #: Output columns in order (documented in docs/aggregates-schema.md).
 AGGREGATE_COLUMNS: tuple[str, ...] = (
@@ -111,7 +114,8 @@ AGGREGATE_COLUMNS: tuple[str, ...] = (
     "measured_span_s", "message_rate_per_s", "message_rate_mb_per_s",
     "first_message_subscribe_ms", "first_message_assign_ms", "first_message_cold_ms",
     "first_message_lost_count", "assign_delay_subscribe_ms",
-    "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms",
+    "tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms", "tool_messages",
+    "tool_percentiles_note",
     "percentile_method", "latency_resolution_ms",
 )
 
@@ -278,7 +282,51 @@ def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> list[dict[str, Any
         cell["message_rate_mb_per_s"] = (
             None if rate is None or cell["payload_bytes"] is None
             else rate * cell["payload_bytes"] / cfg["bytes_per_mb"])
+        cell.update(_tool_minimums(cell))
         out.append(cell)
+    return out
+
+
+TOOL_TIMED_MESSAGES_SETTING = "tool.timed_messages"
+"""The ``client_settings`` key in which ``jvm-e2e`` records how many messages the tool timed
+(warm-up + measured: ``"1002 (the warm-up included: ...)"``)."""
+
+_TOOL_PERCENTILES: tuple[tuple[str, str], ...] = (("p99", "tool_p99_ms"), ("p999", "tool_p999_ms"))
+"""The tool's percentiles that have a minimum sample count above 1: (name, column)."""
+
+
+def tool_messages(client_settings: str | None, planned_messages: int | None) -> int | None:
+    """How many messages Kafka's tool timed in a ``jvm-e2e`` cell (its percentiles'
+    population): the count its ``client_settings`` record (``tool.timed_messages``), else
+    ``planned_messages`` (a lower bound: the warm-up unrecorded), else None (unknown)."""
+    if client_settings:
+        try:
+            settings = json.loads(client_settings)
+        except ValueError:
+            settings = None
+        timed = settings.get(TOOL_TIMED_MESSAGES_SETTING) if isinstance(settings, dict) else None
+        found = re.match(r"\s*(\d+)", str(timed)) if timed is not None else None
+        if found:
+            return int(found.group(1))
+    return None if planned_messages is None else int(planned_messages)
+
+
+def _tool_minimums(cell: dict[str, Any]) -> dict[str, Any]:
+    """``tool_messages``, the tool's p99/p99.9 nulled below their minimum sample count
+    (:data:`_session.MIN_SAMPLES`: p99 100, p99.9 1,000, as every lab percentile) and
+    ``tool_percentiles_note`` saying so (``p99: n<100; p999: n<1000``). A cell without tool
+    figures gets nulls; an unknown count leaves the figures as printed."""
+    if all(cell[c] is None for c in ("tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms")):
+        return {"tool_messages": None, "tool_percentiles_note": None}
+    n = tool_messages(cell["client_settings"], cell["planned_messages"])
+    out: dict[str, Any] = {"tool_messages": n}
+    reasons = []
+    for name, col in _TOOL_PERCENTILES:
+        need = shared.MIN_SAMPLES[name]
+        if n is not None and n < need:
+            out[col] = None
+            reasons.append(f"{name}: n<{need}")
+    out["tool_percentiles_note"] = "; ".join(reasons) or None
     return out
 
 

@@ -107,7 +107,9 @@ def known_rows() -> list[dict[str, Any]]:
     ]
     jvm = {"scenario": "jvm-e2e", "client": "kafka.tools.EndToEndLatency",
            "client_version": "0.9.0.1", "sample_kind": "tool_summary", "loop_mode": "serial",
-           "client_settings": '{"fetch.max.wait.ms": "0", "linger.ms": "0"}'}
+           "client_settings": '{"fetch.max.wait.ms": "0", "linger.ms": "0", '
+                              '"tool.timed_messages": "1002 (the warm-up included: every '
+                              'message is timed)"}'}
     for stat, value, res in (("avg", 2.1675, 1e-4), ("p50", 2.0, 1.0), ("p99", 6.0, 1.0),
                              ("p99.9", 12.0, 1.0)):
         rows.append(_row(**jvm, statistic=stat, e2e_latency_ms=value, latency_resolution_ms=res))
@@ -227,12 +229,55 @@ def test_message_rate_first_message_and_tool_summary(known_result: dict[Any, Any
     jvm = known_result[("jvm-e2e", "1kb")]
     assert (jvm["tool_p50_ms"], jvm["tool_p99_ms"], jvm["tool_p999_ms"]) == (2.0, 6.0, 12.0)
     assert jvm["tool_avg_ms"] == pytest.approx(2.1675)
+    assert jvm["tool_messages"] == 1002 and jvm["tool_percentiles_note"] is None
+    assert r["tool_messages"] is None and r["tool_percentiles_note"] is None
     assert jvm["latency_resolution_ms"] == 1.0
     assert jvm["sent_count"] == 0 and jvm["received_count"] == 0
     assert jvm["e2e_latency_ms_p50"] is None
     assert jvm["e2e_latency_ms_percentiles_note"] == "no messages"
     assert jvm["first_message_lost_count"] == 0 and jvm["first_message_subscribe_ms"] is None
     assert jvm["client"] == "kafka.tools.EndToEndLatency"
+
+
+def _tool_cell(payload: str, settings: str, planned: int) -> list[dict[str, Any]]:
+    """A jvm-e2e cell's four tool_summary rows (the tool's printed figures)."""
+    jvm = {"scenario": "jvm-e2e", "client": "kafka.tools.EndToEndLatency",
+           "client_version": "0.9.0.1", "sample_kind": "tool_summary", "loop_mode": "serial",
+           "payload": payload, "client_settings": settings, "planned_messages": planned}
+    return [_row(**jvm, statistic=stat, e2e_latency_ms=value, latency_resolution_ms=res)
+            for stat, value, res in (("avg", 2.5, 1e-4), ("p50", 2.0, 1.0), ("p99", 7.0, 1.0),
+                                     ("p99.9", 9.0, 1.0))]
+
+
+def test_tool_percentiles_need_their_minimum_sample_count(spark: Any) -> None:
+    """The tool times warm-up + measured messages (``tool.timed_messages``): with 20 its
+    p99 and p99.9 are null with the reason, as every lab percentile below its minimum; 500
+    keep p99 only; without the recorded count, planned_messages (a lower bound) decides."""
+    def timed(n: int) -> str:
+        return ('{"linger.ms": "0", "tool.timed_messages": '
+                f'"{n} (the warm-up included: every message is timed)"}}')
+
+    rows = [*_tool_cell("20msgs", timed(20), 18), *_tool_cell("500msgs", timed(500), 498),
+            *_tool_cell("unrecorded", '{"linger.ms": "0"}', 150)]
+    got = {r["payload"]: r.asDict() for r in am.transform(_df(spark, rows)).collect()}
+    few = got["20msgs"]
+    assert (few["tool_p50_ms"], few["tool_avg_ms"]) == (2.0, 2.5)  # no minimum above 1
+    assert few["tool_p99_ms"] is None and few["tool_p999_ms"] is None
+    assert few["tool_messages"] == 20
+    assert few["tool_percentiles_note"] == (f"p99: n<{shared.MIN_SAMPLES['p99']}; "
+                                            f"p999: n<{shared.MIN_SAMPLES['p999']}")
+    mid = got["500msgs"]
+    assert (mid["tool_p99_ms"], mid["tool_p999_ms"], mid["tool_messages"]) == (7.0, None, 500)
+    assert mid["tool_percentiles_note"] == "p999: n<1000"
+    old = got["unrecorded"]
+    assert (old["tool_p99_ms"], old["tool_p999_ms"], old["tool_messages"]) == (7.0, None, 150)
+
+
+def test_tool_messages_from_settings_or_planned() -> None:
+    assert am.tool_messages('{"tool.timed_messages": "1002 (the warm-up included)"}', 1000) == 1002
+    assert am.tool_messages('{"linger.ms": "0"}', 40) == 40
+    assert am.tool_messages("not json", 40) == 40
+    assert am.tool_messages(None, None) is None
 
 
 def test_span_matches_definition(spark: Any, known_rows: list[dict[str, Any]],
