@@ -1,6 +1,8 @@
 """The trend charts answer "slower since when?": the night measured on the x axis, a panel
 per payload size, baseline bands, drift markers, change points, and the per-cell percentile
-spectrum from the raw samples; the Data Docs link."""
+spectrum from the raw samples (earlier runs of the same series only; Kafka's tool's
+figures from the aggregate, below their minimum sample count not drawn); the Data Docs
+link."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from kafkalab import drift
 from kafkalab.report.build import build_report
 from kafkalab.report.changepoints import change_points
 from kafkalab.report.spectrum import spectrum_of
+from kafkalab.report.trends import tool_spectrum, tool_undefined_in_run
 from kafkalab.samples import CellContext, Sample, to_rows, write_cell
 from kafkalab.store import LabData
 from tests.unit.test_report import _row, _write_aggregates, _write_manifest, write_lab_data
@@ -203,3 +206,114 @@ def test_at_most_twelve_series_a_chart(tmp_path: Path) -> None:
     assert len(figs) == 2
     assert "series 1–12 of 14" in figs[0] and "series 13–14 of 14" in figs[1]
     assert [f.count('<g class="series"') for f in figs] == [12, 2]
+
+
+# --------------------------------------------------------------- Kafka's tool: its minimums
+
+TOOL_RUNS = ["nightly-20261103T000000Z", "nightly-20261104T000000Z"]
+
+
+def _tool_lab(data_dir: Path) -> None:
+    """Two runs: a harness cell and a jvm-e2e cell; the newest run's tool timed 20 messages,
+    so its aggregate holds no p99/p99.9 (``tool_percentiles_note``); its raw tool_summary
+    rows still hold the printed 9 and 11 ms."""
+    lab = LabData(data_dir)
+    for i, rid in enumerate(TOOL_RUNS):
+        harness = _row(i, "confluent-kafka", "confluent-kafka", "kafka09", "1kb", 1056)
+        tool = _row(i, "jvm-e2e", "kafka.tools.EndToEndLatency", "kafka09", "1kb", 1056)
+        few = i == 1
+        tool.update(tool_p999_ms=None if few else 20.0, tool_messages=20 if few else 1002,
+                    tool_p99_ms=None if few else 12.0,
+                    tool_percentiles_note="p99: n<100; p999: n<1000" if few else None,
+                    planned_messages=18 if few else 1000)
+        harness.update(tool_messages=None, tool_percentiles_note=None, tool_p999_ms=None)
+        for r in (harness, tool):
+            r.update(run_id=rid, run_date="2026-11-05")
+        _write_aggregates(data_dir, rid, [harness, tool])
+        _write_manifest(data_dir, rid, i + 3)
+        ctx = CellContext(
+            run_id=rid, scenario="jvm-e2e", client="kafka.tools.EndToEndLatency",
+            client_version="0.9.0.1", profile="latency", workload="nightly", payload="1kb",
+            payload_encoding="raw", payload_bytes=1056, cluster_flavor="kafka09",
+            broker_version="0.9.0.1", broker_is_emulator=False, topic="t",
+            planned_messages=18 if few else 1000, message_timeout_ms=10_000.0, broker_count=1,
+            client_settings="{}")
+        printed = {"avg": 5.4, "p50": 5.0, "p99": 9.0, "p99.9": 11.0}
+        write_cell(lab.cell_file("2026-11-05", rid, "jvm-e2e", "1kb", "latency"),
+                   to_rows(ctx, [Sample(sample_kind="tool_summary", seq=0, statistic=k,
+                                        e2e_latency_ms_override=v, latency_resolution_ms=1.0,
+                                        loop_mode="serial") for k, v in printed.items()]))
+
+
+def test_tool_percentiles_below_their_minimum_are_not_drawn_and_say_why(tmp_path: Path) -> None:
+    _tool_lab(tmp_path)
+    html = build_report(tmp_path, run_id=TOOL_RUNS[1]).read_text()
+    p99 = _figure(html, "e2e_latency_ms_p99", "1056")
+    assert ("Kafka&#x27;s tool † p99 undefined in 1 cell(s) of this run (n&lt;100: it timed 20 "
+            "messages; a percentile needs p99 ≥ 100, p99.9 ≥ 1,000 samples): not plotted."
+            ) in p99
+    # the tool's line has the earlier run's 12 ms and a gap for this run: one point
+    tool_line = re.search(r'<g class="series"[^>]*>(?:(?!</g>).)*† tool.*?</g>', p99, flags=re.S)
+    assert tool_line and tool_line.group(0).count("<circle") == 1
+    p999 = _figure(html, "e2e_latency_ms_p999", "1056")  # the earlier run's 20 ms drawn
+    assert "p99.9 undefined in 1 cell(s) of this run (n&lt;1,000: it timed 20 messages" in p999
+    # the spectrum takes the tool's figures from the aggregate, not the raw rows (9, 11 ms)
+    spectrum = html.split('id="spectrum"')[1].split("</section>")[0]
+    fig = re.search(r'<figure class="spectrum" data-cell="jvm-e2e\|1kb\|latency">.*?</figure>',
+                    spectrum, flags=re.S)
+    assert fig
+    text = fig.group(0)
+    assert "not drawn: p99 (n&lt;100 timed messages), p99.9 (n&lt;1,000 timed messages)" in text
+    # this run's tool: its p50 only (the earlier run planned 1,000 messages: another series)
+    series = re.findall(r'<g class="series" data-series="s\d">(.*?)</g>', text, flags=re.S)
+    assert [g.count("<circle") for g in series] == [1]
+    assert ">9.00<" not in text and ">11.00<" not in text
+    # the latest table: the tool's p99 cell says why, n is the messages it timed
+    latest = html.split('id="latest"')[1].split("</section>")[0]
+    row = next(r for r in latest.split("<tr") if "jvm-e2e" in r)
+    assert 'title="undefined: n&lt;100">n&lt;100</span>†' in row and "<td>20</td>" in row
+
+
+def test_tool_spectrum_reads_the_aggregate() -> None:
+    import pandas as pd
+
+    rows = pd.DataFrame([{"scenario": "jvm-e2e", "tool_p50_ms": 2.0, "tool_p99_ms": 7.0,
+                          "tool_p999_ms": None, "tool_percentiles_note": "p999: n<1000"}])
+    assert tool_spectrum(rows) == ({"p50": 2.0, "p99": 7.0}, {"p99.9": "n<1,000"})
+    rows.loc[0, "scenario"] = "confluent-kafka"
+    assert tool_spectrum(rows) == ({}, {})
+    assert tool_undefined_in_run(rows, "tool_p999_ms") == ""
+
+
+# --------------------------------------------------------------- spectrum: same series only
+
+
+def _spectrum_history(data_dir: Path) -> list[str]:
+    """Four runs of confluent-kafka/1kb/latency: the nightly workload (runs 0 and 3), a seed
+    workload of other planned messages (run 1) and the nightly workload on 3 brokers (run 2)."""
+    lab = LabData(data_dir)
+    ids = [f"nightly-2026110{d}T000000Z" for d in range(1, 5)]
+    facts = [("nightly", 500, 1), ("seed000", 2000, 1), ("nightly", 500, 3), ("nightly", 500, 1)]
+    for i, (rid, (workload, planned, brokers)) in enumerate(zip(ids, facts, strict=True)):
+        r = _row(min(i, 4), "confluent-kafka", "confluent-kafka", "kafka09", "1kb", 1056)
+        r.update(run_id=rid, run_date="2026-11-05", workload=workload,
+                 planned_messages=planned, broker_count=brokers)
+        _write_aggregates(data_dir, rid, [r])
+        _write_manifest(data_dir, rid, i + 1)
+        _write_samples(lab, rid, received=200 + 100 * i, lost=0)
+    return ids
+
+
+def test_spectrum_overlays_only_earlier_runs_of_the_same_series(tmp_path: Path) -> None:
+    ids = _spectrum_history(tmp_path)
+    html = build_report(tmp_path, run_id=ids[3]).read_text()
+    spectrum = html.split('id="spectrum"')[1].split("</section>")[0]
+    fig = re.search(r'<figure class="spectrum" data-cell="confluent-kafka\|1kb\|latency">.*?'
+                    r"</figure>", spectrum, flags=re.S)
+    assert fig
+    text = fig.group(0)
+    # this run (500 messages) and run 0 (200): the seed workload (300) and 3 brokers (400) not
+    assert "n=500 (" in text and "n=200 (" in text
+    assert "n=300 (" not in text and "n=400 (" not in text
+    assert len(re.findall(r'<g class="series" data-series="s\d">', text)) == 2
+    assert "earlier runs of the same series only" in spectrum

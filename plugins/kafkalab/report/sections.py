@@ -29,6 +29,7 @@ from kafkalab.report.data import (
     emulator_mask,
     is_schema_v2,
     numbers,
+    parse_percentile_note,
     percentile_reasons,
     strings,
 )
@@ -177,7 +178,8 @@ _LATEST_HEAD = (
     '<th class="t">scenario</th><th class="t">client</th><th class="t">payload</th>'
     '<th class="t">profile</th><th class="t">settings used</th><th class="t">loop</th>'
     '<th class="t">broker</th>'
-    '<th title="messages in the percentile population: received + lost + failed">n</th>'
+    '<th title="messages in the percentile population: received + lost + failed (Kafka&#39;s '
+    'tool †: the messages it timed, warm-up included)">n</th>'
     "<th>p50 ms</th><th>p50 95% CI</th><th>baseline p50</th><th>change p50</th>"
     "<th>p99 ms</th><th>p99 95% CI</th><th>baseline p99</th><th>change p99</th>"
     "<th>runs in baseline</th>"
@@ -201,11 +203,12 @@ def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[s
     tool = bool(r["_tool"])
     b50 = base.get((*series, "e2e_latency_ms_p50"), {})
     b99 = base.get((*series, "e2e_latency_ms_p99"), {})
-    if tool:
+    if tool:  # the tool's own figures; its p99 null below 100 timed messages (the aggregate)
+        tool_reasons = parse_percentile_note(r.get("tool_percentiles_note"))
         p50 = f"{esc(fmt_num(r.get('tool_p50_ms')))}†"
-        p99 = f"{esc(fmt_num(r.get('tool_p99_ms')))}†"
+        p99 = f"{percentile_cell(r.get('tool_p99_ms'), tool_reasons.get('p99'))}†"
         ci50 = ci99 = esc(MISSING)
-        n = esc(MISSING)
+        n = esc(_count(r.get("tool_messages")))  # the messages it timed, warm-up included
     else:
         p50 = percentile_cell(r.get("e2e_latency_ms_p50"), reasons.get("p50"))
         p99 = percentile_cell(r.get("e2e_latency_ms_p99"), reasons.get("p99"))

@@ -10,7 +10,9 @@ the cell's ``message`` rows, warm-up excluded; received rows (``ok``, ``late``) 
 nearest-rank; a percentile needs :data:`SPECTRUM_MIN_SAMPLES` values (p99 100, p99.9 1,000,
 p99.99 10,000) and is omitted, with its reason, when the cell has fewer or its rank lands
 on a lost message. Kafka's tool (``jvm-e2e``) has no per-message samples: its own printed
-p50/p99/p99.9 (whole ms, warm-up included) are drawn as their own series.
+p50/p99/p99.9 (whole ms, warm-up included) are drawn as their own series, taken from the
+aggregates (:func:`kafkalab.report.trends.tool_spectrum`), never from the raw
+``tool_summary`` rows: the aggregation nulls them below their minimum sample count.
 """
 
 from __future__ import annotations
@@ -34,9 +36,6 @@ SPECTRUM_PERCENTILES: tuple[tuple[str, int, int], ...] = (
 SPECTRUM_MIN_SAMPLES: dict[str, int] = {"p50": 1, "p90": 10, "p99": 100, "p99.9": 1000,
                                         "p99.99": 10000}
 """The fewest values (received + censored) each percentile needs."""
-
-TOOL_STATISTICS: dict[str, str] = {"p50": "p50", "p99": "p99", "p99.9": "p99.9"}
-"""The ``tool_summary`` statistics drawn on the spectrum (``statistic`` -> percentile)."""
 
 MAX_RUNS = 6
 """Runs overlaid on one cell's spectrum: this one and the newest earlier ones."""
@@ -63,8 +62,6 @@ class Spectrum:
     lost: int = 0
     failed: int = 0
     emulator: bool = False
-    tool: dict[str, float] = field(default_factory=dict)
-    """Kafka's tool's own printed percentiles (``jvm-e2e``), name -> ms."""
 
     @property
     def count(self) -> int:
@@ -101,18 +98,18 @@ def cell_files(lab: LabData, run_id: str, scenario: str, payload: str, profile: 
 
 def read_spectrum(lab: LabData, run_id: str, scenario: str, payload: str, profile: str
                   ) -> Spectrum | None:
-    """One cell's spectrum from its samples files; None when it has no readable samples."""
+    """One cell's spectrum from its samples files; None when it has no readable samples.
+
+    Only ``message`` rows count; ``tool_summary`` rows are left to the aggregates."""
     import pyarrow.parquet as pq
 
     files = cell_files(lab, run_id, scenario, payload, profile)
     if not files:
         return None
-    wanted = ("sample_kind", "is_warmup", "status", "e2e_latency_ms", "statistic",
-              "broker_is_emulator")
+    wanted = ("sample_kind", "is_warmup", "status", "e2e_latency_ms", "broker_is_emulator")
     received: list[float] = []
     lost = failed = 0
     emulator = False
-    tool: dict[str, float] = {}
     for f in files:
         try:
             cols = [c for c in wanted if c in pq.read_schema(f).names]
@@ -122,13 +119,7 @@ def read_spectrum(lab: LabData, run_id: str, scenario: str, payload: str, profil
             continue
         for r in rows:
             emulator = emulator or bool(r.get("broker_is_emulator"))
-            kind = r.get("sample_kind")
-            if kind == "tool_summary":
-                stat = TOOL_STATISTICS.get(str(r.get("statistic")))
-                if stat and r.get("e2e_latency_ms") is not None:
-                    tool[stat] = float(r["e2e_latency_ms"])
-                continue
-            if kind != "message" or r.get("is_warmup"):
+            if r.get("sample_kind") != "message" or r.get("is_warmup"):
                 continue
             status = r.get("status")
             if status in RECEIVED and r.get("e2e_latency_ms") is not None:
@@ -138,7 +129,7 @@ def read_spectrum(lab: LabData, run_id: str, scenario: str, payload: str, profil
             elif status == "error":
                 failed += 1
     sp = spectrum_of(received, lost, failed, run_id)
-    sp.emulator, sp.tool = emulator, tool
+    sp.emulator = emulator
     return sp
 
 

@@ -7,15 +7,17 @@ per-cell latency percentile spectrum.
 * One panel per payload size (1 KB and 10 MB never share a linear axis), each with a chart
   per metric (p50, p99, p99.9, message rate, first-message delay); at most
   :data:`MAX_SERIES` series per chart (more are split over numbered charts).
-* Kafka's tool (``jvm-e2e``) is drawn from its own printed percentiles (``tool_*_ms``),
-  dashed and marked †.
+* Kafka's tool (``jvm-e2e``) is drawn from its own printed percentiles (``tool_*_ms`` of
+  the aggregates, which null a p99 below 100 timed messages and a p99.9 below 1,000:
+  ``tool_percentiles_note``, said under the chart), dashed and marked †.
 * Each series' baseline band (the drift check's median of the good earlier runs ± the
   threshold it must cross), a ringed marker on every run whose stored drift record flagged
   that series, and change points over the whole history
   (:mod:`kafkalab.report.changepoints`) as labelled vertical lines.
 * Section 2b: per cell, latency against percentile (50 … 99.99 %, a "nines" axis) from the
-  raw samples, this run and the newest earlier runs of the cell overlaid
-  (:mod:`kafkalab.report.spectrum`).
+  raw samples, this run and the newest earlier runs of the same series of the cell
+  overlaid (:mod:`kafkalab.report.spectrum`); Kafka's tool's percentiles from the
+  aggregates.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from kafkalab.report.charts import (
     svg_line_chart,
     svg_xy_chart,
 )
-from kafkalab.report.data import RunView, emulator_mask, numbers, strings
+from kafkalab.report.data import (
+    RunView,
+    emulator_mask,
+    numbers,
+    parse_percentile_note,
+    strings,
+)
 from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num
 from kafkalab.report.notes import MEASURES_SHORT, measures_note, mixes_rest_and_kafka
 from kafkalab.report.spectrum import (
@@ -262,13 +270,17 @@ def section_time_series(v: RunView) -> str:
                  f"<h3>Payload {esc(head)}</h3><div class=\"charts\">")
         skipped: list[str] = []
         for metric, title, unit, tool_col in TREND_METRICS:
-            undefined = _undefined_in_run(panel[panel["_rid"] == v.run_id], metric)
+            in_run = panel[panel["_rid"] == v.run_id]
+            undefined = " ".join(x for x in (
+                _undefined_in_run(in_run, metric),
+                tool_undefined_in_run(in_run, tool_col) if tool_col else "") if x)
             has = numbers(panel, metric).notna()
             if tool_col:
                 has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
             sub = panel[has]
             if sub.empty:
-                skipped.append(f"{title}: no defined value.")
+                skipped.append(f"{title}: no defined value." + (f" {undefined}" if undefined
+                                                                 else ""))
                 continue
             runs = [r for r in v.order if r in set(sub["_rid"])]
             labels, tips = night_labels(v, runs)
@@ -305,17 +317,106 @@ def section_time_series(v: RunView) -> str:
 _NINES_TICKS = [(nines(num, den), f"{name[1:]} %") for name, num, den in SPECTRUM_PERCENTILES]
 
 
+def _cell_rows(df: pd.DataFrame, cell: tuple[str, str, str]) -> pd.DataFrame:
+    """The aggregate rows of one (scenario, payload, profile) cell."""
+    if df.empty:
+        return df
+    return df[strings(df, "scenario").eq(cell[0]) & strings(df, "payload").eq(cell[1])
+              & strings(df, "profile").eq(cell[2])]
+
+
+def _series_of(rows: pd.DataFrame) -> set[tuple[str, bool]]:
+    """(series key, emulator) of each row: the identity the trend lines and the drift check
+    use (:data:`kafkalab.drift.SERIES_COLUMNS`), broker kind apart."""
+    if rows.empty:
+        return set()
+    return set(zip(_key_column(rows), emulator_mask(rows).astype(bool), strict=True))
+
+
 def _spectrum_runs(v: RunView, cell: tuple[str, str, str]) -> list[str]:
-    """This run and the newest earlier runs with that cell, newest first (at most
-    :data:`~kafkalab.report.spectrum.MAX_RUNS`)."""
+    """This run and the newest earlier runs of the same series of that cell, newest first
+    (at most :data:`~kafkalab.report.spectrum.MAX_RUNS`).
+
+    An earlier run is overlaid only when one of its rows of the cell has a series key
+    (:data:`kafkalab.drift.SERIES_COLUMNS`: workload, encoding, payload bytes, broker
+    flavor, version and count, planned messages …) and broker kind (emulator or not) of
+    one of this run's rows of the cell: another workload or broker is another series."""
     hist = v.history
     if hist.empty:
         return [v.run_id]
-    has = hist[strings(hist, "scenario").eq(cell[0]) & strings(hist, "payload").eq(cell[1])
-               & strings(hist, "profile").eq(cell[2])]
-    runs = set(has["run_id"].astype(str))
+    mine = _series_of(_cell_rows(v.rows, cell))
+    has = _cell_rows(hist, cell)
+    runs = {str(rid) for rid, key in zip(has["run_id"].astype(str),
+                                         zip(_key_column(has), emulator_mask(has).astype(bool),
+                                             strict=True), strict=True)
+            if key in mine}
     earlier = [r for r in reversed(v.order[:-1]) if r in runs]
     return [v.run_id, *earlier][:MAX_RUNS]
+
+
+_TOOL_SPECTRUM: tuple[tuple[str, str, str], ...] = (
+    ("p50", "tool_p50_ms", "p50"), ("p99", "tool_p99_ms", "p99"),
+    ("p99.9", "tool_p999_ms", "p999"),
+)
+"""Kafka's tool's percentiles on the spectrum: (spectrum name, aggregate column, name in
+``tool_percentiles_note``)."""
+
+
+def tool_spectrum(rows: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
+    """Kafka's tool's own percentiles for a spectrum, from a run's aggregate rows of one
+    ``jvm-e2e`` cell (never from raw ``tool_summary`` rows: the aggregate nulls a p99 below
+    100 timed messages and a p99.9 below 1,000): (spectrum name -> ms, spectrum name -> why
+    not drawn, e.g. ``n<1,000``)."""
+    rows = rows[strings(rows, "scenario").eq("jvm-e2e")] if not rows.empty else rows
+    points: dict[str, float] = {}
+    omitted: dict[str, str] = {}
+    if rows.empty:
+        return points, omitted
+    notes: dict[str, str] = {}
+    for note in strings(rows, "tool_percentiles_note"):
+        notes.update(parse_percentile_note(note or None))
+    for name, col, note_name in _TOOL_SPECTRUM:
+        vals = numbers(rows, col).dropna()
+        if not vals.empty:
+            points[name] = float(vals.iloc[0])
+        elif note_name in notes:
+            omitted[name] = _readable_reason(notes[note_name])
+    return points, omitted
+
+
+def _readable_reason(reason: str) -> str:
+    """``n<1000`` -> ``n<1,000`` (as the spectrum's own omissions read)."""
+    head, sep, num = reason.partition("<")
+    return f"{head}<{int(num):,}" if sep and num.isdigit() else reason
+
+
+def tool_undefined_in_run(rows: pd.DataFrame, tool_col: str) -> str:
+    """Why Kafka's tool's figure ``tool_col`` (``tool_p99_ms``, ``tool_p999_ms``) is not
+    plotted for this run's ``jvm-e2e`` rows (their ``tool_percentiles_note``), or ``""``:
+    ``Kafka's tool † p99 undefined in 1 cell(s) of this run (n<100: it timed 20 messages):
+    not plotted.``"""
+    name = tool_col.removeprefix("tool_").removesuffix("_ms")
+    if rows.empty:
+        return ""
+    rows = rows[strings(rows, "scenario").eq("jvm-e2e") & numbers(rows, tool_col).isna()]
+    reasons: dict[str, list[int]] = {}
+    for note, n in zip(strings(rows, "tool_percentiles_note"), numbers(rows, "tool_messages"),
+                       strict=True):
+        why = parse_percentile_note(note or None).get(name)
+        if why:
+            reasons.setdefault(why, [])
+            if not is_missing(n):
+                reasons[why].append(int(n))
+    if not reasons:
+        return ""
+    count = sum(max(len(ns), 1) for ns in reasons.values())
+    why = ", ".join(
+        f"{_readable_reason(k)}" + (f": it timed {', '.join(f'{n:,}' for n in sorted(ns))} "
+                                    "messages" if ns else "")
+        for k, ns in sorted(reasons.items()))
+    label = "p99.9" if name == "p999" else name
+    return (f"Kafka's tool † {label} undefined in {count} cell(s) of this run ({why}; a "
+            "percentile needs p99 ≥ 100, p99.9 ≥ 1,000 samples): not plotted.")
 
 
 def _omitted_text(sp: Spectrum, label: str) -> str:
@@ -332,6 +433,7 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
     series: list[XYSeries] = []
     lines: list[str] = []
     emulator = False
+    hist = v.history
     for i, rid in enumerate(_spectrum_runs(v, cell)):
         key = (rid, *cell)
         if key not in v.spectra:  # shared by every page of one build: each file read once
@@ -347,14 +449,20 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
         if sp.received or sp.lost or sp.failed:
             series.append(XYSeries(name=label, points=pts, emulator=sp.emulator, color=color))
             lines.append(_omitted_text(sp, label))
-        if sp.tool:
+        run_rows = hist[hist["run_id"].astype(str) == rid] if not hist.empty else hist
+        tool, tool_omitted = tool_spectrum(_cell_rows(run_rows, cell))
+        if tool:
             tpts: list[tuple[float, float | None]] = [
-                (nines(num, den), sp.tool.get(name)) for name, num, den in SPECTRUM_PERCENTILES
-                if name in sp.tool]
+                (nines(num, den), tool[name]) for name, num, den in SPECTRUM_PERCENTILES
+                if name in tool]
             series.append(XYSeries(name=f"{label}{TOOL_MARK}", points=tpts,
                                    emulator=sp.emulator, dashed=True, color=color))
-            lines.append(f"{label}: Kafka's tool's own p50/p99/p99.9 (whole ms, warm-up "
-                         "included; no per-message samples)")
+            text = (f"{label}: Kafka's tool's own p50/p99/p99.9 (whole ms, warm-up "
+                    "included; no per-message samples)")
+            if tool_omitted:
+                text += "; not drawn: " + ", ".join(f"{k} ({why} timed messages)"
+                                                    for k, why in tool_omitted.items())
+            lines.append(text)
     if not series:
         return ""
     series.reverse()  # oldest first: this run is drawn last, on top
@@ -376,7 +484,10 @@ def section_spectrum(v: RunView) -> str:
              f"x: -log10(1 − q), so each 9 gets the same room. A percentile needs {esc(need)} "
              "messages and is not drawn otherwise, nor when its rank lands on a lost message "
              f"(counted as at least the timeout). Up to {MAX_RUNS} runs of a cell overlaid, "
-             "this run first.</p>")
+             "this run first: earlier runs of the same series only (workload, encoding, "
+             "payload bytes, broker flavor, version and count, planned messages, emulator "
+             "or not, as the trend lines). Kafka's tool † from the aggregates (its p99 and "
+             "p99.9 need as many timed messages).</p>")
     if v.lab is None or v.rows.empty:
         h.append('<p class="empty">No cells in this run.</p></section>')
         return "".join(h)
@@ -399,4 +510,4 @@ def _bytes_of(rows: pd.DataFrame, payload: str) -> Any:
 
 
 __all__ = ["MAX_SERIES", "TREND_METRICS", "night_label", "night_labels", "section_spectrum",
-           "section_time_series"]
+           "section_time_series", "tool_spectrum", "tool_undefined_in_run"]
