@@ -55,3 +55,14 @@ def test_aggregate_gives_a_cli_run_its_cells_drift_and_report(tmp_path: Path) ->
     for scenario in ("confluent-kafka", "kafka-python"):
         assert f"<td>{scenario}</td>" in page or f">{scenario}<" in page
     assert (lab.manifest(RUN) or {}).get("stale_outputs") == []
+
+    # the aggregated run is a good baseline and comparable with itself: nothing regressed
+    cmp_ = subprocess.run([sys.executable, "-m", "kafkalab.cli", "compare", RUN, RUN,
+                           "--data-dir", str(data), "--json"], capture_output=True, text=True,
+                          env=env, cwd=project_root(), timeout=120, check=False)
+    assert cmp_.returncode == 0, cmp_.stderr
+    same = json.loads(cmp_.stdout)
+    assert same["comparable"] is True and same["baseline_ok"] is True and same["regressed"] == 0
+    assert same["run_a_facts"]["validation"] == "passed" and same["judged"] > 0
+    assert sorted(s["label"].split()[0] for s in same["shared"]) == ["confluent-kafka",
+                                                                    "kafka-python"]
