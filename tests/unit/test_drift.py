@@ -100,8 +100,8 @@ def test_missing_or_invalid_yaml_is_config_error(tmp_path: Path) -> None:
     p.write_text("defaults: [unclosed")
     with pytest.raises(ConfigError):
         drift.load_drift_config(p)
-    assert isinstance(drift.load_drift_config_or_default(tmp_path / "nope.yaml"),
-                      drift.DriftConfig)
+    with pytest.raises(ConfigError):  # a path given (--config) must exist: no silent defaults
+        drift.load_drift_config_or_default(tmp_path / "nope.yaml")
 
 
 def test_step_up_is_flagged_with_right_change() -> None:

@@ -165,8 +165,13 @@ def load_drift_config(path: str | os.PathLike[str] | None = None) -> DriftConfig
 
 
 def load_drift_config_or_default(path: str | os.PathLike[str] | None = None) -> DriftConfig:
-    """Like :func:`load_drift_config`, but built-in defaults when the file does not exist."""
-    p = Path(path) if path is not None else drift_config_path()
+    """Like :func:`load_drift_config`, but built-in defaults when the default file
+    (:func:`kafkalab.paths.drift_config_path`: ``$KAFKALAB_DRIFT_CONFIG`` or
+    ``include/drift.yaml``) does not exist. A ``path`` given explicitly (``--config``) must
+    exist: a typo is a :class:`ConfigError`, never silently the built-in rules."""
+    if path is not None:
+        return load_drift_config(path)
+    p = drift_config_path()
     if not p.exists():
         return DriftConfig()
     return load_drift_config(p)
