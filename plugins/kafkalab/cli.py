@@ -395,7 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
         "  kafkalab export prometheus --out /var/lib/node_exporter/textfile/kafkalab.prom",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     eprom.add_argument("--out", type=Path, default=None,
-                       help="the file to write, ending in .prom (default <data dir>/metrics/kafkalab.prom)")
+                       help="the file to write, ending in .prom (default <data dir>/metrics/"
+                       "kafkalab.prom); missing folders are created; written whole (a rename) "
+                       "with mode 0644, so node_exporter's own user can read it")
     _json_arg(eprom, "print {path, samples per metric} as one JSON document")
     _data_arg(eprom)
     # report / drift ------------------------------------------------------------------
