@@ -318,10 +318,13 @@ def test_change_point_line_is_drawn(browser: Any, trends_report: dict[str, Any])
     assert errors == [] and remote == []
 
 
-def test_data_docs_link_follows_airflow_paths(browser: Any,
-                                              trends_report: dict[str, Any]) -> None:
+@pytest.mark.parametrize("prefix", ["", "/airflow"])
+def test_data_docs_link_follows_airflow_paths(browser: Any, trends_report: dict[str, Any],
+                                              prefix: str) -> None:
     """Served as Airflow's plugin serves them (reports under /kafkalab/reports/, Data Docs
-    under /kafkalab/data-docs/) by a real local HTTP server, the link leads to the docs."""
+    under /kafkalab/data-docs/) by a real local HTTP server, the link leads to the docs;
+    also when the api-server's base_url has a path (``http://host/airflow``): the prefix is
+    kept."""
     import threading
     from functools import partial
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -330,10 +333,10 @@ def test_data_docs_link_follows_airflow_paths(browser: Any,
 
     class Handler(SimpleHTTPRequestHandler):
         def translate_path(self, path: str) -> str:
-            for prefix, sub in (("/kafkalab/reports/", "reports/"),
-                                ("/kafkalab/data-docs/", "validation/docs/")):
-                if path.startswith(prefix):
-                    return str(root / sub / path[len(prefix):].split("?")[0])
+            for served, sub in ((f"{prefix}/kafkalab/reports/", "reports/"),
+                                (f"{prefix}/kafkalab/data-docs/", "validation/docs/")):
+                if path.startswith(served):
+                    return str(root / sub / path[len(served):].split("?")[0])
             return str(root / "missing")
 
         def log_message(self, *args: Any) -> None:
@@ -352,12 +355,13 @@ def test_data_docs_link_follows_airflow_paths(browser: Any,
     page = browser.new_page()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
-        page.goto(f"{base}/kafkalab/reports/{trends_report['latest']}/index.html",
+        page.goto(f"{base}{prefix}/kafkalab/reports/{trends_report['latest']}/index.html",
                   wait_until="load")
-        assert page.get_attribute("a.data-docs", "href") == "/kafkalab/data-docs/index.html"
+        assert (page.get_attribute("a.data-docs", "href")
+                == f"{prefix}/kafkalab/data-docs/index.html")
         page.click("a.data-docs")
         page.wait_for_load_state("load")
-        assert page.url == f"{base}/kafkalab/data-docs/index.html"
+        assert page.url == f"{base}{prefix}/kafkalab/data-docs/index.html"
         assert page.get_by_text("GX Data Docs here").is_visible()
     finally:
         page.close()

@@ -74,7 +74,8 @@ def data_docs_link(lab: LabData, page_dir: Path) -> str:
     api-server under :data:`~kafkalab.airflow.report_routes.REPORTS_PATH` serves the Data
     Docs elsewhere (:data:`~kafkalab.airflow.report_routes.DATA_DOCS_PATH`), so the page's
     script swaps in ``data-served-href`` when the page's address is under
-    ``data-served-under``.
+    ``data-served-under``, keeping whatever precedes that segment (the api-server's own
+    path, e.g. ``[api] base_url = http://host/airflow``).
     """
     index = lab.validation_docs_dir / "index.html"
     if not index.is_file():

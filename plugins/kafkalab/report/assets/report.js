@@ -20,12 +20,15 @@
     item.addEventListener("mouseleave", onLeave);
   });
   // Served by Airflow's api-server, the Data Docs live at their own path (see
-  // kafkalab.report.build.data_docs_link); from the files, the relative href stays.
+  // kafkalab.report.build.data_docs_link); from the files, the relative href stays. The
+  // api-server may sit under a path ([api] base_url ending in /airflow): whatever comes
+  // before the reports' own path is kept in front of the Data Docs' path.
   document.querySelectorAll("a[data-served-href]").forEach(function (a) {
     var under = a.getAttribute("data-served-under");
-    if (under && window.location.protocol.indexOf("http") === 0 &&
-        window.location.pathname.indexOf(under) >= 0) {
-      a.setAttribute("href", a.getAttribute("data-served-href"));
+    var path = window.location.pathname;
+    var at = under ? path.indexOf(under) : -1;
+    if (at >= 0 && window.location.protocol.indexOf("http") === 0) {
+      a.setAttribute("href", path.slice(0, at) + a.getAttribute("data-served-href"));
     }
   });
 })();
