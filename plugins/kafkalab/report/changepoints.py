@@ -25,6 +25,7 @@ Pure (no I/O); ``ruptures`` is imported when called.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -99,13 +100,24 @@ def _refined(bounds: list[int], xs: Sequence[float]) -> list[int]:
     return out
 
 
+CACHE_SERIES = 4096
+"""How many distinct series :func:`change_points` remembers: a nightly build draws each
+series on the run's page and again on the overview's mirror of it."""
+
+
 def change_points(values: Sequence[float | None]) -> list[ChangePoint]:
     """The change points of one series (``None`` = undefined in that run, skipped); each
-    :attr:`ChangePoint.index` is an index into ``values``."""
+    :attr:`ChangePoint.index` is an index into ``values``. Pure: a series seen before is
+    answered from memory (:data:`CACHE_SERIES`)."""
+    return list(_change_points(tuple(values)))
+
+
+@functools.lru_cache(maxsize=CACHE_SERIES)
+def _change_points(values: tuple[float | None, ...]) -> tuple[ChangePoint, ...]:
     idx = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
     xs = [float(values[i]) for i in idx]  # type: ignore[arg-type]
     if len(xs) < MIN_POINTS:
-        return []
+        return ()
     import numpy as np
     import ruptures as rpt
 
@@ -122,7 +134,7 @@ def change_points(values: Sequence[float | None]) -> list[ChangePoint]:
         out.append(ChangePoint(index=idx[b], before=_median(xs[start:b]),
                                after=_median(xs[b:nxt])))
         start = b
-    return out
+    return tuple(out)
 
 
 __all__ = ["METHOD", "MIN_POINTS", "PENALTY_PER_LOG_N", "ChangePoint", "change_points",
