@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import pytest
 
 from kafkalab import alerts, drift
 from kafkalab.airflow.connections import ALERT_CONN_ID, AlertWebhookConnection
+from tests.webhook import Receiver
 
 TOKEN = "T0PROV/B0PROV/xoxbProviderToken987"
 AUTH = "Bearer secret-bearer-4711"
@@ -32,38 +31,6 @@ DAG = "latency_experiment"
 AIRFLOW_RUN = "manual__2026-11-22T01:02:03+00:00"
 LAB_RUN = "experiment-20261122T010203Z"
 BASE_URL = "http://127.0.0.1:8080"
-
-
-class Receiver:
-    """A real HTTP server on 127.0.0.1 (a free port) recording every POST and answering
-    ``status`` with ``reply``."""
-
-    def __init__(self, status: int = 200, reply: bytes = b"ok") -> None:
-        self.posts: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                n = int(self.headers.get("Content-Length", "0"))
-                outer.posts.append({"path": self.path, "headers": dict(self.headers),
-                                    "body": json.loads(self.rfile.read(n) or b"null")})
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = int(self.server.server_address[1])
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
 
 
 @pytest.fixture

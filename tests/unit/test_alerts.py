@@ -4,9 +4,7 @@ Airflow's HttpHook to a real HTTP receiver (the Connection from ``AIRFLOW_CONN_<
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 from kafkalab import alerts, drift
 from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
 from kafkalab.errors import LabError
+from tests.webhook import Receiver
 
 SECRET = "T0SECRET/B0SECRET/xoxbSuperSecretToken123"
 
@@ -245,45 +244,14 @@ def test_state_roundtrip_and_corrupt_state(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- real HTTP
 
 
-class _Receiver:
-    """A real HTTP server on 127.0.0.1 (port 0) recording POSTs, answering ``status``."""
-
-    def __init__(self, status: int = 200, reply: bytes = b"ok") -> None:
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                n = int(self.headers.get("Content-Length", "0"))
-                outer.requests.append(
-                    {"path": self.path, "headers": dict(self.headers),
-                     "body": json.loads(self.rfile.read(n) or b"null")}
-                )
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/services/{SECRET}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+def _url(r: Receiver) -> str:
+    """The receiver's URL with a Slack-style secret path."""
+    return f"http://127.0.0.1:{r.port}/services/{SECRET}"
 
 
 @pytest.fixture
-def receiver() -> Iterator[_Receiver]:
-    r = _Receiver()
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
     yield r
     r.close()
 
@@ -293,7 +261,7 @@ def _write_run(data_dir: Path, run_id: str, records: list[dict[str, Any]]) -> No
     drift.write_drift(df, data_dir, run_id)
 
 
-def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver,
+def test_alert_on_drift_real_http(tmp_path: Path, receiver: Receiver,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     generic = _webhook(monkeypatch, receiver.port)
     slack = _webhook(monkeypatch, receiver.port, "slack", "kl_alert_test_slack")
@@ -302,8 +270,8 @@ def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver,
     summary = alerts.alert_on_drift(tmp_path, "r2", generic,
                                     report_url="../reports/r2/index.html", dag_id="nightly")
     assert summary["sent"] is True and summary["drifts"] == 1 and summary["recoveries"] == 0
-    assert len(receiver.requests) == 1
-    req = receiver.requests[0]
+    assert len(receiver.posts) == 1
+    req = receiver.posts[0]
     assert req["path"] == f"/services/{SECRET}"
     assert req["headers"]["Content-Type"] == "application/json"
     assert not {"endpoint", "format"} & {h.lower() for h in req["headers"]}  # lab keys
@@ -319,13 +287,13 @@ def test_alert_on_drift_real_http(tmp_path: Path, receiver: _Receiver,
     # Same run again: de-duplicated, no request.
     summary = alerts.alert_on_drift(tmp_path, "r2", slack)
     assert summary["sent"] is False and summary["suppressed"] == 1
-    assert len(receiver.requests) == 1
+    assert len(receiver.posts) == 1
 
     # A later run completes the recovery: one Slack message with the recovery.
     _write_run(tmp_path, "r3", [_rec(run_id="r3", is_drift=False, alert_status="recovered")])
     summary = alerts.alert_on_drift(tmp_path, "r3", slack)
     assert summary["sent"] is True and summary["recoveries"] == 1
-    slack = receiver.requests[-1]["body"]
+    slack = receiver.posts[-1]["body"]
     assert "recovered" in slack["text"] and slack["blocks"]
     assert alerts.load_state(tmp_path)["series"] == {}
 
@@ -341,7 +309,7 @@ def test_alert_on_drift_without_records_or_webhook(tmp_path: Path,
 
 def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    r = _Receiver(status=403, reply=f"invalid_token for /services/{SECRET}".encode())
+    r = Receiver(status=403, reply=f"invalid_token for /services/{SECRET}".encode())
     try:
         _write_run(tmp_path, "r2", [_rec(run_id="r2")])
         with pytest.raises(alerts.AlertError) as ei:
@@ -353,12 +321,12 @@ def test_failed_delivery_keeps_state_and_hides_secret(tmp_path: Path,
         r.close()
 
 
-def test_alert_run_failed_real_http(receiver: _Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_alert_run_failed_real_http(receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     generic = _webhook(monkeypatch, receiver.port)
     body = alerts.alert_run_failed(generic, "nightly", "r9",
-                                   f"Traceback ... posting to {receiver.url()}")
+                                   f"Traceback ... posting to {_url(receiver)}")
     assert body["kind"] == "run_failed"
-    got = receiver.requests[0]["body"]
+    got = receiver.posts[0]["body"]
     assert got["kind"] == "run_failed" and got["dag_id"] == "nightly" and got["run_id"] == "r9"
     assert SECRET not in json.dumps(got)
     slack = alerts.alert_run_failed(_webhook(monkeypatch, receiver.port, "slack"), "nightly",
