@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kafkalab import drift
 from kafkalab.report.build import build_report
-from kafkalab.report.changepoints import change_points
+from kafkalab.report.changepoints import change_points, clear_cache
 from kafkalab.report.spectrum import spectrum_of
 from kafkalab.report.trends import tool_spectrum, tool_undefined_in_run
 from kafkalab.samples import CellContext, Sample, to_rows, write_cell
@@ -105,6 +105,11 @@ def test_change_point_found_at_the_injected_step() -> None:
     assert change_points([10.0, 10.0, 20.0, 20.0]) == []  # too few runs
     # a step on the newest night only is the drift verdict's, not yet a level
     assert change_points([30.0, 30.3, 30.6, 30.0, 60.6]) == []
+    # a series seen before is answered from memory, the same answer; a fresh list each time
+    again = change_points(values)
+    assert again == cps and again is not cps
+    clear_cache()
+    assert change_points(values) == cps
 
 
 def test_change_point_drawn_on_the_trend_chart(tmp_path: Path) -> None:

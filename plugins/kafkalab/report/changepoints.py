@@ -112,6 +112,11 @@ def change_points(values: Sequence[float | None]) -> list[ChangePoint]:
     return list(_change_points(tuple(values)))
 
 
+def clear_cache() -> None:
+    """Forget the series :func:`change_points` remembers (a bench times a cold build)."""
+    _change_points.cache_clear()
+
+
 @functools.lru_cache(maxsize=CACHE_SERIES)
 def _change_points(values: tuple[float | None, ...]) -> tuple[ChangePoint, ...]:
     idx = [i for i, v in enumerate(values) if v is not None and math.isfinite(v)]
@@ -137,5 +142,6 @@ def _change_points(values: tuple[float | None, ...]) -> tuple[ChangePoint, ...]:
     return tuple(out)
 
 
-__all__ = ["METHOD", "MIN_POINTS", "PENALTY_PER_LOG_N", "ChangePoint", "change_points",
+__all__ = ["CACHE_SERIES", "METHOD", "MIN_POINTS", "PENALTY_PER_LOG_N", "ChangePoint", "change_points",
+           "clear_cache",
            "noise_sigma"]
