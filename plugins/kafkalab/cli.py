@@ -322,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="DAG run conf laid over the demo's small nightly matrix")
     pdemo.add_argument("--workload", default=None, help="seed 000's workload (default images-quick)")
     pdemo.add_argument("--no-seed000", action="store_true", help="skip seed 000's comparison")
+    pdemo.add_argument("--no-seed000-aggregate", action="store_true",
+                       help="measure seed 000 but skip its Spark aggregation (kafkalab aggregate): "
+                       "its report page then shows no aggregates")
     pdemo.add_argument("--no-nightly", action="store_true", help="skip the nightly DAG runs")
     pdemo.add_argument("--log", type=Path, default=None,
                        help="log file (default .lab/logs/demo-<time>.log)")
@@ -916,7 +919,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", d):
             raise ConfigError(f"--dates: {d!r} is not a date like 2026-11-18")
     plan = DemoPlan(workload=args.workload or DEMO_WORKLOAD, dates=dates, nightly_conf=conf,
-                    seed000=not args.no_seed000, nightly=not args.no_nightly,
+                    seed000=not args.no_seed000,
+                    aggregate_seed000=not args.no_seed000_aggregate, nightly=not args.no_nightly,
                     log_path=args.log, descriptor_path=args.cluster)
     return run_demo(plan, say=_say, lab=LabData(args.data_dir))
 

@@ -75,6 +75,9 @@ class DemoPlan:
     dates: tuple[str, ...] = DEMO_DATES
     nightly_conf: Mapping[str, Any] = field(default_factory=lambda: dict(DEMO_NIGHTLY_CONF))
     seed000: bool = True
+    aggregate_seed000: bool = True
+    """Aggregate, validate and judge seed 000's run with Spark (``kafkalab aggregate``), so
+    its report page shows its cells; else the page says it has no aggregates."""
     nightly: bool = True
     log_path: Path | None = None
     """Default ``<lab_dir>/logs/demo-<UTC time>.log``."""
@@ -257,7 +260,31 @@ def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> int:
     say("")
     say(format_run_summary(result.cells))
     say(f"run {result.run_id}: {result.status}")
-    return 0 if result.status == "complete" else 4
+    rc = 0 if result.status == "complete" else 4
+    if plan.aggregate_seed000:
+        rc = max(rc, aggregate_seed000(result.run_id, lab, log, say))
+    return rc
+
+
+def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say) -> int:
+    """Seed 000's run through Spark, Great Expectations, drift and the report, as
+    ``kafkalab aggregate`` does (:func:`kafkalab.aggregate.aggregate_run`; the jobs' output
+    goes to the demo's log). Returns 0, 1 when validation failed, 4 when a job failed or
+    refused the run."""
+    from kafkalab.aggregate import aggregate_run
+    from kafkalab.errors import LabError
+
+    say(f"Seed 000's run → Spark aggregation, Great Expectations, drift, report "
+        f"(kafkalab aggregate --run-id {run_id})")
+    try:
+        outcome = aggregate_run(lab.root, run_id, progress=lambda m: _write(log, m))
+    except LabError as exc:
+        say(f"  not aggregated: {exc}")
+        return 4
+    took_s = sum(j.seconds for j in outcome.jobs)
+    say(f"  validation {'passed' if outcome.validation_success else 'FAILED'} "
+        f"({len(outcome.jobs)} Spark jobs, {took_s:.0f} s); report {outcome.report}")
+    return 0 if outcome.validation_success else 1
 
 
 def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[DateOutcome]:

@@ -94,6 +94,14 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     assert {lines[head + 2].split()[0], lines[head + 3].split()[0]} == {"rest", "confluent-kafka"}
     assert any(line.startswith("Fastest by e2e p50 per size: 1kb ") for line in lines)
     assert any(line.startswith("First record after the consumer starts") for line in lines)
+    # ... then through Spark and GX (kafkalab aggregate), so its report page has its cells
+    (seed_run,) = [line.split()[1].rstrip(":") for line in lines
+                   if line.startswith("run ") and line.endswith(": complete")]
+    assert any(line.startswith("  validation passed (2 Spark jobs") for line in lines)
+    seed_lab = LabData(data)
+    assert seed_lab.validation(seed_run)["success"] is True
+    seed_page = (seed_lab.report_page_dir(seed_run) / "index.html").read_text()
+    assert "No aggregates for this run" not in seed_page
 
     # the nightly: one line for its one date, read from what the DAG run wrote
     (date_line,) = [line for line in lines if line.startswith("  2026-11-18  ")]
