@@ -242,3 +242,21 @@ def test_export_metrics_writes_the_textfile_where_asked(lab: LabData, tmp_path: 
     monkeypatch.setenv(tasks.PROM_TEXTFILE_ENV, str(target))
     assert Path(tasks.export_metrics()["path"]) == target.absolute()
     assert target.read_text() == Path(out["path"]).read_text()
+
+
+def test_a_file_written_just_after_the_start_counts_as_written_since(lab: LabData) -> None:
+    """Linux stamps a file from its coarse clock, a tick behind time.time(): a validation
+    written right after the job started can carry an mtime a few ms *before* that start
+    (seen in CI: one_spark_session's stand-in job wrote it at once). It still counts; a file
+    from well before the start does not."""
+    import os
+    import time
+
+    started_s = time.time()
+    path = lab.validation_path("r1")
+    atomic_write_json(path, {"run_id": "r1", "success": False})
+    os.utime(path, (started_s - 0.008, started_s - 0.008))  # what the coarse clock can give
+    assert tasks.validation_written_since("r1", started_s)
+    os.utime(path, (started_s - 5, started_s - 5))  # an earlier run's result
+    assert not tasks.validation_written_since("r1", started_s)
+    assert tasks.written_at_or_after(started_s, started_s)

@@ -261,6 +261,19 @@ def _output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
     return [p for p in (lab.report_page_dir(run_id) / "index.html",) if p.is_file()]
 
 
+MTIME_GRANULARITY_S = 0.05
+"""How far a file's modification time may lag ``time.time()`` taken just before the write:
+Linux stamps files from its coarse clock (one timer tick, 4-10 ms, behind the precise one),
+so a file written right after ``since_s`` can carry an earlier time. Comparisons of a
+file's time with a wall-clock start allow this much."""
+
+
+def written_at_or_after(mtime_s: float, since_s: float) -> bool:
+    """Whether a file modified at ``mtime_s`` was written at or after the wall-clock time
+    ``since_s`` (within :data:`MTIME_GRANULARITY_S`)."""
+    return mtime_s >= since_s - MTIME_GRANULARITY_S
+
+
 def mark_recomputed(run_id: str, output: str, written_since_s: float | None = None) -> bool:
     """Remove ``output`` from the run's ``stale_outputs`` once it has been recomputed.
 
@@ -290,7 +303,7 @@ def mark_recomputed(run_id: str, output: str, written_since_s: float | None = No
         return False
     if written_since_s is not None:
         mtimes = [p.stat().st_mtime for p in _output_files(lab, run_id, output)]
-        if not mtimes or max(mtimes) < written_since_s:
+        if not mtimes or not written_at_or_after(max(mtimes), written_since_s):
             log.warning("run %s: %s not rewritten by this task; still stale", run_id, output)
             return False
     stale = [str(x) for x in manifest.get("stale_outputs") or []]
@@ -404,10 +417,11 @@ def one_spark_session(params: Mapping[str, Any]) -> bool:
 
 def validation_written_since(run_id: str, since_s: float) -> bool:
     """Whether the run's validation result was written at or after ``since_s`` (wall clock,
-    seconds since the epoch: file modification times are wall-clock)."""
+    seconds since the epoch: file modification times are wall-clock; within
+    :data:`MTIME_GRANULARITY_S`, :func:`written_at_or_after`)."""
     path = LabData().validation_path(run_id)
     try:
-        return path.stat().st_mtime >= since_s
+        return written_at_or_after(path.stat().st_mtime, since_s)
     except OSError:
         return False
 
