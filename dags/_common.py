@@ -37,7 +37,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
 
-from kafkalab.airflow import fault_tasks, load_tasks, run_ids, spark_submit, tasks
+from kafkalab.airflow import fault_tasks, load_tasks, run_ids, tasks
 from kafkalab.airflow.callbacks import record_task_failure
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
@@ -55,6 +55,7 @@ from kafkalab.airflow.params import (
 from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL
 from kafkalab.airflow.shards import ConsumeLoadShardOperator
 from kafkalab.errors import RunError
+from kafkalab.spark import submit as spark_submit
 from kafkalab.store import LabData
 
 OWNER = "kafkalab"

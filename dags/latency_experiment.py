@@ -9,8 +9,8 @@ from airflow.sdk import dag
 
 from kafkalab.airflow.callbacks import on_failure_alert
 from kafkalab.airflow.run_ids import RUN_PREFIXES
+from kafkalab.catalog import SCENARIOS
 from kafkalab.config.loader import DEFAULT_WORKLOAD
-from kafkalab.scenarios.catalog import SCENARIOS
 
 DOC_MD = """
 ### Latency experiment

@@ -4,7 +4,7 @@ api-server, with a "Lab report" tab on every DAG run page.
 Airflow 3.1+ loads this file from its plugins folder (the lab's launcher links it into
 ``<AIRFLOW_HOME>/plugins/``: :func:`kafkalab.airflow.launcher.install_plugins`). It mounts
 :func:`kafkalab.airflow.report_app.create_app` at ``/kafkalab``
-(:data:`kafkalab.airflow.report_routes.APP_PREFIX`) and adds two external views:
+(:data:`kafkalab.urls.APP_PREFIX`) and adds two external views:
 
 * "Lab report" (destination ``dag_run``): a tab of the DAG run page that shows that run's
   report page (``kafkalab/runs/{DAG_ID}/{RUN_ID}`` redirects to it);
@@ -12,7 +12,7 @@ Airflow 3.1+ loads this file from its plugins folder (the lab's launcher links i
 
 The static report under ``<data_dir>/reports/`` still opens offline (``file://``); this is
 the same file over http, which is what the alerts link to
-(:func:`kafkalab.airflow.report_routes.report_http_url`). Importing this module does no I/O:
+(:func:`kafkalab.urls.report_http_url`). Importing this module does no I/O:
 the data directory is read at request time.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from airflow.plugins_manager import AirflowPlugin
 
 from kafkalab.airflow.report_app import RUNS_ROUTE, create_app
-from kafkalab.airflow.report_routes import APP_PREFIX, REPORTS_PATH
+from kafkalab.urls import APP_PREFIX, REPORTS_PATH
 
 _APP_PATH = APP_PREFIX.lstrip("/")
 """``kafkalab``: external views' hrefs are relative to the UI's base URL (no leading slash)."""

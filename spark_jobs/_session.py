@@ -2,7 +2,7 @@
 
 This file is shipped with the jobs: ``spark-submit --py-files spark_jobs/_session.py
 spark_jobs/<job>.py ...`` (the DAG takes the path from
-``kafkalab.airflow.spark_submit.spark_py_files()``). Run locally (``spark-submit`` or
+``kafkalab.spark.submit.spark_py_files()``). Run locally (``spark-submit`` or
 ``python spark_jobs/<job>.py``), the script's own folder is on ``sys.path`` and this module
 is found beside it. A job imports it as::
 

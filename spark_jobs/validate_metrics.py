@@ -110,7 +110,7 @@ SAMPLE_NON_NEGATIVE: tuple[str, ...] = (
     "planned_messages", "message_timeout_ms",
 )
 #: Allowed values (nulls allowed where the column is nullable). The scenarios are
-#: ``kafkalab.scenarios.catalog.SCENARIOS`` and the loop modes its ``LOOP_MODES``, written
+#: ``kafkalab.catalog.SCENARIOS`` and the loop modes its ``LOOP_MODES``, written
 #: here because the job runs without the lab's package; tests/unit/test_lists_in_step.py
 #: keeps the copies equal.
 SAMPLE_VALUE_SETS: dict[str, list[str]] = {

@@ -8,7 +8,7 @@ is deterministic for a given ``seed``. Generation is vectorised (numpy) and chun
 so tens of millions of rows can be written without holding them all in memory.
 
 Scenario names, clients, kinds and loop modes come from
-:data:`kafkalab.scenarios.catalog.CATALOG`. Shape of the data (defaults: every scenario of the
+:data:`kafkalab.catalog.CATALOG`. Shape of the data (defaults: every scenario of the
 catalog):
 
 * message cells: the per-message scenarios × payloads × profiles; the first few messages of
@@ -43,15 +43,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkalab.run_ids import run_id_time
-from kafkalab.samples import SAMPLE_SCHEMA, settings_json
-from kafkalab.scenarios.catalog import (
+from kafkalab.catalog import (
     KAFKA_CLIENT_SCENARIOS,
     MESSAGE_SCENARIOS,
     SCENARIOS,
     ScenarioSpec,
     scenario_spec,
 )
+from kafkalab.run_ids import run_id_time
+from kafkalab.samples import SAMPLE_SCHEMA, settings_json
 from kafkalab.store import LabData, atomic_file
 
 __all__ = [

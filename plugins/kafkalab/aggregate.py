@@ -10,7 +10,7 @@ runs for one run, on this machine, exactly what the DAGs run after the measureme
 * fault run: ``aggregate_faults`` -> ``validate_faults`` -> ``publish_report``.
 
 The Spark jobs go through ``spark-submit`` with the DAGs' own application, arguments,
-py-files, conf and environment (:mod:`kafkalab.airflow.spark_submit`); the master is
+py-files, conf and environment (:mod:`kafkalab.spark.submit`); the master is
 ``$KAFKALAB_SPARK_MASTER`` (the DAGs' switch, :data:`kafkalab.airflow.launcher.SPARK_MASTER_ENV`),
 default ``local[*]``. The steps after Spark are the DAG tasks' own functions
 (:func:`kafkalab.airflow.tasks.check_drift`, :func:`~kafkalab.airflow.tasks.publish_report`,
@@ -35,19 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import ConfigError, RunError
+from kafkalab.kinds import kind_of
 from kafkalab.progress import Progress, noop
 from kafkalab.store import LabData
 
 DEFAULT_MASTER = "local[*]"
 """The Spark master when ``$KAFKALAB_SPARK_MASTER`` is not set (as the DAGs' default)."""
-
-JOBS_BY_KIND: dict[str, tuple[str, str]] = {
-    "latency": ("aggregate", "validate"),
-    "load": ("aggregate_load", "validate_load"),
-    "faults": ("aggregate_faults", "validate_faults"),
-}
-"""The (aggregation, validation) Spark jobs of each kind of run
-(:data:`kafkalab.airflow.spark_submit.SPARK_JOBS`)."""
 
 VALIDATION_FAILED_EXIT = 1
 """The exit code of a validation job whose expectations failed (a result, not an error)."""
@@ -89,16 +82,6 @@ def spark_master(env: Mapping[str, str] | None = None) -> str:
 
     env = os.environ if env is None else env
     return (env.get(SPARK_MASTER_ENV) or "").strip() or DEFAULT_MASTER
-
-
-def run_kind(manifest: Mapping[str, Any] | None) -> str:
-    """``faults``, ``load`` or ``latency`` from a run manifest."""
-    from kafkalab.drift.load import is_load_manifest
-    from kafkalab.report.fault_data import is_fault_manifest
-
-    if is_fault_manifest(manifest):
-        return "faults"
-    return "load" if is_load_manifest(manifest) else "latency"
 
 
 def newest_run(lab: LabData) -> str:
@@ -164,7 +147,7 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
                          master: str) -> list[str]:
     """The ``spark-submit`` command line of ``job`` for one run: the DAG task's
     application, arguments, py-files and conf (class-data archive included when built)."""
-    from kafkalab.airflow.spark_submit import (
+    from kafkalab.spark.submit import (
         runtime_conf,
         spark_application,
         spark_conf,
@@ -183,7 +166,7 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
 def spark_submit_env() -> dict[str, str]:
     """The environment of the spark-submit: ours with the DAGs' (:func:`spark_env`), the
     venv's ``bin/`` first on ``PATH``, and no PySpark gateway of a parent session."""
-    from kafkalab.airflow.spark_submit import spark_env
+    from kafkalab.spark.submit import spark_env
 
     env = {**os.environ, **spark_env()}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -286,30 +269,30 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
     if manifest is None:
         raise ConfigError(f"unknown run {rid!r}: no manifest {lab.manifest_path(rid)}")
     refuse_running(lab, rid, manifest)
-    kind = run_kind(manifest)
+    kind = kind_of(manifest)
     url = master or spark_master()
     say = progress or noop
-    aggregate_job, validate_job = JOBS_BY_KIND[kind]
+    aggregate_job, validate_job = kind.spark_jobs
     jobs: list[JobOutcome] = []
     with _data_dir_env(lab.root):
         started = time.time()
         try:
             jobs.append(submit(aggregate_job, rid, lab.root, url, say))
         finally:
-            if kind != "faults":  # as LabSparkSubmitOperator (the fault operator marks none)
+            if kind.marks_stale:  # as LabSparkSubmitOperator (the fault operator marks none)
                 tasks.mark_recomputed(rid, "aggregates", written_since_s=None if jobs else started)
         started = time.time()
         try:
             validation = submit(validate_job, rid, lab.root, url, say)
             jobs.append(validation)
         finally:
-            if kind != "faults":
+            if kind.marks_stale:
                 passed = len(jobs) == 2 and jobs[-1].exit_code == 0
                 tasks.mark_recomputed(rid, "validation",
                                       written_since_s=None if passed else started)
-        drift = tasks.check_drift(rid) if kind != "faults" else None
+        drift = tasks.check_drift(rid) if kind.drift_judged else None
         report = tasks.publish_report(rid)
-    return AggregateOutcome(run_id=rid, kind=kind, master=url, jobs=jobs,
+    return AggregateOutcome(run_id=rid, kind=kind.name, master=url, jobs=jobs,
                             validation_success=validation.exit_code == 0, drift=drift,
                             report=report)
 
@@ -333,14 +316,12 @@ def format_outcome(o: AggregateOutcome) -> str:
 
 __all__ = [
     "DEFAULT_MASTER",
-    "JOBS_BY_KIND",
     "AggregateOutcome",
     "JobOutcome",
     "aggregate_run",
     "format_outcome",
     "newest_run",
     "refuse_running",
-    "run_kind",
     "spark_master",
     "spark_submit_command",
     "spark_submit_env",

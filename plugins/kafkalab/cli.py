@@ -470,9 +470,9 @@ def _subcommands(p: argparse.ArgumentParser, dest: str,
 
 def _run_epilog() -> str:
     """The names ``run`` accepts, from the catalog, the payloads and include/profiles/."""
+    from kafkalab.catalog import SCENARIOS
     from kafkalab.config import known_names
     from kafkalab.payloads import IMAGE_SPECS, RANDOM_BODY_SIZES_BYTES
-    from kafkalab.scenarios.catalog import SCENARIOS
 
     return (f"scenarios: {', '.join(SCENARIOS)}\n"
             f"payloads:  {', '.join(RANDOM_BODY_SIZES_BYTES)} (random bytes), "
@@ -630,9 +630,9 @@ def _load_cells(args: argparse.Namespace) -> tuple[list[Any], str]:
     """The cells of ``kafkalab load``: a workload's sweep, or the options' product."""
     from pydantic import ValidationError
 
-    from kafkalab.config.loader import describe_validation_error
     from kafkalab.errors import ConfigError
     from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.yamlio import describe_validation_error
 
     if args.workload:
         from kafkalab.load.workloads import load_load_workload
@@ -730,11 +730,12 @@ def cmd_faults(args: argparse.Namespace) -> int:
         _say_stopped(stopped, "faults down", args.json)
         return 0
 
-    from kafkalab.config.loader import describe_validation_error, load_profile
+    from kafkalab.config.loader import load_profile
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest, execute_faults
     from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec, group_duration_s
     from kafkalab.faults.summary import format_consumer_table, format_fault_table
+    from kafkalab.yamlio import describe_validation_error
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
@@ -1023,7 +1024,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
 def cmd_drift_accept(args: argparse.Namespace) -> int:
     """``kafkalab drift accept SERIES|RUN``: accept the new level; prints what was accepted."""
-    from kafkalab.drift import accept_drift
+    from kafkalab.alerts import accept_drift
     from kafkalab.store import LabData
 
     lab = LabData(getattr(args, "data_dir", None))

@@ -145,25 +145,28 @@ def _run_rows(data_dir: str | os.PathLike[str], run_id: str
         ConfigError: no such run, a fault run, or a run without aggregates.
     """
     from kafkalab.drift.history import load_history
-    from kafkalab.drift.load import load_cells_history, load_run_dir
+    from kafkalab.drift.load import load_cells_history
+    from kafkalab.kinds import LATENCY, LOAD, RUN_KINDS, kind_of
     from kafkalab.store import LabData
 
     lab = LabData(data_dir)
     manifest = lab.manifest(run_id)
-    if lab.aggregates_dir.joinpath(f"run_id={run_id}").is_dir():
+    if lab.run_aggregates_dir(run_id, LATENCY).is_dir():
         history = load_history(lab.root, {run_id: manifest} if manifest else {})
         rows = history[history["run_id"].astype(str) == run_id] if not history.empty else history
         if not rows.empty:
-            return "latency", rows.reset_index(drop=True)
-    if load_run_dir(lab, run_id).is_dir():
+            return LATENCY.name, rows.reset_index(drop=True)
+    if lab.run_aggregates_dir(run_id, LOAD).is_dir():
         cells = load_cells_history(lab.root, {run_id: manifest} if manifest else {})
         rows = cells[cells["run_id"].astype(str) == run_id] if not cells.empty else cells
         if not rows.empty:
-            return "load", rows.reset_index(drop=True)
+            return LOAD.name, rows.reset_index(drop=True)
     if manifest is None:
         raise ConfigError(f"unknown run {run_id!r}: no manifest and no aggregates in {lab.root}")
-    if manifest.get("kind") == "faults":
-        raise ConfigError(f"run {run_id} is a fault run: compare judges latency and load runs")
+    if not kind_of(manifest).drift_judged:
+        judged = " and ".join(k.name for k in RUN_KINDS.values() if k.drift_judged)
+        raise ConfigError(f"run {run_id} is a {kind_of(manifest).name} run: compare judges "
+                          f"{judged} runs")
     raise ConfigError(f"run {run_id} has no aggregates yet: run `kafkalab aggregate --run-id "
                       f"{run_id}` first")
 
@@ -173,13 +176,12 @@ def run_facts(data_dir: str | os.PathLike[str], run_id: str, kind: str,
     """The state, validation and stale outputs of one run, and whether drift would take it
     as a baseline (``as_baseline``) or as a good judged run (see :class:`RunFacts`)."""
     from kafkalab.drift.detect import BASELINE_STALE_OUTPUTS, GOOD_RUN_STATE, JUDGED_STALE_OUTPUTS
-    from kafkalab.drift.load import load_validation
     from kafkalab.store import LabData
 
     lab = LabData(data_dir)
     manifest = lab.manifest(run_id) or {}
     state, reason = lab.run_state(run_id), lab.run_state_reason(run_id)
-    doc = load_validation(lab, run_id) if kind == "load" else lab.validation(run_id)
+    doc = lab.validation(run_id, kind)
     validation = ("none" if doc is None else "unreadable" if doc.get("unreadable")
                   else "passed" if doc.get("success") is True else "failed")
     raw = manifest.get("stale_outputs") or []

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from kafkalab.catalog import needs_kafka, scenario_spec
 from kafkalab.cluster.admin import check_reachable
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.loader import DEFAULT_WORKLOAD, load_profile, load_workload
@@ -51,8 +52,8 @@ from kafkalab.samples import (
     settings_json,
     utc_now_iso,
 )
+from kafkalab.scenarios import get_scenario
 from kafkalab.scenarios.base import Cell, Skipped
-from kafkalab.scenarios.catalog import get_scenario, needs_kafka, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.summary import CellResult, summarize_rows
 from kafkalab.values import jsonable

@@ -6,11 +6,15 @@ fragments), ``docs/aggregates-schema.md`` (aggregates, validation) and
 knows where those files live. Layout under the data directory (:func:`kafkalab.paths.data_dir`)::
 
     samples/run_date=<YYYY-MM-DD>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet
+    load/run_date=<YYYY-MM-DD>/run_id=<id>/cell=<cell>/      a load run's cells
+    faults/run_date=<YYYY-MM-DD>/run_id=<id>/trial=<trial>/  a fault run's trials
     runs/<id>.json                          run manifest
     runs/<id>/cells/<scenario>-<payload>-<profile>.json   one fragment per measured cell
     runs/<id>/                              scratch of the run's scenarios (tool settings, logs)
     aggregates/run_id=<id>/part-*.parquet   written by spark_jobs/aggregate_metrics.py
+    aggregates/load/run_id=<id>/, aggregates/faults/run_id=<id>/   the other kinds' tables
     validation/<id>.json, validation/<id>.html, validation/docs/   spark_jobs/validate_metrics.py
+    validation/<id>-load.json, validation/<id>-faults.json   the other kinds' results
     drift/run_id=<id>/drift.parquet         drift records
     alerts/state.json                       what was already announced
     reports/index.html, reports/<id>/index.html   the trend report
@@ -21,7 +25,11 @@ the temporary file is removed and the old file (if any) is left as it was. A rea
 sees half a file. The Spark jobs receive these paths as arguments and write Parquet with
 Spark's own committer, and the validation JSON with this module's :func:`atomic_write`: at
 module level this file imports only the standard library, so it ships to Spark nodes that
-lack the package as a lone ``--py-files`` file (``kafkalab.airflow.spark_submit``); keep it so.
+lack the package as a lone ``--py-files`` file (``kafkalab.spark.submit``); keep it so.
+
+Where a kind of run (:mod:`kafkalab.kinds`: latency, load, faults) keeps its measured
+files, aggregates and validation result is that kind's entry; the methods that take a
+``kind`` ask it (imported lazily: this file must stay a lone-file module for Spark).
 
 No I/O happens at import time or in :class:`LabData`'s constructor.
 """
@@ -41,6 +49,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from kafkalab.kinds import RunKind
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +228,32 @@ class LabData:
         """``validation/docs/``: the GX Data Docs site."""
         return self.validation_dir / "docs"
 
+    # -- the folders of a kind of run ---------------------------------------------------
+
+    def measured_dir(self, kind: RunKind | str) -> Path:
+        """The folder of a kind's measured files: ``samples/`` (latency), ``load/``,
+        ``faults/`` (partitioned ``run_date=<day>/run_id=<id>/``)."""
+        return self.root / _kind(kind).measured_dir
+
+    def kind_aggregates_dir(self, kind: RunKind | str) -> Path:
+        """The folder of a kind's aggregates: ``aggregates/`` (latency), ``aggregates/load/``,
+        ``aggregates/faults/``."""
+        sub = _kind(kind).aggregates_subdir
+        return self.aggregates_dir / sub if sub else self.aggregates_dir
+
+    def run_aggregates_dir(self, run_id: str, kind: RunKind | str | None = None) -> Path:
+        """``<kind's aggregates>/run_id=<run_id>``: one run's aggregates (latency when no
+        ``kind`` is given)."""
+        return self.kind_aggregates_dir(kind or "latency") / f"run_id={run_id}"
+
+    def run_aggregate_ids(self, kind: RunKind | str) -> list[str]:
+        """The runs with aggregates of ``kind`` (``run_id=<id>/`` folders), sorted."""
+        root = self.kind_aggregates_dir(kind)
+        if not root.is_dir():
+            return []
+        return sorted(p.name.split("=", 1)[1] for p in root.iterdir()
+                      if p.is_dir() and p.name.startswith("run_id="))
+
     @property
     def drift_dir(self) -> Path:
         """``drift/``: drift records, one partition per run."""
@@ -333,18 +369,28 @@ class LabData:
 
     # -- validation ----------------------------------------------------------------------
 
-    def validation_path(self, run_id: str) -> Path:
-        """``validation/<run_id>.json``: the GX result document of a run."""
-        return self.validation_dir / f"{run_id}.json"
+    def validation_path(self, run_id: str, kind: RunKind | str | None = None) -> Path:
+        """``validation/<run_id><suffix>.json``: the GX result document of a run of ``kind``
+        (suffix ``-load``, ``-faults``; none for latency, the default)."""
+        suffix = _kind(kind).validation_suffix if kind is not None else ""
+        return self.validation_dir / f"{run_id}{suffix}.json"
 
-    def validation_html_path(self, run_id: str) -> Path:
-        """``validation/<run_id>.html``: its offline HTML summary."""
-        return self.validation_dir / f"{run_id}.html"
+    def validation_html_path(self, run_id: str, kind: RunKind | str | None = None) -> Path:
+        """``validation/<run_id><suffix>.html``: its offline HTML summary."""
+        return self.validation_path(run_id, kind).with_suffix(".html")
 
-    def validation(self, run_id: str) -> dict[str, Any] | None:
-        """A run's validation result; None when there is none yet; an unreadable file is
+    def validation(self, run_id: str, kind: RunKind | str | None = None) -> dict[str, Any] | None:
+        """A run's validation result (:meth:`validation_path`; for a kind with a suffix, the
+        plain ``validation/<run_id>.json`` when its own file is absent, as runs validated
+        before the suffixes were); None when there is none yet; an unreadable file is
         ``{"success": None, "failed": [], "unreadable": True}`` (never mistaken for a pass)."""
-        path = self.validation_path(run_id)
+        if kind is not None and _kind(kind).validation_suffix:
+            own = self._validation_doc(self.validation_path(run_id, kind))
+            return own if own is not None else self._validation_doc(self.validation_path(run_id))
+        return self._validation_doc(self.validation_path(run_id))
+
+    @staticmethod
+    def _validation_doc(path: Path) -> dict[str, Any] | None:
         try:
             doc = read_json(path)
         except (OSError, ValueError):
@@ -406,16 +452,37 @@ class LabData:
 
     # -- run state: stale outputs and stale runs -------------------------------------------
 
-    def derived_outputs(self, run_id: str) -> list[str]:
+    def derived_outputs(self, run_id: str, kind: RunKind | str | None = None) -> list[str]:
         """Which of a run's derived outputs exist (:data:`DERIVED_OUTPUTS` order): the ones a
-        re-measured cell makes stale."""
+        re-measured cell makes stale. ``kind`` (default: the manifest's,
+        :func:`kafkalab.kinds.kind_of`) says where its aggregates and validation are."""
+        from kafkalab.kinds import kind_of
+
+        k = _kind(kind) if kind is not None else kind_of(self.manifest(run_id))
         present = {
-            "aggregates": (self.aggregates_dir / f"run_id={run_id}").is_dir(),
-            "validation": self.validation_path(run_id).exists(),
+            "aggregates": self.run_aggregates_dir(run_id, k).is_dir(),
+            "validation": self.validation_path(run_id, k).exists(),
             "drift": self.drift_path(run_id).exists(),
             "report": (self.report_page_dir(run_id) / "index.html").exists(),
         }
         return [name for name in DERIVED_OUTPUTS if present[name]]
+
+    def output_files(self, run_id: str, output: str,
+                     kind: RunKind | str | None = None) -> list[Path]:
+        """The files that hold one of a run's derived outputs (:data:`DERIVED_OUTPUTS`),
+        those that exist: its aggregates' Parquet files, its validation result, its drift
+        records, its report page. ``kind`` (default: the manifest's) says where its
+        aggregates and validation are."""
+        from kafkalab.kinds import kind_of
+
+        k = _kind(kind) if kind is not None else kind_of(self.manifest(run_id))
+        if output == "aggregates":
+            d = self.run_aggregates_dir(run_id, k)
+            return sorted(p for p in d.rglob("*.parquet") if p.is_file()) if d.is_dir() else []
+        path = {"validation": self.validation_path(run_id, k),
+                "drift": self.drift_path(run_id),
+                "report": self.report_page_dir(run_id) / "index.html"}.get(output)
+        return [path] if path is not None and path.is_file() else []
 
     def clear_stale(self, run_id: str, output: str) -> bool:
         """Remove ``output`` from the run's ``stale_outputs`` once it was recomputed; returns
@@ -500,6 +567,13 @@ class LabData:
     def write_drift_acceptances(self, doc: Mapping[str, Any]) -> Path:
         """Write the acceptances document atomically (:func:`atomic_write_json`)."""
         return atomic_write_json(self.drift_acceptances_path(), dict(doc))
+
+
+def _kind(kind: RunKind | str) -> RunKind:
+    """``kind`` as a :class:`kafkalab.kinds.RunKind` (a name is looked up)."""
+    from kafkalab.kinds import RunKind, run_kind
+
+    return kind if isinstance(kind, RunKind) else run_kind(kind)
 
 
 __all__ = [

@@ -285,13 +285,13 @@ def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str,
     assert manifest["status"] == "complete", manifest.get("error")
     assert manifest.get("stale_outputs") == []
     assert len(manifest["cells"]) == 2
-    from kafkalab.drift.load import load_validation, read_load_table
+    from kafkalab.drift.load import read_load_table
 
     cells = read_load_table(lab, run, "load_cells")
     assert sorted(cells["consumers"]) == [1, 3]
     assert (cells["loss_pct"] == 0).all() and (cells["failing_clients"] == 0).all()
     assert len(read_load_table(lab, run, "load_consumers")) == 4
-    validation = load_validation(lab, run)
+    validation = lab.validation(run, "load")
     assert validation is not None and validation["success"] is True, validation
     drift = lab.drift(run)
     assert drift is not None and set(drift["scenario"]) == {"load"}
@@ -334,7 +334,6 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     in the same Airflow makes ``kafkalab_aggregates`` inactive, see docs/airflow.md)."""
     import pandas as pd
 
-    from kafkalab.airflow.fault_tasks import fault_aggregates_dir, fault_validation
 
     lab = LabData(airflow_setup["data"])
     before = set(lab.manifests())
@@ -392,7 +391,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
         assert (group_json.parent / name).is_file(), name
 
     # Spark: the aggregates agree with the trials' own summaries
-    agg = fault_aggregates_dir(lab, run)
+    agg = lab.run_aggregates_dir(run, "faults")
     trials = pd.read_parquet(agg / "fault_trials.parquet").set_index("trial_id")
     assert sorted(trials.index) == sorted([trial["trial_id"], g["trial_id"]])
     row = trials.loc[trial["trial_id"]]
@@ -406,7 +405,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     assert len(cells) == 2 and cells["trials_complete"].astype(int).tolist() == [1, 1]
     assert len(pd.read_parquet(agg / "group_lag.parquet")) > 0
     assert len(pd.read_parquet(agg / "fault_timeline.parquet")) > 0
-    validation = fault_validation(lab, run)
+    validation = lab.validation(run, "faults")
     assert validation is not None and validation["success"] is True, validation
 
     # the report: the run's page with its section, listed in the index

@@ -46,7 +46,6 @@ from kafkalab import procs
 from kafkalab.airflow import launcher
 from kafkalab.airflow.run_ids import dag_lab_run_id
 from kafkalab.cluster.distribution import NPM_TARBALL
-from kafkalab.drift.load import load_validation
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
@@ -298,7 +297,7 @@ def test_celery_runs_a_cells_consumer_shards_as_tasks_of_their_own(stack: dict[s
         assert summary["failing_clients"] == 0 and summary["loss_pct"] == 0, summary
         assert summary["expected_msgs"] > 0 and summary["consumers"] == 2
         assert [c["missing_msgs"] for c in summary["consumers_detail"]] == [0, 0], summary
-    validation = load_validation(lab, lab_run)
+    validation = lab.validation(lab_run, "load")
     assert validation is not None and validation["success"] is True
     worker_log = (stack["home"] / "celery-worker.log").read_text(errors="replace")
     assert "consume_load_shard" in worker_log, worker_log[-3000:]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from kafkalab.airflow.pools import CLUSTER_TASKS, MEASURE_POOL
-from kafkalab.airflow.spark_submit import spark_py_files
 from kafkalab.errors import ConfigError
 from kafkalab.paths import dags_dir, data_dir, include_dir, lab_dir, spark_jobs_dir
+from kafkalab.spark.submit import spark_py_files
 
 DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
@@ -576,8 +576,8 @@ def test_nightly_schedule(parsed: dict[str, Any]) -> None:
 
 
 def test_experiment_params_form(parsed: dict[str, Any]) -> None:
+    from kafkalab.catalog import SCENARIOS
     from kafkalab.payloads import payload_names
-    from kafkalab.scenarios.catalog import SCENARIOS
 
     dag = parsed["bag"].dags["latency_experiment"]
     assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only

@@ -29,8 +29,8 @@ from kafkalab.config.loader import load_profile
 from kafkalab.config.models import Workload
 from kafkalab.payloads import load_body
 from kafkalab.samples import ListSink, Sample
+from kafkalab.scenarios import get_scenario
 from kafkalab.scenarios.base import Cell
-from kafkalab.scenarios.catalog import get_scenario
 from kafkalab.topics import TopicSpec, provision_topics
 
 MESSAGES = 30

@@ -2,7 +2,7 @@
 ``spark-class``) runs both Spark jobs of a DAG run, submitted exactly as the DAG submits
 them: Airflow's ``SparkSubmitHook`` with the ``spark_default`` connection that
 ``KAFKALAB_SPARK_MASTER`` becomes (``launcher.spark_conn``) and the DAG's own application,
-arguments, py-files, conf and env (``kafkalab.airflow.spark_submit``). The aggregates equal
+arguments, py-files, conf and env (``kafkalab.spark.submit``). The aggregates equal
 a ``local[2]`` run of the same job cell by cell, and the master and the workers' work dirs
 show that the executors really ran on the workers.
 
@@ -28,16 +28,16 @@ import pytest
 
 from kafkalab import procs
 from kafkalab.airflow.launcher import spark_conn
-from kafkalab.airflow.spark_submit import (
+from kafkalab.paths import project_root
+from kafkalab.spark import spark_down, spark_status
+from kafkalab.spark.master_api import MasterView, fetch_master
+from kafkalab.spark.submit import (
     spark_application,
     spark_conf,
     spark_env,
     spark_job_args,
     spark_py_files,
 )
-from kafkalab.paths import project_root
-from kafkalab.spark import spark_down, spark_status
-from kafkalab.spark.master_api import MasterView, fetch_master
 from kafkalab.store import AGGREGATES_DIR, VALIDATION_DIR
 from tools.fake_samples import write_fake_samples
 

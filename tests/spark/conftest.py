@@ -43,7 +43,7 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     nightly task submits, the class-data archive included; two shuffle partitions for two
     cores); ``py_files`` are shipped with ``--py-files``; ``java_options`` are added to the
     driver's JVM options."""
-    from kafkalab.airflow.spark_submit import runtime_conf, spark_conf, spark_env
+    from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env
 
     python = VENV_BIN / "python"
     py = str(python) if python.exists() else sys.executable

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafkalab.airflow.spark_submit import spark_py_files
+from kafkalab.catalog import SCENARIOS
 from kafkalab.paths import spark_jobs_dir
-from kafkalab.scenarios.catalog import SCENARIOS
+from kafkalab.spark.submit import spark_py_files
 from kafkalab.stats import quantile_ci_ranks
 from kafkalab.summary import summarize_rows
 from spark_jobs import _session as shared

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafkalab.scenarios.catalog import SCENARIOS
+from kafkalab.catalog import SCENARIOS
 from tools.bench.spark import bench_aggregation
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import kafkalab.alerts
 from kafkalab.airflow.callbacks import on_failure_alert
-from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
+from kafkalab.airflow.connections import AlertWebhookConnection
+from kafkalab.alerts.webhook import AlertWebhook
 
 
 class _Named:

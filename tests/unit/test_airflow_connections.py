@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafkalab.airflow.connections import (
-    AlertWebhook,
-    AlertWebhookConnection,
-    ClusterConnection,
-)
+from kafkalab.airflow.connections import AlertWebhookConnection, ClusterConnection
+from kafkalab.alerts.webhook import AlertWebhook
 from kafkalab.errors import ConfigError
 
 

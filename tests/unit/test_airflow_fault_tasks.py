@@ -13,9 +13,9 @@ import pytest
 from kafkalab.airflow import fault_tasks
 from kafkalab.airflow.connections import AlertWebhookConnection, ClusterConnection
 from kafkalab.airflow.params import FAULT_CHOICES
-from kafkalab.airflow.spark_submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.paths import spark_jobs_dir
+from kafkalab.spark.submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
 from kafkalab.store import LabData, atomic_write_json
 
 
@@ -240,7 +240,7 @@ def test_verify_fault_outcome(lab: LabData, status: str | None,
         lab.write_manifest({"run_id": "faults-r1", "kind": "faults", "status": status,
                             "trials": []})
     if validation is not None:
-        atomic_write_json(fault_tasks.fault_validation_path(lab, "faults-r1"), validation)
+        atomic_write_json(lab.validation_path("faults-r1", "faults"), validation)
     if problem is None:
         assert fault_tasks.verify_fault_outcome("faults-r1")["validation_success"] is True
     else:
@@ -251,13 +251,13 @@ def test_verify_fault_outcome(lab: LabData, status: str | None,
 def test_lost_acked_messages_under_durability_are_announced_critical(
         lab: LabData, monkeypatch: pytest.MonkeyPatch) -> None:
     import kafkalab.alerts.notify as notify
-    from kafkalab.airflow.connections import AlertWebhook
+    from kafkalab.alerts.webhook import AlertWebhook
 
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(notify, "send_alert", lambda url, body, timeout_s=10: sent.append(body))
-    atomic_write_json(fault_tasks.fault_validation_path(lab, "faults-r1"), {"success": True})
+    atomic_write_json(lab.validation_path("faults-r1", "faults"), {"success": True})
     assert fault_tasks.send_fault_alerts("faults-r1")["reason"] == "validation passed"
-    atomic_write_json(fault_tasks.fault_validation_path(lab, "faults-r1"), FAILED)
+    atomic_write_json(lab.validation_path("faults-r1", "faults"), FAILED)
     out = fault_tasks.send_fault_alerts("faults-r1")
     assert (out["sent"], out["severity"]) == (False, "critical")  # no webhook: logged
     assert sent == []
@@ -281,5 +281,5 @@ def test_spark_jobs_of_a_fault_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert spark_job_args("validate_faults", "r1") == [
         "--aggregates", f"{d}/aggregates/faults", "--run-id", "r1", "--out", f"{d}/validation"]
     assert SPARK_JOB_OUTPUTS["aggregate_faults"] == "aggregates"
-    assert fault_tasks.fault_aggregates_dir(LabData(tmp_path / "d"), "r1") == (
+    assert LabData(tmp_path / "d").run_aggregates_dir("r1", "faults") == (
         tmp_path / "d" / "aggregates" / "faults" / "run_id=r1")

@@ -9,9 +9,9 @@ import pytest
 
 from kafkalab.airflow import load_tasks, tasks
 from kafkalab.airflow.connections import ClusterConnection
-from kafkalab.airflow.spark_submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.paths import spark_jobs_dir
+from kafkalab.spark.submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
 from kafkalab.store import LabData, atomic_write_json
 
 

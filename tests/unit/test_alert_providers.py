@@ -22,7 +22,8 @@ import pandas as pd
 import pytest
 
 from kafkalab import alerts, drift
-from kafkalab.airflow.connections import ALERT_CONN_ID, AlertWebhookConnection
+from kafkalab.airflow.connections import AlertWebhookConnection
+from kafkalab.alerts.webhook import ALERT_CONN_ID
 from tests.webhook import Receiver
 
 TOKEN = "T0PROV/B0PROV/xoxbProviderToken987"

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from kafkalab import alerts, drift
-from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
+from kafkalab.airflow.connections import AlertWebhookConnection
+from kafkalab.alerts.webhook import AlertWebhook
 from kafkalab.errors import LabError
 from tests.webhook import Receiver
 

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from kafkalab import alerts
-from kafkalab.airflow.connections import AlertWebhook, AlertWebhookConnection
+from kafkalab.airflow.connections import AlertWebhookConnection
 from kafkalab.alerts import bodies
-from kafkalab.store import atomic_write_json
+from kafkalab.alerts.webhook import AlertWebhook
+from kafkalab.store import LabData, atomic_write_json
 
 SECRET = "T0SECRET/B0SECRET/xoxbFaultToken"
 RUN = "20261122T010203Z-faults1"
@@ -202,7 +203,7 @@ def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Receiver]:
 
 
 def _write_report(data_dir: Path, doc: dict[str, Any]) -> Path:
-    path = alerts.fault_validation_path(data_dir, RUN)
+    path = LabData(data_dir).validation_path(RUN, "faults")
     atomic_write_json(path, doc)
     return path
 

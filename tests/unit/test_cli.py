@@ -225,7 +225,7 @@ def test_cluster_status_table_lists_each_process() -> None:
 def test_aggregate_submits_the_dags_job_on_the_switchs_master(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from kafkalab.aggregate import newest_run, spark_master, spark_submit_command
-    from kafkalab.airflow.spark_submit import spark_application, spark_job_args, spark_py_files
+    from kafkalab.spark.submit import spark_application, spark_job_args, spark_py_files
     from kafkalab.store import LabData
 
     monkeypatch.delenv("KAFKALAB_SPARK_MASTER", raising=False)

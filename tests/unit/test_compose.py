@@ -22,9 +22,9 @@ import yaml
 
 from kafkalab.airflow import pools
 from kafkalab.airflow.launcher import spark_conn
-from kafkalab.airflow.spark_submit import spark_conf, spark_env
 from kafkalab.cluster.descriptor import ClusterDescriptor, load_descriptor
 from kafkalab.cluster.distribution import NPM_INTEGRITY
+from kafkalab.spark.submit import spark_conf, spark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yaml"

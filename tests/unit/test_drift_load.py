@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kafkalab import drift
+from kafkalab import alerts, drift
 from kafkalab.drift.load import load_cells_history
 from kafkalab.errors import ConfigError
 from kafkalab.report.build import build_report
@@ -142,7 +142,7 @@ def test_load_drift_flags_on_the_load_page_and_accepting_a_load_series(tmp_path:
     page = (LabData(tmp_path).report_page_dir(LOAD_RUNS[4]) / "index.html").read_text()
     assert 'class="drift-flags"' in page and "e2e_p99_ms" in page
     key = str(flagged[flagged["metric"] == "e2e_p99_ms"]["series_key"].iloc[0])
-    made = drift.accept_drift(tmp_path, key, note="new level")
+    made = alerts.accept_drift(tmp_path, key, note="new level")
     assert [a.series_key for a in made] == [key] and made[0].from_run_id == LOAD_RUNS[4]
 
 

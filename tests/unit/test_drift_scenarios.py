@@ -185,7 +185,7 @@ def test_accepting_a_series_makes_its_new_level_the_baseline(tmp_path: Path) -> 
     key = h.record(step[0])["series_key"]
     assert key in h.state["series"]
 
-    made = drift.accept_drift(tmp_path, key, note="new broker disk")
+    made = alerts.accept_drift(tmp_path, key, note="new broker disk")
     assert [(a.series_key, a.from_run_id, a.through_run_id) for a in made] == [
         (key, step[0], step[-1])]
     assert alerts.load_state(tmp_path)["series"] == {}  # no recovery will be announced
@@ -221,25 +221,25 @@ def test_accepting_a_run_accepts_every_series_flagged_in_it(tmp_path: Path) -> N
         rids.append(rid)
     flagged = drift.read_drift(tmp_path, rids[7])
     assert flagged is not None and int(flagged["is_drift"].sum()) == 1
-    made = drift.accept_drift(tmp_path, rids[7])
+    made = alerts.accept_drift(tmp_path, rids[7])
     assert [(a.from_run_id, a.through_run_id) for a in made] == [(rids[7], rids[8])]
     assert made[0].series_key == h.record(rids[7])["series_key"]
     with pytest.raises(ConfigError, match="no drift flags"):
-        drift.accept_drift(tmp_path, rids[2])
+        alerts.accept_drift(tmp_path, rids[2])
 
 
 def test_accept_refuses_what_it_cannot_accept(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no drift records yet"):
-        drift.accept_drift(tmp_path, "whatever")
+        alerts.accept_drift(tmp_path, "whatever")
     h = History(tmp_path)
     rids = _normal(h, 4)
     key = h.record(rids[-1])["series_key"]
     with pytest.raises(ConfigError, match="not in alert"):
-        drift.accept_drift(tmp_path, key)
+        alerts.accept_drift(tmp_path, key)
     with pytest.raises(ConfigError, match="no drift record has series key"):
-        drift.accept_drift(tmp_path, "a|b|c")
+        alerts.accept_drift(tmp_path, "a|b|c")
     with pytest.raises(ConfigError, match="no drift records for run 'nope'"):
-        drift.accept_drift(tmp_path, "nope")
+        alerts.accept_drift(tmp_path, "nope")
     LabData(tmp_path).drift_acceptances_path().write_text("{broken")
     with pytest.raises(ConfigError, match="unreadable"):
         drift.run_drift(tmp_path, rids[-1], config_path=h.config)

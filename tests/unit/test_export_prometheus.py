@@ -257,7 +257,8 @@ def test_a_back_filled_night_does_not_become_the_latest_figure(lab: Path) -> Non
 
 
 def test_run_kind_and_source_follow_the_manifest() -> None:
-    from kafkalab.export.prometheus import run_is_emulator, run_kind, run_source
+    from kafkalab.export.prometheus import run_is_emulator, run_source
+    from kafkalab.kinds import kind_name as run_kind
 
     assert run_kind({"kind": "faults"}) == "faults"
     assert run_kind({"kind": "load"}) == run_kind({"workload": {"kind": "load"}}) == "load"

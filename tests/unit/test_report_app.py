@@ -11,9 +11,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from kafkalab.airflow.report_app import create_app, served_file
-from kafkalab.airflow.report_routes import APP_PREFIX, report_http_url
 from kafkalab.airflow.run_ids import dag_lab_run_id
 from kafkalab.store import LabData
+from kafkalab.urls import APP_PREFIX, report_http_url
 
 NIGHT = datetime(2026, 11, 18, tzinfo=UTC)
 TRIGGERED = "manual__2026-11-22T05:01:02.123456+00:00"

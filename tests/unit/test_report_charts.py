@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from kafkalab.catalog import SCENARIOS
 from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.charts import (
     BarSeries,
@@ -21,7 +22,6 @@ from kafkalab.report.charts import (
 )
 from kafkalab.report.format import esc, fmt_num, fmt_pct, rel_href
 from kafkalab.report.sections import run_labels, scenario_rank, series_label
-from kafkalab.scenarios.catalog import SCENARIOS
 
 SVG = "{http://www.w3.org/2000/svg}"
 

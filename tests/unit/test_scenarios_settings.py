@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab.catalog import CATALOG, LOOP_MODES, scenario_spec
 from kafkalab.cluster.descriptor import ClusterDescriptor
-from kafkalab.config.mapping import looks_secret, setting_text, settings_view
+from kafkalab.config.mapping import setting_text, settings_view
 from kafkalab.config.models import Profile, Workload
+from kafkalab.redact import looks_secret
+from kafkalab.scenarios import get_scenario
 from kafkalab.scenarios.base import Cell
-from kafkalab.scenarios.catalog import CATALOG, LOOP_MODES, get_scenario, scenario_spec
 from kafkalab.scenarios.confluent import ConfluentKafkaScenario, ConfluentKafkaSerialScenario
 
 SECRET = "s3cr3t-value"

@@ -10,8 +10,8 @@ from pathlib import Path
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile, Workload
 from kafkalab.report.settings_section import settings_section
+from kafkalab.scenarios import get_scenario
 from kafkalab.scenarios.base import Cell
-from kafkalab.scenarios.catalog import get_scenario
 
 SECRET = "s3cr3t-value"
 

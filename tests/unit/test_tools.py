@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab.catalog import CATALOG, KAFKA_CLIENT_SCENARIOS, SCENARIOS
 from kafkalab.paths import PACKAGE_DIR, spark_jobs_dir
-from kafkalab.scenarios.catalog import CATALOG, KAFKA_CLIENT_SCENARIOS, SCENARIOS
 
 RUN = "20261122T010203Z-dddddd"
 
@@ -49,7 +49,7 @@ def test_spark_jobs_import_only_the_standalone_store_of_kafkalab() -> None:
 
 def test_shipped_store_is_the_writer_where_kafkalab_is_not_installed(tmp_path: Path) -> None:
     """A Spark node without the package: _session.py finds the writer in the shipped store.py."""
-    from kafkalab.airflow.spark_submit import spark_py_files
+    from kafkalab.spark.submit import spark_py_files
 
     stub = tmp_path / "stub" / "kafkalab"
     stub.mkdir(parents=True)

@@ -47,12 +47,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kafkalab import drift
+from kafkalab.catalog import SCENARIOS
 from kafkalab.export.prometheus import export_textfile
 from kafkalab.report.build import build_report
 from kafkalab.report.changepoints import change_points, clear_cache
 from kafkalab.report.spectrum import MAX_RUNS, read_spectrum
 from kafkalab.report.trends import TREND_METRICS
-from kafkalab.scenarios.catalog import SCENARIOS
 from kafkalab.store import LabData, atomic_write_json
 from tools.bench.spark import _read_lean, pandas_aggregate
 from tools.fake_samples import write_fake_samples

@@ -4,11 +4,9 @@
 |---|---|
 | :mod:`kafkalab.airflow.tasks` | the task functions (``check_cluster`` … ``verify_outcome``): JSON in, JSON out |
 | :mod:`kafkalab.airflow.connections` | one hook-style class per Airflow Connection, returning typed settings |
-| :mod:`kafkalab.airflow.spark_submit` | what the ``SparkSubmitOperator`` tasks submit (script, args, conf, env, py-files) |
 | :mod:`kafkalab.airflow.run_ids` | a DAG run's logical date (and run id) -> path-safe lab run id |
 | :mod:`kafkalab.airflow.params` | the choices the trigger form offers |
 | :mod:`kafkalab.airflow.callbacks` | the DAG ``on_failure_callback`` |
-| :mod:`kafkalab.airflow.report_routes` | where the api-server serves the report and the Data Docs (``/kafkalab/...``) |
 | :mod:`kafkalab.airflow.report_app` | the FastAPI app the plugin ``plugins/kafkalab_report_plugin.py`` mounts there |
 | :mod:`kafkalab.airflow.launcher` | a loopback-only local Airflow (``python -m kafkalab.airflow.launcher``) |
 

@@ -157,10 +157,10 @@ def task_log_url(dag_id: str, airflow_run_id: str, task_id: str, map_index: int 
     """The Airflow UI's page of a task instance's log, as Airflow 3 forms
     ``TaskInstance.log_url``: ``<[api] base_url>/dags/<dag_id>/runs/<run_id>/tasks/<task_id>
     [/mapped/<map_index>][?try_number=<n>]`` (``base_url`` defaults to
-    :func:`kafkalab.airflow.report_routes.airflow_base_url`)."""
+    :func:`kafkalab.urls.airflow_base_url`)."""
     from urllib.parse import quote
 
-    from kafkalab.airflow.report_routes import airflow_base_url
+    from kafkalab.urls import airflow_base_url
 
     base = (base_url or airflow_base_url()).rstrip("/")
     mapped = f"/mapped/{map_index}" if map_index is not None and map_index >= 0 else ""

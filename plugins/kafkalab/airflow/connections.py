@@ -3,7 +3,7 @@
 | conn id | class | settings |
 |---|---|---|
 | ``kafkalab_cluster`` (optional) | :class:`ClusterConnection` | the cluster descriptor path (``extra.descriptor_path``) |
-| ``kafkalab_alert_webhook`` (optional) | :class:`AlertWebhookConnection` | :class:`AlertWebhook` (conn type ``slackwebhook`` or ``http``, body format, report base URL) |
+| ``kafkalab_alert_webhook`` (optional) | :class:`AlertWebhookConnection` | :class:`kafkalab.alerts.webhook.AlertWebhook` (conn type ``slackwebhook`` or ``http``, body format, report base URL) |
 
 A Connection is looked up only when a settings method is called (inside a task), never when
 the class is built, and a missing Connection is not an error: each class says what is used
@@ -13,22 +13,15 @@ instead. Airflow is imported inside the lookup, so this module is cheap at DAG-p
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
-from urllib.parse import quote
+from typing import Any, ClassVar
 
-from kafkalab.errors import ConfigError
+from kafkalab.alerts.webhook import ALERT_CONN_ID, AlertWebhook, connection_extra
 from kafkalab.paths import default_descriptor_path
-
-if TYPE_CHECKING:
-    from kafkalab.alerts import AlertFormat
 
 log = logging.getLogger(__name__)
 
 CLUSTER_CONN_ID = "kafkalab_cluster"
-ALERT_CONN_ID = "kafkalab_alert_webhook"
 
 
 class LabConnection:
@@ -59,15 +52,6 @@ class LabConnection:
             return None
 
 
-def connection_extra(conn: Any) -> dict[str, Any]:
-    """A Connection's ``extra`` as a dict (empty when absent or not a JSON object)."""
-    try:
-        extra = conn.extra_dejson
-    except Exception:
-        return {}
-    return dict(extra) if isinstance(extra, Mapping) else {}
-
-
 # --------------------------------------------------------------------------- cluster
 
 
@@ -90,185 +74,6 @@ class ClusterConnection(LabConnection):
 
 
 # --------------------------------------------------------------------------- alert webhook
-
-AlertConnType = Literal["slackwebhook", "http"]
-"""The Connection types an alert is delivered through: ``slackwebhook``
-(``SlackWebhookHook``, apache-airflow-providers-slack) or ``http`` (``HttpHook``,
-apache-airflow-providers-http)."""
-
-ALERT_CONN_TYPES: tuple[AlertConnType, ...] = get_args(AlertConnType)
-
-LAB_EXTRA_KEYS: tuple[str, ...] = ("format", "report_base_url", "endpoint", "webhook_url")
-"""Keys of the alert Connection's ``extra`` that the lab reads (``webhook_url`` only to
-refuse it). ``HttpHook`` would send every other key of ``extra`` as a request header, so
-these are taken out before it sees the Connection."""
-
-_SECRET_KEY_PARTS = ("auth", "token", "secret", "password", "key")
-"""An ``extra`` key containing one of these names a secret (e.g. an ``Authorization``
-header of an ``http`` Connection): its value is scrubbed from error messages."""
-
-SLACK_DEFAULT_HOST = "hooks.slack.com/services"
-"""``SlackWebhookHook``'s host when the Connection names none."""
-
-
-@dataclass(frozen=True)
-class AlertWebhook:
-    """Where and how alerts are delivered: the settings of the alert Connection.
-
-    Delivery goes through the Airflow hook of :attr:`conn_type`, which reads the
-    Connection :attr:`conn_id` itself; :attr:`url` is what that hook posts to, kept only to
-    print its redacted form and to scrub it (and :attr:`secrets`) out of error messages.
-    Neither is part of the ``repr``: never log them.
-    """
-
-    url: str = field(repr=False)
-    """The URL the hook posts to (a secret); empty when the Connection names no target."""
-    fmt: AlertFormat
-    """The body format: ``slack`` (Block Kit) or ``generic`` (the lab's JSON)."""
-    report_base_url: str | None = None
-    """``extra.report_base_url``: where the report directory is served (wins over the
-    api-server's route, see :meth:`report_url`)."""
-    conn_id: str = ALERT_CONN_ID
-    """The Connection the hook reads."""
-    conn_type: AlertConnType = "http"
-    """``slackwebhook`` (``SlackWebhookHook``) or ``http`` (``HttpHook``)."""
-    endpoint: str | None = None
-    """``http`` only: the path ``HttpHook`` posts to (``extra.endpoint``)."""
-    secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
-    """Other secret values (the password, an ``Authorization`` header) to scrub from
-    messages."""
-
-    @classmethod
-    def from_connection(cls, conn: Any) -> AlertWebhook:
-        """The settings of an alert Connection (fields in ``docs/drift-and-alerts.md``).
-
-        * ``conn_type`` ``slackwebhook``: the Slack body through ``SlackWebhookHook``; the
-          password is the webhook token (``T000/B000/XXXX``, the host defaulting to
-          ``hooks.slack.com/services``) or the whole webhook URL; ``extra.format`` must be
-          absent or ``slack``.
-        * ``conn_type`` ``http``: ``POST`` through ``HttpHook`` to ``[schema://]host[:port]``
-          (``schema`` ``http`` or ``https``, default ``http``; ``host`` may be a whole URL)
-          + ``extra.endpoint``; ``extra.format`` ``generic`` (default) or ``slack``; a login
-          and password are basic auth, other ``extra`` keys request headers.
-        * ``extra.report_base_url`` (both): where the report directory is served.
-
-        Raises:
-            ConfigError: another ``conn_type``; an unknown ``extra.format``; a Slack body
-                format other than ``slack`` on a ``slackwebhook`` Connection; the earlier
-                forms (``extra.webhook_url``; an ``http`` Connection with a password but no
-                login, the token path of a Slack webhook; a ``schema`` that is a URI path),
-                each with what to write instead.
-        """
-        conn_id = str(getattr(conn, "conn_id", None) or ALERT_CONN_ID)
-        extra = connection_extra(conn)
-        conn_type = str(getattr(conn, "conn_type", None) or "").strip().lower()
-        where = f"Connection {conn_id!r}"
-        if conn_type not in ALERT_CONN_TYPES:
-            raise ConfigError(
-                f"{where}: conn_type must be 'slackwebhook' (Slack, SlackWebhookHook) or 'http' "
-                f"(a JSON webhook, HttpHook), got {conn_type or None!r}")
-        if extra.get("webhook_url"):
-            raise ConfigError(
-                f"{where}: extra.webhook_url is no longer read: a Slack webhook is "
-                "conn_type 'slackwebhook' with the whole URL as its password; another webhook "
-                "is conn_type 'http' with the URL's scheme://host[:port] as host and its path "
-                "as extra.endpoint")
-        report_base = str(extra["report_base_url"]) if extra.get("report_base_url") else None
-        password = str(getattr(conn, "password", None) or "").strip()
-        secrets = tuple(s for s in (password, *_secret_extras(extra)) if s)
-        host = str(getattr(conn, "host", None) or "").strip()
-        schema = str(getattr(conn, "schema", None) or "").strip()
-        if conn_type == "slackwebhook":
-            fmt = _alert_format(extra.get("format") or "slack", conn_id)
-            if fmt != "slack":
-                raise ConfigError(f"{where}: a 'slackwebhook' Connection posts Slack bodies: "
-                                  f"extra.format must be 'slack' or absent, got {fmt!r} (a "
-                                  "generic JSON webhook is conn_type 'http')")
-            return cls(_slack_url(host, schema, password), fmt, report_base, conn_id,
-                       "slackwebhook", None, secrets)
-        fmt = _alert_format(extra.get("format") or "generic", conn_id)
-        if password and not getattr(conn, "login", None):
-            raise ConfigError(
-                f"{where}: an 'http' Connection with a password but no login (HttpHook sends a "
-                "password only as basic auth with a login); a Slack webhook's token is now the "
-                "password of a Connection of conn_type 'slackwebhook'")
-        if schema and schema.lower() not in ("http", "https"):
-            raise ConfigError(
-                f"{where}: its schema is not http or https but a value of {len(schema)} "
-                "characters, not shown: the URI form puts the path (a webhook's secret) there, "
-                "and HttpHook builds the URL scheme from it: give the path as "
-                "extra.endpoint, e.g. 'http://127.0.0.1:8123/http?endpoint=%2Fhook'")
-        endpoint = str(extra.get("endpoint") or "") or None
-        return cls(_http_url(host, schema, getattr(conn, "port", None), endpoint), fmt,
-                   report_base, conn_id, "http", endpoint, secrets)
-
-    @property
-    def where(self) -> str:
-        """The printable form of the target: ``scheme://host[:port]/***`` and the
-        Connection id (never the path or token)."""
-        from kafkalab.alerts.secrets import redact_url
-
-        return f"{redact_url(self.url)} (Connection {self.conn_id!r})"
-
-    def report_url(self, run_id: str) -> str:
-        """The http link to a run's report page that alerts carry.
-
-        ``<extra.report_base_url>/<run_id>/index.html`` when the Connection sets it (a
-        ``file://`` base gives a ``file://`` link: only when so configured), else the
-        api-server's route of the report plugin,
-        :func:`kafkalab.airflow.report_routes.report_http_url` (``<[api] base_url>/kafkalab/
-        reports/<run_id>/index.html``, ``http://localhost:8080`` without ``[api] base_url``,
-        as Airflow's own log links).
-        """
-        if self.report_base_url:
-            return f"{self.report_base_url.rstrip('/')}/{quote(run_id, safe='')}/index.html"
-        from kafkalab.airflow.report_routes import report_http_url
-
-        return report_http_url(run_id)
-
-
-def _secret_extras(extra: Mapping[str, Any]) -> list[str]:
-    """Values of ``extra`` keys that name a secret (``_SECRET_KEY_PARTS``)."""
-    return [str(v) for k, v in extra.items()
-            if k not in LAB_EXTRA_KEYS and isinstance(v, str | int)
-            and any(p in str(k).lower() for p in _SECRET_KEY_PARTS) and len(str(v)) > 3]
-
-
-def _slack_url(host: str, schema: str, password: str) -> str:
-    """The URL ``SlackWebhookHook`` posts to (its own rule): the password when it is a
-    whole URL, else ``<schema or https>://<host or hooks.slack.com/services>/<password>``
-    (``host`` itself may be a whole URL); empty without a password."""
-    if not password:
-        return ""
-    if "://" in password:
-        return password
-    base = host if "://" in host else f"{schema or 'https'}://{host or SLACK_DEFAULT_HOST}"
-    return (base.rstrip("/") + "/" + password.lstrip("/")).rstrip("/")
-
-
-def _http_url(host: str, schema: str, port: Any, endpoint: str | None) -> str:
-    """The URL ``HttpHook`` posts to (its own rule): ``host`` when it is a whole URL, else
-    ``<schema or http>://host``, then ``:port``, then the endpoint; empty without a host."""
-    if not host:
-        return ""
-    base = host if "://" in host else f"{schema or 'http'}://{host}"
-    if port:
-        base = f"{base}:{port}"
-    ep = endpoint or ""
-    if ep and not base.endswith("/") and not ep.startswith("/"):
-        return f"{base}/{ep}"
-    return base + ep
-
-
-def _alert_format(value: Any, conn_id: str | None) -> AlertFormat:
-    from kafkalab.alerts import AlertFormat
-
-    for fmt in get_args(AlertFormat):
-        if value == fmt:
-            return fmt
-    known = " or ".join(repr(f) for f in get_args(AlertFormat))
-    raise ConfigError(f"Connection {conn_id or ALERT_CONN_ID!r}: extra.format must be {known}, "
-                      f"got {value!r}")
 
 
 class AlertWebhookConnection(LabConnection):
@@ -297,14 +102,8 @@ class AlertWebhookConnection(LabConnection):
 
 
 __all__ = [
-    "ALERT_CONN_ID",
-    "ALERT_CONN_TYPES",
     "CLUSTER_CONN_ID",
-    "LAB_EXTRA_KEYS",
-    "AlertConnType",
-    "AlertWebhook",
     "AlertWebhookConnection",
     "ClusterConnection",
     "LabConnection",
-    "connection_extra",
 ]

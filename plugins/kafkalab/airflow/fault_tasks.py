@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ConfigError, RunError
+from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
 
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
     from kafkalab.faults.spec import FaultTrialSpec
 
 log = logging.getLogger(__name__)
-
-FAULTS_DIR = "faults"
-"""``<data>/faults``: the fault runs' raw files, and ``<data>/aggregates/faults``: their
-aggregates (``spark_jobs/aggregate_faults.py``)."""
 
 MAX_TRIALS = 50
 """Trials per profile × fault × acks cell the form accepts (the issue asks for at least 5)."""
@@ -248,28 +244,6 @@ def close_faults(run_id: str) -> dict[str, Any]:
     return dict(jsonable(done))
 
 
-def fault_validation_path(lab: LabData, run_id: str) -> Path:
-    """``validation/<run_id>-faults.json``: the result of ``spark_jobs/validate_faults.py``."""
-    return lab.validation_path(f"{run_id}-faults")
-
-
-def fault_aggregates_dir(lab: LabData, run_id: str) -> Path:
-    """``aggregates/faults/run_id=<id>/``: ``fault_trials``, ``fault_cells``,
-    ``fault_timeline`` (Parquet folders)."""
-    return lab.aggregates_dir / FAULTS_DIR / f"run_id={run_id}"
-
-
-def fault_validation(lab: LabData, run_id: str) -> dict[str, Any] | None:
-    """The fault validation result of ``run_id``, or None when there is none (yet)."""
-    import json
-
-    path = fault_validation_path(lab, run_id)
-    if not path.is_file():
-        return None
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return doc if isinstance(doc, dict) else None
-
-
 def _failed_checks(validation: Mapping[str, Any]) -> list[str]:
     """Short names of a validation's failed expectations (at most five)."""
     names = []
@@ -295,7 +269,7 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
         problems.append("no run manifest")
     elif status != "complete":
         problems.append(f"run is {status}")
-    validation = fault_validation(lab, run_id)
+    validation = lab.validation(run_id, FAULTS)
     if validation is None:
         problems.append("no validation result")
     elif not validation.get("success"):
@@ -308,7 +282,7 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
                             + (f" ({lost_in})" if lost_in else ""))
         checks = _failed_checks(validation)
         problems.append("validation failed" + (f" ({'; '.join(checks)})" if checks else "")
-                        + f" (see {fault_validation_path(lab, run_id)})")
+                        + f" (see {lab.validation_path(run_id, FAULTS)})")
     if problems:
         raise RunError(f"fault run {run_id}: " + "; ".join(problems))
     return {"run_id": run_id, "status": status, "validation_success": True}
@@ -329,8 +303,9 @@ def send_fault_alerts(run_id: str, dag_id: str | None = None) -> dict[str, Any]:
     Raises:
         AlertError: delivery failed (message without the URL).
     """
-    from kafkalab.airflow.connections import ALERT_CONN_ID, AlertWebhookConnection
+    from kafkalab.airflow.connections import AlertWebhookConnection
     from kafkalab.alerts import alert_on_fault_validation
+    from kafkalab.alerts.webhook import ALERT_CONN_ID
 
     lab = LabData()
     hook = AlertWebhookConnection(ALERT_CONN_ID).settings()
@@ -355,18 +330,14 @@ def nightly_fault_on(params: Mapping[str, Any]) -> bool:
 
 
 __all__ = [
-    "FAULTS_DIR",
     "MAX_TRIALS",
     "NIGHTLY_FAULT",
     "NIGHTLY_FAULT_PARAM",
     "PARAM_OF_FIELD",
     "build_fault_request",
     "close_faults",
-    "fault_aggregates_dir",
     "fault_run_started",
     "fault_trials",
-    "fault_validation",
-    "fault_validation_path",
     "nightly_fault_on",
     "run_trial",
     "send_fault_alerts",

@@ -206,8 +206,7 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_dir()),
         # kafkalab is a library on PYTHONPATH. Airflow's plugin loader executes every .py
         # file under its plugins folder as a top-level module named by its stem
-        # (plugins/kafkalab/alerts/secrets.py would replace the standard library's
-        # `secrets`), so it is given a folder of its own, holding only links to the lab's
+        # (plugins/kafkalab/airflow/tasks.py would be imported as a module `tasks`), so it is given a folder of its own, holding only links to the lab's
         # plugin files (install_plugins).
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(af_home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.errors import ConfigError, RunError
+from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, read_json
 from kafkalab.values import jsonable
 
@@ -334,8 +335,6 @@ def verify_load_outcome(run_id: str) -> dict[str, Any]:
     Raises:
         RunError: naming what is wrong.
     """
-    from kafkalab.drift.load import load_validation, load_validation_path
-
     lab = LabData()
     problems: list[str] = []
     manifest = lab.manifest(run_id)
@@ -344,26 +343,14 @@ def verify_load_outcome(run_id: str) -> dict[str, Any]:
         problems.append("no run manifest")
     elif status != "complete":
         problems.append(f"run is {status}")
-    validation = load_validation(lab, run_id)
+    validation = lab.validation(run_id, LOAD)
     if validation is None:
         problems.append("no validation result")
     elif not validation.get("success"):
-        problems.append(f"validation failed (see {load_validation_path(lab, run_id)})")
+        problems.append(f"validation failed (see {lab.validation_path(run_id, LOAD)})")
     if problems:
         raise RunError(f"load run {run_id}: " + "; ".join(problems))
     return {"run_id": run_id, "status": status, "validation_success": True}
-
-
-def load_output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
-    """The files holding a load run's ``aggregates`` or ``validation`` (those that exist)."""
-    from kafkalab.drift.load import load_run_dir, load_validation_path
-
-    if output == "aggregates":
-        d = load_run_dir(lab, run_id)
-        return sorted(p for p in d.rglob("*.parquet") if p.is_file()) if d.is_dir() else []
-    if output == "validation":
-        return [p for p in (load_validation_path(lab, run_id),) if p.is_file()]
-    return []
 
 
 __all__ = [
@@ -374,7 +361,6 @@ __all__ = [
     "cell_label",
     "close_load",
     "load_cells",
-    "load_output_files",
     "load_run_started",
     "measure_load_cell",
     "nightly_fanout_on",

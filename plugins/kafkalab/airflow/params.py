@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kafkalab.catalog import CATALOG, SCENARIOS
 from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LOAD_CLIENTS
 from kafkalab.payloads import IMAGE_SPECS, payload_names
-from kafkalab.scenarios.catalog import CATALOG, SCENARIOS
 
 SCENARIO_CHOICES: tuple[str, ...] = SCENARIOS
-"""Every scenario of :data:`kafkalab.scenarios.catalog.CATALOG`."""
+"""Every scenario of :data:`kafkalab.catalog.CATALOG`."""
 
 PAYLOAD_CHOICES: tuple[str, ...] = tuple(payload_names())
 """Every payload name (``100b`` … ``10mb``)."""

@@ -1,8 +1,8 @@
 """The report inside Airflow: a small read-only FastAPI app that Airflow's api-server mounts at
-:data:`~kafkalab.airflow.report_routes.APP_PREFIX` (``/kafkalab``) through the lab's plugin
+:data:`~kafkalab.urls.APP_PREFIX` (``/kafkalab``) through the lab's plugin
 (``plugins/kafkalab_report_plugin.py``).
 
-Routes (relative to the mount; see :mod:`kafkalab.airflow.report_routes`):
+Routes (relative to the mount; see :mod:`kafkalab.urls`):
 
 * ``GET /reports/<path>``: a file of ``<data_dir>/reports/`` (the static trend report);
   a folder serves its ``index.html`` (``/reports/`` is the overview,
@@ -42,17 +42,17 @@ from urllib.parse import quote
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from kafkalab.airflow.report_routes import APP_PREFIX, DATA_DOCS_PATH, REPORTS_PATH
 from kafkalab.airflow.run_ids import RUN_PREFIXES, dag_lab_run_id
 from kafkalab.store import LabData, safe_name
+from kafkalab.urls import APP_PREFIX, DATA_DOCS_PATH, REPORTS_PATH
 
 log = logging.getLogger(__name__)
 
 REPORTS_ROUTE = REPORTS_PATH[len(APP_PREFIX):]
-"""``/reports``: :data:`~kafkalab.airflow.report_routes.REPORTS_PATH` inside the app."""
+"""``/reports``: :data:`~kafkalab.urls.REPORTS_PATH` inside the app."""
 
 DATA_DOCS_ROUTE = DATA_DOCS_PATH[len(APP_PREFIX):]
-"""``/data-docs``: :data:`~kafkalab.airflow.report_routes.DATA_DOCS_PATH` inside the app."""
+"""``/data-docs``: :data:`~kafkalab.urls.DATA_DOCS_PATH` inside the app."""
 
 RUNS_ROUTE = "/runs"
 """``/runs/<dag_id>/<airflow_run_id>``: the redirect from a DAG run to its lab run's page."""

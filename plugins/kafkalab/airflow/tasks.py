@@ -30,14 +30,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.airflow.connections import (
-    ALERT_CONN_ID,
-    AlertWebhookConnection,
-    ClusterConnection,
-)
+from kafkalab.airflow.connections import AlertWebhookConnection, ClusterConnection
+from kafkalab.alerts.webhook import ALERT_CONN_ID
+from kafkalab.catalog import needs_kafka
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.errors import CellFailedError, RunError
-from kafkalab.scenarios.catalog import needs_kafka
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
 
@@ -246,21 +243,6 @@ def close_run(run_id: str) -> dict[str, Any]:
     return out
 
 
-def _output_files(lab: LabData, run_id: str, output: str) -> list[Path]:
-    """The files that hold a run's ``output`` (those that exist; a load run's included)."""
-    from kafkalab.airflow.load_tasks import load_output_files
-
-    if output == "aggregates":
-        return (sorted((lab.aggregates_dir / f"run_id={run_id}").glob("*.parquet"))
-                + load_output_files(lab, run_id, output))
-    if output == "validation":
-        return ([p for p in (lab.validation_path(run_id),) if p.is_file()]
-                + load_output_files(lab, run_id, output))
-    if output == "drift":
-        return [p for p in (lab.drift_path(run_id),) if p.is_file()]
-    return [p for p in (lab.report_page_dir(run_id) / "index.html",) if p.is_file()]
-
-
 MTIME_GRANULARITY_S = 0.05
 """How far a file's modification time may lag ``time.time()`` taken just before the write:
 Linux stamps files from its coarse clock (one timer tick, 4-10 ms, behind the precise one),
@@ -302,7 +284,7 @@ def mark_recomputed(run_id: str, output: str, written_since_s: float | None = No
         log.warning("run %s has no manifest: its %s cannot be marked fresh", run_id, output)
         return False
     if written_since_s is not None:
-        mtimes = [p.stat().st_mtime for p in _output_files(lab, run_id, output)]
+        mtimes = [p.stat().st_mtime for p in lab.output_files(run_id, output)]
         if not mtimes or not written_at_or_after(max(mtimes), written_since_s):
             log.warning("run %s: %s not rewritten by this task; still stale", run_id, output)
             return False

@@ -8,7 +8,7 @@
 
 The hooks read the Connection themselves (inside a task through the Task SDK, which masks
 its password in the task log; elsewhere from ``AIRFLOW_CONN_<ID>``). The target is the
-typed :class:`kafkalab.airflow.connections.AlertWebhook`; its URL is a secret: error
+typed :class:`kafkalab.alerts.webhook.AlertWebhook`; its URL is a secret: error
 messages and the hooks' own log lines show only its redacted form (:func:`scrub_secrets`).
 """
 
@@ -21,11 +21,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.alerts.secrets import scrub_url
 from kafkalab.errors import AlertError
+from kafkalab.redact import scrub_url
 
 if TYPE_CHECKING:
-    from kafkalab.airflow.connections import AlertWebhook
+    from kafkalab.alerts.webhook import AlertWebhook
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ while a delivery runs."""
 def scrub_secrets(text: str, webhook: AlertWebhook) -> str:
     """``text`` without the webhook's URL, its path, query and user info, any path segment of
     :data:`MIN_SECRET_SEGMENT_CHARS` or more, nor any of its
-    :attr:`~kafkalab.airflow.connections.AlertWebhook.secrets`."""
+    :attr:`~kafkalab.alerts.webhook.AlertWebhook.secrets`."""
     from urllib.parse import urlsplit
 
     out = scrub_url(text, webhook.url)

@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow.providers.http.hooks.http import HttpHook
 
-from kafkalab.airflow.connections import LAB_EXTRA_KEYS
+from kafkalab.alerts.webhook import LAB_EXTRA_KEYS
 
 HOOK_LOG = logging.getLogger("kafkalab.alerts.hooks")
 """The logger the hooks (and ``slack_sdk``) write to during a delivery; while one runs, its

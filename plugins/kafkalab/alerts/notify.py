@@ -1,7 +1,7 @@
 """The alert entry points: a run's drifts and recoveries (de-duplicated), a failed run, a
 fault run's failed validation (``critical`` when durability broke).
 
-Each takes the typed alert Connection (:class:`kafkalab.airflow.connections.AlertWebhook`:
+Each takes the typed alert Connection (:class:`kafkalab.alerts.webhook.AlertWebhook`:
 which hook, which body format) and delivers through :func:`kafkalab.alerts.delivery.send_alert`.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.alerts.bodies import HIGHEST_SEVERITY, Severity, build_body
@@ -18,10 +17,11 @@ from kafkalab.alerts.delivery import scrub_secrets, send_alert
 from kafkalab.alerts.plan import plan_alerts
 from kafkalab.alerts.state import load_state, save_state
 from kafkalab.drift import load_drift_config_or_default, read_drift
+from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
 
 if TYPE_CHECKING:
-    from kafkalab.airflow.connections import AlertWebhook
+    from kafkalab.alerts.webhook import AlertWebhook
     from kafkalab.drift.config import DriftConfig
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def alert_on_drift(
     ``worsen_margin_pct`` defaults to ``alerts.worsen_margin_pct`` of the drift config; each
     series carries its rule's ``k_mad`` (:func:`with_rule_thresholds`). The body format is
     the webhook's (``webhook.fmt``); ``report_url`` is the link to the run's report
-    (:meth:`~kafkalab.airflow.connections.AlertWebhook.report_url`).
+    (:meth:`~kafkalab.alerts.webhook.AlertWebhook.report_url`).
 
     Returns:
         ``{"run_id", "sent", "drifts", "recoveries", "suppressed", "reason"}``.
@@ -136,13 +136,8 @@ def alert_run_failed(
 # --------------------------------------------------------------------------- fault runs
 
 FAULT_SUITE = "faults"
-"""The suite of ``spark_jobs/validate_faults.py``: ``validation/<run_id>-faults.json``."""
+"""The suite of ``spark_jobs/validate_faults.py`` (``validation/<run_id>-faults.json``)."""
 DURABLE_PROFILE = "durability"
-
-
-def fault_validation_path(data_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """``<data_dir>/validation/<run_id>-faults.json``."""
-    return LabData(data_dir).validation_path(f"{run_id}-{FAULT_SUITE}")
 
 
 def durability_broken(doc: Mapping[str, Any]) -> bool:
@@ -205,8 +200,9 @@ def alert_on_fault_validation(
     """
     summary: dict[str, Any] = {"run_id": run_id, "sent": False, "severity": None,
                                "reason": None, "failed_checks": 0, "acked_lost": 0}
-    path = fault_validation_path(data_dir, run_id)
-    doc = LabData(data_dir).validation(f"{run_id}-{FAULT_SUITE}")
+    lab = LabData(data_dir)
+    path = lab.validation_path(run_id, FAULTS)
+    doc = lab.validation(run_id, FAULTS)
     if doc is None:
         summary["reason"] = "no fault validation result for this run"
         return summary
@@ -233,5 +229,5 @@ def alert_on_fault_validation(
 
 
 __all__ = ["alert_on_drift", "alert_on_fault_validation", "alert_run_failed",
-           "durability_broken", "fault_validation_fields", "fault_validation_path",
+           "durability_broken", "fault_validation_fields",
            "validation_severity", "with_rule_thresholds"]

@@ -11,10 +11,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.store import LabData
+
+if TYPE_CHECKING:
+    from kafkalab.drift.acceptances import Acceptance
 
 log = logging.getLogger(__name__)
 
@@ -65,5 +69,23 @@ def forget_series(data_dir: str | os.PathLike[str], series_keys: Iterable[str]) 
     return gone
 
 
-__all__ = ["STATE_SCHEMA", "empty_state", "forget_series", "load_state", "save_state",
-           "state_path"]
+def accept_drift(data_dir: str | os.PathLike[str] | None, target: str,
+                 note: str | None = None, now: datetime | None = None) -> list[Acceptance]:
+    """``kafkalab drift accept``: accept the new level of a series (``target`` = series key)
+    or of every series flagged in a run (``target`` = run id)
+    (:func:`kafkalab.drift.record_acceptance`), then take the accepted series out of the
+    alert state (no recovery will be announced for them); returns what was accepted.
+
+    Raises:
+        ConfigError: see :func:`kafkalab.drift.acceptances.plan_acceptance`; or the
+            acceptances file is unreadable.
+    """
+    from kafkalab.drift.acceptances import record_acceptance
+
+    made = record_acceptance(data_dir, target, note=note, now=now)
+    forget_series(LabData(data_dir).root, [a.series_key for a in made])
+    return made
+
+
+__all__ = ["STATE_SCHEMA", "accept_drift", "empty_state", "forget_series", "load_state",
+           "save_state", "state_path"]

@@ -15,7 +15,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.redact import looks_secret
 from kafkalab.store import atomic_write
+from kafkalab.yamlio import parse_model, read_yaml
 
 EMULATOR_LABEL = "EMULATOR — not Kafka"
 """The label every table, chart and report shows beside a figure measured on an emulator
@@ -27,7 +29,6 @@ def emulator_note(d: ClusterDescriptor) -> str:
     return f"{d.version} is an EMULATOR, not Apache Kafka: its latencies say nothing about Kafka"
 
 __all__ = [
-    "SECRET_PROPERTIES",
     "ClusterDescriptor",
     "jvm_classpath",
     "kafka_python_config",
@@ -37,19 +38,6 @@ __all__ = [
     "save_descriptor",
     "string_properties",
 ]
-
-#: librdkafka properties whose values are secrets: they must come through ``secret_env``.
-SECRET_PROPERTIES = frozenset(
-    {
-        "sasl.password",
-        "ssl.key.password",
-        "ssl.keystore.password",
-        "ssl.truststore.password",
-        "sasl.oauthbearer.client.secret",
-        "ssl.key.pem",
-        "ssl_key",
-    }
-)
 
 _LEGACY_DEFAULTS = {"api.version.request": "false", "broker.version.fallback": "0.9.0.1"}
 
@@ -61,11 +49,6 @@ def string_properties(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()}
     return v
-
-
-def _looks_secret(key: str) -> bool:
-    k = key.lower()
-    return k in SECRET_PROPERTIES or "password" in k or "secret" in k
 
 
 class ClusterDescriptor(BaseModel):
@@ -118,7 +101,7 @@ class ClusterDescriptor(BaseModel):
     @classmethod
     def _no_inline_secrets(cls, v: dict[str, str]) -> dict[str, str]:
         for key in v:
-            if _looks_secret(key):
+            if looks_secret(key):
                 # never echo the value
                 raise ValueError(
                     f"{key!r} is a secret: put the name of an environment variable in "
@@ -172,8 +155,6 @@ def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
 
 def descriptor_from_dict(data: Any, source: Path | str = "<dict>") -> ClusterDescriptor:
     """Validate parsed YAML as a descriptor; errors name ``source`` and the offending key."""
-    from kafkalab.config.loader import parse_model
-
     if not isinstance(data, dict):
         raise ConfigError(f"cluster descriptor {source}: expected a mapping at the top level, "
                           f"got {type(data).__name__}")
@@ -186,8 +167,6 @@ def load_descriptor(path: Path | str) -> ClusterDescriptor:
         raise ClusterError(
             f"cluster not up: no descriptor at {p}; run `kafkalab cluster up` or pass --cluster FILE"
         )
-    from kafkalab.config.loader import read_yaml
-
     d = descriptor_from_dict(read_yaml(p), p)
     if d.kafka_home:
         d = d.model_copy(update={"kafka_home": _resolve_kafka_home(d.kafka_home, p)})
@@ -306,7 +285,7 @@ def public_view(d: ClusterDescriptor) -> dict[str, Any]:
         "broker_count": d.broker_count,
         "zookeeper": d.zookeeper,
         "kafka_home": d.kafka_home,
-        "client_properties": {k: v for k, v in d.client_properties.items() if not _looks_secret(k)},
+        "client_properties": {k: v for k, v in d.client_properties.items() if not looks_secret(k)},
         "secret_env": dict(d.secret_env),
     }
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkalab.cluster.descriptor import SECRET_PROPERTIES, ClusterDescriptor
+from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile
 from kafkalab.config.properties import (
     CLIENT_OF_SCENARIO,
@@ -33,6 +33,7 @@ from kafkalab.config.properties import (
     python_value,
 )
 from kafkalab.errors import ConfigError
+from kafkalab.redact import looks_secret
 
 _FETCH_HEADROOM_BYTES = 1024 * 1024
 """Room above max.message.bytes for the message-set framing around one record."""
@@ -317,14 +318,6 @@ def jvm_tool_settings(profile: Profile, acks: str, bootstrap_servers: str) -> di
                      "auto.offset.reset": "latest", "fetch.max.wait.ms": "0"})
     return {**{f"producer.{k}": v for k, v in producer.items()},
             **{f"consumer.{k}": v for k, v in consumer.items()}}
-
-
-def looks_secret(key: str) -> bool:
-    """True for a setting whose value must never be recorded (a password, a secret, a
-    private key), in librdkafka or kafka-python spelling."""
-    k = key.lower()
-    return (k in SECRET_PROPERTIES or "password" in k or "secret" in k or "jaas" in k
-            or k in {"ssl.key.pem", "ssl_key", "sasl_oauth_token_provider"})
 
 
 def setting_text(value: Any) -> str:

@@ -19,8 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from kafkalab.catalog import SCENARIOS
 from kafkalab.config.properties import KNOB_OF, validate_properties, value_text
-from kafkalab.scenarios.catalog import SCENARIOS
 
 
 def acks_as_text(value: object) -> object:

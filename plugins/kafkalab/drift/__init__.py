@@ -19,9 +19,9 @@ files live, in :mod:`kafkalab.store`.
 from kafkalab.drift.acceptances import (
     ACCEPTANCES_SCHEMA,
     Acceptance,
-    accept_drift,
     load_acceptances,
     plan_acceptance,
+    record_acceptance,
     save_acceptances,
 )
 from kafkalab.drift.config import (
@@ -75,7 +75,6 @@ __all__ = [
     "Standing",
     "Step",
     "Verdict",
-    "accept_drift",
     "detect_drift",
     "evaluate_series",
     "load_acceptances",
@@ -86,6 +85,7 @@ __all__ = [
     "parse_drift_config",
     "plan_acceptance",
     "read_drift",
+    "record_acceptance",
     "records_to_dicts",
     "run_drift",
     "run_order",

@@ -169,18 +169,18 @@ def _user() -> str | None:
         return None
 
 
-def accept_drift(data_dir: str | os.PathLike[str] | None, target: str,
-                 note: str | None = None, now: datetime | None = None) -> list[Acceptance]:
+def record_acceptance(data_dir: str | os.PathLike[str] | None, target: str,
+                      note: str | None = None, now: datetime | None = None) -> list[Acceptance]:
     """Accept the new level of a series (``target`` = series key) or of every series flagged
     in a run (``target`` = run id); store it and return what was accepted.
 
-    The accepted series leave the alert de-duplication state (no recovery is announced for
-    them). See :func:`plan_acceptance` for the rules.
+    See :func:`plan_acceptance` for the rules. ``kafkalab drift accept`` calls
+    :func:`kafkalab.alerts.accept_drift`, which also takes the accepted series out of the
+    alert de-duplication state (no recovery is announced for them).
 
     Raises:
         ConfigError: see :func:`plan_acceptance`; or the acceptances file is unreadable.
     """
-    from kafkalab.alerts.state import forget_series
     from kafkalab.drift.history import load_prior_records
     from kafkalab.drift.load import all_runs_order
 
@@ -191,17 +191,16 @@ def accept_drift(data_dir: str | os.PathLike[str] | None, target: str,
     stamp = (now or datetime.now(UTC)).isoformat()
     made = plan_acceptance(target, prior, order, stamp, _user(), note)
     save_acceptances(lab.root, [*existing, *made])
-    forget_series(lab.root, [a.series_key for a in made])
     return made
 
 
 __all__ = [
     "ACCEPTANCES_SCHEMA",
     "Acceptance",
-    "accept_drift",
     "in_force",
     "load_acceptances",
     "parse_acceptances",
     "plan_acceptance",
+    "record_acceptance",
     "save_acceptances",
 ]

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kafkalab.config.loader import parse_model, read_yaml
 from kafkalab.errors import ConfigError
 from kafkalab.paths import drift_config_path
+from kafkalab.yamlio import parse_model, read_yaml
 
 Direction = Literal["higher_is_worse", "lower_is_worse"]
 """Which way a metric gets worse."""
@@ -114,9 +114,14 @@ class DriftConfig(BaseModel):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
 
     def metrics_of(self, kind: str) -> dict[str, MetricRule]:
-        """The metrics judged for a kind of run: ``latency`` (``metrics``) or ``load``
-        (``load_metrics``)."""
-        return self.load_metrics if kind == "load" else self.metrics
+        """The metrics judged for a kind of run (its :attr:`kafkalab.kinds.RunKind.drift_metrics`:
+        ``latency`` -> ``metrics``, ``load`` -> ``load_metrics``); none for a kind drift
+        does not judge (``faults``)."""
+        from kafkalab.kinds import run_kind
+
+        field = run_kind(kind).drift_metrics
+        rules: dict[str, MetricRule] = getattr(self, field) if field else {}
+        return rules
 
     def rule(self, metric: str) -> ResolvedRule:
         """Return the rule of ``metric`` (from ``metrics``, else ``load_metrics``) with

@@ -82,9 +82,10 @@ _INT_PARTS = ("payload_bytes", "broker_count", "planned_messages", "consumers", 
 _FLOAT_PARTS = ("rate_msgs_per_s", "duration_s", "pause_at_s", "pause_for_s")
 
 KINDS: dict[str, tuple[str, ...]] = {"latency": SERIES_COLUMNS, "load": LOAD_SERIES_COLUMNS}
-"""The kinds of history drift judges and the series columns of each: ``latency`` (the
-latency cells' aggregates, metrics under ``metrics``) and ``load`` (the load cells'
-``load_cells`` table, metrics under ``load_metrics``)."""
+"""The series columns of each kind of run drift judges (:attr:`kafkalab.kinds.RunKind.
+drift_judged`): ``latency`` (the latency cells' aggregates, metrics under ``metrics``) and
+``load`` (the load cells' ``load_cells`` table, metrics under ``load_metrics``). A unit test
+keeps its keys equal to the judged kinds."""
 
 
 def key_part(value: Any) -> str:

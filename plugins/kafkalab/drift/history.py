@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
+from kafkalab.kinds import RUN_KINDS
 from kafkalab.run_ids import RUN_TIME_FORMAT, run_id_time
 from kafkalab.store import LabData, atomic_write
 
@@ -71,13 +72,10 @@ def manifest_frame(manifests: Mapping[str, Mapping[str, Any]],
     return df
 
 
-LOAD_AGGREGATES_SUBDIR = "load"
-"""``aggregates/load/``: the load runs' aggregates (:mod:`kafkalab.drift.load`), never part of
-the latency history."""
-
-OTHER_AGGREGATES_SUBDIRS = (LOAD_AGGREGATES_SUBDIR, "faults")
-"""Subdirectories of ``aggregates/`` that are not latency aggregates: ``load/`` and
-``faults/`` (the fault runs' tables, ``spark_jobs/aggregate_faults.py``)."""
+OTHER_AGGREGATES_SUBDIRS: tuple[str, ...] = tuple(
+    k.aggregates_subdir for k in RUN_KINDS.values() if k.aggregates_subdir)
+"""Subdirectories of ``aggregates/`` that are not latency aggregates (the other kinds' own
+folders, :mod:`kafkalab.kinds`: ``load/``, ``faults/``)."""
 
 
 def _latency_files(agg_dir: Path) -> list[Path]:
@@ -318,7 +316,6 @@ def read_drift(data_dir: str | os.PathLike[str], run_id: str) -> pd.DataFrame | 
 
 
 __all__ = [
-    "LOAD_AGGREGATES_SUBDIR",
     "MANIFEST_COLUMNS",
     "PRIOR_COLUMNS",
     "load_history",

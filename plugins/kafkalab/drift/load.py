@@ -24,22 +24,19 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from kafkalab.drift.history import LOAD_AGGREGATES_SUBDIR, manifest_frame, run_order
+from kafkalab.drift.history import manifest_frame, run_order
 from kafkalab.drift.records import LOAD_SCENARIO, LOAD_SERIES_COLUMNS
+from kafkalab.kinds import LOAD
 from kafkalab.store import LabData
 
 log = logging.getLogger(__name__)
 
 LOAD_TABLES: tuple[str, ...] = ("load_cells", "load_consumers", "load_lag")
 """The tables of a load run's aggregates (``<name>.parquet``)."""
-
-LOAD_KIND = "load"
-"""The manifest ``kind`` of a load run."""
 
 COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
     "payload_encoding": ("payload_encoding", "encoding"),
@@ -52,37 +49,6 @@ COLUMN_ALIASES: dict[str, tuple[str, ...]] = {
 """Where each series part may be found in ``load_cells`` (the first present, non-null wins)."""
 
 
-def load_aggregates_dir(lab: LabData) -> Path:
-    """``<data>/aggregates/load``: every load run's aggregates."""
-    return lab.aggregates_dir / LOAD_AGGREGATES_SUBDIR
-
-
-def load_run_dir(lab: LabData, run_id: str) -> Path:
-    """``<data>/aggregates/load/run_id=<run_id>``: one load run's tables."""
-    return load_aggregates_dir(lab) / f"run_id={run_id}"
-
-
-def load_validation_path(lab: LabData, run_id: str) -> Path:
-    """``validation/<run_id>-load.json``: the load suite's result of a run."""
-    return lab.validation_path(f"{run_id}-load")
-
-
-def load_validation(lab: LabData, run_id: str) -> dict[str, Any] | None:
-    """A load run's validation result: ``validation/<run_id>-load.json``, else
-    ``validation/<run_id>.json``; None when neither exists (see :meth:`LabData.validation`)."""
-    doc = lab.validation(f"{run_id}-load")
-    return doc if doc is not None else lab.validation(run_id)
-
-
-def is_load_manifest(manifest: Mapping[str, Any] | None) -> bool:
-    """Whether a run manifest is a load run's (``kind: load``)."""
-    if not manifest:
-        return False
-    workload = manifest.get("workload")
-    return manifest.get("kind") == LOAD_KIND or (
-        isinstance(workload, Mapping) and workload.get("kind") == LOAD_KIND)
-
-
 def read_load_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame:
     """One table of a load run (:data:`LOAD_TABLES`); an empty frame when it is absent or
     unreadable (logged)."""
@@ -90,7 +56,7 @@ def read_load_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame:
 
     if table not in LOAD_TABLES:
         raise ValueError(f"unknown load table {table!r} (known: {', '.join(LOAD_TABLES)})")
-    path = load_run_dir(lab, run_id) / f"{table}.parquet"
+    path = lab.run_aggregates_dir(run_id, LOAD) / f"{table}.parquet"
     if not path.exists():
         return pd.DataFrame()
     try:
@@ -106,7 +72,7 @@ def read_load_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame:
 
 def load_run_ids(lab: LabData) -> list[str]:
     """The runs with load aggregates (``aggregates/load/run_id=<id>/``), sorted."""
-    root = load_aggregates_dir(lab)
+    root = lab.kind_aggregates_dir(LOAD)
     if not root.is_dir():
         return []
     return sorted(p.name.split("=", 1)[1] for p in root.iterdir()
@@ -157,7 +123,7 @@ def load_cells_history(data_dir: str | os.PathLike[str],
                        ) -> pd.DataFrame:
     """Every load run's ``load_cells`` rows, normalized (:func:`normalize_load_cells`), with
     the run facts of :data:`kafkalab.drift.history.MANIFEST_COLUMNS` (``run_validated``
-    from :func:`load_validation`). Empty when no run has load aggregates."""
+    from :meth:`LabData.validation` of the load kind). Empty when no run has load aggregates."""
     lab = LabData(data_dir)
     frames = [f for f in (read_load_table(lab, rid, "load_cells") for rid in load_run_ids(lab))
               if not f.empty]
@@ -177,7 +143,7 @@ def load_cells_history(data_dir: str | os.PathLike[str],
 
 def load_validated(lab: LabData, run_id: str) -> bool:
     """True only when the load run's validation result exists and says ``success: true``."""
-    doc = load_validation(lab, run_id)
+    doc = lab.validation(run_id, LOAD)
     return doc is not None and doc.get("success") is True
 
 
@@ -203,17 +169,11 @@ def all_runs_order(data_dir: str | os.PathLike[str]) -> list[str]:
 
 __all__ = [
     "COLUMN_ALIASES",
-    "LOAD_KIND",
     "LOAD_TABLES",
     "all_runs_order",
-    "is_load_manifest",
-    "load_aggregates_dir",
     "load_cells_history",
-    "load_run_dir",
     "load_run_ids",
     "load_validated",
-    "load_validation",
-    "load_validation_path",
     "normalize_load_cells",
     "read_load_table",
     "runs_order",

@@ -18,13 +18,10 @@ from kafkalab.drift.history import (
     run_order,
     write_drift,
 )
-from kafkalab.drift.load import (
-    is_load_manifest,
-    load_aggregates_dir,
-    load_cells_history,
-)
+from kafkalab.drift.load import load_cells_history
 from kafkalab.drift.records import empty_records
 from kafkalab.errors import ConfigError
+from kafkalab.kinds import LATENCY, LOAD, kind_of
 from kafkalab.store import LabData
 
 
@@ -62,18 +59,18 @@ def run_drift(
     latency = load_history(data_dir, manifests)
     load = load_cells_history(data_dir, manifests)
     rid = run_id or newest_started(latency, load)
-    is_load = rid is not None and (is_load_manifest(manifests.get(rid)) or (
+    is_load = rid is not None and (kind_of(manifests.get(rid)) is LOAD or (
         not load.empty and rid in set(load["run_id"].astype(str))))
-    history, kind = (load, "load") if is_load else (latency, "latency")
+    history, kind = (load, LOAD) if is_load else (latency, LATENCY)
     order = run_order(history)
     if require_run and rid not in order:
-        where = load_aggregates_dir(lab) if is_load else lab.aggregates_dir
+        where = lab.kind_aggregates_dir(kind)
         raise ConfigError(f"run {run_id!r} has no aggregates in {where}")
     if rid is None or (latency.empty and load.empty):
         return empty_records(), None
     earlier = order[: order.index(rid)] if rid in order else []
     records = detect_drift(history, config, rid, prior=load_prior_records(data_dir, earlier),
-                           acceptances=acceptances, kind=kind)
+                           acceptances=acceptances, kind=kind.name)
     return records, write_drift(records, data_dir, rid)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.errors import ConfigError
+from kafkalab.kinds import FAULTS, RUN_KINDS, kind_name, kind_of
 from kafkalab.values import as_float
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ TEXTFILE_MODE = 0o644
 """The text file's permission bits: readable by node_exporter, which runs as its own user
 (the lab's other files are owner-only, 0600)."""
 
-KINDS: tuple[str, ...] = ("latency", "load", "faults")
-"""The kinds of run (label ``kind``): closed-loop latency runs, load runs, fault runs."""
+KINDS: tuple[str, ...] = tuple(RUN_KINDS)
+"""The kinds of run (label ``kind``, :data:`kafkalab.kinds.RUN_KINDS`): closed-loop latency
+runs, load runs, fault runs."""
 
 RUN_LABELS: tuple[str, ...] = ("kind", "emulator", "source")
 """Labels of the run-level gauges: the kind of run, ``emulator`` (``"true"`` when the run's
@@ -108,18 +110,6 @@ def _timestamp_s(value: Any) -> float | None:
     return t.timestamp()
 
 
-def run_kind(manifest: Mapping[str, Any] | None) -> str:
-    """``faults``, ``load`` or ``latency`` (any other run) from a run manifest: the lab's one
-    rule (:func:`kafkalab.report.fault_data.is_fault_manifest`,
-    :func:`kafkalab.drift.load.is_load_manifest`), as ``kafkalab aggregate`` decides it."""
-    from kafkalab.drift.load import is_load_manifest
-    from kafkalab.report.fault_data import is_fault_manifest
-
-    if is_fault_manifest(manifest):
-        return "faults"
-    return "load" if is_load_manifest(manifest) else "latency"
-
-
 def run_source(manifest: Mapping[str, Any] | None) -> str:
     """``dag`` when a run manifest says an Airflow DAG run made it (``owner.kind`` is
     ``airflow``, or it records the DAG run's ``logical_date``), else ``cli``."""
@@ -138,26 +128,12 @@ def run_is_emulator(manifest: Mapping[str, Any] | None) -> bool:
     return isinstance(cluster, Mapping) and as_bool(cluster.get("is_emulator"))
 
 
-def _validation(lab: LabData, run_id: str, kind: str) -> dict[str, Any] | None:
-    """The run's validation result as its kind's DAG writes it (``-load``/``-faults``
-    suffixes first)."""
-    if kind == "load":
-        from kafkalab.drift.load import load_validation
-
-        return load_validation(lab, run_id)
-    if kind == "faults":
-        from kafkalab.report.fault_data import fault_validation
-
-        return fault_validation(lab, run_id)
-    return lab.validation(run_id)
-
-
 def run_succeeded(lab: LabData, run_id: str, manifest: Mapping[str, Any]) -> bool:
     """A successful run: its manifest says ``complete`` and its validation result says
     ``success: true`` (a run never validated has not succeeded)."""
     if manifest.get("status") != "complete":
         return False
-    doc = _validation(lab, run_id, run_kind(manifest))
+    doc = lab.validation(run_id, kind_of(manifest))
     return doc is not None and doc.get("success") is True
 
 
@@ -233,7 +209,7 @@ def _runs(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]])
     newest: dict[tuple[str, str, str], tuple[float, bool]] = {}
     best: dict[tuple[str, str, str], float] = {}
     for rid, m in manifests.items():
-        kind = (run_kind(m), _emulator(run_is_emulator(m)), run_source(m))
+        kind = (kind_name(m), _emulator(run_is_emulator(m)), run_source(m))
         started = _timestamp_s(m.get("started_at"))
         ok = run_succeeded(lab, rid, m)
         if started is not None and (kind not in newest or started > newest[kind][0]):
@@ -324,7 +300,7 @@ def _faults(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]
     import pandas as pd
 
     from kafkalab.drift.history import manifest_frame, run_order
-    from kafkalab.report.fault_data import fault_run_ids, read_fault_table
+    from kafkalab.report.fault_data import read_fault_table
 
     lost = gs.gauge("kafkalab_fault_acked_lost_messages", "Fault cell: messages the cluster "
                     "acked that the re-read from offset 0 did not find, summed over the "
@@ -335,7 +311,7 @@ def _faults(gs: _Gauges, lab: LabData, manifests: Mapping[str, Mapping[str, Any]
     with_loss = gs.gauge("kafkalab_fault_trials_with_loss", "Fault cell: complete trials "
                          "that lost an acked message.", FAULT_LABELS)
     trials = gs.gauge("kafkalab_fault_trials", "Fault cell: complete trials.", FAULT_LABELS)
-    frames = [t for t in (read_fault_table(lab, rid, "fault_cells") for rid in fault_run_ids(lab))
+    frames = [t for t in (read_fault_table(lab, rid, "fault_cells") for rid in lab.run_aggregate_ids(FAULTS))
               if t is not None and not t.empty]
     if not frames:
         return
@@ -472,7 +448,6 @@ __all__ = [
     "export_textfile",
     "render",
     "run_is_emulator",
-    "run_kind",
     "run_source",
     "run_succeeded",
     "sample_counts",

@@ -51,6 +51,7 @@ from kafkalab.faults.monitor import Monitor, first_full_isr, first_new_leader
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.faults.summary import trial_summary
 from kafkalab.faults.zk import ZkReader
+from kafkalab.kinds import FAULTS, kind_of
 from kafkalab.load import files as load_files
 from kafkalab.load.engine import effective_profile, run_load_cell
 from kafkalab.load.producer import SEND_KEY
@@ -143,21 +144,21 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
     lab = LabData(req.data_dir)
     run_id = req.run_id or new_run_id()
     previous = lab.manifest(run_id) if req.run_id else None
-    if previous is not None and previous.get("kind") != "faults":
-        raise ConfigError(f"run {run_id} is a {previous.get('kind') or 'latency'} run; use a "
+    if previous is not None and kind_of(previous) is not FAULTS:
+        raise ConfigError(f"run {run_id} is a {kind_of(previous).name} run; use a "
                           "new --run-id for a fault run")
     specs = [t.model_dump() for t in req.trials]
     old = list(((previous or {}).get("workload") or {}).get("trials") or [])
     manifest = Manifest(
         run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
         command=req.command,
-        workload={"kind": "faults", "name": "faults", "trials": old + [s for s in specs if s not in old]},
+        workload={"kind": FAULTS.name, "name": "faults", "trials": old + [s for s in specs if s not in old]},
         profiles={t.profile: effective_profile(t.load_cell()).model_dump() for t in req.trials},
         scenarios=sorted({t.client for t in req.trials}),
         payloads=sorted({t.payload for t in req.trials}),
         cluster=public_view(d), versions=runtime_versions(),
         owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": req.owner_kind},
-        environment=environment(), kind="faults",
+        environment=environment(), kind=FAULTS.name,
         logical_date=req.logical_date or (previous or {}).get("logical_date"),
     )
     if previous is not None:

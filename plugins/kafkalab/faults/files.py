@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from kafkalab.kinds import FAULTS
+from kafkalab.store import LabData
+
 __all__ = ["ASSIGNMENTS_SCHEMA", "COMMITS_SCHEMA", "DELIVERIES", "DELIVERIES_SCHEMA",
            "FAULT_SCHEMA_VERSION", "GROUP_LAG_SCHEMA", "PROCESSED_SCHEMA", "TIMELINE_SCHEMA",
            "VERDICTS", "VERDICTS_SCHEMA", "assignments_path", "commits_path", "deliveries_path",
@@ -148,8 +151,8 @@ def group_paths(trial: Path) -> tuple[Path, ...]:
 
 
 def faults_root(data_root: Path) -> Path:
-    """``<data>/faults``."""
-    return data_root / "faults"
+    """``<data>/faults`` (:meth:`kafkalab.store.LabData.measured_dir`)."""
+    return LabData(data_root).measured_dir(FAULTS)
 
 
 def trial_dir(data_root: Path, run_date: str, run_id: str, trial_id: str) -> Path:

@@ -46,6 +46,7 @@ from kafkalab.config.mapping import (
 )
 from kafkalab.config.models import Profile
 from kafkalab.errors import ClusterError, ConfigError, RunError
+from kafkalab.kinds import LOAD, kind_of
 from kafkalab.load import clock, files
 from kafkalab.load.producer import (
     ConfluentClient,
@@ -164,20 +165,21 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     lab = LabData(req.data_dir)
     run_id = req.run_id or new_run_id()
     previous = lab.manifest(run_id) if req.run_id else None
-    if previous is not None and previous.get("kind") != "load":
-        raise ConfigError(f"run {run_id} is a latency run; use a new --run-id for a load run")
+    if previous is not None and kind_of(previous) is not LOAD:
+        raise ConfigError(f"run {run_id} is a {kind_of(previous).name} run; use a new --run-id "
+                          "for a load run")
     specs = [c.model_dump() for c in req.cells]
     old_specs = list(((previous or {}).get("workload") or {}).get("cells") or [])
     all_specs = old_specs + [s for s in specs if s not in old_specs]
     manifest = Manifest(
         run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
         command=req.command,
-        workload={"kind": "load", "name": req.workload_name, "cells": all_specs},
+        workload={"kind": LOAD.name, "name": req.workload_name, "cells": all_specs},
         profiles={p: effective_profile(c).model_dump() for c in req.cells for p in [c.profile]},
         scenarios=sorted({c.client for c in req.cells}),
         payloads=sorted({c.payload for c in req.cells}),
         cluster=public_view(d), versions=runtime_versions(),
-        owner=_owner(req.owner_kind), environment=environment(), kind="load",
+        owner=_owner(req.owner_kind), environment=environment(), kind=LOAD.name,
         logical_date=req.logical_date or (previous or {}).get("logical_date"),
     )
     if previous is not None:

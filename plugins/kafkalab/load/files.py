@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, atomic_file
 
 LOAD_SCHEMA_VERSION = 1
@@ -79,12 +80,9 @@ OUTCOMES = ("acked", "failed", "indeterminate", "unsent")
 FLUSH_ROWS = 50_000
 FLUSH_INTERVAL_S = 1.0
 
-LOAD_DIR = "load"
-
-
 def load_root(data_dir: Path | str | None) -> Path:
-    """``<data_dir>/load``: the load samples dataset."""
-    return LabData(data_dir).root / LOAD_DIR
+    """``<data_dir>/load``: the load samples dataset (:meth:`LabData.measured_dir`)."""
+    return LabData(data_dir).measured_dir(LOAD)
 
 
 def cell_dir(data_dir: Path | str | None, run_date: str, run_id: str, cell_id: str) -> Path:

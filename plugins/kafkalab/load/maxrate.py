@@ -150,7 +150,7 @@ def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, A
         except ValueError as exc:
             from pydantic import ValidationError
 
-            from kafkalab.config.loader import describe_validation_error
+            from kafkalab.yamlio import describe_validation_error
 
             text = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             raise ConfigError(f"maxrate: {text}") from None

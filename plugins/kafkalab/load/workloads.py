@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from kafkalab.config.loader import _named_yaml, parse_model, read_yaml
+from kafkalab.config.loader import named_yaml_path
 from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LoadWorkload
+from kafkalab.yamlio import parse_model, read_yaml
 
 
 def load_load_workload(name_or_path: str) -> LoadWorkload:
@@ -13,7 +14,7 @@ def load_load_workload(name_or_path: str) -> LoadWorkload:
     Raises:
         ConfigError: unknown, invalid, or a latency workload (no ``kind: load``).
     """
-    path = _named_yaml("workloads", name_or_path)
+    path = named_yaml_path("workloads", name_or_path)
     data = read_yaml(path)
     if data.get("kind") != "load":
         raise ConfigError(f"{path}: not a load workload (no 'kind: load'); run it with "

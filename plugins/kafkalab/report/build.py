@@ -23,11 +23,11 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kafkalab.airflow.report_routes import DATA_DOCS_PATH, REPORTS_PATH
 from kafkalab.report.data import RunView, load_report_data, run_summaries, run_view
 from kafkalab.report.format import asset, emu_span, esc, rel_href
 from kafkalab.report.sections import run_sections, runs_table
 from kafkalab.store import LabData, atomic_write
+from kafkalab.urls import DATA_DOCS_PATH, REPORTS_PATH
 
 
 def _page(title: str, header_meta: str, nav: str, body: str) -> str:
@@ -71,8 +71,8 @@ def data_docs_link(lab: LabData, page_dir: Path) -> str:
     ``""`` when none were built.
 
     Its ``href`` is relative (works from the files, offline); a page served by Airflow's
-    api-server under :data:`~kafkalab.airflow.report_routes.REPORTS_PATH` serves the Data
-    Docs elsewhere (:data:`~kafkalab.airflow.report_routes.DATA_DOCS_PATH`), so the page's
+    api-server under :data:`~kafkalab.urls.REPORTS_PATH` serves the Data
+    Docs elsewhere (:data:`~kafkalab.urls.DATA_DOCS_PATH`), so the page's
     script swaps in ``data-served-href`` when the page's address is under
     ``data-served-under``, keeping whatever precedes that segment (the api-server's own
     path, e.g. ``[api] base_url = http://host/airflow``).

@@ -37,21 +37,9 @@ from kafkalab.drift import (
 )
 from kafkalab.drift.acceptances import Acceptance
 from kafkalab.drift.history import run_measured_at
-from kafkalab.drift.load import (
-    is_load_manifest,
-    load_cells_history,
-    load_validation,
-    load_validation_path,
-)
-from kafkalab.report.fault_data import (
-    FaultTables,
-    fault_run_ids,
-    fault_validation,
-    fault_validation_path,
-    is_fault_manifest,
-    read_fault_table,
-    read_fault_tables,
-)
+from kafkalab.drift.load import load_cells_history
+from kafkalab.kinds import FAULTS, LATENCY, LOAD, RunKind, kind_of
+from kafkalab.report.fault_data import FaultTables, read_fault_table, read_fault_tables
 from kafkalab.report.load_data import LoadTables, read_load_tables
 from kafkalab.stats import MIN_SAMPLES
 from kafkalab.store import LabData
@@ -225,7 +213,7 @@ class ReportData:
 
     def is_load_run(self, run_id: str) -> bool:
         """Whether ``run_id`` is a load run (its manifest says so, or it has load cells)."""
-        if is_load_manifest(self.manifests.get(run_id)):
+        if kind_of(self.manifests.get(run_id)) is LOAD:
             return True
         lh = self.load_history
         return not lh.empty and run_id in set(lh["run_id"].astype(str))
@@ -270,8 +258,8 @@ def load_report_data(lab: LabData,
         log.warning("load aggregates under %s unreadable (%s); report without them", lab.root,
                     exc)
         loads = pd.DataFrame()
-    faults = frozenset({rid for rid, m in manifests.items() if is_fault_manifest(m)}
-                       | set(fault_run_ids(lab)))
+    faults = frozenset({rid for rid, m in manifests.items() if kind_of(m) is FAULTS}
+                       | set(lab.run_aggregate_ids(FAULTS)))
     if faults and not history.empty and "run_id" in history.columns:
         # Fault runs are never latency runs, whatever the latency history picked up.
         history = history[~history["run_id"].astype(str).isin(faults)].reset_index(drop=True)
@@ -340,6 +328,9 @@ class RunView:
     stale_outputs: tuple[str, ...] = ()
     """The run's derived outputs not recomputed since a cell was measured again (the page
     being built is never among them)."""
+    kind: RunKind = LATENCY
+    """The kind of run (:mod:`kafkalab.kinds`): which sections its page shows
+    (:attr:`kafkalab.kinds.RunKind.report_sections`)."""
     load: LoadTables | None = None
     """A load run's tables (its page shows the load sections); None for a latency run."""
     faults: FaultTables | None = None
@@ -404,7 +395,7 @@ def load_run_view(data: ReportData, run_id: str) -> RunView:
     rows = tables.cells if not tables.cells.empty else _rows_of(hist, [run_id])
     manifest = data.manifests.get(run_id)
     stored = _stored_drift(data.lab, run_id)
-    vhtml = load_validation_path(data.lab, run_id).with_suffix(".html")
+    vhtml = data.lab.validation_html_path(run_id, LOAD)
     if not vhtml.exists():
         vhtml = data.lab.validation_html_path(run_id)
     state, reason = run_state(data.lab, run_id, manifest)
@@ -416,12 +407,12 @@ def load_run_view(data: ReportData, run_id: str) -> RunView:
                        else _detect(data, hist, _rows_of(hist, [run_id]), data.config, run_id,
                                     earlier, kind="load")),
         drift_stored=stored is not None,
-        validation=load_validation(data.lab, run_id),
+        validation=data.lab.validation(run_id, LOAD),
         validation_html=vhtml if vhtml.exists() else None,
         emulator=_is_emulator(rows, manifest),
         state=state, state_reason=reason,
         stale_outputs=stale_outputs(manifest, page_built=True),
-        load=tables,
+        kind=LOAD, load=tables,
     )
 
 
@@ -431,19 +422,19 @@ def fault_run_view(data: ReportData, run_id: str) -> RunView:
     upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
     tables = read_fault_tables(data.lab, run_id)
     manifest = data.manifests.get(run_id)
-    vhtml = fault_validation_path(data.lab, run_id).with_suffix(".html")
+    vhtml = data.lab.validation_html_path(run_id, FAULTS)
     if not vhtml.exists():
         vhtml = data.lab.validation_html_path(run_id)
     state, reason = run_state(data.lab, run_id, manifest)
     return RunView(
         run_id=run_id, manifest=manifest, rows=tables.trials, history=tables.trials,
         order=upto, table_drift=pd.DataFrame(), drift_records=pd.DataFrame(),
-        drift_stored=False, validation=fault_validation(data.lab, run_id),
+        drift_stored=False, validation=data.lab.validation(run_id, FAULTS),
         validation_html=vhtml if vhtml.exists() else None,
         emulator=_is_emulator(tables.trials, manifest),
         state=state, state_reason=reason,
         stale_outputs=stale_outputs(manifest, page_built=True),
-        faults=tables,
+        kind=FAULTS, faults=tables,
     )
 
 
@@ -523,6 +514,7 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
         cl = m.get("cluster") or {}
         faults = data.is_fault_run(rid)
         load = not faults and data.is_load_run(rid)
+        kind = FAULTS if faults else LOAD if load else LATENCY
         if faults:
             trials = read_fault_table(data.lab, rid, "fault_trials")
             rows = trials if trials is not None else pd.DataFrame()
@@ -538,12 +530,10 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
             status=str(m.get("status") or ""), flavor=", ".join(sorted(flavors)),
             emulator=_is_emulator(rows, m), cells=len(rows),
             drift_flags=None if dr is None else int(dr["is_drift"].fillna(False).astype(bool).sum()),
-            validation=(fault_validation(data.lab, rid) if faults
-                        else load_validation(data.lab, rid) if load
-                        else data.lab.validation(rid)),
+            validation=data.lab.validation(rid, kind),
             state=state, state_reason=reason,
             stale_outputs=stale_outputs(data.manifests.get(rid), rid in pages_built),
-            kind="faults" if faults else "load" if load else "latency",
+            kind=kind.name,
         ))
     return out
 

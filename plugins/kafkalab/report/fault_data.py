@@ -24,21 +24,15 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
 from kafkalab.values import as_bool, as_float, is_missing
 
 log = logging.getLogger(__name__)
-
-FAULTS_KIND = "faults"
-"""The manifest ``kind`` of a fault run."""
-
-FAULT_AGGREGATES_SUBDIR = "faults"
-"""``aggregates/faults/``: the fault runs' aggregates."""
 
 FAULT_TABLES: tuple[str, ...] = ("fault_trials", "fault_cells", "fault_timeline")
 """The tables of a fault run's aggregates (``<name>.parquet``)."""
@@ -85,42 +79,6 @@ class FaultTables:
         return len(self.missing) < len(FAULT_TABLES)
 
 
-def fault_aggregates_dir(lab: LabData) -> Path:
-    """``<data>/aggregates/faults``: every fault run's aggregates."""
-    return lab.aggregates_dir / FAULT_AGGREGATES_SUBDIR
-
-
-def fault_run_dir(lab: LabData, run_id: str) -> Path:
-    """``<data>/aggregates/faults/run_id=<run_id>``: one fault run's tables."""
-    return fault_aggregates_dir(lab) / f"run_id={run_id}"
-
-
-def fault_run_ids(lab: LabData) -> list[str]:
-    """The runs with fault aggregates (``aggregates/faults/run_id=<id>/``), sorted."""
-    root = fault_aggregates_dir(lab)
-    if not root.is_dir():
-        return []
-    return sorted(p.name.split("=", 1)[1] for p in root.iterdir()
-                  if p.is_dir() and p.name.startswith("run_id="))
-
-
-def is_fault_manifest(manifest: Mapping[str, Any] | None) -> bool:
-    """Whether a run manifest is a fault run's (``kind: faults``)."""
-    return bool(manifest) and (manifest or {}).get("kind") == FAULTS_KIND
-
-
-def fault_validation_path(lab: LabData, run_id: str) -> Path:
-    """``validation/<run_id>-faults.json``: the fault suite's result of a run."""
-    return lab.validation_path(f"{run_id}-faults")
-
-
-def fault_validation(lab: LabData, run_id: str) -> dict[str, Any] | None:
-    """A fault run's validation result: ``validation/<run_id>-faults.json``, else
-    ``validation/<run_id>.json``; None when neither exists."""
-    doc = lab.validation(f"{run_id}-faults")
-    return doc if doc is not None else lab.validation(run_id)
-
-
 def acks_text(value: Any) -> str:
     """``-1``/``all`` -> ``all``; ``1``/``1.0`` -> ``1``; missing -> ``""``."""
     if is_missing(value):
@@ -141,7 +99,7 @@ def read_fault_table(lab: LabData, run_id: str, table: str) -> pd.DataFrame | No
     known = (*FAULT_TABLES, *OPTIONAL_FAULT_TABLES)
     if table not in known:
         raise ValueError(f"unknown fault table {table!r} (known: {', '.join(known)})")
-    path = fault_run_dir(lab, run_id) / f"{table}.parquet"
+    path = lab.run_aggregates_dir(run_id, FAULTS) / f"{table}.parquet"
     if not path.exists():
         return None
     try:
@@ -324,8 +282,6 @@ __all__ = [
     "AVAILABILITY_COLUMNS",
     "COMMIT_ORDER",
     "DURABILITY_PROFILE",
-    "FAULTS_KIND",
-    "FAULT_AGGREGATES_SUBDIR",
     "FAULT_ORDER",
     "FAULT_TABLES",
     "NO_FAULT",
@@ -338,15 +294,9 @@ __all__ = [
     "consumer_trials",
     "count",
     "errors_text",
-    "fault_aggregates_dir",
-    "fault_run_dir",
-    "fault_run_ids",
-    "fault_validation",
-    "fault_validation_path",
     "is_at_least_once_loss",
     "is_control_anomaly",
     "is_durability_loss",
-    "is_fault_manifest",
     "is_reread_disagreement",
     "missing_reason",
     "read_fault_table",

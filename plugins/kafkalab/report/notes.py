@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafkalab.catalog import SCENARIOS, scenario_spec
 from kafkalab.report.format import MISSING, esc, fmt_num
-from kafkalab.scenarios.catalog import SCENARIOS, scenario_spec
 from kafkalab.values import as_float, is_missing
 
 TOOL_HARD_CODED: dict[str, str] = {"linger.ms": "0", "fetch.max.wait.ms": "0"}

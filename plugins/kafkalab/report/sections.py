@@ -15,13 +15,17 @@ they are separate rows, lines and bars, and the emulator ones carry the label.
 
 from __future__ import annotations
 
+import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from kafkalab.catalog import SCENARIOS, scenario_spec
 from kafkalab.drift import SERIES_COLUMNS, records_to_dicts
+from kafkalab.kinds import RunKind
 from kafkalab.report.charts import PALETTE, BarSeries, svg_bar_chart
 from kafkalab.report.data import (
     RunSummary,
@@ -48,7 +52,6 @@ from kafkalab.report.notes import (
     settings_title,
 )
 from kafkalab.run_ids import run_id_time
-from kafkalab.scenarios.catalog import SCENARIOS, scenario_spec
 from kafkalab.store import LabData
 from kafkalab.values import as_float, is_missing
 
@@ -657,10 +660,22 @@ def section_checks(v: RunView, page_dir: Path, number: int = 5, drift: bool = Tr
 # --------------------------------------------------------------------------- pages' bodies
 
 
+def latency_sections(v: RunView, page_dir: Path) -> str:
+    """The sections of a latency run's page (the caller adds the banners and the settings):
+    the latest run's table, the trends, the percentile spectrum, the comparison, the
+    first-message delay, the checks."""
+    from kafkalab.report.trends import section_spectrum, section_time_series
+
+    return "".join([section_latest(v), section_time_series(v), section_spectrum(v),
+                    section_comparison(v), section_first_message(v),
+                    section_checks(v, page_dir)])
+
+
 def run_sections(v: RunView, page_dir: Path) -> str:
     """The body of a run's page (``page_dir`` is where it is written, for relative links):
-    the state banner and the emulator banner when they apply, then the sections (a load
-    run's: :func:`kafkalab.report.load_sections.load_sections`; a fault run's:
+    the state banner and the emulator banner when they apply, then the sections of its kind
+    (:attr:`kafkalab.kinds.RunKind.report_sections`: :func:`latency_sections`,
+    :func:`kafkalab.report.load_sections.load_sections`,
     :func:`kafkalab.report.fault_sections.fault_sections`), then the clients' effective
     settings (:func:`kafkalab.report.settings_section.settings_section`)."""
     parts = [state_banner(v)]
@@ -676,23 +691,16 @@ def run_sections(v: RunView, page_dir: Path) -> str:
     from kafkalab.report.settings_section import settings_section
 
     # what each client was given, last on every kind of page ("" when nothing was recorded)
-    settings = settings_section(v.manifest or {})
-    if v.load is not None:  # a load run: its own sections (kafkalab.report.load_sections)
-        from kafkalab.report.load_sections import load_sections
-
-        parts += [load_sections(v, page_dir), settings]
-        return "".join(parts)
-    if v.faults is not None:  # a fault run: kafkalab.report.fault_sections
-        from kafkalab.report.fault_sections import fault_sections
-
-        parts += [fault_sections(v, page_dir), settings]
-        return "".join(parts)
-    from kafkalab.report.trends import section_spectrum, section_time_series
-
-    parts += [section_latest(v), section_time_series(v), section_spectrum(v),
-              section_comparison(v), section_first_message(v), section_checks(v, page_dir),
-              settings]
+    parts += [kind_sections(v.kind)(v, page_dir), settings_section(v.manifest or {})]
     return "".join(parts)
+
+
+def kind_sections(kind: RunKind) -> Callable[[RunView, Path], str]:
+    """The function that draws the sections of a run of ``kind``
+    (:attr:`kafkalab.kinds.RunKind.report_sections`, ``module:function``, imported now)."""
+    module, _, name = kind.report_sections.partition(":")
+    draw: Callable[[RunView, Path], str] = getattr(importlib.import_module(module), name)
+    return draw
 
 
 def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
@@ -728,6 +736,8 @@ __all__ = [
     "BAR_COLORS",
     "TREND_SERIES_EXTRAS",
     "run_labels",
+    "kind_sections",
+    "latency_sections",
     "run_sections",
     "runs_table",
     "scenario_label",

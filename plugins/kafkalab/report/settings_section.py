@@ -20,12 +20,12 @@ from kafkalab.config.mapping import (
     DESCRIPTOR,
     LAB,
     TOOL,
-    looks_secret,
     setting_origins,
     unapplied_settings,
 )
 from kafkalab.config.models import Profile
 from kafkalab.errors import LabError
+from kafkalab.redact import looks_secret
 from kafkalab.report.format import esc
 
 __all__ = ["settings_section"]

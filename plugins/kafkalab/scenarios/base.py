@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from kafkalab.catalog import ScenarioSpec, scenario_spec
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.config.models import Profile, Workload
 from kafkalab.payloads import read_stamp, stamp
 from kafkalab.progress import Progress
 from kafkalab.samples import ListSink, Sample, SampleSink
-from kafkalab.scenarios.catalog import ScenarioSpec, scenario_spec
 
 now_ns = time.monotonic_ns
 """The lab's interval clock: CLOCK_MONOTONIC in integer ns (``time.monotonic_ns`` itself, so
@@ -178,7 +178,7 @@ class Scenario(Protocol):
 class CatalogScenario:
     """Base of the implementations: ``class X(CatalogScenario, scenario="rest")`` takes its
     ``name``, ``client`` and ``loop_mode`` from the scenario's
-    :class:`~kafkalab.scenarios.catalog.ScenarioSpec`."""
+    :class:`~kafkalab.catalog.ScenarioSpec`."""
 
     spec: ClassVar[ScenarioSpec]
 

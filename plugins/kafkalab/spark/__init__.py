@@ -1,5 +1,6 @@
-"""A local Spark standalone cluster (``kafkalab spark up|status|down``): a master and workers
-from the installed PySpark's ``spark-class``, on 127.0.0.1, stopped by PID.
+"""Spark for the lab: how its jobs are submitted, and a local Spark standalone cluster
+(``kafkalab spark up|status|down``: a master and workers from the installed PySpark's
+``spark-class``, on 127.0.0.1, stopped by PID).
 
 | module | role |
 |---|---|
@@ -8,6 +9,7 @@ from the installed PySpark's ``spark-class``, on 127.0.0.1, stopped by PID.
 | :mod:`~kafkalab.spark.standalone` | start, report, stop; the state file |
 | :mod:`~kafkalab.spark.cds` | the driver JVM's class-data archive: faster ``spark-submit`` starts |
 | :mod:`~kafkalab.spark.cds_warmup` | the job that archive is recorded from |
+| :mod:`~kafkalab.spark.submit` | what a lab Spark job is submitted with (script, args, conf, env, py-files): the DAGs' ``SparkSubmitOperator`` tasks and ``kafkalab aggregate`` |
 """
 
 from kafkalab.spark.spec import StandaloneSpec

@@ -1,4 +1,5 @@
-"""What the DAGs' ``SparkSubmitOperator`` tasks submit: script, arguments, conf, env, py-files.
+"""What a lab Spark job is submitted with: script, arguments, conf, env, py-files (the DAGs'
+``SparkSubmitOperator`` tasks and ``kafkalab aggregate`` alike).
 
 The scripts live in :func:`kafkalab.paths.spark_jobs_dir`; the data folders they read and
 write are named by :class:`kafkalab.store.LabData`. Pure functions (environment only, no
@@ -13,7 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkalab import store
+from kafkalab.kinds import RUN_KINDS, kind_of_job
 from kafkalab.paths import PACKAGE_DIR, data_dir, spark_jobs_dir
+from kafkalab.spark.cds import DRIVER_JAVA_OPTIONS, LAUNCHER_OPTS, with_archive
 
 SPARK_JOBS: dict[str, str] = {
     "aggregate": "aggregate_metrics.py",
@@ -28,26 +31,13 @@ SPARK_JOBS: dict[str, str] = {
 ``_faults`` ones for fault runs: ``faults/`` trials, ``aggregates/faults/`` tables)."""
 
 SPARK_JOB_OUTPUTS: dict[str, str] = {
-    "aggregate": "aggregates",
-    "validate": "validation",
-    "aggregate_load": "aggregates",
-    "validate_load": "validation",
-    "aggregate_faults": "aggregates",
-    "validate_faults": "validation",
-}
-"""The run output each job recomputes (its entry in the manifest's ``stale_outputs``)."""
+    job: output for k in RUN_KINDS.values()
+    for job, output in ((k.aggregate_job, "aggregates"), (k.validate_job, "validation"))}
+"""The run output each job recomputes (its entry in the manifest's ``stale_outputs``): a
+kind's aggregation job its ``aggregates``, its validation job its ``validation``."""
 
 SESSION_MODULE = "_session.py"
 """The session builder every job imports, shipped with each job as a py-file."""
-
-LOAD_SAMPLES_DIR = "load"
-"""``<data>/load``: the load runs' samples (``kafkalab.load.files.LOAD_DIR``), and
-``<data>/aggregates/load``: their aggregates (``kafkalab.drift.history.LOAD_AGGREGATES_SUBDIR``)."""
-
-FAULT_SAMPLES_DIR = "faults"
-"""``<data>/faults``: the fault runs' trial files (``run_date=/run_id=/trial=``), and
-``<data>/aggregates/faults``: their aggregates."""
-
 
 def _check_job(job: str) -> None:
     if job not in SPARK_JOBS:
@@ -91,39 +81,15 @@ def spark_job_args(job: str, run_id: Any,
         ValueError: an unknown job.
     """
     _check_job(job)
+    kind = kind_of_job(job)
     root = str(data if data is not None else data_dir()).rstrip("/")
-
-    samples, aggregates = f"{root}/{store.SAMPLES_DIR}", f"{root}/{store.AGGREGATES_DIR}"
-    load_samples, load_aggregates = f"{root}/{LOAD_SAMPLES_DIR}", f"{aggregates}/{LOAD_SAMPLES_DIR}"
-    fault_aggregates = f"{aggregates}/{FAULT_SAMPLES_DIR}"
-    if job == "aggregate_faults":
-        return ["--faults", f"{root}/{FAULT_SAMPLES_DIR}", "--out", fault_aggregates,
-                "--run-id", run_id]
-    if job == "validate_faults":
-        return ["--aggregates", fault_aggregates, "--run-id", run_id,
-                "--out", f"{root}/{store.VALIDATION_DIR}"]
-    if job == "aggregate_load":
-        return ["--load", load_samples, "--out", load_aggregates, "--run-id", run_id]
-    if job == "validate_load":
-        return ["--aggregates", load_aggregates, "--run-id", run_id,
-                "--out", f"{root}/{store.VALIDATION_DIR}"]
-    if job == "aggregate":
-        return ["--samples", samples, "--out", aggregates, "--run-id", run_id]
-    return ["--samples", samples, "--aggregates", aggregates, "--run-id", run_id,
+    measured = f"{root}/{kind.measured_dir}"
+    aggregates = "/".join(p for p in (root, store.AGGREGATES_DIR, kind.aggregates_subdir) if p)
+    if job == kind.aggregate_job:  # every aggregation job reads --<its measured folder>
+        return [f"--{kind.measured_dir}", measured, "--out", aggregates, "--run-id", run_id]
+    args = ["--aggregates", aggregates, "--run-id", run_id,
             "--out", f"{root}/{store.VALIDATION_DIR}"]
-
-
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""JVM flags of a job's driver (``spark.driver.extraJavaOptions``; in local mode the driver
-runs the tasks too). A nightly job lives ~10-20 s on a few thousand rows: most of its CPU
-went to the JIT's optimizing compiler (C2) and the parallel GC's threads, both of which
-compete for the machine's two cores and pay off only in long runs. C1 alone and the serial
-collector start faster. ``$KAFKALAB_SPARK_DRIVER_JAVA_OPTIONS`` replaces them (empty: the
-JVM's defaults, better for runs of 10^7 rows and more)."""
-
-LAUNCHER_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""JVM flags of spark-submit's launcher (``$SPARK_LAUNCHER_OPTS``: the short-lived JVM that
-builds the driver's command line)."""
+    return ["--samples", measured, *args] if kind.validate_reads_measured else args
 
 
 def spark_conf() -> dict[str, str]:
@@ -159,8 +125,6 @@ def runtime_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
     """``conf`` as a task runs it: with the driver's class-data archive
     (:func:`kafkalab.spark.cds.with_archive`) when it exists on this machine. Called in the
     operator's ``execute``, never at parse time (it looks at files)."""
-    from kafkalab.spark.cds import with_archive
-
     return with_archive(conf or {})
 
 
@@ -177,10 +141,6 @@ def spark_env() -> dict[str, str]:
 
 
 __all__ = [
-    "DRIVER_JAVA_OPTIONS",
-    "FAULT_SAMPLES_DIR",
-    "LAUNCHER_OPTS",
-    "LOAD_SAMPLES_DIR",
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",

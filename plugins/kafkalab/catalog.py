@@ -2,21 +2,17 @@
 
 Everything that needs a scenario's name (workload validation, the Airflow trigger form, the
 report's ordering, synthetic data) reads it from :data:`CATALOG`; the implementation
-classes get their ``name`` and ``client`` from their :class:`ScenarioSpec`. This module
-imports nothing heavy (no client library, no pyarrow), so a DAG file may read it at parse
-time.
+classes get their ``name`` and ``client`` from their :class:`ScenarioSpec`, and
+:func:`kafkalab.scenarios.get_scenario` builds one from its :attr:`ScenarioSpec.impl`. This
+module is data: it imports nothing of the lab but its errors (so configuration, the report
+and a DAG file at parse time may all read it).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kafkalab.errors import ConfigError
-
-if TYPE_CHECKING:
-    from kafkalab.scenarios.base import Scenario
 
 
 @dataclass(frozen=True)
@@ -103,15 +99,6 @@ def needs_kafka(scenarios: list[str] | tuple[str, ...]) -> bool:
     return any(s in KAFKA_SCENARIOS for s in scenarios)
 
 
-def get_scenario(name: str) -> Scenario:
-    """A fresh implementation object of scenario ``name`` (imports its module on first use)."""
-    spec = scenario_spec(name)
-    module, _, cls_name = spec.impl.partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    scenario: Scenario = cls()
-    return scenario
-
-
 __all__ = [
     "CATALOG",
     "KAFKA_CLIENT_SCENARIOS",
@@ -120,7 +107,6 @@ __all__ = [
     "MESSAGE_SCENARIOS",
     "SCENARIOS",
     "ScenarioSpec",
-    "get_scenario",
     "needs_kafka",
     "scenario_spec",
 ]

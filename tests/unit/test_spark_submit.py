@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.airflow.spark_submit import (
-    DRIVER_JAVA_OPTIONS,
-    LAUNCHER_OPTS,
+from kafkalab.paths import spark_jobs_dir
+from kafkalab.spark.cds import DRIVER_JAVA_OPTIONS, LAUNCHER_OPTS
+from kafkalab.spark.submit import (
     spark_application,
     spark_conf,
     spark_env,
     spark_job_args,
     spark_py_files,
 )
-from kafkalab.paths import spark_jobs_dir
 
 
 def test_application_and_py_files_are_absolute_job_files() -> None:
