@@ -67,9 +67,10 @@ test-serial: setup  ## the whole test suite in one pytest process
 test-fast: setup  ## unit tests only
 	$(PYTEST) -q -m unit
 
-lint: setup  ## ruff + mypy
+lint: setup  ## ruff + mypy + the import contracts (layers, no cycles: pyproject.toml)
 	$(BIN)/ruff check plugins tests dags spark_jobs tools
 	$(BIN)/mypy
+	PYTHONPATH=plugins:. $(BIN)/lint-imports
 
 # Heavy (fixed ports, the embedded cluster, ~20 min): run it alone, e.g. under
 # `flock /tmp/kl-heavy.lock make bench` when tests share the machine.
