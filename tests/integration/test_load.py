@@ -96,14 +96,34 @@ def test_fan_out_every_consumer_holds_every_acked_message(desc: Path, tmp_path: 
 
 
 def test_a_slowed_consumer_is_failing_and_the_others_are_not(desc: Path, tmp_path: Path) -> None:
+    """20 ms a record is 50 records/s against 200 msg/s: ~150 of the 500 measured messages
+    by the stop, ~50 more in the 1 s drain. The drain's end is a hard stop (a record fetched
+    but not yet taken then is missing), so it is failing whatever its fetch batches were."""
     spec = LoadCellSpec(consumers=3, rate_msgs_per_s=200, duration_s=3, warmup_s=0.5, drain_s=1,
                         slow_consumer=1, slow_consumer_ms_per_record=20)
     s = _one_cell(tmp_path, desc, spec, "slow")
     detail = {c["consumer"]: c for c in s["consumers_detail"]}
     assert detail[1]["failing"] and detail[1]["missing_msgs"] > 0
+    # far from complete: at 50 records/s it cannot have taken more than 4.5 s worth
+    assert detail[1]["unique_msgs"] < 0.6 * s["expected_msgs"]
     assert not detail[0]["failing"] and not detail[2]["failing"]
     assert s["failing_clients"] == 1
     assert detail[1]["rx_rate_msgs_per_s"] < 0.5 * detail[0]["rx_rate_msgs_per_s"]
+
+
+def test_a_slowed_consumer_that_catches_up_in_the_drain_is_late_but_complete(
+        desc: Path, tmp_path: Path) -> None:
+    """The same slowed consumer with a drain long enough to work through its backlog (~300
+    records at 50/s after the stop: ~6 s of 30): every message arrives, most after the
+    stop. Late but complete is not failing; its lateness is counted."""
+    spec = LoadCellSpec(consumers=2, rate_msgs_per_s=200, duration_s=3, warmup_s=0.5,
+                        drain_s=30, slow_consumer=1, slow_consumer_ms_per_record=20)
+    s = _one_cell(tmp_path, desc, spec, "slow-complete")
+    detail = {c["consumer"]: c for c in s["consumers_detail"]}
+    assert detail[1]["missing_msgs"] == 0 and not detail[1]["failing"]
+    assert detail[1]["unique_msgs"] == s["expected_msgs"]
+    assert detail[1]["late_msgs"] > 0.3 * s["expected_msgs"]
+    assert s["failing_clients"] == 0 and s["late_msgs"] >= detail[1]["late_msgs"]
 
 
 def _broker_pid(lab: Path) -> int:

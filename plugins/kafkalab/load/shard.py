@@ -19,7 +19,12 @@ hosts that share the data directory): ``.plan.json`` (in), ``.start.json`` (t0),
 
 **Drain.** After the stop, each consumer reads until its position reaches the log end the
 engine announced on every partition, or ``drain_s`` passes: what is still missing then is
-missing.
+missing. A record counts as received when the consumer takes it (a slowed consumer takes
+each only after working on the one before); once the drain is over a consumer takes no
+further record, even one already fetched in the batch it is working through. So a consumer
+too slow to catch up within the drain is *failing* (records missing), and one that catches
+up within it is *late but complete* (``late_msgs`` > 0, nothing missing, not failing),
+whatever its batches looked like.
 """
 
 from __future__ import annotations
@@ -126,6 +131,10 @@ class _Receiver:
                     msgs = [one, *self.client.consume(CONSUME_BATCH - 1, 0)]
             t = clock()
             for m in msgs:
+                if sh.finished.is_set():
+                    # The drain is over: a record still in hand is one the consumer never
+                    # took (it is missing), whatever the batch it came in.
+                    break
                 err = m.error()
                 if err is not None:
                     name = str(err.name() or err)
