@@ -56,6 +56,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.cluster.flavors import FAULT_CLUSTER
 from kafkalab.faults.files import (
     ASSIGNMENTS_SCHEMA,
     COMMITS_SCHEMA,
@@ -521,7 +522,7 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
 
     from kafkalab.faults.checker import ReRead
     from kafkalab.faults.deliveries import deliveries, group_summary
-    from kafkalab.faults.group_trial import ZERO_PROTOCOL_NOTE
+    from kafkalab.faults.group_trial import group_protocol_note
 
     if t.redelivered and t.lost_unprocessed:
         raise ValueError(f"{t.trial_id}: one commit cannot leave both redelivered and lost")
@@ -677,7 +678,7 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
         "heartbeat_interval_ms": t.heartbeat_interval_ms,
         "auto_commit_interval_ms": t.auto_commit_interval_ms if t.commit == "auto" else None,
         "batch_msgs": 100, "batch_wait_ms": 100, "rejoin_after_s": t.rejoin_after_s,
-        "partitions": parts, "group_protocol": ZERO_PROTOCOL_NOTE, **gs, "drained": True,
+        "partitions": parts, "group_protocol": group_protocol_note((0, 9)), **gs, "drained": True,
         "deliveries": {d: int((deliv["delivery"] == d).sum()) for d in DELIVERIES},
     }
     return {"processed": cols, "deliveries": deliv, "commits": commit_rows,
@@ -687,8 +688,9 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster(t: FakeFaultTrial) -> dict[str, Any]:
-    return {"flavor": "noida" if t.is_emulator else "kafka09",
-            "version": "0.2.3" if t.is_emulator else "0.9.0.1", "is_emulator": t.is_emulator,
+    return {"flavor": "noida" if t.is_emulator else FAULT_CLUSTER.name,
+            "version": "0.2.3" if t.is_emulator else FAULT_CLUSTER.version,
+            "is_emulator": t.is_emulator,
             "broker_count": 1 if t.is_emulator else 3}
 
 

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.run_ids import run_id_time
 from kafkalab.store import LabData, atomic_file, atomic_write_json, safe_name
@@ -383,14 +384,14 @@ def _cell_doc(cell: FakeLoadCell, run_id: str, run_date: str, clocks: dict[str, 
     processes += [{"role": "consumer-shard", "shard": s, "pid": 1001 + s, "host": "fakehost",
                    "cpu_s": 0.2 * wall, "wall_s": wall, "cpu_frac": 0.2}
                   for s in range(cell.shards)]
-    flavor = "noida" if cell.is_emulator else "kafka09"
+    flavor = "noida" if cell.is_emulator else DEFAULT_EMBEDDED.name
     wire = payload_bytes + _HEADER_BYTES  # the engine's cell.json payload_bytes: on the wire
     return {
         "schema_version": 1, "cell_id": cell.cell_id, "run_id": run_id, "run_date": run_date,
         "status": cell.status, "error": None if cell.status != "failed" else "fake failure",
         "spec": cell.spec(), "acks": cell.acks, "payload_bytes": wire,
         "topic": f"kl-load-{safe_name(run_id)}-{cell.cell_id}", "partitions": cell.partitions,
-        "cluster": {"flavor": flavor, "version": "0.2.3" if cell.is_emulator else "0.9.0.1",
+        "cluster": {"flavor": flavor, "version": "0.2.3" if cell.is_emulator else DEFAULT_EMBEDDED.version,
                     "is_emulator": cell.is_emulator, "broker_count": 1 if cell.is_emulator else 3},
         "client": cell.client, "client_version": "2.16.1",
         "client_settings": {"producer": {"acks": cell.acks, "linger.ms": "5"},

@@ -50,6 +50,7 @@ from kafkalab.catalog import (
     ScenarioSpec,
     scenario_spec,
 )
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 from kafkalab.run_ids import run_id_time
 from kafkalab.samples import SAMPLE_SCHEMA, settings_json
 from kafkalab.store import LabData, atomic_file
@@ -109,7 +110,8 @@ _FAKE_CLIENT_VERSIONS: dict[str, str] = {
 installed (a scenario added to the catalog later gets :data:`_UNKNOWN_VERSION`)."""
 _UNKNOWN_VERSION = "0.0.0"
 
-_KAFKA_FLAVOR, _KAFKA_VERSION, _KAFKA_BROKERS = "kafka09", "0.9.0.1", 3
+_KAFKA_FLAVOR, _KAFKA_VERSION, _KAFKA_BROKERS = DEFAULT_EMBEDDED.name, DEFAULT_EMBEDDED.version, 3
+"""The fake rows' cluster: the lab's default embedded flavor, three brokers."""
 
 _HARNESS_RESOLUTION_MS = 1e-6
 _TOOL_PCT_RESOLUTION_MS = 1.0

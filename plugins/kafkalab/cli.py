@@ -77,27 +77,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     # cluster ---------------------------------------------------------------------------
     pc = sub.add_parser("cluster", help="start, inspect or stop the embedded cluster",
-                        description="The embedded cluster: the real Apache Kafka 0.9.0.1 JVM "
-                        "broker (flavor kafka09, default) with its ZooKeeper, or the noida-db "
-                        "emulator (flavor noida, modern protocol, labelled EMULATOR). Everything "
-                        "binds 127.0.0.1; state, data and logs live under .lab/cluster/.")
+                        description="The embedded cluster, of one of the flavors the lab starts: "
+                        + _flavor_help() + ". Everything binds 127.0.0.1; state, data and logs "
+                        "live under .lab/cluster/.")
     csub = _subcommands(pc, "cluster_command")
     up = csub.add_parser("up", help="start the cluster (no-op when the same one is up)",
-                         description="Start ZooKeeper and the brokers, wait until every broker "
+                         description="Start the flavor's processes (its coordination service, then the "
+                         "brokers), wait until every broker "
                          "answers metadata, and write the cluster descriptor .lab/cluster.yaml "
                          "that every other command uses.")
     up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of brokers (default 1)")
-    up.add_argument("--flavor", choices=("kafka09", "noida"), default="kafka09",
-                    help="kafka09: real Apache Kafka 0.9.0.1 (default); noida: modern-protocol emulator")
-    up.add_argument("--base-port", type=int, default=None, help="first broker port (default 19092; noida 19192)")
-    up.add_argument("--zk-port", type=int, default=None, help="ZooKeeper port (default 12181)")
+    up.add_argument("--flavor", choices=_flavor_names(), default=_flavor_names()[0],
+                    help=_flavor_help())
+    up.add_argument("--base-port", type=int, default=None,
+                    help="first broker port (default " + _port_defaults("default_base_port") + ")")
+    up.add_argument("--control-port", "--zk-port", dest="control_port", type=int, default=None,
+                    help="port of its coordination service (default "
+                    + _port_defaults("default_control_port") + ")")
     _json_arg(up, "print the cluster's public descriptor as one JSON document")
     cst = csub.add_parser("status", help="show processes, ports, log files",
                           description="Show whether the embedded cluster is up, its processes "
                           "and where its logs are: a table, or --json. Exit 0 only when up.")
     _json_arg(cst, "print the status as one JSON document")
     down = csub.add_parser("down", help="stop exactly the processes `up` started",
-                           description="Stop the brokers (controlled shutdown) then ZooKeeper, by PID.")
+                           description="Stop the brokers (controlled shutdown), then its coordination "
+                           "service (ZooKeeper), by PID.")
     down.add_argument("--wipe", action="store_true", help="also delete the cluster's data")
     _json_arg(down, "print the stopped processes as one JSON document")
 
@@ -210,8 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     fsub = pf.add_subparsers(dest="faults_command", required=True)
     pfr = fsub.add_parser(
         "run", help="run fault trials (profiles × faults × trials) and print a table",
-        description="Each trial: a fresh topic on the lab's own 3-broker kafka09 cluster "
-        "(<lab>/faults, started or reused; ports $KAFKALAB_FAULTS_ZK_PORT / "
+        description="Each trial: a fresh topic on the lab's own 3-broker "
+        f"{_fault_flavor_name()} cluster "
+        "(<lab>/faults, started or reused; ports $KAFKALAB_FAULTS_CONTROL_PORT / "
         "$KAFKALAB_FAULTS_BASE_PORT, default 12381 / 19392-19394), one producer at --rate and "
         "one live consumer; the fault at --fault-at, healed --down seconds later; then a fresh "
         "consumer re-reads the topic from offset 0 and every message is judged (acked-but-lost "
@@ -481,6 +486,42 @@ def _run_epilog() -> str:
             f"workloads: {', '.join(known_names('workloads'))}")
 
 
+def _flavor_names() -> tuple[str, ...]:
+    """``cluster up --flavor``'s choices, default first (the flavor registry's)."""
+    from kafkalab.cluster.flavors import embedded_flavor_names
+
+    return embedded_flavor_names()
+
+
+def _flavor_help() -> str:
+    """Each flavor ``cluster up`` starts, with its label (the default first)."""
+    from kafkalab.cluster.flavors import embedded_flavor
+
+    names = _flavor_names()
+    return "; ".join(f"{n}: {embedded_flavor(n).label}" + (" (default)" if n == names[0] else "")
+                     for n in names)
+
+
+def _port_defaults(attribute: str) -> str:
+    """Each embedded flavor's default of a port, as ``<flavor> <port>; ...``."""
+    from kafkalab.cluster.flavors import embedded_flavor
+
+    parts = []
+    for n in _flavor_names():
+        f = embedded_flavor(n)
+        port = getattr(f, attribute)
+        if port is not None:
+            what = f" ({f.control_port_name})" if attribute == "default_control_port" else ""
+            parts.append(f"{n} {port}{what}")
+    return "; ".join(parts)
+
+
+def _fault_flavor_name() -> str:
+    from kafkalab.cluster.flavors import FAULT_CLUSTER
+
+    return FAULT_CLUSTER.name
+
+
 def _cluster_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", type=Path, default=None,
                    help="cluster descriptor YAML (default: .lab/cluster.yaml written by `cluster up`)")
@@ -503,7 +544,7 @@ def _err(msg: str) -> None:
 
 
 def _descriptor(path: Path | None) -> Any:
-    from kafkalab.cluster.descriptor import load_descriptor
+    from kafkalab.cluster.flavors import load_descriptor
     from kafkalab.paths import default_descriptor_path
 
     return load_descriptor(path or default_descriptor_path())
@@ -514,7 +555,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
     if args.cluster_command == "up":
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
-                       zk_port=args.zk_port, progress=_err)
+                       control_port=args.control_port, progress=_err)
         from kafkalab.cluster.descriptor import EMULATOR_LABEL
         from kafkalab.paths import default_descriptor_path
 
@@ -561,8 +602,11 @@ def format_cluster_status(st: dict[str, Any]) -> str:
     if not procs:
         return (f"cluster: {st.get('status')} (no processes recorded in {st.get('lab_dir')}; "
                 "start it with: kafkalab cluster up)")
+    from kafkalab.cluster.flavors import FLAVORS
+
     flavor = st.get("flavor") or "?"
-    label = f" ({EMULATOR_LABEL})" if flavor == "noida" else ""
+    known = FLAVORS.get(flavor)
+    label = f" ({EMULATOR_LABEL})" if known is not None and known.emulator else ""
     lines = [f"cluster: {st.get('status')}  {flavor}{label}, {st.get('brokers')} broker(s), "
              f"started {st.get('started_at') or '?'}"
              + ("  (stale state: processes gone; `kafkalab cluster up` cleans it)"

@@ -121,7 +121,7 @@ def build_run_request(
             caller calls it (``--messages must be at least 1, got 0``).
         ClusterError: a Kafka scenario and no readable descriptor.
     """
-    from kafkalab.cluster.descriptor import load_descriptor
+    from kafkalab.cluster.flavors import load_descriptor
     from kafkalab.paths import data_dir as default_data_dir
     from kafkalab.paths import default_descriptor_path
 

@@ -33,7 +33,7 @@ import pytest
 
 from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
 from kafkalab.airflow.pools import MEASURE_POOL
-from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData, atomic_write_json
 
@@ -84,7 +84,7 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
         yield lab / "cluster.yaml"
     finally:
         cluster_down(lab)
@@ -339,7 +339,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     before = set(lab.manifests())
     extra_env = {**airflow_setup["extra_env"],
                  "KAFKALAB_HOME": str(fault_lab),
-                 "KAFKALAB_FAULTS_ZK_PORT": str(FAULTS_ZK_PORT),
+                 "KAFKALAB_FAULTS_CONTROL_PORT": str(FAULTS_ZK_PORT),
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
     conf = {"profiles": ["durability"], "faults": ["sigkill-leader", "kill-consumer"], "trials": 1,
             "rate_msgs_per_s": 200, "duration_s": 16, "commits": ["after"], "consumers": 2,

@@ -45,7 +45,7 @@ import yaml
 from kafkalab import procs
 from kafkalab.airflow import launcher
 from kafkalab.airflow.run_ids import dag_lab_run_id
-from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
@@ -98,7 +98,7 @@ def stack() -> Iterator[dict[str, Any]]:
     }
     stopped: list[dict[str, Any]] = []
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
         # the same cluster with its broker down: a descriptor whose broker does not answer
         dead = yaml.safe_load((lab / "cluster.yaml").read_text())
         dead["bootstrap_servers"] = f"127.0.0.1:{DEAD_BROKER_PORT}"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
 
@@ -54,7 +54,7 @@ def demo_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, zk_port=ZK_PORT)
+        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
         yield lab
     finally:
         cluster_down(lab)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
-from kafkalab.cluster.distribution import NPM_TARBALL
+from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 
 REPO = Path(__file__).resolve().parents[2]
 REPO_TARBALL = REPO / ".lab" / "downloads" / NPM_TARBALL
@@ -48,7 +48,7 @@ def kafka09_lab(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, ClusterDescriptor]]:
     yield from _running(prepare_lab(tmp_path_factory.mktemp("lab-kafka09")), "kafka09",
-                        base_port=KAFKA09_BROKER_PORT, zk_port=KAFKA09_ZK_PORT)
+                        base_port=KAFKA09_BROKER_PORT, control_port=KAFKA09_ZK_PORT)
 
 
 @pytest.fixture(scope="session")

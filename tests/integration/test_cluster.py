@@ -25,7 +25,7 @@ from kafkalab.cluster import (
     librdkafka_config,
     load_descriptor,
 )
-from kafkalab.cluster.distribution import (
+from kafkalab.cluster.flavors.kafka09.distribution import (
     NPM_TARBALL,
     ensure_kafka_distribution,
     kafka_home_path,
@@ -104,7 +104,7 @@ def test_lifecycle_up_noop_conflict_down(
         1,
         lab_dir=lab,
         base_port=LIFECYCLE_BROKER_PORT,
-        zk_port=LIFECYCLE_ZK_PORT,
+        control_port=LIFECYCLE_ZK_PORT,
         progress=msgs.append,
     )
     try:
@@ -206,7 +206,7 @@ def test_port_taken_is_refused_clearly(tmp_path: Path, make_lab: Any) -> None:
                 ClusterError,
                 match=rf"port {port} on 127\.0\.0\.1 is already in use \(by pid {os.getpid()}\)",
             ):
-                cluster_up(flavor, 1, lab_dir=lab, base_port=port, zk_port=port + 10)
+                cluster_up(flavor, 1, lab_dir=lab, base_port=port, control_port=port + 10)
         # nothing started, nothing recorded
         assert cluster_status(lab)["state"] == "down"
         assert not (lab / "cluster" / "state.json").exists()
@@ -255,7 +255,7 @@ def test_kill_broker_releases_its_port_and_up_heals(tmp_path: Path, make_lab: An
     """Right after kill_broker (SIGTERM or SIGKILL) the broker is gone and its port is free,
     so `cluster up` restarts it at once (it used to fail with "port ... already in use")."""
     lab = make_lab(tmp_path / "lab")
-    cluster_up("kafka09", 1, lab_dir=lab, base_port=KILL_BROKER_PORT, zk_port=KILL_ZK_PORT)
+    cluster_up("kafka09", 1, lab_dir=lab, base_port=KILL_BROKER_PORT, control_port=KILL_ZK_PORT)
     try:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             pid = next(p["pid"] for p in cluster_status(lab)["processes"] if p["role"] == "broker")

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from kafkalab.cluster import cluster_down
-from kafkalab.cluster.descriptor import librdkafka_config, load_descriptor
+from kafkalab.cluster.descriptor import librdkafka_config
+from kafkalab.cluster.flavors import load_descriptor
 from kafkalab.faults import files
 from kafkalab.faults.engine import FaultRequest, run_fault_trial, start_fault_run
 from kafkalab.faults.spec import FaultTrialSpec
@@ -51,7 +52,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, make_lab: Any) -> Iterator[dic
     data = tmp_path_factory.mktemp("data-cfaults")
     mp = pytest.MonkeyPatch()
     mp.setenv("KAFKALAB_HOME", str(lab))
-    mp.setenv("KAFKALAB_FAULTS_ZK_PORT", str(ZK_PORT))
+    mp.setenv("KAFKALAB_FAULTS_CONTROL_PORT", str(ZK_PORT))
     mp.setenv("KAFKALAB_FAULTS_BASE_PORT", str(BASE_PORT))
     clab = lab / "faults"
     try:

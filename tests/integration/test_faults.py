@@ -46,7 +46,7 @@ def fault_env(tmp_path_factory: pytest.TempPathFactory, make_lab: Any,
     lab = make_lab(tmp_path_factory.mktemp("lab-faults"))
     data = tmp_path_factory.mktemp("data-faults")
     monkeypatch_module.setenv("KAFKALAB_HOME", str(lab))
-    monkeypatch_module.setenv("KAFKALAB_FAULTS_ZK_PORT", str(ZK_PORT))
+    monkeypatch_module.setenv("KAFKALAB_FAULTS_CONTROL_PORT", str(ZK_PORT))
     monkeypatch_module.setenv("KAFKALAB_FAULTS_BASE_PORT", str(BASE_PORT))
     clab = lab / "faults"
     trials = [CONTROL, LOSSY, CRASH]

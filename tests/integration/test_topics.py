@@ -13,12 +13,15 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkalab.cluster import (
     ClusterDescriptor,
+    admin_client,
     cluster_down,
     cluster_status,
     cluster_up,
     kill_broker,
     librdkafka_config,
 )
+from kafkalab.cluster.embedded import running_cluster
+from kafkalab.cluster.partitions import AdminPartitions
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.procs import port_in_use
 from kafkalab.topics import TopicSpec, delete_topics, describe_topic, provision_topics
@@ -124,9 +127,31 @@ def test_unknown_topic_config_is_a_config_error(kafka09_cluster: ClusterDescript
         )
 
 
+def _both_partition_readers_agree(lab: Path, d: ClusterDescriptor, topic: str) -> None:
+    """The flavor's reader (ZooKeeper on 0.9) and the Admin API's metadata name the same
+    leader, ISR and live brokers on a settled cluster: either source serves the fault
+    timeline, and the Admin-API one is the one modern flavors use."""
+    running = running_cluster(lab)
+    assert running is not None
+    with running.partition_reader() as flavors, AdminPartitions(admin_client(d)) as admin:
+        assert type(flavors).__name__ == "ZooKeeperPartitions"
+        deadline = time.monotonic() + 15
+        while True:  # the brokers' metadata catches up with ZooKeeper within seconds on 0.9
+            zk, md = flavors.partition_state(topic, 0), admin.partition_state(topic, 0)
+            assert zk is not None
+            if md is not None and (md.leader, sorted(md.isr)) == (zk.leader, sorted(zk.isr)):
+                break
+            assert time.monotonic() < deadline, (zk, md)
+            time.sleep(0.2)
+        assert flavors.broker_ids() == admin.broker_ids() == [0, 1, 2]
+        assert zk.leader_epoch >= 0 and md.leader_epoch == -1  # only ZooKeeper says
+        assert not flavors.topic_gone(topic) and not admin.topic_gone(topic)
+        assert flavors.topic_gone("lat.never-made") and admin.topic_gone("lat.never-made")
+
+
 def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
     lab = make_lab(tmp_path / "lab3")
-    d = cluster_up("kafka09", 3, lab_dir=lab, base_port=THREE_BASE_PORT, zk_port=THREE_ZK_PORT)
+    d = cluster_up("kafka09", 3, lab_dir=lab, base_port=THREE_BASE_PORT, control_port=THREE_ZK_PORT)
     try:
         assert d.broker_count == 3 and len(d.servers) == 3
         spec = TopicSpec(
@@ -143,6 +168,7 @@ def test_three_brokers_rf3(tmp_path: Path, make_lab: Any) -> None:
         part = info["partition_details"][0]
         assert sorted(part["replicas"]) == [0, 1, 2] and sorted(part["isr"]) == [0, 1, 2]
         _roundtrip(d, "lat.rf3", b"y" * 1_000_000)
+        _both_partition_readers_agree(lab, d, "lat.rf3")
 
         # availability helpers: kill a follower, status degraded, `up` heals it
         follower = next(b for b in part["replicas"] if b != part["leader"])

@@ -10,6 +10,7 @@ from pathlib import Path
 from kafkalab import procs
 from kafkalab.cluster import processes
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
+from kafkalab.cluster.embedded import is_embedded_descriptor
 from kafkalab.cluster.state import (
     ClusterState,
     descriptor_path,
@@ -61,13 +62,13 @@ def test_remove_state_keeps_a_users_own_descriptor(tmp_path: Path) -> None:
         broker_count=3,
     )
     save_descriptor(mine, descriptor_path(tmp_path))
-    remove_state(tmp_path, read_state(tmp_path))
+    remove_state(tmp_path, read_state(tmp_path), is_embedded_descriptor)
     assert not state_path(tmp_path).exists()
     assert descriptor_path(tmp_path).is_file()
 
     embedded = mine.model_copy(update={"name": "embedded", "flavor": "noida"})
     save_descriptor(embedded, descriptor_path(tmp_path))
-    remove_state(tmp_path, None)
+    remove_state(tmp_path, None, is_embedded_descriptor)
     assert not descriptor_path(tmp_path).exists()
 
 

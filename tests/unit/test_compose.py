@@ -22,8 +22,9 @@ import yaml
 
 from kafkalab.airflow import pools
 from kafkalab.airflow.launcher import spark_conn
-from kafkalab.cluster.descriptor import ClusterDescriptor, load_descriptor
-from kafkalab.cluster.distribution import NPM_INTEGRITY
+from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.flavors import load_descriptor
+from kafkalab.cluster.flavors.kafka09.distribution import NPM_INTEGRITY
 from kafkalab.spark.submit import spark_conf, spark_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.cluster.descriptor import descriptor_from_dict, kafka_python_config, librdkafka_config
+from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
+from kafkalab.cluster.flavors import parse_descriptor
 from kafkalab.config import known_names, load_profile, load_workload
 from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.config.mapping import (
@@ -18,11 +19,11 @@ from kafkalab.config.mapping import (
 )
 from kafkalab.errors import ConfigError
 
-LEGACY = descriptor_from_dict({
+LEGACY = parse_descriptor({
     "name": "t", "flavor": "kafka09", "protocol": "legacy-0.9", "version": "0.9.0.1",
     "bootstrap_servers": "127.0.0.1:19092", "broker_count": 1,
 })
-MODERN = descriptor_from_dict({
+MODERN = parse_descriptor({
     "name": "t", "flavor": "external", "protocol": "modern", "version": "3.7",
     "bootstrap_servers": "k1:9092,k2:9092", "broker_count": 3,
 })

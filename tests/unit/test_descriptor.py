@@ -12,10 +12,10 @@ from kafkalab.cluster.descriptor import (
     jvm_classpath,
     kafka_python_config,
     librdkafka_config,
-    load_descriptor,
     public_view,
     save_descriptor,
 )
+from kafkalab.cluster.flavors import load_descriptor
 from kafkalab.errors import ClusterError, ConfigError
 
 DOC_YAML = """\

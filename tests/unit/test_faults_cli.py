@@ -38,7 +38,7 @@ pytestmark = pytest.mark.unit
 def test_bad_fault_input_is_one_line_and_starts_nothing(args: list[str], expected: str,
                                                         tmp_path: Path) -> None:
     env = {**os.environ, "KAFKALAB_HOME": str(tmp_path / "lab"),
-           "KAFKALAB_FAULTS_ZK_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
+           "KAFKALAB_FAULTS_CONTROL_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
     proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", "faults", "run", *args,
                            "--data-dir", str(tmp_path / "data")], capture_output=True, text=True,
                           timeout=60, env=env, check=False)
@@ -79,7 +79,7 @@ def test_a_profile_the_client_or_the_broker_cannot_take_is_refused_before_anythi
     exit 2 before a broker is started or a byte sent."""
     profile = _profile_file(tmp_path, "custom", extra)
     env = {**os.environ, "KAFKALAB_HOME": str(tmp_path / "lab"),
-           "KAFKALAB_FAULTS_ZK_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
+           "KAFKALAB_FAULTS_CONTROL_PORT": "1", "KAFKALAB_FAULTS_BASE_PORT": "1"}
     proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", *command, "--profile",
                            str(profile), *args, "--data-dir", str(tmp_path / "data")],
                           capture_output=True, text=True, timeout=60, env=env, check=False)

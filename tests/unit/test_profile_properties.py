@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kafkalab.cluster.descriptor import descriptor_from_dict
+from kafkalab.cluster.features import parse_version
+from kafkalab.cluster.flavors import flavor_of, parse_descriptor
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import (
     check_profile,
@@ -27,21 +28,20 @@ from kafkalab.config.properties import (
     CONSUMER_PROPERTIES,
     PRODUCER_PROPERTIES,
     KafkaProperty,
-    broker_version,
     check_codec,
     check_topic_configs,
 )
 from kafkalab.errors import ConfigError
 
-LEGACY = descriptor_from_dict({
+LEGACY = parse_descriptor({
     "name": "t", "flavor": "kafka09", "protocol": "legacy-0.9", "version": "0.9.0.1",
     "bootstrap_servers": "127.0.0.1:19092", "broker_count": 1,
 })
-MODERN = descriptor_from_dict({
+MODERN = parse_descriptor({
     "name": "t", "flavor": "external", "protocol": "modern", "version": "3.8.0",
     "bootstrap_servers": "127.0.0.1:19093", "broker_count": 3,
 })
-EMULATOR = descriptor_from_dict({
+EMULATOR = parse_descriptor({
     "name": "t", "flavor": "noida", "protocol": "modern", "version": "noida-db 0.3",
     "is_emulator": True, "bootstrap_servers": "127.0.0.1:19094", "broker_count": 1,
 })
@@ -205,7 +205,7 @@ def test_zstd_is_refused_below_kafka_2_1(tmp_path: Path) -> None:
     check_profile(p, ["confluent-kafka"], EMULATOR)  # version unknown: not refused
     assert confluent_producer_config({}, p)["compression.type"] == "zstd"
     assert kafka_python_producer_config({}, p)["compression_type"] == "zstd"
-    old = descriptor_from_dict({**MODERN.model_dump(), "version": "2.0.1"})
+    old = parse_descriptor({**MODERN.model_dump(), "version": "2.0.1"})
     with pytest.raises(ConfigError, match=re.escape("the cluster is Kafka 2.0.1")):
         check_profile(p, ["kafka-python"], old)
     with pytest.raises(ConfigError, match="EndToEndLatency"):
@@ -223,10 +223,11 @@ def test_zstd_as_a_property_or_topic_config(tmp_path: Path) -> None:
         check_profile(t, ["confluent-kafka"], LEGACY)
     # the topic provisioner refuses it as well (load and fault runs provision through it)
     with pytest.raises(ConfigError) as err:
-        check_topic_configs("klab-x", t.topic.kafka_configs(), LEGACY.version, LEGACY.flavor)
+        check_topic_configs("klab-x", t.topic.kafka_configs(),
+                            flavor_of(LEGACY).broker_version(LEGACY))
     assert str(err.value) == ("topic klab-x: compression.type=zstd needs Kafka 2.1 or later; "
                               "the cluster is Kafka 0.9.0.1")
-    check_topic_configs("klab-x", t.topic.kafka_configs(), MODERN.version, MODERN.flavor)
+    check_topic_configs("klab-x", t.topic.kafka_configs(), flavor_of(MODERN).broker_version(MODERN))
 
 
 def test_kafka_python_codecs_are_checked_against_what_is_installed() -> None:
@@ -244,9 +245,11 @@ def test_kafka_python_codecs_are_checked_against_what_is_installed() -> None:
 
 
 def test_broker_versions() -> None:
-    assert broker_version("3.8.0") == (3, 8, 0) and broker_version("2.1") == (2, 1)
-    assert broker_version("whatever", "kafka09") == (0, 9, 0, 1)
-    assert broker_version("noida-db 0.3") is None and broker_version("unknown") is None
+    assert parse_version("3.8.0") == (3, 8, 0) and parse_version("2.1") == (2, 1)
+    assert flavor_of(LEGACY.model_copy(update={"version": "whatever"})).broker_version(
+        LEGACY) == (0, 9, 0, 1)  # the embedded 0.9 flavor is 0.9.0.1 whatever it says
+    assert parse_version("noida-db 0.3") is None and parse_version("unknown") is None
+    assert flavor_of(EMULATOR).broker_version(EMULATOR) is None
 
 
 # -- origins -----------------------------------------------------------------------------

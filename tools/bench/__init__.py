@@ -5,7 +5,7 @@
     loop on the same broker, topic, bytes and latency-profile settings, at 1 KB and at seed
     000's base64 1 MB image, in alternating A/B rounds. Goal: lab p50 ≤ 1.1 × minimal p50.
 (b) 1 KB: the serial-mode harness (``confluent-kafka-serial``: ack, then poll) beside Kafka's
-    own ``EndToEndLatency`` on the same topic of the embedded kafka09 cluster, with the
+    own ``EndToEndLatency`` on the same topic of the embedded cluster, with the
     overlapped harness and kafka-python for reference. The tool prints whole, truncated
     milliseconds and a mean with 4 decimals: the means are compared (goal: serial mean
     ≤ 1.2 × tool mean).
@@ -19,7 +19,7 @@
 (e) with ``--nightly``: one ``nightly_latency_regression`` run, wall time by task, on the
     embedded cluster of ``<lab_dir>/cluster.yaml``; with no descriptor there, or brokers
     that do not answer, the part is refused in one line before the DAG starts (exit 1).
-(f) with ``--load``: the load engine is not the bottleneck. On its own kafka09 cluster (ports
+(f) with ``--load``: the load engine is not the bottleneck. On its own embedded cluster (ports
     25781/31792), 1 KB raw, acks=1, linger 5 ms: producer max rate of the harness against a
     bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside
     them; consumer throughput against a bare consume loop and ConsumerPerformance; fan-out

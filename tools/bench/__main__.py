@@ -135,10 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "kafka" in parts:
             from kafkalab.cluster.embedded import cluster_up
+            from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
             from tools.bench.latency import bench_kafka, print_kafka
             from tools.bench.overhead import bench_overhead, print_overhead
 
-            d = cluster_up("kafka09", 1, progress=lambda m: print(m, file=sys.stderr))
+            d = cluster_up(DEFAULT_EMBEDDED.name, 1, progress=lambda m: print(m, file=sys.stderr))
             result["overhead"] = bench_overhead(d, args.overhead_rounds,
                                                 args.overhead_messages_1kb,
                                                 args.overhead_messages_1mb, work / "overhead")

@@ -1,7 +1,7 @@
 """Bench parts (b) and (c): the serial harness beside Kafka's tool at 1 KB, clients at 1-10 MB.
 
 Both run the ``bench-latency`` workload (``include/workloads/bench-latency.yaml``: raw
-encoding, one first-message probe) on the embedded kafka09 cluster, with the run's cells in
+encoding, one first-message probe) on the embedded cluster (the default flavor), with the run's cells in
 a throw-away data directory.
 
 (b) compares like with like: ``confluent-kafka-serial`` waits for the ack before polling,
@@ -101,10 +101,11 @@ def serial_vs_tool(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def bench_kafka(messages_1kb: int, messages_mb: int, data_dir: Path) -> dict[str, Any]:
-    """Parts (b) and (c) on the embedded kafka09 cluster (started if needed)."""
+    """Parts (b) and (c) on the embedded cluster (the default flavor; started if needed)."""
     from kafkalab.cluster.embedded import cluster_up
+    from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 
-    d = cluster_up("kafka09", 1, progress=lambda m: print(m, file=sys.stderr))
+    d = cluster_up(DEFAULT_EMBEDDED.name, 1, progress=lambda m: print(m, file=sys.stderr))
     small = [_row(c) for c in _run(list(SMALL_SCENARIOS), ["1kb"], messages_1kb, 50, data_dir)]
     large = [_row(c) for c in _run(list(LARGE_SCENARIOS), list(LARGE_PAYLOADS), messages_mb, 3,
                                    data_dir)]

@@ -1,6 +1,6 @@
 """Bench part (f) ``load``: the load engine's instrument is not the bottleneck.
 
-Everything runs on a kafka09 cluster (Apache Kafka 0.9.0.1, one broker) that this part
+Everything runs on an embedded cluster of the default flavor (Apache Kafka 0.9.0.1, one broker) that this part
 starts in its own lab folder (``<lab_dir>/bench-load``) on its own ports
 (:data:`BENCH_ZK_PORT`, :data:`BENCH_BROKER_PORT`: no test or other bench part uses them)
 and stops, data wiped, at the end. The message is the lab's 1 KB raw body plus the lab's
@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath, librdkafka_config
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import confluent_consumer_config, confluent_producer_config
 from kafkalab.config.models import Profile
@@ -312,7 +313,7 @@ def _mb(rate: float | None, wire_bytes: int) -> dict[str, Any]:
 
 
 def _java(descriptor: ClusterDescriptor) -> tuple[str, str]:
-    from kafkalab.cluster.distribution import ensure_java
+    from kafkalab.cluster.java import ensure_java
 
     if not descriptor.kafka_home:
         raise RunError("the bench cluster's descriptor has no kafka_home")
@@ -722,7 +723,7 @@ def _bench_lab() -> Path:
     different rounds (both client and broker CPU well under one core, rates halving from
     round 1 to round 3); elsewhere ``<lab_dir>/bench-load``.
     """
-    from kafkalab.cluster.distribution import NPM_TARBALL
+    from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
     from kafkalab.paths import lab_dir
 
     shm = Path("/dev/shm")
@@ -782,8 +783,8 @@ def bench_load(work: Path, config: LoadBenchConfig | None = None) -> dict[str, A
     lab = _bench_lab()
     load_avg_start = os.getloadavg()
     t0 = time.perf_counter()
-    d = cluster_up("kafka09", 1, lab_dir=lab, base_port=BENCH_BROKER_PORT,
-                   zk_port=BENCH_ZK_PORT, progress=_progress)
+    d = cluster_up(DEFAULT_EMBEDDED.name, 1, lab_dir=lab, base_port=BENCH_BROKER_PORT,
+                   control_port=BENCH_ZK_PORT, progress=_progress)
     try:
         broker = _broker_pid(lab)
         profile = bench_profile()

@@ -1,7 +1,7 @@
 """Bench part (e): wall time of one ``nightly_latency_regression`` run, split by task.
 
 Runs ``airflow dags test`` in a throw-away ``AIRFLOW_HOME`` and data directory (the lab's
-embedded kafka09 cluster must be up: :func:`check_nightly_cluster` refuses the part, before
+embedded cluster must be up: :func:`check_nightly_cluster` refuses the part, before
 the DAG starts, when its descriptor is missing or its brokers do not answer), then reads
 the task instances' durations from that home's SQLite metadata database. Mapped tasks (one
 per cell) are summed and counted. The nightly's fault trial runs on a fault cluster of the
@@ -133,7 +133,7 @@ def bench_nightly_run(work_dir: Path, logical_date: str | None = None,
     faults_lab = work_dir / "faults-lab"
     # the nightly's fault trial runs on a fault cluster of the bench's own (lab dir and ports)
     env = {"KAFKALAB_DATA_DIR": str(work_dir / "lab-data"), "KAFKALAB_FAULTS_HOME": str(faults_lab),
-           "KAFKALAB_FAULTS_ZK_PORT": str(BENCH_FAULTS_ZK_PORT),
+           "KAFKALAB_FAULTS_CONTROL_PORT": str(BENCH_FAULTS_ZK_PORT),
            "KAFKALAB_FAULTS_BASE_PORT": str(BENCH_FAULTS_BASE_PORT)}
     try:
         rc = dags_test(dag_id, date, {"cluster_descriptor": str(cluster)}, home=home,

@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 
 from kafkalab import drift
 from kafkalab.catalog import SCENARIOS
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 from kafkalab.export.prometheus import export_textfile
 from kafkalab.report.build import build_report
 from kafkalab.report.changepoints import change_points, clear_cache
@@ -111,7 +112,8 @@ def add_night(lab: LabData, stage: Path, i: int, samples_per_cell: int) -> float
         "schema_version": 2, "run_id": run_id, "status": "complete", "workload": "nightly",
         "started_at": f"{day}T01:02:03+00:00", "ended_at": f"{day}T01:09:03+00:00",
         "logical_date": f"{day}T00:00:00+00:00",
-        "cluster": {"flavor": "kafka09", "version": "0.9.0.1", "is_emulator": False},
+        "cluster": {"flavor": DEFAULT_EMBEDDED.name, "version": DEFAULT_EMBEDDED.version,
+                    "is_emulator": False},
         "stale_outputs": []})
     atomic_write_json(lab.validation_path(run_id), {"success": True, "failed": []})
     t0 = time.perf_counter()

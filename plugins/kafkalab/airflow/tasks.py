@@ -102,7 +102,8 @@ def check_cluster(cluster_path: str | None = None,
         log.info("scenarios %s need no Kafka cluster", scenarios)
         return {"required": False, "descriptor_path": None, "brokers_answering": 0, "cluster": None}
     from kafkalab.cluster.admin import check_reachable
-    from kafkalab.cluster.descriptor import emulator_note, load_descriptor, public_view
+    from kafkalab.cluster.descriptor import emulator_note, public_view
+    from kafkalab.cluster.flavors import load_descriptor
 
     path = ClusterConnection().descriptor_path(cluster_path)
     d = load_descriptor(path)

@@ -1,5 +1,10 @@
 """The cluster descriptor: how to reach a cluster (docs/metrics-schema.md, "Cluster descriptor").
 
+This module is the model and the client configurations built from it; a descriptor read
+from YAML is validated against the broker flavors at the edge
+(:func:`kafkalab.cluster.flavors.load_descriptor`), where its ``flavor`` must be one the
+lab knows and accept its ``protocol``.
+
 Secrets never live in the descriptor: ``secret_env`` maps a librdkafka property to the
 *name* of an environment variable; its value is read only when a client config is built
 (:func:`librdkafka_config`, :func:`kafka_python_config`) and never logged or written.
@@ -9,15 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kafkalab.cluster.features import LEGACY_PROTOCOL, PROTOCOLS, kafka_features
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.redact import looks_secret
 from kafkalab.store import atomic_write
-from kafkalab.yamlio import parse_model, read_yaml
 
 EMULATOR_LABEL = "EMULATOR — not Kafka"
 """The label every table, chart and report shows beside a figure measured on an emulator
@@ -33,13 +38,11 @@ __all__ = [
     "jvm_classpath",
     "kafka_python_config",
     "librdkafka_config",
-    "load_descriptor",
     "public_view",
+    "resolve_kafka_home",
     "save_descriptor",
     "string_properties",
 ]
-
-_LEGACY_DEFAULTS = {"api.version.request": "false", "broker.version.fallback": "0.9.0.1"}
 
 
 def string_properties(v: Any) -> Any:
@@ -57,8 +60,10 @@ class ClusterDescriptor(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = "embedded"
-    flavor: Literal["kafka09", "noida", "external"]
-    protocol: Literal["legacy-0.9", "modern"]
+    flavor: str
+    """The broker flavor (:data:`kafkalab.cluster.flavors.FLAVORS`): checked where a
+    descriptor is loaded."""
+    protocol: str
     version: str = "unknown"
     is_emulator: bool = False
     bootstrap_servers: str
@@ -67,6 +72,20 @@ class ClusterDescriptor(BaseModel):
     kafka_home: str | None = None
     client_properties: dict[str, str] = Field(default_factory=dict)
     secret_env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("flavor")
+    @classmethod
+    def _flavor_name(cls, v: str) -> str:
+        if not v or not all(c.isalnum() or c in "-_" for c in v):
+            raise ValueError(f"{v!r} is not a flavor name")
+        return v
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, v: str) -> str:
+        if v not in PROTOCOLS:
+            raise ValueError(f"Input should be {' or '.join(repr(p) for p in PROTOCOLS)}")
+        return v
 
     @field_validator("version", "name", mode="before")
     @classmethod
@@ -117,21 +136,14 @@ class ClusterDescriptor(BaseModel):
                 raise ValueError(f"{key!r}: {env!r} is not an environment variable name")
         return v
 
-    @model_validator(mode="after")
-    def _consistent(self) -> ClusterDescriptor:
-        if self.flavor == "kafka09" and self.protocol != "legacy-0.9":
-            raise ValueError("flavor kafka09 needs protocol legacy-0.9")
-        if self.flavor == "noida" and self.protocol != "modern":
-            raise ValueError("flavor noida needs protocol modern")
-        return self
-
     @property
     def servers(self) -> list[str]:
         return self.bootstrap_servers.split(",")
 
     @property
     def is_legacy(self) -> bool:
-        return self.protocol == "legacy-0.9"
+        """Kafka 0.9's protocol (clients must be told the version: no ApiVersions)."""
+        return self.protocol == LEGACY_PROTOCOL
 
     def kafka_home_path(self) -> Path | None:
         return Path(self.kafka_home) if self.kafka_home else None
@@ -140,7 +152,9 @@ class ClusterDescriptor(BaseModel):
 # --------------------------------------------------------------------------- load / save
 
 
-def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
+def resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
+    """A descriptor's ``kafka_home`` as an absolute path: as given when absolute, else the
+    first of (the descriptor's folder, the project root) that holds a ``libs/`` folder."""
     p = Path(raw).expanduser()
     if p.is_absolute():
         return str(p)
@@ -151,26 +165,6 @@ def _resolve_kafka_home(raw: str, descriptor_path: Path) -> str:
         if (c / "libs").is_dir():
             return str(c.resolve())
     return str(candidates[1].resolve())
-
-
-def descriptor_from_dict(data: Any, source: Path | str = "<dict>") -> ClusterDescriptor:
-    """Validate parsed YAML as a descriptor; errors name ``source`` and the offending key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"cluster descriptor {source}: expected a mapping at the top level, "
-                          f"got {type(data).__name__}")
-    return parse_model(ClusterDescriptor, data, f"cluster descriptor {source}")
-
-
-def load_descriptor(path: Path | str) -> ClusterDescriptor:
-    p = Path(path)
-    if not p.is_file():
-        raise ClusterError(
-            f"cluster not up: no descriptor at {p}; run `kafkalab cluster up` or pass --cluster FILE"
-        )
-    d = descriptor_from_dict(read_yaml(p), p)
-    if d.kafka_home:
-        d = d.model_copy(update={"kafka_home": _resolve_kafka_home(d.kafka_home, p)})
-    return d
 
 
 def save_descriptor(d: ClusterDescriptor, path: Path | str) -> Path:
@@ -205,9 +199,8 @@ def librdkafka_config(d: ClusterDescriptor) -> dict[str, str]:
     conf: dict[str, str] = {"bootstrap.servers": d.bootstrap_servers}
     conf.update(d.client_properties)
     conf.update(_read_secrets(d))
-    if d.is_legacy:
-        for k, v in _LEGACY_DEFAULTS.items():
-            conf.setdefault(k, v)
+    for k, v in kafka_features(d.protocol, None).librdkafka_defaults.items():
+        conf.setdefault(k, v)
     return conf
 
 
@@ -241,8 +234,9 @@ def kafka_python_config(d: ClusterDescriptor) -> dict[str, Any]:
     props = dict(d.client_properties)
     props.update(_read_secrets(d))
     conf: dict[str, Any] = {"bootstrap_servers": d.servers}
-    if d.is_legacy:
-        conf["api_version"] = (0, 9)
+    api_version = kafka_features(d.protocol, None).kafka_python_api_version
+    if api_version is not None:
+        conf["api_version"] = api_version
     for src, dst in _KP_DIRECT.items():
         if src in props:
             conf[dst] = props[src]

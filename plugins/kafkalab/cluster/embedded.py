@@ -1,11 +1,7 @@
 """The embedded lab cluster: ``kafkalab cluster up / status / down`` and ``kill_broker``.
 
-Two flavors, both bound to 127.0.0.1 only:
-
-- ``kafka09``: real Apache Kafka 0.9.0.1 (JVM), one ZooKeeper + 1..N brokers
-  (:mod:`kafkalab.cluster.kafka09`).
-- ``noida``: the noida-db emulator (modern protocol, single node, *not* Kafka)
-  (:mod:`kafkalab.cluster.noida`).
+What is started is the flavor's business (:mod:`kafkalab.cluster.flavors`: the embedded
+ones, every process bound to 127.0.0.1); this module is the life cycle they share.
 
 Processes run in their own session with output in log files, so they outlive the CLI.
 ``<lab_dir>/cluster/state.json`` (:mod:`kafkalab.cluster.state`) records exactly what was
@@ -20,8 +16,7 @@ This module is the public API; the pieces are:
 |---|---|
 | :mod:`~kafkalab.cluster.state` | state file, lock, lab layout |
 | :mod:`~kafkalab.cluster.processes` | start, own, stop the cluster's processes |
-| :mod:`~kafkalab.cluster.kafka09`, :mod:`~kafkalab.cluster.noida` | the two launchers |
-| :mod:`~kafkalab.cluster.zookeeper` | four-letter words, broker-id registration |
+| :mod:`~kafkalab.cluster.flavors` | what each flavor starts, and how it tells it is ready |
 | :mod:`~kafkalab.cluster.readiness` | when a started cluster is ready |
 """
 
@@ -32,20 +27,19 @@ import os
 import shutil
 import signal as _signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkalab import procs
-from kafkalab.cluster import zookeeper
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
-from kafkalab.cluster.kafka09 import (
-    DEFAULT_BROKER_PORT,
-    DEFAULT_ZK_PORT,
-    MAX_BROKERS,
-    kafka09_descriptor,
-    start_kafka09,
+from kafkalab.cluster.flavors import (
+    DEFAULT_EMBEDDED,
+    FLAVORS,
+    EmbeddedFlavor,
+    embedded_flavor,
 )
-from kafkalab.cluster.noida import DEFAULT_NOIDA_PORT, noida_descriptor, start_noida
+from kafkalab.cluster.partitions import PartitionReader
 from kafkalab.cluster.processes import (
     PORT_RELEASE_TIMEOUT_S,
     STOP_TIMEOUT_S,
@@ -56,7 +50,6 @@ from kafkalab.cluster.processes import (
 )
 from kafkalab.cluster.readiness import wait_ready
 from kafkalab.cluster.state import (
-    EMBEDDED_FLAVORS,
     ClusterState,
     ProcessRecord,
     cluster_dir,
@@ -74,66 +67,45 @@ from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
 
 __all__ = [
-    "DEFAULT_BROKER_PORT",
-    "DEFAULT_NOIDA_PORT",
-    "DEFAULT_ZK_PORT",
     "HOST",
+    "EmbeddedCluster",
     "cluster_down",
     "cluster_status",
     "cluster_up",
+    "is_embedded_descriptor",
     "kill_broker",
+    "running_cluster",
 ]
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_request(flavor: str, brokers: int, base_port: int | None, zk_port: int | None) -> None:
-    """Refuse a flavor, broker count or port ``cluster_up`` cannot honour."""
-    if flavor not in EMBEDDED_FLAVORS:
-        raise ConfigError(f"unknown cluster flavor {flavor!r}: use kafka09 or noida")
-    if not isinstance(brokers, int) or brokers < 1:
-        raise ConfigError(f"--brokers must be a positive integer, got {brokers!r}")
-    if flavor == "noida" and brokers != 1:
-        raise ConfigError("noida is single-node: use --brokers 1 (replication needs kafka09)")
-    if flavor == "kafka09" and brokers > MAX_BROKERS:
-        raise ConfigError(f"--brokers: at most {MAX_BROKERS} brokers on one machine")
-    for name, port in (("--base-port", base_port), ("--zk-port", zk_port)):
-        if port is not None and not (1024 <= int(port) <= 65535 - brokers):
-            raise ConfigError(f"{name} {port} is outside 1024..{65535 - brokers}")
+def is_embedded_descriptor(data: dict[str, Any]) -> bool:
+    """Whether a descriptor file's content describes a cluster the lab started (``name:
+    embedded`` and an embedded flavor): only those are deleted with the cluster's state."""
+    flavor = FLAVORS.get(str(data.get("flavor")))
+    return data.get("name") == "embedded" and flavor is not None and flavor.embedded
 
 
 def _describe_cluster(flavor: str, n: int) -> str:
     return f"a {flavor} cluster with {n} broker{'s' if n != 1 else ''}"
 
 
-def _descriptor_from_state(state: ClusterState) -> ClusterDescriptor:
-    if state["flavor"] == "kafka09":
-        return kafka09_descriptor(
-            int(state["brokers"]),
-            int(state["zookeeper_port"]),
-            [int(p) for p in state["broker_ports"]],
-            Path(state["kafka_home"]),
-        )
-    return noida_descriptor(int(state["broker_ports"][0]))
-
-
-def _restart_dead(lab: Path, state: ClusterState, progress: Progress) -> list[dict[str, Any]]:
-    """Start again the processes of ``state`` that are not running (ZooKeeper first)."""
+def _restart_dead(lab: Path, flavor: EmbeddedFlavor, state: ClusterState,
+                  progress: Progress) -> list[dict[str, Any]]:
+    """Start again the processes of ``state`` that are not running, in the flavor's order
+    (its coordination service first), each when the flavor says it may."""
     restarted = []
-    records = state["processes"]
-    zk = next((z for z in records if z["role"] == "zookeeper"), None)
-    for p in sorted(records, key=lambda p: 0 if p["role"] == "zookeeper" else 1):
+    for p in flavor.restart_order(state["processes"]):
         if is_ours(p):
             continue
         procs.check_ports_free([int(p["port"])])
-        if zk is not None and p["role"] == "broker" and p["id"] is not None:
-            zookeeper.wait_broker_ids_free(int(zk["port"]), {int(p["id"])}, progress)
+        flavor.before_restart(state, p, progress)
         progress(f"restarting {describe(p)} on {HOST}:{p['port']}")
         respawn(lab, state, p)
         restarted.append({"role": p["role"], "id": p.get("id"), "pid": p["pid"]})
-        if p["role"] == "zookeeper":
-            zookeeper.wait_serving(p)
+        flavor.after_restart(p)
     return restarted
 
 
@@ -141,23 +113,23 @@ def _heal(
     lab: Path, state: ClusterState, timeout_s: float, progress: Progress
 ) -> ClusterDescriptor:
     """The cluster of ``state`` runs (at least partly): restart what died, wait until ready."""
-    flavor, brokers = state["flavor"], int(state["brokers"])
-    descriptor = _descriptor_from_state(state)
-    restarted = _restart_dead(lab, state, progress)
-    wait_ready(state, descriptor, time.monotonic() + timeout_s, progress)
+    flavor, brokers = embedded_flavor(str(state["flavor"])), int(state["brokers"])
+    descriptor = flavor.descriptor(state)
+    restarted = _restart_dead(lab, flavor, state, progress)
+    wait_ready(flavor, state, descriptor, time.monotonic() + timeout_s, progress)
     dpath = Path(state.get("descriptor_path") or descriptor_path(lab))
     if not dpath.is_file():
         save_descriptor(descriptor, dpath)
     if restarted:
         progress(
-            f"{_describe_cluster(flavor, brokers)} was degraded: restarted "
+            f"{_describe_cluster(flavor.name, brokers)} was degraded: restarted "
             + ", ".join(
                 f"{r['role']} {r['id'] if r['id'] is not None else ''}".strip() for r in restarted
             )
         )
     else:
         progress(
-            f"{_describe_cluster(flavor, brokers)} is already up "
+            f"{_describe_cluster(flavor.name, brokers)} is already up "
             f"({descriptor.bootstrap_servers}); nothing to do"
         )
     return descriptor
@@ -165,10 +137,10 @@ def _heal(
 
 def _start_fresh(
     lab: Path,
-    flavor: str,
+    flavor: EmbeddedFlavor,
     brokers: int,
     base_port: int | None,
-    zk_port: int | None,
+    control_port: int | None,
     timeout_s: float,
     progress: Progress,
 ) -> ClusterDescriptor:
@@ -176,7 +148,7 @@ def _start_fresh(
     t0 = time.monotonic()
     state: ClusterState = {
         "version": 1,
-        "flavor": flavor,
+        "flavor": flavor.name,
         "brokers": brokers,
         "lab_dir": str(lab),
         "started_at": now_iso(),
@@ -184,29 +156,21 @@ def _start_fresh(
         "processes": [],
     }
     try:
-        if flavor == "kafka09":
-            descriptor = start_kafka09(
-                lab,
-                brokers,
-                zk_port or DEFAULT_ZK_PORT,
-                base_port or DEFAULT_BROKER_PORT,
-                state,
-                progress,
-            )
-        else:
-            descriptor = start_noida(lab, base_port or DEFAULT_NOIDA_PORT, state, progress)
-        wait_ready(state, descriptor, t0 + timeout_s, progress)
+        descriptor = flavor.start(
+            lab, brokers, base_port or flavor.default_base_port,
+            control_port or flavor.default_control_port, state, progress)
+        wait_ready(flavor, state, descriptor, t0 + timeout_s, progress)
     except BaseException:
         if state["processes"]:
             stop_all(state, noop)
-            remove_state(lab, state)
+            remove_state(lab, state, is_embedded_descriptor)
         raise
     state["startup_s"] = round(time.monotonic() - t0, 3)
     state["ready_at"] = now_iso()
     write_state(lab, state)
     save_descriptor(descriptor, descriptor_path(lab))
     progress(
-        f"{_describe_cluster(flavor, brokers)} is up in {state['startup_s']:.1f} s "
+        f"{_describe_cluster(flavor.name, brokers)} is up in {state['startup_s']:.1f} s "
         f"({descriptor.bootstrap_servers}); descriptor: {descriptor_path(lab)}"
     )
     return descriptor
@@ -216,25 +180,29 @@ def _start_fresh(
 
 
 def cluster_up(
-    flavor: str = "kafka09",
+    flavor: str = DEFAULT_EMBEDDED.name,
     brokers: int = 1,
     lab_dir: Path | str | None = None,
     base_port: int | None = None,
-    zk_port: int | None = None,
+    control_port: int | None = None,
     timeout_s: float = 60.0,
     progress: Progress | None = None,
 ) -> ClusterDescriptor:
-    """Start the embedded cluster (or return it when the same one is already up).
+    """Start the embedded cluster of ``flavor`` (:func:`kafkalab.cluster.flavors.
+    embedded_flavor_names`; default :data:`kafkalab.cluster.flavors.DEFAULT_EMBEDDED`), or
+    return it when the same one is already up.
 
-    ``base_port``: first broker port (kafka09: brokers use base_port..base_port+N-1,
-    default 19092; noida: default 19192). ``zk_port``: ZooKeeper (default 12181).
-    ``lab_dir``: default :func:`kafkalab.paths.lab_dir`.
+    ``base_port``: first broker port (brokers use base_port..base_port+N-1; default the
+    flavor's :attr:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.default_base_port`).
+    ``control_port``: the port of its coordination service where it has one (ZooKeeper;
+    default the flavor's). ``lab_dir``: default :func:`kafkalab.paths.lab_dir`.
     A different cluster already up → ClusterError. Dead processes of the same cluster
     (e.g. after :func:`kill_broker`) are started again. Stale state (all pids gone or
     reused by other programs) is removed and the cluster starts fresh.
     """
     progress = progress or noop
-    _check_request(flavor, brokers, base_port, zk_port)
+    kind = embedded_flavor(flavor)
+    kind.check_request(brokers, base_port, control_port)
     lab = resolve_lab(lab_dir)
 
     with locked(lab):
@@ -256,8 +224,8 @@ def cluster_up(
                 return _heal(lab, state, timeout_s, progress)
             # stale: nothing of ours runs any more
             progress("removing stale cluster state (its processes are gone)")
-            remove_state(lab, state)
-        return _start_fresh(lab, flavor, brokers, base_port, zk_port, timeout_s, progress)
+            remove_state(lab, state, is_embedded_descriptor)
+        return _start_fresh(lab, kind, brokers, base_port, control_port, timeout_s, progress)
 
 
 def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:
@@ -328,7 +296,7 @@ def cluster_down(
     with locked(lab):
         state = read_state(lab)
         stopped = stop_all(state, progress) if state else []
-        remove_state(lab, state)
+        remove_state(lab, state, is_embedded_descriptor)
         if wipe_data:
             data = cluster_dir(lab) / "data"
             if data.exists():
@@ -395,3 +363,54 @@ def kill_broker(lab_dir: Path | str | None, broker_id: int, signal: int = 9) -> 
             "action": "signalled",
             "ts_ns": time.time_ns(),
         }
+
+
+@dataclass(frozen=True)
+class EmbeddedCluster:
+    """A running embedded cluster, read once from its state file: what the experiments
+    that break brokers need of it, each answered by its flavor."""
+
+    lab: Path
+    """Its lab directory (``<lab>/cluster/state.json``)."""
+    flavor: EmbeddedFlavor
+    state: ClusterState
+    descriptor: ClusterDescriptor
+
+    @property
+    def broker_ids(self) -> list[int]:
+        """The ids of its brokers (running or not)."""
+        return sorted(int(p["id"]) for p in self.state.get("processes", [])
+                      if p["role"] == "broker" and p["id"] is not None)
+
+    def partition_reader(self) -> PartitionReader:
+        """A new session reading leadership and the ISR (one per thread)."""
+        return self.flavor.partition_reader(self.state)
+
+    def broker_data_dir(self, broker_id: int) -> Path:
+        """The folder of broker ``broker_id``'s partition replicas (``<topic>-<p>``)."""
+        return self.flavor.broker_data_dir(self.lab, broker_id)
+
+    def kafka_home(self) -> Path | None:
+        """The Kafka distribution it runs (for Kafka's tools), if any."""
+        return self.flavor.kafka_home(self.state)
+
+    def kill_broker(self, broker_id: int, signal: int) -> dict[str, Any]:
+        """:func:`kill_broker` on this cluster."""
+        return kill_broker(self.lab, broker_id, signal)
+
+    def heal(self, progress: Progress = noop) -> ClusterDescriptor:
+        """Start again whatever of it died and wait until it is ready (:func:`cluster_up`
+        with its own flavor and size)."""
+        return cluster_up(self.flavor.name, int(self.state["brokers"]), self.lab,
+                          progress=progress)
+
+
+def running_cluster(lab_dir: Path | str | None) -> EmbeddedCluster | None:
+    """The embedded cluster recorded in ``lab_dir`` (default :func:`kafkalab.paths.lab_dir`)
+    while at least one of its processes runs; None otherwise (nothing recorded, or stale)."""
+    lab = resolve_lab(lab_dir)
+    state = read_state(lab)
+    if state is None or not any(is_ours(p) for p in state.get("processes", [])):
+        return None
+    flavor = embedded_flavor(str(state.get("flavor")))
+    return EmbeddedCluster(lab, flavor, state, flavor.descriptor(state))

@@ -4,7 +4,9 @@ Three checks, in order, each until a shared deadline, failing at once when one o
 cluster's processes dies:
 
 1. every process accepts TCP connections on its port;
-2. kafka09: every broker is registered in ZooKeeper and a controller is elected;
+2. the flavor says nothing else keeps it from serving
+   (:meth:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.registration_problem`: e.g. every
+   broker registered in ZooKeeper and a controller elected);
 3. the metadata read through each broker lists every broker of the cluster.
 """
 
@@ -13,9 +15,9 @@ from __future__ import annotations
 import time
 
 from kafkalab import procs
-from kafkalab.cluster import zookeeper
 from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.flavors.base import EmbeddedFlavor
 from kafkalab.cluster.processes import describe, exited_error
 from kafkalab.cluster.state import ClusterState, ProcessRecord
 from kafkalab.errors import ClusterError
@@ -35,12 +37,13 @@ def metadata_brokers(descriptor: ClusterDescriptor, timeout_s: float) -> set[int
 
 
 def wait_ready(
+    flavor: EmbeddedFlavor,
     state: ClusterState,
     descriptor: ClusterDescriptor,
     deadline: float,
     progress: Progress,
 ) -> None:
-    """Return when the cluster of ``state`` is ready (see the module doc).
+    """Return when the cluster of ``state`` (of ``flavor``) is ready (see the module doc).
 
     Args:
         deadline: a :func:`time.monotonic` value.
@@ -50,11 +53,10 @@ def wait_ready(
             what was not ready and where to look).
     """
     records = state["processes"]
-    zk = next((p for p in records if p["role"] == "zookeeper"), None)
-    # kafka09 broker ids are ours (0..N-1); noida picks its own node id
+    # broker i has id i, unless the flavor's server picks its own
     expected_ids = (
         {int(p["id"]) for p in records if p["role"] == "broker" and p["id"] is not None}
-        if zk
+        if flavor.fixed_broker_ids
         else set()
     )
 
@@ -76,27 +78,16 @@ def wait_ready(
                     f"{describe(p)} is not listening on {procs.HOST}:{p['port']}", p
                 )
             time.sleep(0.1)
-    # 2. kafka09: all brokers registered in ZooKeeper and a controller elected
-    if zk is not None:
-        while True:
-            text = zookeeper.dump(int(zk["port"]))
-            registered = zookeeper.registered_broker_ids(text)
-            if expected_ids <= registered and zookeeper.has_controller(text):
-                break
-            check_alive()
-            if time.monotonic() > deadline:
-                missing = sorted(expected_ids - registered)
-                what = (
-                    f"brokers {missing} not registered in ZooKeeper"
-                    if missing
-                    else "no controller elected"
-                )
-                raise timeout_error(what)
-            time.sleep(0.2)
+    # 2. what the flavor still waits for (brokers registered, a controller elected)
+    while (problem := flavor.registration_problem(state)) is not None:
+        check_alive()
+        if time.monotonic() > deadline:
+            raise timeout_error(problem)
+        time.sleep(0.2)
     # 3. metadata (through every broker) lists all expected brokers
     n = descriptor.broker_count
     for p in records:
-        if p["role"] == "zookeeper":
+        if p["role"] != "broker":
             continue
         single = descriptor.model_copy(update={"bootstrap_servers": f"{procs.HOST}:{p['port']}"})
         seen: set[int] = set()

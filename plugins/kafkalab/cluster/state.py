@@ -6,8 +6,8 @@ Layout under ``<lab_dir>/cluster/``:
   :class:`ProcessRecord` per process: pid, port, command line, log, ownership *marker*);
 - ``.lock``: an ``flock`` held by ``up``, ``down`` and ``kill_broker`` while they read and
   change the state (two CLIs never start the same cluster twice);
-- ``config/``, ``logs/``, ``data/``: written by the launchers (:mod:`kafkalab.cluster.kafka09`,
-  :mod:`kafkalab.cluster.noida`).
+- ``config/``, ``logs/``, ``data/``: written by the flavors' launchers
+  (:mod:`kafkalab.cluster.flavors`).
 
 The descriptor of the running cluster goes to ``<lab_dir>/cluster.yaml``. ``state.json`` is
 written with :func:`kafkalab.store.atomic_write_json` (keys in insertion order).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -27,7 +27,6 @@ from kafkalab.paths import default_descriptor_path
 from kafkalab.store import atomic_write_json
 
 __all__ = [
-    "EMBEDDED_FLAVORS",
     "ClusterState",
     "ProcessRecord",
     "cluster_dir",
@@ -40,9 +39,6 @@ __all__ = [
     "state_path",
     "write_state",
 ]
-
-EMBEDDED_FLAVORS = ("kafka09", "noida")
-
 
 class ProcessRecord(TypedDict):
     """One process the cluster started, as recorded in ``state.json``."""
@@ -131,33 +127,31 @@ def write_state(lab: Path, state: ClusterState) -> None:
     atomic_write_json(state_path(lab), state, sort_keys=False)
 
 
-def remove_state(lab: Path, state: ClusterState | None) -> None:
+def remove_state(lab: Path, state: ClusterState | None,
+                 is_embedded: Callable[[dict[str, Any]], bool]) -> None:
     """Forget the cluster: delete ``state.json`` and the descriptor(s) it wrote.
 
-    A descriptor file is deleted only when it describes an embedded cluster (a user's own
-    descriptor at that path is left alone).
+    A descriptor file is deleted only when ``is_embedded`` says its content describes an
+    embedded cluster (a user's own descriptor at that path is left alone).
     """
     state_path(lab).unlink(missing_ok=True)
     paths = {descriptor_path(lab)}
     if state and state.get("descriptor_path"):
         paths.add(Path(state["descriptor_path"]))
     for p in paths:
-        if p.is_file() and _is_embedded_descriptor(p):
+        if p.is_file() and is_embedded(_yaml_mapping(p)):
             p.unlink(missing_ok=True)
 
 
-def _is_embedded_descriptor(p: Path) -> bool:
+def _yaml_mapping(p: Path) -> dict[str, Any]:
+    """The YAML mapping in ``p``; empty when unreadable or not a mapping."""
     try:
         import yaml
 
         data: Any = yaml.safe_load(p.read_text())
     except Exception:
-        return False
-    return (
-        isinstance(data, dict)
-        and data.get("name") == "embedded"
-        and data.get("flavor") in EMBEDDED_FLAVORS
-    )
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @contextlib.contextmanager

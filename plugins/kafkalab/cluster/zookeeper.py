@@ -1,8 +1,9 @@
-"""ZooKeeper of the kafka09 cluster: four-letter-word commands and broker-id registration.
+"""ZooKeeper of a ZooKeeper-mode Kafka cluster: four-letter-word commands and broker-id
+registration.
 
-Kafka 0.9 brokers register as ephemeral nodes ``/brokers/ids/<id>``; the elected controller
-holds ``/controller``. Both show up in the ``dump`` command's list of ephemeral nodes, so
-the lab reads them without a ZooKeeper client library.
+Brokers of a ZooKeeper-mode Kafka register as ephemeral nodes ``/brokers/ids/<id>``; the
+elected controller holds ``/controller``. Both show up in the ``dump`` command's list of
+ephemeral nodes, so the lab reads them without a ZooKeeper client library.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.flavors import flavor_of
 from kafkalab.config.models import Profile
 from kafkalab.config.properties import (
     CLIENT_OF_SCENARIO,
@@ -272,7 +273,7 @@ def check_profile(profile: Profile, scenarios: Iterable[str],
     if descriptor is not None:
         check_cluster(profile.name, profile.producer.compression,
                       {key: getattr(profile, key) for key in TABLES},
-                      descriptor.version, descriptor.flavor)
+                      flavor_of(descriptor).broker_version(descriptor))
 
 
 def jvm_tool_properties(profile: Profile) -> dict[str, str]:

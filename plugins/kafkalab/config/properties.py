@@ -323,16 +323,6 @@ def clients_of(scenarios: Iterable[str]) -> list[Client]:
     return [c for c in CLIENTS if c in used]
 
 
-def broker_version(version: str, flavor: str = "") -> tuple[int, ...] | None:
-    """A cluster descriptor's ``version`` as numbers (``"3.8.0"`` -> ``(3, 8, 0)``); the
-    embedded ``kafka09`` flavor is 0.9.0.1 whatever it says; None when the text does not
-    start with a version (an emulator's ``noida-db 1.2`` or ``unknown``)."""
-    if flavor == "kafka09":
-        return (0, 9, 0, 1)
-    m = re.match(r"^v?(\d+(?:\.\d+)*)", version.strip())
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
-
-
 def _dotted(v: tuple[int, ...]) -> str:
     return ".".join(str(x) for x in v)
 
@@ -353,17 +343,18 @@ def _too_new(table: Mapping[str, KafkaProperty], name: str, value: str,
 
 
 def check_cluster(profile_name: str, compression: str, props: Mapping[str, Mapping[str, str]],
-                  version: str, flavor: str = "") -> None:
+                  have: tuple[int, ...] | None) -> None:
     """Refuse what the cluster's Kafka version does not know: zstd before 2.1 (as the
     producer's compression or the topic's ``compression.type``), and properties or topic
-    configs newer than the broker. An unknown version (an emulator) is not refused.
+    configs newer than the broker. An unknown version (None: an emulator) is not refused.
 
-    ``props``: profile key (``producer_properties``, ...) -> its mapping.
+    ``props``: profile key (``producer_properties``, ...) -> its mapping. ``have``: the
+    brokers' version as numbers (its flavor's
+    :meth:`~kafkalab.cluster.flavors.base.Flavor.broker_version`).
 
     Raises:
         ConfigError: one line naming the profile, the setting and the version.
     """
-    have = broker_version(version, flavor)
     if have is None:
         return
     if compression == "zstd" and have < ZSTD_SINCE:
@@ -378,15 +369,14 @@ def check_cluster(profile_name: str, compression: str, props: Mapping[str, Mappi
                                   f"Kafka {_dotted(have)}")
 
 
-def check_topic_configs(topic: str, configs: Mapping[str, str], version: str,
-                        flavor: str = "") -> None:
+def check_topic_configs(topic: str, configs: Mapping[str, str],
+                        have: tuple[int, ...] | None) -> None:
     """Refuse topic configs the cluster's Kafka version does not know (zstd before 2.1,
     ``message.timestamp.type`` before 0.10, ...), before a topic is created or altered.
 
     Raises:
         ConfigError: ``topic NAME: compression.type=zstd needs Kafka 2.1 or later; ...``.
     """
-    have = broker_version(version, flavor)
     if have is None:
         return
     for name, value in configs.items():
@@ -417,6 +407,6 @@ def check_codec(profile_name: str, compression: str, client: Client) -> None:
 __all__ = [
     "CLIENTS", "CLIENT_OF_SCENARIO", "CONSUMER_PROPERTIES", "KNOB_OF", "LAB_OWNED",
     "PRODUCER_PROPERTIES", "TABLES", "TOPIC_CONFIGS", "ZSTD_SINCE", "Client", "KafkaProperty",
-    "broker_version", "check_client", "check_cluster", "check_codec", "check_topic_configs", "clients_of", "known_to",
+    "check_client", "check_cluster", "check_codec", "check_topic_configs", "clients_of", "known_to",
     "python_value", "unsupported", "validate_properties", "value_text",
 ]

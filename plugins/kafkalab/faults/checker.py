@@ -161,14 +161,15 @@ def parse_dump(text: str) -> dict[int, int]:
     return out
 
 
-def dump_log_crcs(kafka_home: Path, java: str, partition_dirs: Iterable[Path],
+def dump_log_crcs(kafka_home: Path, java: str, partition_dirs: Iterable[Path], tool: str,
                   timeout_s: float = 120.0) -> dict[int, int]:
     """``{offset: crc}`` of every record in the ``.log`` segments of ``partition_dirs`` (one
-    broker's replica of a partition), read with Kafka's own DumpLogSegments."""
+    broker's replica of a partition), read with Kafka's own DumpLogSegments (``tool``: its
+    class in that distribution, :attr:`kafkalab.cluster.features.KafkaTools.dump_log_segments`)."""
     files = sorted(str(f) for d in partition_dirs for f in Path(d).glob("*.log"))
     if not files:
         return {}
-    cmd = [java, "-Xmx256m", "-cp", jvm_classpath(kafka_home), "kafka.tools.DumpLogSegments",
+    cmd = [java, "-Xmx256m", "-cp", jvm_classpath(kafka_home), tool,
            "--deep-iteration", "--files", ",".join(files)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     if r.returncode != 0:

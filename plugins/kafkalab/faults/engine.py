@@ -4,7 +4,8 @@ One trial (:func:`run_fault_trial`):
 
 1. the 3-broker fault cluster is up (:func:`kafkalab.faults.inject.ensure_fault_cluster`) and a
    fresh topic with the profile's replication factor and topic settings has its full ISR;
-2. the target is chosen from ZooKeeper (partition 0's leader, or a follower);
+2. the target is chosen from the partition state (partition 0's leader, or a follower), read
+   where the cluster's flavor says (ZooKeeper on Kafka 0.9, else the Admin API);
 3. the load engine runs one producer at the fixed rate and one live consumer
    (:func:`kafkalab.load.engine.run_load_cell`, files in the trial's directory) while the
    :class:`~kafkalab.faults.inject.Injector` breaks and heals the target on schedule and the
@@ -30,10 +31,13 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from kafkalab.cluster.descriptor import ClusterDescriptor, public_view
-from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java
-from kafkalab.cluster.state import read_state
+from kafkalab.cluster.descriptor import public_view
+from kafkalab.cluster.embedded import EmbeddedCluster
+from kafkalab.cluster.features import parse_version
+from kafkalab.cluster.flavors import FAULT_CLUSTER
+from kafkalab.cluster.java import ensure_java
 from kafkalab.config.mapping import check_profile
+from kafkalab.config.models import Profile
 from kafkalab.config.properties import TABLES as PROPERTY_TABLES
 from kafkalab.config.properties import check_cluster
 from kafkalab.errors import ClusterError, ConfigError, RunError
@@ -41,16 +45,14 @@ from kafkalab.faults import checker, files
 from kafkalab.faults.inject import (
     FAULT_BROKERS,
     Injector,
+    Target,
     ensure_fault_cluster,
-    fault_cluster_lab,
     pick_target,
     wait_isr_full,
-    zk_port_of,
 )
 from kafkalab.faults.monitor import Monitor, first_full_isr, first_new_leader
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.faults.summary import trial_summary
-from kafkalab.faults.zk import ZkReader
 from kafkalab.kinds import FAULTS, kind_of
 from kafkalab.load import files as load_files
 from kafkalab.load.engine import effective_profile, run_load_cell
@@ -71,7 +73,7 @@ CRC_CONTROLS = 20
 """Messages the re-read found that the log lookup must also find (its self-check)."""
 
 TOPIC_DELETE_TIMEOUT_S = 30.0
-"""How long a trial waits for ZooKeeper to forget its deleted topic."""
+"""How long a trial waits for the cluster to forget its deleted topic."""
 
 SETTLE_TIMEOUT_S = 90.0
 """After the schedule, how long the trial waits for every broker back in the ISR."""
@@ -100,23 +102,34 @@ class FaultResult:
     manifest_path: Path | None = None
 
 
-def validate_trials(trials: list[FaultTrialSpec]) -> None:
+def trial_profiles(trials: list[FaultTrialSpec]) -> list[Profile]:
+    """Each trial's effective profile (its profile with the trial's acks and max-in-flight),
+    in the trials' order: read once here, then passed on as typed values.
+
+    Raises:
+        ConfigError: an unknown or invalid profile.
+    """
+    return [effective_profile(spec.load_cell()) for spec in trials]
+
+
+def validate_trials(trials: list[FaultTrialSpec]) -> list[Profile]:
     """Refuse what cannot run before anything is touched: an unknown profile, a profile the
-    trial's client or Kafka 0.9.0.1 cannot take (a property, zstd), an rf above the fault
-    cluster's three brokers, a follower fault on an rf-1 profile.
+    trial's client or the fault cluster's Kafka cannot take (a property, zstd), an rf above
+    the fault cluster's three brokers, a follower fault on an rf-1 profile. Returns the
+    trials' profiles (:func:`trial_profiles`).
 
     Raises:
         ConfigError: one line naming the problem.
     """
     if not trials:
         raise ConfigError("no trial to run")
-    for spec in trials:
-        prof = effective_profile(spec.load_cell())
+    profiles = trial_profiles(trials)
+    for spec, prof in zip(trials, profiles, strict=True):
         check_profile(prof, [spec.client])
-        # the fault cluster is always the lab's own Kafka 0.9.0.1 (no zstd, no idempotence)
+        # the fault cluster is always the lab's own (FAULT_CLUSTER): what its Kafka can take
         check_cluster(prof.name, prof.producer.compression,
                       {key: getattr(prof, key) for key in PROPERTY_TABLES},
-                      KAFKA_VERSION, "kafka09")
+                      parse_version(FAULT_CLUSTER.version))
         rf = prof.topic.replication_factor
         if rf > FAULT_BROKERS:
             raise ConfigError(f"profile {spec.profile} needs replication factor {rf} but the "
@@ -130,17 +143,14 @@ def validate_trials(trials: list[FaultTrialSpec]) -> None:
         if spec.fault in ("kill-follower", "lossy-leader-crash") and rf < 2:
             raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
                               f"has replication factor {rf} (use durability or availability)")
-
-
-def _descriptor_path(lab: Path) -> Path:
-    return default_descriptor_path(lab)
+    return profiles
 
 
 def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, Any]:
     """Validate the trials, start (or reuse) the fault cluster, write the manifest (kind
     ``faults``, status ``running``). Returns ``{"run_id", "run_date", "trials"}``."""
-    validate_trials(req.trials)
-    d = ensure_fault_cluster(req.cluster_lab, progress)
+    profiles = validate_trials(req.trials)
+    d = ensure_fault_cluster(req.cluster_lab, progress).descriptor
     lab = LabData(req.data_dir)
     run_id = req.run_id or new_run_id()
     previous = lab.manifest(run_id) if req.run_id else None
@@ -153,7 +163,8 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
         run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
         command=req.command,
         workload={"kind": FAULTS.name, "name": "faults", "trials": old + [s for s in specs if s not in old]},
-        profiles={t.profile: effective_profile(t.load_cell()).model_dump() for t in req.trials},
+        profiles={t.profile: prof.model_dump()
+                  for t, prof in zip(req.trials, profiles, strict=True)},
         scenarios=sorted({t.client for t in req.trials}),
         payloads=sorted({t.payload for t in req.trials}),
         cluster=public_view(d), versions=runtime_versions(),
@@ -192,6 +203,59 @@ def _verdict(s: dict[str, Any]) -> str:
     return "loss" if (s.get("acked_lost") or 0) > 0 else "ok"
 
 
+@dataclass
+class _Trial:
+    """One trial while it runs: where it writes, what it has measured so far."""
+
+    spec: FaultTrialSpec
+    prof: Profile
+    cluster: EmbeddedCluster
+    lab: LabData
+    run_id: str
+    tdir: Path
+    topic: str
+    doc: dict[str, Any]
+    """``trial.json`` as it will be written."""
+    summary: dict[str, Any]
+    """The trial's summary (the ``--json`` object), filled as it runs."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """The partition timeline's rows."""
+
+    @property
+    def rf(self) -> int:
+        return self.prof.topic.replication_factor
+
+    @property
+    def descriptor_path(self) -> Path:
+        return default_descriptor_path(self.cluster.lab)
+
+
+def _open_trial(lab: LabData, run_id: str, spec: FaultTrialSpec, prof: Profile,
+                cluster: EmbeddedCluster) -> _Trial:
+    """The trial's directory (a re-run's old files removed), topic name and first
+    ``trial.json`` (status ``running``)."""
+    manifest = Manifest.load(lab.root, run_id)
+    acks = prof.producer.acks
+    trial_id = spec.trial_id(acks)
+    tdir = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
+    tdir.mkdir(parents=True, exist_ok=True)
+    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir),
+                *files.group_paths(tdir)):
+        old.unlink(missing_ok=True)
+    topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
+    summary = _summary_head(spec, run_id, trial_id, acks)
+    summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries)
+    d = cluster.descriptor
+    doc: dict[str, Any] = {"schema_version": files.FAULT_SCHEMA_VERSION, "trial_id": trial_id,
+                           "run_id": run_id, "run_date": manifest.run_date, "status": "running",
+                           "error": None, "spec": spec.model_dump(), "acks": acks, "topic": topic,
+                           "cluster": {**public_view(d), "is_emulator": d.is_emulator},
+                           "target": None, "events": {}, "actions": [], "started_at": utc_now_iso(),
+                           "summary": summary}
+    atomic_write_json(files.trial_json_path(tdir), doc)
+    return _Trial(spec, prof, cluster, lab, run_id, tdir, topic, doc, summary)
+
+
 def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSpec | dict[str, Any],
                     cluster_lab: Path | str | None = None, progress: Progress = noop,
                     keep_topic: bool = False) -> dict[str, Any]:
@@ -205,101 +269,29 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         RunError: the trial failed while measuring (its files are kept).
     """
     spec = spec if isinstance(spec, FaultTrialSpec) else FaultTrialSpec(**spec)
-    validate_trials([spec])
-    lab = LabData(data_dir)
-    manifest = Manifest.load(lab.root, run_id)
-    clab = fault_cluster_lab(cluster_lab)
-    d = ensure_fault_cluster(clab, progress)
-    cell_spec = spec.load_cell()
-    prof = effective_profile(cell_spec)
-    acks, rf = prof.producer.acks, prof.topic.replication_factor
-    trial_id = spec.trial_id(acks)
-    tdir = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
-    tdir.mkdir(parents=True, exist_ok=True)
-    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir),
-                *files.group_paths(tdir)):
-        old.unlink(missing_ok=True)
-    topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
-    summary = _summary_head(spec, run_id, trial_id, acks)
-    summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries)
-    doc: dict[str, Any] = {"schema_version": files.FAULT_SCHEMA_VERSION, "trial_id": trial_id,
-                           "run_id": run_id, "run_date": manifest.run_date, "status": "running",
-                           "error": None, "spec": spec.model_dump(), "acks": acks, "topic": topic,
-                           "cluster": {**public_view(d), "is_emulator": d.is_emulator},
-                           "target": None, "events": {}, "actions": [], "started_at": utc_now_iso(),
-                           "summary": summary}
-    atomic_write_json(files.trial_json_path(tdir), doc)
+    (prof,) = validate_trials([spec])
+    cluster = ensure_fault_cluster(cluster_lab, progress)
+    t = _open_trial(LabData(data_dir), run_id, spec, prof, cluster)
+    summary = t.summary
     what = (f"{spec.fault} of 1 of {spec.consumers} members (commit {spec.effective_commit})"
             if spec.is_consumer_fault else spec.fault)
-    progress(f"{trial_id}: {what} at {spec.fault_at_s:g} s for {spec.effective_down_s:g} s, "
-             f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s, rf {rf}, acks {acks}")
+    progress(f"{summary['trial_id']}: {what} at {spec.fault_at_s:g} s for "
+             f"{spec.effective_down_s:g} s, {spec.rate_msgs_per_s:g} msg/s × "
+             f"{spec.duration_s:g} s, rf {t.rf}, acks {prof.producer.acks}")
 
     from kafkalab.topics import TopicSpec, provision_topics
 
-    zk_port = zk_port_of(clab)
-    injector: Injector | None = None
-    monitor: Monitor | None = None
-    rows: list[dict[str, Any]] = []
-    interrupted = False
     try:
-        provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions,
-                                       replication_factor=rf, configs=prof.topic.kafka_configs())])
+        provision_topics(cluster.descriptor, [TopicSpec(
+            name=t.topic, partitions=spec.partitions, replication_factor=t.rf,
+            configs=prof.topic.kafka_configs())])
+        _wait_full_isr(t)
         if spec.is_consumer_fault:
-            from kafkalab.faults.group_trial import run_group_trial
-
-            with ZkReader(zk_port) as zk:
-                if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
-                    raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
-                                       f"{SETTLE_TIMEOUT_S:.0f} s")
-            run_group_trial(lab.root, run_id, d, _descriptor_path(clab), tdir, topic, spec, prof,
-                            doc, summary, progress,
-                            check=lambda events: _check(d, clab, tdir, topic, spec, rf, events,
-                                                        summary, progress))
-            summary["status"] = "complete" if doc["error"] is None else "failed"
-            summary["error"] = doc["error"]
+            _run_consumer_fault(t, progress)
         else:
-            with ZkReader(zk_port) as zk:
-                if wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S) is None:
-                    raise ClusterError(f"topic {topic} did not get {rf} in-sync replicas within "
-                                       f"{SETTLE_TIMEOUT_S:.0f} s")
-                target = pick_target(zk, spec, topic, rf)
-            doc["target"] = {"broker": target.broker, "role": target.role, "partition": target.partition,
-                             "leader_before": target.leader, "isr_before": list(target.isr)}
-            summary.update(target_broker=target.broker, target_role=target.role)
-            injector = Injector(spec, target, clab, progress)
-            monitor = Monitor(zk_port, topic, spec.partitions).start()
-            try:
-                run_load_cell(lab.root, run_id, cell_spec, _descriptor_path(clab), progress,
-                              provision=False, topic=topic, cell_path=tdir, on_start=injector.arm)
-            except RunError as exc:
-                doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
-            except KeyboardInterrupt:
-                interrupted = True
-            injector.join(spec.duration_s + 60)
-            injector.heal_all()
-            progress(f"  waiting for {rf} in-sync replicas (up to {SETTLE_TIMEOUT_S:.0f} s)")
-            events: dict[str, Any] = dict(injector.events)
-            with ZkReader(zk_port) as zk:
-                wait_isr_full(zk, topic, spec.partitions, rf, SETTLE_TIMEOUT_S)
-            rows = monitor.stop()
-            monitor = None
-            fault_ts = events.get("fault_ts_ns")
-            if fault_ts is not None and spec.fault != "none" and target.role == "leader":
-                events["leader_elected_ts_ns"] = first_new_leader(rows, fault_ts, target.leader)
-            else:
-                events["leader_elected_ts_ns"] = None
-            events["isr_full_ts_ns"] = (first_full_isr(rows, fault_ts, rf, spec.partitions,
-                                                       events.get("heal_ts_ns"))
-                                        if fault_ts is not None and spec.fault != "none" else None)
-            doc["events"], doc["actions"] = events, injector.actions
-            if injector.error:
-                raise RunError(f"{trial_id}: fault injection failed: {injector.error}")
-            if interrupted:
-                raise KeyboardInterrupt
-            progress("  re-reading the topic from offset 0")
-            _check(d, clab, tdir, topic, spec, rf, events, summary, progress)
-            summary["status"] = "complete" if doc["error"] is None else "failed"
-            summary["error"] = doc["error"]
+            _run_broker_fault(t, progress)
+        summary["status"] = "complete" if t.doc["error"] is None else "failed"
+        summary["error"] = t.doc["error"]
     except KeyboardInterrupt:
         summary["status"], summary["error"] = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
         raise
@@ -308,43 +300,128 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
         raise
     except Exception as exc:
         summary["error"] = f"{type(exc).__name__}: {exc}"
-        raise RunError(f"{trial_id}: {summary['error']}") from exc
+        raise RunError(f"{summary['trial_id']}: {summary['error']}") from exc
     finally:
-        if monitor is not None:
-            rows = monitor.stop()
-        if injector is not None:
-            injector.heal_all()
-        _write_timeline(tdir, rows, (doc.get("events") or {}).get("t0_ns"))
-        summary["verdict"] = _verdict(summary)
-        doc["status"], doc["error"] = summary["status"], summary["error"]
-        doc["summary"], doc["ended_at"] = summary, utc_now_iso()
-        atomic_write_json(files.trial_json_path(tdir), doc)
-        if not keep_topic:
-            _delete_topic(d, zk_port, topic, progress)
-    if summary.get("commit"):
-        progress(f"{trial_id}: processed {summary.get('processed_records')}, redelivered "
-                 f"{summary.get('redelivered')}, lost {summary.get('lost_unprocessed')}, "
-                 f"pause {summary.get('rebalance_pause_ms')} ms → {summary['verdict']}")
-    else:
-        progress(f"{trial_id}: acked {summary.get('acked')}, acked-but-lost "
-                 f"{summary.get('acked_lost')}, duplicates {summary.get('duplicates')}, "
-                 f"unavailable {summary.get('unavailable_ms')} ms → {summary['verdict']}")
+        _close_trial(t, keep_topic, progress)
+    _say_outcome(summary, progress)
     return summary
 
 
-def _delete_topic(d: ClusterDescriptor, zk_port: int, topic: str, progress: Progress) -> None:
-    """Delete the trial's topic and wait until ZooKeeper has forgotten it: Kafka 0.9's
-    TopicCommand fails on every topic while one is half deleted ("next on empty iterator"),
-    which would break the next trial's provisioning."""
+def _wait_full_isr(t: _Trial) -> None:
+    """Wait until the new topic has every replica in sync.
+
+    Raises:
+        ClusterError: it did not within :data:`SETTLE_TIMEOUT_S`.
+    """
+    with t.cluster.partition_reader() as reader:
+        if wait_isr_full(reader, t.topic, t.spec.partitions, t.rf, SETTLE_TIMEOUT_S) is None:
+            raise ClusterError(f"topic {t.topic} did not get {t.rf} in-sync replicas within "
+                               f"{SETTLE_TIMEOUT_S:.0f} s")
+
+
+def _run_consumer_fault(t: _Trial, progress: Progress) -> None:
+    """A consumer-group fault (:func:`kafkalab.faults.group_trial.run_group_trial`)."""
+    from kafkalab.faults.group_trial import run_group_trial
+
+    run_group_trial(t.lab.root, t.run_id, t.cluster.descriptor, t.descriptor_path, t.tdir,
+                    t.topic, t.spec, t.prof, t.doc, t.summary, progress,
+                    check=lambda events: _check(t, events, progress))
+
+
+def _run_broker_fault(t: _Trial, progress: Progress) -> None:
+    """A broker fault: pick the target, run the load cell while the injector breaks and heals
+    it and the monitor records the partitions, wait for the full ISR, then judge every
+    message (:func:`_check`)."""
+    spec, summary = t.spec, t.summary
+    with t.cluster.partition_reader() as reader:
+        target = pick_target(reader, spec, t.topic, t.rf)
+    t.doc["target"] = {"broker": target.broker, "role": target.role,
+                       "partition": target.partition, "leader_before": target.leader,
+                       "isr_before": list(target.isr)}
+    summary.update(target_broker=target.broker, target_role=target.role)
+    injector = Injector(spec, target, t.cluster, progress)
+    monitor: Monitor | None = Monitor(t.cluster.partition_reader, t.topic, spec.partitions).start()
+    interrupted = False
+    try:
+        try:
+            run_load_cell(t.lab.root, t.run_id, spec.load_cell(), t.descriptor_path, progress,
+                          provision=False, topic=t.topic, cell_path=t.tdir, on_start=injector.arm)
+        except RunError as exc:
+            t.doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
+        except KeyboardInterrupt:
+            interrupted = True
+        injector.join(spec.duration_s + 60)
+        injector.heal_all()
+        progress(f"  waiting for {t.rf} in-sync replicas (up to {SETTLE_TIMEOUT_S:.0f} s)")
+        events: dict[str, Any] = dict(injector.events)
+        with t.cluster.partition_reader() as reader:
+            wait_isr_full(reader, t.topic, spec.partitions, t.rf, SETTLE_TIMEOUT_S)
+        assert monitor is not None
+        t.rows, monitor = monitor.stop(), None
+        events.update(_recovery_events(spec, target, t.rf, events, t.rows))
+        t.doc["events"], t.doc["actions"] = events, injector.actions
+        if injector.error:
+            raise RunError(f"{summary['trial_id']}: fault injection failed: {injector.error}")
+        if interrupted:
+            raise KeyboardInterrupt
+        progress("  re-reading the topic from offset 0")
+        _check(t, events, progress)
+    finally:
+        if monitor is not None:
+            t.rows = monitor.stop()
+        injector.heal_all()
+
+
+def _recovery_events(spec: FaultTrialSpec, target: Target, rf: int, events: dict[str, Any],
+                     rows: list[dict[str, Any]]) -> dict[str, int | None]:
+    """When a new leader was seen and when the ISR was whole again (from the timeline)."""
+    fault_ts = events.get("fault_ts_ns")
+    if fault_ts is None or spec.fault == "none":
+        return {"leader_elected_ts_ns": None, "isr_full_ts_ns": None}
+    return {
+        "leader_elected_ts_ns": (first_new_leader(rows, int(fault_ts), target.leader)
+                                 if target.role == "leader" else None),
+        "isr_full_ts_ns": first_full_isr(rows, int(fault_ts), rf, spec.partitions,
+                                         events.get("heal_ts_ns")),
+    }
+
+
+def _close_trial(t: _Trial, keep_topic: bool, progress: Progress) -> None:
+    """Whatever happened: write the timeline and the final ``trial.json`` (what was measured
+    is kept), then delete the topic (unless ``keep_topic``)."""
+    _write_timeline(t.tdir, t.rows, (t.doc.get("events") or {}).get("t0_ns"))
+    summary = t.summary
+    summary["verdict"] = _verdict(summary)
+    t.doc["status"], t.doc["error"] = summary["status"], summary["error"]
+    t.doc["summary"], t.doc["ended_at"] = summary, utc_now_iso()
+    atomic_write_json(files.trial_json_path(t.tdir), t.doc)
+    if not keep_topic:
+        _delete_topic(t.cluster, t.topic, progress)
+
+
+def _say_outcome(summary: dict[str, Any], progress: Progress) -> None:
+    if summary.get("commit"):
+        progress(f"{summary['trial_id']}: processed {summary.get('processed_records')}, "
+                 f"redelivered {summary.get('redelivered')}, lost "
+                 f"{summary.get('lost_unprocessed')}, pause {summary.get('rebalance_pause_ms')} "
+                 f"ms → {summary['verdict']}")
+    else:
+        progress(f"{summary['trial_id']}: acked {summary.get('acked')}, acked-but-lost "
+                 f"{summary.get('acked_lost')}, duplicates {summary.get('duplicates')}, "
+                 f"unavailable {summary.get('unavailable_ms')} ms → {summary['verdict']}")
+
+
+def _delete_topic(cluster: EmbeddedCluster, topic: str, progress: Progress) -> None:
+    """Delete the trial's topic and wait until the cluster has forgotten it (on Kafka 0.9,
+    TopicCommand fails on every topic while one is half deleted, "next on empty iterator",
+    which would break the next trial's provisioning)."""
     from kafkalab.topics import delete_topics
 
     try:
-        delete_topics(d, [topic], timeout_s=30)
-        with ZkReader(zk_port) as zk:
+        delete_topics(cluster.descriptor, [topic], timeout_s=30)
+        with cluster.partition_reader() as reader:
             deadline = now_ns() + int(TOPIC_DELETE_TIMEOUT_S * 1e9)
-            while now_ns() < deadline and (
-                    zk.get_data(f"/brokers/topics/{topic}") is not None
-                    or zk.get_data(f"/admin/delete_topics/{topic}") is not None):
+            while now_ns() < deadline and not reader.topic_gone(topic):
                 time.sleep(0.2)
     except Exception as exc:  # the trial's result stands; the topic is left behind
         progress(f"  (could not delete topic {topic}: {exc})")
@@ -356,15 +433,15 @@ def _write_timeline(tdir: Path, rows: list[dict[str, Any]], t0: int | None) -> N
     load_files.write_table(files.timeline_path(tdir), cols, files.TIMELINE_SCHEMA)
 
 
-def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: FaultTrialSpec, rf: int,
-           events: dict[str, Any], summary: dict[str, Any], progress: Progress = noop) -> checker.ReRead:
+def _check(t: _Trial, events: dict[str, Any], progress: Progress = noop) -> checker.ReRead:
     """Re-read, judge, look lost messages up in the logs, write ``verdicts.parquet`` and fill
-    ``summary``; returns the re-read."""
+    the summary; returns the re-read."""
+    spec, tdir = t.spec, t.tdir
     col = sends_by_seq(pq.read_table(load_files.sends_path(tdir)).to_pydict())
     n = len(col["seq"])
     plan = read_json(plan_path(tdir))
     nonce = bytes.fromhex(str((plan or {}).get("nonce") or ""))
-    read = checker.re_read(d, topic, spec.partitions, nonce)
+    read = checker.re_read(t.cluster.descriptor, t.topic, spec.partitions, nonce)
     if not read.complete:
         raise RunError(f"checker: {read.error}")
     v = checker.judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], read)
@@ -375,7 +452,7 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
                  "segments (DumpLogSegments)")
         ok = np.flatnonzero(v["verdict"] == "ok")
         controls = ok[np.linspace(0, len(ok) - 1, min(len(ok), CRC_CONTROLS)).astype(int)] if len(ok) else ok
-        in_logs = _locate(clab, topic, spec, nonce, col, lost, controls)
+        in_logs = _locate(t, nonce, col, lost, controls)
         if in_logs is None:
             progress("  the log lookup failed its self-check (messages the re-read found were not "
                      "found in any log): where the lost messages went is left unknown")
@@ -384,21 +461,20 @@ def _check(d: ClusterDescriptor, clab: Path, tdir: Path, topic: str, spec: Fault
     load_files.write_table(files.verdicts_path(tdir), v, files.VERDICTS_SCHEMA)
     receipts = [pq.read_table(p, columns=["receive_ts_ns", "duplicate"]).to_pydict()
                 for p in sorted(tdir.glob("receipts-*.parquet"))]
-    rx = np.asarray([t for r in receipts for t, dup in zip(r["receive_ts_ns"], r["duplicate"],
-                                                             strict=True) if not dup],
+    rx = np.asarray([ts for r in receipts for ts, dup in zip(r["receive_ts_ns"], r["duplicate"],
+                                                              strict=True) if not dup],
                     dtype=np.int64)
     lag_rows: list[dict[str, Any]] = []
     for p in sorted(tdir.glob("lag-*.parquet")):
-        t = pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
-        lag_rows += t
-    summary.update(trial_summary(
+        lag_rows += pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
+    t.summary.update(trial_summary(
         verdicts=v, sends={"ack_ts_ns": col["ack_ts_ns"]},
         receipts_ts_ns=rx, lag_rows=lag_rows, events=events,
-        errors=list(col["error"]), rf=rf,
+        errors=list(col["error"]), rf=t.rf,
         rate_msgs_per_s=spec.rate_msgs_per_s, lag_interval_s=spec.load_cell().lag_interval_s,
         in_broker_logs=in_logs))
-    summary["read_back_foreign"] = read.foreign
-    summary["intended"] = n
+    t.summary["read_back_foreign"] = read.foreign
+    t.summary["intended"] = n
     return read
 
 
@@ -420,17 +496,17 @@ def sends_by_seq(sends: dict[str, list[Any]]) -> dict[str, np.ndarray]:
                                 dtype=object)[order]}
 
 
-def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dict[str, Any],
-            lost: np.ndarray, controls: np.ndarray) -> dict[int, str] | None:
+def _locate(t: _Trial, nonce: bytes, col: dict[str, Any], lost: np.ndarray,
+            controls: np.ndarray) -> dict[int, str] | None:
     """The brokers whose log segments hold each lost message (DumpLogSegments); None when the
     logs could not be read or the lookup fails its self-check: ``controls`` (messages the
     re-read found) must each be found in some log, else the CRCs are not what the brokers
     store and an "absent" would be a wrong answer."""
-    state = read_state(clab) or {}
-    home = state.get("kafka_home")
-    if not home:
+    home = t.cluster.kafka_home()
+    tool = t.cluster.flavor.features(t.cluster.descriptor).tools.dump_log_segments
+    if home is None or tool is None:
         return None
-    body = load_body(spec.payload, "raw", images_dir())
+    body = load_body(t.spec.payload, "raw", images_dir())
     wanted = []
     for s in [*lost, *controls]:
         seq = int(col["seq"][s])
@@ -439,10 +515,9 @@ def _locate(clab: Path, topic: str, spec: FaultTrialSpec, nonce: bytes, col: dic
         wanted.append({"seq": seq, "crc": checker.message_crc(key, value)})
     java = ensure_java()
     logs: dict[int, dict[int, int]] = {}
-    data = clab / "cluster" / "data"
-    for b in range(FAULT_BROKERS):
-        dirs = [data / f"broker{b}" / f"{topic}-{p}" for p in range(spec.partitions)]
-        logs[b] = checker.dump_log_crcs(Path(home), java, [x for x in dirs if x.is_dir()])
+    for b in t.cluster.broker_ids:
+        dirs = [t.cluster.broker_data_dir(b) / f"{t.topic}-{p}" for p in range(t.spec.partitions)]
+        logs[b] = checker.dump_log_crcs(home, java, [x for x in dirs if x.is_dir()], tool)
     found = checker.locate_lost(wanted, logs)
     if any(not found[int(col["seq"][c])] for c in controls):
         return None
@@ -455,9 +530,9 @@ def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None
     lab = LabData(data_dir)
     manifest = Manifest.load(lab.root, run_id)
     trials, statuses = [], []
-    for raw in manifest.workload.get("trials") or []:
-        spec = FaultTrialSpec(**raw)
-        acks = effective_profile(spec.load_cell()).producer.acks
+    planned = [FaultTrialSpec(**raw) for raw in manifest.workload.get("trials") or []]
+    for spec, prof in zip(planned, trial_profiles(planned), strict=True):
+        acks = prof.producer.acks
         doc = read_json(files.trial_json_path(files.trial_dir(lab.root, manifest.run_date, run_id,
                                                               spec.trial_id(acks))))
         if not isinstance(doc, dict):

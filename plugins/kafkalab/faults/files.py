@@ -4,7 +4,8 @@ One directory per trial, ``faults/run_date=<d>/run_id=<id>/trial=<trial_id>/``, 
 load cell's files (``sends.parquet``, ``receipts-000.parquet``, ``lag-000.parquet``,
 ``cell.json``: :mod:`kafkalab.load.files`) and
 
-* ``timeline.parquet``: the partition's leader and ISR from ZooKeeper, every poll;
+* ``timeline.parquet``: the partition's leader and ISR (from ZooKeeper on Kafka 0.9, else
+  the Admin API), every poll;
 * ``verdicts.parquet``: one row per intended message, what the re-read found;
 * ``trial.json``: the trial's spec, target, event times and summary.
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.flavors import flavor_of
 from kafkalab.config.models import Profile
 from kafkalab.errors import RunError
 from kafkalab.faults import files, group
@@ -31,15 +32,25 @@ from kafkalab.load import files as load_files
 from kafkalab.load.engine import run_load_cell
 from kafkalab.progress import Progress
 
-__all__ = ["DRAIN_MARGIN_S", "run_group_trial"]
+__all__ = ["DRAIN_MARGIN_S", "group_protocol_note", "run_group_trial"]
 
 DRAIN_MARGIN_S = 30.0
 """After the producer stops, the group may take the session timeout plus this long to commit
 the log end (a member killed late is noticed only after its session timeout)."""
 
-ZERO_PROTOCOL_NOTE = ("Kafka 0.9's group protocol: eager rebalancing (every member gives up "
-                      "every partition on each rebalance), no static membership, no cooperative "
-                      "rebalancing (those came with Kafka 2.3 and 2.4)")
+STATIC_MEMBERSHIP_SINCE = (2, 3)
+"""Static group membership (KIP-345) came with Kafka 2.3, cooperative rebalancing (KIP-429)
+with 2.4: a broker before them rebalances eagerly."""
+
+
+def group_protocol_note(version: tuple[int, ...] | None) -> str | None:
+    """What the trial's group protocol lacks on an old broker (eager rebalancing only), for
+    the trial's summary; None on a broker of Kafka 2.3 or later, or of unknown version."""
+    if version is None or version >= STATIC_MEMBERSHIP_SINCE:
+        return None
+    return (f"Kafka {'.'.join(str(v) for v in version[:2])}'s group protocol: eager "
+            "rebalancing (every member gives up every partition on each rebalance), no static "
+            "membership, no cooperative rebalancing (those came with Kafka 2.3 and 2.4)")
 
 
 def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descriptor_path: Path,
@@ -59,7 +70,7 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
                 "auto_commit_interval_ms": spec.auto_commit_interval_ms if spec.effective_commit == "auto" else None,
                 "batch_msgs": spec.batch_msgs, "batch_wait_ms": spec.batch_wait_ms,
                 "rejoin_after_s": spec.rejoin_after_s, "partitions": spec.partitions,
-                "group_protocol": ZERO_PROTOCOL_NOTE if d.is_legacy else None}
+                "group_protocol": group_protocol_note(flavor_of(d).features(d).version)}
     summary.update(settings)
     doc["group"] = dict(settings)
     gdir = group.group_dir(tdir)

@@ -1,16 +1,21 @@
 """The fault cluster and the faults: who is the leader, break it, heal it.
 
-**The fault cluster** is an embedded kafka09 cluster of three brokers of its own, in
-``<lab_dir>/faults`` or ``$KAFKALAB_FAULTS_HOME`` (ports ``$KAFKALAB_FAULTS_ZK_PORT``, default 12381, and
-``$KAFKALAB_FAULTS_BASE_PORT``, default 19392: brokers 19392-19394). Faults signal broker
-processes, so they never run on the user's main cluster, nor on a cluster the lab did not
-start. ``--cluster-lab`` points at another embedded cluster; one with fewer than three
-brokers is refused before anything is touched.
+**The fault cluster** is an embedded cluster of three brokers of its own, of the flavor
+:data:`kafkalab.cluster.flavors.FAULT_CLUSTER`, in ``<lab_dir>/faults`` or
+``$KAFKALAB_FAULTS_HOME`` (ports ``$KAFKALAB_FAULTS_BASE_PORT``, default 19392: brokers
+19392-19394, and ``$KAFKALAB_FAULTS_CONTROL_PORT``, default 12381: its coordination service,
+ZooKeeper for Kafka 0.9). Faults signal broker processes, so they never run on the user's main
+cluster, nor on a cluster the lab did not start. ``--cluster-lab`` points at another
+embedded cluster; one that cannot host faults or has fewer than three brokers is refused
+before anything is touched.
+
+Leadership and the ISR are read where the cluster's flavor says
+(:meth:`kafkalab.cluster.embedded.EmbeddedCluster.partition_reader`).
 
 **A fault** (:class:`Injector`) runs in its own thread on the trial's schedule: at
 ``t0 + fault_at_s`` it signals the target, ``down_s`` later it heals (SIGCONT, or a restart
-through :func:`kafkalab.cluster.embedded.cluster_up`, which waits for ZooKeeper to expire a
-killed broker's session before starting it again). Every action is stamped on CLOCK_MONOTONIC.
+through :meth:`kafkalab.cluster.embedded.EmbeddedCluster.heal`, which waits until the
+flavor lets a killed broker start again). Every action is stamped on CLOCK_MONOTONIC.
 Whatever happens, :meth:`Injector.heal_all` leaves no broker stopped or dead.
 """
 
@@ -25,21 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kafkalab.cluster.descriptor import ClusterDescriptor
-from kafkalab.cluster.embedded import cluster_up, kill_broker
-from kafkalab.cluster.processes import is_ours
-from kafkalab.cluster.state import read_state, resolve_lab
+from kafkalab.cluster.embedded import EmbeddedCluster, cluster_up, running_cluster
+from kafkalab.cluster.flavors import FAULT_CLUSTER
+from kafkalab.cluster.partitions import PartitionReader
+from kafkalab.cluster.state import resolve_lab
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.faults.spec import LOSSY_RESTART_AFTER_S, NEEDS_FOLLOWER, FaultTrialSpec
-from kafkalab.faults.zk import ZkReader
 from kafkalab.progress import Progress, noop
 from kafkalab.scenarios.base import now_ns
 
 __all__ = ["FAULT_BROKERS", "Injector", "Target", "ensure_fault_cluster", "fault_cluster_lab",
-           "fault_cluster_ports", "pick_target", "wait_isr_full", "zk_port_of"]
+           "fault_cluster_ports", "pick_target", "wait_isr_full"]
 
 FAULT_BROKERS = 3
-DEFAULT_FAULTS_ZK_PORT = 12381
+DEFAULT_FAULTS_CONTROL_PORT = 12381
 DEFAULT_FAULTS_BASE_PORT = 19392
 
 
@@ -55,7 +59,8 @@ def fault_cluster_lab(cluster_lab: Path | str | None = None) -> Path:
 
 
 def fault_cluster_ports() -> tuple[int, int]:
-    """``(zk_port, base_port)`` of the fault cluster (environment, else 12381 and 19392)."""
+    """``(control_port, base_port)`` of the fault cluster: ``$KAFKALAB_FAULTS_CONTROL_PORT``
+    and ``$KAFKALAB_FAULTS_BASE_PORT``, else 12381 and 19392."""
     def port(name: str, default: int) -> int:
         raw = os.environ.get(name, "").strip()
         if not raw:
@@ -64,46 +69,44 @@ def fault_cluster_ports() -> tuple[int, int]:
             raise ConfigError(f"{name}={raw!r} is not a port in 1024..65000")
         return int(raw)
 
-    return port("KAFKALAB_FAULTS_ZK_PORT", DEFAULT_FAULTS_ZK_PORT), port(
+    return port("KAFKALAB_FAULTS_CONTROL_PORT", DEFAULT_FAULTS_CONTROL_PORT), port(
         "KAFKALAB_FAULTS_BASE_PORT", DEFAULT_FAULTS_BASE_PORT)
 
 
-def _check_brokers(lab: Path) -> None:
-    state = read_state(lab)
-    if state is None or not any(is_ours(p) for p in state.get("processes", [])):
+def _check_brokers(running: EmbeddedCluster | None) -> None:
+    if running is None:
         return
-    flavor, n = state.get("flavor"), int(state.get("brokers") or 0)
-    if flavor != "kafka09" or n < FAULT_BROKERS:
+    n = int(running.state.get("brokers") or 0)
+    if not running.flavor.hosts_faults or n < FAULT_BROKERS:
         raise ConfigError(
-            f"the embedded cluster in {lab} is {flavor} with {n} broker(s): broker faults need "
-            f"a kafka09 cluster of {FAULT_BROKERS} (leave --cluster-lab out to use the lab's "
-            "own fault cluster); nothing was changed")
+            f"the embedded cluster in {running.lab} is {running.flavor.name} with {n} "
+            f"broker(s): broker faults need a {FAULT_CLUSTER.name} cluster of {FAULT_BROKERS} "
+            "(leave --cluster-lab out to use the lab's own fault cluster); nothing was changed")
 
 
 def ensure_fault_cluster(cluster_lab: Path | str | None = None,
-                         progress: Progress = noop) -> ClusterDescriptor:
-    """Start (or reuse, healing dead brokers) the 3-broker fault cluster; its descriptor.
+                         progress: Progress = noop) -> EmbeddedCluster:
+    """Start (or reuse, healing dead brokers) the 3-broker fault cluster; the running
+    cluster (its state read once).
 
     Raises:
-        ConfigError: ``cluster_lab`` holds a running cluster of another flavor or size.
+        ConfigError: ``cluster_lab`` holds a running cluster that cannot host faults or is
+            too small.
         ClusterError: it cannot be started.
     """
     lab = fault_cluster_lab(cluster_lab)
-    _check_brokers(lab)
-    state = read_state(lab)
-    if state is not None and state.get("broker_ports") and any(
-            is_ours(p) for p in state.get("processes", [])):
-        return cluster_up("kafka09", FAULT_BROKERS, lab, progress=progress)
-    zk, base = fault_cluster_ports()
-    return cluster_up("kafka09", FAULT_BROKERS, lab, base_port=base, zk_port=zk,
-                      progress=progress)
-
-
-def zk_port_of(cluster_lab: Path) -> int:
-    state = read_state(cluster_lab)
-    if state is None or not state.get("zookeeper_port"):
-        raise ClusterError(f"no embedded kafka09 cluster is up in {cluster_lab}")
-    return int(state["zookeeper_port"])
+    running = running_cluster(lab)
+    _check_brokers(running)
+    if running is not None:
+        running.heal(progress)
+    else:
+        control, base = fault_cluster_ports()
+        cluster_up(FAULT_CLUSTER.name, FAULT_BROKERS, lab, base_port=base,
+                   control_port=control, progress=progress)
+    found = running_cluster(lab)
+    if found is None:
+        raise ClusterError(f"the fault cluster in {lab} stopped right after it started")
+    return found
 
 
 @dataclass(frozen=True)
@@ -122,33 +125,33 @@ class Target:
         return tuple(b for b in self.isr if b != self.leader)
 
 
-def wait_isr_full(zk: ZkReader, topic: str, partitions: int, rf: int, timeout_s: float,
-                  poll_s: float = 0.1) -> int | None:
+def wait_isr_full(reader: PartitionReader, topic: str, partitions: int, rf: int,
+                  timeout_s: float, poll_s: float = 0.1) -> int | None:
     """Wait until every partition has a leader and ``rf`` in-sync replicas; the monotonic
     time (ns) it was seen, None after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            states = [zk.partition_state(topic, p) for p in range(partitions)]
+            states = [reader.partition_state(topic, p) for p in range(partitions)]
         except OSError:
             states = [None]
-        if all(s is not None and s["leader"] >= 0 and len(s["isr"]) >= rf for s in states):
+        if all(s is not None and s.leader >= 0 and len(s.isr) >= rf for s in states):
             return now_ns()
         time.sleep(poll_s)
     return None
 
 
-def pick_target(zk: ZkReader, spec: FaultTrialSpec, topic: str, rf: int) -> Target:
+def pick_target(reader: PartitionReader, spec: FaultTrialSpec, topic: str, rf: int) -> Target:
     """The broker the fault hits (partition 0's leader, or its first in-sync follower).
 
     Raises:
         ConfigError: the fault needs a follower and the topic has none (rf 1).
         ClusterError: partition 0 has no state or no leader.
     """
-    st = zk.partition_state(topic, 0)
-    if st is None or st["leader"] < 0:
-        raise ClusterError(f"topic {topic} partition 0 has no leader in ZooKeeper")
-    leader, isr = int(st["leader"]), tuple(st["isr"])
+    st = reader.partition_state(topic, 0)
+    if st is None or st.leader < 0:
+        raise ClusterError(f"topic {topic} partition 0 has no leader")
+    leader, isr = st.leader, st.isr
     if spec.fault in NEEDS_FOLLOWER and rf < 2:
         raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
                           f"has replication factor {rf}")
@@ -208,7 +211,7 @@ class Injector(Scheduled):
 
     spec: FaultTrialSpec
     target: Target
-    cluster_lab: Path
+    cluster: EmbeddedCluster
     progress: Progress = noop
     _stopped: set[int] = field(default_factory=set)
     _killed: set[int] = field(default_factory=set)
@@ -216,7 +219,7 @@ class Injector(Scheduled):
     # ------------------------------------------------------------------ the schedule
     def _signal(self, broker: int, sig: int) -> int:
         ts = now_ns()
-        r = kill_broker(self.cluster_lab, broker, signal=sig)
+        r = self.cluster.kill_broker(broker, sig)
         self.actions.append({"ts_ns": ts, "done_ts_ns": now_ns(), "broker": broker,
                              "signal": signal.Signals(sig).name, "result": r.get("action")})
         self.progress(f"  fault: {signal.Signals(sig).name} broker {broker} ({r.get('action')})")
@@ -231,7 +234,7 @@ class Injector(Scheduled):
     def _restart(self) -> int:
         ts = now_ns()
         self.progress("  heal: restarting the stopped broker(s)")
-        cluster_up("kafka09", 3, self.cluster_lab, progress=noop)
+        self.cluster.heal(noop)
         self.actions.append({"ts_ns": ts, "broker": sorted(self._killed), "signal": None,
                              "result": "restarted"})
         self._killed.clear()

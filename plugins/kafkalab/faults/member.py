@@ -367,7 +367,8 @@ def _secrets(plan: dict[str, Any], kind: str) -> dict[str, Any]:
     path = plan.get("descriptor_path")
     if not path:
         return {}
-    from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config, load_descriptor
+    from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
+    from kafkalab.cluster.flavors import load_descriptor
 
     d = load_descriptor(path)
     full = librdkafka_config(d) if kind == "librdkafka" else kafka_python_config(d)

@@ -1,16 +1,18 @@
-"""The partition timeline: ZooKeeper's leader and ISR of every partition, every 100 ms.
+"""The partition timeline: the leader and ISR of every partition, every 100 ms.
 
-A thread of its own with its own ZooKeeper session (:class:`kafkalab.faults.zk.ZkReader`);
-a poll that fails (ZooKeeper busy, a broker frozen) is skipped, never fatal. Rows follow
-``TIMELINE_SCHEMA`` (:mod:`kafkalab.faults.files`).
+A thread of its own with its own session of the cluster's partition reader
+(:meth:`kafkalab.cluster.embedded.EmbeddedCluster.partition_reader`: ZooKeeper on Kafka 0.9,
+else the Admin API); a poll that fails (the source busy, a broker frozen) is skipped, never
+fatal. Rows follow ``TIMELINE_SCHEMA`` (:mod:`kafkalab.faults.files`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from kafkalab.faults.zk import ZkReader
+from kafkalab.cluster.partitions import PartitionReader
 from kafkalab.scenarios.base import now_ns
 
 __all__ = ["POLL_INTERVAL_S", "Monitor", "first_full_isr", "first_new_leader"]
@@ -21,8 +23,9 @@ POLL_INTERVAL_S = 0.1
 class Monitor:
     """Polls the partitions of ``topic`` until :meth:`stop`."""
 
-    def __init__(self, zk_port: int, topic: str, partitions: int) -> None:
-        self._zk_port, self._topic, self._partitions = zk_port, topic, partitions
+    def __init__(self, open_reader: Callable[[], PartitionReader], topic: str,
+                 partitions: int) -> None:
+        self._open_reader, self._topic, self._partitions = open_reader, topic, partitions
         self.rows: list[dict[str, Any]] = []
         self.errors = 0
         self._stop = threading.Event()
@@ -38,18 +41,18 @@ class Monitor:
         return list(self.rows)
 
     def _run(self) -> None:
-        with ZkReader(self._zk_port, timeout_s=1.0) as zk:
+        with self._open_reader() as reader:
             while not self._stop.is_set():
                 try:
-                    alive = ",".join(str(b) for b in zk.broker_ids())
+                    alive = ",".join(str(b) for b in reader.broker_ids())
                     ts = now_ns()
                     for p in range(self._partitions):
-                        st = zk.partition_state(self._topic, p)
-                        isr = list(st["isr"]) if st else []
+                        st = reader.partition_state(self._topic, p)
+                        isr = list(st.isr) if st else []
                         self.rows.append({
                             "sample_ts_ns": ts, "partition": p,
-                            "leader": int(st["leader"]) if st else -1,
-                            "leader_epoch": int(st["leader_epoch"]) if st else -1,
+                            "leader": st.leader if st else -1,
+                            "leader_epoch": st.leader_epoch if st else -1,
                             "isr": ",".join(str(b) for b in isr), "isr_size": len(isr),
                             "brokers_alive": alive})
                 except (OSError, ConnectionError, ValueError):
@@ -75,8 +78,8 @@ def first_full_isr(rows: list[dict[str, Any]], after_ns: int, rf: int, partition
     not, and not before ``not_before_ns`` (the heal). None when the ISR never shrank (a fault
     shorter than the brokers noticed) or never grew back.
 
-    ZooKeeper still shows the old, full ISR for a while after a crash (until the dead broker's
-    session expires), so a full ISR only counts once a shrink was seen.
+    The source may still show the old, full ISR for a while after a crash (ZooKeeper until
+    the dead broker's session expires), so a full ISR only counts once a shrink was seen.
     """
     by_ts: dict[int, list[dict[str, Any]]] = {}
     for r in rows:

@@ -6,7 +6,7 @@ Definitions (docs/faults.md, "What a trial reports"):
   time) among the gaps that end after the fault started. The no-fault control uses the same
   rule with its nominal fault instant, so control and fault are measured alike.
 * ``consumer_gap_ms``: the same over the live consumer's first receipts.
-* ``leader_elected_ms``: fault → the first ZooKeeper poll whose partition-0 leader is another
+* ``leader_elected_ms``: fault → the first timeline poll whose partition-0 leader is another
   broker (null when leadership did not move: a follower fault, or the control).
 * ``isr_full_ms``: fault → the first poll after the heal where every partition has its full
   replication factor in sync again.

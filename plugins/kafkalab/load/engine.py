@@ -33,9 +33,9 @@ from kafkalab.cluster.descriptor import (
     ClusterDescriptor,
     emulator_note,
     librdkafka_config,
-    load_descriptor,
     public_view,
 )
+from kafkalab.cluster.flavors import load_descriptor
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import (
     check_profile,

@@ -407,7 +407,8 @@ def _secrets(plan: dict[str, Any]) -> dict[str, str]:
     path = plan.get("descriptor_path")
     if not path:
         return {}
-    from kafkalab.cluster.descriptor import librdkafka_config, load_descriptor
+    from kafkalab.cluster.descriptor import librdkafka_config
+    from kafkalab.cluster.flavors import load_descriptor
 
     full = librdkafka_config(load_descriptor(path))
     return {k: v for k, v in full.items() if k not in plan["consumer_config"]}

@@ -40,6 +40,7 @@ import subprocess
 from pathlib import Path
 
 from kafkalab.cluster.descriptor import jvm_classpath
+from kafkalab.cluster.flavors import flavor_of
 from kafkalab.config.mapping import jvm_tool_properties, jvm_tool_settings
 from kafkalab.errors import RunError
 from kafkalab.payloads import wire_size_bytes
@@ -148,6 +149,9 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         home = Path(d.kafka_home)
         if not (home / "libs").is_dir():
             raise Skipped(f"kafka_home {home} has no libs/ folder")
+        tool = flavor_of(d).features(d).tools.end_to_end_latency
+        if tool is None:
+            raise Skipped(f"Kafka {d.version}'s distribution has no EndToEndLatency tool")
         acks = tool_acks(cell.profile.producer.acks)
         self._version = d.version
         # the run's scratch folder (LabData.run_work_dir): the settings the tool was given ...
@@ -156,7 +160,7 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
                                     for k, v in jvm_tool_properties(cell.profile).items()))
         size = wire_size_bytes(cell.body)
         count = cell.total_messages
-        cmd = ["java", "-Xmx1g", "-cp", jvm_classpath(home), self.client,
+        cmd = ["java", "-Xmx1g", "-cp", jvm_classpath(home), tool,
                d.bootstrap_servers, str(cell.topic), str(count), acks, str(size), str(props)]
         progress(f"EndToEndLatency: {count} messages of {size} bytes")
         timeout_s = count * min(cell.workload.message_timeout_s, TOOL_POLL_TIMEOUT_MS / 1000) + 60

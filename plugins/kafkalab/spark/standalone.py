@@ -232,7 +232,7 @@ def _start_fresh(layout: SparkLayout, spec: StandaloneSpec, timeout_s: float,
                  progress: Progress) -> SparkState:
     """Start master and workers; on any failure stop what was started and forget it."""
     home = spark_home()
-    from kafkalab.cluster.distribution import ensure_java
+    from kafkalab.cluster.java import ensure_java
 
     ensure_java()
     procs.check_ports_free(list(spec.ports().values()))

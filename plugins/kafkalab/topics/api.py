@@ -1,8 +1,9 @@
 """Provision, describe and delete topics on any lab cluster (idempotent provisioning).
 
-One provisioning algorithm over a :class:`~kafkalab.topics.model.TopicBackend`:
-:class:`~kafkalab.topics.legacy.LegacyTopics` on Kafka 0.9, or
-:class:`~kafkalab.topics.modern.ModernTopics` on modern clusters.
+One provisioning algorithm over a :class:`~kafkalab.topics.model.TopicBackend`, chosen by
+what the cluster can do (:attr:`kafkalab.cluster.features.Features.topic_admin`):
+:class:`~kafkalab.topics.legacy.LegacyTopics` where topics are administered through
+ZooKeeper (Kafka 0.9), :class:`~kafkalab.topics.modern.ModernTopics` through the Admin API.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import ClusterDescriptor
-from kafkalab.cluster.kafka09 import BROKER_MESSAGE_MAX_BYTES
+from kafkalab.cluster.flavors import flavor_of
 from kafkalab.config.properties import check_topic_configs
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.progress import Progress, noop
@@ -23,14 +24,15 @@ from kafkalab.topics.model import ExistingTopic, TopicBackend, TopicSpec
 from kafkalab.topics.modern import ModernTopics
 
 __all__ = [
-    "KAFKA09_DEFAULT_MESSAGE_MAX_BYTES",
+    "LEGACY_DEFAULT_MESSAGE_MAX_BYTES",
     "delete_topics",
     "describe_topic",
     "provision_topics",
 ]
 
-KAFKA09_DEFAULT_MESSAGE_MAX_BYTES = 1000012
-"""Kafka 0.9's default ``message.max.bytes``."""
+LEGACY_DEFAULT_MESSAGE_MAX_BYTES = 1000012
+"""Kafka 0.9's default ``message.max.bytes`` (a topic without an override on a broker the lab
+did not configure)."""
 
 
 def _plural(n: int, word: str) -> str:
@@ -48,7 +50,7 @@ def _check_specs(descriptor: ClusterDescriptor, specs: list[TopicSpec]) -> None:
                 f"profile asks for replication.factor={s.replication_factor} (topic {s.name}) "
                 f"but the cluster has {_plural(descriptor.broker_count, 'broker')}"
             )
-        check_topic_configs(s.name, s.configs, descriptor.version, descriptor.flavor)
+        check_topic_configs(s.name, s.configs, flavor_of(descriptor).broker_version(descriptor))
 
 
 def _refuse_shrink_or_rf(descriptor: ClusterDescriptor, s: TopicSpec, cur: ExistingTopic) -> None:
@@ -67,8 +69,13 @@ def _refuse_shrink_or_rf(descriptor: ClusterDescriptor, s: TopicSpec, cur: Exist
         )
 
 
+def _through_zookeeper(descriptor: ClusterDescriptor) -> bool:
+    """Whether the cluster's topics are administered through ZooKeeper (no CreateTopics)."""
+    return flavor_of(descriptor).features(descriptor).topic_admin == "zookeeper"
+
+
 def _backend(descriptor: ClusterDescriptor, timeout_s: float) -> TopicBackend:
-    if descriptor.is_legacy:
+    if _through_zookeeper(descriptor):
         return LegacyTopics(descriptor, timeout_s)
     return ModernTopics(descriptor, timeout_s)
 
@@ -145,6 +152,13 @@ def provision_topics(
     return results
 
 
+def _embedded_message_max_bytes(descriptor: ClusterDescriptor) -> int | None:
+    """``message.max.bytes`` of a cluster the lab started and configured (its flavor's);
+    None for any other cluster."""
+    flavor = flavor_of(descriptor)
+    return flavor.message_max_bytes if flavor.embedded and descriptor.name == "embedded" else None
+
+
 def _legacy_configs(descriptor: ClusterDescriptor, name: str, timeout_s: float) -> dict[str, Any]:
     """The ``configs`` part of :func:`describe_topic` on Kafka 0.9 (overrides only)."""
     configs: dict[str, str] | None = None
@@ -157,11 +171,11 @@ def _legacy_configs(descriptor: ClusterDescriptor, name: str, timeout_s: float) 
     if configs and "max.message.bytes" in configs:
         out["max_message_bytes"] = int(configs["max.message.bytes"])
         out["max_message_bytes_source"] = "topic"
-    elif descriptor.flavor == "kafka09" and descriptor.name == "embedded":
-        out["max_message_bytes"] = BROKER_MESSAGE_MAX_BYTES
+    elif (embedded_max := _embedded_message_max_bytes(descriptor)) is not None:
+        out["max_message_bytes"] = embedded_max
         out["max_message_bytes_source"] = "embedded broker message.max.bytes"
     else:
-        out["max_message_bytes"] = KAFKA09_DEFAULT_MESSAGE_MAX_BYTES
+        out["max_message_bytes"] = LEGACY_DEFAULT_MESSAGE_MAX_BYTES
         out["max_message_bytes_source"] = "assumed Kafka 0.9 default message.max.bytes"
     return out
 
@@ -202,7 +216,7 @@ def describe_topic(
         "replication_factor": len(details[0]["replicas"]) if details else 0,
         "partition_details": details,
     }
-    if descriptor.is_legacy:
+    if _through_zookeeper(descriptor):
         out.update(_legacy_configs(descriptor, name, timeout_s))
     else:
         out.update(_modern_configs(descriptor, name, timeout_s))

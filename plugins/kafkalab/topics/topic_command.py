@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
+from kafkalab.cluster.flavors import flavor_of
+from kafkalab.cluster.java import ensure_java
 from kafkalab.errors import ClusterError, ConfigError
 
 __all__ = [
@@ -68,17 +70,24 @@ def literal_topic_regex(name: str) -> str:
     return name.replace(".", "[.]")
 
 
-def _legacy_tools(descriptor: ClusterDescriptor) -> tuple[str, str, Path]:
+def _legacy_tools(descriptor: ClusterDescriptor) -> tuple[str, str, Path, str]:
+    """``(java, classpath, kafka_home, TopicCommand's class)`` of the descriptor's cluster.
+
+    Raises:
+        ClusterError: no ``zookeeper``/``kafka_home``, or a distribution without the tool.
+    """
     if not descriptor.zookeeper or not descriptor.kafka_home:
         raise ClusterError(
             f"topic admin on Kafka 0.9 ({descriptor.bootstrap_servers}) goes through ZooKeeper "
             "with Kafka's own TopicCommand: the cluster descriptor needs `zookeeper` and "
             "`kafka_home` (a Kafka installation with libs/)"
         )
-    from kafkalab.cluster.distribution import ensure_java
-
+    tool = flavor_of(descriptor).features(descriptor).tools.topic_command
+    if tool is None:
+        raise ClusterError(f"Kafka {descriptor.version}'s distribution has no TopicCommand "
+                           "with --zookeeper")
     home = Path(descriptor.kafka_home)
-    return ensure_java(), jvm_classpath(home), home
+    return ensure_java(), jvm_classpath(home), home, tool
 
 
 def command_error(out: str, returncode: int) -> str | None:
@@ -100,7 +109,7 @@ def run_topic_command(descriptor: ClusterDescriptor, args: list[str], timeout_s:
         ConfigError: the request was refused (unknown config, invalid value, more replicas
             than brokers).
     """
-    java, cp, home = _legacy_tools(descriptor)
+    java, cp, home, tool = _legacy_tools(descriptor)
     log4j = home / "config" / "tools-log4j.properties"
     cmd = [
         java,
@@ -111,7 +120,7 @@ def run_topic_command(descriptor: ClusterDescriptor, args: list[str], timeout_s:
         f"-Dlog4j.configuration=file:{log4j}",
         "-cp",
         cp,
-        "kafka.admin.TopicCommand",
+        tool,
         "--zookeeper",
         str(descriptor.zookeeper),
         *args,

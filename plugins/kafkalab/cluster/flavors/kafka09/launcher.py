@@ -1,4 +1,4 @@
-"""The kafka09 launcher: real Apache Kafka 0.9.0.1 (JVM), one ZooKeeper and 1..N brokers.
+"""Starting Apache Kafka 0.9.0.1 (JVM): one ZooKeeper and 1..N brokers, and their configs.
 
 Started with ``java -cp <libs>`` directly (the distribution's ``bin/*.sh`` fail on Java 17),
 every process bound to 127.0.0.1. Files under ``<lab_dir>/cluster/``: ``config/``
@@ -16,7 +16,9 @@ from typing import Any
 from kafkalab import procs
 from kafkalab.cluster import zookeeper
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
-from kafkalab.cluster.distribution import KAFKA_VERSION, ensure_java, ensure_kafka_distribution
+from kafkalab.cluster.features import LEGACY_PROTOCOL
+from kafkalab.cluster.flavors.kafka09.distribution import KAFKA_VERSION, ensure_kafka_distribution
+from kafkalab.cluster.java import ensure_java
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, ProcessRecord, cluster_dir
 from kafkalab.progress import Progress
@@ -25,21 +27,16 @@ from kafkalab.store import atomic_write, atomic_write_json, read_json
 __all__ = [
     "BROKER_JVM_OPTS",
     "BROKER_MESSAGE_MAX_BYTES",
-    "DEFAULT_BROKER_PORT",
-    "DEFAULT_ZK_PORT",
-    "MAX_BROKERS",
+    "FLAVOR_NAME",
     "ZK_JVM_OPTS",
     "broker_properties",
-    "kafka09_descriptor",
-    "start_kafka09",
+    "descriptor_of",
+    "start",
     "zookeeper_properties",
 ]
 
-DEFAULT_ZK_PORT = 12181
-DEFAULT_BROKER_PORT = 19092
-"""Port of broker 0; broker i listens on ``DEFAULT_BROKER_PORT + i``."""
-MAX_BROKERS = 9
-"""At most this many brokers on one machine."""
+FLAVOR_NAME = "kafka09"
+"""The flavor's name in descriptors and state files."""
 
 BROKER_MESSAGE_MAX_BYTES = 16777216
 """``message.max.bytes`` (and ``replica.fetch.max.bytes``) of the embedded brokers: 16 MiB."""
@@ -57,12 +54,12 @@ BROKER_JVM_OPTS = [
 ZK_JVM_OPTS = ["-Xmx128m", "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true"]
 
 
-def kafka09_descriptor(n: int, zk_port: int, ports: list[int], home: Path) -> ClusterDescriptor:
-    """The descriptor of an embedded kafka09 cluster of ``n`` brokers on ``ports``."""
+def descriptor_of(n: int, zk_port: int, ports: list[int], home: Path) -> ClusterDescriptor:
+    """The descriptor of an embedded Kafka 0.9.0.1 cluster of ``n`` brokers on ``ports``."""
     return ClusterDescriptor(
         name="embedded",
-        flavor="kafka09",
-        protocol="legacy-0.9",
+        flavor=FLAVOR_NAME,
+        protocol=LEGACY_PROTOCOL,
         version=KAFKA_VERSION,
         is_emulator=False,
         bootstrap_servers=",".join(f"{procs.HOST}:{p}" for p in ports),
@@ -131,7 +128,7 @@ def _wipe_if_topology_changed(data: Path, n: int, progress: Progress) -> None:
         old = None
     if isinstance(old, dict) and old.get("brokers") != n:
         progress(
-            f"previous kafka09 data was made by {old.get('brokers')} broker(s), not {n}: "
+            f"previous {FLAVOR_NAME} data was made by {old.get('brokers')} broker(s), not {n}: "
             "wiping ZooKeeper and broker data"
         )
         shutil.rmtree(data / "zookeeper", ignore_errors=True)
@@ -140,7 +137,7 @@ def _wipe_if_topology_changed(data: Path, n: int, progress: Progress) -> None:
     atomic_write_json(marker, {"brokers": n})
 
 
-def start_kafka09(
+def start(
     lab: Path,
     n: int,
     zk_port: int,
@@ -167,10 +164,10 @@ def start_kafka09(
         d.mkdir(parents=True, exist_ok=True)
     _wipe_if_topology_changed(data, n, progress)
     log4j = home / "config" / "log4j.properties"
-    descriptor = kafka09_descriptor(n, zk_port, ports, home)
+    descriptor = descriptor_of(n, zk_port, ports, home)
     state.update(
         {
-            "flavor": "kafka09",
+            "flavor": FLAVOR_NAME,
             "brokers": n,
             "kafka_home": str(home),
             "zookeeper_port": zk_port,

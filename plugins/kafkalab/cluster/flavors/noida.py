@@ -1,8 +1,8 @@
-"""The noida launcher: the noida-db emulator (modern Kafka protocol, single node, *not* Kafka).
+"""Flavor ``noida``: the noida-db emulator (modern Kafka protocol, single node, *not* Kafka).
 
 Runs the binary shipped inside the ``noida-db`` wheel, bound to 127.0.0.1. Files under
 ``<lab_dir>/cluster/``: ``logs/noida/stdout.log`` and ``data/noida/`` (its data directory,
-which is also its ownership marker).
+which is also its ownership marker). Every figure measured on it is labelled EMULATOR.
 """
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from pathlib import Path
 
 from kafkalab import procs
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.features import MODERN_PROTOCOL
+from kafkalab.cluster.flavors.base import EmbeddedFlavor
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.errors import ClusterError
 from kafkalab.progress import Progress
 
-__all__ = ["DEFAULT_NOIDA_PORT", "noida_binary", "noida_descriptor", "start_noida"]
+__all__ = ["FLAVOR", "Noida", "noida_binary"]
 
-DEFAULT_NOIDA_PORT = 19192
+NAME = "noida"
 
 
 def _noida_version() -> str:
@@ -32,12 +34,12 @@ def _noida_version() -> str:
         return "noida-db"
 
 
-def noida_descriptor(port: int) -> ClusterDescriptor:
+def _descriptor(port: int) -> ClusterDescriptor:
     """The descriptor of the embedded noida emulator on ``port`` (``is_emulator``)."""
     return ClusterDescriptor(
         name="embedded",
-        flavor="noida",
-        protocol="modern",
+        flavor=NAME,
+        protocol=MODERN_PROTOCOL,
         version=_noida_version(),
         is_emulator=True,
         bootstrap_servers=f"{procs.HOST}:{port}",
@@ -63,7 +65,7 @@ def noida_binary() -> Path:
     return binary
 
 
-def start_noida(lab: Path, port: int, state: ClusterState, progress: Progress) -> ClusterDescriptor:
+def _start(lab: Path, port: int, state: ClusterState, progress: Progress) -> ClusterDescriptor:
     """Start noida-db on ``port`` (not waiting for it) and record it in ``state``.
 
     Raises:
@@ -87,7 +89,7 @@ def start_noida(lab: Path, port: int, state: ClusterState, progress: Progress) -
         "--data-dir",
         str(data),
     ]
-    state.update({"flavor": "noida", "brokers": 1, "broker_ports": [port]})
+    state.update({"flavor": NAME, "brokers": 1, "broker_ports": [port]})
     progress(f"starting noida-db (Kafka protocol emulator) on {procs.HOST}:{port}")
     start_process(
         lab,
@@ -100,4 +102,36 @@ def start_noida(lab: Path, port: int, state: ClusterState, progress: Progress) -
         cmd=cmd,
         logs_dir=logs,
     )
-    return noida_descriptor(port)
+    return _descriptor(port)
+
+
+class Noida(EmbeddedFlavor):
+    """The noida-db emulator: one node, modern protocol, not Apache Kafka."""
+
+    name = NAME
+    label = "noida-db (a Kafka protocol emulator, not Kafka)"
+    emulator = True
+    protocols = (MODERN_PROTOCOL,)
+    max_brokers = 1
+    default_base_port = 19192
+    fixed_broker_ids = False  # it picks its own node id
+
+    @property
+    def version(self) -> str:
+        """``noida-db <its package version>`` (read when asked, never at import)."""
+        return _noida_version()
+
+    def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
+              state: ClusterState, progress: Progress) -> ClusterDescriptor:
+        return _start(lab, base_port, state, progress)
+
+    def descriptor(self, state: ClusterState) -> ClusterDescriptor:
+        return _descriptor(int(state["broker_ports"][0]))
+
+    def broker_data_dir(self, lab: Path, broker_id: int) -> Path:
+        """``<lab>/cluster/data/noida`` (its one data directory)."""
+        return cluster_dir(lab) / "data" / NAME
+
+
+FLAVOR = Noida()
+"""The registry's entry (:data:`kafkalab.cluster.flavors.FLAVORS`)."""

@@ -1,11 +1,6 @@
-"""A minimal, read-only ZooKeeper client: enough of the wire protocol (jute) to read the
-partition state the Kafka 0.9 controller writes, without a client library.
-
-Kafka 0.9 keeps each partition's leader and ISR in
-``/brokers/topics/<topic>/partitions/<p>/state`` (``{"leader": 1, "leader_epoch": 3,
-"isr": [1, 2, 0], ...}``) and the live brokers as children of ``/brokers/ids``. Clients' metadata
-lags the ISR by up to several seconds in 0.9 (ISR changes are propagated in batches), so the
-fault monitor reads ZooKeeper, the source of truth.
+"""A minimal, read-only ZooKeeper client: enough of the wire protocol (jute) to read nodes
+without a client library (what a ZooKeeper-mode Kafka keeps there is read by
+:class:`kafkalab.cluster.partitions.ZooKeeperPartitions`).
 
 Protocol (ZooKeeper 3.4): every frame is a 4-byte big-endian length followed by the body.
 Connect: ``protocolVersion:int lastZxidSeen:long timeOut:int sessionId:long passwd:buffer``.
@@ -16,21 +11,15 @@ getChildren = 8: same body); replies: ``xid:int zxid:long err:int`` then the bod
 
 from __future__ import annotations
 
-import json
 import socket
 import struct
-from typing import Any
 
 from kafkalab.procs import HOST
 
-__all__ = ["PartitionState", "ZkReader"]
+__all__ = ["ZkReader"]
 
 _OP_GET_DATA, _OP_GET_CHILDREN, _OP_CLOSE = 4, 8, -11
 _NO_NODE = -101
-
-
-class PartitionState(dict[str, Any]):
-    """``leader`` (int, -1 none), ``leader_epoch`` (int), ``isr`` (list of broker ids)."""
 
 
 class ZkReader:
@@ -135,20 +124,6 @@ class ZkReader:
             out.append(body[pos + 4:pos + 4 + n].decode())
             pos += 4 + n
         return out
-
-    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
-        """The controller's state of one partition; None before the topic has it."""
-        raw = self.get_data(f"/brokers/topics/{topic}/partitions/{partition}/state")
-        if not raw:
-            return None
-        doc = json.loads(raw)
-        return PartitionState(leader=int(doc.get("leader", -1)),
-                              leader_epoch=int(doc.get("leader_epoch", -1)),
-                              isr=[int(b) for b in doc.get("isr", [])])
-
-    def broker_ids(self) -> list[int]:
-        """Ids of the brokers registered now (``/brokers/ids``)."""
-        return sorted(int(c) for c in (self.get_children("/brokers/ids") or []) if c.isdigit())
 
     def __enter__(self) -> ZkReader:
         return self

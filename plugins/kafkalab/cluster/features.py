@@ -1,0 +1,155 @@
+"""What a Kafka cluster can do: the capabilities the lab asks about, never a flavor's name.
+
+A broker flavor (:mod:`kafkalab.cluster.flavors`) answers :meth:`Flavor.features
+<kafkalab.cluster.flavors.base.Flavor.features>` for a descriptor; the rest of the lab asks
+that answer ("can topics be created through the Admin API? does it keep record headers?
+which class is its EndToEndLatency tool?"), as SQLAlchemy's core asks a dialect
+``supports_sequences`` instead of "is this PostgreSQL?".
+
+Most of it follows from the client protocol a descriptor declares (``legacy-0.9``: Kafka
+0.9's protocol, ``modern``: brokers that answer ApiVersions) and the broker's version:
+:func:`kafka_features` is that rule, written from Kafka's own release notes (each feature
+names the KIP and release that brought it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+__all__ = [
+    "LEGACY_PROTOCOL",
+    "MODERN_PROTOCOL",
+    "PROTOCOLS",
+    "Features",
+    "KafkaTools",
+    "kafka_features",
+    "parse_version",
+]
+
+LEGACY_PROTOCOL = "legacy-0.9"
+"""Kafka 0.9's protocol: no ApiVersions request, so clients must be told the version."""
+
+MODERN_PROTOCOL = "modern"
+"""Brokers of Kafka 0.10 and later: clients negotiate versions (ApiVersions, KIP-35)."""
+
+PROTOCOLS: tuple[str, ...] = (LEGACY_PROTOCOL, MODERN_PROTOCOL)
+"""Every client protocol a cluster descriptor may declare."""
+
+_VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+TopicAdmin = Literal["zookeeper", "admin-api"]
+PartitionSource = Literal["zookeeper", "admin-api"]
+
+
+@dataclass(frozen=True)
+class KafkaTools:
+    """The JVM classes of Kafka's own tools in a distribution of one version (``None``: that
+    version ships no such tool)."""
+
+    end_to_end_latency: str | None = "kafka.tools.EndToEndLatency"
+    """Seed 000's fourth scenario (``jvm-e2e``)."""
+    producer_performance: str | None = "org.apache.kafka.tools.ProducerPerformance"
+    consumer_performance: str | None = "kafka.tools.ConsumerPerformance"
+    dump_log_segments: str | None = "kafka.tools.DumpLogSegments"
+    """Reads a broker's log segments (the fault checker's lookup of lost messages)."""
+    topic_command: str | None = "kafka.admin.TopicCommand"
+    """Topic administration through ZooKeeper (``--zookeeper``), where there is no
+    CreateTopics API."""
+
+
+@dataclass(frozen=True)
+class Features:
+    """What one cluster can do, as the lab's code asks it."""
+
+    protocol: str
+    """The client protocol: :data:`LEGACY_PROTOCOL` or :data:`MODERN_PROTOCOL`."""
+    version: tuple[int, ...] | None
+    """The broker's version as numbers; None when unknown (an emulator, ``unknown``): then
+    nothing is refused for being too new for it."""
+    topic_admin: TopicAdmin
+    """How topics are created, altered and deleted: ``zookeeper`` (Kafka's TopicCommand with
+    ``--zookeeper``: 0.9 has no CreateTopics API) or ``admin-api`` (KIP-4, 0.10.1)."""
+    partition_state: PartitionSource
+    """Where a partition's leader and in-sync replicas are read for the fault timeline:
+    ``zookeeper`` (0.9's controller writes them there; client metadata lags by seconds) or
+    ``admin-api`` (metadata / DescribeTopics)."""
+    record_headers: bool
+    """Records carry headers (KIP-82, 0.11)."""
+    record_timestamps: bool
+    """Records carry a timestamp (KIP-32, 0.10)."""
+    idempotence: bool
+    """The idempotent producer (KIP-98, 0.11)."""
+    transactions: bool
+    """Transactions (KIP-98, 0.11)."""
+    group_protocols: tuple[str, ...]
+    """Consumer-group protocols it serves: ``classic``; and ``consumer`` (KIP-848, 4.0)."""
+    zstd: bool
+    """zstd compression (KIP-110, 2.1)."""
+    librdkafka_defaults: dict[str, str] = field(default_factory=dict)
+    """Client properties confluent-kafka needs to talk to it at all (0.9: no version
+    request, the version given)."""
+    kafka_python_api_version: tuple[int, ...] | None = None
+    """kafka-python's ``api_version`` it needs (0.9: ``(0, 9)``; None: negotiated)."""
+    tools: KafkaTools = field(default_factory=KafkaTools)
+    """Its distribution's tools (classes by version)."""
+    emulator: bool = False
+    """It is not Apache Kafka (its latencies say nothing about Kafka)."""
+
+    def at_least(self, *version: int) -> bool:
+        """Whether the broker is at least ``version`` (an unknown version is not)."""
+        return self.version is not None and self.version >= version
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """A version's numbers (``"3.8.0"`` -> ``(3, 8, 0)``, ``"v4.1"`` -> ``(4, 1)``); None
+    when the text does not start with one (``unknown``, ``noida-db 0.2.3``)."""
+    m = _VERSION.match(text.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def _tools(version: tuple[int, ...] | None) -> KafkaTools:
+    """The tool classes of a distribution of ``version`` (Scala tools moved to
+    ``org.apache.kafka.tools`` in 4.0; DumpLogSegments in 4.3; TopicCommand's ``--zookeeper``
+    went with ZooKeeper)."""
+    if version is None or version < (4,):
+        return KafkaTools()
+    return KafkaTools(
+        end_to_end_latency="org.apache.kafka.tools.EndToEndLatency",
+        consumer_performance="org.apache.kafka.tools.ConsumerPerformance",
+        dump_log_segments=("org.apache.kafka.tools.DumpLogSegments" if version >= (4, 3)
+                           else "kafka.tools.DumpLogSegments"),
+        topic_command=None)
+
+
+def kafka_features(protocol: str, version: tuple[int, ...] | None) -> Features:
+    """What Apache Kafka of ``version`` offers a client speaking ``protocol``.
+
+    ``legacy-0.9`` is Kafka 0.9 whatever the version says: ZooKeeper topic admin, no
+    headers, timestamps, idempotence or transactions, the classic group protocol. On a
+    ``modern`` cluster each feature needs the release that brought it; an unknown version
+    is assumed to have them (the client finds out), except the new group protocol.
+    """
+    if protocol == LEGACY_PROTOCOL:
+        return Features(
+            protocol=protocol, version=(0, 9, 0, 1) if version is None else version,
+            topic_admin="zookeeper", partition_state="zookeeper", record_headers=False,
+            record_timestamps=False, idempotence=False, transactions=False,
+            group_protocols=("classic",), zstd=False,
+            librdkafka_defaults={"api.version.request": "false",
+                                 "broker.version.fallback": "0.9.0.1"},
+            kafka_python_api_version=(0, 9), tools=_tools((0, 9)))
+    base = Features(protocol=protocol, version=version, topic_admin="admin-api",
+                    partition_state="admin-api", record_headers=True, record_timestamps=True,
+                    idempotence=True, transactions=True, group_protocols=("classic",),
+                    zstd=True, tools=_tools(version))
+    if version is None:
+        return base
+    return replace(
+        base,
+        topic_admin="admin-api" if version >= (0, 10, 1) else "zookeeper",
+        record_timestamps=version >= (0, 10),
+        record_headers=version >= (0, 11), idempotence=version >= (0, 11),
+        transactions=version >= (0, 11), zstd=version >= (2, 1),
+        group_protocols=("classic", "consumer") if version >= (4,) else ("classic",))

@@ -1,0 +1,132 @@
+"""The broker flavors the lab knows: one registry, one class a flavor.
+
+| flavor | module | what it is |
+|---|---|---|
+| ``kafka09`` | :mod:`~kafkalab.cluster.flavors.kafka09` | the real Apache Kafka 0.9.0.1 with ZooKeeper, started here (the default) |
+| ``noida`` | :mod:`~kafkalab.cluster.flavors.noida` | the noida-db emulator, started here (not Kafka) |
+| ``external`` | :mod:`~kafkalab.cluster.flavors.external` | a user's cluster, reached through a descriptor |
+
+Everything that differs between flavors is asked of the flavor (:mod:`.base`): the command
+line's ``--flavor`` choices, descriptor validation, ``cluster up`` / ``status`` / ``down``,
+topic administration, the fault experiments, the report. No other module compares a
+flavor's name. A descriptor is validated here, at the edge (:func:`parse_descriptor`,
+:func:`load_descriptor`): the flavor must be known and accept the descriptor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, resolve_kafka_home
+from kafkalab.cluster.flavors import external, kafka09, noida
+from kafkalab.cluster.flavors.base import EmbeddedFlavor, Flavor
+from kafkalab.errors import ClusterError, ConfigError
+from kafkalab.yamlio import parse_model, read_yaml
+
+__all__ = [
+    "DEFAULT_EMBEDDED",
+    "FAULT_CLUSTER",
+    "FLAVORS",
+    "EmbeddedFlavor",
+    "Flavor",
+    "embedded_flavor",
+    "embedded_flavor_names",
+    "flavor_of",
+    "get_flavor",
+    "load_descriptor",
+    "parse_descriptor",
+]
+
+FLAVORS: dict[str, Flavor] = {f.name: f for f in (kafka09.FLAVOR, noida.FLAVOR, external.FLAVOR)}
+"""Every flavor by name, in the order the command line lists them."""
+
+DEFAULT_EMBEDDED: EmbeddedFlavor = kafka09.FLAVOR
+"""What ``kafkalab cluster up`` starts without ``--flavor`` (and the demo, the DAGs' tests)."""
+
+FAULT_CLUSTER: EmbeddedFlavor = kafka09.FLAVOR
+"""The flavor of the fault experiments' own three-broker cluster (it must
+:attr:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.hosts_faults`)."""
+
+
+def get_flavor(name: str) -> Flavor:
+    """The flavor named ``name``.
+
+    Raises:
+        ConfigError: ``unknown cluster flavor 'x' (known: kafka09, noida, external)``.
+    """
+    try:
+        return FLAVORS[name]
+    except KeyError:
+        raise ConfigError(f"unknown cluster flavor {name!r} (known: {', '.join(FLAVORS)})") from None
+
+
+def embedded_flavor_names() -> tuple[str, ...]:
+    """The flavors ``kafkalab cluster up`` can start, default first."""
+    rest = [n for n, f in FLAVORS.items() if f.embedded and f is not DEFAULT_EMBEDDED]
+    return (DEFAULT_EMBEDDED.name, *rest)
+
+
+def embedded_flavor(name: str) -> EmbeddedFlavor:
+    """The embedded flavor named ``name``.
+
+    Raises:
+        ConfigError: an unknown name, or a flavor the lab does not start
+            (``unknown cluster flavor 'x': use kafka09 or noida``).
+    """
+    flavor = FLAVORS.get(name)
+    if not isinstance(flavor, EmbeddedFlavor):
+        raise ConfigError(f"unknown cluster flavor {name!r}: use "
+                          f"{' or '.join(embedded_flavor_names())}")
+    return flavor
+
+
+def flavor_of(d: ClusterDescriptor) -> Flavor:
+    """The flavor of a descriptor.
+
+    Raises:
+        ConfigError: its flavor is not one the lab knows.
+    """
+    return get_flavor(d.flavor)
+
+
+def parse_descriptor(data: Any, source: Path | str = "<dict>") -> ClusterDescriptor:
+    """Validate parsed YAML as a descriptor of a known flavor that accepts it; errors name
+    ``source`` and the offending key.
+
+    Raises:
+        ConfigError: one line (``cluster descriptor <source>: invalid flavor: ...``).
+    """
+    where = f"cluster descriptor {source}"
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping at the top level, "
+                          f"got {type(data).__name__}")
+    d = parse_model(ClusterDescriptor, data, where)
+    flavor = FLAVORS.get(d.flavor)
+    if flavor is None:
+        raise ConfigError(f"{where}: invalid flavor: {d.flavor!r} is not one of "
+                          f"{', '.join(FLAVORS)}")
+    try:
+        flavor.check_descriptor(d)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: invalid protocol: {exc}") from None
+    return d
+
+
+def load_descriptor(path: Path | str) -> ClusterDescriptor:
+    """The descriptor in ``path`` (:func:`parse_descriptor`; a relative ``kafka_home`` is
+    resolved against the descriptor's folder, then the project root).
+
+    Raises:
+        ClusterError: no file there (``cluster not up: no descriptor at ...``).
+        ConfigError: an invalid descriptor.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ClusterError(
+            f"cluster not up: no descriptor at {p}; run `kafkalab cluster up` or pass --cluster FILE"
+        )
+    d = parse_descriptor(read_yaml(p), p)
+    if d.kafka_home:
+        d = d.model_copy(update={"kafka_home": resolve_kafka_home(d.kafka_home, p)})
+    return d
