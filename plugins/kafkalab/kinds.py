@@ -80,7 +80,7 @@ class RunKind:
 LATENCY = RunKind(
     name="latency", label="latency", measured_dir="samples", aggregates_subdir="",
     validation_suffix="", aggregate_job="aggregate", validate_job="validate",
-    validate_reads_measured=True, drift_metrics="metrics", report_sections="kafkalab.report.sections:latency_sections",
+    validate_reads_measured=True, drift_metrics="metrics", report_sections="kafkalab.report.latency_sections:latency_sections",
     marks_stale=True)
 """Closed-loop latency runs (``kafkalab run``, the latency DAGs)."""
 

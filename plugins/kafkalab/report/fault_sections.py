@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.report.charts import PALETTE, XMark, XYSeries, svg_xy_chart
+from kafkalab.report.checks_section import section_checks
 from kafkalab.report.data import RunView, emulator_mask
 from kafkalab.report.fault_data import (
     COMMIT_ORDER,
@@ -898,8 +899,6 @@ def section_durability(v: RunView) -> str:
 
 def fault_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a fault run's page (the caller adds the banners)."""
-    from kafkalab.report.sections import section_checks
-
     consumer = section_consumer(v, number=2)
     return (section_durability(v) + consumer
             + section_checks(v, page_dir, number=3 if consumer else 2, drift=False))

@@ -33,6 +33,7 @@ from kafkalab.report.charts import (
     svg_line_chart,
     svg_xy_chart,
 )
+from kafkalab.report.checks_section import section_checks
 from kafkalab.report.data import RunView, emulator_mask, numbers, strings
 from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, fmt_num
 from kafkalab.report.load_data import (
@@ -474,8 +475,6 @@ def _failing_consumers(tables: LoadTables, cells: pd.DataFrame) -> str:
 
 def load_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a load run's page (the caller adds the banners)."""
-    from kafkalab.report.sections import section_checks
-
     tables = v.load or LoadTables()
     return (section_fanout(v) + section_throughput(v) + section_lag(v, tables)
             + section_cells(v, tables) + section_checks(v, page_dir))

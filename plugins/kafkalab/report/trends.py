@@ -42,12 +42,15 @@ from kafkalab.report.charts import (
 from kafkalab.report.data import (
     RunView,
     emulator_mask,
+    is_schema_v2,
     numbers,
     parse_percentile_note,
+    percentile_reasons,
     strings,
 )
 from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num
-from kafkalab.report.notes import MEASURES_SHORT, measures_note, mixes_rest_and_kafka
+from kafkalab.report.notes import MEASURES_SHORT, is_tool, measures_note, mixes_rest_and_kafka
+from kafkalab.report.page_parts import figure, key_part, scenario_rank
 from kafkalab.report.spectrum import (
     MAX_RUNS,
     SPECTRUM_MIN_SAMPLES,
@@ -56,6 +59,7 @@ from kafkalab.report.spectrum import (
     nines,
     read_spectrum,
 )
+from kafkalab.run_ids import run_id_time
 from kafkalab.values import as_bool, as_float, is_missing
 
 TREND_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -76,6 +80,13 @@ split over numbered charts."""
 
 TOOL_MARK = " † tool"
 """Appended to the name of a series of Kafka's tool's own printed figures."""
+
+TREND_SERIES_EXTRAS: tuple[tuple[str, str], ...] = (
+    ("workload", "{}"), ("payload_encoding", "{}"), ("broker_count", "{} broker(s)"),
+    ("planned_messages", "n={}"),
+)
+"""Series facts added to a trend line's name when they differ between runs (a nightly
+raw 1 MB run and a seed 000 base64 1 MB run are different series, never one line)."""
 
 
 # --------------------------------------------------------------------------- x axis
@@ -103,7 +114,78 @@ def night_labels(v: RunView, runs: list[str]) -> tuple[list[str], list[str]]:
     return labels, tips
 
 
+def run_labels(order: list[str], history: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Short x labels for run ids (``11-05 01:02`` from the id's timestamp, else the id
+    shortened, prefixed by its run date), and the full ids as their hover titles."""
+    dates: dict[str, str] = {}
+    if "run_date" in history.columns:
+        for rid, d in zip(history["run_id"].astype(str), history["run_date"], strict=False):
+            if not is_missing(d):
+                dates.setdefault(rid, str(d)[:10])
+    labels = []
+    for rid in order:
+        started = run_id_time(rid)
+        if started is not None:
+            labels.append(started.strftime("%m-%d %H:%M"))
+        elif rid in dates:
+            labels.append(f"{dates[rid][5:]} {rid if len(rid) <= 14 else rid[:13] + '…'}")
+        else:
+            labels.append(rid if len(rid) <= 14 else rid[:13] + "…")
+    return labels, list(order)
+
+
 # --------------------------------------------------------------------------- series
+
+
+def series_label(scenario: str, client: str, payload: str, profile: str,
+                 extras: tuple[str, ...] = ()) -> str:
+    """``scenario[/client] payload profile [extras]`` (the client only when it differs;
+    Kafka's tool without a profile: it applies its own settings)."""
+    who = scenario if client in ("", scenario) else f"{scenario}/{client}"
+    prof = "" if is_tool(scenario) else profile
+    return " ".join(p for p in (who, payload, prof, *extras) if p)
+
+
+def _trend_labels(df: pd.DataFrame) -> list[str]:
+    """Each row's line name: its cell, plus the series facts (:data:`TREND_SERIES_EXTRAS`)
+    that differ between the runs of that cell, so rows of different series never share a
+    line. A fact a row of aggregates schema 1 lacks is named ``(older schema)``."""
+    base = [series_label(a, b, c, d) for a, b, c, d in zip(
+        strings(df, "scenario"), strings(df, "client"), strings(df, "payload"),
+        strings(df, "profile"), strict=True)]
+    base_s = pd.Series(base, index=df.index)
+    old = ~is_schema_v2(df)
+    extras: list[list[str]] = [[] for _ in base]
+    older = [False] * len(base)
+    for col, fmt in TREND_SERIES_EXTRAS:
+        if col not in df.columns:
+            continue
+        values = df[col].map(key_part)
+        varies = values.groupby(base_s).transform("nunique") > 1
+        for i, (idx, value) in enumerate(values.items()):
+            if not varies[idx]:
+                continue
+            if value:
+                extras[i].append(fmt.format(value))
+            elif old[idx]:
+                older[i] = True
+    return [" ".join([b, *x, *(["(older schema)"] if o else [])])
+            for b, x, o in zip(base, extras, older, strict=True)]
+
+
+def _undefined_in_run(rows: pd.DataFrame, metric: str) -> str:
+    """``p99 undefined in 3 cell(s) of this run (n<100: 3)`` for a percentile metric, or ``""``."""
+    name = metric.rsplit("_", 1)[-1]
+    if not metric.startswith("e2e_latency_ms_p") or rows.empty:
+        return ""
+    reasons = [r.get(name) for r in percentile_reasons(rows) if r.get(name)]
+    if not reasons:
+        return ""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    why = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+    return f"{name} undefined in {len(reasons)} cell(s) of this run ({why}): not plotted."
 
 
 def _key_column(df: pd.DataFrame) -> pd.Series:
@@ -229,8 +311,6 @@ def _metric_series(v: RunView, sub: pd.DataFrame, metric: str, tool_col: str | N
 
 def _prepare(v: RunView) -> pd.DataFrame:
     """The history rows with the columns the charts group by."""
-    from kafkalab.report.sections import _trend_labels, scenario_rank
-
     df = v.history.copy()
     df["_rid"] = df["run_id"].astype(str)
     df["_label"] = _trend_labels(df)
@@ -246,8 +326,6 @@ def section_time_series(v: RunView) -> str:
     measured up to this run: a line per series (the median of its rows in a run; Kafka's
     tool from its own figures), baseline bands, drift markers and change points. Undefined
     percentiles are gaps, never points."""
-    from kafkalab.report.sections import _figure, _undefined_in_run
-
     h = ['<section id="trends"><h2>2. Trends across runs</h2>']
     if v.history.empty:
         h.append('<p class="empty">No aggregates yet: nothing to plot.</p></section>')
@@ -299,7 +377,7 @@ def section_time_series(v: RunView) -> str:
                                 for i in chunk for x in said[i])
                 if undefined:
                     notes += f'<p class="note">{esc(undefined)}</p>'
-                h.append(_figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
+                h.append(figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
                                  f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
                                  any(s.emulator for s in part), svg, notes))
                 any_chart = True
@@ -509,5 +587,16 @@ def _bytes_of(rows: pd.DataFrame, payload: str) -> Any:
     return None if vals.empty or is_missing(vals.iloc[0]) else float(vals.iloc[0])
 
 
-__all__ = ["MAX_SERIES", "TREND_METRICS", "night_label", "night_labels", "section_spectrum",
-           "section_time_series", "tool_spectrum", "tool_undefined_in_run"]
+__all__ = [
+    "MAX_SERIES",
+    "TREND_METRICS",
+    "TREND_SERIES_EXTRAS",
+    "night_label",
+    "night_labels",
+    "run_labels",
+    "section_spectrum",
+    "section_time_series",
+    "series_label",
+    "tool_spectrum",
+    "tool_undefined_in_run",
+]
