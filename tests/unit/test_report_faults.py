@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 
 from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
+from kafkalab.report.durability_section import timeline_marks
 from kafkalab.report.fault_data import (
     errors_text,
     is_durability_loss,
     missing_reason,
     representative_trials,
 )
-from kafkalab.report.fault_sections import timeline_marks
 from kafkalab.store import LabData, atomic_write_json
 
 FAULT_RUN = "20261201T020000Z-faults"
@@ -483,7 +483,7 @@ def write_consumer_run(data_dir: Path, *, lost_after: int = 0) -> list[dict[str,
 
 
 def test_lag_marks_fault_successor_and_rejoin() -> None:
-    from kafkalab.report.fault_sections import lag_marks
+    from kafkalab.report.consumer_faults_section import lag_marks
 
     marks = lag_marks({"fault": "leave-consumer", "fault_elapsed_s": 1.5,
                        "successor_assigned_ms": 50.0, "rejoin_elapsed_s": 2.5})

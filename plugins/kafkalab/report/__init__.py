@@ -11,7 +11,9 @@
 * :mod:`~kafkalab.report.load_data` / :mod:`~kafkalab.report.load_sections`: a load run's
   tables and page;
 * :mod:`~kafkalab.report.fault_data` / :mod:`~kafkalab.report.fault_sections`: a fault run's
-  tables and page ("Durability and availability");
+  tables and page: :mod:`~kafkalab.report.durability_section` ("Durability and
+  availability") and :mod:`~kafkalab.report.consumer_faults_section` ("Consumer faults"),
+  sharing :mod:`~kafkalab.report.fault_parts`;
 * :mod:`~kafkalab.report.checks_section`: every run page's checks (state, validation,
   drift) and its state banner; :mod:`~kafkalab.report.settings_section`: its clients'
   settings;
