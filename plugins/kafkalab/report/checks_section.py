@@ -155,11 +155,13 @@ def _state(v: RunView) -> str:
     return f"<h3>Run state</h3><p>{state_text(v.state)}{reason}</p>{stale}"
 
 
-def section_checks(v: RunView, page_dir: Path, number: int = 5, drift: bool = True) -> str:
+def section_checks(v: RunView, page_dir: Path, number: int = 5) -> str:
     """(5) The run's state and stale outputs, its validation outcome (failed expectations,
     link to the HTML report) and its drift flags (stored records, or computed now when none
-    are stored); ``drift=False`` for a run kind without drift (a fault run), ``number``:
-    the section's number on its page."""
+    are stored) when its kind is judged for drift
+    (:attr:`kafkalab.kinds.RunKind.drift_judged`: not a fault run); ``number``: the
+    section's number on its page."""
+    drift = v.kind.drift_judged
     title = "Run state, validation and drift" if drift else "Run state and validation"
     return (f'<section id="checks"><h2>{number}. {title}</h2>{_state(v)}'
             f"<h3>Validation</h3>{_validation(v, page_dir)}{_drift(v) if drift else ''}"

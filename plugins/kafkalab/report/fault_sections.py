@@ -25,7 +25,7 @@ def fault_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a fault run's page (the caller adds the banners)."""
     consumer = section_consumer(v, number=2)
     return (section_durability(v) + consumer
-            + section_checks(v, page_dir, number=3 if consumer else 2, drift=False))
+            + section_checks(v, page_dir, number=3 if consumer else 2))
 
 
 __all__ = ["fault_sections"]

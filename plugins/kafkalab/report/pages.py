@@ -35,7 +35,7 @@ def run_sections(v: RunView, page_dir: Path) -> str:
                                 "nothing about Kafka."))
     elif v.emulator:
         n = int(emulator_mask(v.rows).sum()) if not v.rows.empty else 0
-        unit = "trial(s)" if v.faults is not None else "cell(s)"
+        unit = f"{v.kind.measured_unit}(s)"
         parts.append(emu_banner(f": {n} {unit} of this run ran on an emulator broker (marked "
                                 "wherever they appear); their latencies say nothing about "
                                 "Kafka."))
