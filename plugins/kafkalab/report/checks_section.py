@@ -15,7 +15,15 @@ from typing import Any
 
 from kafkalab.drift import records_to_dicts
 from kafkalab.report.data import RunView
-from kafkalab.report.format import MISSING, emu_span, esc, fmt_num, fmt_pct, rel_href
+from kafkalab.report.format import (
+    MISSING,
+    emu_mark,
+    emu_span,
+    esc,
+    fmt_num,
+    fmt_pct,
+    rel_href,
+)
 from kafkalab.values import as_float
 
 
@@ -94,7 +102,7 @@ def _drift(v: RunView) -> str:
         h.append('<p class="ok">No drift.</p>')
         return "".join(h)
     emu = any(r.get("broker_is_emulator") for r in flags)
-    cap = f"{len(flags)} drift flag(s)" + (f" {emu_span()}" if emu else "")
+    cap = f"{len(flags)} drift flag(s)" + emu_mark(emu)
     h.append(f'<table class="drift-flags"><caption>{cap}</caption><thead><tr>'
              '<th class="t">series</th><th class="t">metric</th><th class="t">direction</th>'
              "<th>baseline</th><th>latest</th><th>change</th><th>robust z</th>"

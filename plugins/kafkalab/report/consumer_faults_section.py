@@ -26,20 +26,22 @@ from kafkalab.report.fault_data import (
     FAULT_ORDER,
     FaultTables,
     consumer_trials,
-    count,
     is_at_least_once_loss,
     is_reread_disagreement,
 )
 from kafkalab.report.fault_parts import (
-    MARK_COLORS,
     MAX_ALL_TIMELINES,
-    count_text,
+    by_trial_number,
+    event_marks,
     field_text,
     ms_text,
     trial_emulator,
+    trial_number,
+    trial_rows,
 )
-from kafkalab.report.format import MISSING, esc
-from kafkalab.report.notes import percentile_cell
+from kafkalab.report.format import MISSING, esc, fmt_count
+from kafkalab.report.notes import count_cell, percentile_cell
+from kafkalab.report.page_parts import figure
 from kafkalab.values import as_bool, as_float, is_missing
 
 PAUSE_NOTE = (
@@ -90,13 +92,11 @@ def _consumer_reason(r: Any, key: str) -> str | None:
 
 
 def _consumer_cell(r: Any, key: str, kind: str) -> str:
-    if kind == "count":
-        n = count(r, key)
-        if n is not None:
-            return esc(f"{n:,}")
-    elif as_float(r.get(key)) is not None:
-        return percentile_cell(r.get(key), None)
-    return percentile_cell(None, _consumer_reason(r, key))
+    """Figure ``key`` of a consumer trial as a table cell (``kind``: ``count`` or ``num``),
+    else why it is missing (:func:`_consumer_reason`)."""
+    reason = _consumer_reason(r, key)
+    return count_cell(r.get(key), reason) if kind == "count" else percentile_cell(r.get(key),
+                                                                                   reason)
 
 
 def _consumer_groups(trials: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
@@ -141,8 +141,8 @@ def _consumer_findings(trials: pd.DataFrame) -> str:
             h.append(
                 f'<div class="finding" data-trial="{tid}"><strong>Finding: commit after '
                 f"(at-least-once) left records unprocessed</strong> — {tid}: lost "
-                f"{esc(count_text(r, 'lost_unprocessed'))} (the offsets predicted "
-                f"{esc(count_text(r, 'expected_lost'))}). Committing after processing may "
+                f"{esc(fmt_count(r.get('lost_unprocessed')))} (the offsets predicted "
+                f"{esc(fmt_count(r.get('expected_lost')))}). Committing after processing may "
                 "process a record twice but must never skip one; the validation suite fails "
                 "on it.</div>")
         if is_reread_disagreement(r):
@@ -150,7 +150,7 @@ def _consumer_findings(trials: pd.DataFrame) -> str:
                 f'<div class="finding" data-trial="{tid}"><strong>The re-read disagrees'
                 f"</strong> — {tid}: the group processed records the re-read from offset 0 did "
                 "not find (processed_not_in_topic "
-                f"{esc(count_text(r, 'processed_not_in_topic'))}); the check disagrees with "
+                f"{esc(fmt_count(r.get('processed_not_in_topic')))}); the check disagrees with "
                 "itself, so this trial's counts are suspect.</div>")
     if not h:
         after = [r for _, r in trials.iterrows() if field_text(r, "commit") == "after"]
@@ -202,8 +202,7 @@ def _delivery_table(trials: pd.DataFrame) -> str:
     rows = []
     for (fault, commit), grp in keyed:
         def total(col: str, how: str = "sum", g: pd.DataFrame = grp) -> str:
-            v = _stat(g, col, how)
-            return esc(f"{int(v):,}") if v is not None else percentile_cell(None, None)
+            return count_cell(_stat(g, col, how))
 
         finding = any(is_at_least_once_loss(r) for _, r in grp.iterrows())
         cls = ' class="finding"' if finding else ""
@@ -228,18 +227,16 @@ def _consumer_trials_table(trials: pd.DataFrame) -> str:
             + '<th class="t">moved</th>')
     rows = []
     for _, grp in _consumer_groups(trials):
-        grp = grp.assign(_n=pd.to_numeric(grp.get("trial"), errors="coerce")
-                         if "trial" in grp.columns else 0.0).sort_values(["_n"])
+        grp = by_trial_number(grp)
         for _, r in grp.iterrows():
             finding = is_at_least_once_loss(r) or is_reread_disagreement(r)
             cls = ' class="finding"' if finding else ""
-            n = count(r, "trial")
             rows.append(
                 f'<tr{cls} data-trial="{esc(r.get("trial_id"))}">'
                 f'<td class="t cell-id">{esc(r.get("trial_id"))}</td>'
                 f'<td class="t">{esc(field_text(r, "fault"))}</td>'
                 f'<td class="t">{esc(field_text(r, "commit"))}</td>'
-                f"<td>{esc(MISSING if n is None else n)}</td>"
+                f"<td>{esc(trial_number(r))}</td>"
                 + "".join(f"<td>{_consumer_cell(r, k, kind)}</td>"
                           for k, kind in CONSUMER_TRIAL_COLUMNS)
                 + f'<td class="t">{esc(field_text(r, "moved_partitions") or MISSING)}</td></tr>')
@@ -258,27 +255,24 @@ def lag_marks(r: Any) -> list[XMark]:
         (None if fault is None or assigned_ms is None else fault + assigned_ms / 1000,
          "assigned", "successor assigned"),
         (as_float(r.get("rejoin_elapsed_s")), "rejoin", "rejoin")) if x is not None]
-    found.sort()
-    return [XMark(x, f"{label} {x:.1f} s", color=MARK_COLORS[kind], row=i, kind=kind)
-            for i, (x, kind, label) in enumerate(found)]
+    return event_marks(found)
 
 
 def _lag_chart(r: Any, group_lag: pd.DataFrame) -> str:
+    """One consumer trial's figure of the group's lag, its events marked, its figures under
+    the caption. (The chart's badge marks an emulator trial; the figure has no banner.)"""
     trial_id = str(r.get("trial_id"))
-    rows = (group_lag[group_lag["trial_id"].astype(str) == trial_id]
-            if "trial_id" in group_lag.columns else group_lag.iloc[0:0])
-    n = count(r, "trial")
+    rows = trial_rows(group_lag, trial_id)
     title = (f"{field_text(r, 'fault')} · commit {field_text(r, 'commit')} · trial "
-             f"{MISSING if n is None else n}")
+             f"{trial_number(r)}")
     facts = [f"rebalance pause {ms_text(r, 'rebalance_pause_ms')}",
-             f"redelivered {count_text(r, 'redelivered')}",
-             f"lost {count_text(r, 'lost_unprocessed')}"]
+             f"redelivered {fmt_count(r.get('redelivered'))}",
+             f"lost {fmt_count(r.get('lost_unprocessed'))}"]
     attrs = f' class="lag" data-trial="{esc(trial_id)}"'
-    caption = esc(title)
     note = f'<p class="note">{esc(" · ".join(facts))}</p>'
     if rows.empty or "lag_msgs" not in rows.columns:
-        return (f"<figure{attrs}><figcaption>{caption}</figcaption>{note}"
-                '<p class="empty">No group_lag rows for this trial.</p></figure>')
+        return figure(attrs, esc(title), False,
+                      '<p class="empty">No group_lag rows for this trial.</p>', note)
     t = pd.to_numeric(rows.get("elapsed_s"), errors="coerce")
     lag = (rows.assign(_t=t, _lag=pd.to_numeric(rows["lag_msgs"], errors="coerce"))
            .dropna(subset=["_t"]).groupby("_t")["_lag"].sum(min_count=1).sort_index())
@@ -286,7 +280,7 @@ def _lag_chart(r: Any, group_lag: pd.DataFrame) -> str:
                        emulator=trial_emulator(r), color=PALETTE[0])]
     svg = svg_xy_chart(title, series, "s since the trial's start", "msgs", marks=lag_marks(r),
                        note="Σ lag_msgs over the partitions, every 0.5 s")
-    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{svg}</figure>"
+    return figure(attrs, esc(title), False, svg, note)
 
 
 def _lag_charts(tables: FaultTables, trials: pd.DataFrame) -> str:
@@ -301,8 +295,7 @@ def _lag_charts(tables: FaultTables, trials: pd.DataFrame) -> str:
                  "(its first trial) and one per finding.</p>")
     h.append('<div class="charts">')
     for _, grp in _consumer_groups(trials):
-        grp = grp.assign(_n=pd.to_numeric(grp.get("trial"), errors="coerce")
-                         if "trial" in grp.columns else 0.0).sort_values(["_n"])
+        grp = by_trial_number(grp)
         for i, (_, r) in enumerate(grp.iterrows()):
             if draw_all or i == 0 or is_at_least_once_loss(r):
                 h.append(_lag_chart(r, tables.group_lag))

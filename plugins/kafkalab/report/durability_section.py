@@ -40,15 +40,18 @@ from kafkalab.report.fault_data import (
     representative_trials,
 )
 from kafkalab.report.fault_parts import (
-    MARK_COLORS,
     MAX_ALL_TIMELINES,
-    count_text,
+    by_trial_number,
+    event_marks,
     field_text,
     ms_text,
     trial_emulator,
+    trial_number,
+    trial_rows,
 )
-from kafkalab.report.format import MISSING, emu_banner, emu_span, esc
-from kafkalab.report.notes import percentile_cell
+from kafkalab.report.format import MISSING, emu_mark, esc, fmt_count
+from kafkalab.report.notes import count_cell, percentile_cell
+from kafkalab.report.page_parts import figure
 from kafkalab.values import as_bool, as_float, is_missing
 
 CELL_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -127,17 +130,12 @@ KAFKA09_NOTES: tuple[tuple[str, str], ...] = (
 # --------------------------------------------------------------------------- helpers
 
 
-def _count_cell(r: Any, key: str) -> str:
-    n = count(r, key)
-    return esc(f"{n:,}") if n is not None else percentile_cell(None, missing_reason(r, key))
-
-
-def _num_cell(r: Any, key: str) -> str:
-    return percentile_cell(r.get(key), missing_reason(r, key))
-
-
-def _value_cell(r: Any, key: str, kind: str) -> str:
-    return _count_cell(r, key) if kind == "count" else _num_cell(r, key)
+def _value_cell(r: Any, key: str, kind: str = "num") -> str:
+    """Figure ``key`` of a trial or cell row as a table cell (``kind``: ``count`` or
+    ``num``), else why it is missing (:func:`~kafkalab.report.fault_data.missing_reason`)."""
+    reason = missing_reason(r, key)
+    return count_cell(r.get(key), reason) if kind == "count" else percentile_cell(r.get(key),
+                                                                                   reason)
 
 
 def _trial_anchor(trial_id: Any) -> str:
@@ -166,7 +164,8 @@ def _status(r: Any) -> str:
 
 def _who(r: Any) -> str:
     """``durability · sigkill-leader · acks all``."""
-    return f"{field_text(r, 'profile')} · {field_text(r, 'fault')} · acks {field_text(r, 'acks') or '?'}"
+    acks = field_text(r, "acks") or "?"
+    return f"{field_text(r, 'profile')} · {field_text(r, 'fault')} · acks {acks}"
 
 
 # --------------------------------------------------------------------------- findings
@@ -224,20 +223,20 @@ def _findings(trials: pd.DataFrame) -> str:
     durability = [r for r in rows if field_text(r, "profile") == DURABILITY_PROFILE]
     for r in losses:
         anchor = _trial_anchor(r.get("trial_id"))
-        emu = f" {emu_span()}" if trial_emulator(r) else ""
+        emu = emu_mark(trial_emulator(r))
         h.append(
             f'<div class="finding" data-trial="{esc(r.get("trial_id"))}"><strong>Finding: '
             f"acknowledged messages lost under the durability profile</strong> — "
             f'<a href="#{esc(anchor)}">{esc(r.get("trial_id"))}</a> ({esc(_who(r))}, '
-            f"acked_lost {esc(count_text(r, 'acked_lost'))}){emu}"
+            f"acked_lost {esc(fmt_count(r.get('acked_lost')))}){emu}"
             f"<p>{esc(loss_explanation(r))}</p></div>")
     for r in controls:
         h.append(
             f'<div class="finding" data-trial="{esc(r.get("trial_id"))}"><strong>Control '
             "trial not clean</strong> — "
             f'<a href="#{esc(_trial_anchor(r.get("trial_id")))}">{esc(r.get("trial_id"))}</a>: '
-            f"acked_lost {esc(count_text(r, 'acked_lost'))}, duplicates "
-            f"{esc(count_text(r, 'duplicates'))} with no fault injected. Nothing was broken, "
+            f"acked_lost {esc(fmt_count(r.get('acked_lost')))}, duplicates "
+            f"{esc(fmt_count(r.get('duplicates')))} with no fault injected. Nothing was broken, "
             "so the checker or the setup is suspect; the other trials' counts are to be read "
             "with that in mind.</div>")
     if not losses:
@@ -285,7 +284,7 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
                 + "".join(f"<td>{_value_cell(r, k, kind)}</td>" for k, kind in CELL_COLUMNS)
                 + "</tr>")
     cap = "Trials per profile × fault × acks: median and max over the trials (ms, messages)"
-    cap += f" {emu_span()}" if emu else ""
+    cap += emu_mark(emu)
     h.append(f'<div class="scroll"><table class="fault-cells"><caption>{cap}</caption>'
              f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     return "".join(h)
@@ -312,8 +311,7 @@ def _trials_table(tables: FaultTables) -> str:
     rows = []
     failed = []
     for _, grp in cell_groups(trials):
-        grp = grp.assign(_n=pd.to_numeric(grp.get("trial"), errors="coerce")
-                         if "trial" in grp.columns else 0.0).sort_values(["_n"])
+        grp = by_trial_number(grp)
         for _, r in grp.iterrows():
             finding = is_durability_loss(r) or is_control_anomaly(r)
             cls = ' class="finding"' if finding else ""
@@ -322,12 +320,11 @@ def _trials_table(tables: FaultTables) -> str:
                 "" if broker_id is None else f"broker {broker_id}",
                 field_text(r, "target_role")) if x) or MISSING
             version = field_text(r, "broker_version")
-            broker = esc(version) + (f" {emu_span()}" if trial_emulator(r) else "")
+            broker = esc(version) + emu_mark(trial_emulator(r))
             recovered = r.get("recovered")
             rec = (MISSING if is_missing(recovered)
                    else '<span class="ok">yes</span>' if as_bool(recovered)
                    else '<span class="fail">no</span>')
-            n = count(r, "trial")
             rows.append(
                 f'<tr{cls} id="{esc(_trial_anchor(r.get("trial_id")))}" '
                 f'data-trial="{esc(r.get("trial_id"))}">'
@@ -335,19 +332,20 @@ def _trials_table(tables: FaultTables) -> str:
                 f'<td class="t">{esc(field_text(r, "profile"))}</td>'
                 f'<td class="t">{esc(field_text(r, "fault"))}</td>'
                 f'<td class="t">{esc(field_text(r, "acks") or MISSING)}</td>'
-                f"<td>{esc(MISSING if n is None else n)}</td>"
+                f"<td>{esc(trial_number(r))}</td>"
                 f'<td class="t">{_status(r)}</td><td class="t">{esc(target)}</td>'
                 f'<td class="t">{broker}</td>'
-                + "".join(f"<td>{_count_cell(r, k)}</td>" for k in TRIAL_COUNT_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k, 'count')}</td>" for k in TRIAL_COUNT_COLUMNS)
                 + f'<td class="t">{rec}</td>'
-                + "".join(f"<td>{_num_cell(r, k)}</td>" for k in TRIAL_TIME_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k)}</td>" for k in TRIAL_TIME_COLUMNS)
                 + f'<td class="t">{esc(errors_text(r.get("errors_by_type")) or MISSING)}</td>'
                 + f'<td class="t">{_verdict(r)}</td></tr>')
             if field_text(r, "error"):
                 failed.append(f'<li><span class="cell-id">{esc(r.get("trial_id"))}</span> '
-                              f"({esc(field_text(r, 'status'))}): {esc(field_text(r, 'error'))}</li>")
+                              f"({esc(field_text(r, 'status'))}): "
+                              f"{esc(field_text(r, 'error'))}</li>")
     cap = "Trials (keys as in <code>kafkalab faults run --json</code>; messages, ms)"
-    cap += f" {emu_span()}" if emu_any else ""
+    cap += emu_mark(emu_any)
     h.append(f'<div class="scroll"><table class="fault-trials"><caption>{cap}</caption>'
              f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
     if failed:
@@ -386,39 +384,35 @@ def timeline_marks(r: Any) -> tuple[list[XMark], list[str]]:
             absent.append(f"{label}: {reason or 'not recorded'}")
             continue
         found.append((x, kind, label))
-    found.sort()
-    marks = [XMark(x, f"{label} {x:.1f} s", color=MARK_COLORS[kind], row=i, kind=kind)
-             for i, (x, kind, label) in enumerate(found)]
-    return marks, absent
+    return event_marks(found), absent
 
 
 def _timeline_chart(r: Any, timeline: pd.DataFrame) -> str:
+    """One trial's timeline figure: acks/s, rx/s and sent/s with its events marked, its
+    figures under the caption."""
     trial_id = str(r.get("trial_id"))
-    rows = timeline[timeline["trial_id"].astype(str) == trial_id] if (
-        "trial_id" in timeline.columns) else timeline.iloc[0:0]
+    rows = trial_rows(timeline, trial_id)
     emu = trial_emulator(r)
     finding = is_durability_loss(r)
     anchor = _trial_anchor(trial_id)
-    n = count(r, "trial")
-    title = f"{_who(r)} · trial {MISSING if n is None else n}"
+    title = f"{_who(r)} · trial {trial_number(r)}"
     marks, absent = timeline_marks(r)
     facts = [f"unavailable {ms_text(r, 'unavailable_ms')}",
              f"consumer gap {ms_text(r, 'consumer_gap_ms')}",
              f"new leader after {ms_text(r, 'leader_elected_ms')}",
              f"ISR full after {ms_text(r, 'isr_full_ms')}",
-             f"acked_lost {count_text(r, 'acked_lost')}",
+             f"acked_lost {fmt_count(r.get('acked_lost'))}",
              f"verdict {field_text(r, 'verdict') or MISSING}"]
     note = f'<p class="note">{esc(" · ".join(facts))}</p>'
     if absent:
         note += f'<p class="note">No marker for {esc("; ".join(absent))}.</p>'
     cls = ' class="finding"' if finding else ""
     attrs = f'{cls} id="timeline-{esc(anchor)}" data-trial="{esc(trial_id)}"'
-    caption = esc(title) + (f" {emu_span()}" if emu else "") + (
+    caption = esc(title) + emu_mark(emu) + (
         ' <span class="flag finding">finding</span>' if finding else "")
-    banner = emu_banner() if emu else ""
     if rows.empty:
-        return (f"<figure{attrs}><figcaption>{caption}</figcaption>{note}"
-                '<p class="empty">No timeline rows for this trial.</p></figure>')
+        return figure(attrs, caption, False,
+                      '<p class="empty">No timeline rows for this trial.</p>', note)
     t = pd.to_numeric(rows.get("bin_start_s"), errors="coerce")
     rows = rows.assign(_t=t).dropna(subset=["_t"]).sort_values("_t")
     series = []
@@ -433,7 +427,7 @@ def _timeline_chart(r: Any, timeline: pd.DataFrame) -> str:
                                emulator=emu, dashed=dashed, color=color))
     svg = svg_xy_chart(title, series, "s since the trial's start", "msgs/s", marks=marks,
                        note="100 ms bins; markers from ZooKeeper polls and the fault driver")
-    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
+    return figure(attrs, caption, emu, svg, note)
 
 
 def _other_trials(rows: list[Any]) -> str:
@@ -448,8 +442,8 @@ def _other_trials(rows: list[Any]) -> str:
             f'<li data-trial="{esc(r.get("trial_id"))}"><a href="#{esc(_trial_anchor(r.get("trial_id")))}">'
             f"{esc(r.get('trial_id'))}</a>: {esc(events)}; unavailable "
             f"{esc(ms_text(r, 'unavailable_ms'))}; acked_lost "
-            f"{esc(count_text(r, 'acked_lost'))}; verdict {esc(field_text(r, 'verdict') or MISSING)}"
-            "</li>")
+            f"{esc(fmt_count(r.get('acked_lost')))}; verdict "
+            f"{esc(field_text(r, 'verdict') or MISSING)}</li>")
     return (f"<details><summary>{len(rows)} other trial(s) of this cell</summary>"
             f'<ul class="other-trials">{"".join(items)}</ul></details>')
 
@@ -476,8 +470,7 @@ def _timelines(tables: FaultTables) -> str:
                  "trials' events are listed under each chart.</p>")
     h.append('<div class="charts">')
     for key, grp in cell_groups(trials):
-        grp = grp.assign(_n=pd.to_numeric(grp.get("trial"), errors="coerce")
-                         if "trial" in grp.columns else 0.0).sort_values(["_n"])
+        grp = by_trial_number(grp)
         rows = [r for _, r in grp.iterrows()]
         drawn = [r for r in rows if draw_all or str(r.get("trial_id")) == reps.get(key)
                  or is_durability_loss(r)]

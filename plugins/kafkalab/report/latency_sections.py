@@ -34,11 +34,12 @@ from kafkalab.report.data import (
     percentile_reasons,
     strings,
 )
-from kafkalab.report.format import MISSING, emu_span, esc, fmt_num, fmt_pct
+from kafkalab.report.format import MISSING, emu_mark, esc, fmt_num, fmt_pct
 from kafkalab.report.notes import (
     MEASURES_SHORT,
     MESSAGE_RATE_NOTE,
     ci_cell,
+    count_cell,
     is_tool,
     measures_note,
     mixes_rest_and_kafka,
@@ -127,12 +128,6 @@ def _num_cell(value: Any) -> str:
     return f"<td>{esc(fmt_num(value))}</td>"
 
 
-def _count(value: Any) -> str:
-    """A count: ``1,000``; ``—`` when missing."""
-    f = as_float(value)
-    return MISSING if f is None else f"{int(f):,}"
-
-
 _LATEST_HEAD = (
     '<th class="t">scenario</th><th class="t">client</th><th class="t">payload</th>'
     '<th class="t">profile</th><th class="t">settings used</th><th class="t">loop</th>'
@@ -167,18 +162,18 @@ def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[s
         p50 = f"{esc(fmt_num(r.get('tool_p50_ms')))}†"
         p99 = f"{percentile_cell(r.get('tool_p99_ms'), tool_reasons.get('p99'))}†"
         ci50 = ci99 = esc(MISSING)
-        n = esc(_count(r.get("tool_messages")))  # the messages it timed, warm-up included
+        n = count_cell(r.get("tool_messages"))  # the messages it timed, warm-up included
     else:
         p50 = percentile_cell(r.get("e2e_latency_ms_p50"), reasons.get("p50"))
         p99 = percentile_cell(r.get("e2e_latency_ms_p99"), reasons.get("p99"))
         ci50 = ci_cell(r.get("e2e_latency_ms_p50_ci_low"), r.get("e2e_latency_ms_p50_ci_high"))
         ci99 = ci_cell(r.get("e2e_latency_ms_p99_ci_low"), r.get("e2e_latency_ms_p99_ci_high"))
-        n = esc(_count(r.get("sent_count")))
+        n = count_cell(r.get("sent_count"))
     rest = scenario_kind(r["_scenario"]) == "rest"
     publish = ('<td class="na" title="REST has no broker ack: its round trip is rt">n/a</td>'
                if rest else _num_cell(r.get("publish_latency_ms_p50")))
     flavor = r.get("cluster_flavor", "")
-    broker = esc("" if is_missing(flavor) else flavor) + (" " + emu_span() if emu else "")
+    broker = esc("" if is_missing(flavor) else flavor) + emu_mark(emu)
     settings = settings_text(r.get("client_settings"), r["_scenario"])
     title = settings_title(r.get("client_settings"))
     loop = _text(r.get("loop_mode")) or MISSING
@@ -197,7 +192,7 @@ def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[s
         f"<td>{esc(b99.get('baseline_runs', b50.get('baseline_runs', 0)))}</td>"
         f"{publish}{_num_cell(r.get('round_trip_ms_p50'))}"
         f"{_num_cell(r.get('message_rate_per_s'))}"
-        f"<td>{esc(_count(r.get('lost_count')))}</td><td>{esc(_count(r.get('error_count')))}</td>"
+        f"<td>{count_cell(r.get('lost_count'))}</td><td>{count_cell(r.get('error_count'))}</td>"
         "</tr>"
     )
     return row, tool
@@ -217,9 +212,8 @@ def section_latest(v: RunView) -> str:
     flag_cols = _series_columns(v.drift_records)  # stored records may carry fewer
     flagged = {_series_of(r, flag_cols, bool(r.get("broker_is_emulator")))
                for r in records_to_dicts(v.drift_records) if r.get("is_drift")}
-    caption = "Latency of each cell (ms); baseline = median of the previous comparable runs"
-    if df["_emu"].any():
-        caption += f" {emu_span()}"
+    caption = ("Latency of each cell (ms); baseline = median of the previous comparable runs"
+               + emu_mark(bool(df["_emu"].any())))
     h.append(measures_note(df["_scenario"]))
     h.append('<div class="scroll">')
     h.append(f'<table class="latest"><caption>{caption}</caption><thead><tr>{_LATEST_HEAD}'
@@ -290,7 +284,7 @@ def _comparison_profile(sub: pd.DataFrame, profile: str) -> str:
         if tool:
             tool_settings.append(settings)
         loop = _text(part["loop_mode"].iloc[0]) if "loop_mode" in part else ""
-        label = esc(name) + (f" {emu_span()}" if emu else "")
+        label = esc(name) + emu_mark(emu)
         table_rows.append(
             f'<tr><td class="t">{label}</td><td class="t">{esc(loop or MISSING)}</td>'
             f'<td class="t settings" title="{esc(settings_title(raw_settings))}">'
@@ -307,7 +301,7 @@ def _comparison_profile(sub: pd.DataFrame, profile: str) -> str:
                  svg_bar_chart(title, payloads, bars, "ms",
                                note=MEASURES_SHORT if mixed else ""),
                  measures_note(scenarios) + own)]
-    cap = f"p50 ms, harness profile {esc(profile or '—')}" + (f" {emu_span()}" if emu_any else "")
+    cap = f"p50 ms, harness profile {esc(profile or '—')}" + emu_mark(emu_any)
     head = "".join(f"<th>{esc(p)}</th>" for p in payloads)
     h.append(f'<table class="comparison"><caption>{cap}</caption><thead><tr>'
              '<th class="t">scenario</th><th class="t">loop</th><th class="t">settings used</th>'
@@ -385,11 +379,11 @@ def section_first_message(v: RunView) -> str:
     ]
     title = "First-message delay by scenario (median, warm probes)"
     h.append(figure("", esc(title), emu, svg_bar_chart(title, groups, bars, "ms")))
-    cap = "first-message delay, ms" + (f" {emu_span()}" if emu else "")
+    cap = "first-message delay, ms" + emu_mark(emu)
     rows = "".join(
-        f'<tr><td class="t">{esc(who)}{" " + emu_span() if e else ""}</td>'
+        f'<tr><td class="t">{esc(who)}{emu_mark(e)}</td>'
         f"<td>{esc(fmt_num(s))}</td><td>{esc(fmt_num(a))}</td><td>{esc(fmt_num(c))}</td>"
-        f"<td>{esc(_count(n))}</td></tr>"
+        f"<td>{count_cell(n)}</td></tr>"
         for who, s, a, c, n, e in zip(g.index, g["sub"], g["asg"], g["cold"], g["lost"], flags,
                                       strict=True)
     )

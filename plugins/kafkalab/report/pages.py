@@ -17,7 +17,7 @@ from pathlib import Path
 from kafkalab.kinds import RunKind
 from kafkalab.report.checks_section import stale_text, state_banner, state_text
 from kafkalab.report.data import RunSummary, RunView, emulator_mask
-from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, rel_href
+from kafkalab.report.format import MISSING, emu_banner, emu_mark, esc, rel_href
 from kafkalab.store import LabData
 
 
@@ -76,7 +76,7 @@ def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
                  f'<td class="t" title="{esc(s.state_reason)}">{state_text(s.state or s.status)}</td>'
                  f'<td class="t{" fail" if s.stale_outputs else ""}">'
                  f"{esc(stale_text(s.stale_outputs) or MISSING)}</td>"
-                 f'<td class="t">{esc(s.flavor)}{" " + emu_span() if s.emulator else ""}</td>'
+                 f'<td class="t">{esc(s.flavor)}{emu_mark(s.emulator)}</td>'
                  f"<td>{s.cells}</td><td>{esc(nflags)}</td><td class=\"t\">{vtxt}</td></tr>")
     h.append("</tbody></table>")
     return "".join(h)

@@ -48,7 +48,7 @@ from kafkalab.report.data import (
     percentile_reasons,
     strings,
 )
-from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num
+from kafkalab.report.format import emu_span, esc, fmt_num
 from kafkalab.report.notes import MEASURES_SHORT, is_tool, measures_note, mixes_rest_and_kafka
 from kafkalab.report.page_parts import figure, key_part, scenario_rank
 from kafkalab.report.spectrum import (
@@ -548,9 +548,8 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
     svg = svg_xy_chart(f"Latency by percentile — {title}", series, "percentile (nines)",
                        "ms", x_ticks=_NINES_TICKS)
     note = "".join(f'<p class="note spectrum-n">{esc(x)}</p>' for x in lines)
-    banner = emu_banner() if emulator else ""
-    return (f'<figure class="spectrum" data-cell="{esc("|".join(cell))}"><figcaption>'
-            f"Percentile spectrum: {esc(title)}</figcaption>{note}{banner}{svg}</figure>")
+    return figure(f' class="spectrum" data-cell="{esc("|".join(cell))}"',
+                  f"Percentile spectrum: {esc(title)}", emulator, svg, note)
 
 
 def section_spectrum(v: RunView) -> str:
