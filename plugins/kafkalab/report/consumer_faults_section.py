@@ -23,11 +23,12 @@ from kafkalab.report.charts import PALETTE, XMark, XYSeries, svg_xy_chart
 from kafkalab.report.data import RunView
 from kafkalab.report.fault_data import (
     COMMIT_ORDER,
-    FAULT_ORDER,
     FaultTables,
+    consumer_groups,
     consumer_trials,
     is_at_least_once_loss,
     is_reread_disagreement,
+    order_rank,
 )
 from kafkalab.report.fault_parts import (
     MAX_ALL_TIMELINES,
@@ -41,7 +42,7 @@ from kafkalab.report.fault_parts import (
 )
 from kafkalab.report.format import MISSING, esc, fmt_count
 from kafkalab.report.notes import count_cell, percentile_cell
-from kafkalab.report.page_parts import figure
+from kafkalab.report.page_parts import figure, scroll_table
 from kafkalab.values import as_bool, as_float, is_missing
 
 PAUSE_NOTE = (
@@ -97,18 +98,6 @@ def _consumer_cell(r: Any, key: str, kind: str) -> str:
     reason = _consumer_reason(r, key)
     return count_cell(r.get(key), reason) if kind == "count" else percentile_cell(r.get(key),
                                                                                    reason)
-
-
-def _consumer_groups(trials: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
-    """Consumer trials grouped by (fault, commit), faults and strategies in page order."""
-    def rank(value: str, order: tuple[str, ...]) -> tuple[int, str]:
-        return (order.index(value) if value in order else len(order), value)
-
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for idx, r in trials.iterrows():
-        groups.setdefault((field_text(r, "fault"), field_text(r, "commit")), []).append(idx)
-    keys = sorted(groups, key=lambda k: (rank(k[0], FAULT_ORDER), rank(k[1], COMMIT_ORDER)))
-    return [(k, trials.loc[groups[k]]) for k in keys]
 
 
 def _stat(grp: pd.DataFrame, col: str, how: str) -> float | None:
@@ -169,7 +158,7 @@ def _pause_table(trials: pd.DataFrame) -> str:
             "<th>rebalance_pause_ms max</th><th>survivors_pause_ms median</th>"
             "<th>survivors_pause_ms max</th><th>rejoin_pause_ms max</th>")
     rows = []
-    for (fault, commit), grp in _consumer_groups(trials):
+    for (fault, commit), grp in consumer_groups(trials):
         def num(col: str, how: str, g: pd.DataFrame = grp) -> str:
             return percentile_cell(_stat(g, col, how), None)
 
@@ -184,11 +173,10 @@ def _pause_table(trials: pd.DataFrame) -> str:
             f"<td>{num('survivors_pause_ms', 'median')}</td>"
             f"<td>{num('survivors_pause_ms', 'max')}</td>"
             f"<td>{num('rejoin_pause_ms', 'max')}</td></tr>")
-    return ('<h3>Pauses per fault × commit strategy</h3><div class="scroll">'
-            '<table class="consumer-pauses"><caption>Rebalance pauses (ms) beside the session '
-            "timeout and heartbeat that explain them</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-            f'<p class="note">{esc(PAUSE_NOTE)}</p>')
+    return ("<h3>Pauses per fault × commit strategy</h3>"
+            + scroll_table("consumer-pauses", "Rebalance pauses (ms) beside the session "
+                           "timeout and heartbeat that explain them", head, "".join(rows))
+            + f'<p class="note">{esc(PAUSE_NOTE)}</p>')
 
 
 def _delivery_table(trials: pd.DataFrame) -> str:
@@ -196,9 +184,7 @@ def _delivery_table(trials: pd.DataFrame) -> str:
             "<th>redelivered sum</th><th>redelivered max</th><th>expected_redelivered sum</th>"
             "<th>lost sum</th><th>lost max</th><th>expected_lost sum</th>"
             '<th class="t">offsets explain</th><th class="t">re-read agrees</th>')
-    keyed = sorted(_consumer_groups(trials),
-                   key=lambda kv: (COMMIT_ORDER.index(kv[0][1]) if kv[0][1] in COMMIT_ORDER
-                                   else len(COMMIT_ORDER), kv[0][1]))
+    keyed = sorted(consumer_groups(trials), key=lambda kv: order_rank(kv[0][1], COMMIT_ORDER))
     rows = []
     for (fault, commit), grp in keyed:
         def total(col: str, how: str = "sum", g: pd.DataFrame = grp) -> str:
@@ -214,11 +200,10 @@ def _delivery_table(trials: pd.DataFrame) -> str:
             f"<td>{total('lost_unprocessed', 'max')}</td><td>{total('expected_lost')}</td>"
             f'<td class="t">{esc(_agree_text(grp, "offsets_explain"))}</td>'
             f'<td class="t">{esc(_agree_text(grp, "reread_agrees"))}</td></tr>')
-    return ('<h3>Redelivered and lost per commit strategy</h3><div class="scroll">'
-            '<table class="consumer-deliveries"><caption>Records processed twice or never, '
-            "and what the committed offsets predicted</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-            f'<p class="note">{esc(DELIVERY_NOTE)}</p>')
+    return ("<h3>Redelivered and lost per commit strategy</h3>"
+            + scroll_table("consumer-deliveries", "Records processed twice or never, and what "
+                           "the committed offsets predicted", head, "".join(rows))
+            + f'<p class="note">{esc(DELIVERY_NOTE)}</p>')
 
 
 def _consumer_trials_table(trials: pd.DataFrame) -> str:
@@ -226,7 +211,7 @@ def _consumer_trials_table(trials: pd.DataFrame) -> str:
             "<th>trial</th>" + "".join(f"<th>{esc(k)}</th>" for k, _ in CONSUMER_TRIAL_COLUMNS)
             + '<th class="t">moved</th>')
     rows = []
-    for _, grp in _consumer_groups(trials):
+    for _, grp in consumer_groups(trials):
         grp = by_trial_number(grp)
         for _, r in grp.iterrows():
             finding = is_at_least_once_loss(r) or is_reread_disagreement(r)
@@ -240,9 +225,8 @@ def _consumer_trials_table(trials: pd.DataFrame) -> str:
                 + "".join(f"<td>{_consumer_cell(r, k, kind)}</td>"
                           for k, kind in CONSUMER_TRIAL_COLUMNS)
                 + f'<td class="t">{esc(field_text(r, "moved_partitions") or MISSING)}</td></tr>')
-    return ('<h3>Consumer trials</h3><div class="scroll"><table class="consumer-trials">'
-            "<caption>Per trial (messages, ms)</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    return ("<h3>Consumer trials</h3>"
+            + scroll_table("consumer-trials", "Per trial (messages, ms)", head, "".join(rows)))
 
 
 def lag_marks(r: Any) -> list[XMark]:
@@ -294,7 +278,7 @@ def _lag_charts(tables: FaultTables, trials: pd.DataFrame) -> str:
         h.append(f'<p class="note">{len(trials)} trials: one chart per fault × commit strategy '
                  "(its first trial) and one per finding.</p>")
     h.append('<div class="charts">')
-    for _, grp in _consumer_groups(trials):
+    for _, grp in consumer_groups(trials):
         grp = by_trial_number(grp)
         for i, (_, r) in enumerate(grp.iterrows()):
             if draw_all or i == 0 or is_at_least_once_loss(r):

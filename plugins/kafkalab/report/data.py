@@ -216,6 +216,13 @@ class ReportData:
     (:func:`kafkalab.report.spectrum.read_spectrum`; None: no samples), shared by the pages
     of one build."""
 
+    def runs_upto(self, run_id: str) -> list[str]:
+        """The run ids up to ``run_id``, oldest first (just ``run_id`` when it is not
+        among :attr:`order`)."""
+        if run_id not in self.order:
+            return [run_id]
+        return self.order[: self.order.index(run_id) + 1]
+
     def run_kind(self, run_id: str) -> RunKind:
         """The kind of run ``run_id``: which view it gets (:func:`run_view`) and so which
         sections its page shows.
@@ -401,56 +408,54 @@ def stale_outputs(manifest: dict[str, Any] | None, page_built: bool) -> tuple[st
     return tuple(x for x in names if not (page_built and x == "report"))
 
 
+def _view(data: ReportData, run_id: str, kind: RunKind, rows: pd.DataFrame,
+          history: pd.DataFrame, **fields: Any) -> RunView:
+    """The view of ``run_id`` with what every kind's view holds alike (its manifest, state,
+    stale outputs, its kind's validation result and HTML, whether it ran on an emulator,
+    the runs up to it) and its kind's own ``fields``."""
+    manifest = data.manifests.get(run_id)
+    state, reason = run_state(data.lab, run_id, manifest)
+    return RunView(
+        run_id=run_id, manifest=manifest, rows=rows, history=history,
+        order=data.runs_upto(run_id), validation=data.lab.validation(run_id, kind),
+        validation_html=_validation_html(data.lab, run_id, kind),
+        emulator=_is_emulator(rows, manifest), state=state, state_reason=reason,
+        stale_outputs=stale_outputs(manifest, page_built=True), kind=kind, **fields)
+
+
+def _validation_html(lab: LabData, run_id: str, kind: RunKind) -> Path | None:
+    """A run's validation HTML: its kind's (``validation/<run_id><suffix>.html``), else the
+    plain one (runs validated before the suffixes), else None."""
+    for path in (lab.validation_html_path(run_id, kind), lab.validation_html_path(run_id)):
+        if path.exists():
+            return path
+    return None
+
+
 def load_run_view(data: ReportData, run_id: str) -> RunView:
     """The view of load run ``run_id``: its cells as ``rows``, the earlier load runs' cells
     as ``history``, its tables in ``load``, its load validation and drift records."""
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    upto = data.runs_upto(run_id)
     hist = _rows_of(data.load_history, upto)
     tables = read_load_tables(data.lab, run_id)
     rows = tables.cells if not tables.cells.empty else _rows_of(hist, [run_id])
-    manifest = data.manifests.get(run_id)
     stored = _stored_drift(data.lab, run_id)
-    vhtml = data.lab.validation_html_path(run_id, LOAD)
-    if not vhtml.exists():
-        vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
     earlier = [r for r in upto[:-1] if data.run_kind(r) is LOAD]
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
-        table_drift=pd.DataFrame(),
+    return _view(
+        data, run_id, LOAD, rows, hist, table_drift=pd.DataFrame(),
         drift_records=(stored if stored is not None
                        else _detect(data, hist, _rows_of(hist, [run_id]), data.config, run_id,
                                     earlier, kind=LOAD)),
-        drift_stored=stored is not None,
-        validation=data.lab.validation(run_id, LOAD),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(rows, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
-        kind=LOAD, load=tables,
-    )
+        drift_stored=stored is not None, load=tables)
 
 
 def fault_run_view(data: ReportData, run_id: str) -> RunView:
     """The view of fault run ``run_id``: its trials as ``rows``, its tables in ``faults``,
     its fault validation; no history and no drift (fault runs have none)."""
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
     tables = read_fault_tables(data.lab, run_id)
-    manifest = data.manifests.get(run_id)
-    vhtml = data.lab.validation_html_path(run_id, FAULTS)
-    if not vhtml.exists():
-        vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=tables.trials, history=tables.trials,
-        order=upto, table_drift=pd.DataFrame(), drift_records=pd.DataFrame(),
-        drift_stored=False, validation=data.lab.validation(run_id, FAULTS),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(tables.trials, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
-        kind=FAULTS, faults=tables,
-    )
+    return _view(data, run_id, FAULTS, tables.trials, tables.trials,
+                 table_drift=pd.DataFrame(), drift_records=pd.DataFrame(), drift_stored=False,
+                 faults=tables)
 
 
 def run_view(data: ReportData, run_id: str) -> RunView:
@@ -462,28 +467,20 @@ def run_view(data: ReportData, run_id: str) -> RunView:
         return fault_run_view(data, run_id)
     if kind is LOAD:
         return load_run_view(data, run_id)
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    upto = data.runs_upto(run_id)
     hist = _rows_of(data.history, upto)
     rows = _rows_of(hist, [run_id])
-    manifest = data.manifests.get(run_id)
     table_cfg = DriftConfig(
         defaults=data.config.defaults,
         metrics={m: data.config.metrics.get(m, MetricRule()) for m in TABLE_DRIFT_METRICS},
     )
     stored = _stored_drift(data.lab, run_id)
-    vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
+    return _view(
+        data, run_id, LATENCY, rows, hist,
         table_drift=_detect(data, hist, rows, table_cfg, run_id, upto[:-1]),
         drift_records=(stored if stored is not None
                        else _detect(data, hist, rows, data.config, run_id, upto[:-1])),
         drift_stored=stored is not None,
-        validation=data.lab.validation(run_id),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(rows, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
         flags=_prior_of(data.prior, upto[:-1]), config=data.config,
         measured_at=data.measured_at, lab=data.lab, spectra=data.spectra,
     )

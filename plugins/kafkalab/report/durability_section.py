@@ -28,6 +28,7 @@ import pandas as pd
 from kafkalab.report.charts import PALETTE, XMark, XYSeries, svg_xy_chart
 from kafkalab.report.data import RunView, emulator_mask
 from kafkalab.report.fault_data import (
+    AVAILABILITY_COLUMNS,
     DURABILITY_PROFILE,
     NO_FAULT,
     FaultTables,
@@ -51,7 +52,7 @@ from kafkalab.report.fault_parts import (
 )
 from kafkalab.report.format import MISSING, emu_mark, esc, fmt_count
 from kafkalab.report.notes import count_cell, percentile_cell
-from kafkalab.report.page_parts import figure
+from kafkalab.report.page_parts import figure, scroll_table
 from kafkalab.values import as_bool, as_float, is_missing
 
 CELL_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -72,10 +73,6 @@ TRIAL_COUNT_COLUMNS: tuple[str, ...] = (
     "acks_after_fault",
 )
 """Every count of a trial (``fault_trials``), recomputed from its verdicts."""
-
-TRIAL_TIME_COLUMNS: tuple[str, ...] = ("unavailable_ms", "consumer_gap_ms", "leader_elected_ms",
-                                       "isr_full_ms", "lag_recovered_ms")
-"""The availability figures of a trial (ms)."""
 
 COUNTS_NOTE = (
     "Counts are over every intended message, warm-up included (the checker judges durability, "
@@ -136,6 +133,11 @@ def _value_cell(r: Any, key: str, kind: str = "num") -> str:
     reason = missing_reason(r, key)
     return count_cell(r.get(key), reason) if kind == "count" else percentile_cell(r.get(key),
                                                                                    reason)
+
+
+def _no_table(tables: FaultTables, table: str, what: str) -> str:
+    """What stands for ``table`` when it has no rows: ``No <what> (not aggregated).``"""
+    return f'<p class="empty">No {what} ({esc(tables.empty_reason(table))}).</p>'
 
 
 def _trial_anchor(trial_id: Any) -> str:
@@ -264,8 +266,7 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
     h = ["<h3>Per profile × fault × acks</h3>"]
     cells = tables.cells
     if cells.empty:
-        why = ("not aggregated" if "fault_cells" in tables.missing else "no rows")
-        h.append(f'<p class="empty">No profile × fault table ({esc(why)}).</p>')
+        h.append(_no_table(tables, "fault_cells", "profile × fault table"))
         return "".join(h)
     head = ('<th class="t">profile</th><th class="t">fault</th><th class="t">acks</th>'
             + "".join(f"<th>{esc(k)}</th>" for k, _ in CELL_COLUMNS))
@@ -283,10 +284,9 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
                 f'<td class="t">{esc(acks or MISSING)}</td>'
                 + "".join(f"<td>{_value_cell(r, k, kind)}</td>" for k, kind in CELL_COLUMNS)
                 + "</tr>")
-    cap = "Trials per profile × fault × acks: median and max over the trials (ms, messages)"
-    cap += emu_mark(emu)
-    h.append(f'<div class="scroll"><table class="fault-cells"><caption>{cap}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    cap = ("Trials per profile × fault × acks: median and max over the trials (ms, messages)"
+           + emu_mark(emu))
+    h.append(scroll_table("fault-cells", cap, head, "".join(rows)))
     return "".join(h)
 
 
@@ -297,8 +297,7 @@ def _trials_table(tables: FaultTables) -> str:
     h = ["<h3>Trials</h3>"]
     trials = tables.trials
     if trials.empty:
-        why = ("not aggregated" if "fault_trials" in tables.missing else "no rows")
-        h.append(f'<p class="empty">No per-trial table ({esc(why)}).</p>')
+        h.append(_no_table(tables, "fault_trials", "per-trial table"))
         return "".join(h)
     emu_any = bool(emulator_mask(trials).any())
     head = ('<th class="t">trial_id</th><th class="t">profile</th><th class="t">fault</th>'
@@ -306,7 +305,7 @@ def _trials_table(tables: FaultTables) -> str:
             '<th class="t">target</th><th class="t">broker</th>'
             + "".join(f"<th>{esc(k)}</th>" for k in TRIAL_COUNT_COLUMNS)
             + '<th class="t">recovered</th>'
-            + "".join(f"<th>{esc(k)}</th>" for k in TRIAL_TIME_COLUMNS)
+            + "".join(f"<th>{esc(k)}</th>" for k in AVAILABILITY_COLUMNS)
             + '<th class="t">errors_by_type</th><th class="t">verdict</th>')
     rows = []
     failed = []
@@ -337,17 +336,16 @@ def _trials_table(tables: FaultTables) -> str:
                 f'<td class="t">{broker}</td>'
                 + "".join(f"<td>{_value_cell(r, k, 'count')}</td>" for k in TRIAL_COUNT_COLUMNS)
                 + f'<td class="t">{rec}</td>'
-                + "".join(f"<td>{_value_cell(r, k)}</td>" for k in TRIAL_TIME_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k)}</td>" for k in AVAILABILITY_COLUMNS)
                 + f'<td class="t">{esc(errors_text(r.get("errors_by_type")) or MISSING)}</td>'
                 + f'<td class="t">{_verdict(r)}</td></tr>')
             if field_text(r, "error"):
                 failed.append(f'<li><span class="cell-id">{esc(r.get("trial_id"))}</span> '
                               f"({esc(field_text(r, 'status'))}): "
                               f"{esc(field_text(r, 'error'))}</li>")
-    cap = "Trials (keys as in <code>kafkalab faults run --json</code>; messages, ms)"
-    cap += emu_mark(emu_any)
-    h.append(f'<div class="scroll"><table class="fault-trials"><caption>{cap}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    cap = ("Trials (keys as in <code>kafkalab faults run --json</code>; messages, ms)"
+           + emu_mark(emu_any))
+    h.append(scroll_table("fault-trials", cap, head, "".join(rows)))
     if failed:
         h.append(f'<p class="fail">Trial errors:</p><ul class="trial-errors">{"".join(failed)}</ul>')
     h.extend(f'<p class="note">{esc(n)}</p>' for n in (COUNTS_NOTE, TIMES_NOTE, VERDICT_NOTE))
@@ -459,8 +457,7 @@ def _timelines(tables: FaultTables) -> str:
         h.append('<p class="empty">No trials, so no timelines.</p>')
         return "".join(h)
     if timeline.empty:
-        why = "not aggregated" if "fault_timeline" in tables.missing else "no rows"
-        h.append(f'<p class="empty">No timeline table ({esc(why)}).</p>')
+        h.append(_no_table(tables, "fault_timeline", "timeline table"))
         return "".join(h)
     draw_all = len(trials) <= MAX_ALL_TIMELINES
     reps = representative_trials(trials)
@@ -553,7 +550,6 @@ __all__ = [
     "EVENTS",
     "KAFKA09_NOTES",
     "TRIAL_COUNT_COLUMNS",
-    "TRIAL_TIME_COLUMNS",
     "loss_explanation",
     "section_durability",
     "timeline_marks",

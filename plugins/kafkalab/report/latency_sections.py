@@ -49,7 +49,7 @@ from kafkalab.report.notes import (
     settings_text,
     settings_title,
 )
-from kafkalab.report.page_parts import figure, key_part, scenario_rank
+from kafkalab.report.page_parts import figure, key_part, scenario_rank, scroll_table
 from kafkalab.report.trends import section_spectrum, section_time_series
 from kafkalab.values import as_float, is_missing
 
@@ -215,15 +215,13 @@ def section_latest(v: RunView) -> str:
     caption = ("Latency of each cell (ms); baseline = median of the previous comparable runs"
                + emu_mark(bool(df["_emu"].any())))
     h.append(measures_note(df["_scenario"]))
-    h.append('<div class="scroll">')
-    h.append(f'<table class="latest"><caption>{caption}</caption><thead><tr>{_LATEST_HEAD}'
-             "</tr></thead><tbody>")
+    rows = []
     tool_note = False
     for _, r in df.iterrows():
         row, tool = _latest_row(r, base, base_cols, flagged, flag_cols)
         tool_note |= tool
-        h.append(row)
-    h.append("</tbody></table></div>")
+        rows.append(row)
+    h.append(scroll_table("latest", caption, _LATEST_HEAD, "".join(rows)))
     notes = [UNDEFINED_NOTE, CI_NOTE, MESSAGE_RATE_NOTE]
     if tool_note:
         notes.insert(0, TOOL_NOTE)

@@ -45,7 +45,7 @@ from kafkalab.report.load_data import (
     percentile_reason,
 )
 from kafkalab.report.notes import ci_cell, count_cell, percentile_cell
-from kafkalab.report.page_parts import figure
+from kafkalab.report.page_parts import figure, scroll_table
 from kafkalab.values import as_bool, as_float, is_missing
 
 E2E_NOTE = ("e2e (corrected): receive − intended send time, so a stall of the producer counts "
@@ -92,6 +92,8 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
 
 # --------------------------------------------------------------------------- helpers
 
+_NO_CELLS = '<p class="empty">No load aggregates for this run.</p>'
+
 
 def _cells(v: RunView) -> pd.DataFrame:
     """The run's cells with plain coordinates: ``_consumers``, ``_rate``, ``_acks``,
@@ -110,16 +112,19 @@ def _cells(v: RunView) -> pd.DataFrame:
     return df.sort_values(["_config", "_acks", "_consumers", "_rate"])
 
 
-def _unpaused(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The cells without a consumer pause (a pause is a lag experiment: its latency and
-    loss are not the fan-out's), and a note naming how many were left out."""
+def _unpaused(v: RunView) -> tuple[pd.DataFrame, str]:
+    """The run's cells without a consumer pause (:func:`_cells`; a pause is a lag
+    experiment: its latency and loss are not the fan-out's), and what a section says before
+    drawing them: how many were left out, after :data:`_NO_CELLS` when none is left."""
+    df = _cells(v)
     if df.empty:
-        return df, ""
+        return df, _NO_CELLS
     paused = numbers(df, "pause_for_s").notna()
     n = int(paused.sum())
     note = (f'<p class="note">{n} cell(s) with a consumer pause left out here: see the lag '
             "section and the cells table.</p>") if n else ""
-    return df[~paused], note
+    df = df[~paused]
+    return df, (_NO_CELLS + note if df.empty else note)
 
 
 def _config_label(r: Any) -> str:
@@ -177,12 +182,11 @@ def section_fanout(v: RunView) -> str:
          "receives every message). Received rate: unique messages a consumer received before "
          "the producer stopped, per second of the measured window; average and minimum over "
          f"the consumers. {esc(LOSS_NOTE)}</p>"]
-    df, left_out = _unpaused(_cells(v))
+    df, said = _unpaused(v)
+    h.append(said)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p>'
-                 f"{left_out}</section>")
+        h.append("</section>")
         return "".join(h)
-    h.append(left_out)
     for config, sub in df.groupby("_config", sort=True):
         label = str(sub["_config_label"].iloc[0])
         if df["_config"].nunique() > 1:
@@ -213,12 +217,11 @@ def section_throughput(v: RunView) -> str:
          f'<p class="note">{esc(E2E_NOTE)} Knee: the first target rate whose e2e p99 exceeds '
          f"{KNEE_FACTOR:g}× the p99 of the lowest rate. Undefined percentiles are not "
          "plotted.</p>"]
-    df, left_out = _unpaused(_cells(v))
+    df, said = _unpaused(v)
+    h.append(said)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p>'
-                 f"{left_out}</section>")
+        h.append("</section>")
         return "".join(h)
-    h.append(left_out)
     knees: list[str] = []
     h.append('<div class="charts">')
     for (config, acks, consumers), part in df.groupby(["_config", "_acks", "_consumers"],
@@ -388,7 +391,7 @@ def section_cells(v: RunView, tables: LoadTables) -> str:
     h = ['<section id="cells"><h2>4. Cells</h2>']
     df = _cells(v)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p></section>')
+        h.append(f"{_NO_CELLS}</section>")
         return "".join(h)
     emu_any = bool(df["_emu"].any())
     head = ('<th class="t">cell_id</th><th class="t">client</th><th class="t">payload</th>'
@@ -415,8 +418,7 @@ def section_cells(v: RunView, tables: LoadTables) -> str:
             + "</tr>")
     cap = ("Load cells (keys as in <code>kafkalab load --json</code>; ms, msgs/s, %)"
            + emu_mark(emu_any))
-    h.append(f'<div class="scroll"><table class="load-cells"><caption>{cap}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    h.append(scroll_table("load-cells", cap, head, "".join(rows)))
     h.extend(f'<p class="note">{esc(n)}</p>' for n in (
         FLAGS_NOTE, E2E_NOTE, "n<100 / n<1000: too few messages for that percentile (p99 needs "
         "100, p99.9 needs 1,000 in the pooled population); never plotted nor drift-checked."))

@@ -1,5 +1,5 @@
-"""Parts that the sections of every kind of run page share: a chart's ``<figure>``, where a
-scenario sorts, and one part of a series key.
+"""Parts that the sections of every kind of run page share: a chart's ``<figure>``, a wide
+table in its scrolling box, where a scenario sorts, and one part of a series key.
 
 Pure functions of their arguments, returning HTML or plain text; no section imports another
 section's module for them (:mod:`kafkalab.report.latency_sections`,
@@ -24,6 +24,13 @@ def figure(attrs: str, caption: str, emulator: bool, svg: str, note: str = "") -
     return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
 
 
+def scroll_table(klass: str, caption: str, head: str, rows: str) -> str:
+    """A wide table in its horizontally scrolling box: ``<table class="klass">`` with its
+    ``caption``, the header cells ``head`` and the body rows ``rows`` (all HTML)."""
+    return (f'<div class="scroll"><table class="{klass}"><caption>{caption}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+
+
 def scenario_rank(name: Any) -> int:
     """Where a scenario sorts: the catalog's order (the serial harness beside the tool),
     unknown names last."""
@@ -43,4 +50,4 @@ def key_part(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["figure", "key_part", "scenario_rank"]
+__all__ = ["figure", "key_part", "scenario_rank", "scroll_table"]
