@@ -321,6 +321,48 @@ def _prepare(v: RunView) -> pd.DataFrame:
     return df
 
 
+def _metric_figures(v: RunView, panel: pd.DataFrame, key: str, head: str,
+                    trend: tuple[str, str, str, str | None], flags: set[tuple[str, str, bool]],
+                    recs: dict[tuple[str, bool], dict[str, Any]]) -> tuple[list[str], str]:
+    """The figures of one metric of :data:`TREND_METRICS` (``trend``) in the payload panel
+    ``panel`` (its lines over :data:`MAX_SERIES` are split over numbered charts), each with
+    its change points and why this run's value is not plotted; or no figure and why (``no
+    defined value``)."""
+    metric, title, unit, tool_col = trend
+    in_run = panel[panel["_rid"] == v.run_id]
+    undefined = " ".join(x for x in (
+        _undefined_in_run(in_run, metric),
+        tool_undefined_in_run(in_run, tool_col) if tool_col else "") if x)
+    has = numbers(panel, metric).notna()
+    if tool_col:
+        has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
+    sub = panel[has]
+    if sub.empty:
+        return [], f"{title}: no defined value." + (f" {undefined}" if undefined else "")
+    runs = [r for r in v.order if r in set(sub["_rid"])]
+    labels, tips = night_labels(v, runs)
+    series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
+    chunks = _chunks(list(range(len(series))), MAX_SERIES)
+    mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
+    figures = []
+    for chunk in chunks:
+        part = [series[i] for i in chunk]
+        suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
+                  if len(chunks) > 1 else "")
+        svg = svg_line_chart(
+            f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
+            note=MEASURES_SHORT if mixed else "",
+            marks=[m for i in chunk for m in marks[i]], x_title="night measured")
+        notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
+                        for i in chunk for x in said[i])
+        if undefined:
+            notes += f'<p class="note">{esc(undefined)}</p>'
+        figures.append(figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
+                              f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
+                              any(s.emulator for s in part), svg, notes))
+    return figures, ""
+
+
 def section_time_series(v: RunView) -> str:
     """(2) Per payload size, one chart per metric of :data:`TREND_METRICS` over the nights
     measured up to this run: a line per series (the median of its rows in a run; Kafka's
@@ -347,40 +389,12 @@ def section_time_series(v: RunView) -> str:
         h.append(f'<div class="payload-panel" data-payload="{esc(key)}">'
                  f"<h3>Payload {esc(head)}</h3><div class=\"charts\">")
         skipped: list[str] = []
-        for metric, title, unit, tool_col in TREND_METRICS:
-            in_run = panel[panel["_rid"] == v.run_id]
-            undefined = " ".join(x for x in (
-                _undefined_in_run(in_run, metric),
-                tool_undefined_in_run(in_run, tool_col) if tool_col else "") if x)
-            has = numbers(panel, metric).notna()
-            if tool_col:
-                has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
-            sub = panel[has]
-            if sub.empty:
-                skipped.append(f"{title}: no defined value." + (f" {undefined}" if undefined
-                                                                 else ""))
-                continue
-            runs = [r for r in v.order if r in set(sub["_rid"])]
-            labels, tips = night_labels(v, runs)
-            series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
-            chunks = _chunks(list(range(len(series))), MAX_SERIES)
-            mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
-            for chunk in chunks:
-                part = [series[i] for i in chunk]
-                suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
-                          if len(chunks) > 1 else "")
-                svg = svg_line_chart(
-                    f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
-                    note=MEASURES_SHORT if mixed else "",
-                    marks=[m for i in chunk for m in marks[i]], x_title="night measured")
-                notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
-                                for i in chunk for x in said[i])
-                if undefined:
-                    notes += f'<p class="note">{esc(undefined)}</p>'
-                h.append(figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
-                                 f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
-                                 any(s.emulator for s in part), svg, notes))
-                any_chart = True
+        for trend in TREND_METRICS:
+            figures, why_none = _metric_figures(v, panel, key, head, trend, flags, recs)
+            h.extend(figures)
+            any_chart |= bool(figures)
+            if why_none:
+                skipped.append(why_none)
         h.append("</div>")
         h.extend(f'<p class="note">{esc(x)}</p>' for x in skipped)
         h.append("</div>")
