@@ -18,6 +18,7 @@ from kafkalab.kinds import RunKind
 from kafkalab.report.checks_section import stale_text, state_banner, state_text
 from kafkalab.report.data import RunSummary, RunView, emulator_mask
 from kafkalab.report.format import MISSING, emu_banner, emu_mark, esc, rel_href
+from kafkalab.report.settings_section import settings_section
 from kafkalab.store import LabData
 
 
@@ -39,8 +40,6 @@ def run_sections(v: RunView, page_dir: Path) -> str:
         parts.append(emu_banner(f": {n} {unit} of this run ran on an emulator broker (marked "
                                 "wherever they appear); their latencies say nothing about "
                                 "Kafka."))
-    from kafkalab.report.settings_section import settings_section
-
     # what each client was given, last on every kind of page ("" when nothing was recorded)
     parts += [kind_sections(v.kind)(v, page_dir), settings_section(v.manifest or {})]
     return "".join(parts)
