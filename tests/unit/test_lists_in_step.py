@@ -13,7 +13,7 @@ import spark_jobs._session as spark_session
 import spark_jobs.validate_metrics as vm
 from kafkalab import stats
 from kafkalab.catalog import CATALOG, LOOP_MODES, SCENARIOS, scenario_spec
-from kafkalab.report.sections import BAR_COLORS
+from kafkalab.report.latency_sections import BAR_COLORS
 from kafkalab.samples import SAMPLE_SCHEMA
 from kafkalab.scenarios.jvm_e2e import TOOL_STATISTICS, JvmEndToEndScenario
 from kafkalab.scenarios.kafka_client import FIRST_MESSAGE_MODES

@@ -21,7 +21,8 @@ from kafkalab.report.charts import (
     tick_label,
 )
 from kafkalab.report.format import esc, fmt_num, fmt_pct, rel_href
-from kafkalab.report.sections import run_labels, scenario_rank, series_label
+from kafkalab.report.page_parts import scenario_rank
+from kafkalab.report.trends import run_labels, series_label
 
 SVG = "{http://www.w3.org/2000/svg}"
 

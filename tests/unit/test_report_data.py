@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kafkalab.kinds import FAULTS, LATENCY, LOAD
 from kafkalab.report.data import (
     NOTE_COLUMN,
     emulator_mask,
@@ -123,3 +124,24 @@ def test_stale_outputs_leave_out_the_page_being_built() -> None:
     assert stale_outputs(m, page_built=False) == ("aggregates", "report")
     assert stale_outputs(m, page_built=True) == ("aggregates",)
     assert stale_outputs(None, page_built=True) == ()
+
+
+def test_a_runs_kind_is_its_manifests_or_else_what_its_data_measured(tmp_path: Path) -> None:
+    from tests.unit.test_report_faults import write_fault_run
+    from tests.unit.test_report_load import LOAD_RUNS, write_load_run
+
+    write_lab_data(tmp_path, store_drift=False)
+    lab = LabData(tmp_path)
+    write_load_run(tmp_path, LOAD_RUNS[0], 1, pause=False)
+    write_load_run(tmp_path, LOAD_RUNS[1], 2, pause=False)
+    write_fault_run(tmp_path, "f-declared")
+    write_fault_run(tmp_path, "f-measured")
+    for rid in (LOAD_RUNS[1], "f-measured", RUN_IDS[0]):  # runs whose manifest is lost
+        lab.manifest_path(rid).unlink()
+    data = load_report_data(lab)
+    assert data.run_kind(LOAD_RUNS[0]) is data.run_kind(LOAD_RUNS[1]) is LOAD
+    assert data.run_kind("f-declared") is data.run_kind("f-measured") is FAULTS
+    assert data.run_kind(RUN_IDS[0]) is data.run_kind(RUN_IDS[1]) is LATENCY
+    assert data.run_kind("never-seen") is LATENCY
+    assert {s.run_id: s.kind for s in run_summaries(data)}[LOAD_RUNS[1]] == "load"
+    assert run_view(data, "f-measured").kind is FAULTS

@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 
 from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
+from kafkalab.report.durability_section import timeline_marks
 from kafkalab.report.fault_data import (
     errors_text,
     is_durability_loss,
     missing_reason,
     representative_trials,
 )
-from kafkalab.report.fault_sections import timeline_marks
 from kafkalab.store import LabData, atomic_write_json
 
 FAULT_RUN = "20261201T020000Z-faults"
@@ -349,6 +349,17 @@ def test_emulator_fault_run_is_labelled(tmp_path: Path) -> None:
     assert html.count('class="emu-badge"') == n  # in every timeline
 
 
+def test_emulator_trials_on_a_kafka_cluster_are_counted_as_trials(tmp_path: Path) -> None:
+    write_fault_run(tmp_path, emulator=True)
+    lab = LabData(tmp_path)
+    manifest = json.loads(lab.manifest_path(FAULT_RUN).read_text())
+    manifest["cluster"]["is_emulator"] = False  # the cluster is Kafka, its trials were not
+    lab.write_manifest(manifest)
+    build_report(tmp_path)
+    n = sum(k for *_, k, _ in PLAN)
+    assert f": {n} trial(s) of this run ran on an emulator broker" in _page(tmp_path)
+
+
 def test_index_lists_fault_runs_beside_latency_and_load_runs(tmp_path: Path) -> None:
     from tests.unit.test_report import write_lab_data
     from tests.unit.test_report_load import LOAD_RUNS, write_load_run
@@ -483,7 +494,7 @@ def write_consumer_run(data_dir: Path, *, lost_after: int = 0) -> list[dict[str,
 
 
 def test_lag_marks_fault_successor_and_rejoin() -> None:
-    from kafkalab.report.fault_sections import lag_marks
+    from kafkalab.report.consumer_faults_section import lag_marks
 
     marks = lag_marks({"fault": "leave-consumer", "fault_elapsed_s": 1.5,
                        "successor_assigned_ms": 50.0, "rejoin_elapsed_s": 2.5})

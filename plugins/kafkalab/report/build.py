@@ -5,7 +5,8 @@ Layout (see ``docs/drift-and-alerts.md``):
 * ``reports/index.html``: every run (newest first) linking to its page, then the newest
   run's sections mirrored;
 * ``reports/<run_id>/index.html``: one page per run with five sections and the percentile
-  spectrum (:mod:`kafkalab.report.sections`, :mod:`kafkalab.report.trends`; a load run's:
+  spectrum (:mod:`kafkalab.report.pages` lays it out; a latency run's sections:
+  :mod:`kafkalab.report.latency_sections`, :mod:`kafkalab.report.trends`; a load run's:
   :mod:`kafkalab.report.load_sections`; a fault run's, "Durability and availability":
   :mod:`kafkalab.report.fault_sections`), under a banner when the run is stale, failed or
   incomplete or some of its outputs are stale.
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from kafkalab.report.data import RunView, load_report_data, run_summaries, run_view
 from kafkalab.report.format import asset, emu_span, esc, rel_href
-from kafkalab.report.sections import run_sections, runs_table
+from kafkalab.report.pages import run_sections, runs_table
 from kafkalab.store import LabData, atomic_write
 from kafkalab.urls import DATA_DOCS_PATH, REPORTS_PATH
 

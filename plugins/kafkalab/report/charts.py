@@ -9,6 +9,7 @@ the legend, and puts the emulator badge in the chart's corner.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -285,6 +286,85 @@ def _close(fr: _Frame) -> str:
     return "".join(fr.parts)
 
 
+def _line_legend(series: Sequence[LineSeries | XYSeries]) -> list[_LegendItem]:
+    """The legend of a chart of lines: a series' name (with the emulator label), dashed when
+    it is, its colour (the palette's, in series order, unless it has its own)."""
+    return [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
+                        s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+
+
+def _marks(fr: _Frame, marks: list[XMark], px: Callable[[float], float]) -> None:
+    """Draw labelled vertical lines at ``px(mark.x)``; a label in the right part of the plot
+    ends at its line, any other starts there."""
+    for m in marks:
+        x = px(m.x)
+        ty = fr.top + 12 + 13 * m.row
+        kind = f' data-mark="{esc(m.kind)}"' if m.kind else ""
+        anchor = ' text-anchor="end"' if x > fr.left + fr.plot_w * 0.6 else ""
+        tx = x - 4 if anchor else x + 4
+        fr.parts.append(
+            f'<g class="mark"{kind}><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" '
+            f'y2="{fr.base_y}" stroke="{m.color}" stroke-width="1.5" stroke-dasharray="4 3"/>'
+            f'<text x="{tx:.1f}" y="{ty}"{anchor} fill="{m.color}">{esc(m.label)}</text>'
+            f"<title>{esc(m.label)}</title></g>")
+
+
+def _series_group(item: _LegendItem, points: list[tuple[float, float] | None],
+                  dots: list[str]) -> str:
+    """One series: its line through the pixel ``points`` (None breaks it; a lone point has
+    no line, only its dot), dashed as its legend item, then its ``dots``."""
+    dash = ' stroke-dasharray="5 3"' if item.dashed else ""
+    segs: list[list[tuple[float, float]]] = [[]]
+    for pt in points:
+        if pt is None:
+            if segs[-1]:
+                segs.append([])
+            continue
+        segs[-1].append(pt)
+    paths = "".join(
+        f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
+        + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg) + '"/>'
+        for seg in segs if len(seg) > 1)
+    return f'<g class="series" data-series="{item.key}">{paths}{"".join(dots)}</g>'
+
+
+def _bands(fr: _Frame, series: list[LineSeries], legend: list[_LegendItem],
+           px: Callable[[float], float]) -> None:
+    """Shade each series' baseline band behind the lines (fainter when more than three
+    overlap); hovering a legend item dims the others (class ``series``)."""
+    band_opacity = 0.12 if sum(s.band is not None for s in series) <= 3 else 0.06
+    for s, item in zip(series, legend, strict=True):
+        b = s.band
+        if b is None:
+            continue
+        x0, x1 = px(b.i0 - 0.4), px(b.i1 + 0.4)
+        y0, y1 = fr.py(max(b.hi, fr.lo)), fr.py(max(b.lo, fr.lo))
+        fr.parts.append(
+            f'<rect class="series baseline-band" data-series="{item.key}" x="{x0:.1f}" '
+            f'y="{y0:.1f}" width="{max(x1 - x0, 1):.1f}" height="{max(y1 - y0, 1):.1f}" '
+            f'fill="{item.color}" fill-opacity="{band_opacity}" stroke="{item.color}" '
+            f'stroke-opacity="0.5" stroke-dasharray="2 2"><title>{esc(s.name)}: '
+            f"{esc(b.label)}</title></rect>")
+
+
+def _x_labels(fr: _Frame, x_labels: list[str], tips: list[str],
+              px: Callable[[float], float]) -> None:
+    """The x axis' labels, rotated, at most about twelve (and always the last), each with
+    its hover text."""
+    n = len(x_labels)
+    step = max(1, math.ceil(n / 12))
+    for i, lab in enumerate(x_labels):
+        if i % step and i != n - 1:
+            continue
+        x = px(i)
+        fr.parts.append(
+            f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
+            f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 14}" text-anchor="end" '
+            f'transform="rotate(-30 {x:.1f} {fr.base_y + 14})"><title>{esc(tips[i])}</title>'
+            f"{esc(lab)}</text>"
+        )
+
+
 def svg_line_chart(
     title: str,
     x_labels: list[str],
@@ -304,8 +384,7 @@ def svg_line_chart(
     two runs at ``i - 0.5``; ``x_title``: the x axis' name. A series' ``band`` is shaded
     behind the lines and its ``flagged`` points are ringed.
     """
-    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
-                          s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+    legend = _line_legend(series)
     fr = _open(title, width, _LINE_X_AXIS_PX, legend, any(s.emulator for s in series), note)
     vals = [v for s in series for v in s.values if v is not None]
     if not vals or not x_labels:
@@ -318,76 +397,48 @@ def svg_line_chart(
     def px(i: float) -> float:
         return fr.left + (fr.plot_w * (i + 0.5) / n)
 
-    # several bands overlap: fainter; hovering a legend item dims the others (class series)
-    band_opacity = 0.12 if sum(s.band is not None for s in series) <= 3 else 0.06
-    for s, item in zip(series, legend, strict=True):
-        b = s.band
-        if b is None:
-            continue
-        x0, x1 = px(b.i0 - 0.4), px(b.i1 + 0.4)
-        y0, y1 = fr.py(max(b.hi, fr.lo)), fr.py(max(b.lo, fr.lo))
-        fr.parts.append(
-            f'<rect class="series baseline-band" data-series="{item.key}" x="{x0:.1f}" '
-            f'y="{y0:.1f}" width="{max(x1 - x0, 1):.1f}" height="{max(y1 - y0, 1):.1f}" '
-            f'fill="{item.color}" fill-opacity="{band_opacity}" stroke="{item.color}" '
-            f'stroke-opacity="0.5" stroke-dasharray="2 2"><title>{esc(s.name)}: '
-            f"{esc(b.label)}</title></rect>")
+    _bands(fr, series, legend, px)
     if x_title:
         fr.parts.append(f'<text class="x-title" x="{fr.left + fr.plot_w:.1f}" '
                         f'y="{fr.base_y - 4}" text-anchor="end">{esc(x_title)}</text>')
-    for m in marks or []:
-        x = px(m.x)
-        ty = fr.top + 12 + 13 * m.row
-        kind = f' data-mark="{esc(m.kind)}"' if m.kind else ""
-        anchor = ' text-anchor="end"' if x > fr.left + fr.plot_w * 0.6 else ""
-        tx = x - 4 if anchor else x + 4
-        fr.parts.append(
-            f'<g class="mark"{kind}><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" '
-            f'y2="{fr.base_y}" stroke="{m.color}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            f'<text x="{tx:.1f}" y="{ty}"{anchor} fill="{m.color}">{esc(m.label)}</text>'
-            f"<title>{esc(m.label)}</title></g>")
-
-    step = max(1, math.ceil(n / 12))
-    for i, lab in enumerate(x_labels):
-        if i % step and i != n - 1:
-            continue
-        x = px(i)
-        fr.parts.append(
-            f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
-            f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 14}" text-anchor="end" '
-            f'transform="rotate(-30 {x:.1f} {fr.base_y + 14})"><title>{esc(tips[i])}</title>'
-            f"{esc(lab)}</text>"
-        )
+    _marks(fr, marks or [], px)
+    _x_labels(fr, x_labels, tips, px)
     for s, item in zip(series, legend, strict=True):
-        dash = ' stroke-dasharray="5 3"' if s.emulator or s.dashed else ""
-        segs: list[list[tuple[float, float]]] = [[]]
-        points = []
+        points: list[tuple[float, float] | None] = []
+        dots = []
         for i, v in enumerate(s.values):
             if v is None:
-                if segs[-1]:
-                    segs.append([])
+                points.append(None)
                 continue
-            segs[-1].append((px(i), fr.py(v)))
-            points.append(
+            points.append((px(i), fr.py(v)))
+            dots.append(
                 f'<circle cx="{px(i):.1f}" cy="{fr.py(v):.1f}" r="3" fill="{item.color}">'
                 f"<title>{esc(s.name)} | {esc(tips[i])}: {esc(fmt_num(v))} {esc(y_label)}"
                 "</title></circle>"
             )
             if s.flagged is not None and i < len(s.flagged) and s.flagged[i]:
-                points.append(
+                dots.append(
                     f'<circle class="drift-marker" data-run="{esc(tips[i])}" cx="{px(i):.1f}" '
                     f'cy="{fr.py(v):.1f}" r="7" fill="none" stroke="#b3261e" '
                     f'stroke-width="2.5"><title>drift flagged: {esc(s.name)} | {esc(tips[i])}'
                     f": {esc(fmt_num(v))} {esc(y_label)}</title></circle>")
-        paths = "".join(
-            f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
-            + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)
-            + '"/>'
-            for seg in segs
-            if len(seg) > 1
-        )
-        fr.parts.append(f'<g class="series" data-series="{item.key}">{paths}{"".join(points)}</g>')
+        fr.parts.append(_series_group(item, points, dots))
     return _close(fr)
+
+
+def _x_scale(xs: list[float], spans: list[XSpan], marks: list[XMark],
+             x_ticks: list[tuple[float, str]] | None) -> tuple[float, float, dict[float, str]]:
+    """The x axis of an x-y chart: (lowest x, highest x, tick value -> label). Round ticks
+    from 0 (or below) up to cover the points, spans and marks; or the given ``x_ticks``
+    (from 0 or below, with room after the last tick's label)."""
+    xticks = nice_ticks(min(0.0, min(xs)), max([*xs, *(sp.x1 for sp in spans),
+                                               *(m.x for m in marks)]))
+    if not x_ticks:
+        return xticks[0], xticks[-1], {t: tick_label(t) for t in xticks}
+    x_lo = min(0.0, min(xs), *(t for t, _ in x_ticks))
+    x_hi = max(*xs, *(t for t, _ in x_ticks))
+    x_hi += 0.05 * (x_hi - x_lo)  # room for the last tick's label
+    return x_lo, x_hi, dict(x_ticks)
 
 
 def svg_xy_chart(
@@ -406,8 +457,7 @@ def svg_xy_chart(
     ``marks`` as labelled vertical lines (a knee); ``note``: a line under the title;
     ``x_ticks``: the x axis' ticks as (value, label) instead of round numbers (e.g.
     percentiles on a "nines" axis)."""
-    legend = [_LegendItem(f"s{i}", emulator_name(s.name, s.emulator), s.emulator or s.dashed,
-                          s.color or PALETTE[i % len(PALETTE)]) for i, s in enumerate(series)]
+    legend = _line_legend(series)
     fr = _open(title, width, _BAR_X_AXIS_PX, legend, any(s.emulator for s in series), note)
     ys = [y for s in series for _, y in s.points if y is not None]
     xs = [x for s in series for x, y in s.points if y is not None]
@@ -415,16 +465,7 @@ def svg_xy_chart(
     if not ys:
         return _no_data(fr)
     _y_axis(fr, ys, y_label)
-    xticks = nice_ticks(min(0.0, min(xs)), max([*xs, *(sp.x1 for sp in spans),
-                                               *(m.x for m in marks)]))
-    x_lo, x_hi = xticks[0], xticks[-1]
-    tick_labels = {t: tick_label(t) for t in xticks}
-    if x_ticks:
-        x_lo = min(0.0, min(xs), *(t for t, _ in x_ticks))
-        x_hi = max(*xs, *(t for t, _ in x_ticks))
-        x_hi += 0.05 * (x_hi - x_lo)  # room for the last tick's label
-        tick_labels = dict(x_ticks)
-        xticks = list(tick_labels)
+    x_lo, x_hi, tick_labels = _x_scale(xs, spans, marks, x_ticks)
 
     def px(x: float) -> float:
         return fr.left + fr.plot_w * (x - x_lo) / (x_hi - x_lo)
@@ -435,47 +476,29 @@ def svg_xy_chart(
             f'<g class="span"><rect x="{a:.1f}" y="{fr.top}" width="{max(b - a, 1):.1f}" '
             f'height="{fr.plot_h}" fill="#f2c14e" fill-opacity="0.25"><title>{esc(sp.label)}'
             f'</title></rect><text x="{a + 3:.1f}" y="{fr.top + 12}">{esc(sp.label)}</text></g>')
-    for t in xticks:
+    for t, label in tick_labels.items():
         x = px(t)
         fr.parts.append(
             f'<line class="axis" x1="{x:.1f}" y1="{fr.base_y}" x2="{x:.1f}" '
             f'y2="{fr.base_y + 4}"/><text x="{x:.1f}" y="{fr.base_y + 16}" '
-            f'text-anchor="middle">{esc(tick_labels[t])}</text>')
+            f'text-anchor="middle">{esc(label)}</text>')
     fr.parts.append(f'<text x="{fr.left + fr.plot_w / 2:.1f}" y="{fr.base_y + 32}" '
                     f'text-anchor="middle">{esc(x_label)}</text>')
-    for m in marks:
-        x = px(m.x)
-        ty = fr.top + 12 + 13 * m.row
-        kind = f' data-mark="{esc(m.kind)}"' if m.kind else ""
-        fr.parts.append(
-            f'<g class="mark"{kind}><line x1="{x:.1f}" y1="{fr.top}" x2="{x:.1f}" '
-            f'y2="{fr.base_y}" stroke="{m.color}" stroke-width="1.5" stroke-dasharray="4 3"/>'
-            + (f'<text x="{x - 4:.1f}" y="{ty}" text-anchor="end" fill="{m.color}">'
-               if x > fr.left + fr.plot_w * 0.6 else
-               f'<text x="{x + 4:.1f}" y="{ty}" fill="{m.color}">')
-            + f"{esc(m.label)}</text>"
-            f"<title>{esc(m.label)}</title></g>")
+    _marks(fr, marks, px)
     for s, item in zip(series, legend, strict=True):
-        dash = ' stroke-dasharray="5 3"' if s.emulator or s.dashed else ""
-        segs: list[list[tuple[float, float]]] = [[]]
-        points = []
+        points: list[tuple[float, float] | None] = []
+        dots = []
         for x, y in s.points:
             if y is None:
-                if segs[-1]:
-                    segs.append([])
+                points.append(None)
                 continue
-            segs[-1].append((px(x), fr.py(y)))
+            points.append((px(x), fr.py(y)))
             if len(s.points) <= 60:  # a dot per point only where they can be told apart
-                points.append(
+                dots.append(
                     f'<circle cx="{px(x):.1f}" cy="{fr.py(y):.1f}" r="3" fill="{item.color}">'
                     f"<title>{esc(s.name)} | {esc(x_label)} {esc(fmt_num(x))}: "
                     f"{esc(fmt_num(y))} {esc(y_label)}</title></circle>")
-        paths = "".join(
-            f'<polyline fill="none" stroke="{item.color}" stroke-width="2"{dash} points="'
-            + " ".join(f"{x:.1f},{y:.1f}" for x, y in seg) + '"/>'
-            for seg in segs if len(seg) > 1)
-        fr.parts.append(f'<g class="series" data-series="{item.key}">{paths}{"".join(points)}'
-                        "</g>")
+        fr.parts.append(_series_group(item, points, dots))
     return _close(fr)
 
 

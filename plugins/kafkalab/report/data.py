@@ -154,6 +154,13 @@ def percentile_reasons(df: pd.DataFrame) -> pd.Series:
     return df[NOTE_COLUMN].map(parse_percentile_note)
 
 
+def _run_ids(history: pd.DataFrame) -> frozenset[str]:
+    """The run ids of ``history``'s rows (none when it is empty)."""
+    if history.empty or "run_id" not in history.columns:
+        return frozenset()
+    return frozenset(history["run_id"].astype(str))
+
+
 def _rows_of(history: pd.DataFrame, run_ids: list[str]) -> pd.DataFrame:
     """The aggregate rows of ``run_ids`` (an empty frame when there is no history)."""
     if history.empty or "run_id" not in history.columns:
@@ -199,6 +206,8 @@ class ReportData:
     """Every load run's cells (:func:`kafkalab.drift.load.load_cells_history`)."""
     fault_runs: frozenset[str] = frozenset()
     """The fault runs: manifest ``kind: faults``, or aggregates under ``aggregates/faults/``."""
+    load_runs: frozenset[str] = frozenset()
+    """The runs with load cells (``load_history``)."""
     measured_at: dict[str, pd.Timestamp | None] = field(default_factory=dict)
     """When each run measured (:func:`kafkalab.drift.history.run_measured_at`: the logical
     date of a DAG run, else the night in its id, else its start): the trend charts' x."""
@@ -207,16 +216,28 @@ class ReportData:
     (:func:`kafkalab.report.spectrum.read_spectrum`; None: no samples), shared by the pages
     of one build."""
 
-    def is_fault_run(self, run_id: str) -> bool:
-        """Whether ``run_id`` is a fault run (its page shows the fault sections)."""
-        return run_id in self.fault_runs
+    def runs_upto(self, run_id: str) -> list[str]:
+        """The run ids up to ``run_id``, oldest first (just ``run_id`` when it is not
+        among :attr:`order`)."""
+        if run_id not in self.order:
+            return [run_id]
+        return self.order[: self.order.index(run_id) + 1]
 
-    def is_load_run(self, run_id: str) -> bool:
-        """Whether ``run_id`` is a load run (its manifest says so, or it has load cells)."""
-        if kind_of(self.manifests.get(run_id)) is LOAD:
-            return True
-        lh = self.load_history
-        return not lh.empty and run_id in set(lh["run_id"].astype(str))
+    def run_kind(self, run_id: str) -> RunKind:
+        """The kind of run ``run_id``: which view it gets (:func:`run_view`) and so which
+        sections its page shows.
+
+        Its manifest says its kind (:func:`kafkalab.kinds.kind_of`), and so does its data:
+        a run without a manifest (or with one written before manifests named a kind, which
+        reads as latency) is still what it measured. A run with fault aggregates
+        (:attr:`fault_runs`) is a fault run, else one with load cells (:attr:`load_runs`) a
+        load run, else a latency run."""
+        declared = kind_of(self.manifests.get(run_id))
+        if declared is FAULTS or run_id in self.fault_runs:
+            return FAULTS
+        if declared is LOAD or run_id in self.load_runs:
+            return LOAD
+        return LATENCY
 
 
 def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]],
@@ -277,6 +298,7 @@ def load_report_data(lab: LabData,
     return ReportData(lab=lab, history=history, manifests=manifests, order=order,
                       config=load_drift_config_or_default(config_path), prior=prior,
                       acceptances=acceptances, load_history=loads, fault_runs=faults,
+                      load_runs=_run_ids(loads),
                       measured_at=_measured_at(order, manifests, history))
 
 
@@ -354,7 +376,7 @@ class RunView:
 
 
 def _detect(data: ReportData, hist: pd.DataFrame, rows: pd.DataFrame, config: DriftConfig,
-            run_id: str, earlier: list[str], kind: str = "latency") -> pd.DataFrame:
+            run_id: str, earlier: list[str], kind: RunKind = LATENCY) -> pd.DataFrame:
     """Drift records of ``run_id`` computed now, as the drift task computes them: the stored
     records of the ``earlier`` runs keep flagged runs out of the baseline and carry the
     alert standing, accepted levels apply (empty records when the run has no rows)."""
@@ -364,7 +386,7 @@ def _detect(data: ReportData, hist: pd.DataFrame, rows: pd.DataFrame, config: Dr
     if prior is not None and not prior.empty and "run_id" in prior.columns:
         prior = prior[prior["run_id"].astype(str).isin(earlier)]
     return detect_drift(hist, config, run_id, prior=prior, acceptances=data.acceptances,
-                        kind=kind)
+                        kind=kind.name)
 
 
 def run_state(lab: LabData, run_id: str, manifest: dict[str, Any] | None) -> tuple[str, str]:
@@ -386,87 +408,79 @@ def stale_outputs(manifest: dict[str, Any] | None, page_built: bool) -> tuple[st
     return tuple(x for x in names if not (page_built and x == "report"))
 
 
+def _view(data: ReportData, run_id: str, kind: RunKind, rows: pd.DataFrame,
+          history: pd.DataFrame, **fields: Any) -> RunView:
+    """The view of ``run_id`` with what every kind's view holds alike (its manifest, state,
+    stale outputs, its kind's validation result and HTML, whether it ran on an emulator,
+    the runs up to it) and its kind's own ``fields``."""
+    manifest = data.manifests.get(run_id)
+    state, reason = run_state(data.lab, run_id, manifest)
+    return RunView(
+        run_id=run_id, manifest=manifest, rows=rows, history=history,
+        order=data.runs_upto(run_id), validation=data.lab.validation(run_id, kind),
+        validation_html=_validation_html(data.lab, run_id, kind),
+        emulator=_is_emulator(rows, manifest), state=state, state_reason=reason,
+        stale_outputs=stale_outputs(manifest, page_built=True), kind=kind, **fields)
+
+
+def _validation_html(lab: LabData, run_id: str, kind: RunKind) -> Path | None:
+    """A run's validation HTML: its kind's (``validation/<run_id><suffix>.html``), else the
+    plain one (runs validated before the suffixes), else None."""
+    for path in (lab.validation_html_path(run_id, kind), lab.validation_html_path(run_id)):
+        if path.exists():
+            return path
+    return None
+
+
 def load_run_view(data: ReportData, run_id: str) -> RunView:
     """The view of load run ``run_id``: its cells as ``rows``, the earlier load runs' cells
     as ``history``, its tables in ``load``, its load validation and drift records."""
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    upto = data.runs_upto(run_id)
     hist = _rows_of(data.load_history, upto)
     tables = read_load_tables(data.lab, run_id)
     rows = tables.cells if not tables.cells.empty else _rows_of(hist, [run_id])
-    manifest = data.manifests.get(run_id)
     stored = _stored_drift(data.lab, run_id)
-    vhtml = data.lab.validation_html_path(run_id, LOAD)
-    if not vhtml.exists():
-        vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
-    earlier = [r for r in upto[:-1] if data.is_load_run(r)]
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
-        table_drift=pd.DataFrame(),
+    earlier = [r for r in upto[:-1] if data.run_kind(r) is LOAD]
+    return _view(
+        data, run_id, LOAD, rows, hist, table_drift=pd.DataFrame(),
         drift_records=(stored if stored is not None
                        else _detect(data, hist, _rows_of(hist, [run_id]), data.config, run_id,
-                                    earlier, kind="load")),
-        drift_stored=stored is not None,
-        validation=data.lab.validation(run_id, LOAD),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(rows, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
-        kind=LOAD, load=tables,
-    )
+                                    earlier, kind=LOAD)),
+        drift_stored=stored is not None, load=tables)
 
 
 def fault_run_view(data: ReportData, run_id: str) -> RunView:
     """The view of fault run ``run_id``: its trials as ``rows``, its tables in ``faults``,
     its fault validation; no history and no drift (fault runs have none)."""
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
     tables = read_fault_tables(data.lab, run_id)
-    manifest = data.manifests.get(run_id)
-    vhtml = data.lab.validation_html_path(run_id, FAULTS)
-    if not vhtml.exists():
-        vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=tables.trials, history=tables.trials,
-        order=upto, table_drift=pd.DataFrame(), drift_records=pd.DataFrame(),
-        drift_stored=False, validation=data.lab.validation(run_id, FAULTS),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(tables.trials, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
-        kind=FAULTS, faults=tables,
-    )
+    return _view(data, run_id, FAULTS, tables.trials, tables.trials,
+                 table_drift=pd.DataFrame(), drift_records=pd.DataFrame(), drift_stored=False,
+                 faults=tables)
 
 
 def run_view(data: ReportData, run_id: str) -> RunView:
     """The view of ``run_id`` as of that run (later runs are left out of its trends); a
-    load run's is :func:`load_run_view`, a fault run's :func:`fault_run_view`."""
-    if data.is_fault_run(run_id):
+    load run's is :func:`load_run_view`, a fault run's :func:`fault_run_view`
+    (:meth:`ReportData.run_kind`)."""
+    kind = data.run_kind(run_id)
+    if kind is FAULTS:
         return fault_run_view(data, run_id)
-    if data.is_load_run(run_id):
+    if kind is LOAD:
         return load_run_view(data, run_id)
-    upto = data.order[: data.order.index(run_id) + 1] if run_id in data.order else [run_id]
+    upto = data.runs_upto(run_id)
     hist = _rows_of(data.history, upto)
     rows = _rows_of(hist, [run_id])
-    manifest = data.manifests.get(run_id)
     table_cfg = DriftConfig(
         defaults=data.config.defaults,
         metrics={m: data.config.metrics.get(m, MetricRule()) for m in TABLE_DRIFT_METRICS},
     )
     stored = _stored_drift(data.lab, run_id)
-    vhtml = data.lab.validation_html_path(run_id)
-    state, reason = run_state(data.lab, run_id, manifest)
-    return RunView(
-        run_id=run_id, manifest=manifest, rows=rows, history=hist, order=upto,
+    return _view(
+        data, run_id, LATENCY, rows, hist,
         table_drift=_detect(data, hist, rows, table_cfg, run_id, upto[:-1]),
         drift_records=(stored if stored is not None
                        else _detect(data, hist, rows, data.config, run_id, upto[:-1])),
         drift_stored=stored is not None,
-        validation=data.lab.validation(run_id),
-        validation_html=vhtml if vhtml.exists() else None,
-        emulator=_is_emulator(rows, manifest),
-        state=state, state_reason=reason,
-        stale_outputs=stale_outputs(manifest, page_built=True),
         flags=_prior_of(data.prior, upto[:-1]), config=data.config,
         measured_at=data.measured_at, lab=data.lab, spectra=data.spectra,
     )
@@ -500,8 +514,9 @@ class RunSummary:
     """As :attr:`RunView.state`."""
     state_reason: str = ""
     stale_outputs: tuple[str, ...] = ()
-    kind: str = "latency"
-    """``latency``, ``load`` or ``faults``."""
+    kind: str = LATENCY.name
+    """The run's kind (:attr:`kafkalab.kinds.RunKind.name`: ``latency``, ``load`` or
+    ``faults``)."""
 
 
 def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = frozenset()
@@ -512,14 +527,12 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
     for rid in reversed(data.order):
         m = data.manifests.get(rid) or {}
         cl = m.get("cluster") or {}
-        faults = data.is_fault_run(rid)
-        load = not faults and data.is_load_run(rid)
-        kind = FAULTS if faults else LOAD if load else LATENCY
-        if faults:
+        kind = data.run_kind(rid)
+        if kind is FAULTS:
             trials = read_fault_table(data.lab, rid, "fault_trials")
             rows = trials if trials is not None else pd.DataFrame()
         else:
-            rows = _rows_of(data.load_history if load else data.history, [rid])
+            rows = _rows_of(data.load_history if kind is LOAD else data.history, [rid])
         flavors = {str(cl["flavor"])} if cl.get("flavor") else set()
         if not rows.empty:
             flavors |= set(strings(rows, "cluster_flavor")) - {"", "http"}

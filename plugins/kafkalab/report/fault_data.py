@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,11 @@ class FaultTables:
     def aggregated(self) -> bool:
         """True when at least one table was read."""
         return len(self.missing) < len(FAULT_TABLES)
+
+    def empty_reason(self, table: str) -> str:
+        """Why ``table`` (a :data:`FAULT_TABLES` name) has no rows: ``not aggregated`` (its
+        file is absent or unreadable) or ``no rows``."""
+        return "not aggregated" if table in self.missing else "no rows"
 
 
 def acks_text(value: Any) -> str:
@@ -135,15 +140,17 @@ def read_fault_tables(lab: LabData, run_id: str) -> FaultTables:
 # --------------------------------------------------------------------------- judgements
 
 
-def _rank(value: Any, order: tuple[str, ...]) -> tuple[int, str]:
+def order_rank(value: Any, order: tuple[str, ...]) -> tuple[int, str]:
+    """Where ``value`` sorts in a page's ``order`` (:data:`FAULT_ORDER`, :data:`COMMIT_ORDER`
+    …): its place, a value the order does not name after them by its text."""
     text = "" if is_missing(value) else str(value)
     return (order.index(text) if text in order else len(order), text)
 
 
 def cell_sort_key(profile: Any, fault: Any, acks: Any) -> tuple[Any, ...]:
     """How rows are ordered: profile (durability first), fault (the control first), acks."""
-    return (_rank(profile, PROFILE_ORDER), _rank(fault, FAULT_ORDER),
-            _rank(acks_text(acks), ("0", "1", "all")))
+    return (order_rank(profile, PROFILE_ORDER), order_rank(fault, FAULT_ORDER),
+            order_rank(acks_text(acks), ("0", "1", "all")))
 
 
 def count(row: Mapping[str, Any], key: str) -> int | None:
@@ -239,27 +246,41 @@ def is_reread_disagreement(row: Mapping[str, Any]) -> bool:
     return not is_missing(row.get("commit")) and not is_missing(agrees) and not as_bool(agrees)
 
 
-def cell_groups(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
-    """Rows grouped by (profile, fault, acks) in :func:`cell_sort_key` order: durability
-    first, the no-fault control first within a profile."""
+def _groups(df: pd.DataFrame, columns: tuple[str, ...],
+            sort_key: Callable[..., Any]) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
+    """Rows grouped by the text of ``columns`` (``""`` for a missing value or column), the
+    groups in ``sort_key(*key)`` order."""
     def texts(c: str) -> list[str]:
         if c not in df.columns:
             return [""] * len(df)
         return ["" if is_missing(v) else str(v) for v in df[c]]
 
-    groups: dict[tuple[str, str, str], list[Any]] = {}
-    for idx, *key in zip(df.index, texts("profile"), texts("fault"), texts("acks"),
-                         strict=True):
-        groups.setdefault((key[0], key[1], key[2]), []).append(idx)
-    return [(k, df.loc[groups[k]]) for k in sorted(groups, key=lambda k: cell_sort_key(*k))]
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for idx, *key in zip(df.index, *(texts(c) for c in columns), strict=True):
+        groups.setdefault(tuple(key), []).append(idx)
+    return [(k, df.loc[groups[k]]) for k in sorted(groups, key=lambda k: sort_key(*k))]
 
 
-def representative_trials(trials: pd.DataFrame) -> dict[tuple[str, str, str], str]:
+def cell_groups(df: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
+    """Rows grouped by (profile, fault, acks) in :func:`cell_sort_key` order: durability
+    first, the no-fault control first within a profile."""
+    return _groups(df, ("profile", "fault", "acks"), cell_sort_key)
+
+
+def consumer_groups(trials: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
+    """Consumer trials grouped by (fault, commit), faults and commit strategies in page order
+    (:data:`FAULT_ORDER`, :data:`COMMIT_ORDER`)."""
+    return _groups(trials, ("fault", "commit"),
+                   lambda fault, commit: (order_rank(fault, FAULT_ORDER),
+                                          order_rank(commit, COMMIT_ORDER)))
+
+
+def representative_trials(trials: pd.DataFrame) -> dict[tuple[str, ...], str]:
     """Per (profile, fault, acks), the trial whose timeline stands for the cell: among its
     complete trials (else all of them), the one with the median ``unavailable_ms`` (the
     lower of two middles), ties by trial number; without any ``unavailable_ms``, the first
     trial."""
-    out: dict[tuple[str, str, str], str] = {}
+    out: dict[tuple[str, ...], str] = {}
     if trials.empty or "trial_id" not in trials.columns:
         return out
     for key, grp in cell_groups(trials):
@@ -291,6 +312,7 @@ __all__ = [
     "acks_text",
     "cell_groups",
     "cell_sort_key",
+    "consumer_groups",
     "consumer_trials",
     "count",
     "errors_text",
@@ -299,6 +321,7 @@ __all__ = [
     "is_durability_loss",
     "is_reread_disagreement",
     "missing_reason",
+    "order_rank",
     "read_fault_table",
     "read_fault_tables",
     "representative_trials",

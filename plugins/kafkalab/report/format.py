@@ -42,6 +42,12 @@ def fmt_num(value: Any) -> str:
     return f"{f:.3g}"
 
 
+def fmt_count(value: Any) -> str:
+    """A count: ``1,000``; ``—`` if missing."""
+    f = as_float(value)
+    return MISSING if f is None else f"{int(f):,}"
+
+
 def fmt_pct(value: Any) -> str:
     """A signed percentage (``+12.3%``), '—' if missing."""
     f = as_float(value)
@@ -64,9 +70,25 @@ def emu_span() -> str:
     return f'<span class="emu">{esc(EMULATOR_LABEL)}</span>'
 
 
+def emu_mark(emulator: bool) -> str:
+    """`` <the emulator label>`` after a name or caption when ``emulator``, else ``""``."""
+    return f" {emu_span()}" if emulator else ""
+
+
 def emu_banner(detail: str = "") -> str:
     """The emulator banner above a chart or page; ``detail`` (HTML) follows the label."""
     return f'<div class="emu-banner">{esc(EMULATOR_LABEL)}{detail}</div>'
 
 
-__all__ = ["MISSING", "asset", "emu_banner", "emu_span", "esc", "fmt_num", "fmt_pct", "rel_href"]
+__all__ = [
+    "MISSING",
+    "asset",
+    "emu_banner",
+    "emu_mark",
+    "emu_span",
+    "esc",
+    "fmt_count",
+    "fmt_num",
+    "fmt_pct",
+    "rel_href",
+]

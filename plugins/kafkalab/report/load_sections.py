@@ -33,8 +33,9 @@ from kafkalab.report.charts import (
     svg_line_chart,
     svg_xy_chart,
 )
+from kafkalab.report.checks_section import section_checks
 from kafkalab.report.data import RunView, emulator_mask, numbers, strings
-from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, fmt_num
+from kafkalab.report.format import MISSING, emu_mark, esc, fmt_count, fmt_num
 from kafkalab.report.load_data import (
     CONFIG_COLUMNS,
     KNEE_FACTOR,
@@ -43,7 +44,8 @@ from kafkalab.report.load_data import (
     knee_index,
     percentile_reason,
 )
-from kafkalab.report.notes import ci_cell, percentile_cell
+from kafkalab.report.notes import ci_cell, count_cell, percentile_cell
+from kafkalab.report.page_parts import figure, scroll_table
 from kafkalab.values import as_bool, as_float, is_missing
 
 E2E_NOTE = ("e2e (corrected): receive − intended send time, so a stall of the producer counts "
@@ -90,10 +92,7 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
 
 # --------------------------------------------------------------------------- helpers
 
-
-def _figure(caption: str, emulator: bool, svg: str, note: str = "", attrs: str = "") -> str:
-    banner = emu_banner() if emulator else ""
-    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
+_NO_CELLS = '<p class="empty">No load aggregates for this run.</p>'
 
 
 def _cells(v: RunView) -> pd.DataFrame:
@@ -113,16 +112,19 @@ def _cells(v: RunView) -> pd.DataFrame:
     return df.sort_values(["_config", "_acks", "_consumers", "_rate"])
 
 
-def _unpaused(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The cells without a consumer pause (a pause is a lag experiment: its latency and
-    loss are not the fan-out's), and a note naming how many were left out."""
+def _unpaused(v: RunView) -> tuple[pd.DataFrame, str]:
+    """The run's cells without a consumer pause (:func:`_cells`; a pause is a lag
+    experiment: its latency and loss are not the fan-out's), and what a section says before
+    drawing them: how many were left out, after :data:`_NO_CELLS` when none is left."""
+    df = _cells(v)
     if df.empty:
-        return df, ""
+        return df, _NO_CELLS
     paused = numbers(df, "pause_for_s").notna()
     n = int(paused.sum())
     note = (f'<p class="note">{n} cell(s) with a consumer pause left out here: see the lag '
             "section and the cells table.</p>") if n else ""
-    return df[~paused], note
+    df = df[~paused]
+    return df, (_NO_CELLS + note if df.empty else note)
 
 
 def _config_label(r: Any) -> str:
@@ -145,14 +147,6 @@ def _rate_name(rate: float) -> str:
     return f"{rate:g} msg/s"
 
 
-def _value(x: Any) -> float | None:
-    return as_float(x)
-
-
-def _emu_caption(text: str, emu: bool) -> str:
-    return esc(text) + (f" {emu_span()}" if emu else "")
-
-
 # --------------------------------------------------------------------------- (1) fan-out
 
 
@@ -172,7 +166,7 @@ def _fanout_chart(part: pd.DataFrame, metric: str, title: str, unit: str,
             vals: list[float | None] = []
             for c in xs:
                 row = at[at["_consumers"] == c]
-                vals.append(_value(numbers(row, col).median()) if not row.empty else None)
+                vals.append(as_float(numbers(row, col).median()) if not row.empty else None)
             name = _rate_name(float(rate)) + (" (avg)" if with_min and not dashed else suffix)
             series.append(LineSeries(name=name, values=vals, emulator=emu, dashed=dashed,
                                      color=color))
@@ -188,12 +182,11 @@ def section_fanout(v: RunView) -> str:
          "receives every message). Received rate: unique messages a consumer received before "
          "the producer stopped, per second of the measured window; average and minimum over "
          f"the consumers. {esc(LOSS_NOTE)}</p>"]
-    df, left_out = _unpaused(_cells(v))
+    df, said = _unpaused(v)
+    h.append(said)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p>'
-                 f"{left_out}</section>")
+        h.append("</section>")
         return "".join(h)
-    h.append(left_out)
     for config, sub in df.groupby("_config", sort=True):
         label = str(sub["_config_label"].iloc[0])
         if df["_config"].nunique() > 1:
@@ -207,8 +200,8 @@ def section_fanout(v: RunView) -> str:
             for acks, part in sub.groupby("_acks", sort=True):
                 full = f"{title} vs consumers, acks {acks}"
                 svg, emu = _fanout_chart(part, metric, f"{full} ({unit})", unit, with_min)
-                h.append(_figure(_emu_caption(f"{full} ({unit})", emu), emu, svg,
-                                 attrs=f' data-acks="{esc(acks)}" data-config="{esc(config)}"'))
+                h.append(figure(f' data-acks="{esc(acks)}" data-config="{esc(config)}"',
+                                esc(f"{full} ({unit})") + emu_mark(emu), emu, svg))
             h.append("</div>")
     h.append("</section>")
     return "".join(h)
@@ -224,12 +217,11 @@ def section_throughput(v: RunView) -> str:
          f'<p class="note">{esc(E2E_NOTE)} Knee: the first target rate whose e2e p99 exceeds '
          f"{KNEE_FACTOR:g}× the p99 of the lowest rate. Undefined percentiles are not "
          "plotted.</p>"]
-    df, left_out = _unpaused(_cells(v))
+    df, said = _unpaused(v)
+    h.append(said)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p>'
-                 f"{left_out}</section>")
+        h.append("</section>")
         return "".join(h)
-    h.append(left_out)
     knees: list[str] = []
     h.append('<div class="charts">')
     for (config, acks, consumers), part in df.groupby(["_config", "_acks", "_consumers"],
@@ -237,15 +229,15 @@ def section_throughput(v: RunView) -> str:
         part = part.sort_values("_rate")
         achieved = numbers(part, "achieved_rate_msgs_per_s")
         x = [a if a is not None else r for a, r in zip(
-            (_value(a) for a in achieved), (float(r) for r in part["_rate"]), strict=True)]
+            (as_float(a) for a in achieved), (float(r) for r in part["_rate"]), strict=True)]
         series = []
         for col, name, dashed in (("e2e_p50_ms", "e2e p50 (corrected)", False),
                                   ("e2e_p99_ms", "e2e p99 (corrected)", False),
                                   ("service_e2e_p99_ms", "service p99 (from send)", True)):
-            ys = [_value(y) for y in numbers(part, col)]
+            ys = [as_float(y) for y in numbers(part, col)]
             series.append(XYSeries(name, list(zip(x, ys, strict=True)),
                                    emulator=bool(part["_emu"].any()), dashed=dashed))
-        p99s = [_value(y) for y in numbers(part, "e2e_p99_ms")]
+        p99s = [as_float(y) for y in numbers(part, "e2e_p99_ms")]
         knee = knee_index([float(r) for r in part["_rate"]], p99s)
         marks = []
         label = str(part["_config_label"].iloc[0])
@@ -257,9 +249,9 @@ def section_throughput(v: RunView) -> str:
         title = f"Latency vs achieved rate, {who}"
         emu = bool(part["_emu"].any())
         svg = svg_xy_chart(title, series, "achieved msgs/s", "ms", marks=marks)
-        h.append(_figure(_emu_caption(f"{title} — {label}", emu), emu, svg,
-                         attrs=f' data-knee="{"yes" if knee is not None else "no"}" '
-                               f'data-config="{esc(config)}"'))
+        h.append(figure(f' data-knee="{"yes" if knee is not None else "no"}" '
+                        f'data-config="{esc(config)}"',
+                        esc(f"{title} — {label}") + emu_mark(emu), emu, svg))
     h.append("</div>")
     h.append(f'<p class="knees">Knee: {esc("; ".join(knees))}.</p>' if knees
              else '<p class="knees">No knee: e2e p99 stayed within '
@@ -293,7 +285,7 @@ def _lag_series(samples: pd.DataFrame, emu: bool) -> list[XYSeries]:
         for c in consumers:
             one = samples[samples["_c"] == c]
             out.append(XYSeries(f"consumer {int(c)} lag", [
-                (float(t), _value(y)) for t, y in zip(one["_t"], one["_lag"], strict=True)],
+                (float(t), as_float(y)) for t, y in zip(one["_t"], one["_lag"], strict=True)],
                 emulator=emu))
     else:
         # Samples of different consumers are taken at nearly the same times: bin by second.
@@ -301,11 +293,11 @@ def _lag_series(samples: pd.DataFrame, emu: bool) -> list[XYSeries]:
         g = binned.groupby("_bin")["_lag"]
         for name, agg in (("max", g.max()), ("median", g.median()), ("min", g.min())):
             out.append(XYSeries(f"lag, {name} over {len(consumers)} consumers",
-                                [(float(t), _value(y)) for t, y in agg.items()], emulator=emu))
+                                [(float(t), as_float(y)) for t, y in agg.items()], emulator=emu))
     if samples["_backlog"].notna().any():
         b = samples.assign(_bin=samples["_t"].round(0)).groupby("_bin")["_backlog"].max()
         out.append(XYSeries("client backlog (acked − received), max", [
-            (float(t), _value(y)) for t, y in b.items()], emulator=emu, dashed=True))
+            (float(t), as_float(y)) for t, y in b.items()], emulator=emu, dashed=True))
     return out
 
 
@@ -339,14 +331,11 @@ def section_lag(v: RunView, tables: LoadTables) -> str:
         title = f"Lag, {cell_label(r)}"
         svg = svg_xy_chart(title, _lag_series(samples, emu), "s since start", "msgs",
                            spans=spans)
-        peak = as_float(r.get("lag_peak_msgs"))
-        drain = as_float(r.get("time_to_drain_s"))
-        rate = as_float(r.get("drain_rate_msgs_per_s"))
-        peak_text = MISSING if peak is None else f"{int(peak):,}"
-        facts = (f'<p class="note">peak {esc(peak_text)} msgs; time to drain '
-                 f"{esc(fmt_num(drain))} s; drain rate {esc(fmt_num(rate))} msgs/s</p>")
-        h.append(_figure(_emu_caption(f"{title} — {r['_config_label']}", emu), emu, svg,
-                         facts, attrs=f' data-cell="{esc(r.get("cell_id"))}"'))
+        facts = (f'<p class="note">peak {esc(fmt_count(r.get("lag_peak_msgs")))} msgs; '
+                 f'time to drain {esc(fmt_num(r.get("time_to_drain_s")))} s; drain rate '
+                 f'{esc(fmt_num(r.get("drain_rate_msgs_per_s")))} msgs/s</p>')
+        h.append(figure(f' data-cell="{esc(r.get("cell_id"))}"',
+                        esc(f"{title} — {r['_config_label']}") + emu_mark(emu), emu, svg, facts))
         drawn += 1
     h.append("</div>")
     if drawn < len(df):
@@ -386,8 +375,7 @@ def _cell_value(r: Any, key: str, kind: str) -> str:
         return percentile_cell(value, None if as_float(value) is not None
                                else percentile_reason(r, key))
     if kind == "count":
-        f = as_float(value)
-        return esc(MISSING if f is None else f"{int(f):,}")
+        return count_cell(value)
     return esc(fmt_num(value))
 
 
@@ -403,7 +391,7 @@ def section_cells(v: RunView, tables: LoadTables) -> str:
     h = ['<section id="cells"><h2>4. Cells</h2>']
     df = _cells(v)
     if df.empty:
-        h.append('<p class="empty">No load aggregates for this run.</p></section>')
+        h.append(f"{_NO_CELLS}</section>")
         return "".join(h)
     emu_any = bool(df["_emu"].any())
     head = ('<th class="t">cell_id</th><th class="t">client</th><th class="t">payload</th>'
@@ -415,7 +403,7 @@ def section_cells(v: RunView, tables: LoadTables) -> str:
     for _, r in df.iterrows():
         emu = bool(r["_emu"])
         flavor = "" if is_missing(r.get("cluster_flavor")) else str(r.get("cluster_flavor"))
-        broker = esc(flavor) + (f" {emu_span()}" if emu else "")
+        broker = esc(flavor) + emu_mark(emu)
         parts = as_float(r.get("partitions"))
         cls = ' class="bound"' if as_bool(r.get("client_bound")) else ""
         rows.append(
@@ -428,11 +416,9 @@ def section_cells(v: RunView, tables: LoadTables) -> str:
             f'<td class="t">{_status(r)}</td><td class="t">{broker}</td>'
             + "".join(f"<td>{_cell_value(r, k, kind)}</td>" for k, kind in CELL_COLUMNS)
             + "</tr>")
-    cap = "Load cells (keys as in <code>kafkalab load --json</code>; ms, msgs/s, %)"
-    if emu_any:
-        cap += f" {emu_span()}"
-    h.append(f'<div class="scroll"><table class="load-cells"><caption>{cap}</caption>'
-             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    cap = ("Load cells (keys as in <code>kafkalab load --json</code>; ms, msgs/s, %)"
+           + emu_mark(emu_any))
+    h.append(scroll_table("load-cells", cap, head, "".join(rows)))
     h.extend(f'<p class="note">{esc(n)}</p>' for n in (
         FLAGS_NOTE, E2E_NOTE, "n<100 / n<1000: too few messages for that percentile (p99 needs "
         "100, p99.9 needs 1,000 in the pooled population); never plotted nor drift-checked."))
@@ -474,8 +460,6 @@ def _failing_consumers(tables: LoadTables, cells: pd.DataFrame) -> str:
 
 def load_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a load run's page (the caller adds the banners)."""
-    from kafkalab.report.sections import section_checks
-
     tables = v.load or LoadTables()
     return (section_fanout(v) + section_throughput(v) + section_lag(v, tables)
             + section_cells(v, tables) + section_checks(v, page_dir))

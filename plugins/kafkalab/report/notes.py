@@ -4,7 +4,8 @@
   and chart that shows REST and Kafka side by side;
 * which settings a cell actually used (:func:`settings_text`): Kafka's tool applies its own
   (hard-coded ``linger.ms=0`` and ``fetch.max.wait.ms=0``), not the profile's;
-* undefined percentiles (:func:`percentile_cell`): ``n<100`` or ``censored``, never a number;
+* undefined percentiles (:func:`percentile_cell`): ``n<100`` or ``censored``, never a number
+  (a missing count, :func:`count_cell`, likewise says why where it is known);
 * the closed loop's message rate (:data:`MESSAGE_RATE_NOTE`): ≈ 1 / mean latency, not capacity.
 
 Pure functions of their arguments, returning escaped HTML or plain text.
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalab.catalog import SCENARIOS, scenario_spec
-from kafkalab.report.format import MISSING, esc, fmt_num
+from kafkalab.report.format import MISSING, esc, fmt_count, fmt_num
 from kafkalab.values import as_float, is_missing
 
 TOOL_HARD_CODED: dict[str, str] = {"linger.ms": "0", "fetch.max.wait.ms": "0"}
@@ -147,6 +148,14 @@ def percentile_cell(value: Any, reason: str | None) -> str:
     return esc(MISSING)
 
 
+def count_cell(value: Any, reason: str | None = None) -> str:
+    """A table cell's text for a count: ``1,234``, else why it is missing (``reason``, as
+    :func:`percentile_cell` shows it), else ``—``."""
+    if as_float(value) is not None:
+        return esc(fmt_count(value))
+    return percentile_cell(None, reason)
+
+
 def ci_cell(low: Any, high: Any) -> str:
     """A 95 % interval ``lo–hi``; with one end open (too few values, or censored) the
     one-sided bound it still gives: ``≥ lo`` or ``≤ hi``."""
@@ -168,6 +177,7 @@ __all__ = [
     "SETTINGS_SHOWN",
     "TOOL_HARD_CODED",
     "ci_cell",
+    "count_cell",
     "is_tool",
     "measures_note",
     "mixes_rest_and_kafka",

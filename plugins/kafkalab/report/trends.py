@@ -42,12 +42,15 @@ from kafkalab.report.charts import (
 from kafkalab.report.data import (
     RunView,
     emulator_mask,
+    is_schema_v2,
     numbers,
     parse_percentile_note,
+    percentile_reasons,
     strings,
 )
-from kafkalab.report.format import emu_banner, emu_span, esc, fmt_num
-from kafkalab.report.notes import MEASURES_SHORT, measures_note, mixes_rest_and_kafka
+from kafkalab.report.format import emu_span, esc, fmt_num
+from kafkalab.report.notes import MEASURES_SHORT, is_tool, measures_note, mixes_rest_and_kafka
+from kafkalab.report.page_parts import figure, key_part, scenario_rank
 from kafkalab.report.spectrum import (
     MAX_RUNS,
     SPECTRUM_MIN_SAMPLES,
@@ -56,6 +59,7 @@ from kafkalab.report.spectrum import (
     nines,
     read_spectrum,
 )
+from kafkalab.run_ids import run_id_time
 from kafkalab.values import as_bool, as_float, is_missing
 
 TREND_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -76,6 +80,13 @@ split over numbered charts."""
 
 TOOL_MARK = " † tool"
 """Appended to the name of a series of Kafka's tool's own printed figures."""
+
+TREND_SERIES_EXTRAS: tuple[tuple[str, str], ...] = (
+    ("workload", "{}"), ("payload_encoding", "{}"), ("broker_count", "{} broker(s)"),
+    ("planned_messages", "n={}"),
+)
+"""Series facts added to a trend line's name when they differ between runs (a nightly
+raw 1 MB run and a seed 000 base64 1 MB run are different series, never one line)."""
 
 
 # --------------------------------------------------------------------------- x axis
@@ -103,7 +114,78 @@ def night_labels(v: RunView, runs: list[str]) -> tuple[list[str], list[str]]:
     return labels, tips
 
 
+def run_labels(order: list[str], history: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Short x labels for run ids (``11-05 01:02`` from the id's timestamp, else the id
+    shortened, prefixed by its run date), and the full ids as their hover titles."""
+    dates: dict[str, str] = {}
+    if "run_date" in history.columns:
+        for rid, d in zip(history["run_id"].astype(str), history["run_date"], strict=False):
+            if not is_missing(d):
+                dates.setdefault(rid, str(d)[:10])
+    labels = []
+    for rid in order:
+        started = run_id_time(rid)
+        if started is not None:
+            labels.append(started.strftime("%m-%d %H:%M"))
+        elif rid in dates:
+            labels.append(f"{dates[rid][5:]} {rid if len(rid) <= 14 else rid[:13] + '…'}")
+        else:
+            labels.append(rid if len(rid) <= 14 else rid[:13] + "…")
+    return labels, list(order)
+
+
 # --------------------------------------------------------------------------- series
+
+
+def series_label(scenario: str, client: str, payload: str, profile: str,
+                 extras: tuple[str, ...] = ()) -> str:
+    """``scenario[/client] payload profile [extras]`` (the client only when it differs;
+    Kafka's tool without a profile: it applies its own settings)."""
+    who = scenario if client in ("", scenario) else f"{scenario}/{client}"
+    prof = "" if is_tool(scenario) else profile
+    return " ".join(p for p in (who, payload, prof, *extras) if p)
+
+
+def _trend_labels(df: pd.DataFrame) -> list[str]:
+    """Each row's line name: its cell, plus the series facts (:data:`TREND_SERIES_EXTRAS`)
+    that differ between the runs of that cell, so rows of different series never share a
+    line. A fact a row of aggregates schema 1 lacks is named ``(older schema)``."""
+    base = [series_label(a, b, c, d) for a, b, c, d in zip(
+        strings(df, "scenario"), strings(df, "client"), strings(df, "payload"),
+        strings(df, "profile"), strict=True)]
+    base_s = pd.Series(base, index=df.index)
+    old = ~is_schema_v2(df)
+    extras: list[list[str]] = [[] for _ in base]
+    older = [False] * len(base)
+    for col, fmt in TREND_SERIES_EXTRAS:
+        if col not in df.columns:
+            continue
+        values = df[col].map(key_part)
+        varies = values.groupby(base_s).transform("nunique") > 1
+        for i, (idx, value) in enumerate(values.items()):
+            if not varies[idx]:
+                continue
+            if value:
+                extras[i].append(fmt.format(value))
+            elif old[idx]:
+                older[i] = True
+    return [" ".join([b, *x, *(["(older schema)"] if o else [])])
+            for b, x, o in zip(base, extras, older, strict=True)]
+
+
+def _undefined_in_run(rows: pd.DataFrame, metric: str) -> str:
+    """``p99 undefined in 3 cell(s) of this run (n<100: 3)`` for a percentile metric, or ``""``."""
+    name = metric.rsplit("_", 1)[-1]
+    if not metric.startswith("e2e_latency_ms_p") or rows.empty:
+        return ""
+    reasons = [r.get(name) for r in percentile_reasons(rows) if r.get(name)]
+    if not reasons:
+        return ""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        counts[reason] = counts.get(reason, 0) + 1
+    why = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+    return f"{name} undefined in {len(reasons)} cell(s) of this run ({why}): not plotted."
 
 
 def _key_column(df: pd.DataFrame) -> pd.Series:
@@ -229,8 +311,6 @@ def _metric_series(v: RunView, sub: pd.DataFrame, metric: str, tool_col: str | N
 
 def _prepare(v: RunView) -> pd.DataFrame:
     """The history rows with the columns the charts group by."""
-    from kafkalab.report.sections import _trend_labels, scenario_rank
-
     df = v.history.copy()
     df["_rid"] = df["run_id"].astype(str)
     df["_label"] = _trend_labels(df)
@@ -241,13 +321,53 @@ def _prepare(v: RunView) -> pd.DataFrame:
     return df
 
 
+def _metric_figures(v: RunView, panel: pd.DataFrame, key: str, head: str,
+                    trend: tuple[str, str, str, str | None], flags: set[tuple[str, str, bool]],
+                    recs: dict[tuple[str, bool], dict[str, Any]]) -> tuple[list[str], str]:
+    """The figures of one metric of :data:`TREND_METRICS` (``trend``) in the payload panel
+    ``panel`` (its lines over :data:`MAX_SERIES` are split over numbered charts), each with
+    its change points and why this run's value is not plotted; or no figure and why (``no
+    defined value``)."""
+    metric, title, unit, tool_col = trend
+    in_run = panel[panel["_rid"] == v.run_id]
+    undefined = " ".join(x for x in (
+        _undefined_in_run(in_run, metric),
+        tool_undefined_in_run(in_run, tool_col) if tool_col else "") if x)
+    has = numbers(panel, metric).notna()
+    if tool_col:
+        has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
+    sub = panel[has]
+    if sub.empty:
+        return [], f"{title}: no defined value." + (f" {undefined}" if undefined else "")
+    runs = [r for r in v.order if r in set(sub["_rid"])]
+    labels, tips = night_labels(v, runs)
+    series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
+    chunks = _chunks(list(range(len(series))), MAX_SERIES)
+    mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
+    figures = []
+    for chunk in chunks:
+        part = [series[i] for i in chunk]
+        suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
+                  if len(chunks) > 1 else "")
+        svg = svg_line_chart(
+            f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
+            note=MEASURES_SHORT if mixed else "",
+            marks=[m for i in chunk for m in marks[i]], x_title="night measured")
+        notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
+                        for i in chunk for x in said[i])
+        if undefined:
+            notes += f'<p class="note">{esc(undefined)}</p>'
+        figures.append(figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
+                              f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
+                              any(s.emulator for s in part), svg, notes))
+    return figures, ""
+
+
 def section_time_series(v: RunView) -> str:
     """(2) Per payload size, one chart per metric of :data:`TREND_METRICS` over the nights
     measured up to this run: a line per series (the median of its rows in a run; Kafka's
     tool from its own figures), baseline bands, drift markers and change points. Undefined
     percentiles are gaps, never points."""
-    from kafkalab.report.sections import _figure, _undefined_in_run
-
     h = ['<section id="trends"><h2>2. Trends across runs</h2>']
     if v.history.empty:
         h.append('<p class="empty">No aggregates yet: nothing to plot.</p></section>')
@@ -269,40 +389,12 @@ def section_time_series(v: RunView) -> str:
         h.append(f'<div class="payload-panel" data-payload="{esc(key)}">'
                  f"<h3>Payload {esc(head)}</h3><div class=\"charts\">")
         skipped: list[str] = []
-        for metric, title, unit, tool_col in TREND_METRICS:
-            in_run = panel[panel["_rid"] == v.run_id]
-            undefined = " ".join(x for x in (
-                _undefined_in_run(in_run, metric),
-                tool_undefined_in_run(in_run, tool_col) if tool_col else "") if x)
-            has = numbers(panel, metric).notna()
-            if tool_col:
-                has |= numbers(panel, tool_col).notna() & panel["_scenario"].eq("jvm-e2e")
-            sub = panel[has]
-            if sub.empty:
-                skipped.append(f"{title}: no defined value." + (f" {undefined}" if undefined
-                                                                 else ""))
-                continue
-            runs = [r for r in v.order if r in set(sub["_rid"])]
-            labels, tips = night_labels(v, runs)
-            series, marks, said = _metric_series(v, sub, metric, tool_col, runs, flags, recs)
-            chunks = _chunks(list(range(len(series))), MAX_SERIES)
-            mixed = mixes_rest_and_kafka(sub["_scenario"].unique())
-            for chunk in chunks:
-                part = [series[i] for i in chunk]
-                suffix = (f" — series {chunk[0] + 1}–{chunk[-1] + 1} of {len(series)}"
-                          if len(chunks) > 1 else "")
-                svg = svg_line_chart(
-                    f"{title} ({unit}) · {head}{suffix}", labels, part, unit, x_titles=tips,
-                    note=MEASURES_SHORT if mixed else "",
-                    marks=[m for i in chunk for m in marks[i]], x_title="night measured")
-                notes = "".join(f'<p class="note change-points">Change point: {esc(x)}.</p>'
-                                for i in chunk for x in said[i])
-                if undefined:
-                    notes += f'<p class="note">{esc(undefined)}</p>'
-                h.append(_figure(f' data-metric="{esc(metric)}" data-payload="{esc(key)}"',
-                                 f"{esc(title)} ({esc(unit)}) — {esc(head)}{esc(suffix)}",
-                                 any(s.emulator for s in part), svg, notes))
-                any_chart = True
+        for trend in TREND_METRICS:
+            figures, why_none = _metric_figures(v, panel, key, head, trend, flags, recs)
+            h.extend(figures)
+            any_chart |= bool(figures)
+            if why_none:
+                skipped.append(why_none)
         h.append("</div>")
         h.extend(f'<p class="note">{esc(x)}</p>' for x in skipped)
         h.append("</div>")
@@ -470,9 +562,8 @@ def _spectrum_chart(v: RunView, cell: tuple[str, str, str]) -> str:
     svg = svg_xy_chart(f"Latency by percentile — {title}", series, "percentile (nines)",
                        "ms", x_ticks=_NINES_TICKS)
     note = "".join(f'<p class="note spectrum-n">{esc(x)}</p>' for x in lines)
-    banner = emu_banner() if emulator else ""
-    return (f'<figure class="spectrum" data-cell="{esc("|".join(cell))}"><figcaption>'
-            f"Percentile spectrum: {esc(title)}</figcaption>{note}{banner}{svg}</figure>")
+    return figure(f' class="spectrum" data-cell="{esc("|".join(cell))}"',
+                  f"Percentile spectrum: {esc(title)}", emulator, svg, note)
 
 
 def section_spectrum(v: RunView) -> str:
@@ -509,5 +600,16 @@ def _bytes_of(rows: pd.DataFrame, payload: str) -> Any:
     return None if vals.empty or is_missing(vals.iloc[0]) else float(vals.iloc[0])
 
 
-__all__ = ["MAX_SERIES", "TREND_METRICS", "night_label", "night_labels", "section_spectrum",
-           "section_time_series", "tool_spectrum", "tool_undefined_in_run"]
+__all__ = [
+    "MAX_SERIES",
+    "TREND_METRICS",
+    "TREND_SERIES_EXTRAS",
+    "night_label",
+    "night_labels",
+    "run_labels",
+    "section_spectrum",
+    "section_time_series",
+    "series_label",
+    "tool_spectrum",
+    "tool_undefined_in_run",
+]

@@ -1,9 +1,11 @@
-"""The HTML sections of a run's page, and the overview's table of runs.
+"""The sections of a latency run's page.
 
-A run page has five sections: (1) the latest run's table with baselines, changes and 95 %
-intervals, (2) time series across runs and the percentile spectrum per cell (:mod:`kafkalab.report.trends`), (3) HTTP vs Kafka clients vs Kafka's tool by payload,
-(4) first-message delay, (5) the run's state, validation and drift flags. Each is a function
-of a :class:`~kafkalab.report.data.RunView` returning HTML text; none reads a file.
+A latency run page has five sections: (1) the latest run's table with baselines, changes
+and 95 % intervals, (2) time series across runs and (2b) the percentile spectrum per cell
+(:mod:`kafkalab.report.trends`), (3) HTTP vs Kafka clients vs Kafka's tool by payload,
+(4) first-message delay, (5) the run's state, validation and drift flags
+(:mod:`kafkalab.report.checks_section`). Each is a function of a
+:class:`~kafkalab.report.data.RunView` returning HTML text; none reads a file.
 
 What every figure is, said where it is shown (:mod:`kafkalab.report.notes`): a table or chart
 that puts REST and Kafka side by side carries the line saying what each one's e2e measures;
@@ -15,9 +17,6 @@ they are separate rows, lines and bars, and the emulator ones carry the label.
 
 from __future__ import annotations
 
-import importlib
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +24,22 @@ import pandas as pd
 
 from kafkalab.catalog import SCENARIOS, scenario_spec
 from kafkalab.drift import SERIES_COLUMNS, records_to_dicts
-from kafkalab.kinds import RunKind
 from kafkalab.report.charts import PALETTE, BarSeries, svg_bar_chart
+from kafkalab.report.checks_section import section_checks
 from kafkalab.report.data import (
-    RunSummary,
     RunView,
     emulator_mask,
-    is_schema_v2,
     numbers,
     parse_percentile_note,
     percentile_reasons,
     strings,
 )
-from kafkalab.report.format import MISSING, emu_banner, emu_span, esc, fmt_num, fmt_pct, rel_href
+from kafkalab.report.format import MISSING, emu_mark, esc, fmt_num, fmt_pct
 from kafkalab.report.notes import (
     MEASURES_SHORT,
     MESSAGE_RATE_NOTE,
     ci_cell,
+    count_cell,
     is_tool,
     measures_note,
     mixes_rest_and_kafka,
@@ -51,16 +49,9 @@ from kafkalab.report.notes import (
     settings_text,
     settings_title,
 )
-from kafkalab.run_ids import run_id_time
-from kafkalab.store import LabData
+from kafkalab.report.page_parts import figure, key_part, scenario_rank, scroll_table
+from kafkalab.report.trends import section_spectrum, section_time_series
 from kafkalab.values import as_float, is_missing
-
-TREND_SERIES_EXTRAS: tuple[tuple[str, str], ...] = (
-    ("workload", "{}"), ("payload_encoding", "{}"), ("broker_count", "{} broker(s)"),
-    ("planned_messages", "n={}"),
-)
-"""Series facts added to a trend line's name when they differ between runs (a nightly
-raw 1 MB run and a seed 000 base64 1 MB run are different series, never one line)."""
 
 BAR_COLORS = {
     "rest": "#4c78a8", "kafka-python": "#f58518", "confluent-kafka": "#54a24b",
@@ -85,32 +76,10 @@ TOOL_NOTE = ("† printed by Kafka's EndToEndLatency tool: whole, truncated ms, 
              "counterpart.")
 
 
-def scenario_rank(name: Any) -> int:
-    """Where a scenario sorts: the catalog's order (the serial harness beside the tool),
-    unknown names last."""
-    return SCENARIOS.index(name) if name in SCENARIOS else len(SCENARIOS)
-
-
 def scenario_label(name: str) -> str:
     """A scenario's name in the comparison (``HTTP (rest)``): the catalog's label; a name
     the catalog does not know (an old run's) is shown as it is."""
     return scenario_spec(name).display_name if name in SCENARIOS else name
-
-
-def series_label(scenario: str, client: str, payload: str, profile: str,
-                 extras: tuple[str, ...] = ()) -> str:
-    """``scenario[/client] payload profile [extras]`` (the client only when it differs;
-    Kafka's tool without a profile: it applies its own settings)."""
-    who = scenario if client in ("", scenario) else f"{scenario}/{client}"
-    prof = "" if is_tool(scenario) else profile
-    return " ".join(p for p in (who, payload, prof, *extras) if p)
-
-
-def _figure(attrs: str, caption: str, emulator: bool, svg: str, note: str = "") -> str:
-    """A chart in a ``<figure>`` with its caption, the what-it-measures line when it applies
-    (``note``, HTML) and the emulator banner when it applies."""
-    banner = emu_banner() if emulator else ""
-    return f"<figure{attrs}><figcaption>{caption}</figcaption>{note}{banner}{svg}</figure>"
 
 
 def _cells(rows: pd.DataFrame) -> pd.DataFrame:
@@ -128,18 +97,6 @@ def _cells(rows: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _key_part(value: Any) -> str:
-    """One part of a series key, the same whether read from aggregates or drift records."""
-    if is_missing(value) or value == "":
-        return ""
-    if isinstance(value, bool):
-        return str(value)
-    f = as_float(value)
-    if f is not None and not isinstance(value, str):
-        return str(int(f)) if f.is_integer() else repr(f)
-    return str(value)
-
-
 def _series_columns(records: pd.DataFrame) -> list[str]:
     """The series columns the drift records carry (older records carry fewer)."""
     return [c for c in SERIES_COLUMNS if c in records.columns]
@@ -147,7 +104,7 @@ def _series_columns(records: pd.DataFrame) -> list[str]:
 
 def _series_of(row: Any, cols: list[str], emulator: bool) -> tuple[tuple[str, ...], bool]:
     """The series of an aggregate row or drift record (``row.get`` by column) and broker kind."""
-    return tuple(_key_part(row.get(c)) for c in cols), bool(emulator)
+    return tuple(key_part(row.get(c)) for c in cols), bool(emulator)
 
 
 def _drift_by_series(records: pd.DataFrame) -> dict[tuple[tuple[str, ...], bool, str],
@@ -169,12 +126,6 @@ def _change_cell(rec: dict[str, Any]) -> str:
 
 def _num_cell(value: Any) -> str:
     return f"<td>{esc(fmt_num(value))}</td>"
-
-
-def _count(value: Any) -> str:
-    """A count: ``1,000``; ``—`` when missing."""
-    f = as_float(value)
-    return MISSING if f is None else f"{int(f):,}"
 
 
 _LATEST_HEAD = (
@@ -211,18 +162,18 @@ def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[s
         p50 = f"{esc(fmt_num(r.get('tool_p50_ms')))}†"
         p99 = f"{percentile_cell(r.get('tool_p99_ms'), tool_reasons.get('p99'))}†"
         ci50 = ci99 = esc(MISSING)
-        n = esc(_count(r.get("tool_messages")))  # the messages it timed, warm-up included
+        n = count_cell(r.get("tool_messages"))  # the messages it timed, warm-up included
     else:
         p50 = percentile_cell(r.get("e2e_latency_ms_p50"), reasons.get("p50"))
         p99 = percentile_cell(r.get("e2e_latency_ms_p99"), reasons.get("p99"))
         ci50 = ci_cell(r.get("e2e_latency_ms_p50_ci_low"), r.get("e2e_latency_ms_p50_ci_high"))
         ci99 = ci_cell(r.get("e2e_latency_ms_p99_ci_low"), r.get("e2e_latency_ms_p99_ci_high"))
-        n = esc(_count(r.get("sent_count")))
+        n = count_cell(r.get("sent_count"))
     rest = scenario_kind(r["_scenario"]) == "rest"
     publish = ('<td class="na" title="REST has no broker ack: its round trip is rt">n/a</td>'
                if rest else _num_cell(r.get("publish_latency_ms_p50")))
     flavor = r.get("cluster_flavor", "")
-    broker = esc("" if is_missing(flavor) else flavor) + (" " + emu_span() if emu else "")
+    broker = esc("" if is_missing(flavor) else flavor) + emu_mark(emu)
     settings = settings_text(r.get("client_settings"), r["_scenario"])
     title = settings_title(r.get("client_settings"))
     loop = _text(r.get("loop_mode")) or MISSING
@@ -241,7 +192,7 @@ def _latest_row(r: pd.Series, base: dict[Any, dict[str, Any]], base_cols: list[s
         f"<td>{esc(b99.get('baseline_runs', b50.get('baseline_runs', 0)))}</td>"
         f"{publish}{_num_cell(r.get('round_trip_ms_p50'))}"
         f"{_num_cell(r.get('message_rate_per_s'))}"
-        f"<td>{esc(_count(r.get('lost_count')))}</td><td>{esc(_count(r.get('error_count')))}</td>"
+        f"<td>{count_cell(r.get('lost_count'))}</td><td>{count_cell(r.get('error_count'))}</td>"
         "</tr>"
     )
     return row, tool
@@ -261,90 +212,22 @@ def section_latest(v: RunView) -> str:
     flag_cols = _series_columns(v.drift_records)  # stored records may carry fewer
     flagged = {_series_of(r, flag_cols, bool(r.get("broker_is_emulator")))
                for r in records_to_dicts(v.drift_records) if r.get("is_drift")}
-    caption = "Latency of each cell (ms); baseline = median of the previous comparable runs"
-    if df["_emu"].any():
-        caption += f" {emu_span()}"
+    caption = ("Latency of each cell (ms); baseline = median of the previous comparable runs"
+               + emu_mark(bool(df["_emu"].any())))
     h.append(measures_note(df["_scenario"]))
-    h.append('<div class="scroll">')
-    h.append(f'<table class="latest"><caption>{caption}</caption><thead><tr>{_LATEST_HEAD}'
-             "</tr></thead><tbody>")
+    rows = []
     tool_note = False
     for _, r in df.iterrows():
         row, tool = _latest_row(r, base, base_cols, flagged, flag_cols)
         tool_note |= tool
-        h.append(row)
-    h.append("</tbody></table></div>")
+        rows.append(row)
+    h.append(scroll_table("latest", caption, _LATEST_HEAD, "".join(rows)))
     notes = [UNDEFINED_NOTE, CI_NOTE, MESSAGE_RATE_NOTE]
     if tool_note:
         notes.insert(0, TOOL_NOTE)
     h.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
     h.append("</section>")
     return "".join(h)
-
-
-# --------------------------------------------------------------------------- (2) trends
-
-
-def run_labels(order: list[str], history: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Short x labels for run ids (``11-05 01:02`` from the id's timestamp, else the id
-    shortened, prefixed by its run date), and the full ids as their hover titles."""
-    dates: dict[str, str] = {}
-    if "run_date" in history.columns:
-        for rid, d in zip(history["run_id"].astype(str), history["run_date"], strict=False):
-            if not is_missing(d):
-                dates.setdefault(rid, str(d)[:10])
-    labels = []
-    for rid in order:
-        started = run_id_time(rid)
-        if started is not None:
-            labels.append(started.strftime("%m-%d %H:%M"))
-        elif rid in dates:
-            labels.append(f"{dates[rid][5:]} {rid if len(rid) <= 14 else rid[:13] + '…'}")
-        else:
-            labels.append(rid if len(rid) <= 14 else rid[:13] + "…")
-    return labels, list(order)
-
-
-def _trend_labels(df: pd.DataFrame) -> list[str]:
-    """Each row's line name: its cell, plus the series facts (:data:`TREND_SERIES_EXTRAS`)
-    that differ between the runs of that cell, so rows of different series never share a
-    line. A fact a row of aggregates schema 1 lacks is named ``(older schema)``."""
-    base = [series_label(a, b, c, d) for a, b, c, d in zip(
-        strings(df, "scenario"), strings(df, "client"), strings(df, "payload"),
-        strings(df, "profile"), strict=True)]
-    base_s = pd.Series(base, index=df.index)
-    old = ~is_schema_v2(df)
-    extras: list[list[str]] = [[] for _ in base]
-    older = [False] * len(base)
-    for col, fmt in TREND_SERIES_EXTRAS:
-        if col not in df.columns:
-            continue
-        values = df[col].map(_key_part)
-        varies = values.groupby(base_s).transform("nunique") > 1
-        for i, (idx, value) in enumerate(values.items()):
-            if not varies[idx]:
-                continue
-            if value:
-                extras[i].append(fmt.format(value))
-            elif old[idx]:
-                older[i] = True
-    return [" ".join([b, *x, *(["(older schema)"] if o else [])])
-            for b, x, o in zip(base, extras, older, strict=True)]
-
-
-def _undefined_in_run(rows: pd.DataFrame, metric: str) -> str:
-    """``p99 undefined in 3 cell(s) of this run (n<100: 3)`` for a percentile metric, or ``""``."""
-    name = metric.rsplit("_", 1)[-1]
-    if not metric.startswith("e2e_latency_ms_p") or rows.empty:
-        return ""
-    reasons = [r.get(name) for r in percentile_reasons(rows) if r.get(name)]
-    if not reasons:
-        return ""
-    counts: dict[str, int] = {}
-    for reason in reasons:
-        counts[reason] = counts.get(reason, 0) + 1
-    why = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
-    return f"{name} undefined in {len(reasons)} cell(s) of this run ({why}): not plotted."
 
 
 # --------------------------------------------------------------------------- (3) comparison
@@ -399,7 +282,7 @@ def _comparison_profile(sub: pd.DataFrame, profile: str) -> str:
         if tool:
             tool_settings.append(settings)
         loop = _text(part["loop_mode"].iloc[0]) if "loop_mode" in part else ""
-        label = esc(name) + (f" {emu_span()}" if emu else "")
+        label = esc(name) + emu_mark(emu)
         table_rows.append(
             f'<tr><td class="t">{label}</td><td class="t">{esc(loop or MISSING)}</td>'
             f'<td class="t settings" title="{esc(settings_title(raw_settings))}">'
@@ -412,11 +295,11 @@ def _comparison_profile(sub: pd.DataFrame, profile: str) -> str:
     if tool_settings:
         own = (f'<p class="note own">Kafka\'s tool did not apply profile {esc(profile or "—")}: '
                f"it used {esc('; '.join(dict.fromkeys(tool_settings)))}.</p>")
-    h = [_figure(f' data-profile="{esc(profile)}"', esc(title), emu_any,
+    h = [figure(f' data-profile="{esc(profile)}"', esc(title), emu_any,
                  svg_bar_chart(title, payloads, bars, "ms",
                                note=MEASURES_SHORT if mixed else ""),
                  measures_note(scenarios) + own)]
-    cap = f"p50 ms, harness profile {esc(profile or '—')}" + (f" {emu_span()}" if emu_any else "")
+    cap = f"p50 ms, harness profile {esc(profile or '—')}" + emu_mark(emu_any)
     head = "".join(f"<th>{esc(p)}</th>" for p in payloads)
     h.append(f'<table class="comparison"><caption>{cap}</caption><thead><tr>'
              '<th class="t">scenario</th><th class="t">loop</th><th class="t">settings used</th>'
@@ -493,12 +376,12 @@ def section_first_message(v: RunView) -> str:
                   emulator_values=flags),
     ]
     title = "First-message delay by scenario (median, warm probes)"
-    h.append(_figure("", esc(title), emu, svg_bar_chart(title, groups, bars, "ms")))
-    cap = "first-message delay, ms" + (f" {emu_span()}" if emu else "")
+    h.append(figure("", esc(title), emu, svg_bar_chart(title, groups, bars, "ms")))
+    cap = "first-message delay, ms" + emu_mark(emu)
     rows = "".join(
-        f'<tr><td class="t">{esc(who)}{" " + emu_span() if e else ""}</td>'
+        f'<tr><td class="t">{esc(who)}{emu_mark(e)}</td>'
         f"<td>{esc(fmt_num(s))}</td><td>{esc(fmt_num(a))}</td><td>{esc(fmt_num(c))}</td>"
-        f"<td>{esc(_count(n))}</td></tr>"
+        f"<td>{count_cell(n)}</td></tr>"
         for who, s, a, c, n, e in zip(g.index, g["sub"], g["asg"], g["cold"], g["lost"], flags,
                                       strict=True)
     )
@@ -510,242 +393,27 @@ def section_first_message(v: RunView) -> str:
     return "".join(h)
 
 
-# --------------------------------------------------------------------------- (5) checks
-
-
-def _validation(v: RunView, page_dir: Path) -> str:
-    val = v.validation
-    h = []
-    if val is None:
-        h.append('<p class="empty">No validation results for this run.</p>')
-    else:
-        ok = val.get("success")
-        if val.get("unreadable"):
-            h.append('<p class="fail">Validation results file is unreadable.</p>')
-        elif ok is True:
-            h.append('<p class="ok">All expectations passed.</p>')
-        elif ok is False:
-            h.append('<p class="fail">Validation failed.</p>')
-        else:
-            h.append('<p class="empty">Validation outcome unknown.</p>')
-        failed = val.get("failed") or []
-        if isinstance(failed, list) and failed:
-            h.append('<table class="validation"><caption>Failed expectations</caption><thead>'
-                     '<tr><th class="t">suite</th><th class="t">expectation</th>'
-                     '<th class="t">summary</th></tr></thead><tbody>')
-            for f in failed:
-                f = f if isinstance(f, dict) else {"summary": f}
-                summary = f.get("summary")
-                if not isinstance(summary, str):
-                    summary = json.dumps(summary, default=str)
-                h.append(f'<tr><td class="t">{esc(f.get("suite"))}</td>'
-                         f'<td class="t">{esc(f.get("expectation"))}</td>'
-                         f'<td class="t">{esc(summary)}</td></tr>')
-            h.append("</tbody></table>")
-    if v.validation_html is not None:
-        h.append(f'<p><a href="{rel_href(v.validation_html, page_dir)}">Validation report '
-                 "(HTML)</a></p>")
-    return "".join(h)
-
-
-def _drift_flag_row(r: dict[str, Any]) -> str:
-    who = str(r.get("series_key") or "").rsplit("|", 1)[0].replace("|", " ")
-    change = as_float(r.get("change_pct"))
-    z = as_float(r.get("robust_z"))
-    confidence = as_float(r.get("confidence")) or 0.0
-    flavor = str(r.get("cluster_flavor") or "")
-    broker = (emu_span() if r.get("broker_is_emulator")
-              else "HTTP (no broker)" if flavor == "http" else "Kafka")
-    return (f'<tr class="drift"><td class="t">{esc(who)}</td>'
-            f'<td class="t">{esc(r.get("metric"))}</td>'
-            f'<td class="t">{esc(r.get("direction"))}</td>'
-            f"<td>{esc(fmt_num(r.get('baseline_value')))}</td>"
-            f"<td>{esc(fmt_num(r.get('latest_value')))}</td>"
-            f"<td>{esc('from 0' if change is None else fmt_pct(change))}</td>"
-            f"<td>{esc('∞' if z is None else f'{z:.1f}')}</td>"
-            f"<td>{esc(f'{confidence:.2f}')}</td>"
-            f'<td class="t">{esc(r.get("rule") or MISSING)}</td>'
-            f'<td class="t">{esc(r.get("alert_status") or MISSING)}</td>'
-            f'<td class="t">{broker}</td></tr>')
-
-
-def _drift(v: RunView) -> str:
-    h = ["<h3>Drift flags</h3>"]
-    recs = records_to_dicts(v.drift_records)
-    if not v.drift_stored and recs:
-        h.append('<p class="note">Computed when this report was built (no stored drift '
-                 "records for this run).</p>")
-    if not recs:
-        h.append('<p class="empty">No drift records for this run.</p>')
-        return "".join(h)
-    counts: dict[str, int] = {}
-    for r in recs:
-        counts[str(r.get("verdict"))] = counts.get(str(r.get("verdict")), 0) + 1
-    h.append('<p class="verdicts">' + ", ".join(
-        f"{esc(k)}: {n}" for k, n in sorted(counts.items())) + "</p>")
-    flags = [r for r in recs if r.get("is_drift")]
-    if not flags:
-        h.append('<p class="ok">No drift.</p>')
-        return "".join(h)
-    emu = any(r.get("broker_is_emulator") for r in flags)
-    cap = f"{len(flags)} drift flag(s)" + (f" {emu_span()}" if emu else "")
-    h.append(f'<table class="drift-flags"><caption>{cap}</caption><thead><tr>'
-             '<th class="t">series</th><th class="t">metric</th><th class="t">direction</th>'
-             "<th>baseline</th><th>latest</th><th>change</th><th>robust z</th>"
-             '<th>confidence</th><th class="t">rule</th><th class="t">alert</th>'
-             '<th class="t">broker</th></tr></thead><tbody>')
-    h.extend(_drift_flag_row(r) for r in flags)
-    h.append("</tbody></table>")
-    return "".join(h)
-
-
-BAD_STATES = ("stale", "failed", "incomplete")
-"""Run states a page announces in a banner (``running`` is shown, not announced)."""
-
-_OUTPUT_NAMES = {"aggregates": "aggregates", "validation": "validation",
-                 "drift": "drift records", "report": "report page"}
-
-
-def _state_text(state: str) -> str:
-    klass = "fail" if state in BAD_STATES else "ok" if state == "complete" else ""
-    return f'<span class="state {klass}">{esc(state or MISSING)}</span>'
-
-
-def _stale_text(outputs: tuple[str, ...]) -> str:
-    return ", ".join(_OUTPUT_NAMES.get(o, o) for o in outputs)
-
-
-def state_banner(v: RunView) -> str:
-    """The banner at the top of a run's page when its state or outputs are not to be trusted
-    as they are: a stale, failed or incomplete run; outputs not recomputed since a cell was
-    measured again. ``""`` otherwise."""
-    lines = []
-    if v.state in BAD_STATES:
-        why = _reason(v.state, v.state_reason)
-        why = f" ({why})" if why else ""
-        lines.append(f"This run is <strong>{esc(v.state)}</strong>{esc(why)}.")
-    if v.stale_outputs:
-        lines.append(f"Stale outputs: <strong>{esc(_stale_text(v.stale_outputs))}</strong> "
-                     "were computed before a cell of this run was measured again; the figures "
-                     "below may not include the new measurement until they are recomputed.")
-    return f'<div class="state-banner">{" ".join(lines)}</div>' if lines else ""
-
-
-def _reason(state: str, reason: str) -> str:
-    """A state's reason when it says more than the state (``closed complete`` does not)."""
-    return "" if reason in ("", state, f"closed {state}") else reason
-
-
-def _state(v: RunView) -> str:
-    """The run's state and stale outputs, as the checks section shows them."""
-    why = _reason(v.state, v.state_reason)
-    reason = f" — {esc(why)}" if why else ""
-    stale = (f'<p class="fail">Stale outputs: {esc(_stale_text(v.stale_outputs))}.</p>'
-             if v.stale_outputs else '<p class="ok">No stale outputs.</p>'
-             if v.manifest is not None else "")
-    return f"<h3>Run state</h3><p>{_state_text(v.state)}{reason}</p>{stale}"
-
-
-def section_checks(v: RunView, page_dir: Path, number: int = 5, drift: bool = True) -> str:
-    """(5) The run's state and stale outputs, its validation outcome (failed expectations,
-    link to the HTML report) and its drift flags (stored records, or computed now when none
-    are stored); ``drift=False`` for a run kind without drift (a fault run), ``number``:
-    the section's number on its page."""
-    title = "Run state, validation and drift" if drift else "Run state and validation"
-    return (f'<section id="checks"><h2>{number}. {title}</h2>{_state(v)}'
-            f"<h3>Validation</h3>{_validation(v, page_dir)}{_drift(v) if drift else ''}"
-            "</section>")
-
-
-# --------------------------------------------------------------------------- pages' bodies
+# --------------------------------------------------------------------------- the page
 
 
 def latency_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a latency run's page (the caller adds the banners and the settings):
     the latest run's table, the trends, the percentile spectrum, the comparison, the
     first-message delay, the checks."""
-    from kafkalab.report.trends import section_spectrum, section_time_series
-
     return "".join([section_latest(v), section_time_series(v), section_spectrum(v),
                     section_comparison(v), section_first_message(v),
                     section_checks(v, page_dir)])
 
 
-def run_sections(v: RunView, page_dir: Path) -> str:
-    """The body of a run's page (``page_dir`` is where it is written, for relative links):
-    the state banner and the emulator banner when they apply, then the sections of its kind
-    (:attr:`kafkalab.kinds.RunKind.report_sections`: :func:`latency_sections`,
-    :func:`kafkalab.report.load_sections.load_sections`,
-    :func:`kafkalab.report.fault_sections.fault_sections`), then the clients' effective
-    settings (:func:`kafkalab.report.settings_section.settings_section`)."""
-    parts = [state_banner(v)]
-    if v.cluster_is_emulator:
-        parts.append(emu_banner(": this run's broker is an emulator; its latencies say "
-                                "nothing about Kafka."))
-    elif v.emulator:
-        n = int(emulator_mask(v.rows).sum()) if not v.rows.empty else 0
-        unit = "trial(s)" if v.faults is not None else "cell(s)"
-        parts.append(emu_banner(f": {n} {unit} of this run ran on an emulator broker (marked "
-                                "wherever they appear); their latencies say nothing about "
-                                "Kafka."))
-    from kafkalab.report.settings_section import settings_section
-
-    # what each client was given, last on every kind of page ("" when nothing was recorded)
-    parts += [kind_sections(v.kind)(v, page_dir), settings_section(v.manifest or {})]
-    return "".join(parts)
-
-
-def kind_sections(kind: RunKind) -> Callable[[RunView, Path], str]:
-    """The function that draws the sections of a run of ``kind``
-    (:attr:`kafkalab.kinds.RunKind.report_sections`, ``module:function``, imported now)."""
-    module, _, name = kind.report_sections.partition(":")
-    draw: Callable[[RunView, Path], str] = getattr(importlib.import_module(module), name)
-    return draw
-
-
-def runs_table(summaries: list[RunSummary], lab: LabData, out_dir: Path) -> str:
-    """The overview's table of runs (newest first), each linking to its page."""
-    if not summaries:
-        return '<p class="empty">No runs yet: no aggregates or run manifests found.</p>'
-    h = ['<table class="runs"><caption>Runs, newest first</caption><thead><tr>'
-         '<th class="t">run</th><th class="t">kind</th><th class="t">started</th>'
-         '<th class="t">state</th>'
-         '<th class="t">stale outputs</th>'
-         '<th class="t">cluster</th><th>cells</th><th>drift flags</th>'
-         '<th class="t">validation</th></tr></thead><tbody>']
-    for s in summaries:
-        ok = None if s.validation is None else s.validation.get("success")
-        vtxt = ("—" if s.validation is None else '<span class="ok">pass</span>' if ok is True
-                else '<span class="fail">fail</span>' if ok is False else "?")
-        nflags = "—" if s.drift_flags is None else str(s.drift_flags)
-        href = rel_href(lab.report_page_dir(s.run_id, out_dir) / "index.html", out_dir)
-        h.append(f'<tr data-kind="{esc(s.kind)}"><td class="t"><a href="{href}">'
-                 f"{esc(s.run_id)}</a></td><td class=\"t\">{esc(s.kind)}</td>"
-                 f'<td class="t">{esc(s.started_at)}</td>'
-                 f'<td class="t" title="{esc(s.state_reason)}">{_state_text(s.state or s.status)}</td>'
-                 f'<td class="t{" fail" if s.stale_outputs else ""}">'
-                 f"{esc(_stale_text(s.stale_outputs) or MISSING)}</td>"
-                 f'<td class="t">{esc(s.flavor)}{" " + emu_span() if s.emulator else ""}</td>'
-                 f"<td>{s.cells}</td><td>{esc(nflags)}</td><td class=\"t\">{vtxt}</td></tr>")
-    h.append("</tbody></table>")
-    return "".join(h)
-
-
 __all__ = [
-    "BAD_STATES",
     "BAR_COLORS",
-    "TREND_SERIES_EXTRAS",
-    "kind_sections",
+    "CI_NOTE",
+    "EMULATOR_BAR_COLOR",
+    "TOOL_NOTE",
+    "UNDEFINED_NOTE",
     "latency_sections",
-    "run_labels",
-    "run_sections",
-    "runs_table",
     "scenario_label",
-    "scenario_rank",
-    "section_checks",
     "section_comparison",
     "section_first_message",
     "section_latest",
-    "series_label",
-    "state_banner",
 ]
