@@ -135,8 +135,13 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
                                                         desc: Path, tmp_path: Path) -> None:
     """SIGSTOP the broker for 1 s at R = 200 msg/s. The producer's queue holds one message
     (a 2 KiB buffer), so it blocks like a synchronous client: the ~200 messages due during
-    the stall are sent late. From their intended times they wait 0-1 s (R·1 s samples spread
-    over 0-1 s); from their actual sends (service time) they do not."""
+    the stall are sent late. From their intended times they wait at least until the broker
+    runs again (R·1 s samples spread over 0-1 s, plus however long the catch-up takes on this
+    machine); from their actual sends (service time) they do not.
+
+    Every bound here follows from the schedule and the stall, not from the machine's speed:
+    how fast the backlog drains after the stall is this machine's, and only its direction is
+    asserted."""
     profile = tmp_path / "tiny-buffer.yaml"
     profile.write_text("name: tinybuffer\ngoal: default\nproducer: {buffer_memory_bytes: 2048, "
                        "linger_ms: 0}\nconsumer: {fetch_max_wait_ms: 100}\n")
@@ -145,7 +150,7 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
                         profile=str(profile))
     pid = _broker_pid(kafka09_lab[0])
     data = tmp_path / "data"
-    stalled = threading.Event()
+    stall: dict[str, int] = {}
 
     def freeze() -> None:
         deadline = time.monotonic() + 120
@@ -155,11 +160,12 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
                 t0 = json.loads(starts[0].read_text())["t0_ns"]
                 time.sleep(max(0.0, (t0 - time.monotonic_ns()) / 1e9 + 2.0))
                 os.kill(pid, signal.SIGSTOP)
+                stall["stopped_ns"] = time.monotonic_ns()  # the load's clock: CLOCK_MONOTONIC
                 try:
                     time.sleep(stall_s)
                 finally:
+                    stall["continued_ns"] = time.monotonic_ns()
                     os.kill(pid, signal.SIGCONT)
-                stalled.set()
                 return
             time.sleep(0.01)
 
@@ -170,18 +176,24 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
     finally:
         th.join(timeout=130)
         os.kill(pid, signal.SIGCONT)
-    assert stalled.is_set()
+    assert set(stall) == {"stopped_ns", "continued_ns"}
     assert s["failing_clients"] == 0 and s["acked_msgs"] == s["intended_msgs"]
     r = _receipts(_cell_dir(data, "stall"))
     w = r[~r["is_warmup"] & ~r["duplicate"]]
-    slow_corrected = w["e2e_latency_ms"] > 100
-    slow_service = w["service_e2e_latency_ms"] > 100
-    k = int(slow_corrected.sum())
-    assert 0.6 * rate * stall_s <= k <= 1.6 * rate * stall_s  # about R·1 s samples
-    spread = np.sort(w.loc[slow_corrected, "e2e_latency_ms"].to_numpy())
-    assert spread[-1] >= 0.8 * stall_s * 1000  # the first due during the stall waited ~1 s
-    assert np.median(spread) < 0.75 * spread[-1]  # spread over 0-1 s, not piled at the top
-    assert int(slow_service.sum()) <= 0.25 * k  # the service distribution barely moves
+    # the messages due while the broker was stopped (20 ms in: the signal has landed)
+    during = w[(w["intended_ts_ns"] >= stall["stopped_ns"] + 20_000_000)
+               & (w["intended_ts_ns"] <= stall["continued_ns"])]
+    k = len(during)
+    expected = rate * (stall["continued_ns"] - stall["stopped_ns"] - 20_000_000) / 1e9
+    assert abs(k - expected) <= 2  # the schedule: one every 1/R, all received in the end
+    # none can have arrived before the broker ran again: corrected ≥ continued − intended
+    floor_ms = (stall["continued_ns"] - during["intended_ts_ns"]) / 1e6
+    assert (during["e2e_latency_ms"] >= floor_ms - 1.0).all()
+    corrected = np.sort(during["e2e_latency_ms"].to_numpy())
+    assert corrected[-1] >= 0.9 * stall_s * 1000  # the first due waited the whole stall
+    assert np.median(corrected) >= 0.45 * stall_s * 1000  # spread over 0-1 s and beyond
+    # sent only once the broker ran again: from the actual send, most of them were quick
+    assert int((during["service_e2e_latency_ms"] > 100).sum()) <= 0.25 * k
     assert s["publish_delay_max_ms"] >= 0.8 * stall_s * 1000
     assert s["saturated"]  # publish delay p99 above one send interval
 

@@ -327,7 +327,7 @@ def test_fault_page_tables_finding_timelines_and_notes(tmp_path: Path) -> None:
     assert 'data-mark="leader"' not in follower_fig
     assert "No marker for new leader: leader did not change." in follower_fig
     # (d) the Kafka 0.9 notes
-    notes = _between(html, 'class="kafka09"', "</ul>")
+    notes = _between(html, 'class="kafka-0-9"', "</ul>")
     for text in ("No idempotent producer", "unclean.leader.election.enable is true by default",
                  "min.insync.replicas", "KIP-101"):
         assert text in notes, text
@@ -391,10 +391,28 @@ def test_fault_page_without_aggregates_says_so(tmp_path: Path) -> None:
     assert "Run not aggregated yet" in html
     assert "Its manifest lists 7 trial(s)." in html
     assert "aggregate_faults" in html
-    assert 'class="kafka09"' in html  # the notes still stand
+    assert 'class="kafka-0-9"' in html  # the notes still stand
     index = (LabData(tmp_path).report_index_path()).read_text()
     row = index.split(f"{FAULT_RUN}</a>", 1)[1].split("</tr>", 1)[0]
     assert '<td class="t">faults</td>' in row and "<td>0</td>" in row
+
+
+def test_the_kafka_0_9_notes_stand_only_on_a_run_of_brokers_that_old(tmp_path: Path) -> None:
+    """What 0.9 does not promise (no idempotence, unclean elections by default) is said beside
+    a run measured on 0.9 (or one that records no cluster), not beside a modern broker's."""
+    write_fault_run(tmp_path)
+    lab = LabData(tmp_path)
+    manifest = lab.manifest(FAULT_RUN)
+    assert manifest is not None
+    lab.write_manifest({**manifest, "cluster": {**manifest["cluster"], "protocol": "legacy-0.9"}})
+    build_report(tmp_path)
+    assert 'class="kafka-0-9"' in _page(tmp_path)
+    lab.write_manifest({**manifest, "cluster": {"flavor": "external", "protocol": "modern",
+                                                "version": "4.1.0", "is_emulator": False,
+                                                "broker_count": 3}})
+    build_report(tmp_path)
+    html = _page(tmp_path)
+    assert 'id="durability"' in html and 'class="kafka-0-9"' not in html
 
 
 def test_fault_page_with_a_missing_table_says_which(tmp_path: Path) -> None:
@@ -417,7 +435,7 @@ def test_many_trials_draw_one_representative_per_cell_and_every_finding(tmp_path
     write_fault_run(tmp_path, plan=plan)
     build_report(tmp_path)
     html = _page(tmp_path)
-    charts = html.split("Timelines: acks/s and rx/s", 1)[1].split('class="kafka09"', 1)[0]
+    charts = html.split("Timelines: acks/s and rx/s", 1)[1].split('class="kafka-0-9"', 1)[0]
     # one per cell (trial 3: the median unavailability), plus the finding (trial 5)
     assert charts.count("<figure") == 4
     for n in (3, 5):

@@ -6,7 +6,7 @@ Findings (commit after that left records unprocessed, a re-read that disagrees),
 per fault × commit strategy beside the session timeout and heartbeat that explain them,
 redelivered and lost records per strategy beside what the committed offsets predict, a table
 per trial, the group's lag over time (``group_lag``) with the fault, the successor's
-assignment and the rejoin marked, and what Kafka 0.9's group protocol lacks (the trials'
+assignment and the rejoin marked, and what an old broker's group protocol lacks (the trials'
 ``group_protocol``).
 
 A function of a :class:`~kafkalab.report.data.RunView` whose ``faults`` holds the tables;
@@ -292,7 +292,7 @@ def _group_protocol_note(trials: pd.DataFrame) -> str:
     items = "".join(f"<li>{esc(n)}.</li>" for n in notes)
     if not items:
         return ""
-    return ("<h3>Kafka 0.9's group protocol</h3>"
+    return ("<h3>What the brokers' group protocol lacks</h3>"
             f'<ul class="group-protocol">{items}<li>So a member that dies stalls its '
             "partitions for up to the session timeout, every rebalance pauses every member, "
             "and a member that comes back is a new member: another rebalance.</li></ul>")

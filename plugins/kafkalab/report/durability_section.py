@@ -13,7 +13,8 @@ the broker faults did to acknowledged messages and to the cluster's availability
   leader and the full ISR marked: one chart per trial when there are few, else one
   representative trial per profile × fault × acks (and every finding), the other
   trials' events listed under it;
-* what Kafka 0.9 does and does not promise (:data:`KAFKA09_NOTES`).
+* what Kafka 0.9 does and does not promise (:data:`KAFKA_0_9_NOTES`), on a run of a
+  broker that old (:func:`notes_apply`).
 
 A function of a :class:`~kafkalab.report.data.RunView` whose ``faults`` holds the tables;
 it reads no file. Missing values show ``—`` with the reason where it is known.
@@ -25,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from kafkalab.cluster.features import kafka_features, parse_version
 from kafkalab.report.charts import PALETTE, XMark, XYSeries, svg_xy_chart
 from kafkalab.report.data import RunView, emulator_mask
 from kafkalab.report.fault_data import (
@@ -96,7 +98,7 @@ VERDICT_NOTE = (
     "after the heal); failed (the trial itself failed). A loss under the durability profile "
     "is a finding: it is shown as measured, and the trial is not repeated to make it go away.")
 
-KAFKA09_NOTES: tuple[tuple[str, str], ...] = (
+KAFKA_0_9_NOTES: tuple[tuple[str, str], ...] = (
     ("No idempotent producer",
      "Kafka 0.9 has no idempotent producer (KIP-98 came with 0.11). A send retried after a "
      "timeout or a leader change may already be in the log: the retry writes it a second "
@@ -484,10 +486,24 @@ def _timelines(tables: FaultTables) -> str:
 # --------------------------------------------------------------------------- (d) notes
 
 
-def _kafka09_notes() -> str:
+def notes_apply(v: RunView) -> bool:
+    """Whether the run's brokers are as old as the notes (no idempotent producer: before
+    Kafka 0.11), from the cluster its manifest records; a run that records none is one of
+    the lab's first (Kafka 0.9)."""
+    cluster = (v.manifest or {}).get("cluster")
+    if not isinstance(cluster, dict) or not cluster.get("protocol"):
+        return True
+    features = kafka_features(str(cluster["protocol"]),
+                              parse_version(str(cluster.get("version") or "")))
+    return not features.idempotence
+
+
+def _kafka_0_9_notes(v: RunView) -> str:
+    if not notes_apply(v):
+        return ""
     items = "".join(f"<li><strong>{esc(title)}.</strong> {esc(text)}</li>"
-                    for title, text in KAFKA09_NOTES)
-    return f'<h3>Kafka 0.9: what it does and does not promise</h3><ul class="kafka09">{items}</ul>'
+                    for title, text in KAFKA_0_9_NOTES)
+    return f'<h3>Kafka 0.9: what it does and does not promise</h3><ul class="kafka-0-9">{items}</ul>'
 
 
 def _run_facts(trials: pd.DataFrame) -> str:
@@ -529,7 +545,7 @@ def section_durability(v: RunView) -> str:
          "re-reads every partition from offset 0 and judges every intended message.</p>"]
     if not tables.aggregated:
         h.append(_not_aggregated(v))
-        h.append(_kafka09_notes())
+        h.append(_kafka_0_9_notes(v))
         h.append("</section>")
         return "".join(h)
     if tables.missing:
@@ -540,7 +556,7 @@ def section_durability(v: RunView) -> str:
     h.append(_cells_table(tables, v.emulator))
     h.append(_trials_table(tables))
     h.append(_timelines(tables))
-    h.append(_kafka09_notes())
+    h.append(_kafka_0_9_notes(v))
     h.append("</section>")
     return "".join(h)
 
@@ -548,9 +564,10 @@ def section_durability(v: RunView) -> str:
 __all__ = [
     "CELL_COLUMNS",
     "EVENTS",
-    "KAFKA09_NOTES",
+    "KAFKA_0_9_NOTES",
     "TRIAL_COUNT_COLUMNS",
     "loss_explanation",
+    "notes_apply",
     "section_durability",
     "timeline_marks",
 ]
