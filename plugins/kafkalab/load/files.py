@@ -7,25 +7,24 @@ One directory per cell, ``load/run_date=<d>/run_id=<id>/cell=<cell_id>/``, holdi
 * ``lag-<shard>.parquet``: every ``lag_interval_s``, per consumer and partition;
 * ``cell.json``: the cell's settings, clocks, processes (CPU) and summary.
 
-Rows are written by :class:`ColumnWriter`: columns are buffered in plain Python lists and
-appended as row groups to a hidden temporary file (every :data:`FLUSH_ROWS` rows or
-:data:`FLUSH_INTERVAL_S`), so a shard's memory stays bounded however many rows a fan-out
-makes; :meth:`ColumnWriter.close` renames the file into place (replacing an earlier
-measurement of the same cell). Readers ignore names starting with ``.``.
+A shard streams its receipts and lag rows (:func:`open_stream`, a
+:class:`kafkalab.parquet_stream.ParquetStream`): they are appended as row groups to a hidden
+temporary file (every :data:`FLUSH_ROWS` rows or :data:`FLUSH_INTERVAL_S`), so a shard's memory
+stays bounded however many rows a fan-out makes; closing renames the file into place
+(replacing an earlier measurement of the same cell). Readers ignore names starting with
+``.``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from kafkalab.kinds import LOAD
-from kafkalab.store import LabData, atomic_file
+from kafkalab.parquet_stream import ParquetStream, write_parquet
+from kafkalab.store import LabData
 
 LOAD_SCHEMA_VERSION = 1
 """Version of the load samples schema (``cell.json``'s ``schema_version``)."""
@@ -78,7 +77,10 @@ OUTCOMES = ("acked", "failed", "indeterminate", "unsent")
 """Every intended message ends as exactly one of these."""
 
 FLUSH_ROWS = 50_000
+"""A shard's receipts and lag files get a row group at least every this many rows ..."""
 FLUSH_INTERVAL_S = 1.0
+"""... and at least this often while rows arrive."""
+
 
 def load_root(data_dir: Path | str | None) -> Path:
     """``<data_dir>/load``: the load samples dataset (:meth:`LabData.measured_dir`)."""
@@ -111,83 +113,15 @@ def cell_json_path(cell: Path) -> Path:
     return cell / "cell.json"
 
 
-class ColumnWriter:
-    """Streams rows of one schema to a Parquet file in bounded memory.
-
-    ``append(**columns)`` takes one row as keyword values; rows are kept column-wise and
-    flushed as a row group every :data:`FLUSH_ROWS` rows or :data:`FLUSH_INTERVAL_S`.
-    Not thread-safe (a shard serialises its writes).
-    """
-
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
-        self.path = Path(path)
-        self.schema = schema
-        self.rows_written = 0
-        self._names = schema.names
-        self._batches: list[pa.RecordBatch] = []
-        self._pending = 0
-        self._last_flush = time.monotonic()
-        self._stack = contextlib.ExitStack()
-        self._fh = self._stack.enter_context(atomic_file(self.path))
-        self._writer: pq.ParquetWriter | None = None
-        self._closed = False
-
-    def extend(self, columns: dict[str, Any]) -> None:
-        """Append several rows given column-wise (lists, numpy or Arrow arrays of one length)."""
-        batch = pa.record_batch([pa.array(columns[n], type=self.schema.field(n).type)
-                                 if not isinstance(columns[n], pa.Array) else columns[n]
-                                 for n in self._names], schema=self.schema)
-        if batch.num_rows == 0:
-            return
-        self._batches.append(batch)
-        self._pending += batch.num_rows
-        self.maybe_flush()
-
-    def maybe_flush(self) -> None:
-        if self._pending >= FLUSH_ROWS or (
-                self._pending and time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S):
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._fh, self.schema, compression="zstd")
-        self._writer.write_table(pa.Table.from_batches(self._batches, schema=self.schema))
-        self.rows_written += self._pending
-        self._batches = []
-        self._pending = 0
-        self._fh.flush()
-        self._last_flush = time.monotonic()
-
-    def close(self) -> int:
-        """Flush and rename the file into place (an empty file with the schema when no row
-        arrived: a consumer that received nothing is a finding, not a missing file)."""
-        if self._closed:
-            return self.rows_written
-        self._closed = True
-        try:
-            self.flush()
-            if self._writer is None:
-                self._writer = pq.ParquetWriter(self._fh, self.schema, compression="zstd")
-            self._writer.close()
-        except BaseException as exc:
-            self._stack.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        self._stack.close()
-        return self.rows_written
-
-    def abort(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
+def open_stream(path: Path, schema: pa.Schema) -> ParquetStream:
+    """A streamed file of a cell (receipts, lag): a row group every :data:`FLUSH_ROWS` rows or
+    :data:`FLUSH_INTERVAL_S`, and an empty file with the schema when no row arrived (a consumer
+    that received nothing is a finding, not a missing file)."""
+    return ParquetStream(path, schema, flush_rows=FLUSH_ROWS, flush_interval_s=FLUSH_INTERVAL_S)
 
 
 def write_table(path: Path, columns: dict[str, Any], schema: pa.Schema) -> Path:
     """Write a whole table at once (atomically)."""
     table = pa.table({n: pa.array(columns[n], type=schema.field(n).type) for n in schema.names},
                      schema=schema)
-    with atomic_file(path) as fh:
-        pq.write_table(table, fh, compression="zstd")
-    return path
+    return write_parquet(path, table)

@@ -47,8 +47,8 @@ from kafkalab.load.clock import offset_to
 from kafkalab.load.files import (
     LAG_SCHEMA,
     RECEIPTS_SCHEMA,
-    ColumnWriter,
     lag_path,
+    open_stream,
     receipts_path,
 )
 from kafkalab.load.producer import SEND_KEY
@@ -215,8 +215,8 @@ class _Shard:
         self.targets: dict[int, int] | None = None
         self.pause_window: tuple[int, int] | None = None
         self._lock = threading.Lock()
-        self.receipts = ColumnWriter(receipts_path(self.cell, shard), RECEIPTS_SCHEMA)
-        self.lag = ColumnWriter(lag_path(self.cell, shard), LAG_SCHEMA)
+        self.receipts = open_stream(receipts_path(self.cell, shard), RECEIPTS_SCHEMA)
+        self.lag = open_stream(lag_path(self.cell, shard), LAG_SCHEMA)
         self.receivers: list[_Receiver] = []
         self.probe: Any = None
         self.clock_offset_ns, self.clock_basis = offset_to(plan.get("clock"))
