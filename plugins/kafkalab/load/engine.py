@@ -246,7 +246,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     cell_id = spec.cell_id(acks)
     cell = cell_path or files.cell_dir(lab.root, manifest.run_date, run_id, cell_id)
     cell.mkdir(parents=True, exist_ok=True)
-    for old in [*cell.glob(".ready-*"), *cell.glob(".shard-*.json"), start_path(cell),
+    for old in [*ready_path.every(cell), *result_path.every(cell), start_path(cell),
                 stop_path(cell), plan_path(cell)]:
         old.unlink(missing_ok=True)
     logs = lab.run_work_dir(run_id) / "load" / cell_id
@@ -597,13 +597,10 @@ def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict
 
 def _remove_extra_shard_files(cell: Path, shards: int) -> None:
     """A re-run with fewer shards must not leave the earlier run's extra files behind."""
-    for pattern in ("receipts-*.parquet", "lag-*.parquet"):
-        for f in cell.glob(pattern):
-            try:
-                k = int(f.stem.rsplit("-", 1)[1])
-            except ValueError:
-                continue
-            if k >= shards:
+    for kind in (files.receipts_path, files.lag_path):
+        for f in kind.every(cell):
+            k = kind.shard_of(f)
+            if k is not None and k >= shards:
                 f.unlink(missing_ok=True)
 
 

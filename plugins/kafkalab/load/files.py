@@ -17,6 +17,7 @@ stays bounded however many rows a fan-out makes; closing renames the file into p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,20 +98,43 @@ def run_cell_dirs(data_dir: Path | str | None, run_id: str) -> list[Path]:
     return sorted(load_root(data_dir).glob(f"run_date=*/run_id={run_id}/cell=*"))
 
 
-def receipts_path(cell: Path, shard: int) -> Path:
-    return cell / f"receipts-{shard:03d}.parquet"
+@dataclass(frozen=True)
+class CellFile:
+    """One file of a cell's (or a fault trial's) directory: ``CellFile("sends.parquet")(cell)``
+    is its path."""
+
+    name: str
+
+    def __call__(self, cell: Path) -> Path:
+        return cell / self.name
 
 
-def lag_path(cell: Path, shard: int) -> Path:
-    return cell / f"lag-{shard:03d}.parquet"
+@dataclass(frozen=True)
+class ShardFile:
+    """A file each consumer shard of a cell has: ``<stem>-NNN<suffix>``, NNN the shard number
+    in three digits (``ShardFile("lag", ".parquet")(cell, 2)`` is ``cell/lag-002.parquet``)."""
+
+    stem: str
+    suffix: str
+
+    def __call__(self, cell: Path, shard: int) -> Path:
+        return cell / f"{self.stem}-{shard:03d}{self.suffix}"
+
+    def every(self, cell: Path) -> list[Path]:
+        """Every shard's file in ``cell``, in shard order."""
+        return sorted(cell.glob(f"{self.stem}-*{self.suffix}"))
+
+    def shard_of(self, path: Path) -> int | None:
+        """The shard number in the name of ``path`` (one of :meth:`every`), None if it has
+        none."""
+        number = path.name[len(self.stem) + 1:len(path.name) - len(self.suffix)]
+        return int(number) if number.isdigit() else None
 
 
-def sends_path(cell: Path) -> Path:
-    return cell / "sends.parquet"
-
-
-def cell_json_path(cell: Path) -> Path:
-    return cell / "cell.json"
+sends_path = CellFile("sends.parquet")
+receipts_path = ShardFile("receipts", ".parquet")
+lag_path = ShardFile("lag", ".parquet")
+cell_json_path = CellFile("cell.json")
 
 
 def open_stream(path: Path, schema: pa.Schema) -> ParquetStream:

@@ -47,6 +47,8 @@ from kafkalab.load.clock import offset_to
 from kafkalab.load.files import (
     LAG_SCHEMA,
     RECEIPTS_SCHEMA,
+    CellFile,
+    ShardFile,
     lag_path,
     open_stream,
     receipts_path,
@@ -64,24 +66,16 @@ POLL_S = 0.05
 BARRIER_POLL_S = 0.02
 
 
-def ready_path(cell: Path, shard: int) -> Path:
-    return cell / f".ready-{shard:03d}"
-
-
-def result_path(cell: Path, shard: int) -> Path:
-    return cell / f".shard-{shard:03d}.json"
-
-
-def start_path(cell: Path) -> Path:
-    return cell / ".start.json"
-
-
-def stop_path(cell: Path) -> Path:
-    return cell / ".stop.json"
-
-
-def plan_path(cell: Path) -> Path:
-    return cell / ".plan.json"
+ready_path = ShardFile(".ready", "")
+"""Written by a shard once all its consumers are positioned (in: the producer's barrier)."""
+result_path = ShardFile(".shard", ".json")
+"""A shard's result: CPU, counts, errors, its clock (the engine reads it when it ends)."""
+plan_path = CellFile(".plan.json")
+"""The cell's plan for its shards (written by the engine before any shard starts)."""
+start_path = CellFile(".start.json")
+"""``t0_ns``: the producer passed the barrier."""
+stop_path = CellFile(".stop.json")
+"""The producer stopped: ``stop_ts_ns`` and the log-end offsets to drain to."""
 
 
 def cpu_seconds() -> float:

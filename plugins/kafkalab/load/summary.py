@@ -123,7 +123,7 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     ack_ts_by_seq = np.full(max(n_all, 1), -1, dtype=np.int64)
     ack_ts_by_seq[s["seq"]] = s["ack_ts_ns"]
 
-    r_paths = sorted(cell.glob("receipts-*.parquet"))
+    r_paths = files.receipts_path.every(cell)
     r = _read(r_paths, ["consumer", "seq", "receive_ts_ns", "e2e_latency_ms",
                         "service_e2e_latency_ms", "duplicate", "is_warmup"])
     consumers = int(spec["consumers"])
@@ -240,7 +240,7 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
          ack_ts_by_seq: np.ndarray, r: dict[str, np.ndarray], first: np.ndarray,
          in_e: np.ndarray) -> dict[str, Any]:
     """Peak lag, and with a pause: peak during it, time and rate to drain after it."""
-    lag = _read(sorted(cell.glob("lag-*.parquet")),
+    lag = _read(files.lag_path.every(cell),
                 ["consumer", "sample_ts_ns", "elapsed_s", "lag_msgs", "paused"])
     out: dict[str, Any] = {"lag_peak_msgs": None, "lag_end_msgs": None, "lag_median_msgs": None,
                            "lag_growing": None, "client_backlog_peak_msgs": None,
