@@ -6,7 +6,7 @@ One trial (:func:`run_fault_trial`):
    fresh topic with the profile's replication factor and topic settings has its full ISR;
 2. the target is chosen from ZooKeeper (partition 0's leader, or a follower);
 3. the load engine runs one producer at the fixed rate and one live consumer
-   (:func:`kafkalab.load.engine.run_load_cell`, files in the trial's directory) while the
+   (:func:`kafkalab.load.cell.run_load_cell`, files in the trial's directory) while the
    :class:`~kafkalab.faults.inject.Injector` breaks and heals the target on schedule and the
    :class:`~kafkalab.faults.monitor.Monitor` records leader and ISR every 100 ms;
 4. every broker is healed, the trial waits for the full ISR, a fresh consumer re-reads the
@@ -53,7 +53,7 @@ from kafkalab.faults.summary import trial_summary
 from kafkalab.faults.zk import ZkReader
 from kafkalab.kinds import FAULTS, kind_of
 from kafkalab.load import files as load_files
-from kafkalab.load.engine import effective_profile, run_load_cell
+from kafkalab.load.cell import effective_profile, run_load_cell
 from kafkalab.load.producer import SEND_KEY
 from kafkalab.load.shard import plan_path
 from kafkalab.paths import default_descriptor_path, images_dir

@@ -130,7 +130,8 @@ def _round_rate(rate: float) -> float:
 def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, Any]:
     """Run the search; returns the result document (also stored as the run's ``maxrate``
     entry in ``runs/<run_id>/maxrate.json``)."""
-    from kafkalab.load.engine import LoadRequest, finish_load_run, run_load_cell, start_load_run
+    from kafkalab.load.cell import run_load_cell
+    from kafkalab.load.run import LoadRequest, finish_load_run, start_load_run
     from kafkalab.paths import images_dir
     from kafkalab.payloads import load_body, wire_size_bytes
     from kafkalab.store import LabData, atomic_write_json

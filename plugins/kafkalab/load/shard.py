@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import signal
 import socket
 import sys
@@ -44,6 +43,7 @@ from typing import Any
 
 from kafkalab.load.clock import domain as clock_domain
 from kafkalab.load.clock import offset_to
+from kafkalab.load.cpu import cpu_seconds
 from kafkalab.load.files import (
     LAG_SCHEMA,
     RECEIPTS_SCHEMA,
@@ -76,12 +76,6 @@ start_path = CellFile(".start.json")
 """``t0_ns``: the producer passed the barrier."""
 stop_path = CellFile(".stop.json")
 """The producer stopped: ``stop_ts_ns`` and the log-end offsets to drain to."""
-
-
-def cpu_seconds() -> float:
-    """This process's CPU time (user + system, all threads)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 class _Receiver:
