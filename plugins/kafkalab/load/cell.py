@@ -39,6 +39,7 @@ from kafkalab.load.cpu import (
     host_busy_frac,
     host_cpu_times,
 )
+from kafkalab.load.files import CellCluster, CellDoc, CellStatus, PauseWindow, ProcessCpu
 from kafkalab.load.placement import (
     BARRIER_TIMEOUT_S,
     SHARD_PLACEMENTS,
@@ -175,21 +176,21 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         producer_cfg = kafka_python_producer_config(kafka_python_config(d), prof)
     client_settings = settings_view({"producer": producer_cfg, "consumer": consumer_cfg},
                                     secret_keys=d.secret_env)
-    meta: dict[str, Any] = {
-        "schema_version": files.LOAD_SCHEMA_VERSION, "cell_id": cell_id, "run_id": run_id,
-        "run_date": manifest.run_date, "status": "running", "error": None,
-        "spec": spec.model_dump(), "acks": acks, "topic": topic, "partitions": spec.partitions,
-        "payload_bytes": wire,
-        "cluster": {"flavor": d.flavor, "version": d.version, "is_emulator": d.is_emulator,
-                    "broker_count": d.broker_count},
-        "client": spec.client, "client_version": _client_version(spec.client),
-        "client_settings": client_settings, "t0_ns": None, "measure_start_ns": None,
-        "stop_ts_ns": None, "drain_end_ts_ns": None, "pause": None, "processes": [],
-        "client_bound": False, "broker_cpu_frac": None, "started_at": utc_now_iso(),
-        "shard_placement": shard_placement, "placement_token": placement_token,
-        "cross_host_clock": False, "barrier_wait_s": None,
-    }
-    atomic_write_json(files.cell_json_path(cell), meta)
+    meta = CellDoc(
+        schema_version=files.LOAD_SCHEMA_VERSION, cell_id=cell_id, run_id=run_id,
+        run_date=manifest.run_date, status="running", error=None,
+        spec=spec, acks=acks, topic=topic, partitions=spec.partitions,
+        payload_bytes=wire,
+        cluster=CellCluster(flavor=d.flavor, version=d.version, is_emulator=d.is_emulator,
+                            broker_count=d.broker_count),
+        client=spec.client, client_version=_client_version(spec.client),
+        client_settings=client_settings, t0_ns=None, measure_start_ns=None,
+        stop_ts_ns=None, drain_end_ts_ns=None, pause=None, processes=[],
+        client_bound=False, broker_cpu_frac=None, started_at=utc_now_iso(),
+        shard_placement=shard_placement, placement_token=placement_token,
+        cross_host_clock=False, barrier_wait_s=None,
+    )
+    meta.write(cell)
     barrier_s = (TASKS_BARRIER_TIMEOUT_S if external else BARRIER_TIMEOUT_S) + 0.2 * spec.consumers
     plan = {"spec": spec.model_dump(), "cell_dir": str(cell), "topic": topic,
             "partitions": spec.partitions, "nonce": nonce.hex(), "consumer_config": consumer_cfg,
@@ -206,13 +207,14 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
 
     procs: list[subprocess.Popen[bytes]] = []
     log = SendLog(spec.intended_messages, _schedule(spec, 0))
-    status, error = "failed", None
+    status: CellStatus = "failed"
+    error: str | None = None
     interrupted = False
     try:
         barrier0 = time.monotonic()
         procs = [] if external else spawn_shards(spec, cell, logs)
         await_barrier(spec, cell, procs, logs, barrier_s, external)
-        meta["barrier_wait_s"] = round(time.monotonic() - barrier0, 3)
+        meta.barrier_wait_s = round(time.monotonic() - barrier0, 3)
         client = (ConfluentClient(producer_cfg, log) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(producer_cfg, log))
         broker_cpu0 = broker_cpu_seconds(d)
@@ -220,11 +222,11 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         cpu0, wall0 = cpu_seconds(), time.monotonic()
         t0 = now_ns() + START_MARGIN_NS
         log.intended_ts_ns[:] = _schedule(spec, t0)
-        meta["t0_ns"] = t0
-        meta["measure_start_ns"] = int(log.intended_ts_ns[spec.warmup_messages])
+        meta.t0_ns = t0
+        meta.measure_start_ns = int(log.intended_ts_ns[spec.warmup_messages])
         if spec.pause_at_s is not None and spec.pause_for_s is not None:
             ps = t0 + int(spec.pause_at_s * 1e9)
-            meta["pause"] = {"start_ns": ps, "end_ns": ps + int(spec.pause_for_s * 1e9)}
+            meta.pause = PauseWindow(start_ns=ps, end_ns=ps + int(spec.pause_for_s * 1e9))
         atomic_write_json(start_path(cell), {"t0_ns": t0})
         if on_start is not None:
             on_start(t0)
@@ -247,25 +249,23 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
             interrupted = True
             stop_ts = now_ns()
         cpu_s, wall_s = cpu_seconds() - cpu0, time.monotonic() - wall0
-        meta["stop_ts_ns"] = stop_ts
-        meta["broker_cpu_frac"] = broker_cpu_frac(broker_cpu0, broker_cpu_seconds(d), wall_s)
-        meta["host_cpu_busy_frac"] = host_busy_frac(host0, host_cpu_times())
-        meta["host_cpu_count"] = os.cpu_count()
-        meta["processes"].append({"role": "producer", "shard": None, "pid": os.getpid(),
-                                  "host": _host(), "cpu_s": round(cpu_s, 4),
-                                  "wall_s": round(wall_s, 4),
-                                  "cpu_frac": round(cpu_s / wall_s, 4) if wall_s > 0 else None})
+        meta.stop_ts_ns = stop_ts
+        meta.broker_cpu_frac = broker_cpu_frac(broker_cpu0, broker_cpu_seconds(d), wall_s)
+        meta.host_cpu_busy_frac = host_busy_frac(host0, host_cpu_times())
+        meta.host_cpu_count = os.cpu_count()
+        meta.processes.append(ProcessCpu(role="producer", shard=None, pid=os.getpid(),
+                                         host=_host(), cpu_s=round(cpu_s, 4),
+                                         wall_s=round(wall_s, 4),
+                                         cpu_frac=round(cpu_s / wall_s, 4) if wall_s > 0 else None))
         targets = _log_end_offsets(d, topic, spec.partitions, consumer_cfg)
         atomic_write_json(stop_path(cell), {"stop_ts_ns": stop_ts, "targets": targets})
         if interrupted:
             raise KeyboardInterrupt
         shard_results = await_shards(spec, cell, procs, logs, external)
-        meta["drain_end_ts_ns"] = now_ns()
-        meta["processes"] += [{k: r.get(k) for k in ("role", "shard", "pid", "host", "cpu_s",
-                                                      "wall_s", "cpu_frac")}
-                              for r in shard_results]
-        meta["shards"] = shard_results
-        meta["cross_host_clock"] = any((r.get("clock") or {}).get("basis") == clock.WALL_CLOCK
+        meta.drain_end_ts_ns = now_ns()
+        meta.processes += [ProcessCpu.of_result(r) for r in shard_results]
+        meta.shards = shard_results
+        meta.cross_host_clock = any((r.get("clock") or {}).get("basis") == clock.WALL_CLOCK
                                        for r in shard_results)
         failed = [r for r in shard_results if r.get("status") != "complete"]
         if failed:
@@ -274,34 +274,35 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         status = "complete"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
-        stop_shards(cell, procs, meta, spec.shards if external else 0)
+        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
         raise
     except (ConfigError, ClusterError, RunError) as exc:
         error = str(exc)
-        stop_shards(cell, procs, meta, spec.shards if external else 0)
+        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
         raise
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        stop_shards(cell, procs, meta, spec.shards if external else 0)
+        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
         raise RunError(f"{cell_id}: {error}") from exc
     finally:
         files.write_table(files.sends_path(cell), log.columns(PRODUCER_ID, spec.warmup_messages),
                           files.SENDS_SCHEMA)
         remove_extra_shard_files(cell, spec.shards)
-        meta["status"], meta["error"] = status, error
-        meta["client_bound"] = any((p.get("cpu_frac") or 0) > CLIENT_BOUND_CPU_FRAC
-                                   for p in meta["processes"])
-        meta["ended_at"] = utc_now_iso()
+        meta.status, meta.error = status, error
+        meta.client_bound = any((p.cpu_frac or 0) > CLIENT_BOUND_CPU_FRAC
+                                for p in meta.processes)
+        meta.ended_at = utc_now_iso()
         try:
             from kafkalab.load.summary import summarize_cell
 
-            atomic_write_json(files.cell_json_path(cell), meta)
-            meta["summary"] = summarize_cell(cell)
+            meta.write(cell)
+            summary = summarize_cell(cell)
         except Exception as exc:  # a summary that cannot be made must not lose the rows
-            meta["summary"] = {"cell_id": cell_id, "status": status,
-                               "error": f"summary failed: {type(exc).__name__}: {exc}"}
-        atomic_write_json(files.cell_json_path(cell), meta)
-    return dict(meta["summary"])
+            summary = {"cell_id": cell_id, "status": status,
+                       "error": f"summary failed: {type(exc).__name__}: {exc}"}
+        meta.summary = summary
+        meta.write(cell)
+    return dict(summary)
 
 
 def _schedule(spec: LoadCellSpec, t0: int) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from kafkalab.errors import RunError
 from kafkalab.load import files
+from kafkalab.load.files import ProcessCpu
 from kafkalab.load.shard import plan_path, ready_path, result_path, start_path, stop_path
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.paths import plugins_dir
@@ -122,15 +123,16 @@ def await_shards(spec: LoadCellSpec, cell: Path, procs: list[subprocess.Popen[by
     return out
 
 
-def stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]], meta: dict[str, Any],
-                external_shards: int = 0) -> None:
-    """Tell running shards to stop (they write their rows and exit), then make sure.
+def stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]],
+                external_shards: int = 0) -> list[ProcessCpu]:
+    """Tell running shards to stop (they write their rows and exit), then make sure; returns
+    the CPU entries of the shards that wrote a result.
 
     ``external_shards``: shards started elsewhere (tasks); they are told through the stop
     file and waited for (their result files) up to 25 s; they cannot be killed from here.
     """
     if not procs and not external_shards:
-        return
+        return []
     if not stop_path(cell).exists():
         atomic_write_json(stop_path(cell), {"stop_ts_ns": now_ns(), "targets": {}})
     for p in procs:
@@ -149,11 +151,8 @@ def stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]], meta: dict[str
         while time.monotonic() < deadline and not all(result_path(cell, k).exists()
                                                       for k in joined):
             time.sleep(0.05)
-    for k in range(max(len(procs), external_shards)):
-        doc = read_json(result_path(cell, k))
-        if isinstance(doc, dict):
-            meta["processes"].append({key: doc.get(key) for key in
-                                      ("role", "shard", "pid", "host", "cpu_s", "wall_s", "cpu_frac")})
+    docs = [read_json(result_path(cell, k)) for k in range(max(len(procs), external_shards))]
+    return [ProcessCpu.of_result(doc) for doc in docs if isinstance(doc, dict)]
 
 
 def shard_turn(cell: Path, shard: int, token: str) -> str:
@@ -167,6 +166,8 @@ def shard_turn(cell: Path, shard: int, token: str) -> str:
         ``"ended"``: this attempt's cell ended (or passed its barrier) without this shard.
     """
     plan = read_json(plan_path(cell))
+    # Two keys of cell.json, read as they are (not as a files.CellDoc): a trigger asks every
+    # second, and a cell of another attempt may hold any document.
     meta = read_json(files.cell_json_path(cell))
     if not isinstance(plan, dict) or plan.get("placement_token") != token \
             or not isinstance(meta, dict) or meta.get("placement_token") != token:

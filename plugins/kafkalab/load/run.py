@@ -20,13 +20,14 @@ from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD, kind_of
 from kafkalab.load import files
 from kafkalab.load.cell import cluster_descriptor, effective_profile, run_load_cell
+from kafkalab.load.files import CellDoc
 from kafkalab.load.spec import LoadCellSpec, check_budget
 from kafkalab.paths import images_dir
 from kafkalab.payloads import load_body, wire_size_bytes
 from kafkalab.progress import Progress, noop
 from kafkalab.run_ids import new_run_id
 from kafkalab.samples import Manifest, environment, runtime_versions, utc_now_iso
-from kafkalab.store import LabData, read_json
+from kafkalab.store import LabData
 
 
 @dataclass
@@ -132,14 +133,12 @@ def finish_load_run(data_dir: Path | str | None, run_id: str, error: str | None 
     statuses = []
     for spec in planned:
         acks = spec.effective_acks(effective_profile(spec).producer.acks)
-        doc = read_json(files.cell_json_path(files.cell_dir(lab.root, manifest.run_date, run_id,
-                                                            spec.cell_id(acks))))
-        if not isinstance(doc, dict):
+        doc = CellDoc.read(files.cell_dir(lab.root, manifest.run_date, run_id, spec.cell_id(acks)))
+        if doc is None:
             statuses.append("missing")
             continue
-        statuses.append(str(doc.get("status")))
-        cells.append(dict(doc.get("summary") or {"cell_id": doc.get("cell_id"),
-                                                 "status": doc.get("status")}))
+        statuses.append(doc.status)
+        cells.append(dict(doc.summary or {"cell_id": doc.cell_id, "status": doc.status}))
     manifest.cells = cells
     manifest.close(statuses, error)
     manifest.write(lab.root)

@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafkalab.load import files
+from kafkalab.load.files import CellDoc
 from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank, quantile_ci_ranks
-from kafkalab.store import read_json
 
 HOST_BUSY_FRAC = 0.9
 """Above this share of all the host's CPUs busy during a cell, the cell is ``host_busy``: its
@@ -91,14 +91,14 @@ def _read(paths: list[Path], columns: list[str]) -> dict[str, np.ndarray]:
 
 def summarize_cell(cell: Path) -> dict[str, Any]:
     """Every figure of one load cell (see the module docstring and docs/metrics-schema.md)."""
-    meta = read_json(files.cell_json_path(cell))
-    if not isinstance(meta, dict):
+    meta = CellDoc.read(cell)
+    if meta is None:
         raise FileNotFoundError(f"{cell}: no cell.json")
-    spec = meta["spec"]
-    rate = float(spec["rate_msgs_per_s"])
-    acks = str(meta.get("acks"))
-    stop_ts = meta.get("stop_ts_ns")
-    measure_start = meta.get("measure_start_ns")
+    spec = meta.spec
+    rate = spec.rate_msgs_per_s
+    acks = meta.acks
+    stop_ts = meta.stop_ts_ns
+    measure_start = meta.measure_start_ns
 
     s = _read([files.sends_path(cell)], ["seq", "is_warmup", "intended_ts_ns", "send_ts_ns",
                                           "ack_ts_ns", "outcome", "publish_delay_ms",
@@ -126,7 +126,7 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     r_paths = files.receipts_path.every(cell)
     r = _read(r_paths, ["consumer", "seq", "receive_ts_ns", "e2e_latency_ms",
                         "service_e2e_latency_ms", "duplicate", "is_warmup"])
-    consumers = int(spec["consumers"])
+    consumers = spec.consumers
     # One sort by consumer; each consumer's rows are then a slice (fan-out runs have 10^6+).
     order = np.argsort(r["consumer"], kind="stable")
     r = {k: v[order] for k, v in r.items()}
@@ -184,14 +184,14 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     denom = expected_n * consumers
     rx_rates = [x["rx_rate_msgs_per_s"] for x in per_consumer if x["rx_rate_msgs_per_s"] is not None]
     out: dict[str, Any] = {
-        "cell_id": meta["cell_id"], "run_id": meta["run_id"], "status": meta["status"],
-        "client": spec["client"], "payload": spec["payload"],
-        "payload_bytes": meta.get("payload_bytes"), "profile": spec["profile"], "acks": acks,
-        "partitions": int(spec["partitions"]), "consumers": consumers,
-        "consumer_mode": spec.get("consumer_mode", "assign"),
+        "cell_id": meta.cell_id, "run_id": meta.run_id, "status": meta.status,
+        "client": spec.client, "payload": spec.payload,
+        "payload_bytes": meta.payload_bytes, "profile": spec.profile, "acks": acks,
+        "partitions": spec.partitions, "consumers": consumers,
+        "consumer_mode": spec.consumer_mode,
         "target_rate_msgs_per_s": rate, "achieved_rate_msgs_per_s": round(achieved, 3),
-        "achieved_mb_per_s": round(achieved * (meta.get("payload_bytes") or 0) / 1e6, 6),
-        "duration_s": float(spec["duration_s"]), "window_s": float(spec["duration_s"]) - float(spec["warmup_s"]),
+        "achieved_mb_per_s": round(achieved * meta.payload_bytes / 1e6, 6),
+        "duration_s": spec.duration_s, "window_s": spec.duration_s - spec.warmup_s,
         "intended_msgs": intended, "acked_msgs": counts["acked"], "failed_msgs": counts["failed"],
         "indeterminate_msgs": counts["indeterminate"], "unsent_msgs": counts["unsent"],
         "warmup_msgs": int(n_all - intended), "expected_msgs": expected_n,
@@ -218,25 +218,23 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
         pub_judge = out.get("publish_delay_max_ms")
     out["saturated"] = bool(pub_judge is not None and pub_judge > interval_ms)
     out.update(_lag(cell, meta, rate, expected_flag, ack_ts_by_seq, r, first, in_e))
-    out["client_bound"] = bool(meta.get("client_bound"))
-    out["max_process_cpu_frac"] = max((p.get("cpu_frac") or 0.0 for p in meta.get("processes") or []),
-                                      default=None)
-    out["broker_cpu_frac"] = meta.get("broker_cpu_frac")
-    out["host_cpu_busy_frac"] = meta.get("host_cpu_busy_frac")
-    out["host_busy"] = bool((meta.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC)
-    out["shard_placement"] = meta.get("shard_placement") or "subprocess"
-    out["cross_host_clock"] = bool(meta.get("cross_host_clock"))
-    out["barrier_wait_s"] = meta.get("barrier_wait_s")
-    cluster = meta.get("cluster") or {}
-    out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
-    out["cluster_flavor"] = cluster.get("flavor")
-    out["broker_version"] = cluster.get("version")
-    out["broker_count"] = cluster.get("broker_count")
+    out["client_bound"] = meta.client_bound
+    out["max_process_cpu_frac"] = max((p.cpu_frac or 0.0 for p in meta.processes), default=None)
+    out["broker_cpu_frac"] = meta.broker_cpu_frac
+    out["host_cpu_busy_frac"] = meta.host_cpu_busy_frac
+    out["host_busy"] = (meta.host_cpu_busy_frac or 0.0) > HOST_BUSY_FRAC
+    out["shard_placement"] = meta.shard_placement
+    out["cross_host_clock"] = meta.cross_host_clock
+    out["barrier_wait_s"] = meta.barrier_wait_s
+    out["broker_is_emulator"] = meta.cluster.is_emulator
+    out["cluster_flavor"] = meta.cluster.flavor
+    out["broker_version"] = meta.cluster.version
+    out["broker_count"] = meta.cluster.broker_count
     out["consumers_detail"] = per_consumer
     return out
 
 
-def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarray,
+def _lag(cell: Path, meta: CellDoc, rate: float, expected_flag: np.ndarray,
          ack_ts_by_seq: np.ndarray, r: dict[str, np.ndarray], first: np.ndarray,
          in_e: np.ndarray) -> dict[str, Any]:
     """Peak lag, and with a pause: peak during it, time and rate to drain after it."""
@@ -259,7 +257,7 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
     out["lag_peak_msgs"] = int(total.max()) if len(total) else None
     # Growing lag: at the producer's stop, the worst consumer is further behind than one
     # sampling interval of messages and than twice its typical (median) lag in the window.
-    stop_ts, start = meta.get("stop_ts_ns"), meta.get("measure_start_ns")
+    stop_ts, start = meta.stop_ts_ns, meta.measure_start_ns
     if stop_ts and start:
         in_win = (uniq[1] >= start) & (uniq[1] <= stop_ts)
         if in_win.any():
@@ -269,7 +267,7 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
             end_lag = int(total[last_of_each].max())
             med = float(np.median(total[in_win]))
             out["lag_end_msgs"], out["lag_median_msgs"] = end_lag, med
-            out["lag_growing"] = bool(end_lag > max(rate * float(meta["spec"]["lag_interval_s"]),
+            out["lag_growing"] = bool(end_lag > max(rate * meta.spec.lag_interval_s,
                                                     2 * med))
     # client backlog at each sample: acked (of E) by then − received (first receipts of E) by then
     e_ack = np.sort(ack_ts_by_seq[: len(expected_flag)][expected_flag & (ack_ts_by_seq[: len(expected_flag)] >= 0)])
@@ -280,13 +278,13 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
         b = np.searchsorted(e_ack, times, side="right") - np.searchsorted(recv, times, side="right")
         backlog_peak = max(backlog_peak, int(b.max()) if len(b) else 0)
     out["client_backlog_peak_msgs"] = backlog_peak
-    pause = meta.get("pause")
+    pause = meta.pause
     if pause:
-        start, end = int(pause["start_ns"]), int(pause["end_ns"])
-        during = (uniq[1] >= start) & (uniq[1] <= end + int(meta["spec"]["lag_interval_s"] * 1e9))
+        start, end = pause.start_ns, pause.end_ns
+        during = (uniq[1] >= start) & (uniq[1] <= end + int(meta.spec.lag_interval_s * 1e9))
         peak = int(total[during].max()) if during.any() else None
         out["pause_lag_peak_msgs"] = peak
-        threshold = max(1.0, rate * float(meta["spec"]["lag_interval_s"]))
+        threshold = max(1.0, rate * meta.spec.lag_interval_s)
         after = uniq[1] > end
         drained_at = []
         for c in np.unique(uniq[0]):
