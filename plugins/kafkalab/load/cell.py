@@ -18,6 +18,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,7 @@ from kafkalab.config.mapping import (
 from kafkalab.config.models import Profile
 from kafkalab.errors import ClusterError, ConfigError, RunError
 from kafkalab.load import clock, files
-from kafkalab.load.cpu import (
-    broker_cpu_frac,
-    broker_cpu_seconds,
-    cpu_seconds,
-    host_busy_frac,
-    host_cpu_times,
-)
+from kafkalab.load.cpu import CpuUse, cpu_start, cpu_used_since
 from kafkalab.load.files import CellCluster, CellDoc, CellStatus, PauseWindow, ProcessCpu
 from kafkalab.load.placement import (
     BARRIER_TIMEOUT_S,
@@ -99,6 +94,57 @@ def cluster_descriptor(path: Path | None) -> ClusterDescriptor:
     return load_descriptor(path or default_descriptor_path())
 
 
+@dataclass(frozen=True)
+class CellSetup:
+    """Everything one cell needs, decided before it touches the cluster or the disk
+    (:func:`plan_cell`)."""
+
+    spec: LoadCellSpec
+    run_id: str
+    run_date: str
+    descriptor: ClusterDescriptor
+    descriptor_path: Path
+    """The descriptor's file (the shards read its secrets there; the plan holds none)."""
+    profile: Profile
+    """:func:`effective_profile`."""
+    body: bytes
+    """The payload's body."""
+    wire_bytes: int
+    """One message on the wire (body + stamp header)."""
+    topic: str
+    cell_id: str
+    cell: Path
+    """The directory of the cell's files."""
+    logs: Path
+    """The directory of the shard processes' logs (the run's work directory)."""
+    placement: str
+    """:data:`kafkalab.load.placement.SHARD_PLACEMENTS`."""
+    placement_token: str | None
+
+    @property
+    def external(self) -> bool:
+        """The shards are started by someone else (placement ``tasks``)."""
+        return self.placement == "tasks"
+
+    @property
+    def barrier_timeout_s(self) -> float:
+        """How long the producer waits at the start barrier."""
+        base = TASKS_BARRIER_TIMEOUT_S if self.external else BARRIER_TIMEOUT_S
+        return base + 0.2 * self.spec.consumers
+
+
+@dataclass(frozen=True)
+class CellClients:
+    """The cell's client settings and nonce (:func:`cell_clients`)."""
+
+    nonce: bytes
+    """The producer's nonce, in every message (a shard ignores records without it)."""
+    consumer_config: dict[str, Any]
+    """librdkafka settings of the shards' consumers, without secrets."""
+    producer_config: dict[str, Any]
+    """The producer's settings for its client library (secrets resolved)."""
+
+
 def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec | dict[str, Any],
                   descriptor_path: Path | None = None, progress: Progress = noop,
                   provision: bool = True, *, topic: str | None = None,
@@ -129,32 +175,55 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     if shard_placement not in SHARD_PLACEMENTS:
         raise ConfigError(f"shard placement {shard_placement!r}: choose one of "
                           + ", ".join(SHARD_PLACEMENTS))
-    external = shard_placement == "tasks"
     lab = LabData(data_dir)
-    manifest = Manifest.load(lab.root, run_id)
+    run_date = Manifest.load(lab.root, run_id).run_date
+    setup = plan_cell(lab, run_id, run_date, spec, descriptor_path, topic=topic,
+                      cell_path=cell_path, placement=shard_placement,
+                      placement_token=placement_token)
+    if provision:
+        provision_topic(setup)
+    prepare_cell_dir(setup)
+    steady_heap()
+    clients = cell_clients(setup)
+    meta = new_cell_doc(setup, clients)
+    meta.write(setup.cell)
+    # cell.json (status running) before the plan: a shard task that finds this attempt's plan
+    # also finds its cell running (shard_turn).
+    atomic_write_json(plan_path(setup.cell), shard_plan(setup, clients))
+    progress(f"{setup.cell_id}: {spec.consumers} consumer(s) in {spec.shards} "
+             f"{'shard task(s)' if setup.external else 'process(es)'}, "
+             f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
+             f"(warm-up {spec.warmup_s:g} s), topic {setup.topic}")
+    return _CellRun(setup, clients, meta).measure(progress, on_start)
+
+
+def plan_cell(lab: LabData, run_id: str, run_date: str, spec: LoadCellSpec,
+              descriptor_path: Path | None, *, topic: str | None, cell_path: Path | None,
+              placement: str, placement_token: str | None) -> CellSetup:
+    """Decide the cell: its cluster, profile, payload, topic and directories.
+
+    Raises:
+        ConfigError: the cell is above the client budget (or its profile or payload is bad).
+    """
     d = cluster_descriptor(descriptor_path)
     prof = effective_profile(spec)
-    acks = prof.producer.acks
     body = load_body(spec.payload, spec.encoding, images_dir())
     wire = wire_size_bytes(body)
     check_budget(spec, wire)
-    topic = topic or topic_name(spec)
-    if provision:
-        from kafkalab.topics import TopicSpec, provision_topics
+    cell_id = spec.cell_id(prof.producer.acks)
+    return CellSetup(
+        spec=spec, run_id=run_id, run_date=run_date, descriptor=d,
+        descriptor_path=descriptor_path or default_descriptor_path(), profile=prof, body=body,
+        wire_bytes=wire, topic=topic or topic_name(spec), cell_id=cell_id,
+        cell=cell_path or files.cell_dir(lab.root, run_date, run_id, cell_id),
+        logs=lab.run_work_dir(run_id) / "load" / cell_id, placement=placement,
+        placement_token=placement_token)
 
-        provision_topics(d, [TopicSpec(name=topic, partitions=spec.partitions,
-                                       replication_factor=prof.topic.replication_factor,
-                                       configs=prof.topic.kafka_configs())])
-    cell_id = spec.cell_id(acks)
-    cell = cell_path or files.cell_dir(lab.root, manifest.run_date, run_id, cell_id)
-    cell.mkdir(parents=True, exist_ok=True)
-    for old in [*ready_path.every(cell), *result_path.every(cell), start_path(cell),
-                stop_path(cell), plan_path(cell)]:
-        old.unlink(missing_ok=True)
-    logs = lab.run_work_dir(run_id) / "load" / cell_id
-    logs.mkdir(parents=True, exist_ok=True)
-    steady_heap()
 
+def cell_clients(setup: CellSetup) -> CellClients:
+    """A new nonce, the shards' consumer settings (without secrets) and the producer's
+    settings (secrets resolved from the environment)."""
+    spec, d, prof = setup.spec, setup.descriptor, setup.profile
     nonce = load_nonce(os.urandom(4), PRODUCER_ID)
     public = d.model_copy(update={"secret_env": {}})
     consumer_cfg = confluent_consumer_config(librdkafka_config(public), prof, None)
@@ -174,68 +243,137 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         from kafkalab.cluster.descriptor import kafka_python_config
 
         producer_cfg = kafka_python_producer_config(kafka_python_config(d), prof)
-    client_settings = settings_view({"producer": producer_cfg, "consumer": consumer_cfg},
+    return CellClients(nonce=nonce, consumer_config=consumer_cfg, producer_config=producer_cfg)
+
+
+def provision_topic(setup: CellSetup) -> None:
+    """Create the cell's topic with its profile's partitions, replication and configs
+    (idempotent)."""
+    from kafkalab.topics import TopicSpec, provision_topics
+
+    topic = setup.profile.topic
+    provision_topics(setup.descriptor, [TopicSpec(name=setup.topic,
+                                                  partitions=setup.spec.partitions,
+                                                  replication_factor=topic.replication_factor,
+                                                  configs=topic.kafka_configs())])
+
+
+def prepare_cell_dir(setup: CellSetup) -> None:
+    """Make the cell's directories, and remove an earlier attempt's coordination files (a
+    re-run must not meet its shards' old ready or result files)."""
+    cell = setup.cell
+    cell.mkdir(parents=True, exist_ok=True)
+    for old in [*ready_path.every(cell), *result_path.every(cell), start_path(cell),
+                stop_path(cell), plan_path(cell)]:
+        old.unlink(missing_ok=True)
+    setup.logs.mkdir(parents=True, exist_ok=True)
+
+
+def new_cell_doc(setup: CellSetup, clients: CellClients) -> CellDoc:
+    """``cell.json`` of a cell that starts (status ``running``, no clock read yet)."""
+    spec, d = setup.spec, setup.descriptor
+    client_settings = settings_view({"producer": clients.producer_config,
+                                     "consumer": clients.consumer_config},
                                     secret_keys=d.secret_env)
-    meta = CellDoc(
-        schema_version=files.LOAD_SCHEMA_VERSION, cell_id=cell_id, run_id=run_id,
-        run_date=manifest.run_date, status="running", error=None,
-        spec=spec, acks=acks, topic=topic, partitions=spec.partitions,
-        payload_bytes=wire,
+    return CellDoc(
+        schema_version=files.LOAD_SCHEMA_VERSION, cell_id=setup.cell_id, run_id=setup.run_id,
+        run_date=setup.run_date, status="running", error=None,
+        spec=spec, acks=setup.profile.producer.acks, topic=setup.topic,
+        partitions=spec.partitions, payload_bytes=setup.wire_bytes,
         cluster=CellCluster(flavor=d.flavor, version=d.version, is_emulator=d.is_emulator,
                             broker_count=d.broker_count),
         client=spec.client, client_version=_client_version(spec.client),
         client_settings=client_settings, t0_ns=None, measure_start_ns=None,
         stop_ts_ns=None, drain_end_ts_ns=None, pause=None, processes=[],
         client_bound=False, broker_cpu_frac=None, started_at=utc_now_iso(),
-        shard_placement=shard_placement, placement_token=placement_token,
+        shard_placement=setup.placement, placement_token=setup.placement_token,
         cross_host_clock=False, barrier_wait_s=None,
     )
-    meta.write(cell)
-    barrier_s = (TASKS_BARRIER_TIMEOUT_S if external else BARRIER_TIMEOUT_S) + 0.2 * spec.consumers
-    plan = {"spec": spec.model_dump(), "cell_dir": str(cell), "topic": topic,
-            "partitions": spec.partitions, "nonce": nonce.hex(), "consumer_config": consumer_cfg,
-            "descriptor_path": str(descriptor_path or default_descriptor_path()),
-            "barrier_timeout_s": barrier_s, "clock": clock.anchor(),
-            "shard_placement": shard_placement, "placement_token": placement_token}
-    # cell.json (status running) before the plan: a shard task that finds this attempt's plan
-    # also finds its cell running (shard_turn).
-    atomic_write_json(plan_path(cell), plan)
-    progress(f"{cell_id}: {spec.consumers} consumer(s) in {spec.shards} "
-             f"{'shard task(s)' if external else 'process(es)'}, "
-             f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
-             f"(warm-up {spec.warmup_s:g} s), topic {topic}")
 
-    procs: list[subprocess.Popen[bytes]] = []
-    log = SendLog(spec.intended_messages, _schedule(spec, 0))
-    status: CellStatus = "failed"
-    error: str | None = None
-    interrupted = False
-    try:
+
+def shard_plan(setup: CellSetup, clients: CellClients) -> dict[str, Any]:
+    """The plan the shards read (``.plan.json``; :mod:`kafkalab.load.shard`)."""
+    spec = setup.spec
+    return {"spec": spec.model_dump(), "cell_dir": str(setup.cell), "topic": setup.topic,
+            "partitions": spec.partitions, "nonce": clients.nonce.hex(),
+            "consumer_config": clients.consumer_config,
+            "descriptor_path": str(setup.descriptor_path),
+            "barrier_timeout_s": setup.barrier_timeout_s, "clock": clock.anchor(),
+            "shard_placement": setup.placement, "placement_token": setup.placement_token}
+
+
+class _CellRun:
+    """One measurement of a planned cell: its shards, its producer's log and its
+    ``cell.json`` as the cell goes (:meth:`measure`)."""
+
+    def __init__(self, setup: CellSetup, clients: CellClients, meta: CellDoc) -> None:
+        self.setup = setup
+        self.clients = clients
+        self.spec = setup.spec
+        self.meta = meta
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.log = SendLog(self.spec.intended_messages, _schedule(self.spec, 0))
+
+    def measure(self, progress: Progress, on_start: Callable[[int], None] | None) -> dict[str, Any]:
+        """Barrier, produce, drain; on any end, the cell's files and summary. Returns the
+        summary.
+
+        Raises:
+            ConfigError, ClusterError, RunError: as :func:`run_load_cell` says.
+            KeyboardInterrupt: Ctrl-C (the cell is ``interrupted``, its files written).
+        """
+        status: CellStatus = "failed"
+        error: str | None = None
+        try:
+            self.join_shards()
+            stop_ts, interrupted = self.produce(progress, on_start)
+            self.announce_stop(stop_ts)
+            if interrupted:
+                raise KeyboardInterrupt
+            self.collect_shards()
+            status = "complete"
+        except KeyboardInterrupt:
+            status, error = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
+            self.stop_shards()
+            raise
+        except (ConfigError, ClusterError, RunError) as exc:
+            error = str(exc)
+            self.stop_shards()
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.stop_shards()
+            raise RunError(f"{self.setup.cell_id}: {error}") from exc
+        finally:
+            summary = self.close(status, error)
+        return summary
+
+    def join_shards(self) -> None:
+        """Start the shards (placement ``subprocess``) and wait until every one is ready."""
+        setup = self.setup
         barrier0 = time.monotonic()
-        procs = [] if external else spawn_shards(spec, cell, logs)
-        await_barrier(spec, cell, procs, logs, barrier_s, external)
-        meta.barrier_wait_s = round(time.monotonic() - barrier0, 3)
-        client = (ConfluentClient(producer_cfg, log) if spec.client == "confluent-kafka"
-                  else KafkaPythonClient(producer_cfg, log))
-        broker_cpu0 = broker_cpu_seconds(d)
-        host0 = host_cpu_times()
-        cpu0, wall0 = cpu_seconds(), time.monotonic()
-        t0 = now_ns() + START_MARGIN_NS
-        log.intended_ts_ns[:] = _schedule(spec, t0)
-        meta.t0_ns = t0
-        meta.measure_start_ns = int(log.intended_ts_ns[spec.warmup_messages])
-        if spec.pause_at_s is not None and spec.pause_for_s is not None:
-            ps = t0 + int(spec.pause_at_s * 1e9)
-            meta.pause = PauseWindow(start_ns=ps, end_ns=ps + int(spec.pause_for_s * 1e9))
-        atomic_write_json(start_path(cell), {"t0_ns": t0})
+        self.procs = [] if setup.external else spawn_shards(self.spec, setup.cell, setup.logs)
+        await_barrier(self.spec, setup.cell, self.procs, setup.logs, setup.barrier_timeout_s,
+                      setup.external)
+        self.meta.barrier_wait_s = round(time.monotonic() - barrier0, 3)
+
+    def produce(self, progress: Progress,
+                on_start: Callable[[int], None] | None) -> tuple[int, bool]:
+        """Fix t0, tell the shards, run the open-loop producer and record its CPU; returns
+        ``(stop_ts_ns, interrupted)`` (Ctrl-C stops the sending, the stop is still told)."""
+        setup, spec, log, config = self.setup, self.spec, self.log, self.clients.producer_config
+        client = (ConfluentClient(config, log) if spec.client == "confluent-kafka"
+                  else KafkaPythonClient(config, log))
+        cpu0 = cpu_start(setup.descriptor)
+        t0 = self.start_schedule()
         if on_start is not None:
             on_start(t0)
-        plan_p = ProducerPlan(topic=topic, partitions=spec.partitions,
-                              rate_msgs_per_s=spec.rate_msgs_per_s, n=spec.intended_messages,
-                              warmup_messages=spec.warmup_messages, body=body,
-                              base64_body=spec.encoding == "base64", nonce=nonce,
-                              send_deadline_s=spec.duration_s + max(2.0, 0.1 * spec.duration_s),
-                              message_timeout_s=spec.message_timeout_s)
+        plan = ProducerPlan(topic=setup.topic, partitions=spec.partitions,
+                            rate_msgs_per_s=spec.rate_msgs_per_s, n=spec.intended_messages,
+                            warmup_messages=spec.warmup_messages, body=setup.body,
+                            base64_body=spec.encoding == "base64", nonce=self.clients.nonce,
+                            send_deadline_s=spec.duration_s + max(2.0, 0.1 * spec.duration_s),
+                            message_timeout_s=spec.message_timeout_s)
 
         def tick(sent: int, t: int) -> None:
             c = log.counts()
@@ -243,51 +381,82 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
             progress(f"  {(t - t0) / 1e9:5.1f} s  sent {sent}/{spec.intended_messages}  "
                      f"acked {c['acked']}  publish delay {delay_ms:.1f} ms")
 
+        interrupted = False
         try:
-            stop_ts = run_open_loop(plan_p, client, log, t0, progress, on_tick=tick)
+            stop_ts = run_open_loop(plan, client, log, t0, progress, on_tick=tick)
         except KeyboardInterrupt:
             interrupted = True
             stop_ts = now_ns()
-        cpu_s, wall_s = cpu_seconds() - cpu0, time.monotonic() - wall0
+        self.record_producer_cpu(stop_ts, cpu_used_since(cpu0, setup.descriptor))
+        return stop_ts, interrupted
+
+    def start_schedule(self) -> int:
+        """t0 (now + :data:`START_MARGIN_NS`), the schedule from it, and ``.start.json``."""
+        spec, meta = self.spec, self.meta
+        t0 = now_ns() + START_MARGIN_NS
+        self.log.intended_ts_ns[:] = _schedule(spec, t0)
+        meta.t0_ns = t0
+        meta.measure_start_ns = int(self.log.intended_ts_ns[spec.warmup_messages])
+        if spec.pause_at_s is not None and spec.pause_for_s is not None:
+            ps = t0 + int(spec.pause_at_s * 1e9)
+            meta.pause = PauseWindow(start_ns=ps, end_ns=ps + int(spec.pause_for_s * 1e9))
+        atomic_write_json(start_path(self.setup.cell), {"t0_ns": t0})
+        return t0
+
+    def record_producer_cpu(self, stop_ts: int, use: CpuUse) -> None:
+        """The producer's stop, its CPU, the brokers' and the host's."""
+        meta = self.meta
         meta.stop_ts_ns = stop_ts
-        meta.broker_cpu_frac = broker_cpu_frac(broker_cpu0, broker_cpu_seconds(d), wall_s)
-        meta.host_cpu_busy_frac = host_busy_frac(host0, host_cpu_times())
+        meta.broker_cpu_frac = use.broker_cpu_frac
+        meta.host_cpu_busy_frac = use.host_cpu_busy_frac
         meta.host_cpu_count = os.cpu_count()
+        cpu_s, wall_s = use.process_cpu_s, use.wall_s
         meta.processes.append(ProcessCpu(role="producer", shard=None, pid=os.getpid(),
                                          host=_host(), cpu_s=round(cpu_s, 4),
                                          wall_s=round(wall_s, 4),
                                          cpu_frac=round(cpu_s / wall_s, 4) if wall_s > 0 else None))
-        targets = _log_end_offsets(d, topic, spec.partitions, consumer_cfg)
-        atomic_write_json(stop_path(cell), {"stop_ts_ns": stop_ts, "targets": targets})
-        if interrupted:
-            raise KeyboardInterrupt
-        shard_results = await_shards(spec, cell, procs, logs, external)
+
+    def announce_stop(self, stop_ts: int) -> None:
+        """``.stop.json``: the producer stopped, and the log-end offsets to drain to."""
+        setup = self.setup
+        targets = _log_end_offsets(setup.descriptor, setup.topic, self.spec.partitions,
+                                   self.clients.consumer_config)
+        atomic_write_json(stop_path(setup.cell), {"stop_ts_ns": stop_ts, "targets": targets})
+
+    def collect_shards(self) -> None:
+        """Wait for the shards' results and record them.
+
+        Raises:
+            RunError: a shard did not complete.
+        """
+        meta = self.meta
+        shard_results = await_shards(self.spec, self.setup.cell, self.procs, self.setup.logs,
+                                     self.setup.external)
         meta.drain_end_ts_ns = now_ns()
         meta.processes += [ProcessCpu.of_result(r) for r in shard_results]
         meta.shards = shard_results
         meta.cross_host_clock = any((r.get("clock") or {}).get("basis") == clock.WALL_CLOCK
-                                       for r in shard_results)
+                                    for r in shard_results)
         failed = [r for r in shard_results if r.get("status") != "complete"]
         if failed:
-            raise RunError(f"{cell_id}: consumer shard {failed[0].get('shard')} "
+            raise RunError(f"{self.setup.cell_id}: consumer shard {failed[0].get('shard')} "
                            f"failed: {failed[0].get('error')}")
-        status = "complete"
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted (Ctrl-C): what was measured is kept"
-        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
-        raise
-    except (ConfigError, ClusterError, RunError) as exc:
-        error = str(exc)
-        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
-        raise
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        meta.processes += stop_shards(cell, procs, spec.shards if external else 0)
-        raise RunError(f"{cell_id}: {error}") from exc
-    finally:
-        files.write_table(files.sends_path(cell), log.columns(PRODUCER_ID, spec.warmup_messages),
+
+    def stop_shards(self) -> None:
+        """Stop the shards still running after a failure; record the CPU of those that
+        wrote a result."""
+        external = self.spec.shards if self.setup.external else 0
+        self.meta.processes += stop_shards(self.setup.cell, self.procs, external)
+
+    def close(self, status: CellStatus, error: str | None) -> dict[str, Any]:
+        """Write the producer's log, drop an earlier run's extra shard files, and write
+        ``cell.json`` twice: ended, then with its summary (a summary that cannot be made
+        leaves the rows and says why). Returns the summary."""
+        setup, meta = self.setup, self.meta
+        files.write_table(files.sends_path(setup.cell),
+                          self.log.columns(PRODUCER_ID, self.spec.warmup_messages),
                           files.SENDS_SCHEMA)
-        remove_extra_shard_files(cell, spec.shards)
+        remove_extra_shard_files(setup.cell, self.spec.shards)
         meta.status, meta.error = status, error
         meta.client_bound = any((p.cpu_frac or 0) > CLIENT_BOUND_CPU_FRAC
                                 for p in meta.processes)
@@ -295,14 +464,14 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
         try:
             from kafkalab.load.summary import summarize_cell
 
-            meta.write(cell)
-            summary = summarize_cell(cell)
+            meta.write(setup.cell)
+            summary = summarize_cell(setup.cell)
         except Exception as exc:  # a summary that cannot be made must not lose the rows
-            summary = {"cell_id": cell_id, "status": status,
+            summary = {"cell_id": setup.cell_id, "status": status,
                        "error": f"summary failed: {type(exc).__name__}: {exc}"}
         meta.summary = summary
-        meta.write(cell)
-    return dict(summary)
+        meta.write(setup.cell)
+        return dict(summary)
 
 
 def _schedule(spec: LoadCellSpec, t0: int) -> Any:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import resource
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
@@ -71,3 +73,40 @@ def broker_cpu_frac(before: dict[int, float] | None, after: dict[int, float] | N
         return None
     used = sum(after[p] - before[p] for p in before if p in after)
     return round(used / wall_s, 4)
+
+
+@dataclass(frozen=True)
+class CpuStart:
+    """The readings at the start of a measuring span (:func:`cpu_start`)."""
+
+    broker_cpu_s: dict[int, float] | None
+    host_times: tuple[int, int] | None
+    process_cpu_s: float
+    monotonic_s: float
+
+
+@dataclass(frozen=True)
+class CpuUse:
+    """What a measuring span used (:func:`cpu_used_since`)."""
+
+    process_cpu_s: float
+    """This process's CPU seconds over the span."""
+    wall_s: float
+    """The span's wall seconds."""
+    broker_cpu_frac: float | None
+    """The local brokers' CPU seconds per wall second (None: remote or unknown)."""
+    host_cpu_busy_frac: float | None
+    """Share of the host's CPU capacity busy (None: unknown)."""
+
+
+def cpu_start(d: ClusterDescriptor) -> CpuStart:
+    """Read the brokers', the host's and this process's CPU and the clock now."""
+    return CpuStart(broker_cpu_seconds(d), host_cpu_times(), cpu_seconds(), time.monotonic())
+
+
+def cpu_used_since(start: CpuStart, d: ClusterDescriptor) -> CpuUse:
+    """What this process, the local brokers and the host used since ``start``."""
+    process_cpu_s, wall_s = cpu_seconds() - start.process_cpu_s, time.monotonic() - start.monotonic_s
+    return CpuUse(process_cpu_s, wall_s,
+                  broker_cpu_frac(start.broker_cpu_s, broker_cpu_seconds(d), wall_s),
+                  host_busy_frac(start.host_times, host_cpu_times()))
