@@ -9,6 +9,7 @@ cell under ``load/`` (:mod:`kafkalab.load.files`). The CLI runs it whole
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.mapping import check_profile
 from kafkalab.errors import ConfigError, RunError
-from kafkalab.kinds import LOAD, kind_of
+from kafkalab.kinds import LOAD, RunKind, kind_of
 from kafkalab.load import files
 from kafkalab.load.cell import cluster_descriptor, effective_profile, run_load_cell
 from kafkalab.load.files import CellDoc
@@ -89,38 +90,23 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     if d.is_emulator:
         progress(f"NOTE: {emulator_note(d)}")
     lab = LabData(req.data_dir)
-    run_id = req.run_id or new_run_id()
-    previous = lab.manifest(run_id) if req.run_id else None
-    if previous is not None and kind_of(previous) is not LOAD:
-        raise ConfigError(f"run {run_id} is a {kind_of(previous).name} run; use a new --run-id "
-                          "for a load run")
+    run_id, previous = reopened_run(lab, req.run_id, LOAD, "load")
     specs = [c.model_dump() for c in req.cells]
-    old_specs = list(((previous or {}).get("workload") or {}).get("cells") or [])
-    all_specs = old_specs + [s for s in specs if s not in old_specs]
-    manifest = Manifest(
-        run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
-        command=req.command,
-        workload={"kind": LOAD.name, "name": req.workload_name, "cells": all_specs},
+    manifest = parts_manifest(
+        run_id, previous, LOAD, command=req.command,
+        workload={"kind": LOAD.name, "name": req.workload_name,
+                  "cells": planned_parts(previous, "cells", specs)},
         profiles={p: effective_profile(c).model_dump() for c in req.cells for p in [c.profile]},
         scenarios=sorted({c.client for c in req.cells}),
         payloads=sorted({c.payload for c in req.cells}),
-        cluster=public_view(d), versions=runtime_versions(),
-        owner=_owner(req.owner_kind), environment=environment(), kind=LOAD.name,
-        logical_date=req.logical_date or (previous or {}).get("logical_date"),
-    )
+        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date)
     if previous is not None:
-        manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
         manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
                                         | set(lab.derived_outputs(run_id)))
-        manifest.cells = list(previous.get("cells") or [])
     manifest.write(lab.root)
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": specs}
 
 
-def _owner(kind: str) -> dict[str, Any]:
-    import socket
-
-    return {"host": socket.gethostname(), "pid": os.getpid(), "kind": kind}
 
 
 def finish_load_run(data_dir: Path | str | None, run_id: str, error: str | None = None) -> dict[str, Any]:
@@ -129,19 +115,8 @@ def finish_load_run(data_dir: Path | str | None, run_id: str, error: str | None 
     lab = LabData(data_dir)
     manifest = Manifest.load(lab.root, run_id)
     planned = [LoadCellSpec(**s) for s in (manifest.workload.get("cells") or [])]
-    cells = []
-    statuses = []
-    for spec in planned:
-        acks = spec.effective_acks(effective_profile(spec).producer.acks)
-        doc = CellDoc.read(files.cell_dir(lab.root, manifest.run_date, run_id, spec.cell_id(acks)))
-        if doc is None:
-            statuses.append("missing")
-            continue
-        statuses.append(doc.status)
-        cells.append(dict(doc.summary or {"cell_id": doc.cell_id, "status": doc.status}))
-    manifest.cells = cells
-    manifest.close(statuses, error)
-    manifest.write(lab.root)
+    cells = close_run(lab, manifest, (_cell_part(lab.root, manifest.run_date, run_id, spec)
+                                      for spec in planned), error)
     return {"run_id": run_id, "status": manifest.status, "cells": cells}
 
 
@@ -167,3 +142,81 @@ def execute_load(req: LoadRequest, progress: Progress = noop) -> LoadResult:
         done = finish_load_run(req.data_dir, run_id, error=error if error == "interrupted" else None)
     return LoadResult(run_id=run_id, status=done["status"], cells=done["cells"],
                       manifest_path=LabData(req.data_dir).manifest_path(run_id))
+
+
+def _cell_part(data_root: Path, run_date: str, run_id: str,
+               spec: LoadCellSpec) -> tuple[str, dict[str, Any]] | None:
+    """A planned cell's status and summary from its ``cell.json`` (None: it has none)."""
+    acks = spec.effective_acks(effective_profile(spec).producer.acks)
+    doc = CellDoc.read(files.cell_dir(data_root, run_date, run_id, spec.cell_id(acks)))
+    if doc is None:
+        return None
+    return doc.status, dict(doc.summary or {"cell_id": doc.cell_id, "status": doc.status})
+
+
+# -- a run made of parts: load cells here, fault trials in kafkalab.faults.engine -------------
+
+
+def reopened_run(lab: LabData, run_id: str | None, kind: RunKind,
+                 noun: str) -> tuple[str, dict[str, Any] | None]:
+    """The run id a run of parts writes (``run_id``, else a new one) and the manifest of the
+    run it re-opens (None: a new run).
+
+    Raises:
+        ConfigError: ``run_id`` is a run of another kind (``noun`` names this kind's runs).
+    """
+    rid = run_id or new_run_id()
+    previous = lab.manifest(rid) if run_id else None
+    if previous is not None and kind_of(previous) is not kind:
+        raise ConfigError(f"run {rid} is a {kind_of(previous).name} run; use a new --run-id "
+                          f"for a {noun} run")
+    return rid, previous
+
+
+def planned_parts(previous: dict[str, Any] | None, key: str,
+                  specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The parts a (re-opened) run plans: the earlier manifest's ``workload[key]``, then
+    those of ``specs`` it does not hold yet."""
+    old = list(((previous or {}).get("workload") or {}).get(key) or [])
+    return old + [s for s in specs if s not in old]
+
+
+def parts_manifest(run_id: str, previous: dict[str, Any] | None, kind: RunKind, *,
+                   command: str, workload: dict[str, Any], profiles: dict[str, Any],
+                   scenarios: list[str], payloads: list[str], cluster: dict[str, Any],
+                   owner_kind: str, logical_date: str | None) -> Manifest:
+    """The manifest (status ``running``) of a run of parts that starts or is re-opened: a
+    re-opened run keeps its start time, logical date and parts' summaries, and records when
+    it was re-opened."""
+    manifest = Manifest(
+        run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
+        command=command, workload=workload, profiles=profiles, scenarios=scenarios,
+        payloads=payloads, cluster=cluster, versions=runtime_versions(),
+        owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": owner_kind},
+        environment=environment(), kind=kind.name,
+        logical_date=logical_date or (previous or {}).get("logical_date"),
+    )
+    if previous is not None:
+        manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
+        manifest.cells = list(previous.get("cells") or [])
+    return manifest
+
+
+def close_run(lab: LabData, manifest: Manifest,
+              parts: Iterable[tuple[str, dict[str, Any]] | None],
+              error: str | None) -> list[dict[str, Any]]:
+    """Close a run of parts from each planned part's ``(status, summary)`` (None: the part
+    left nothing): the manifest lists the summaries and is ``complete``, ``incomplete`` or
+    ``failed`` (:meth:`Manifest.close`), written. Returns the summaries."""
+    statuses: list[str] = []
+    summaries: list[dict[str, Any]] = []
+    for part in parts:
+        if part is None:
+            statuses.append("missing")
+            continue
+        statuses.append(part[0])
+        summaries.append(part[1])
+    manifest.cells = summaries
+    manifest.close(statuses, error)
+    manifest.write(lab.root)
+    return summaries
