@@ -61,6 +61,15 @@ def spawn_shards(spec: LoadCellSpec, cell: Path, logs: Path) -> list[subprocess.
     return procs
 
 
+def _wait_or_kill(proc: subprocess.Popen[Any], timeout_s: float) -> None:
+    """Wait for ``proc`` to end, up to ``timeout_s``; then kill it (and reap it)."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _shard_failure(cell: Path, k: int, logs: Path) -> str:
     """Why shard ``k`` failed: its result's error, else the last line of its log."""
     doc = read_json(result_path(cell, k))
@@ -110,11 +119,7 @@ def await_shards(spec: LoadCellSpec, cell: Path, procs: list[subprocess.Popen[by
                 result_path(cell, k).exists() for k in range(spec.shards)):
             time.sleep(0.05)
     for p in procs:
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        _wait_or_kill(p, max(0.1, deadline - time.monotonic()))
     out = []
     for k in range(spec.shards):
         doc = read_json(result_path(cell, k))
@@ -140,11 +145,7 @@ def stop_shards(cell: Path, procs: list[subprocess.Popen[bytes]],
             p.wait(timeout=15)
         except subprocess.TimeoutExpired:
             p.send_signal(signal.SIGINT)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            _wait_or_kill(p, 10)
     if external_shards:
         joined = [k for k in range(external_shards) if ready_path(cell, k).exists()]
         deadline = time.monotonic() + 25
@@ -195,11 +196,7 @@ def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict
         proc.wait()
     except BaseException:
         proc.send_signal(signal.SIGINT)  # the shard writes its rows and its result, then exits
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _wait_or_kill(proc, 20)
         raise
     doc = read_json(result_path(cell, shard))
     if isinstance(doc, dict):
