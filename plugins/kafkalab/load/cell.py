@@ -65,10 +65,8 @@ from kafkalab.store import LabData, atomic_write_json
 PRODUCER_ID = 0
 """One producer per cell (the id is in every message, for multi-producer cells later)."""
 
-
 START_MARGIN_NS = 100_000_000
 """t0 is set this far after the barrier, so every shard sees the start before message 0."""
-
 
 CLIENT_BOUND_CPU_FRAC = 0.8
 """A load-generator process above this share of one core makes the cell ``client_bound``."""

@@ -49,6 +49,8 @@ class LoadRequest:
 
 @dataclass
 class LoadResult:
+    """A load run once closed: its status and every cell's summary."""
+
     run_id: str
     status: str
     cells: list[dict[str, Any]] = field(default_factory=list)
@@ -107,8 +109,6 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": specs}
 
 
-
-
 def finish_load_run(data_dir: Path | str | None, run_id: str, error: str | None = None) -> dict[str, Any]:
     """Merge every cell's ``cell.json`` summary into the manifest and close it: ``complete``
     when every planned cell completed, ``failed`` when none did, else ``incomplete``."""
@@ -125,13 +125,12 @@ def execute_load(req: LoadRequest, progress: Progress = noop) -> LoadResult:
     started = start_load_run(req, progress)
     run_id = started["run_id"]
     req.run_id = run_id
-    summaries: list[dict[str, Any]] = []
     error: str | None = None
     try:
         for spec in req.cells:
             try:
-                summaries.append(run_load_cell(req.data_dir, run_id, spec, req.descriptor_path,
-                                               progress, provision=req.provision))
+                run_load_cell(req.data_dir, run_id, spec, req.descriptor_path, progress,
+                              provision=req.provision)
             except RunError as exc:
                 progress(f"cell failed: {exc}")
                 error = str(exc)

@@ -67,7 +67,8 @@ BARRIER_POLL_S = 0.02
 
 
 ready_path = ShardFile(".ready", "")
-"""Written by a shard once all its consumers are positioned (in: the producer's barrier)."""
+"""Written by a shard once all its consumers are positioned (the start barrier waits for
+every shard's)."""
 result_path = ShardFile(".shard", ".json")
 """A shard's result: CPU, counts, errors, its clock (the engine reads it when it ends)."""
 plan_path = CellFile(".plan.json")
