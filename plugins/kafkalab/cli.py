@@ -718,7 +718,7 @@ def _option_names(text: str) -> str:
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from kafkalab.load.engine import LoadRequest, execute_load
+    from kafkalab.load.run import LoadRequest, execute_load
     from kafkalab.load.summary import format_load_table, json_cell
 
     cells, name = _load_cells(args)

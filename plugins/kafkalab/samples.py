@@ -11,13 +11,11 @@ exactly that cell's file and nothing else.
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import json
 import os
 import platform
 import socket
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -27,7 +25,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kafkalab.store import LabData, atomic_file, read_json
+from kafkalab.parquet_stream import ParquetStream, write_parquet
+from kafkalab.store import LabData, read_json
 
 SCHEMA_VERSION = 2
 """Version of the samples and manifest schemas (docs/metrics-schema.md, "Versions")."""
@@ -193,84 +192,37 @@ FLUSH_INTERVAL_S = 1.0
 """... and at least this often while rows arrive."""
 
 
-class CellWriter:
+class CellWriter(ParquetStream):
     """Streams one cell's rows to its Parquet file (a :class:`SampleSink`).
 
-    Rows are buffered and appended as row groups to a hidden temporary file in the cell's
-    directory (readers ignore names starting with ``.``). :meth:`close` makes the file
-    durable and renames it over ``path`` (replacing an earlier measurement of the same cell);
-    a cell that produced no rows removes ``path``, since its re-measurement found nothing.
-    :meth:`abort` (used only when the file itself cannot be written) discards the temporary
-    file and leaves ``path`` as it was. Not thread-safe: scenarios serialise their writes
-    through their tracker's lock or write from one thread.
+    A :class:`kafkalab.parquet_stream.ParquetStream` of :data:`SAMPLE_SCHEMA`: rows are
+    buffered and appended as row groups (every :data:`FLUSH_ROWS` rows or
+    :data:`FLUSH_INTERVAL_S`) to a hidden temporary file in the cell's directory (readers
+    ignore names starting with ``.``). :meth:`close` makes the file durable and renames it
+    over ``path`` (replacing an earlier measurement of the same cell); a cell that produced no
+    rows removes ``path``, since its re-measurement found nothing. :meth:`abort` (used only
+    when the file itself cannot be written) discards the temporary file and leaves ``path`` as
+    it was. Not thread-safe: scenarios serialise their writes through their tracker's lock or
+    write from one thread.
     """
 
     def __init__(self, path: Path, ctx: CellContext | Callable[[], CellContext]) -> None:
-        self.path = Path(path)
-        self.rows_written = 0
+        super().__init__(path, SAMPLE_SCHEMA, flush_rows=FLUSH_ROWS,
+                         flush_interval_s=FLUSH_INTERVAL_S, keep_empty=False)
         self._ctx = ctx
         self._base: dict[str, Any] | None = None
-        self._buffer: list[dict[str, Any]] = []
-        self._last_flush = time.monotonic()
-        self._stack = contextlib.ExitStack()
-        self._fh = self._stack.enter_context(atomic_file(self.path))
-        self._writer: pq.ParquetWriter | None = None
-        self._closed = False
 
     def write(self, sample: Sample) -> None:
         """Buffer one row; flush a row group when the buffer is full or old enough."""
         if self._base is None:  # the context is read once, when the first row arrives
             self._base = cell_columns(self._ctx() if callable(self._ctx) else self._ctx)
-        self._buffer.append(to_row(self._base, sample))
-        if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
-            self.flush()
-
-    def flush(self) -> None:
-        """Append the buffered rows to the temporary file as one row group."""
-        if not self._buffer:
-            return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self._fh, SAMPLE_SCHEMA, compression="zstd")
-        self._writer.write_table(pa.Table.from_pylist(self._buffer, schema=SAMPLE_SCHEMA))
-        self.rows_written += len(self._buffer)
-        self._buffer.clear()
-        self._fh.flush()
-        self._last_flush = time.monotonic()
-
-    def close(self) -> int:
-        """Flush, make the file durable and rename it into place; returns the row count."""
-        if self._closed:
-            return self.rows_written
-        self._closed = True
-        try:
-            self.flush()
-            if self._writer is not None:
-                self._writer.close()
-        except BaseException as exc:
-            self._stack.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        if self.rows_written == 0:
-            self._stack.__exit__(RuntimeError, RuntimeError("no rows"), None)
-            self.path.unlink(missing_ok=True)
-            return 0
-        self._stack.close()
-        return self.rows_written
-
-    def abort(self) -> None:
-        """Discard the temporary file; ``path`` keeps its earlier content."""
-        if self._closed:
-            return
-        self._closed = True
-        self._stack.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self.append(to_row(self._base, sample))
 
 
 def write_cell(path: Path, rows: list[dict[str, Any]]) -> Path:
     """Write one cell's rows at once (replacing an earlier file of the same cell); the path
     comes from :meth:`kafkalab.store.LabData.cell_file`."""
-    table = pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA)
-    with atomic_file(path) as fh:
-        pq.write_table(table, fh, compression="zstd")
-    return Path(path)
+    return write_parquet(path, pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA))
 
 
 def read_cell(path: Path) -> pa.Table:

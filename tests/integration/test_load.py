@@ -22,14 +22,9 @@ import pytest
 from kafkalab.cluster import cluster_status
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
 from kafkalab.load import files
-from kafkalab.load.engine import (
-    LoadRequest,
-    execute_load,
-    finish_load_run,
-    run_load_cell,
-    start_load_run,
-)
+from kafkalab.load.cell import run_load_cell
 from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
+from kafkalab.load.run import LoadRequest, execute_load, finish_load_run, start_load_run
 from kafkalab.load.shard import start_path
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.load.summary import format_load_table
@@ -325,7 +320,7 @@ def test_shards_started_elsewhere_join_the_barrier_and_another_clock_is_labelled
     consume_load_shard does); shard 1 claims another clock domain (a second host cannot be
     had here), so it maps its clock through the wall clocks and the cell says so."""
     from kafkalab.load import clock
-    from kafkalab.load.engine import run_shard_process, shard_turn
+    from kafkalab.load.placement import run_shard_process, shard_turn
     from kafkalab.load.shard import plan_path
     from kafkalab.samples import Manifest
 

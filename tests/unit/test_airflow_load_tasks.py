@@ -81,11 +81,12 @@ def test_request_is_owned_by_airflow_in_the_data_dir(lab: LabData, tmp_path: Pat
 
 def test_start_and_measure_call_the_engine(lab: LabData, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
-    import kafkalab.load.engine as engine
+    import kafkalab.load.cell as cell_engine
+    import kafkalab.load.run as run_engine
 
     seen: dict[str, object] = {}
 
-    def start(req: engine.LoadRequest, progress: object = None) -> dict[str, object]:
+    def start(req: run_engine.LoadRequest, progress: object = None) -> dict[str, object]:
         seen["start"] = req
         return {"run_id": req.run_id, "run_date": "2026-11-21",
                 "cells": [c.model_dump() for c in req.cells]}
@@ -96,8 +97,8 @@ def test_start_and_measure_call_the_engine(lab: LabData, monkeypatch: pytest.Mon
         seen["placement"] = kwargs
         return {"cell_id": "c", "status": "complete", "e2e_p99_ms": 3.0}
 
-    monkeypatch.setattr(engine, "start_load_run", start)
-    monkeypatch.setattr(engine, "run_load_cell", run)
+    monkeypatch.setattr(run_engine, "start_load_run", start)
+    monkeypatch.setattr(cell_engine, "run_load_cell", run)
     cells = load_tasks.start_load({**FORM, "consumers": [5], "rates": [200], "acks": ["1"]},
                                   "load-x", command="airflow dag load_experiment run m1")
     assert len(cells) == 1 and cells[0]["label"] == "5 consumers × 200 msg/s, acks 1, 1kb"
@@ -109,7 +110,7 @@ def test_start_and_measure_call_the_engine(lab: LabData, monkeypatch: pytest.Mon
     load_tasks.measure_load_cell({**FORM, "shard_placement": "tasks"}, "load-x", cells[0],
                                  token="manual__1")
     assert seen["placement"] == {"shard_placement": "tasks", "placement_token": "manual__1"}
-    monkeypatch.setattr(engine, "run_load_cell", lambda *a, **k: {
+    monkeypatch.setattr(cell_engine, "run_load_cell", lambda *a, **k: {
         "cell_id": "c", "status": "failed", "error": "shard 0 died"})
     with pytest.raises(RunError, match="cell c failed: shard 0 died"):
         load_tasks.measure_load_cell(FORM, "load-x", cells[0])
@@ -175,7 +176,7 @@ def test_shard_placement_param_is_checked() -> None:
 
 def test_the_form_choices_are_the_engines() -> None:
     from kafkalab.airflow.params import SHARD_PLACEMENT_CHOICES
-    from kafkalab.load.engine import SHARD_PLACEMENTS
+    from kafkalab.load.placement import SHARD_PLACEMENTS
 
     assert SHARD_PLACEMENT_CHOICES == SHARD_PLACEMENTS
 

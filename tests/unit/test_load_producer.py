@@ -25,27 +25,51 @@ from kafkalab.payloads import read_stamp
 from kafkalab.scenarios.base import now_ns
 
 
+class SimClock:
+    """Simulated CLOCK_MONOTONIC: time moves only when the producer's loop sleeps or waits,
+    so what a test asserts about the schedule holds however busy the machine is."""
+
+    def __init__(self) -> None:
+        self.ns = now_ns()
+        self.loop_thread = threading.current_thread()
+
+    def now(self) -> int:
+        return self.ns
+
+    def sleep(self, seconds: float) -> None:
+        self.ns += max(0, int(seconds * 1e9))
+
+
 class Recorder(Client):
-    """Accepts every message (optionally refusing while ``full`` is set) and acks it."""
+    """Accepts every message (optionally refusing while ``full`` is set) and acks it. With a
+    :class:`SimClock`, a wait for queue space in the loop's thread advances simulated time
+    (the delivery-report thread's waits do not)."""
 
     def __init__(self, log: SendLog, stall_at: int | None = None, stall_s: float = 0.0,
-                 ack: bool = True) -> None:
+                 ack: bool = True, clock: SimClock | None = None) -> None:
         self.log, self.stall_at, self.stall_s, self.ack = log, stall_at, stall_s, ack
+        self.clock = clock
         self.sent: list[tuple[int, bytes, bytes, int]] = []
         self.full_until = 0
 
+    def now(self) -> int:
+        return self.clock.now() if self.clock is not None else now_ns()
+
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
         if seq == self.stall_at and not self.full_until:
-            self.full_until = now_ns() + int(self.stall_s * 1e9)
-        if now_ns() < self.full_until:
+            self.full_until = self.now() + int(self.stall_s * 1e9)
+        if self.now() < self.full_until:
             return False  # queue full: the loop must wait, never skip
         self.sent.append((seq, value, key, partition))
         if self.ack:
-            self.log.record(seq, now_ns(), None, partition, seq)
+            self.log.record(seq, self.now(), None, partition, seq)
         return True
 
     def serve(self, timeout_s: float) -> None:
-        time.sleep(timeout_s)
+        if self.clock is not None and threading.current_thread() is self.clock.loop_thread:
+            self.clock.sleep(timeout_s)
+        else:
+            time.sleep(timeout_s)
 
     def flush(self, timeout_s: float) -> None:
         pass
@@ -80,8 +104,10 @@ def test_every_slot_is_sent_in_order_with_its_intended_time_and_send_time() -> N
 def test_a_stall_is_publish_delay_and_the_overdue_messages_go_back_to_back() -> None:
     n, rate = 60, 200.0  # 5 ms apart; a 100 ms stall at message 20 makes 20 overdue
     log = SendLog(n, np.zeros(n, dtype=np.int64))
-    client = Recorder(log, stall_at=20, stall_s=0.1)
-    run_open_loop(_plan(n, rate), client, log, now_ns() + 5_000_000)
+    clock = SimClock()
+    client = Recorder(log, stall_at=20, stall_s=0.1, clock=clock)
+    run_open_loop(_plan(n, rate), client, log, clock.now() + 5_000_000, clock=clock.now,
+                  sleep=clock.sleep)
     delay_ms = (log.send_ts_ns - log.intended_ts_ns) / 1e6
     assert [s for s, *_ in client.sent] == list(range(n))  # never skipped
     assert delay_ms[20] >= 95  # the stalled message waited the whole stall
@@ -93,8 +119,10 @@ def test_a_stall_is_publish_delay_and_the_overdue_messages_go_back_to_back() -> 
 def test_messages_past_the_deadline_are_unsent_and_the_outcomes_add_up() -> None:
     n = 100
     log = SendLog(n, np.zeros(n, dtype=np.int64))
-    client = Recorder(log, stall_at=10, stall_s=5.0)
-    run_open_loop(_plan(n, 1000.0, deadline_s=0.2), client, log, now_ns())
+    clock = SimClock()
+    client = Recorder(log, stall_at=10, stall_s=5.0, clock=clock)
+    run_open_loop(_plan(n, 1000.0, deadline_s=0.2), client, log, clock.now(), clock=clock.now,
+                  sleep=clock.sleep)
     counts = log.counts()
     assert counts["acked"] == 10
     assert counts["unsent"] == 90

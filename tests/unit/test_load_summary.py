@@ -72,7 +72,10 @@ def _cell(tmp: Path, *, n: int = 20, warmup: int = 2, acks: str = "1",
             "lag_msgs": np.array([v for *_, v in lag_rows], dtype=np.int64),
             "received_msgs": np.zeros(m, np.int64), "paused": np.zeros(m, bool)}, files.LAG_SCHEMA)
     meta: dict[str, Any] = {
-        "cell_id": "x", "run_id": "r", "status": "complete", "acks": acks, "payload_bytes": 1056,
+        "schema_version": 1, "cell_id": "x", "run_id": "r", "run_date": "2026-11-22",
+        "status": "complete", "error": None, "acks": acks, "payload_bytes": 1056,
+        "topic": "t", "partitions": 1, "client": "confluent-kafka", "client_version": "2",
+        "drain_end_ts_ns": None, "broker_cpu_frac": None,
         "spec": {"client": "confluent-kafka", "payload": "1kb", "profile": "default",
                  "partitions": 1, "consumers": consumers, "rate_msgs_per_s": 100.0,
                  "duration_s": n / 100, "warmup_s": warmup / 100, "lag_interval_s": 0.05},

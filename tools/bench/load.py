@@ -585,7 +585,7 @@ def fanout_figures(consumers: int, rate: float, messages: int, received: int, cp
 
 @dataclass
 class HarnessRun:
-    """The load run (kafkalab.load.engine) the harness fan-out cells belong to."""
+    """The load run (kafkalab.load.run) the harness fan-out cells belong to."""
 
     data_dir: Path
     descriptor_path: Path
@@ -606,7 +606,7 @@ def harness_cell_spec(consumers: int, rate: float, duration_s: float) -> Any:
 
 def start_harness_run(run: HarnessRun, specs: Sequence[Any]) -> None:
     """Open the load run for ``specs`` (its manifest under ``run.data_dir``)."""
-    from kafkalab.load.engine import LoadRequest, start_load_run
+    from kafkalab.load.run import LoadRequest, start_load_run
 
     started = start_load_run(LoadRequest(
         cells=list(specs), data_dir=run.data_dir, descriptor_path=run.descriptor_path,
@@ -615,13 +615,13 @@ def start_harness_run(run: HarnessRun, specs: Sequence[Any]) -> None:
 
 
 def harness_fanout(run: HarnessRun, spec: Any, broker_pid: int | None) -> dict[str, Any]:
-    """One engine cell (:func:`kafkalab.load.engine.run_load_cell`): deliveries per client
+    """One engine cell (:func:`kafkalab.load.cell.run_load_cell`): deliveries per client
     core = receipts received by the producer's stop / Σ ``cpu_s`` of the consumer shards
     (their measuring span: start barrier → producer stopped, as in ``cell.json``)."""
     import pyarrow.parquet as pq
 
     from kafkalab.load import files
-    from kafkalab.load.engine import run_load_cell
+    from kafkalab.load.cell import run_load_cell
     from kafkalab.store import read_json
 
     b0 = _proc_cpu_s(broker_pid)
@@ -831,7 +831,7 @@ def bench_load(work: Path, config: LoadBenchConfig | None = None) -> dict[str, A
                           + (f"{per_core:,.0f} deliveries per core second" if per_core
                              else str(row.get("status") or "-")))
         if run.run_id:
-            from kafkalab.load.engine import finish_load_run
+            from kafkalab.load.run import finish_load_run
 
             finish_load_run(run.data_dir, run.run_id)
     finally:

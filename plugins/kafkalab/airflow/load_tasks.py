@@ -1,9 +1,9 @@
 """The Airflow tasks of a load run (open loop, fan-out), as plain importable functions.
 
 The ``load_experiment`` DAG and the nightly's fan-out cell wire these (``dags/_common.py``);
-each calls the load engine (:mod:`kafkalab.load.engine`) and takes and returns JSON-able
-values. Heavy imports stay inside the functions: importing this module while a DAG file is
-parsed reads no file and starts nothing. The chain (see ``docs/airflow.md``)::
+each calls the load engine (:mod:`kafkalab.load.run`, :mod:`kafkalab.load.cell`) and takes
+and returns JSON-able values. Heavy imports stay inside the functions: importing this module
+while a DAG file is parsed reads no file and starts nothing. The chain (see ``docs/airflow.md``)::
 
     name_load_run -> start_load_run -> run_load_cell x cells (mapped, pool kafkalab_measure)
       -> finish_load_run (all_done) -> aggregate_load (Spark) -> validate_load (Spark + GX)
@@ -18,7 +18,7 @@ Where a cell's consumer shards run is the ``shard_placement`` param:
   on a Celery or Kubernetes deployment the shards of one cell spread over the workers. A
   shard task defers (holding no slot; the triggerer watches the cell's files) until the
   producer of its cell (``run_load_cell``) has written this attempt's plan, then joins the
-  start barrier (:func:`kafkalab.load.engine.shard_turn`) and runs the shard.
+  start barrier (:func:`kafkalab.load.placement.shard_turn`) and runs the shard.
   The workers must share the data directory (the barrier and the rows are files there).
   Needs a running scheduler: ``airflow dags test`` runs one task at a time, so the producer
   would wait at the barrier alone (it fails after the barrier timeout, saying so).
@@ -38,7 +38,7 @@ from kafkalab.store import LabData, read_json
 from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
-    from kafkalab.load.engine import LoadRequest
+    from kafkalab.load.run import LoadRequest
     from kafkalab.load.spec import LoadCellSpec
 
 log = logging.getLogger(__name__)
@@ -122,10 +122,10 @@ def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
 
 def build_load_request(params: Mapping[str, Any], run_id: str, command: str | None = None,
                        logical_date: str | None = None) -> LoadRequest:
-    """A :class:`~kafkalab.load.engine.LoadRequest` for the cells of ``params`` (owner kind
+    """A :class:`~kafkalab.load.run.LoadRequest` for the cells of ``params`` (owner kind
     ``airflow``), on the cluster of the ``cluster_descriptor`` param or Connection;
     ``logical_date``: the DAG run's (ISO 8601 UTC), recorded in the manifest."""
-    from kafkalab.load.engine import LoadRequest
+    from kafkalab.load.run import LoadRequest
 
     return LoadRequest(
         cells=load_cells(params), data_dir=LabData().root,
@@ -149,7 +149,7 @@ def start_load(params: Mapping[str, Any], run_id: str, command: str | None = Non
     """Validate the cells (budget included), check the cluster, write the manifest
     (``running``, kind ``load``, the DAG run's ``logical_date``). Returns the cells to map:
     ``{"spec": {...}, "label"}``."""
-    from kafkalab.load.engine import start_load_run
+    from kafkalab.load.run import start_load_run
 
     req = build_load_request(params, run_id, command, logical_date)
     if shard_placement(params) == "tasks":
@@ -168,9 +168,9 @@ def shard_placement(params: Mapping[str, Any]) -> str:
     """The ``shard_placement`` param (default ``subprocess``), checked.
 
     Raises:
-        ConfigError: not one of :data:`kafkalab.load.engine.SHARD_PLACEMENTS`.
+        ConfigError: not one of :data:`kafkalab.load.placement.SHARD_PLACEMENTS`.
     """
-    from kafkalab.load.engine import SHARD_PLACEMENTS
+    from kafkalab.load.placement import SHARD_PLACEMENTS
 
     value = str(params.get("shard_placement") or "subprocess")
     if value not in SHARD_PLACEMENTS:
@@ -206,7 +206,7 @@ def shard_slots(params: Mapping[str, Any],
     placement ``subprocess`` (the mapped task is then skipped)."""
     if shard_placement(params) != "tasks":
         return []
-    from kafkalab.load.engine import effective_profile
+    from kafkalab.load.cell import effective_profile
     from kafkalab.load.spec import LoadCellSpec
 
     out = []
@@ -223,13 +223,13 @@ def shard_state(run_id: str, slot: Mapping[str, Any], token: str,
                 data_dir: Path | str | None = None) -> tuple[str, Path | None]:
     """Where the shard of ``slot`` stands: ``(state, cell_dir)``.
 
-    ``state`` is :func:`kafkalab.load.engine.shard_turn`'s (``wait``, ``join``, ``done``,
+    ``state`` is :func:`kafkalab.load.placement.shard_turn`'s (``wait``, ``join``, ``done``,
     ``ended``), or ``closed`` when the run is no longer running and this attempt's plan of
     the cell never came up. No run manifest yet: ``wait``. Reads three small files; cheap
     enough for a trigger to call every second.
     """
     from kafkalab.load import files
-    from kafkalab.load.engine import shard_turn
+    from kafkalab.load.placement import shard_turn
     from kafkalab.samples import Manifest
 
     lab = LabData(data_dir)
@@ -258,7 +258,7 @@ def consume_load_shard(run_id: str, slot: Mapping[str, Any], token: str) -> dict
     """
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from kafkalab.load.engine import run_shard_process
+    from kafkalab.load.placement import run_shard_process
     from kafkalab.load.shard import result_path
 
     k = int(slot["shard"])
@@ -296,7 +296,7 @@ def measure_load_cell(params: Mapping[str, Any], run_id: str,
     Raises:
         RunError: the cell failed (what it measured is kept; the run will be incomplete).
     """
-    from kafkalab.load.engine import run_load_cell
+    from kafkalab.load.cell import run_load_cell
 
     descriptor = ClusterConnection().descriptor_path(params.get("cluster_descriptor"))
     summary = run_load_cell(LabData().root, run_id, dict(cell["spec"]), descriptor,
@@ -318,7 +318,7 @@ def close_load(run_id: str) -> dict[str, Any]:
     when the run was never started, so that the tasks after it are not held up by a load
     run that a failed ``start_load_run`` already reports.
     """
-    from kafkalab.load.engine import finish_load_run
+    from kafkalab.load.run import finish_load_run
 
     lab = LabData()
     if not lab.manifest_path(run_id).is_file():

@@ -49,7 +49,7 @@ CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
 consumer group per consumer."""
 
 SHARD_PLACEMENT_CHOICES: tuple[str, ...] = ("subprocess", "tasks")
-"""Where a load cell's consumer shards run (:data:`kafkalab.load.engine.SHARD_PLACEMENTS`,
+"""Where a load cell's consumer shards run (:data:`kafkalab.load.placement.SHARD_PLACEMENTS`,
 kept in step by a unit test): processes of the cell's task, or mapped tasks of their own."""
 
 LATENCY_WORKLOADS: dict[str, str] = {

@@ -7,7 +7,7 @@ One trial (:func:`run_fault_trial`):
 2. the target is chosen from the partition state (partition 0's leader, or a follower), read
    where the cluster's flavor says (ZooKeeper on Kafka 0.9, else the Admin API);
 3. the load engine runs one producer at the fixed rate and one live consumer
-   (:func:`kafkalab.load.engine.run_load_cell`, files in the trial's directory) while the
+   (:func:`kafkalab.load.cell.run_load_cell`, files in the trial's directory) while the
    :class:`~kafkalab.faults.inject.Injector` breaks and heals the target on schedule and the
    :class:`~kafkalab.faults.monitor.Monitor` records leader and ISR every 100 ms;
 4. every broker is healed, the trial waits for the full ISR, a fresh consumer re-reads the
@@ -22,7 +22,6 @@ A loss is a finding: nothing is retried or dropped to make it go away.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,16 +52,16 @@ from kafkalab.faults.inject import (
 from kafkalab.faults.monitor import Monitor, first_full_isr, first_new_leader
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.faults.summary import trial_summary
-from kafkalab.kinds import FAULTS, kind_of
+from kafkalab.kinds import FAULTS
 from kafkalab.load import files as load_files
-from kafkalab.load.engine import effective_profile, run_load_cell
+from kafkalab.load.cell import effective_profile, run_load_cell
 from kafkalab.load.producer import SEND_KEY
+from kafkalab.load.run import close_run, parts_manifest, planned_parts, reopened_run
 from kafkalab.load.shard import plan_path
 from kafkalab.paths import default_descriptor_path, images_dir
 from kafkalab.payloads import load_body
 from kafkalab.progress import Progress, noop
-from kafkalab.run_ids import new_run_id
-from kafkalab.samples import Manifest, environment, runtime_versions, utc_now_iso
+from kafkalab.samples import Manifest, utc_now_iso
 from kafkalab.scenarios.base import now_ns
 from kafkalab.store import LabData, atomic_write_json, read_json
 
@@ -148,33 +147,21 @@ def validate_trials(trials: list[FaultTrialSpec]) -> list[Profile]:
 
 def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, Any]:
     """Validate the trials, start (or reuse) the fault cluster, write the manifest (kind
-    ``faults``, status ``running``). Returns ``{"run_id", "run_date", "trials"}``."""
+    ``faults``, status ``running``; a re-opened run keeps its earlier trials). Returns
+    ``{"run_id", "run_date", "trials"}``."""
     profiles = validate_trials(req.trials)
     d = ensure_fault_cluster(req.cluster_lab, progress).descriptor
     lab = LabData(req.data_dir)
-    run_id = req.run_id or new_run_id()
-    previous = lab.manifest(run_id) if req.run_id else None
-    if previous is not None and kind_of(previous) is not FAULTS:
-        raise ConfigError(f"run {run_id} is a {kind_of(previous).name} run; use a "
-                          "new --run-id for a fault run")
+    run_id, previous = reopened_run(lab, req.run_id, FAULTS, "fault")
     specs = [t.model_dump() for t in req.trials]
-    old = list(((previous or {}).get("workload") or {}).get("trials") or [])
-    manifest = Manifest(
-        run_id=run_id, started_at=str((previous or {}).get("started_at") or utc_now_iso()),
-        command=req.command,
-        workload={"kind": FAULTS.name, "name": "faults", "trials": old + [s for s in specs if s not in old]},
-        profiles={t.profile: prof.model_dump()
-                  for t, prof in zip(req.trials, profiles, strict=True)},
+    manifest = parts_manifest(
+        run_id, previous, FAULTS, command=req.command,
+        workload={"kind": FAULTS.name, "name": "faults",
+                  "trials": planned_parts(previous, "trials", specs)},
+        profiles={t.profile: prof.model_dump() for t, prof in zip(req.trials, profiles, strict=True)},
         scenarios=sorted({t.client for t in req.trials}),
         payloads=sorted({t.payload for t in req.trials}),
-        cluster=public_view(d), versions=runtime_versions(),
-        owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": req.owner_kind},
-        environment=environment(), kind=FAULTS.name,
-        logical_date=req.logical_date or (previous or {}).get("logical_date"),
-    )
-    if previous is not None:
-        manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]
-        manifest.cells = list(previous.get("cells") or [])
+        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date)
     manifest.write(lab.root)
     return {"run_id": run_id, "run_date": manifest.run_date, "trials": specs}
 
@@ -460,12 +447,12 @@ def _check(t: _Trial, events: dict[str, Any], progress: Progress = noop) -> chec
                                       for s in v["seq"]], dtype=object)
     load_files.write_table(files.verdicts_path(tdir), v, files.VERDICTS_SCHEMA)
     receipts = [pq.read_table(p, columns=["receive_ts_ns", "duplicate"]).to_pydict()
-                for p in sorted(tdir.glob("receipts-*.parquet"))]
+                for p in load_files.receipts_path.every(tdir)]
     rx = np.asarray([ts for r in receipts for ts, dup in zip(r["receive_ts_ns"], r["duplicate"],
                                                               strict=True) if not dup],
                     dtype=np.int64)
     lag_rows: list[dict[str, Any]] = []
-    for p in sorted(tdir.glob("lag-*.parquet")):
+    for p in load_files.lag_path.every(tdir):
         lag_rows += pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
     t.summary.update(trial_summary(
         verdicts=v, sends={"ack_ts_ns": col["ack_ts_ns"]},
@@ -529,21 +516,22 @@ def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None
     planned trial completed, ``failed`` when none did, else ``incomplete``."""
     lab = LabData(data_dir)
     manifest = Manifest.load(lab.root, run_id)
-    trials, statuses = [], []
     planned = [FaultTrialSpec(**raw) for raw in manifest.workload.get("trials") or []]
-    for spec, prof in zip(planned, trial_profiles(planned), strict=True):
-        acks = prof.producer.acks
-        doc = read_json(files.trial_json_path(files.trial_dir(lab.root, manifest.run_date, run_id,
-                                                              spec.trial_id(acks))))
-        if not isinstance(doc, dict):
-            statuses.append("missing")
-            continue
-        statuses.append(str(doc.get("status")))
-        trials.append(dict(doc.get("summary") or {}))
-    manifest.cells = trials
-    manifest.close(statuses, error)
-    manifest.write(lab.root)
+    trials = close_run(lab, manifest, (
+        _trial_part(lab.root, manifest.run_date, run_id, spec, prof.producer.acks)
+        for spec, prof in zip(planned, trial_profiles(planned), strict=True)), error)
     return {"run_id": run_id, "status": manifest.status, "trials": trials}
+
+
+def _trial_part(data_root: Path, run_date: str, run_id: str, spec: FaultTrialSpec,
+                acks: str) -> tuple[str, dict[str, Any]] | None:
+    """A planned trial's ``(status, summary)`` from its ``trial.json``; None when it left
+    none."""
+    doc = read_json(files.trial_json_path(files.trial_dir(data_root, run_date, run_id,
+                                                          spec.trial_id(acks))))
+    if not isinstance(doc, dict):
+        return None
+    return str(doc.get("status")), dict(doc.get("summary") or {})
 
 
 def execute_faults(req: FaultRequest, progress: Progress = noop) -> FaultResult:

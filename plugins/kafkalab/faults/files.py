@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from kafkalab.kinds import FAULTS
+from kafkalab.load.files import CellFile
 from kafkalab.store import LabData
 
 __all__ = ["ASSIGNMENTS_SCHEMA", "COMMITS_SCHEMA", "DELIVERIES", "DELIVERIES_SCHEMA",
@@ -125,24 +126,14 @@ def numpy_type(schema: pa.Schema, name: str) -> str:
     return "int32" if schema.field(name).type == pa.int32() else "int64"
 
 
-def processed_path(trial: Path) -> Path:
-    return trial / "processed.parquet"
-
-
-def deliveries_path(trial: Path) -> Path:
-    return trial / "deliveries.parquet"
-
-
-def commits_path(trial: Path) -> Path:
-    return trial / "commits.parquet"
-
-
-def assignments_path(trial: Path) -> Path:
-    return trial / "assignments.parquet"
-
-
-def group_lag_path(trial: Path) -> Path:
-    return trial / "group_lag.parquet"
+timeline_path = CellFile("timeline.parquet")
+verdicts_path = CellFile("verdicts.parquet")
+trial_json_path = CellFile("trial.json")
+processed_path = CellFile("processed.parquet")
+deliveries_path = CellFile("deliveries.parquet")
+commits_path = CellFile("commits.parquet")
+assignments_path = CellFile("assignments.parquet")
+group_lag_path = CellFile("group_lag.parquet")
 
 
 def group_paths(trial: Path) -> tuple[Path, ...]:
@@ -160,15 +151,3 @@ def trial_dir(data_root: Path, run_date: str, run_id: str, trial_id: str) -> Pat
     """``<data>/faults/run_date=<d>/run_id=<id>/trial=<trial_id>``."""
     return (faults_root(data_root) / f"run_date={run_date}" / f"run_id={run_id}"
             / f"trial={trial_id}")
-
-
-def timeline_path(trial: Path) -> Path:
-    return trial / "timeline.parquet"
-
-
-def verdicts_path(trial: Path) -> Path:
-    return trial / "verdicts.parquet"
-
-
-def trial_json_path(trial: Path) -> Path:
-    return trial / "trial.json"

@@ -29,7 +29,7 @@ from kafkalab.faults.checker import ReRead
 from kafkalab.faults.deliveries import deliveries, group_summary
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.load import files as load_files
-from kafkalab.load.engine import run_load_cell
+from kafkalab.load.cell import run_load_cell
 from kafkalab.progress import Progress
 
 __all__ = ["DRAIN_MARGIN_S", "group_protocol_note", "run_group_trial"]

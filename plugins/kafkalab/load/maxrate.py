@@ -28,7 +28,7 @@ instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,110 +130,162 @@ def _round_rate(rate: float) -> float:
 def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, Any]:
     """Run the search; returns the result document (also stored as the run's ``maxrate``
     entry in ``runs/<run_id>/maxrate.json``)."""
-    from kafkalab.load.engine import LoadRequest, finish_load_run, run_load_cell, start_load_run
-    from kafkalab.paths import images_dir
-    from kafkalab.payloads import load_body, wire_size_bytes
+    from kafkalab.load.run import finish_load_run
     from kafkalab.store import LabData, atomic_write_json
 
-    if req.start_rate <= 0:
-        raise ConfigError(f"--start-rate must be positive, got {req.start_rate:g}")
-    if req.repeats < 0:
-        raise ConfigError(f"--repeats must be ≥ 0, got {req.repeats}")
+    search = _Search.start(req, progress)
+    try:
+        last_pass, first_fail = search.bracket()
+        confirmed, repeats = search.confirm(last_pass)
+        confirmed, over_rate, over_fails = search.climb(confirmed)
+    finally:
+        finish_load_run(req.data_dir, search.run_id)
+    result = _result(req, search.run_id, search.steps, confirmed, first_fail, search.cap,
+                     search.wire_bytes)
+    result["search_max_rate_msgs_per_s"] = last_pass
+    result["repeats"] = repeats
+    result["repeats_agree"] = confirmed is not None and req.repeats > 0
+    result["over_rate_msgs_per_s"] = over_rate
+    result["over_rate_fails"] = over_fails
+    atomic_write_json(LabData(req.data_dir).run_work_dir(search.run_id) / "maxrate.json", result)
+    return result
 
-    def spec(rate: float, trial: int = 0) -> LoadCellSpec:
-        try:
-            return LoadCellSpec(client=req.client, payload=req.payload, encoding=req.encoding,  # type: ignore[arg-type]
-                                profile=req.profile, acks=req.acks, consumers=req.consumers,  # type: ignore[arg-type]
-                                rate_msgs_per_s=rate, duration_s=req.step_duration_s,
-                                warmup_s=req.warmup_s, partitions=req.partitions, drain_s=3.0,
-                                e2e_p99_objective_ms=req.objective_p99_ms, trial=trial)
-        except ValueError as exc:
-            from pydantic import ValidationError
 
-            from kafkalab.yamlio import describe_validation_error
+def _step_spec(req: MaxRateRequest, rate: float, trial: int = 0) -> LoadCellSpec:
+    """The cell of one step at ``rate`` (``trial``: its repeat number).
 
-            text = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise ConfigError(f"maxrate: {text}") from None
+    Raises:
+        ConfigError: the request makes no valid cell (one line).
+    """
+    try:
+        return LoadCellSpec(client=req.client, payload=req.payload, encoding=req.encoding,  # type: ignore[arg-type]
+                            profile=req.profile, acks=req.acks, consumers=req.consumers,  # type: ignore[arg-type]
+                            rate_msgs_per_s=rate, duration_s=req.step_duration_s,
+                            warmup_s=req.warmup_s, partitions=req.partitions, drain_s=3.0,
+                            e2e_p99_objective_ms=req.objective_p99_ms, trial=trial)
+    except ValueError as exc:
+        from pydantic import ValidationError
 
-    first = spec(req.start_rate)
-    wire = wire_size_bytes(load_body(req.payload, req.encoding, images_dir()))
-    check_budget(first, wire)
-    cap = _rate_cap(first, wire)
-    started = start_load_run(LoadRequest(cells=[first], data_dir=req.data_dir,
-                                         descriptor_path=req.descriptor_path, run_id=req.run_id,
-                                         command="kafkalab maxrate", workload_name="maxrate"),
-                             progress)
-    run_id = started["run_id"]
-    steps: list[dict[str, Any]] = []
+        from kafkalab.yamlio import describe_validation_error
 
-    def step(rate: float, trial: int = 0) -> bool:
-        s = spec(rate, trial)
-        if steps or trial:  # add the cell to the run's plan
+        text = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigError(f"maxrate: {text}") from None
+
+
+@dataclass
+class _Search:
+    """One search: its load run, the steps measured so far, and the last repeat number
+    used (every repeat is a cell of its own)."""
+
+    req: MaxRateRequest
+    progress: Progress
+    run_id: str
+    cap: float
+    """The highest rate the client budget accepts."""
+    wire_bytes: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    trial: int = 0
+
+    @classmethod
+    def start(cls, req: MaxRateRequest, progress: Progress) -> _Search:
+        """Check the request and the client budget, and start the load run.
+
+        Raises:
+            ConfigError: a bad request, or a first step above the client budget.
+        """
+        from kafkalab.load.run import LoadRequest, start_load_run
+        from kafkalab.paths import images_dir
+        from kafkalab.payloads import load_body, wire_size_bytes
+
+        if req.start_rate <= 0:
+            raise ConfigError(f"--start-rate must be positive, got {req.start_rate:g}")
+        if req.repeats < 0:
+            raise ConfigError(f"--repeats must be ≥ 0, got {req.repeats}")
+        first = _step_spec(req, req.start_rate)
+        wire = wire_size_bytes(load_body(req.payload, req.encoding, images_dir()))
+        check_budget(first, wire)
+        cap = _rate_cap(first, wire)
+        started = start_load_run(LoadRequest(cells=[first], data_dir=req.data_dir,
+                                             descriptor_path=req.descriptor_path,
+                                             run_id=req.run_id, command="kafkalab maxrate",
+                                             workload_name="maxrate"), progress)
+        return cls(req=req, progress=progress, run_id=started["run_id"], cap=cap,
+                   wire_bytes=wire)
+
+    def step(self, rate: float, trial: int = 0) -> bool:
+        """Measure one cell at ``rate`` and judge it; returns whether it passed."""
+        from kafkalab.load.cell import run_load_cell
+        from kafkalab.load.run import LoadRequest, start_load_run
+
+        req = self.req
+        s = _step_spec(req, rate, trial)
+        if self.steps or trial:  # add the cell to the run's plan
             start_load_run(LoadRequest(cells=[s], data_dir=req.data_dir,
-                                       descriptor_path=req.descriptor_path, run_id=run_id,
+                                       descriptor_path=req.descriptor_path, run_id=self.run_id,
                                        command="kafkalab maxrate", workload_name="maxrate"))
         try:
-            summary = run_load_cell(req.data_dir, run_id, s, req.descriptor_path, noop)
+            summary = run_load_cell(req.data_dir, self.run_id, s, req.descriptor_path, noop)
         except RunError as exc:
             summary = {"target_rate_msgs_per_s": rate, "status": "failed", "error": str(exc)}
         reasons = judge(summary, req.objective_p99_ms, req.publish_delay_bound_ms) \
             if "achieved_rate_msgs_per_s" in summary else [f"cell failed: {summary.get('error')}"]
-        steps.append({"rate_msgs_per_s": rate, "trial": trial, "passed": not reasons,
-                      "reasons": reasons, "summary": {k: v for k, v in summary.items()
-                                                      if k != "consumers_detail"}})
-        progress(f"step {len(steps)}: {rate:,.0f} msg/s{' (repeat ' + str(trial) + ')' if trial else ''}: "
-                 + ("pass" if not reasons else "FAIL — " + "; ".join(reasons)))
+        self.steps.append({"rate_msgs_per_s": rate, "trial": trial, "passed": not reasons,
+                           "reasons": reasons, "summary": {k: v for k, v in summary.items()
+                                                           if k != "consumers_detail"}})
+        self.progress(f"step {len(self.steps)}: {rate:,.0f} msg/s"
+                      f"{' (repeat ' + str(trial) + ')' if trial else ''}: "
+                      + ("pass" if not reasons else "FAIL — " + "; ".join(reasons)))
         return not reasons
 
-    last_pass: float | None = None
-    first_fail: float | None = None
-    rate = _round_rate(req.start_rate)
-    try:
-        while len(steps) < req.max_steps:
-            if step(rate):
+    def bracket(self) -> tuple[float | None, float | None]:
+        """Double from ``start_rate`` until a step fails (or the cap passes), halve down to
+        ``start_rate``/64 while none passed, then bisect geometrically; returns ``(last
+        passing rate, first failing rate)`` (None: none)."""
+        req = self.req
+        last_pass: float | None = None
+        first_fail: float | None = None
+        rate = _round_rate(req.start_rate)
+        while len(self.steps) < req.max_steps:
+            if self.step(rate):
                 last_pass = rate
-                if rate >= cap:
+                if rate >= self.cap:
                     break
-                rate = min(_round_rate(rate * 2), cap)
+                rate = min(_round_rate(rate * 2), self.cap)
             else:
                 first_fail = rate
                 break
         floor = req.start_rate * LOWEST_FRACTION
-        while last_pass is None and len(steps) < req.max_steps and rate / 2 >= floor:
+        while last_pass is None and len(self.steps) < req.max_steps and rate / 2 >= floor:
             rate = _round_rate(rate / 2)
-            if step(rate):
+            if self.step(rate):
                 last_pass = rate
             else:
                 first_fail = rate
         while (last_pass is not None and first_fail is not None
-               and first_fail / last_pass > RESOLUTION and len(steps) < req.max_steps):
+               and first_fail / last_pass > RESOLUTION and len(self.steps) < req.max_steps):
             mid = _round_rate(math.sqrt(last_pass * first_fail))
             if mid in (last_pass, first_fail):
                 break
-            if step(mid):
+            if self.step(mid):
                 last_pass = mid
             else:
                 first_fail = mid
+        return last_pass, first_fail
+
+    def confirm(self, last_pass: float | None) -> tuple[float | None, list[dict[str, Any]]]:
+        """A single pass near the knee can be luck: the found rate must pass ``repeats``
+        more times within ±5 %; if one fails, 15 % lower is tried (at most
+        :data:`CONFIRM_ATTEMPTS`). Returns the confirmed rate (None: none; the found rate
+        itself when ``repeats`` is 0) and every repeat."""
+        req = self.req
         repeats: list[dict[str, Any]] = []
-        over_fails: bool | None = None
         confirmed: float | None = last_pass if req.repeats == 0 else None
-        over_rate: float | None = None
-        candidate, trial = last_pass, 0
+        candidate = last_pass
         floor = req.start_rate * LOWEST_FRACTION
-        # A single pass near the knee can be luck: the found rate must pass `repeats` more
-        # times within ±5 %; if one fails, 15 % lower is tried (at most CONFIRM_ATTEMPTS).
         for _attempt in range(CONFIRM_ATTEMPTS if req.repeats else 0):
             if candidate is None or candidate < floor:
                 break
-            batch = []
-            for _ in range(req.repeats):
-                trial += 1
-                ok = step(candidate, trial=trial)
-                batch.append({"rate_msgs_per_s": candidate, "trial": trial, "passed": ok,
-                              "achieved_rate_msgs_per_s":
-                                  steps[-1]["summary"].get("achieved_rate_msgs_per_s")})
-                if not ok:
-                    break
+            batch = self._repeat(candidate)
             repeats += batch
             if len(batch) == req.repeats and all(
                     b["passed"] and b["achieved_rate_msgs_per_s"]
@@ -242,18 +294,38 @@ def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, A
                 confirmed = candidate
                 break
             candidate = _round_rate(candidate * CONFIRM_BACKOFF)
-        # 1.1× the confirmed rate must not be sustainable: it fails if any of its repeats
-        # fails. If all pass, it is the better answer: confirm it and try 1.1× again.
+        return confirmed, repeats
+
+    def _repeat(self, rate: float) -> list[dict[str, Any]]:
+        """Up to ``repeats`` steps at ``rate``, stopping at the first that fails."""
+        batch = []
+        for _ in range(self.req.repeats):
+            self.trial += 1
+            ok = self.step(rate, trial=self.trial)
+            batch.append({"rate_msgs_per_s": rate, "trial": self.trial, "passed": ok,
+                          "achieved_rate_msgs_per_s":
+                              self.steps[-1]["summary"].get("achieved_rate_msgs_per_s")})
+            if not ok:
+                break
+        return batch
+
+    def climb(self, confirmed: float | None) -> tuple[float | None, float | None, bool | None]:
+        """1.1× the confirmed rate must not be sustainable: it fails if any of its repeats
+        fails. If all pass, it is the better answer: confirm it and try 1.1× again (at most
+        :data:`MAX_CLIMBS`). Returns ``(confirmed, the last 1.1× rate tried, whether it
+        failed)`` (None, None: not tried, e.g. above the cap)."""
+        over_rate: float | None = None
+        over_fails: bool | None = None
         for _climb in range(MAX_CLIMBS if confirmed is not None else 0):
             assert confirmed is not None
             over = _round_rate(confirmed * OVER_FACTOR)
-            if over > cap:
+            if over > self.cap:
                 break
             over_rate = over
             held = True
-            for _ in range(max(1, req.repeats)):
-                trial += 1  # its own trial number: never overwrites a step at the same rate
-                if not step(over, trial=trial):
+            for _ in range(max(1, self.req.repeats)):
+                self.trial += 1  # its own trial number: never overwrites a step at the same rate
+                if not self.step(over, trial=self.trial):
                     held = False
                     break
             if not held:
@@ -261,16 +333,7 @@ def find_max_rate(req: MaxRateRequest, progress: Progress = noop) -> dict[str, A
                 break
             over_fails = False
             confirmed = over
-    finally:
-        finish_load_run(req.data_dir, run_id)
-    result = _result(req, run_id, steps, confirmed, first_fail, cap, wire)
-    result["search_max_rate_msgs_per_s"] = last_pass
-    result["repeats"] = repeats
-    result["repeats_agree"] = confirmed is not None and req.repeats > 0
-    result["over_rate_msgs_per_s"] = over_rate
-    result["over_rate_fails"] = over_fails
-    atomic_write_json(LabData(req.data_dir).run_work_dir(run_id) / "maxrate.json", result)
-    return result
+        return confirmed, over_rate, over_fails
 
 
 def _rate_cap(spec: LoadCellSpec, wire: int) -> float:

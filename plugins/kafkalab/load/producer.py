@@ -285,12 +285,18 @@ class KafkaPythonClient(Client):
 
 def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                   progress: Progress = noop, stop: threading.Event | None = None,
-                  on_tick: Callable[[int, int], None] | None = None) -> int:
+                  on_tick: Callable[[int, int], None] | None = None,
+                  clock: Callable[[], int] = now_ns,
+                  sleep: Callable[[float], None] = time.sleep) -> int:
     """Send the schedule; returns ``stop_ts_ns`` (when the producer stopped sending).
 
     Messages still due when ``plan.send_deadline_s`` passes, or when ``stop`` is set or the
     loop is interrupted (KeyboardInterrupt propagates after the log is consistent), stay
     ``unsent``. Delivery reports are served by a helper thread while the loop runs.
+
+    ``clock`` (CLOCK_MONOTONIC in ns) and ``sleep`` are the loop's time: a test gives a
+    simulated one, so what it asserts about the schedule does not depend on how busy the
+    machine is.
     """
     stop = stop or threading.Event()
     pump_stop = threading.Event()
@@ -326,17 +332,17 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
             intended = t0_ns + int(seq * interval)
             value = stamp(body, seq, nonce, b64, intended)
             part = seq % partitions
-            now = now_ns()
+            now = clock()
             if now < intended:
-                time.sleep((intended - now) / 1e9)
+                sleep((intended - now) / 1e9)
             elif now > deadline or stop.is_set():
                 break
             while True:
-                t = now_ns()
+                t = clock()
                 if client.send(topic, value, pack(seq, t), part, seq):
                     break
                 client.serve(0.001)  # queue full: the wait is publish delay, never hidden
-                if now_ns() > deadline or stop.is_set():
+                if clock() > deadline or stop.is_set():
                     t = -1
                     break
             if t < 0:
@@ -353,7 +359,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
         interrupted = True
         raise
     finally:
-        stop_ts = now_ns()
+        stop_ts = clock()
         log.send_ts_ns[:seq] = np.frombuffer(send_ts, dtype=np.int64, count=seq)
         # The rest of the schedule is unsent (it keeps its intended times).
         if seq < plan.n:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import signal
 import socket
 import sys
@@ -44,11 +43,14 @@ from typing import Any
 
 from kafkalab.load.clock import domain as clock_domain
 from kafkalab.load.clock import offset_to
+from kafkalab.load.cpu import cpu_seconds
 from kafkalab.load.files import (
     LAG_SCHEMA,
     RECEIPTS_SCHEMA,
-    ColumnWriter,
+    CellFile,
+    ShardFile,
     lag_path,
+    open_stream,
     receipts_path,
 )
 from kafkalab.load.producer import SEND_KEY
@@ -64,30 +66,17 @@ POLL_S = 0.05
 BARRIER_POLL_S = 0.02
 
 
-def ready_path(cell: Path, shard: int) -> Path:
-    return cell / f".ready-{shard:03d}"
-
-
-def result_path(cell: Path, shard: int) -> Path:
-    return cell / f".shard-{shard:03d}.json"
-
-
-def start_path(cell: Path) -> Path:
-    return cell / ".start.json"
-
-
-def stop_path(cell: Path) -> Path:
-    return cell / ".stop.json"
-
-
-def plan_path(cell: Path) -> Path:
-    return cell / ".plan.json"
-
-
-def cpu_seconds() -> float:
-    """This process's CPU time (user + system, all threads)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+ready_path = ShardFile(".ready", "")
+"""Written by a shard once all its consumers are positioned (the start barrier waits for
+every shard's)."""
+result_path = ShardFile(".shard", ".json")
+"""A shard's result: CPU, counts, errors, its clock (the engine reads it when it ends)."""
+plan_path = CellFile(".plan.json")
+"""The cell's plan for its shards (written by the engine before any shard starts)."""
+start_path = CellFile(".start.json")
+"""``t0_ns``: the producer passed the barrier."""
+stop_path = CellFile(".stop.json")
+"""The producer stopped: ``stop_ts_ns`` and the log-end offsets to drain to."""
 
 
 class _Receiver:
@@ -215,8 +204,8 @@ class _Shard:
         self.targets: dict[int, int] | None = None
         self.pause_window: tuple[int, int] | None = None
         self._lock = threading.Lock()
-        self.receipts = ColumnWriter(receipts_path(self.cell, shard), RECEIPTS_SCHEMA)
-        self.lag = ColumnWriter(lag_path(self.cell, shard), LAG_SCHEMA)
+        self.receipts = open_stream(receipts_path(self.cell, shard), RECEIPTS_SCHEMA)
+        self.lag = open_stream(lag_path(self.cell, shard), LAG_SCHEMA)
         self.receivers: list[_Receiver] = []
         self.probe: Any = None
         self.clock_offset_ns, self.clock_basis = offset_to(plan.get("clock"))

@@ -14,6 +14,7 @@ Definitions are those of docs/metrics-schema.md ("Load samples"), shared with th
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafkalab.load import files
+from kafkalab.load.files import CellDoc, PauseWindow
 from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank, quantile_ci_ranks
-from kafkalab.store import read_json
 
 HOST_BUSY_FRAC = 0.9
 """Above this share of all the host's CPUs busy during a cell, the cell is ``host_busy``: its
@@ -91,156 +92,247 @@ def _read(paths: list[Path], columns: list[str]) -> dict[str, np.ndarray]:
 
 def summarize_cell(cell: Path) -> dict[str, Any]:
     """Every figure of one load cell (see the module docstring and docs/metrics-schema.md)."""
-    meta = read_json(files.cell_json_path(cell))
-    if not isinstance(meta, dict):
+    meta = CellDoc.read(cell)
+    if meta is None:
         raise FileNotFoundError(f"{cell}: no cell.json")
-    spec = meta["spec"]
-    rate = float(spec["rate_msgs_per_s"])
-    acks = str(meta.get("acks"))
-    stop_ts = meta.get("stop_ts_ns")
-    measure_start = meta.get("measure_start_ns")
+    sends = _read_sends(cell, meta)
+    receipts = _read_receipts(cell, meta, sends)
+    fan = _fan_out(meta, sends, receipts)
+    out = _counts(meta, sends, fan)
+    out.update(_latencies(meta, sends, fan))
+    out.update(_lag(cell, meta, sends, receipts))
+    out.update(_resources(meta))
+    out["consumers_detail"] = fan.rows
+    return out
 
+
+@dataclass
+class _Sends:
+    """The producer's log of a cell, as the figures need it."""
+
+    columns: dict[str, np.ndarray]
+    """``sends.parquet``'s columns (nulls: -1, False)."""
+    n_all: int
+    """Intended messages, warm-up included."""
+    window: np.ndarray
+    """Not warm-up (by row)."""
+    sent: np.ndarray
+    """In the window and sent (by row)."""
+    acked: np.ndarray
+    """In the window and acked (by row)."""
+    achieved_rate_msgs_per_s: float
+    expected_flag: np.ndarray
+    """By seq: in the expected set E (acked, or sent with acks 0)."""
+    expected_n: int
+    ack_ts_by_seq: np.ndarray
+    """By seq: the ack time (-1: none)."""
+
+
+def _read_sends(cell: Path, meta: CellDoc) -> _Sends:
+    """The window, the sent and acked messages, the achieved rate and the expected set E."""
+    rate = meta.spec.rate_msgs_per_s
     s = _read([files.sends_path(cell)], ["seq", "is_warmup", "intended_ts_ns", "send_ts_ns",
                                           "ack_ts_ns", "outcome", "publish_delay_ms",
                                           "ack_latency_ms"])
     n_all = len(s["seq"])
     window = ~s["is_warmup"]
-    outcome = s["outcome"]
-    counts = {o: int(np.sum(window & (outcome == o))) for o in files.OUTCOMES}
-    intended = int(np.sum(window))
     sent = window & (s["send_ts_ns"] >= 0)
-    acked = window & (outcome == "acked")
+    acked = window & (s["outcome"] == "acked")
     sent_n = int(np.sum(sent))
     if sent_n:
         span_s = (int(s["send_ts_ns"][sent].max()) - int(s["intended_ts_ns"][window].min())) / 1e9
         achieved = sent_n / (span_s + 1.0 / rate)
     else:
         achieved = 0.0
-    expected_mask = (sent if acks == "0" else acked)
+    expected_mask = (sent if meta.acks == "0" else acked)
     expected_flag = np.zeros(max(n_all, 1), dtype=bool)
     expected_flag[s["seq"][expected_mask]] = True
-    expected_n = int(np.sum(expected_mask))
     ack_ts_by_seq = np.full(max(n_all, 1), -1, dtype=np.int64)
     ack_ts_by_seq[s["seq"]] = s["ack_ts_ns"]
+    return _Sends(columns=s, n_all=n_all, window=window, sent=sent, acked=acked,
+                  achieved_rate_msgs_per_s=achieved, expected_flag=expected_flag,
+                  expected_n=int(np.sum(expected_mask)), ack_ts_by_seq=ack_ts_by_seq)
 
-    r_paths = sorted(cell.glob("receipts-*.parquet"))
-    r = _read(r_paths, ["consumer", "seq", "receive_ts_ns", "e2e_latency_ms",
-                        "service_e2e_latency_ms", "duplicate", "is_warmup"])
-    consumers = int(spec["consumers"])
-    # One sort by consumer; each consumer's rows are then a slice (fan-out runs have 10^6+).
+
+@dataclass
+class _Receipts:
+    """Every consumer's receipts, sorted by consumer (consumer c's rows are
+    ``bounds[c]:bounds[c + 1]``), with the masks the figures use."""
+
+    columns: dict[str, np.ndarray]
+    bounds: np.ndarray
+    first: np.ndarray
+    """Not a duplicate: the consumer's first receipt of its seq."""
+    in_window: np.ndarray
+    seqs: np.ndarray
+    in_e: np.ndarray
+    """Its seq is in the expected set E."""
+    after_stop: np.ndarray
+    """Received after the producer stopped (late)."""
+
+
+def _read_receipts(cell: Path, meta: CellDoc, sends: _Sends) -> _Receipts:
+    """Every receipt of the cell, sorted by consumer once (fan-out cells have 10^6+)."""
+    r = _read(files.receipts_path.every(cell), ["consumer", "seq", "receive_ts_ns",
+                                                 "e2e_latency_ms", "service_e2e_latency_ms",
+                                                 "duplicate", "is_warmup"])
     order = np.argsort(r["consumer"], kind="stable")
     r = {k: v[order] for k, v in r.items()}
-    bounds = np.searchsorted(r["consumer"], np.arange(consumers + 1), side="left")
-    first = ~r["duplicate"]
-    in_window = ~r["is_warmup"]
+    bounds = np.searchsorted(r["consumer"], np.arange(meta.spec.consumers + 1), side="left")
     seqs = r["seq"].astype(np.int64)
-    valid = (seqs >= 0) & (seqs < n_all)
+    valid = (seqs >= 0) & (seqs < sends.n_all)
     in_e = np.zeros(len(seqs), dtype=bool)
-    in_e[valid] = expected_flag[seqs[valid]]
+    in_e[valid] = sends.expected_flag[seqs[valid]]
+    stop_ts = meta.stop_ts_ns
     after_stop = (r["receive_ts_ns"] > stop_ts) if stop_ts is not None else np.zeros(len(seqs), bool)
+    return _Receipts(columns=r, bounds=bounds, first=~r["duplicate"], in_window=~r["is_warmup"],
+                     seqs=seqs, in_e=in_e, after_stop=after_stop)
 
-    per_consumer: list[dict[str, Any]] = []
-    e2e_pool: list[np.ndarray] = []
-    svc_pool: list[np.ndarray] = []
-    missing_total = late_total = dup_total = 0
-    expected_seqs = np.flatnonzero(expected_flag[:n_all]) if n_all else np.array([], dtype=np.int64)
+
+@dataclass
+class _FanOut:
+    """The per-consumer figures and what they add up to."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    """``consumers_detail``."""
+    e2e_ms: list[np.ndarray] = field(default_factory=list)
+    """Each consumer's e2e latencies of E (from the intended time)."""
+    service_e2e_ms: list[np.ndarray] = field(default_factory=list)
+    """Each consumer's e2e latencies of E from the actual send (where known)."""
+    missing_msgs: int = 0
+    late_msgs: int = 0
+    duplicates: int = 0
+
+
+def _fan_out(meta: CellDoc, sends: _Sends, receipts: _Receipts) -> _FanOut:
+    """Every consumer's figures (``consumers_detail``) and the totals."""
+    stop_ts, measure_start = meta.stop_ts_ns, meta.measure_start_ns
+    n_all = sends.n_all
+    expected_seqs = (np.flatnonzero(sends.expected_flag[:n_all]) if n_all
+                     else np.array([], dtype=np.int64))
     window_span_s = ((stop_ts - measure_start) / 1e9) if stop_ts and measure_start else None
     received_flag = np.zeros(max(n_all, 1), dtype=bool)
-    for c in range(consumers):
-        sl = slice(int(bounds[c]), int(bounds[c + 1]))
-        c_first, c_in_e, c_win, c_after = first[sl], in_e[sl], in_window[sl], after_stop[sl]
-        got = c_first & c_in_e
-        unique = int(np.sum(got))
-        dups = int(np.sum(r["duplicate"][sl] & c_win))
-        late = int(np.sum(got & c_after))
-        missing = expected_n - unique
-        received_flag[:] = False
-        received_flag[seqs[sl][got]] = True
-        miss_in_order = ~received_flag[expected_seqs] if len(expected_seqs) else np.array([], bool)
-        gaps = int(np.sum(miss_in_order[1:] & ~miss_in_order[:-1])
-                   + (1 if len(miss_in_order) and miss_in_order[0] else 0))
-        unexpected = int(np.sum(c_first & c_win & ~c_in_e))
-        on_time = int(np.sum(c_first & c_win & ~c_after))
-        rx_rate = on_time / window_span_s if window_span_s and window_span_s > 0 else None
-        e2e = r["e2e_latency_ms"][sl][got]
-        svc = r["service_e2e_latency_ms"][sl][got]
-        svc = svc[~np.isnan(svc)]
-        e2e_pool.append(e2e)
-        svc_pool.append(svc)
-        missing_total += missing
-        late_total += late
-        dup_total += dups
-        row = {"consumer": c, "unique_msgs": unique, "duplicates": dups, "late_msgs": late,
-               "missing_msgs": missing, "gaps": gaps, "unexpected_msgs": unexpected,
-               "rx_rate_msgs_per_s": None if rx_rate is None else round(rx_rate, 3),
-               "failing": missing > 0}
-        p = percentiles(e2e, missing, "e2e")
-        row["e2e_p50_ms"], row["e2e_p99_ms"] = p["e2e_p50_ms"], p["e2e_p99_ms"]
-        row["service_e2e_p99_ms"] = percentiles(svc, missing, "service_e2e")["service_e2e_p99_ms"]
-        per_consumer.append(row)
+    fan = _FanOut()
+    for c in range(meta.spec.consumers):
+        sl = slice(int(receipts.bounds[c]), int(receipts.bounds[c + 1]))
+        row, e2e, svc = _consumer(c, sl, receipts, sends.expected_n, expected_seqs,
+                                  received_flag, window_span_s)
+        fan.rows.append(row)
+        fan.e2e_ms.append(e2e)
+        fan.service_e2e_ms.append(svc)
+        fan.missing_msgs += row["missing_msgs"]
+        fan.late_msgs += row["late_msgs"]
+        fan.duplicates += row["duplicates"]
+    return fan
 
-    e2e_all = np.concatenate(e2e_pool) if e2e_pool else np.array([])
-    svc_all = np.concatenate(svc_pool) if svc_pool else np.array([])
-    denom = expected_n * consumers
-    rx_rates = [x["rx_rate_msgs_per_s"] for x in per_consumer if x["rx_rate_msgs_per_s"] is not None]
-    out: dict[str, Any] = {
-        "cell_id": meta["cell_id"], "run_id": meta["run_id"], "status": meta["status"],
-        "client": spec["client"], "payload": spec["payload"],
-        "payload_bytes": meta.get("payload_bytes"), "profile": spec["profile"], "acks": acks,
-        "partitions": int(spec["partitions"]), "consumers": consumers,
-        "consumer_mode": spec.get("consumer_mode", "assign"),
-        "target_rate_msgs_per_s": rate, "achieved_rate_msgs_per_s": round(achieved, 3),
-        "achieved_mb_per_s": round(achieved * (meta.get("payload_bytes") or 0) / 1e6, 6),
-        "duration_s": float(spec["duration_s"]), "window_s": float(spec["duration_s"]) - float(spec["warmup_s"]),
+
+def _consumer(c: int, sl: slice, receipts: _Receipts, expected_n: int, expected_seqs: np.ndarray,
+              received_flag: np.ndarray, window_span_s: float | None
+              ) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """One consumer's row of ``consumers_detail`` and its e2e and service e2e latencies of E.
+    ``received_flag`` is scratch space (by seq), reused from consumer to consumer."""
+    r = receipts.columns
+    c_first, c_in_e = receipts.first[sl], receipts.in_e[sl]
+    c_win, c_after = receipts.in_window[sl], receipts.after_stop[sl]
+    got = c_first & c_in_e
+    unique = int(np.sum(got))
+    missing = expected_n - unique
+    received_flag[:] = False
+    received_flag[receipts.seqs[sl][got]] = True
+    miss_in_order = ~received_flag[expected_seqs] if len(expected_seqs) else np.array([], bool)
+    gaps = int(np.sum(miss_in_order[1:] & ~miss_in_order[:-1])
+               + (1 if len(miss_in_order) and miss_in_order[0] else 0))
+    on_time = int(np.sum(c_first & c_win & ~c_after))
+    rx_rate = on_time / window_span_s if window_span_s and window_span_s > 0 else None
+    e2e = r["e2e_latency_ms"][sl][got]
+    svc = r["service_e2e_latency_ms"][sl][got]
+    svc = svc[~np.isnan(svc)]
+    row = {"consumer": c, "unique_msgs": unique,
+           "duplicates": int(np.sum(r["duplicate"][sl] & c_win)),
+           "late_msgs": int(np.sum(got & c_after)), "missing_msgs": missing, "gaps": gaps,
+           "unexpected_msgs": int(np.sum(c_first & c_win & ~c_in_e)),
+           "rx_rate_msgs_per_s": None if rx_rate is None else round(rx_rate, 3),
+           "failing": missing > 0}
+    p = percentiles(e2e, missing, "e2e")
+    row["e2e_p50_ms"], row["e2e_p99_ms"] = p["e2e_p50_ms"], p["e2e_p99_ms"]
+    row["service_e2e_p99_ms"] = percentiles(svc, missing, "service_e2e")["service_e2e_p99_ms"]
+    return row, e2e, svc
+
+
+def _counts(meta: CellDoc, sends: _Sends, fan: _FanOut) -> dict[str, Any]:
+    """The cell's settings, rates and message counts (the summary's first keys)."""
+    spec = meta.spec
+    window, outcome = sends.window, sends.columns["outcome"]
+    counts = {o: int(np.sum(window & (outcome == o))) for o in files.OUTCOMES}
+    intended = int(np.sum(window))
+    achieved = sends.achieved_rate_msgs_per_s
+    denom = sends.expected_n * spec.consumers
+    rx_rates = [x["rx_rate_msgs_per_s"] for x in fan.rows if x["rx_rate_msgs_per_s"] is not None]
+    return {
+        "cell_id": meta.cell_id, "run_id": meta.run_id, "status": meta.status,
+        "client": spec.client, "payload": spec.payload,
+        "payload_bytes": meta.payload_bytes, "profile": spec.profile, "acks": meta.acks,
+        "partitions": spec.partitions, "consumers": spec.consumers,
+        "consumer_mode": spec.consumer_mode,
+        "target_rate_msgs_per_s": spec.rate_msgs_per_s,
+        "achieved_rate_msgs_per_s": round(achieved, 3),
+        "achieved_mb_per_s": round(achieved * meta.payload_bytes / 1e6, 6),
+        "duration_s": spec.duration_s, "window_s": spec.duration_s - spec.warmup_s,
         "intended_msgs": intended, "acked_msgs": counts["acked"], "failed_msgs": counts["failed"],
         "indeterminate_msgs": counts["indeterminate"], "unsent_msgs": counts["unsent"],
-        "warmup_msgs": int(n_all - intended), "expected_msgs": expected_n,
+        "warmup_msgs": int(sends.n_all - intended), "expected_msgs": sends.expected_n,
         "rx_rate_msgs_per_s_avg": round(float(np.mean(rx_rates)), 3) if rx_rates else None,
         "rx_rate_msgs_per_s_min": round(float(np.min(rx_rates)), 3) if rx_rates else None,
-        "loss_pct": round(100.0 * missing_total / denom, 6) if denom else 0.0,
-        "late_pct": round(100.0 * late_total / denom, 6) if denom else 0.0,
-        "missing_msgs": missing_total, "late_msgs": late_total,
-        "failing_clients": sum(1 for x in per_consumer if x["failing"]),
-        "duplicates": dup_total,
+        "loss_pct": round(100.0 * fan.missing_msgs / denom, 6) if denom else 0.0,
+        "late_pct": round(100.0 * fan.late_msgs / denom, 6) if denom else 0.0,
+        "missing_msgs": fan.missing_msgs, "late_msgs": fan.late_msgs,
+        "failing_clients": sum(1 for x in fan.rows if x["failing"]),
+        "duplicates": fan.duplicates,
     }
-    out.update(percentiles(e2e_all, missing_total, "e2e"))
+
+
+def _latencies(meta: CellDoc, sends: _Sends, fan: _FanOut) -> dict[str, Any]:
+    """e2e (with the CIs of p50 and p99) and service e2e over every consumer, the publish
+    delay and the ack latency, and ``saturated`` (publish delay above one send interval)."""
+    e2e_all = np.concatenate(fan.e2e_ms) if fan.e2e_ms else np.array([])
+    svc_all = np.concatenate(fan.service_e2e_ms) if fan.service_e2e_ms else np.array([])
+    out = percentiles(e2e_all, fan.missing_msgs, "e2e")
     for name in ("p50", "p99"):
-        lo, hi = ci(e2e_all, missing_total, name)
+        lo, hi = ci(e2e_all, fan.missing_msgs, name)
         out[f"e2e_{name}_ms_ci_low"], out[f"e2e_{name}_ms_ci_high"] = lo, hi
-    out.update(percentiles(svc_all, missing_total, "service_e2e"))
-    pub = s["publish_delay_ms"][sent]
-    out.update(percentiles(pub, 0, "publish_delay"))
-    ack_lat = s["ack_latency_ms"][acked]
-    out.update(percentiles(ack_lat, 0, "ack_latency"))
-    interval_ms = 1000.0 / rate
+    out.update(percentiles(svc_all, fan.missing_msgs, "service_e2e"))
+    out.update(percentiles(sends.columns["publish_delay_ms"][sends.sent], 0, "publish_delay"))
+    out.update(percentiles(sends.columns["ack_latency_ms"][sends.acked], 0, "ack_latency"))
+    interval_ms = 1000.0 / meta.spec.rate_msgs_per_s
     pub_judge = out.get("publish_delay_p99_ms")
     if pub_judge is None:
         pub_judge = out.get("publish_delay_max_ms")
     out["saturated"] = bool(pub_judge is not None and pub_judge > interval_ms)
-    out.update(_lag(cell, meta, rate, expected_flag, ack_ts_by_seq, r, first, in_e))
-    out["client_bound"] = bool(meta.get("client_bound"))
-    out["max_process_cpu_frac"] = max((p.get("cpu_frac") or 0.0 for p in meta.get("processes") or []),
-                                      default=None)
-    out["broker_cpu_frac"] = meta.get("broker_cpu_frac")
-    out["host_cpu_busy_frac"] = meta.get("host_cpu_busy_frac")
-    out["host_busy"] = bool((meta.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC)
-    out["shard_placement"] = meta.get("shard_placement") or "subprocess"
-    out["cross_host_clock"] = bool(meta.get("cross_host_clock"))
-    out["barrier_wait_s"] = meta.get("barrier_wait_s")
-    cluster = meta.get("cluster") or {}
-    out["broker_is_emulator"] = bool(cluster.get("is_emulator"))
-    out["cluster_flavor"] = cluster.get("flavor")
-    out["broker_version"] = cluster.get("version")
-    out["broker_count"] = cluster.get("broker_count")
-    out["consumers_detail"] = per_consumer
     return out
 
 
-def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarray,
-         ack_ts_by_seq: np.ndarray, r: dict[str, np.ndarray], first: np.ndarray,
-         in_e: np.ndarray) -> dict[str, Any]:
-    """Peak lag, and with a pause: peak during it, time and rate to drain after it."""
-    lag = _read(sorted(cell.glob("lag-*.parquet")),
+def _resources(meta: CellDoc) -> dict[str, Any]:
+    """CPU, placement, clock and cluster flags from ``cell.json``."""
+    return {
+        "client_bound": meta.client_bound,
+        "max_process_cpu_frac": max((p.cpu_frac or 0.0 for p in meta.processes), default=None),
+        "broker_cpu_frac": meta.broker_cpu_frac,
+        "host_cpu_busy_frac": meta.host_cpu_busy_frac,
+        "host_busy": (meta.host_cpu_busy_frac or 0.0) > HOST_BUSY_FRAC,
+        "shard_placement": meta.shard_placement,
+        "cross_host_clock": meta.cross_host_clock,
+        "barrier_wait_s": meta.barrier_wait_s,
+        "broker_is_emulator": meta.cluster.is_emulator,
+        "cluster_flavor": meta.cluster.flavor,
+        "broker_version": meta.cluster.version,
+        "broker_count": meta.cluster.broker_count,
+    }
+
+
+def _lag(cell: Path, meta: CellDoc, sends: _Sends, receipts: _Receipts) -> dict[str, Any]:
+    """Peak lag, its growth at the stop, the client backlog, and with a pause: the peak
+    during it, time and rate to drain after it."""
+    lag = _read(files.lag_path.every(cell),
                 ["consumer", "sample_ts_ns", "elapsed_s", "lag_msgs", "paused"])
     out: dict[str, Any] = {"lag_peak_msgs": None, "lag_end_msgs": None, "lag_median_msgs": None,
                            "lag_growing": None, "client_backlog_peak_msgs": None,
@@ -248,7 +340,26 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
                            "drain_rate_msgs_per_s": None}
     if not len(lag["consumer"]):
         return out
-    # Σ over partitions per (consumer, sample)
+    samples = _lag_samples(lag)
+    out["lag_peak_msgs"] = int(samples.total.max()) if len(samples.total) else None
+    out.update(_lag_growth(meta, samples))
+    out["client_backlog_peak_msgs"] = _client_backlog_peak(samples, sends, receipts)
+    if meta.pause:
+        out.update(_pause_drain(meta, meta.pause, samples))
+    return out
+
+
+@dataclass
+class _LagSamples:
+    """Lag summed over the partitions, per (consumer, sample): ``keys[0]`` the consumer,
+    ``keys[1]`` the sample time (sorted by consumer, then time), ``total`` the lag."""
+
+    keys: np.ndarray
+    total: np.ndarray
+
+
+def _lag_samples(lag: dict[str, np.ndarray]) -> _LagSamples:
+    """Σ over partitions per (consumer, sample); an unknown lag (null) counts as none."""
     keys = np.stack([lag["consumer"].astype(np.int64), lag["sample_ts_ns"].astype(np.int64)])
     uniq, inv = np.unique(keys, axis=1, return_inverse=True)
     inv = inv.reshape(-1)
@@ -256,22 +367,35 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
     known = lag_vals >= 0
     total = np.zeros(uniq.shape[1], dtype=np.int64)
     np.add.at(total, inv[known], lag_vals[known])
-    out["lag_peak_msgs"] = int(total.max()) if len(total) else None
-    # Growing lag: at the producer's stop, the worst consumer is further behind than one
-    # sampling interval of messages and than twice its typical (median) lag in the window.
-    stop_ts, start = meta.get("stop_ts_ns"), meta.get("measure_start_ns")
-    if stop_ts and start:
-        in_win = (uniq[1] >= start) & (uniq[1] <= stop_ts)
-        if in_win.any():
-            idx = np.flatnonzero(in_win)
-            cons = uniq[0][idx]
-            last_of_each = idx[np.r_[cons[1:] != cons[:-1], True]]  # columns sorted by consumer, time
-            end_lag = int(total[last_of_each].max())
-            med = float(np.median(total[in_win]))
-            out["lag_end_msgs"], out["lag_median_msgs"] = end_lag, med
-            out["lag_growing"] = bool(end_lag > max(rate * float(meta["spec"]["lag_interval_s"]),
-                                                    2 * med))
-    # client backlog at each sample: acked (of E) by then − received (first receipts of E) by then
+    return _LagSamples(keys=uniq, total=total)
+
+
+def _lag_growth(meta: CellDoc, samples: _LagSamples) -> dict[str, Any]:
+    """Growing lag: at the producer's stop, the worst consumer is further behind than one
+    sampling interval of messages and than twice its typical (median) lag in the window."""
+    uniq, total = samples.keys, samples.total
+    stop_ts, start = meta.stop_ts_ns, meta.measure_start_ns
+    if not (stop_ts and start):
+        return {}
+    in_win = (uniq[1] >= start) & (uniq[1] <= stop_ts)
+    if not in_win.any():
+        return {}
+    idx = np.flatnonzero(in_win)
+    cons = uniq[0][idx]
+    last_of_each = idx[np.r_[cons[1:] != cons[:-1], True]]  # columns sorted by consumer, time
+    end_lag = int(total[last_of_each].max())
+    med = float(np.median(total[in_win]))
+    return {"lag_end_msgs": end_lag, "lag_median_msgs": med,
+            "lag_growing": bool(end_lag > max(meta.spec.rate_msgs_per_s
+                                              * meta.spec.lag_interval_s, 2 * med))}
+
+
+def _client_backlog_peak(samples: _LagSamples, sends: _Sends, receipts: _Receipts) -> int:
+    """The client backlog's peak over the samples: acked (of E) by then − received (first
+    receipts of E) by then, per consumer."""
+    uniq = samples.keys
+    expected_flag, ack_ts_by_seq = sends.expected_flag, sends.ack_ts_by_seq
+    r, first, in_e = receipts.columns, receipts.first, receipts.in_e
     e_ack = np.sort(ack_ts_by_seq[: len(expected_flag)][expected_flag & (ack_ts_by_seq[: len(expected_flag)] >= 0)])
     backlog_peak = 0
     for c in np.unique(uniq[0]):
@@ -279,27 +403,32 @@ def _lag(cell: Path, meta: dict[str, Any], rate: float, expected_flag: np.ndarra
         recv = np.sort(r["receive_ts_ns"][(r["consumer"] == c) & first & in_e])
         b = np.searchsorted(e_ack, times, side="right") - np.searchsorted(recv, times, side="right")
         backlog_peak = max(backlog_peak, int(b.max()) if len(b) else 0)
-    out["client_backlog_peak_msgs"] = backlog_peak
-    pause = meta.get("pause")
-    if pause:
-        start, end = int(pause["start_ns"]), int(pause["end_ns"])
-        during = (uniq[1] >= start) & (uniq[1] <= end + int(meta["spec"]["lag_interval_s"] * 1e9))
-        peak = int(total[during].max()) if during.any() else None
-        out["pause_lag_peak_msgs"] = peak
-        threshold = max(1.0, rate * float(meta["spec"]["lag_interval_s"]))
-        after = uniq[1] > end
-        drained_at = []
-        for c in np.unique(uniq[0]):
-            sel = after & (uniq[0] == c) & (total <= threshold)
-            if sel.any():
-                drained_at.append(int(uniq[1][sel].min()))
-            else:
-                drained_at = []
-                break
-        if drained_at and peak:
-            ttd = (max(drained_at) - end) / 1e9
-            out["time_to_drain_s"] = round(ttd, 3)
-            out["drain_rate_msgs_per_s"] = round(peak / ttd, 3) if ttd > 0 else None
+    return backlog_peak
+
+
+def _pause_drain(meta: CellDoc, pause: PauseWindow, samples: _LagSamples) -> dict[str, Any]:
+    """The lag's peak during the pause (up to one sampling interval after it), and when and
+    how fast every consumer drained it after (down to one interval of messages)."""
+    uniq, total = samples.keys, samples.total
+    rate, interval_s = meta.spec.rate_msgs_per_s, meta.spec.lag_interval_s
+    start, end = pause.start_ns, pause.end_ns
+    during = (uniq[1] >= start) & (uniq[1] <= end + int(interval_s * 1e9))
+    peak = int(total[during].max()) if during.any() else None
+    out: dict[str, Any] = {"pause_lag_peak_msgs": peak}
+    threshold = max(1.0, rate * interval_s)
+    after = uniq[1] > end
+    drained_at = []
+    for c in np.unique(uniq[0]):
+        sel = after & (uniq[0] == c) & (total <= threshold)
+        if sel.any():
+            drained_at.append(int(uniq[1][sel].min()))
+        else:
+            drained_at = []
+            break
+    if drained_at and peak:
+        ttd = (max(drained_at) - end) / 1e9
+        out["time_to_drain_s"] = round(ttd, 3)
+        out["drain_rate_msgs_per_s"] = round(peak / ttd, 3) if ttd > 0 else None
     return out
 
 
