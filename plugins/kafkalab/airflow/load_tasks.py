@@ -39,7 +39,7 @@ from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
     from kafkalab.load.engine import LoadRequest
-    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.load.spec import LoadCellSpec, LoadPlan
 
 log = logging.getLogger(__name__)
 
@@ -83,41 +83,59 @@ def _listed(params: Mapping[str, Any], key: str) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
-    """The cells of a load run asked for by DAG params.
+PARAM_OF_FIELD: dict[str, str] = {"rates_msgs_per_s": "rates", "payloads": "payload"}
+"""The form param of each :class:`~kafkalab.load.spec.LoadPlan` field whose name differs."""
 
-    With ``workload`` (a ``kind: load`` workload name, e.g. ``nightly-fanout``) its cells;
-    otherwise the grid ``consumers`` × ``rates`` × ``acks`` (acks empty: the profile's) with
-    the :data:`CELL_PARAMS` (null: the engine's defaults). Validated by the engine's model.
+
+def load_plan(params: Mapping[str, Any]) -> LoadPlan:
+    """The grid DAG params ask for: ``consumers`` × ``rates`` × ``acks`` (empty: the
+    profile's) with the :data:`CELL_PARAMS` (null: the cell's defaults).
 
     Raises:
-        ConfigError: naming the param, e.g. ``param rates: ... greater than 0``.
+        ConfigError: no consumers or no rates, or a value of the wrong type, naming the param.
     """
     from pydantic import ValidationError
 
-    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.load.spec import LoadPlan
+    from kafkalab.yamlio import describe_validation_error
+
+    consumers, rates = _listed(params, "consumers"), _listed(params, "rates")
+    if not consumers or not rates:
+        raise ConfigError("params consumers and rates: give at least one value each")
+    try:
+        return LoadPlan(consumers=consumers, rates_msgs_per_s=rates, acks=_listed(params, "acks"),
+                        payloads=_listed(params, "payload"),
+                        **{k: params.get(k) for k in CELL_PARAMS if k != "payload"})
+    except ValidationError as exc:
+        field, _, message = describe_validation_error(exc).partition(": ")
+        name = field.split(".")[0]
+        raise ConfigError(f"param {PARAM_OF_FIELD.get(name, name)}: {message}") from None
+
+
+def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
+    """The cells of a load run asked for by DAG params, planned by
+    :func:`kafkalab.load.spec.plan_cells` (as ``kafkalab load`` plans them).
+
+    With ``workload`` (a ``kind: load`` workload name, e.g. ``nightly-fanout``) its cells;
+    otherwise the grid of :func:`load_plan`.
+
+    Raises:
+        ConfigError: naming the param, e.g. ``param rate_msgs_per_s: ... greater than 0``.
+    """
+    from kafkalab.load.spec import PlanRefused, plan_cells
 
     if params.get("workload"):
         from kafkalab.load.workloads import load_load_workload
 
         return load_load_workload(str(params["workload"])).cells()
-    consumers, rates = _listed(params, "consumers"), _listed(params, "rates")
-    if not consumers or not rates:
-        raise ConfigError("params consumers and rates: give at least one value each")
-    acks = _listed(params, "acks") or [None]
-    fixed = {k: params[k] for k in CELL_PARAMS if params.get(k) is not None}
-    cells = []
-    for a in acks:
-        for c in consumers:
-            for r in rates:
-                try:
-                    cells.append(LoadCellSpec(consumers=c, rate_msgs_per_s=r, acks=a, **fixed))
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    where = ".".join(str(x) for x in err.get("loc", ())) or "cell"
-                    raise ConfigError(f"param {where}: {err.get('msg')} (cell {c} consumers × "
-                                      f"{r} msg/s, acks {a})") from None
-    return cells
+    try:
+        return plan_cells(load_plan(params))
+    except PlanRefused as exc:
+        err = exc.error.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "cell"
+        cell = exc.cell
+        raise ConfigError(f"param {where}: {err.get('msg')} (cell {cell['consumers']} consumers × "
+                          f"{cell['rate_msgs_per_s']:g} msg/s, acks {cell['acks']})") from None
 
 
 def build_load_request(params: Mapping[str, Any], run_id: str, command: str | None = None,
@@ -357,10 +375,12 @@ __all__ = [
     "CELL_PARAMS",
     "NIGHTLY_FANOUT",
     "NIGHTLY_FANOUT_PARAM",
+    "PARAM_OF_FIELD",
     "build_load_request",
     "cell_label",
     "close_load",
     "load_cells",
+    "load_plan",
     "load_run_started",
     "measure_load_cell",
     "nightly_fanout_on",

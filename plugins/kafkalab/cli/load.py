@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalab.cli.options import (
     SubParsers,
@@ -19,6 +19,10 @@ from kafkalab.cli.options import (
     say,
     say_json,
 )
+
+if TYPE_CHECKING:
+    from kafkalab.load.engine import LoadRequest
+    from kafkalab.load.spec import LoadCellSpec, LoadPlan
 
 OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration", "warmup_s": "--warmup",
                    "consumers_per_shard": "--consumers-per-process", "drain_s": "--drain",
@@ -97,47 +101,55 @@ def _add_maxrate_parser(sub: SubParsers[Any]) -> None:
     add_data_option(pm)
 
 
-def load_cells(args: argparse.Namespace) -> tuple[list[Any], str]:
-    """The cells of ``kafkalab load``: a workload's sweep, or the options' product."""
-    from pydantic import ValidationError
+def load_plan(args: argparse.Namespace) -> LoadPlan:
+    """The grid the options ask for (:class:`kafkalab.load.spec.LoadPlan`)."""
+    from kafkalab.load.spec import LoadPlan
 
+    return LoadPlan(consumers=args.consumers, rates_msgs_per_s=args.rate, acks=args.acks or [],
+                    payloads=args.payload, client=args.client, encoding=args.encoding,
+                    profile=args.profile, duration_s=args.duration, warmup_s=args.warmup,
+                    partitions=args.partitions, consumer_mode=args.consumer_mode,
+                    consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
+                    pause_at_s=args.pause_at, pause_for_s=args.pause_for)
+
+
+def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:
+    """The cells of ``kafkalab load`` and the run's workload name: a workload's sweep, or the
+    options' grid (``adhoc``), both planned by :func:`kafkalab.load.spec.plan_cells`.
+
+    Raises:
+        ConfigError: a refused cell, named by the option (``--rate: Input should be ...``).
+    """
     from kafkalab.errors import ConfigError
-    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.load.spec import PlanRefused, plan_cells
 
     if args.workload:
         from kafkalab.load.workloads import load_load_workload
 
         w = load_load_workload(args.workload)
         return w.cells(), w.name
-    cells = []
     try:
-        for payload in args.payload:
-            for acks in (args.acks or [None]):
-                for consumers in args.consumers:
-                    for rate in args.rate:
-                        cells.append(LoadCellSpec(
-                            client=args.client, payload=payload, encoding=args.encoding,
-                            profile=args.profile, acks=acks, consumers=consumers,
-                            rate_msgs_per_s=rate, duration_s=args.duration,
-                            warmup_s=args.warmup, partitions=args.partitions,
-                            consumer_mode=args.consumer_mode,
-                            consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
-                            pause_at_s=args.pause_at, pause_for_s=args.pause_for))
-    except ValidationError as exc:
-        raise ConfigError(as_options(exc, OPTION_OF_FIELD)) from None
-    return cells, "adhoc"
+        return plan_cells(load_plan(args)), "adhoc"
+    except PlanRefused as exc:
+        raise ConfigError(as_options(exc.error, OPTION_OF_FIELD)) from None
+
+
+def load_request(args: argparse.Namespace) -> LoadRequest:
+    """The load run the options ask for, as the engine's request."""
+    from kafkalab.load.engine import LoadRequest
+
+    cells, name = load_cells(args)
+    return LoadRequest(cells=cells, data_dir=args.data_dir, descriptor_path=args.cluster,
+                       run_id=args.run_id, command="kafkalab load " + " ".join(sys.argv[2:]),
+                       workload_name=name)
 
 
 def cmd_load(args: argparse.Namespace) -> int:
     """Measure every cell; the table (or ``--json``); exit 4 when a cell failed."""
-    from kafkalab.load.engine import LoadRequest, execute_load
+    from kafkalab.load.engine import execute_load
     from kafkalab.load.summary import format_load_table, json_cell
 
-    cells, name = load_cells(args)
-    req = LoadRequest(cells=cells, data_dir=args.data_dir, descriptor_path=args.cluster,
-                      run_id=args.run_id, command="kafkalab load " + " ".join(sys.argv[2:]),
-                      workload_name=name)
-    result = execute_load(req, progress=err)
+    result = execute_load(load_request(args), progress=err)
     if args.json:
         say_json({"run_id": result.run_id, "status": result.status,
                   "cells": [json_cell(c) for c in result.cells]})
@@ -195,4 +207,5 @@ def cmd_maxrate(args: argparse.Namespace) -> int:
     return 0 if all(r.get("max_rate_msgs_per_s") is not None for r in results) else 4
 
 
-__all__ = ["OPTION_OF_FIELD", "add_parser", "cmd_load", "cmd_maxrate", "load_cells"]
+__all__ = ["OPTION_OF_FIELD", "add_parser", "cmd_load", "cmd_maxrate", "load_cells", "load_plan",
+           "load_request"]
