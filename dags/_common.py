@@ -31,34 +31,18 @@ The tasks that load the cluster (``prepare_run``, ``measure_cell``, ``start_load
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import Asset, Param, TriggerRule, get_current_context, task
+from airflow.sdk import Asset, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import fault_tasks, load_tasks, run_ids, tasks
-from kafkalab.airflow.callbacks import record_task_failure
-from kafkalab.airflow.params import (
-    ACKS_CHOICES,
-    CHOICE_LABELS,
-    COMMIT_CHOICES,
-    CONSUMER_MODE_CHOICES,
-    FAULT_CHOICES,
-    LOAD_CLIENT_CHOICES,
-    PAYLOAD_CHOICES,
-    PROFILE_CHOICES,
-    SCENARIO_CHOICES,
-    SHARD_PLACEMENT_CHOICES,
-    WORKLOAD_CHOICES,
-)
 from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL
 from kafkalab.airflow.shards import ConsumeLoadShardOperator
 from kafkalab.errors import RunError
 from kafkalab.spark import submit as spark_submit
 from kafkalab.store import LabData
 
-OWNER = "kafkalab"
 SPARK_CONN_ID = "spark_default"
 
 _LAB = LabData()  # $KAFKALAB_DATA_DIR or <root>/lab-data: no I/O
@@ -186,63 +170,6 @@ def _spark_task(job: str, lab_run_id: Any, **kwargs: Any) -> LabSparkSubmitOpera
         name=f"kafkalab-{job.replace('_', '-')}" + ("" if job.endswith("_load") else "-metrics"),
         **kwargs,
     )
-
-
-def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
-    """Owner, retry policy and the failure record shared by every task of a DAG (a task that
-    fails for good records itself, so the run's failure alert names the first cause)."""
-    return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay,
-            "on_failure_callback": record_task_failure}
-
-
-def _labels(name: str) -> dict[str, str]:
-    """The form's ``values_display`` of the choice param ``name`` (readable labels; the
-    value sent stays the name)."""
-    return dict(CHOICE_LABELS[name])
-
-
-def _array_param(name: str, default: list[str], choices: tuple[str, ...], title: str,
-                 what: str) -> Param:
-    # ``examples`` makes the trigger form a multi-select; ``items.enum`` validates.
-    return Param(list(default), type="array", title=title,
-                 items={"type": "string", "enum": list(choices)}, examples=list(choices),
-                 uniqueItems=True, values_display=_labels(name),
-                 description=f"{what}; leave empty to use the workload's.")
-
-
-def run_params(*, workload: str, scenarios: list[str], payloads: list[str], profiles: list[str],
-               messages: int | None) -> dict[str, Param]:
-    """The params (shown as the trigger form) of a latency run."""
-    return {
-        "workload": Param(workload, type="string", title="Workload",
-                          enum=list(WORKLOAD_CHOICES), values_display=_labels("workload"),
-                          description="a workload of include/workloads/ (the last ones are "
-                          "former names); a YAML file of your own: `kafkalab run --workload "
-                          "PATH`"),
-        "scenarios": _array_param("scenarios", scenarios, SCENARIO_CHOICES, "Scenarios",
-                                  "clients to compare"),
-        "payloads": _array_param("payloads", payloads, PAYLOAD_CHOICES, "Payloads",
-                                 "message sizes"),
-        "profiles": _array_param("profiles", profiles, PROFILE_CHOICES, "Profiles",
-                                 "client/topic tuning profiles (include/profiles)"),
-        "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
-                          minimum=1, title="Messages per cell",
-                          description="measured messages per cell, after warm-up"
-                          + ("; empty: the workload's" if messages is None else "")),
-        "warmup_messages": Param(None, type=["null", "integer"], minimum=0,
-                                 title="Warm-up messages per cell",
-                                 description="messages each cell sends first and leaves out "
-                                 "of every figure (the connection and the JIT warm up); "
-                                 "empty: the workload's warmup_messages"),
-        "cluster_descriptor": Param(None, type=["null", "string"], title="Cluster descriptor",
-                                    description="path of a cluster descriptor YAML; empty: the "
-                                    "kafkalab_cluster connection's extra.descriptor_path, else "
-                                    ".lab/cluster.yaml"),
-        tasks.ONE_SESSION_PARAM: Param(
-            False, type="boolean", title="One Spark session",
-            description="aggregate_metrics also validates the run in its own spark-submit (one "
-            "JVM start instead of two); validate_metrics then judges that result"),
-    }
 
 
 def _context_params() -> dict[str, Any]:
@@ -534,67 +461,6 @@ def _load_tasks(load_run_id: Any, fixed_params: dict[str, Any] | None = None,
     return _LoadPart(started, measured, finished, aggregated, validated, shards)
 
 
-def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
-                warmup_s: float) -> dict[str, Param]:
-    """The params (the trigger form) of a load run: the grid consumers × rates × acks and
-    the settings every cell shares."""
-    def number(value: Any, title: str, what: str, minimum: float = 0,
-               nullable: bool = False) -> Param:
-        return Param(value, type=["null", "number"] if nullable else "number",
-                     minimum=minimum, title=title, description=what)
-
-    return {
-        "consumers": Param(list(consumers), type="array", title="Consumers",
-                           items={"type": "integer", "minimum": 1, "maximum": 1000},
-                           minItems=1, uniqueItems=True,
-                           description="numbers of consumers, one cell each (× rates × acks); "
-                           "every consumer receives every message"),
-        "rates": Param(list(rates), type="array", title="Rates (msg/s)",
-                       items={"type": "number", "exclusiveMinimum": 0}, minItems=1,
-                       uniqueItems=True, description="target producer rates, one cell each"),
-        "acks": Param(["1"], type="array", title="Acks",
-                      items={"type": "string", "enum": list(ACKS_CHOICES)},
-                      examples=list(ACKS_CHOICES), uniqueItems=True,
-                      values_display=_labels("acks"),
-                      description="producer acks, one cell each; empty: the profile's"),
-        "duration_s": number(duration_s, "Duration (s)", "producing time per cell, warm-up "
-                             "included"),
-        "warmup_s": number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
-                           "excluded from every figure"),
-        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload",
-                         values_display=_labels("payload")),
-        "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
-                         values_display=_labels("profile"),
-                         description="client/topic tuning (include/profiles)"),
-        "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
-                        title="Client"),
-        "partitions": Param(1, type="integer", minimum=1, maximum=64, title="Partitions"),
-        "consumer_mode": Param("assign", type="string", enum=list(CONSUMER_MODE_CHOICES),
-                               title="Consumer mode", values_display=_labels("consumer_mode"),
-                               description="assign: every partition, no group; group: one "
-                               "consumer group per consumer"),
-        "consumers_per_shard": Param(10, type="integer", minimum=1, maximum=200,
-                                     title="Consumers per shard",
-                                     description="consumers per consumer process (shard); a "
-                                     "cell has ceil(consumers / this) shards"),
-        "shard_placement": Param("subprocess", type="string",
-                                 enum=list(SHARD_PLACEMENT_CHOICES), title="Shard placement",
-                                 values_display=_labels("shard_placement"),
-                                 description="subprocess: a cell's shards are processes of "
-                                 "its task; tasks: each shard is a consume_load_shard task, "
-                                 "spread over the workers (needs a running scheduler and a "
-                                 "data directory shared by the workers)"),
-        "pause_at_s": number(None, "Pause at (s)", "consumers pause this many seconds after "
-                             "the start (empty: no pause)", nullable=True),
-        "pause_for_s": number(None, "Pause for (s)", "how long the consumers stay paused",
-                              nullable=True),
-        "cluster_descriptor": Param(None, type=["null", "string"], title="Cluster descriptor",
-                                    description="path of a cluster descriptor YAML; empty: the "
-                                    "kafkalab_cluster connection's extra.descriptor_path, else "
-                                    ".lab/cluster.yaml"),
-    }
-
-
 def build_load_chain(run_prefix: str) -> None:
     """Create the tasks of one load run (the ``load_experiment`` DAG) in the DAG being
     defined: the cells of the form's grid, each a mapped task."""
@@ -702,74 +568,6 @@ def _skip_unless_started(lab_run_id: str) -> None:
         from airflow.sdk.exceptions import AirflowSkipException
 
         raise AirflowSkipException(f"fault run {lab_run_id} was not started")
-
-
-def fault_params(*, profiles: list[str], faults: list[str], trials: int,
-                 rate_msgs_per_s: float, duration_s: float) -> dict[str, Param]:
-    """The params (the trigger form) of a fault run: profiles × faults × acks, each cell
-    ``trials`` times, at one rate and duration."""
-    return {
-        "profiles": Param(list(profiles), type="array", title="Profiles",
-                          items={"type": "string", "enum": list(PROFILE_CHOICES)},
-                          examples=list(PROFILE_CHOICES), minItems=1, uniqueItems=True,
-                          values_display=_labels("profiles"),
-                          description="client/topic profiles (include/profiles), one cell each "
-                          "(× faults × acks)"),
-        "faults": Param(list(faults), type="array", title="Faults",
-                        items={"type": "string", "enum": list(FAULT_CHOICES)},
-                        examples=list(FAULT_CHOICES), minItems=1, uniqueItems=True,
-                        values_display=_labels("faults"),
-                        description="faults to inject (none: the no-fault control), one cell "
-                        "each; see docs/faults.md"),
-        "acks": Param([], type="array", title="Acks",
-                      items={"type": "string", "enum": list(ACKS_CHOICES)},
-                      examples=list(ACKS_CHOICES), uniqueItems=True,
-                      values_display=_labels("acks"),
-                      description="producer acks, one cell each; empty: the profile's"),
-        "trials": Param(trials, type="integer", minimum=1, maximum=fault_tasks.MAX_TRIALS,
-                        title="Trials per cell",
-                        description="trials of every profile × fault × acks cell (the report "
-                        "shows median and max)"),
-        "rate_msgs_per_s": Param(rate_msgs_per_s, type="number", exclusiveMinimum=0,
-                                 maximum=20_000, title="Rate (msg/s)",
-                                 description="the producer's fixed target rate"),
-        "duration_s": Param(duration_s, type="number", exclusiveMinimum=0, maximum=3600,
-                            title="Duration (s)",
-                            description="producing time per trial, warm-up included; the fault "
-                            "starts at 6 s and the trial must go on ≥ 4 s after the heal "
-                            "(a kill-consumer ≥ 6 s after the session timeout)"),
-        "commits": Param(["after"], type="array", title="Commit strategies (consumer faults)",
-                         items={"type": "string", "enum": list(COMMIT_CHOICES)},
-                         examples=list(COMMIT_CHOICES), uniqueItems=True,
-                         values_display=_labels("commits"),
-                         description="for kill-consumer and leave-consumer, one cell each: auto "
-                         "(the client's auto commit), after processing (at-least-once), before "
-                         "it (at-most-once); see docs/consumer-faults.md"),
-        "consumers": Param(3, type="integer", minimum=2, maximum=12,
-                           title="Group members (consumer faults)",
-                           description="members of the consumer group, one process each; the "
-                           "topic gets two partitions per member"),
-        "session_timeout_ms": Param(None, type=["null", "integer"], minimum=1000, maximum=30000,
-                                    title="Session timeout ms (consumer faults)",
-                                    description="the members' session.timeout.ms (empty: the "
-                                    "profile's); a kill is noticed only when it runs out"),
-    }
-
-
-def nightly_switch_params() -> dict[str, Param]:
-    """The nightly's switches for its fan-out cell and its fault trial (both on by default;
-    ``make demo`` turns both off)."""
-    return {
-        load_tasks.NIGHTLY_FANOUT_PARAM: Param(
-            True, type="boolean", title="Fan-out cell",
-            description="one load cell (5 consumers × 200 msg/s × 10 s, "
-            "include/workloads/nightly-fanout.yaml) as a load run of its own "
-            "(nightly-fanout-<time>); false: not run"),
-        fault_tasks.NIGHTLY_FAULT_PARAM: Param(
-            True, type="boolean", title="Fault trial",
-            description="one SIGKILL-leader trial of the durability profile on the 3-broker "
-            "fault cluster, as a fault run of its own (nightly-faults-<time>); false: not run"),
-    }
 
 
 def build_fault_chain(run_prefix: str) -> None:
