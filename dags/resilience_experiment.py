@@ -49,7 +49,7 @@ Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`), trials under
     schedule=None,
     retry_delay=timedelta(seconds=30),
     params=fault_params(profiles=["durability"], faults=["none", "sigkill-leader"], trials=5,
-                        rate_msgs_per_s=500.0, duration_s=20.0),
+                        rate_msgs_per_s=500.0, duration_s=None),
     tags=["kafkalab", "faults", "experiment"],
     doc_md=DOC_MD,
 ))

@@ -145,9 +145,10 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
 
 
 def fault_params(*, profiles: list[str], faults: list[str], trials: int,
-                 rate_msgs_per_s: float, duration_s: float) -> dict[str, Param]:
+                 rate_msgs_per_s: float, duration_s: float | None) -> dict[str, Param]:
     """The params (the trigger form) of a fault run: profiles × faults × acks, each cell
-    ``trials`` times, at one rate and duration."""
+    ``trials`` times, at one rate and duration (``duration_s`` None: empty in the form, the
+    planner's default, as ``kafkalab faults run`` without ``--duration``)."""
     return {
         "profiles": Param(list(profiles), type="array", title="Profiles",
                           items={"type": "string", "enum": list(PROFILE_CHOICES)},
@@ -173,11 +174,13 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
         "rate_msgs_per_s": Param(rate_msgs_per_s, type="number", exclusiveMinimum=0,
                                  maximum=20_000, title="Rate (msg/s)",
                                  description="the producer's fixed target rate"),
-        "duration_s": Param(duration_s, type="number", exclusiveMinimum=0, maximum=3600,
-                            title="Duration (s)",
+        "duration_s": Param(duration_s, type=["null", "number"] if duration_s is None else "number",
+                            exclusiveMinimum=0, maximum=3600, title="Duration (s)",
                             description="producing time per trial, warm-up included; the fault "
                             "starts at 6 s and the trial must go on ≥ 4 s after the heal "
-                            "(a kill-consumer ≥ 6 s after the session timeout)"),
+                            "(a kill-consumer ≥ 6 s after the session timeout); empty: 20 s, "
+                            "for a consumer fault at least 6 s past the session timeout and "
+                            "the rejoin"),
         "commits": Param(["after"], type="array", title="Commit strategies (consumer faults)",
                          items={"type": "string", "enum": list(COMMIT_CHOICES)},
                          examples=list(COMMIT_CHOICES), uniqueItems=True,

@@ -4,7 +4,6 @@ cluster (:mod:`kafkalab.faults`)."""
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from kafkalab.cli.options import (
 
 if TYPE_CHECKING:
     from kafkalab.faults.engine import FaultRequest
+    from kafkalab.faults.spec import FaultPlan
 
 OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                    "warmup_s": "--warmup", "fault_at_s": "--fault-at", "down_s": "--down",
@@ -135,18 +135,16 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
     add_data_option(pfr)
 
 
-def fault_request(args: argparse.Namespace) -> FaultRequest:
-    """The trials ``faults run`` asks for, checked, as the engine's request.
+def fault_plan(args: argparse.Namespace) -> FaultPlan:
+    """The trials ``faults run`` asks for (:class:`kafkalab.faults.spec.FaultPlan`), after the
+    checks of its own options.
 
     Raises:
-        ConfigError: one line naming the option.
+        ConfigError: ``--trials`` below 1, ``--commit`` without a consumer fault, a
+            ``--max-in-flight`` that is not whole numbers.
     """
-    from pydantic import ValidationError
-
-    from kafkalab.config.loader import load_profile
     from kafkalab.errors import ConfigError
-    from kafkalab.faults.engine import FaultRequest
-    from kafkalab.faults.spec import CONSUMER_FAULTS, FaultTrialSpec, group_duration_s
+    from kafkalab.faults.spec import CONSUMER_FAULTS, FaultPlan
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
@@ -154,43 +152,36 @@ def fault_request(args: argparse.Namespace) -> FaultRequest:
         raise ConfigError(f"--commit applies to the consumer faults ({', '.join(CONSUMER_FAULTS)}); "
                           f"--fault is {','.join(args.fault)}")
     try:
-        in_flight: list[int | None] = [int(x) for x in args.max_in_flight] if args.max_in_flight else [None]
+        in_flight = [int(x) for x in args.max_in_flight or []]
     except ValueError:
         raise ConfigError(f"--max-in-flight must be whole numbers, got {','.join(args.max_in_flight)}") from None
-    trials = []
+    return FaultPlan(profiles=args.profile, faults=args.fault, acks=args.acks or [],
+                     max_in_flight=in_flight, commits=args.commit or [], trials=args.trials,
+                     rate_msgs_per_s=args.rate, duration_s=args.duration, warmup_s=args.warmup,
+                     fault_at_s=args.fault_at, down_s=args.down, payload=args.payload,
+                     partitions=args.partitions, client=args.client, consumers=args.consumers,
+                     session_timeout_ms=args.session_timeout_ms,
+                     heartbeat_interval_ms=args.heartbeat_ms,
+                     auto_commit_interval_ms=args.auto_commit_interval_ms,
+                     batch_msgs=args.batch_msgs, rejoin_after_s=args.rejoin_after)
+
+
+def fault_request(args: argparse.Namespace) -> FaultRequest:
+    """The trials ``faults run`` asks for, planned by :func:`kafkalab.faults.spec.plan_trials`
+    (as the DAGs plan theirs), as the engine's request.
+
+    Raises:
+        ConfigError: one line naming the option.
+    """
+    from kafkalab.errors import ConfigError
+    from kafkalab.faults.engine import FaultRequest
+    from kafkalab.faults.spec import plan_trials
+    from kafkalab.load.spec import PlanRefused
+
     try:
-        for profile in args.profile:
-            for fault in args.fault:
-                group = fault in CONSUMER_FAULTS
-                for commit in ((args.commit or ["after"]) if group else [None]):
-                    for acks, mif in itertools.product(args.acks or [None], in_flight):
-                        for k in range(1, args.trials + 1):
-                            extra: dict[str, object] = {}
-                            if group:
-                                extra = {"commit": commit, "consumers": args.consumers,
-                                         "session_timeout_ms": args.session_timeout_ms,
-                                         "heartbeat_interval_ms": args.heartbeat_ms,
-                                         "auto_commit_interval_ms": args.auto_commit_interval_ms,
-                                         "batch_msgs": args.batch_msgs,
-                                         "rejoin_after_s": args.rejoin_after}
-                            partitions = (args.partitions if args.partitions is not None
-                                          else 2 * args.consumers if group else 1)
-                            duration = args.duration
-                            if duration is None:
-                                duration = 20.0
-                                if group:
-                                    session = (args.session_timeout_ms or
-                                               load_profile(profile).consumer.session_timeout_ms)
-                                    duration = max(duration, group_duration_s(
-                                        fault, args.fault_at, session, args.rejoin_after))
-                            trials.append(FaultTrialSpec(
-                                profile=profile, fault=fault, acks=acks, trial=k,
-                                rate_msgs_per_s=args.rate, duration_s=duration,
-                                warmup_s=args.warmup, fault_at_s=args.fault_at, down_s=args.down,
-                                payload=args.payload, partitions=partitions, client=args.client,
-                                max_in_flight=mif, **extra))
-    except ValidationError as exc:
-        raise ConfigError(as_options(exc, OPTION_OF_FIELD)) from None
+        trials = plan_trials(fault_plan(args))
+    except PlanRefused as exc:
+        raise ConfigError(as_options(exc.error, OPTION_OF_FIELD)) from None
     return FaultRequest(trials=trials, data_dir=args.data_dir, run_id=args.run_id,
                         cluster_lab=args.cluster_lab, keep_topics=args.keep_topics,
                         command="kafkalab faults " + " ".join(sys.argv[2:]))
@@ -247,4 +238,4 @@ def _say_tables(trials: list[dict[str, Any]]) -> None:
             "rebalances eagerly); session / hb = the members' session timeout and heartbeat; ms.")
 
 
-__all__ = ["OPTION_OF_FIELD", "add_parser", "cmd_faults", "fault_request"]
+__all__ = ["OPTION_OF_FIELD", "add_parser", "cmd_faults", "fault_plan", "fault_request"]
