@@ -21,6 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.airflow.tasks import outcome_problems
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
@@ -262,18 +263,8 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
     Raises:
         RunError: naming what is wrong (the failed checks of the validation included).
     """
-    lab = LabData()
-    problems: list[str] = []
-    manifest = lab.manifest(run_id)
-    status = None if manifest is None else manifest.get("status")
-    if manifest is None:
-        problems.append("no run manifest")
-    elif status != "complete":
-        problems.append(f"run is {status}")
-    validation = lab.validation(run_id, FAULTS)
-    if validation is None:
-        problems.append("no validation result")
-    elif not validation.get("success"):
+    status, validation, problems = outcome_problems(run_id, FAULTS)
+    if validation is not None and not validation.get("success"):
         dur = validation.get("durability")
         if isinstance(dur, Mapping) and dur.get("success") is False:
             lost_in = ", ".join(str(t.get("trial_id")) for t in dur.get("trials") or []
@@ -283,7 +274,7 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
                             + (f" ({lost_in})" if lost_in else ""))
         checks = _failed_checks(validation)
         problems.append("validation failed" + (f" ({'; '.join(checks)})" if checks else "")
-                        + f" (see {lab.validation_path(run_id, FAULTS)})")
+                        + f" (see {LabData().validation_path(run_id, FAULTS)})")
     if problems:
         raise RunError(f"fault run {run_id}: " + "; ".join(problems))
     return {"run_id": run_id, "status": status, "validation_success": True}

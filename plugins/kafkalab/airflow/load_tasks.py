@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
+from kafkalab.airflow.tasks import verify_outcome
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, read_json
@@ -348,27 +349,13 @@ def close_load(run_id: str) -> dict[str, Any]:
 
 
 def verify_load_outcome(run_id: str) -> dict[str, Any]:
-    """A load run's verdict from its files: manifest complete and the load validation passed.
+    """A load run's verdict from its files: manifest complete and the load validation passed
+    (:func:`kafkalab.airflow.tasks.verify_outcome` of kind ``load``).
 
     Raises:
         RunError: naming what is wrong.
     """
-    lab = LabData()
-    problems: list[str] = []
-    manifest = lab.manifest(run_id)
-    status = None if manifest is None else manifest.get("status")
-    if manifest is None:
-        problems.append("no run manifest")
-    elif status != "complete":
-        problems.append(f"run is {status}")
-    validation = lab.validation(run_id, LOAD)
-    if validation is None:
-        problems.append("no validation result")
-    elif not validation.get("success"):
-        problems.append(f"validation failed (see {lab.validation_path(run_id, LOAD)})")
-    if problems:
-        raise RunError(f"load run {run_id}: " + "; ".join(problems))
-    return {"run_id": run_id, "status": status, "validation_success": True}
+    return verify_outcome(run_id, LOAD, what="load run")
 
 
 __all__ = [
