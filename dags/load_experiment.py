@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from _common import build_load_chain
 from airflow.sdk import dag
 
+from kafkalab.airflow.chains.load import build_load_chain
 from kafkalab.airflow.dag_args import dag_args
 from kafkalab.airflow.forms import load_params
 from kafkalab.airflow.run_ids import RUN_PREFIXES

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from _common import build_latency_chain
 from airflow.sdk import dag
 
+from kafkalab.airflow.chains.nightly import build_nightly_chain
 from kafkalab.airflow.dag_args import dag_args
 from kafkalab.airflow.forms import nightly_switch_params, run_params
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
@@ -64,9 +64,8 @@ trial lost an acked message. The param `fault_trial` (default true) turns it off
     doc_md=DOC_MD,
 ))
 def nightly_latency_regression() -> None:
-    build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
-                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX,
-                        export_metrics=True)
+    build_nightly_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX)
 
 
 nightly_latency_regression()

@@ -2,8 +2,8 @@
 importable functions.
 
 The ``resilience_experiment`` DAG and the nightly's fault trial wire these
-(``dags/_common.py``); each calls the fault engine (:mod:`kafkalab.faults.engine`) and takes
-and returns JSON-able values. Heavy imports stay inside the functions: importing this module
+(:mod:`kafkalab.airflow.chains.faults`); each calls the fault engine
+(:mod:`kafkalab.faults.engine`) and takes and returns JSON-able values. Heavy imports stay inside the functions: importing this module
 while a DAG file is parsed reads no file and starts nothing. The chain (see
 ``docs/airflow.md``)::
 

@@ -1,8 +1,8 @@
 """The Airflow tasks of a load run (open loop, fan-out), as plain importable functions.
 
-The ``load_experiment`` DAG and the nightly's fan-out cell wire these (``dags/_common.py``);
-each calls the load engine (:mod:`kafkalab.load.engine`) and takes and returns JSON-able
-values. Heavy imports stay inside the functions: importing this module while a DAG file is
+The ``load_experiment`` DAG and the nightly's fan-out cell wire these
+(:mod:`kafkalab.airflow.chains.load`); each calls the load engine (:mod:`kafkalab.load.engine`)
+and takes and returns JSON-able values. Heavy imports stay inside the functions: importing this module while a DAG file is
 parsed reads no file and starts nothing. The chain (see ``docs/airflow.md``)::
 
     name_load_run -> start_load_run -> run_load_cell x cells (mapped, pool kafkalab_measure)
