@@ -37,13 +37,21 @@ def _labels(name: str) -> dict[str, str]:
     return dict(CHOICE_LABELS[name])
 
 
-def _array_param(name: str, default: list[str], choices: tuple[str, ...], title: str,
-                 what: str) -> Param:
-    # ``examples`` makes the trigger form a multi-select; ``items.enum`` validates.
+def _multi_select(name: str, default: list[str], choices: tuple[str, ...], title: str,
+                  description: str, min_items: int = 0) -> Param:
+    """An array param of ``choices`` with readable labels, shown as a multi-select
+    (``examples``), validated by ``items.enum``; at least ``min_items`` values."""
+    at_least: dict[str, Any] = {"minItems": min_items} if min_items else {}
     return Param(list(default), type="array", title=title,
                  items={"type": "string", "enum": list(choices)}, examples=list(choices),
-                 uniqueItems=True, values_display=_labels(name),
-                 description=f"{what}; leave empty to use the workload's.")
+                 **at_least, uniqueItems=True, values_display=_labels(name),
+                 description=description)
+
+
+def _array_param(name: str, default: list[str], choices: tuple[str, ...], title: str,
+                 what: str) -> Param:
+    return _multi_select(name, default, choices, title,
+                         f"{what}; leave empty to use the workload's.")
 
 
 def _cluster_descriptor_param() -> Param:
@@ -104,11 +112,8 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
         "rates": Param(list(rates), type="array", title="Rates (msg/s)",
                        items={"type": "number", "exclusiveMinimum": 0}, minItems=1,
                        uniqueItems=True, description="target producer rates, one cell each"),
-        "acks": Param(["1"], type="array", title="Acks",
-                      items={"type": "string", "enum": list(ACKS_CHOICES)},
-                      examples=list(ACKS_CHOICES), uniqueItems=True,
-                      values_display=_labels("acks"),
-                      description="producer acks, one cell each; empty: the profile's"),
+        "acks": _multi_select("acks", ["1"], ACKS_CHOICES, "Acks",
+                              "producer acks, one cell each; empty: the profile's"),
         "duration_s": _number(duration_s, "Duration (s)", "producing time per cell, warm-up "
                               "included"),
         "warmup_s": _number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
@@ -150,23 +155,14 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
     ``trials`` times, at one rate and duration (``duration_s`` None: empty in the form, the
     planner's default, as ``kafkalab faults run`` without ``--duration``)."""
     return {
-        "profiles": Param(list(profiles), type="array", title="Profiles",
-                          items={"type": "string", "enum": list(PROFILE_CHOICES)},
-                          examples=list(PROFILE_CHOICES), minItems=1, uniqueItems=True,
-                          values_display=_labels("profiles"),
-                          description="client/topic profiles (include/profiles), one cell each "
-                          "(× faults × acks)"),
-        "faults": Param(list(faults), type="array", title="Faults",
-                        items={"type": "string", "enum": list(FAULT_CHOICES)},
-                        examples=list(FAULT_CHOICES), minItems=1, uniqueItems=True,
-                        values_display=_labels("faults"),
-                        description="faults to inject (none: the no-fault control), one cell "
-                        "each; see docs/faults.md"),
-        "acks": Param([], type="array", title="Acks",
-                      items={"type": "string", "enum": list(ACKS_CHOICES)},
-                      examples=list(ACKS_CHOICES), uniqueItems=True,
-                      values_display=_labels("acks"),
-                      description="producer acks, one cell each; empty: the profile's"),
+        "profiles": _multi_select("profiles", profiles, PROFILE_CHOICES, "Profiles",
+                                  "client/topic profiles (include/profiles), one cell each "
+                                  "(× faults × acks)", min_items=1),
+        "faults": _multi_select("faults", faults, FAULT_CHOICES, "Faults",
+                                "faults to inject (none: the no-fault control), one cell "
+                                "each; see docs/faults.md", min_items=1),
+        "acks": _multi_select("acks", [], ACKS_CHOICES, "Acks",
+                              "producer acks, one cell each; empty: the profile's"),
         "trials": Param(trials, type="integer", minimum=1, maximum=MAX_TRIALS,
                         title="Trials per cell",
                         description="trials of every profile × fault × acks cell (the report "
@@ -181,13 +177,12 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                             "(a kill-consumer ≥ 6 s after the session timeout); empty: 20 s, "
                             "for a consumer fault at least 6 s past the session timeout and "
                             "the rejoin"),
-        "commits": Param(["after"], type="array", title="Commit strategies (consumer faults)",
-                         items={"type": "string", "enum": list(COMMIT_CHOICES)},
-                         examples=list(COMMIT_CHOICES), uniqueItems=True,
-                         values_display=_labels("commits"),
-                         description="for kill-consumer and leave-consumer, one cell each: auto "
-                         "(the client's auto commit), after processing (at-least-once), before "
-                         "it (at-most-once); see docs/consumer-faults.md"),
+        "commits": _multi_select("commits", ["after"], COMMIT_CHOICES,
+                                 "Commit strategies (consumer faults)",
+                                 "for kill-consumer and leave-consumer, one cell each: auto "
+                                 "(the client's auto commit), after processing "
+                                 "(at-least-once), before it (at-most-once); see "
+                                 "docs/consumer-faults.md"),
         "consumers": Param(3, type="integer", minimum=2, maximum=12,
                            title="Group members (consumer faults)",
                            description="members of the consumer group, one process each; the "

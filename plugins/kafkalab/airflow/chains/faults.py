@@ -16,17 +16,7 @@ from typing import Any
 from airflow.sdk import TriggerRule, get_current_context, task
 
 from kafkalab.airflow import fault_tasks, tasks
-from kafkalab.airflow.chains.parts import (
-    LabAssets,
-    context_params,
-    current_run_id,
-    dag_run_command,
-    fail_with_problems,
-    lab_assets,
-    logical_date,
-    name_run,
-    skip_when_off,
-)
+from kafkalab.airflow.chains import parts
 from kafkalab.airflow.operators import fault_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL
 
@@ -47,7 +37,7 @@ class FaultPart:
         return [self.started, self.measured, self.finished, self.aggregated, self.validated]
 
 
-def fault_part(fault_run_id: Any, assets: LabAssets, nightly: bool = False) -> FaultPart:
+def fault_part(fault_run_id: Any, assets: parts.LabAssets, nightly: bool = False) -> FaultPart:
     """``start_fault_run -> run_fault_trial[...] -> finish_fault_run -> aggregate_faults ->
     validate_faults`` for the fault run ``fault_run_id`` (an XComArg). ``nightly``: the
     trials are :data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`, not the form's, and
@@ -58,11 +48,11 @@ def fault_part(fault_run_id: Any, assets: LabAssets, nightly: bool = False) -> F
     def start_fault_run(lab_run_id: str) -> list[dict[str, Any]]:
         """Validate the trials, start (or reuse) the 3-broker fault cluster, start the run."""
         if nightly:
-            skip_when_off(fault_tasks.nightly_fault_on, fault_tasks.NIGHTLY_FAULT_PARAM,
+            parts.skip_when_off(fault_tasks.nightly_fault_on, fault_tasks.NIGHTLY_FAULT_PARAM,
                           "fault trial")
-        params = dict(fault_tasks.NIGHTLY_FAULT) if nightly else context_params()
-        return fault_tasks.start_faults(params, lab_run_id, command=dag_run_command(),
-                                        logical_date=logical_date())
+        params = dict(fault_tasks.NIGHTLY_FAULT) if nightly else parts.context_params()
+        return fault_tasks.start_faults(params, lab_run_id, command=parts.dag_run_command(),
+                                        logical_date=parts.logical_date())
 
     # One trial at a time across every DAG (the pool): a fault trial loads the whole host.
     @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ trial_label }}")
@@ -103,7 +93,7 @@ def _skip_unless_started(run_id: str) -> None:
 def build_fault_chain(run_prefix: str) -> None:
     """Create the tasks of one fault run (the ``resilience_experiment`` DAG) in the DAG being
     defined: the trials of the form, each a mapped task."""
-    assets = lab_assets()
+    assets = parts.lab_assets()
 
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[assets.report])
     def publish_report(lab_run_id: str) -> str:
@@ -123,11 +113,11 @@ def build_fault_chain(run_prefix: str) -> None:
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = current_run_id(run_prefix)
-        fail_with_problems([lambda: fault_tasks.verify_fault_outcome(run_id)],
-                           f"fault run {run_id}: an upstream task failed (see the grid)")
+        run_id = parts.current_run_id(run_prefix)
+        parts.fail_with_problems([lambda: fault_tasks.verify_fault_outcome(run_id)],
+                                 f"fault run {run_id}: an upstream task failed (see the grid)")
 
-    lab_run: Any = name_run(run_prefix)
+    lab_run: Any = parts.name_run(run_prefix)
     part = fault_part(lab_run, assets)
     report = publish_report(lab_run)
     alerts = send_alerts(lab_run)

@@ -19,18 +19,17 @@ from typing import Any
 from airflow.sdk import TriggerRule, get_current_context, task
 
 from kafkalab.airflow import fault_tasks, load_tasks, tasks
-from kafkalab.airflow.chains.parts import (
-    LabAssets,
-    context_params,
-    current_run_id,
-    dag_run_command,
-    fail_with_problems,
-    lab_assets,
-    logical_date,
-    name_run,
-)
+from kafkalab.airflow.chains import parts
 from kafkalab.airflow.operators import lab_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL
+
+
+def _started(prefix: str | None, started: Callable[[str], bool]) -> str | None:
+    """The lab run id of this DAG run's run ``prefix`` when it was started."""
+    if not prefix:
+        return None
+    run_id = parts.current_run_id(prefix)
+    return run_id if started(run_id) else None
 
 
 @dataclass(frozen=True)
@@ -44,28 +43,22 @@ class Companions:
     def fanout_run(self) -> str | None:
         """The fan-out run's lab run id when it was started (None: none, or its cell was
         turned off or failed to start)."""
-        if not self.fanout_prefix:
-            return None
-        run_id = current_run_id(self.fanout_prefix)
-        return run_id if load_tasks.load_run_started(run_id) else None
+        return _started(self.fanout_prefix, load_tasks.load_run_started)
 
     def fault_run(self) -> str | None:
         """The fault run's lab run id when it was started (None: none, or its trial was
         turned off or failed to start)."""
-        if not self.fault_prefix:
-            return None
-        run_id = current_run_id(self.fault_prefix)
-        return run_id if fault_tasks.fault_run_started(run_id) else None
+        return _started(self.fault_prefix, fault_tasks.fault_run_started)
 
     def outcome_checks(self, params: dict[str, Any]) -> list[Callable[[], object]]:
         """The verdicts of the runs that were to run (their switch on), each raising
         :class:`~kafkalab.errors.RunError` naming what is wrong."""
         checks: list[Callable[[], object]] = []
         if self.fanout_prefix and load_tasks.nightly_fanout_on(params):
-            fanout = current_run_id(self.fanout_prefix)
+            fanout = parts.current_run_id(self.fanout_prefix)
             checks.append(lambda: load_tasks.verify_load_outcome(fanout))
         if self.fault_prefix and fault_tasks.nightly_fault_on(params):
-            faults = current_run_id(self.fault_prefix)
+            faults = parts.current_run_id(self.fault_prefix)
             checks.append(lambda: fault_tasks.verify_fault_outcome(faults))
         return checks
 
@@ -82,22 +75,22 @@ class LatencyPart:
     watcher: Any
 
 
-def _measure_tasks(run_prefix: str, assets: LabAssets) -> list[Any]:
+def _measure_tasks(run_prefix: str, assets: parts.LabAssets) -> list[Any]:
     """``name_run -> check_cluster -> prepare_run -> measure_cell[...]``, ``close_run``:
     the tasks, in that order."""
 
     @task
     def check_cluster() -> dict[str, Any]:
         """Fail early, with a clear message, when the Kafka cluster does not answer."""
-        params = context_params()
+        params = parts.context_params()
         return tasks.check_cluster(params.get("cluster_descriptor") or None,
                                    scenarios=tasks.resolve_scenarios(params))
 
     @task(pool=MEASURE_POOL)  # provisioning topics loads the broker: not while another DAG measures
     def prepare_run(lab_run_id: str) -> list[dict[str, str]]:
         """Validate the matrix, provision topics, start the run; returns the cells to map."""
-        return tasks.prepare_run(context_params(), lab_run_id, command=dag_run_command(),
-                                 logical_date=logical_date())
+        return tasks.prepare_run(parts.context_params(), lab_run_id,
+                                 command=parts.dag_run_command(), logical_date=parts.logical_date())
 
     # One cell at a time (parallel cells distort latencies); the pool extends it across DAGs.
     @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ cell_label }}")
@@ -118,7 +111,7 @@ def _measure_tasks(run_prefix: str, assets: LabAssets) -> list[Any]:
         """Merge the cells' results into the run manifest, even when some cells failed."""
         return tasks.close_run(lab_run_id)
 
-    lab_run: Any = name_run(run_prefix)
+    lab_run: Any = parts.name_run(run_prefix)
     cluster = check_cluster()
     cells = prepare_run(lab_run)
     measured = measure_cell.partial(lab_run_id=lab_run).expand(cell=cells)
@@ -128,7 +121,7 @@ def _measure_tasks(run_prefix: str, assets: LabAssets) -> list[Any]:
     return [lab_run, cluster, cells, measured, closed]
 
 
-def _judge_tasks(run_prefix: str, assets: LabAssets, companions: Companions,
+def _judge_tasks(run_prefix: str, assets: parts.LabAssets, companions: Companions,
                  lab_run: Any) -> list[Any]:
     """``check_drift``, ``publish_report``, ``send_alerts`` (each ``all_done``) and the
     watcher ``verify_outcome`` (``one_failed``), over the latency run and its companions."""
@@ -164,10 +157,10 @@ def _judge_tasks(run_prefix: str, assets: LabAssets, companions: Companions,
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = current_run_id(run_prefix)
-        fail_with_problems([lambda: tasks.verify_outcome(run_id),
-                            *companions.outcome_checks(context_params())],
-                           f"run {run_id}: an upstream task failed (see the grid)")
+        run_id = parts.current_run_id(run_prefix)
+        parts.fail_with_problems([lambda: tasks.verify_outcome(run_id),
+                                  *companions.outcome_checks(parts.context_params())],
+                                 f"run {run_id}: an upstream task failed (see the grid)")
 
     drift = check_drift(lab_run)
     report = publish_report(lab_run)
@@ -183,7 +176,7 @@ def build_latency_chain(run_prefix: str, companions: Companions | None = None) -
         companions: the nightly's fan-out and fault runs, judged with this one (their tasks
             are the nightly's, :func:`kafkalab.airflow.chains.nightly.build_nightly_chain`).
     """
-    assets = lab_assets()
+    assets = parts.lab_assets()
     lab_run, cluster, cells, measured, closed = _measure_tasks(run_prefix, assets)
     aggregated = lab_spark_task(
         "aggregate", "aggregate_metrics", lab_run, assets.data_dir, one_session="aggregate",

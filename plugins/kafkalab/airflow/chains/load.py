@@ -16,17 +16,7 @@ from typing import Any
 from airflow.sdk import TriggerRule, get_current_context, task
 
 from kafkalab.airflow import load_tasks, tasks
-from kafkalab.airflow.chains.parts import (
-    LabAssets,
-    context_params,
-    current_run_id,
-    dag_run_command,
-    fail_with_problems,
-    lab_assets,
-    logical_date,
-    name_run,
-    skip_when_off,
-)
+from kafkalab.airflow.chains import parts
 from kafkalab.airflow.operators import lab_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL, SHARD_POOL
 from kafkalab.airflow.shards import ConsumeLoadShardOperator
@@ -50,8 +40,9 @@ class LoadPart:
                 *self.shards]
 
 
-def load_part(load_run_id: Any, assets: LabAssets, fixed_params: dict[str, Any] | None = None,
-              shard_tasks: bool = False, nightly: bool = False) -> LoadPart:
+def load_part(load_run_id: Any, assets: parts.LabAssets,
+              fixed_params: dict[str, Any] | None = None, shard_tasks: bool = False,
+              nightly: bool = False) -> LoadPart:
     """``start_load_run -> run_load_cell[...] -> finish_load_run -> aggregate_load ->
     validate_load`` for the load run ``load_run_id`` (an XComArg). ``fixed_params``: params
     used instead of the form's (the nightly's fan-out workload). ``shard_tasks``: add
@@ -62,17 +53,18 @@ def load_part(load_run_id: Any, assets: LabAssets, fixed_params: dict[str, Any] 
 
     def params() -> dict[str, Any]:
         if fixed_params is not None:
-            return {**fixed_params, "cluster_descriptor": context_params().get("cluster_descriptor")}
-        return context_params()
+            descriptor = parts.context_params().get("cluster_descriptor")
+            return {**fixed_params, "cluster_descriptor": descriptor}
+        return parts.context_params()
 
     @task(pool=MEASURE_POOL)  # checks the cluster: not while another DAG measures
     def start_load_run(lab_run_id: str) -> list[dict[str, Any]]:
         """Validate the cells (client budget included), check the cluster, start the run."""
         if nightly:
-            skip_when_off(load_tasks.nightly_fanout_on, load_tasks.NIGHTLY_FANOUT_PARAM,
+            parts.skip_when_off(load_tasks.nightly_fanout_on, load_tasks.NIGHTLY_FANOUT_PARAM,
                           "fan-out cell")
-        return load_tasks.start_load(params(), lab_run_id, command=dag_run_command(),
-                                     logical_date=logical_date())
+        return load_tasks.start_load(params(), lab_run_id, command=parts.dag_run_command(),
+                                     logical_date=parts.logical_date())
 
     # One cell at a time across every DAG (the pool); its consumer shards are subprocesses,
     # or the consume_load_shard tasks (shard placement "tasks").
@@ -127,7 +119,7 @@ def load_part(load_run_id: Any, assets: LabAssets, fixed_params: dict[str, Any] 
 def build_load_chain(run_prefix: str) -> None:
     """Create the tasks of one load run (the ``load_experiment`` DAG) in the DAG being
     defined: the cells of the form's grid, each a mapped task."""
-    assets = lab_assets()
+    assets = parts.lab_assets()
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
     def check_drift(lab_run_id: str) -> dict[str, Any]:
@@ -147,11 +139,11 @@ def build_load_chain(run_prefix: str) -> None:
     @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
     def verify_outcome() -> None:
         """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = current_run_id(run_prefix)
-        fail_with_problems([lambda: load_tasks.verify_load_outcome(run_id)],
-                           f"load run {run_id}: an upstream task failed (see the grid)")
+        run_id = parts.current_run_id(run_prefix)
+        parts.fail_with_problems([lambda: load_tasks.verify_load_outcome(run_id)],
+                                 f"load run {run_id}: an upstream task failed (see the grid)")
 
-    lab_run: Any = name_run(run_prefix)
+    lab_run: Any = parts.name_run(run_prefix)
     part = load_part(lab_run, assets, shard_tasks=True)
     drift = check_drift(lab_run)
     report = publish_report(lab_run)

@@ -18,10 +18,10 @@ from typing import Any
 from airflow.sdk import TriggerRule, task
 
 from kafkalab.airflow import tasks
+from kafkalab.airflow.chains import parts
 from kafkalab.airflow.chains.faults import fault_part
 from kafkalab.airflow.chains.latency import Companions, build_latency_chain
 from kafkalab.airflow.chains.load import load_part
-from kafkalab.airflow.chains.parts import lab_assets, name_run
 from kafkalab.airflow.load_tasks import NIGHTLY_FANOUT
 
 
@@ -36,7 +36,7 @@ def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) 
         fault_prefix: of the fault run (one trial of
             :data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`), after the fan-out run.
     """
-    assets = lab_assets()
+    assets = parts.lab_assets()
     latency = build_latency_chain(run_prefix, Companions(fanout_prefix, fault_prefix))
 
     @task(trigger_rule=TriggerRule.ALL_DONE, task_id="export_metrics")
@@ -47,7 +47,7 @@ def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) 
 
     latency.report >> export_metrics() >> latency.watcher
 
-    load_run: Any = name_run(fanout_prefix, task_id="name_load_run",
+    load_run: Any = parts.name_run(fanout_prefix, task_id="name_load_run",
                              doc_md="The lab run id of the nightly's fan-out load run.")
     load = load_part(load_run, assets, fixed_params={"workload": NIGHTLY_FANOUT["workload"]},
                      nightly=True)
@@ -56,7 +56,7 @@ def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) 
     load.validated >> latency.drift
     [load_run, *load.all] >> latency.watcher
 
-    fault_run: Any = name_run(fault_prefix, task_id="name_fault_run",
+    fault_run: Any = parts.name_run(fault_prefix, task_id="name_fault_run",
                               doc_md="The lab run id of the nightly's fault run.")
     faults = fault_part(fault_run, assets, nightly=True)
     load.finished >> fault_run  # after the fan-out cell
