@@ -15,27 +15,20 @@ from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamsDict
 
 from kafkalab.airflow import fault_tasks, forms, load_tasks, tasks
-from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.catalog import SCENARIOS
 from kafkalab.cli import build_parser
 from kafkalab.cli.faults import fault_request
 from kafkalab.cli.load import load_request
 from kafkalab.cli.run import run_request
 from kafkalab.config.loader import DEFAULT_WORKLOAD
+from tests.unit.test_airflow_tasks import as_a_task
 
 
 @pytest.fixture
 def data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """One data directory for both paths (the CLI's ``--data-dir``, the tasks' environment),
-    no Airflow Connection, and a task's working directory of its own."""
-    data = tmp_path / "data"
-    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(data))
-    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
-    monkeypatch.setattr(ClusterConnection, "get_connection", lambda self: None)
-    elsewhere = tmp_path / "task-cwd"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    return data
+    """One data directory for both paths: the CLI's ``--data-dir``, the tasks' (run as a
+    task runs)."""
+    return as_a_task(monkeypatch, tmp_path).root
 
 
 def dag_params(form: dict[str, Param], conf: dict[str, Any]) -> dict[str, Any]:
