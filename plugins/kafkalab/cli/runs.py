@@ -21,6 +21,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """One line per run (or ``--json``)."""
+    from kafkalab.kinds import kind_name
     from kafkalab.store import LabData
 
     lab = LabData(args.data_dir)
@@ -28,7 +29,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         runs = [{"run_id": rid, "state": lab.run_state(rid),
                  "reason": lab.run_state_reason(rid) if lab.run_state(rid) == "stale" else None,
-                 "kind": doc.get("kind") or "latency", "started_at": doc.get("started_at"),
+                 "kind": kind_name(doc), "started_at": doc.get("started_at"),
                  "cells": len(doc.get("cells") or []), "command": doc.get("command"),
                  "stale_outputs": doc.get("stale_outputs") or []} for rid, doc in docs.items()]
         say_json({"data_dir": str(lab.root), "runs": runs})
