@@ -7,7 +7,8 @@ no traceback. Anything else is a bug and keeps its traceback.
 One module per command group adds its sub-command and holds its command: ``cluster``,
 ``topics``, ``run``, ``load`` (``load`` and ``maxrate``), ``faults``, ``spark``, ``demo``,
 ``runs``, ``compare``, ``aggregate``, ``export``, ``report``, ``drift``; ``options`` holds
-what they share. :func:`build_parser` only assembles them, in the order ``--help`` lists them.
+what they share to read arguments, ``output`` how they print. :func:`build_parser` only
+assembles them, in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from kafkalab.cli import (
     spark,
     topics,
 )
-from kafkalab.cli.options import LabParser, err, subcommands
+from kafkalab.cli.options import LabParser, subcommands
+from kafkalab.cli.output import err
 from kafkalab.errors import LabError
 
 EPILOG = """\

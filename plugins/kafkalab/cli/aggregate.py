@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, err, say, say_json
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.output import err, say, say_json
 
 
 def add_parser(sub: SubParsers[Any]) -> None:

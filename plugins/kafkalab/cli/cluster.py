@@ -5,15 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkalab.cli.options import (
-    SubParsers,
-    add_json_option,
-    err,
-    say,
-    say_json,
-    say_stopped,
-    subcommands,
-)
+from kafkalab.cli.options import SubParsers, add_down_action, add_group, add_json_option
+from kafkalab.cli.output import err, say, say_json, say_stopped
 
 
 def _flavor_names() -> tuple[str, ...]:
@@ -48,12 +41,11 @@ def _port_defaults(attribute: str) -> str:
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``cluster`` and its actions."""
-    pc = sub.add_parser("cluster", help="start, inspect or stop the embedded cluster",
-                        description="The embedded cluster, of one of the flavors the lab starts: "
-                        + _flavor_help() + ". Everything binds 127.0.0.1; state, data and logs "
-                        "live under .lab/cluster/.")
-    pc.set_defaults(handler=cmd_cluster)
-    csub = subcommands(pc, "cluster_command")
+    csub = add_group(sub, "cluster", cmd_cluster, "cluster_command",
+                     help="start, inspect or stop the embedded cluster",
+                     description="The embedded cluster, of one of the flavors the lab starts: "
+                     + _flavor_help() + ". Everything binds 127.0.0.1; state, data and logs "
+                     "live under .lab/cluster/.")
     up = csub.add_parser("up", help="start the cluster (no-op when the same one is up)",
                          description="Start the flavor's processes (its coordination service, then the "
                          "brokers), wait until every broker "
@@ -72,11 +64,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                           description="Show whether the embedded cluster is up, its processes "
                           "and where its logs are: a table, or --json. Exit 0 only when up.")
     add_json_option(cst, "print the status as one JSON document")
-    down = csub.add_parser("down", help="stop exactly the processes `up` started",
-                           description="Stop the brokers (controlled shutdown), then its coordination "
-                           "service (ZooKeeper), by PID.")
-    down.add_argument("--wipe", action="store_true", help="also delete the cluster's data")
-    add_json_option(down, "print the stopped processes as one JSON document")
+    add_down_action(csub, "Stop the brokers (controlled shutdown), then its coordination "
+                    "service (ZooKeeper), by PID.", wipe_help="also delete the cluster's data")
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, say, say_json
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.output import say, say_json
 from kafkalab.errors import ConfigError
 
 

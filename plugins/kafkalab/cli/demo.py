@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_cluster_option, add_data_option, csv_list, say
+from kafkalab.cli.options import SubParsers, add_cluster_option, add_data_option, csv_list
+from kafkalab.cli.output import say
 from kafkalab.errors import ConfigError
 
 

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import LabParser, SubParsers, say, say_json
+from kafkalab.cli.options import LabParser, SubParsers
+from kafkalab.cli.output import say, say_json
 
 
 def add_parser(sub: SubParsers[Any]) -> None:

@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, say, subcommands
+from kafkalab.cli.options import SubParsers, add_data_option, add_group, add_json_option
+from kafkalab.cli.output import say
 
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``export`` and its action ``prometheus``."""
-    pexp = sub.add_parser("export", help="export the latest figures for other tools (Prometheus)",
-                          description="Exports of the lab's results. See docs/prometheus.md.")
-    pexp.set_defaults(handler=cmd_export)
-    esub = subcommands(pexp, "export_command")
+    esub = add_group(sub, "export", cmd_export, "export_command",
+                     help="export the latest figures for other tools (Prometheus)",
+                     description="Exports of the lab's results. See docs/prometheus.md.")
     eprom = esub.add_parser(
         "prometheus", help="write a Prometheus text file for node_exporter's textfile collector",
         description="Write the latest figures as a Prometheus text file (format 0.0.4), "

@@ -7,17 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.cli.options import (
-    SubParsers,
-    add_data_option,
-    add_json_option,
-    as_options,
-    csv_list,
-    err,
-    say,
-    say_json,
-    say_stopped,
-)
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, as_options, csv_list
+from kafkalab.cli.output import err, say, say_json, say_stopped
 
 if TYPE_CHECKING:
     from kafkalab.faults.engine import FaultRequest

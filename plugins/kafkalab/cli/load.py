@@ -13,12 +13,10 @@ from kafkalab.cli.options import (
     add_data_option,
     as_options,
     csv_list,
-    err,
     float_list,
     int_list,
-    say,
-    say_json,
 )
+from kafkalab.cli.output import err, say, say_json
 
 if TYPE_CHECKING:
     from kafkalab.load.engine import LoadRequest

@@ -1,5 +1,6 @@
-"""What every command of ``kafkalab`` shares: the parser class, the option helpers, the
-wording of a refused value under the option's name, and the output helpers.
+"""What every command of ``kafkalab`` shares to read its arguments: the parser class, the
+command-group and option helpers, and the wording of a refused value under the option's name
+(the output helpers are :mod:`kafkalab.cli.output`).
 
 Each command module (:mod:`kafkalab.cli.cluster`, :mod:`kafkalab.cli.run`, …) adds its own
 sub-command with these; :func:`kafkalab.cli.build_parser` only assembles them.
@@ -8,8 +9,6 @@ sub-command with these; :func:`kafkalab.cli.build_parser` only assembles them.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,25 @@ def subcommands(p: argparse.ArgumentParser, dest: str,
     sub = p.add_subparsers(dest=dest, metavar=metavar, parser_class=LabParser)
     sub.required = True
     return sub
+
+
+def add_group(sub: SubParsers[Any], name: str, handler: Command, dest: str, *, help: str,
+              description: str) -> SubParsers[Any]:
+    """Add the command group ``name`` (run by ``handler``, its action in ``dest``) and return
+    the level its actions are added to."""
+    group = sub.add_parser(name, help=help, description=description)
+    group.set_defaults(handler=handler)
+    return subcommands(group, dest)
+
+
+def add_down_action(actions: SubParsers[Any], description: str,
+                    wipe_help: str) -> argparse.ArgumentParser:
+    """A group's ``down``: stop exactly what its ``up`` started; ``--wipe``; ``--json``."""
+    down = actions.add_parser("down", help="stop exactly the processes `up` started",
+                              description=description)
+    down.add_argument("--wipe", action="store_true", help=wipe_help)
+    add_json_option(down, "print the stopped processes as one JSON document")
+    return down
 
 
 def csv_list(value: str) -> list[str]:
@@ -89,32 +107,4 @@ def as_options(exc: ValidationError, option_of_field: Mapping[str, str]) -> str:
     return f"{option_of_field.get(key, key)}: {message}"
 
 
-def say(msg: str) -> None:
-    """A line of the command's output (stdout)."""
-    print(msg, flush=True)
-
-
-def err(msg: str) -> None:
-    """A progress or error line (stderr)."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-def say_json(doc: Any) -> None:
-    """The command's one JSON document (stdout)."""
-    say(json.dumps(doc, indent=2, default=str))
-
-
-def say_stopped(stopped: list[dict[str, Any]], what: str, as_json: bool) -> None:
-    """The processes a ``down`` stopped: one line each, or ``{"stopped": [...]}``."""
-    if as_json:
-        say_json({"stopped": stopped})
-        return
-    if not stopped:
-        say(f"{what}: nothing was running")
-    for proc in stopped:
-        say(f"{proc.get('role', '?')} pid {proc.get('pid')}: {proc.get('action', '?')}")
-
-
-__all__ = ["Command", "LabParser", "SubParsers", "add_cluster_option", "add_data_option",
-           "add_json_option", "as_options", "csv_list", "err", "float_list", "int_list", "say",
-           "say_json", "say_stopped", "subcommands"]
+__all__ = ["Command", "LabParser", "SubParsers", "add_cluster_option", "add_data_option", "add_down_action", "add_group", "add_json_option", "as_options", "csv_list", "float_list", "int_list", "subcommands"]

@@ -6,7 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, say
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.output import say
 
 
 def add_parser(sub: SubParsers[Any]) -> None:

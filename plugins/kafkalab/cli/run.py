@@ -5,15 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.cli.options import (
-    SubParsers,
-    add_cluster_option,
-    add_data_option,
-    csv_list,
-    err,
-    say,
-    say_json,
-)
+from kafkalab.cli.options import SubParsers, add_cluster_option, add_data_option, csv_list
+from kafkalab.cli.output import err, say, say_json
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, say, say_json
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.output import say, say_json
 
 
 def add_parser(sub: SubParsers[Any]) -> None:

@@ -7,20 +7,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_json_option, err, say, say_json, subcommands
+from kafkalab.cli.options import SubParsers, add_down_action, add_group, add_json_option
+from kafkalab.cli.output import err, say, say_json
 
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``spark`` and its actions."""
-    psk = sub.add_parser("spark", help="start, inspect or stop a local Spark standalone cluster",
-                         description="A real Spark standalone cluster on this machine: one "
-                         "master and workers from the installed PySpark's spark-class, bound "
-                         "to 127.0.0.1; state, logs and work dirs under .lab/spark/ "
-                         "(KAFKALAB_HOME). Send the lab's Spark jobs to it with the line `up` "
-                         "prints: export KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077. See "
-                         "docs/spark.md.")
-    psk.set_defaults(handler=cmd_spark)
-    sksub = subcommands(psk, "spark_command")
+    sksub = add_group(sub, "spark", cmd_spark, "spark_command",
+                      help="start, inspect or stop a local Spark standalone cluster",
+                      description="A real Spark standalone cluster on this machine: one "
+                      "master and workers from the installed PySpark's spark-class, bound "
+                      "to 127.0.0.1; state, logs and work dirs under .lab/spark/ "
+                      "(KAFKALAB_HOME). Send the lab's Spark jobs to it with the line `up` "
+                      "prints: export KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077. See "
+                      "docs/spark.md.")
     skup = sksub.add_parser("up", help="start master and workers (no-op when the same cluster is up)",
                             description="Start the master, then the workers, and wait until "
                             "the master lists every worker ALIVE. Prints `# ...` lines and the "
@@ -40,11 +40,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                             description="Whether the cluster is up (every daemon running and "
                             "every worker registered ALIVE), degraded or down; exit 0 only when up.")
     skst.add_argument("--json", action="store_true", help="print the status as JSON")
-    skdn = sksub.add_parser("down", help="stop exactly the processes `up` started",
-                            description="Stop the workers (with their executors) then the "
-                            "master, by PID, and forget them.")
-    skdn.add_argument("--wipe", action="store_true", help="also delete the workers' work dirs (executor logs)")
-    add_json_option(skdn, "print the stopped processes as one JSON document")
+    add_down_action(sksub, "Stop the workers (with their executors) then the master, by PID, "
+                    "and forget them.", wipe_help="also delete the workers' work dirs (executor logs)")
 
 
 def cmd_spark(args: argparse.Namespace) -> int:

@@ -8,22 +8,19 @@ from typing import Any
 from kafkalab.cli.options import (
     SubParsers,
     add_cluster_option,
+    add_group,
     add_json_option,
     csv_list,
-    err,
-    say,
-    say_json,
-    subcommands,
 )
+from kafkalab.cli.output import err, say, say_json
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``topics`` and its action ``provision``."""
-    pt = sub.add_parser("topics", help="provision topics for a workload and profiles",
-                        description="Topic administration.")
-    pt.set_defaults(handler=cmd_topics)
-    tsub = subcommands(pt, "topics_command")
+    tsub = add_group(sub, "topics", cmd_topics, "topics_command",
+                     help="provision topics for a workload and profiles",
+                     description="Topic administration.")
     prov = tsub.add_parser("provision", help="create or align topics (idempotent)",
                            description="Create the topic of each (workload, profile) pair with the "
                            "profile's partitions, replication factor and topic configs; existing "
