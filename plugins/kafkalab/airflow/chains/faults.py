@@ -110,19 +110,14 @@ def build_fault_chain(run_prefix: str) -> None:
         return fault_tasks.send_fault_alerts(lab_run_id,
                                              dag_id=get_current_context()["dag"].dag_id)
 
-    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
-    def verify_outcome() -> None:
-        """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = parts.current_run_id(run_prefix)
-        parts.fail_with_problems([lambda: fault_tasks.verify_fault_outcome(run_id)],
-                                 f"fault run {run_id}: an upstream task failed (see the grid)")
-
     lab_run: Any = parts.name_run(run_prefix)
     part = fault_part(lab_run, assets)
     report = publish_report(lab_run)
     alerts = send_alerts(lab_run)
     part.validated >> report >> alerts
-    [lab_run, *part.all, report, alerts] >> verify_outcome()
+    [lab_run, *part.all, report, alerts] >> parts.verify_outcome(
+        run_prefix, lambda run_id: [lambda: fault_tasks.verify_fault_outcome(run_id)],
+        what="fault run")
 
 
 __all__ = ["FaultPart", "build_fault_chain", "fault_part"]

@@ -136,20 +136,15 @@ def build_load_chain(run_prefix: str) -> None:
         """Announce new drifts and recoveries on the kafkalab_alert_webhook connection."""
         return tasks.send_alerts(lab_run_id, dag_id=get_current_context()["dag"].dag_id)
 
-    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0)
-    def verify_outcome() -> None:
-        """Runs only when a task failed, and fails so the DAG run is marked failed."""
-        run_id = parts.current_run_id(run_prefix)
-        parts.fail_with_problems([lambda: load_tasks.verify_load_outcome(run_id)],
-                                 f"load run {run_id}: an upstream task failed (see the grid)")
-
     lab_run: Any = parts.name_run(run_prefix)
     part = load_part(lab_run, assets, shard_tasks=True)
     drift = check_drift(lab_run)
     report = publish_report(lab_run)
     alerts = send_alerts(lab_run)
     part.validated >> drift >> report >> alerts
-    [lab_run, *part.all, drift, report, alerts] >> verify_outcome()
+    [lab_run, *part.all, drift, report, alerts] >> parts.verify_outcome(
+        run_prefix, lambda run_id: [lambda: load_tasks.verify_load_outcome(run_id)],
+        what="load run")
 
 
 __all__ = ["LoadPart", "build_load_chain", "load_part"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from airflow.sdk import Asset, get_current_context, task
+from airflow.sdk import Asset, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import run_ids
 from kafkalab.errors import RunError
@@ -109,6 +109,23 @@ def fail_with_problems(checks: Sequence[Callable[[], object]], otherwise: str) -
         except RunError as exc:
             problems.append(str(exc))
     raise RunError("; ".join(problems) or otherwise)
+
+
+def verify_outcome(run_prefix: str, checks: Callable[[str], Sequence[Callable[[], object]]],
+                   what: str = "run") -> Any:
+    """The watcher task ``verify_outcome`` (``one_failed``, never retried): it runs only when
+    a task failed, and fails naming the problems ``checks(<lab run id>)`` find in the runs'
+    files (:func:`fail_with_problems`; none: ``<what> <id>: an upstream task failed``), so
+    the DAG run is marked failed."""
+
+    @task(trigger_rule=TriggerRule.ONE_FAILED, retries=0, task_id="verify_outcome",
+          doc_md="Runs only when a task failed, and fails so the DAG run is marked failed.")
+    def watch() -> None:
+        run_id = current_run_id(run_prefix)
+        fail_with_problems(checks(run_id),
+                           f"{what} {run_id}: an upstream task failed (see the grid)")
+
+    return watch()
 
 
 __all__ = [
