@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from _common import build_latency_chain, default_args, run_params
 from airflow.sdk import dag
 
-from kafkalab.airflow.callbacks import on_failure_alert
+from kafkalab.airflow.chains.latency import build_latency_chain
+from kafkalab.airflow.dag_args import dag_args
+from kafkalab.airflow.forms import run_params
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 from kafkalab.catalog import SCENARIOS
 from kafkalab.config.loader import DEFAULT_WORKLOAD
@@ -41,19 +42,14 @@ See `docs/airflow.md`.
 """
 
 
-@dag(
+@dag(**dag_args(
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
-    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
-    params=run_params(workload=DEFAULT_WORKLOAD,
-                      scenarios=list(SCENARIOS),
-                      payloads=["1mb"], profiles=["latency"], messages=20),
+    retry_delay=timedelta(seconds=30),
+    params=run_params(workload=DEFAULT_WORKLOAD, scenarios=list(SCENARIOS), payloads=["1mb"],
+                      profiles=["latency"], messages=20),
     tags=["kafkalab", "latency", "experiment"],
     doc_md=DOC_MD,
-)
+))
 def latency_experiment() -> None:
     build_latency_chain(run_prefix=RUN_PREFIXES["latency_experiment"])
 

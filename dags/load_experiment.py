@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from _common import build_load_chain, default_args, load_params
 from airflow.sdk import dag
 
-from kafkalab.airflow.callbacks import on_failure_alert
+from kafkalab.airflow.chains.load import build_load_chain
+from kafkalab.airflow.dag_args import dag_args
+from kafkalab.airflow.forms import load_params
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
@@ -45,17 +46,13 @@ Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`). Connections: `spark_defa
 """
 
 
-@dag(
+@dag(**dag_args(
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
-    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
+    retry_delay=timedelta(seconds=30),
     params=load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s=10.0, warmup_s=2.0),
     tags=["kafkalab", "load", "experiment"],
     doc_md=DOC_MD,
-)
+))
 def load_experiment() -> None:
     build_load_chain(run_prefix=RUN_PREFIXES["load_experiment"])
 

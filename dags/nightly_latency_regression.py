@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from _common import build_latency_chain, default_args, nightly_switch_params, run_params
 from airflow.sdk import dag
 
-from kafkalab.airflow.callbacks import on_failure_alert
+from kafkalab.airflow.chains.nightly import build_nightly_chain
+from kafkalab.airflow.dag_args import dag_args
+from kafkalab.airflow.forms import nightly_switch_params, run_params
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
 
 DOC_MD = """
@@ -53,23 +54,18 @@ trial lost an acked message. The param `fault_trial` (default true) turns it off
 """
 
 
-@dag(
+@dag(**dag_args(
     schedule=os.environ.get("KAFKALAB_NIGHTLY_CRON", "@daily"),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(retries=1, retry_delay=timedelta(minutes=2)),
-    on_failure_callback=on_failure_alert,
+    retry_delay=timedelta(minutes=2),
     params={**run_params(workload="nightly", scenarios=[], payloads=[], profiles=[],
                          messages=None),
             **nightly_switch_params()},
     tags=["kafkalab", "latency", "nightly", "regression"],
     doc_md=DOC_MD,
-)
+))
 def nightly_latency_regression() -> None:
-    build_latency_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
-                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX,
-                        export_metrics=True)
+    build_nightly_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX)
 
 
 nightly_latency_regression()

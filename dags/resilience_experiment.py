@@ -3,12 +3,13 @@ from the UI's form."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from _common import build_fault_chain, default_args, fault_params
 from airflow.sdk import dag
 
-from kafkalab.airflow.callbacks import on_failure_alert
+from kafkalab.airflow.chains.faults import build_fault_chain
+from kafkalab.airflow.dag_args import dag_args
+from kafkalab.airflow.forms import fault_params
 from kafkalab.airflow.run_ids import RUN_PREFIXES
 
 DOC_MD = """
@@ -44,18 +45,14 @@ Data: `$KAFKALAB_DATA_DIR` (default `<repo>/lab-data`), trials under
 """
 
 
-@dag(
+@dag(**dag_args(
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(retries=1, retry_delay=timedelta(seconds=30)),
-    on_failure_callback=on_failure_alert,  # a failed run is announced (run_failed alert)
+    retry_delay=timedelta(seconds=30),
     params=fault_params(profiles=["durability"], faults=["none", "sigkill-leader"], trials=5,
-                        rate_msgs_per_s=500.0, duration_s=20.0),
+                        rate_msgs_per_s=500.0, duration_s=None),
     tags=["kafkalab", "faults", "experiment"],
     doc_md=DOC_MD,
-)
+))
 def resilience_experiment() -> None:
     build_fault_chain(run_prefix=RUN_PREFIXES["resilience_experiment"])
 

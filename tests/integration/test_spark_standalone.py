@@ -50,7 +50,7 @@ ROWS = 3000
 CELL_KEYS = ["run_id", "scenario", "client", "payload", "profile"]
 VENV_BIN = project_root() / ".venv" / "bin"
 APP_NAMES = {"aggregate": "kafkalab-aggregate-metrics", "validate": "kafkalab-validate-metrics"}
-"""The names the DAG gives its two spark-submit tasks (``dags/_common.py``)."""
+"""The names the DAG gives its two spark-submit tasks (:mod:`kafkalab.airflow.chains.latency`)."""
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -8,23 +8,16 @@ from pathlib import Path
 import pytest
 
 from kafkalab.airflow import load_tasks, tasks
-from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.paths import spark_jobs_dir
 from kafkalab.spark.submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
 from kafkalab.store import LabData, atomic_write_json
+from tests.unit.test_airflow_tasks import as_a_task
 
 
 @pytest.fixture
 def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
-    data = LabData(tmp_path / "data")
-    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(data.root))
-    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
-    monkeypatch.setattr(ClusterConnection, "get_connection", lambda self: None)
-    elsewhere = tmp_path / "task-cwd"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    return data
+    return as_a_task(monkeypatch, tmp_path)
 
 
 FORM = {"consumers": [1, 5], "rates": [100, 500.0], "acks": ["0", "1"], "duration_s": 6,

@@ -16,10 +16,10 @@ from kafkalab.errors import ClusterError, ConfigError, RunError
 from kafkalab.store import LabData, atomic_write_json
 
 
-@pytest.fixture
-def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
-    """A temporary lab data dir (``$KAFKALAB_DATA_DIR``) and lab home; the current directory
-    is an unrelated empty folder, as for an Airflow task."""
+def as_a_task(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
+    """Run as an Airflow task runs: a temporary lab data dir (``$KAFKALAB_DATA_DIR``) and lab
+    home, no ``kafkalab_cluster`` Connection, and an unrelated empty folder as the current
+    directory. The Airflow tests' ``lab`` fixtures."""
     data = LabData(tmp_path / "data")
     monkeypatch.setenv("KAFKALAB_DATA_DIR", str(data.root))
     monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
@@ -28,6 +28,11 @@ def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     return data
+
+
+@pytest.fixture
+def lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> LabData:
+    return as_a_task(monkeypatch, tmp_path)
 
 
 def _write_run(lab: LabData, run_id: str, status: str, success: bool | None) -> None:

@@ -206,7 +206,7 @@ def test_cluster_status_is_a_table_by_default(tmp_path: Path) -> None:
 
 
 def test_cluster_status_table_lists_each_process() -> None:
-    from kafkalab.cli import format_cluster_status
+    from kafkalab.cli.cluster import format_cluster_status
 
     text = format_cluster_status({
         "status": "degraded", "flavor": "noida", "brokers": 1, "started_at": "2026-11-22T01:00:00",

@@ -32,8 +32,8 @@ SPARK_SHARE_GOAL = 0.25
 
 
 def spark_task_ids() -> tuple[str, ...]:
-    """The task ids of the DAGs' spark-submits (``dags/_common.py``: ``aggregate`` and
-    ``validate`` are ``<job>_metrics``, every other job keeps its name)."""
+    """The task ids of the DAGs' spark-submits (:mod:`kafkalab.airflow.chains.latency`:
+    ``aggregate`` and ``validate`` are ``<job>_metrics``, every other job keeps its name)."""
     from kafkalab.spark.submit import SPARK_JOBS
 
     return tuple(f"{job}_metrics" if job in ("aggregate", "validate") else job

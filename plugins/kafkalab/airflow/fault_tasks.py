@@ -2,8 +2,8 @@
 importable functions.
 
 The ``resilience_experiment`` DAG and the nightly's fault trial wire these
-(``dags/_common.py``); each calls the fault engine (:mod:`kafkalab.faults.engine`) and takes
-and returns JSON-able values. Heavy imports stay inside the functions: importing this module
+(:mod:`kafkalab.airflow.chains.faults`); each calls the fault engine
+(:mod:`kafkalab.faults.engine`) and takes and returns JSON-able values. Heavy imports stay inside the functions: importing this module
 while a DAG file is parsed reads no file and starts nothing. The chain (see
 ``docs/airflow.md``)::
 
@@ -21,6 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafkalab.airflow.tasks import outcome_problems
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
@@ -28,7 +29,7 @@ from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
     from kafkalab.faults.engine import FaultRequest
-    from kafkalab.faults.spec import FaultTrialSpec
+    from kafkalab.faults.spec import FaultPlan, FaultTrialSpec
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +78,11 @@ def _trials_count(params: Mapping[str, Any]) -> int:
     return n
 
 
-def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
-    """The trials of a fault run asked for by DAG params.
-
-    Every profile × fault × acks cell (``acks`` empty: the profile's) gets ``trials`` trials
-    (1-based ``trial``), listed trial by trial — every cell's trial 1, then every cell's
-    trial 2 … — so a slow drift of the machine spreads over the cells instead of landing on
-    the last one. ``rate_msgs_per_s`` and ``duration_s`` (null: the engine's defaults) are
-    shared. Validated by the engine's model (:class:`~kafkalab.faults.spec.FaultTrialSpec`).
+def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
+    """The trials DAG params ask for (:class:`~kafkalab.faults.spec.FaultPlan`): every
+    ``profiles`` × ``faults`` (× ``commits`` for a consumer fault) × ``acks`` cell (``acks``
+    empty: the profile's), ``trials`` times; ``rate_msgs_per_s`` and ``duration_s`` (null:
+    the planner's defaults), ``consumers`` and ``session_timeout_ms`` shared.
 
     Raises:
         ConfigError: one line naming the param, e.g. ``param faults: unknown fault 'x' ...``.
@@ -92,7 +90,8 @@ def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
     from pydantic import ValidationError
 
     from kafkalab.airflow.params import PROFILE_CHOICES
-    from kafkalab.faults.spec import CONSUMER_FAULTS, FAULTS, FaultTrialSpec
+    from kafkalab.faults.spec import FAULTS, FaultPlan
+    from kafkalab.yamlio import describe_validation_error
 
     profiles, faults = _listed(params, "profiles"), _listed(params, "faults")
     if not profiles or not faults:
@@ -103,37 +102,40 @@ def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
         if unknown:
             raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
                               f"{', '.join(known)})")
-    for key in ("profiles", "faults", "acks"):
+    for key in ("profiles", "faults", "acks", "commits"):
         values = _listed(params, key)
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
-    acks: list[str | None] = [str(a) for a in _listed(params, "acks")] or [None]
-    commits: list[str] = [str(c) for c in _listed(params, "commits")] or ["after"]
-    if len(set(commits)) != len(commits):
-        raise ConfigError(f"param commits: {commits} repeats a value")
-    n = _trials_count(params)
-    shared = {k: params[k] for k in ("rate_msgs_per_s", "duration_s")
-              if params.get(k) is not None}
-    group = {k: params[k] for k in ("consumers", "session_timeout_ms") if params.get(k) is not None}
-    specs: list[FaultTrialSpec] = []
-    for trial in range(1, n + 1):
-        for profile in profiles:
-            for fault in faults:
-                consumer_fault = fault in CONSUMER_FAULTS
-                for commit in (commits if consumer_fault else [None]):
-                    extra: dict[str, Any] = {}
-                    if consumer_fault:
-                        extra = {"commit": commit, **group}
-                        extra["partitions"] = 2 * int(group.get("consumers", 3))
-                    for a in acks:
-                        try:
-                            specs.append(FaultTrialSpec(profile=profile, fault=fault, acks=a,
-                                                        trial=trial, **shared, **extra))
-                        except ValidationError as exc:
-                            raise ConfigError(_spec_error(exc, trial_label(
-                                {"profile": profile, "fault": fault, "acks": a, "commit": commit,
-                                 "trial": trial}))) from None
-    return specs
+    try:
+        return FaultPlan(profiles=profiles, faults=faults,
+                         acks=[str(a) for a in _listed(params, "acks")],
+                         commits=[str(c) for c in _listed(params, "commits")],
+                         trials=_trials_count(params),
+                         **{k: params.get(k) for k in ("rate_msgs_per_s", "duration_s",
+                                                       "consumers", "session_timeout_ms")})
+    except ValidationError as exc:
+        field, _, message = describe_validation_error(exc).partition(": ")
+        name = field.split(".")[0]
+        raise ConfigError(f"param {name}: {message}") from None
+
+
+def fault_trials(params: Mapping[str, Any]) -> list[FaultTrialSpec]:
+    """The trials of a fault run asked for by DAG params (:func:`fault_plan`), planned by
+    :func:`kafkalab.faults.spec.plan_trials` as ``kafkalab faults run`` plans them: trial by
+    trial — every cell's trial 1, then every cell's trial 2 … — so a slow drift of the
+    machine spreads over the cells instead of landing on the last one. Validated by the
+    engine's model (:class:`~kafkalab.faults.spec.FaultTrialSpec`).
+
+    Raises:
+        ConfigError: one line naming the param, e.g. ``param faults: unknown fault 'x' ...``.
+    """
+    from kafkalab.faults.spec import plan_trials
+    from kafkalab.load.spec import PlanRefused
+
+    try:
+        return plan_trials(fault_plan(params))
+    except PlanRefused as exc:
+        raise ConfigError(_spec_error(exc.error, trial_label(exc.cell))) from None
 
 
 def _spec_error(exc: Any, label: str) -> str:
@@ -261,18 +263,8 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
     Raises:
         RunError: naming what is wrong (the failed checks of the validation included).
     """
-    lab = LabData()
-    problems: list[str] = []
-    manifest = lab.manifest(run_id)
-    status = None if manifest is None else manifest.get("status")
-    if manifest is None:
-        problems.append("no run manifest")
-    elif status != "complete":
-        problems.append(f"run is {status}")
-    validation = lab.validation(run_id, FAULTS)
-    if validation is None:
-        problems.append("no validation result")
-    elif not validation.get("success"):
+    status, validation, problems = outcome_problems(run_id, FAULTS)
+    if validation is not None and not validation.get("success"):
         dur = validation.get("durability")
         if isinstance(dur, Mapping) and dur.get("success") is False:
             lost_in = ", ".join(str(t.get("trial_id")) for t in dur.get("trials") or []
@@ -282,7 +274,7 @@ def verify_fault_outcome(run_id: str) -> dict[str, Any]:
                             + (f" ({lost_in})" if lost_in else ""))
         checks = _failed_checks(validation)
         problems.append("validation failed" + (f" ({'; '.join(checks)})" if checks else "")
-                        + f" (see {lab.validation_path(run_id, FAULTS)})")
+                        + f" (see {LabData().validation_path(run_id, FAULTS)})")
     if problems:
         raise RunError(f"fault run {run_id}: " + "; ".join(problems))
     return {"run_id": run_id, "status": status, "validation_success": True}
@@ -336,6 +328,7 @@ __all__ = [
     "PARAM_OF_FIELD",
     "build_fault_request",
     "close_faults",
+    "fault_plan",
     "fault_run_started",
     "fault_trials",
     "nightly_fault_on",

@@ -1,9 +1,10 @@
 """The Airflow tasks of a load run (open loop, fan-out), as plain importable functions.
 
-The ``load_experiment`` DAG and the nightly's fan-out cell wire these (``dags/_common.py``);
-each calls the load engine (:mod:`kafkalab.load.run`, :mod:`kafkalab.load.cell`) and takes
-and returns JSON-able values. Heavy imports stay inside the functions: importing this module
-while a DAG file is parsed reads no file and starts nothing. The chain (see ``docs/airflow.md``)::
+The ``load_experiment`` DAG and the nightly's fan-out cell wire these
+(:mod:`kafkalab.airflow.chains.load`); each calls the load engine (:mod:`kafkalab.load.run`,
+:mod:`kafkalab.load.cell`) and takes and returns JSON-able values. Heavy imports stay inside
+the functions: importing this module while a DAG file is parsed reads no file and starts
+nothing. The chain (see ``docs/airflow.md``)::
 
     name_load_run -> start_load_run -> run_load_cell x cells (mapped, pool kafkalab_measure)
       -> finish_load_run (all_done) -> aggregate_load (Spark) -> validate_load (Spark + GX)
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
+from kafkalab.airflow.tasks import verify_outcome
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, read_json
@@ -39,7 +41,7 @@ from kafkalab.values import jsonable
 
 if TYPE_CHECKING:
     from kafkalab.load.run import LoadRequest
-    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.load.spec import LoadCellSpec, LoadPlan
 
 log = logging.getLogger(__name__)
 
@@ -83,41 +85,59 @@ def _listed(params: Mapping[str, Any], key: str) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
-    """The cells of a load run asked for by DAG params.
+PARAM_OF_FIELD: dict[str, str] = {"rates_msgs_per_s": "rates", "payloads": "payload"}
+"""The form param of each :class:`~kafkalab.load.spec.LoadPlan` field whose name differs."""
 
-    With ``workload`` (a ``kind: load`` workload name, e.g. ``nightly-fanout``) its cells;
-    otherwise the grid ``consumers`` × ``rates`` × ``acks`` (acks empty: the profile's) with
-    the :data:`CELL_PARAMS` (null: the engine's defaults). Validated by the engine's model.
+
+def load_plan(params: Mapping[str, Any]) -> LoadPlan:
+    """The grid DAG params ask for: ``consumers`` × ``rates`` × ``acks`` (empty: the
+    profile's) with the :data:`CELL_PARAMS` (null: the cell's defaults).
 
     Raises:
-        ConfigError: naming the param, e.g. ``param rates: ... greater than 0``.
+        ConfigError: no consumers or no rates, or a value of the wrong type, naming the param.
     """
     from pydantic import ValidationError
 
-    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.load.spec import LoadPlan
+    from kafkalab.yamlio import describe_validation_error
+
+    consumers, rates = _listed(params, "consumers"), _listed(params, "rates")
+    if not consumers or not rates:
+        raise ConfigError("params consumers and rates: give at least one value each")
+    try:
+        return LoadPlan(consumers=consumers, rates_msgs_per_s=rates, acks=_listed(params, "acks"),
+                        payloads=_listed(params, "payload"),
+                        **{k: params.get(k) for k in CELL_PARAMS if k != "payload"})
+    except ValidationError as exc:
+        field, _, message = describe_validation_error(exc).partition(": ")
+        name = field.split(".")[0]
+        raise ConfigError(f"param {PARAM_OF_FIELD.get(name, name)}: {message}") from None
+
+
+def load_cells(params: Mapping[str, Any]) -> list[LoadCellSpec]:
+    """The cells of a load run asked for by DAG params, planned by
+    :func:`kafkalab.load.spec.plan_cells` (as ``kafkalab load`` plans them).
+
+    With ``workload`` (a ``kind: load`` workload name, e.g. ``nightly-fanout``) its cells;
+    otherwise the grid of :func:`load_plan`.
+
+    Raises:
+        ConfigError: naming the param, e.g. ``param rate_msgs_per_s: ... greater than 0``.
+    """
+    from kafkalab.load.spec import PlanRefused, plan_cells
 
     if params.get("workload"):
         from kafkalab.load.workloads import load_load_workload
 
         return load_load_workload(str(params["workload"])).cells()
-    consumers, rates = _listed(params, "consumers"), _listed(params, "rates")
-    if not consumers or not rates:
-        raise ConfigError("params consumers and rates: give at least one value each")
-    acks = _listed(params, "acks") or [None]
-    fixed = {k: params[k] for k in CELL_PARAMS if params.get(k) is not None}
-    cells = []
-    for a in acks:
-        for c in consumers:
-            for r in rates:
-                try:
-                    cells.append(LoadCellSpec(consumers=c, rate_msgs_per_s=r, acks=a, **fixed))
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    where = ".".join(str(x) for x in err.get("loc", ())) or "cell"
-                    raise ConfigError(f"param {where}: {err.get('msg')} (cell {c} consumers × "
-                                      f"{r} msg/s, acks {a})") from None
-    return cells
+    try:
+        return plan_cells(load_plan(params))
+    except PlanRefused as exc:
+        err = exc.error.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or "cell"
+        cell = exc.cell
+        raise ConfigError(f"param {where}: {err.get('msg')} (cell {cell['consumers']} consumers × "
+                          f"{cell['rate_msgs_per_s']:g} msg/s, acks {cell['acks']})") from None
 
 
 def build_load_request(params: Mapping[str, Any], run_id: str, command: str | None = None,
@@ -330,37 +350,25 @@ def close_load(run_id: str) -> dict[str, Any]:
 
 
 def verify_load_outcome(run_id: str) -> dict[str, Any]:
-    """A load run's verdict from its files: manifest complete and the load validation passed.
+    """A load run's verdict from its files: manifest complete and the load validation passed
+    (:func:`kafkalab.airflow.tasks.verify_outcome` of kind ``load``).
 
     Raises:
         RunError: naming what is wrong.
     """
-    lab = LabData()
-    problems: list[str] = []
-    manifest = lab.manifest(run_id)
-    status = None if manifest is None else manifest.get("status")
-    if manifest is None:
-        problems.append("no run manifest")
-    elif status != "complete":
-        problems.append(f"run is {status}")
-    validation = lab.validation(run_id, LOAD)
-    if validation is None:
-        problems.append("no validation result")
-    elif not validation.get("success"):
-        problems.append(f"validation failed (see {lab.validation_path(run_id, LOAD)})")
-    if problems:
-        raise RunError(f"load run {run_id}: " + "; ".join(problems))
-    return {"run_id": run_id, "status": status, "validation_success": True}
+    return verify_outcome(run_id, LOAD, what="load run")
 
 
 __all__ = [
     "CELL_PARAMS",
     "NIGHTLY_FANOUT",
     "NIGHTLY_FANOUT_PARAM",
+    "PARAM_OF_FIELD",
     "build_load_request",
     "cell_label",
     "close_load",
     "load_cells",
+    "load_plan",
     "load_run_started",
     "measure_load_cell",
     "nightly_fanout_on",

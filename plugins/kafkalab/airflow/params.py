@@ -1,4 +1,4 @@
-"""The choices the DAGs' trigger form offers (``dags/_common.py`` builds the form from them),
+"""The choices the DAGs' trigger forms offer (:mod:`kafkalab.airflow.forms` builds them),
 and their readable labels (the form's ``values_display``: the value sent stays the name).
 
 The tasks re-validate every value against the lab's own lists. Profiles and workloads are

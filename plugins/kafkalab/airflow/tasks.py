@@ -35,6 +35,7 @@ from kafkalab.alerts.webhook import ALERT_CONN_ID
 from kafkalab.catalog import needs_kafka
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 from kafkalab.errors import CellFailedError, RunError
+from kafkalab.kinds import LATENCY, RunKind
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
 
@@ -435,36 +436,43 @@ def judge_validation(run_id: str) -> dict[str, Any]:
                    f"(see {path})")
 
 
-def verify_outcome(run_id: str) -> dict[str, Any]:
-    """The run's verdict from its files: manifest complete and validation passed.
+def outcome_problems(run_id: str, kind: RunKind = LATENCY
+                     ) -> tuple[str | None, dict[str, Any] | None, list[str]]:
+    """What a run's files say so far about its outcome: its manifest's status, its validation
+    result (of ``kind``) and the problems found in them (no manifest, a run that is not
+    complete, no validation result). Whether a validation that exists failed, and how to say
+    so, is the caller's (a fault run names the lost messages)."""
+    lab = LabData()
+    problems: list[str] = []
+    manifest = lab.manifest(run_id)
+    status = None if manifest is None else manifest.get("status")
+    if manifest is None:
+        problems.append("no run manifest")
+    elif status != "complete":
+        problems.append(f"run is {status}")
+    validation = lab.validation(run_id, kind)
+    if validation is None:
+        problems.append("no validation result")
+    return status, validation, problems
+
+
+def verify_outcome(run_id: str, kind: RunKind = LATENCY, what: str = "run") -> dict[str, Any]:
+    """The run's verdict from its files: manifest complete and validation (of ``kind``)
+    passed.
 
     Returns:
         ``{"run_id", "status": "complete", "validation_success": True}``.
 
     Raises:
-        RunError: naming what is wrong (incomplete run, failed or missing validation).
+        RunError: naming what is wrong (incomplete run, failed or missing validation), as
+            ``<what> <id>: …``.
     """
-    lab = LabData()
-    problems: list[str] = []
-    manifest = lab.manifest(run_id)
-    status = None
-    if manifest is None:
-        problems.append("no run manifest")
-    else:
-        status = manifest.get("status")
-        if status != "complete":
-            problems.append(f"run is {status}")
-    validation = lab.validation(run_id)
-    valid = None
-    if validation is None:
-        problems.append("no validation result")
-    else:
-        valid = bool(validation.get("success"))
-        if not valid:
-            problems.append(f"validation failed (see {lab.validation_path(run_id)})")
+    status, validation, problems = outcome_problems(run_id, kind)
+    if validation is not None and not validation.get("success"):
+        problems.append(f"validation failed (see {LabData().validation_path(run_id, kind)})")
     if problems:
-        raise RunError(f"run {run_id}: " + "; ".join(problems))
-    return {"run_id": run_id, "status": status, "validation_success": valid}
+        raise RunError(f"{what} {run_id}: " + "; ".join(problems))
+    return {"run_id": run_id, "status": status, "validation_success": True}
 
 
 __all__ = [
@@ -480,6 +488,7 @@ __all__ = [
     "mark_recomputed",
     "measure_cell",
     "one_spark_session",
+    "outcome_problems",
     "prepare_run",
     "publish_report",
     "resolve_scenarios",

@@ -10,20 +10,25 @@ The consumer faults (``kill-consumer``, ``leave-consumer``; seed 002) add a cons
 processes the same stream with a commit strategy (``commit``); one member is killed or
 leaves at ``fault_at_s`` and optionally comes back ``rejoin_after_s`` later
 (:mod:`kafkalab.faults.group`).
+
+A fault run's trials are planned once, here (:class:`FaultPlan`, :func:`plan_trials`), for
+``kafkalab faults run`` (:mod:`kafkalab.cli.faults`), the ``resilience_experiment`` DAG and the
+nightly's fault trial (:func:`kafkalab.airflow.fault_tasks.fault_trials`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafkalab.config.models import acks_as_text
-from kafkalab.load.spec import LoadCellSpec
+from kafkalab.load.spec import LoadCellSpec, PlanRefused
 from kafkalab.store import safe_name
 
 __all__ = ["COMMITS", "CONSUMER_FAULTS", "DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S",
-           "FaultTrialSpec"]
+           "FaultPlan", "FaultTrialSpec", "group_duration_s", "plan_trials"]
 
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                     "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer"]
@@ -246,3 +251,130 @@ def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
     if rejoin_after_s is not None:
         end = max(end, fault_at_s + rejoin_after_s + REBALANCE_MARGIN_S)
     return end
+
+
+class FaultPlan(BaseModel):
+    """What one fault run measures, as ``kafkalab faults run``'s options, the
+    ``resilience_experiment`` form or the nightly's fault trial give it: every profile ×
+    fault (× commit strategy, for a consumer fault) × acks × max in flight cell, ``trials``
+    times, with the settings every trial shares.
+
+    An empty list is the default (acks and max in flight: the profile's; commit strategies:
+    ``after``), a None setting the trial's default (:class:`FaultTrialSpec`), with two
+    rules of the planner's own:
+
+    - ``duration_s`` None: 20 s, and for a consumer fault at least the shortest schedule
+      that shows the successor reading (:func:`group_duration_s`: the fault, the session
+      timeout (``session_timeout_ms``, else the profile's), 6 s more, and the rejoin). A
+      default the engine would refuse is no default: a kill under the profiles' 10 s session
+      timeout needs 22 s.
+    - ``partitions`` None: 1, and for a consumer fault two per group member.
+
+    Only the grid's shape is checked here; every value is validated once, by
+    :class:`FaultTrialSpec`, in :func:`plan_trials`.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profiles: list[str] = Field(min_length=1)
+    faults: list[str] = Field(min_length=1)
+    acks: list[str | int] = Field(default_factory=list)
+    max_in_flight: list[int] = Field(default_factory=list)
+    commits: list[str] = Field(default_factory=list)
+    """The consumer faults' commit strategies (broker faults have none)."""
+    trials: int = Field(1, ge=1)
+    rate_msgs_per_s: float | None = None
+    duration_s: float | None = None
+    warmup_s: float | None = None
+    fault_at_s: float | None = None
+    down_s: float | None = None
+    payload: str | None = None
+    partitions: int | None = None
+    client: str | None = None
+    # -- consumer faults only ---------------------------------------------------------------
+    consumers: int | None = None
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    auto_commit_interval_ms: int | None = None
+    batch_msgs: int | None = None
+    rejoin_after_s: float | None = None
+
+
+_SHARED = ("rate_msgs_per_s", "warmup_s", "fault_at_s", "down_s", "payload", "client")
+"""The :class:`FaultPlan` settings every trial takes as they are."""
+
+_GROUP = ("consumers", "session_timeout_ms", "heartbeat_interval_ms", "auto_commit_interval_ms",
+          "batch_msgs", "rejoin_after_s")
+"""The settings only a consumer fault's trials take."""
+
+
+def _default(field: str) -> Any:
+    return FaultTrialSpec.model_fields[field].default
+
+
+def _duration_s(plan: FaultPlan, profile: str, fault: str) -> float:
+    """A trial's schedule: ``plan.duration_s``, else the rule of :class:`FaultPlan`."""
+    if plan.duration_s is not None:
+        return plan.duration_s
+    duration_s: float = _default("duration_s")
+    if fault not in CONSUMER_FAULTS:
+        return duration_s
+    session_ms = plan.session_timeout_ms
+    if session_ms is None:
+        from kafkalab.config.loader import load_profile
+
+        session_ms = load_profile(profile).consumer.session_timeout_ms
+    fault_at_s = plan.fault_at_s if plan.fault_at_s is not None else _default("fault_at_s")
+    return max(duration_s, group_duration_s(fault, fault_at_s, session_ms, plan.rejoin_after_s))
+
+
+def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every cell of the plan, in order: ``(coordinates, the trial's fields)``."""
+    shared = {k: getattr(plan, k) for k in _SHARED if getattr(plan, k) is not None}
+    group = {k: getattr(plan, k) for k in _GROUP if getattr(plan, k) is not None}
+    acks: list[str | int | None] = [*plan.acks] or [None]
+    in_flight: list[int | None] = [*plan.max_in_flight] or [None]
+    for profile in plan.profiles:
+        for fault in plan.faults:
+            consumer_fault = fault in CONSUMER_FAULTS
+            commits: list[str | None] = [*(plan.commits or ["after"])] if consumer_fault else [None]
+            partitions = plan.partitions
+            if partitions is None and consumer_fault:
+                partitions = 2 * int(group.get("consumers", _default("consumers")))
+            fields = {**shared, "profile": profile, "fault": fault,
+                      "duration_s": _duration_s(plan, profile, fault),
+                      **({} if partitions is None else {"partitions": partitions}),
+                      **(group if consumer_fault else {})}
+            for commit in commits:
+                for a in acks:
+                    for mif in in_flight:
+                        coords = {"profile": profile, "fault": fault, "commit": commit,
+                                  "acks": a, "max_in_flight": mif}
+                        yield coords, {**fields, **{k: v for k, v in coords.items()
+                                                    if v is not None}}
+
+
+def _trial(coords: dict[str, Any], fields: dict[str, Any], trial: int) -> FaultTrialSpec:
+    try:
+        return FaultTrialSpec(**fields, trial=trial)
+    except ValidationError as exc:
+        raise PlanRefused(exc, {**coords, "trial": trial}) from None
+
+
+def plan_trials(plan: FaultPlan) -> list[FaultTrialSpec]:
+    """The trials of ``plan``, in the order they run: trial by trial — every cell's trial 1,
+    then every cell's trial 2, … — so a slow drift of the machine (heat, page cache, a
+    neighbour) spreads over the cells instead of landing on the last one, and a run cut
+    short still has a trial of every cell. Within a round: profiles, then faults, then a
+    consumer fault's commit strategies, then acks, max in flight inner.
+
+    Raises:
+        PlanRefused: the first trial :class:`FaultTrialSpec` refuses, with its coordinates.
+        ConfigError: a consumer fault's profile that does not exist (its session timeout
+            sets the default duration).
+    """
+    cells = [(coords, fields, _trial(coords, fields, 1)) for coords, fields in _cells(plan)]
+    trials = [first for _, _, first in cells]
+    for k in range(2, plan.trials + 1):
+        trials += [_trial(coords, fields, k) for coords, fields, _ in cells]
+    return trials

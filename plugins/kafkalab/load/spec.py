@@ -1,22 +1,30 @@
-"""What one load cell measures (:class:`LoadCellSpec`), load workloads from YAML
+"""What one load cell measures (:class:`LoadCellSpec`), the one planner of a load run's
+cells (:class:`LoadPlan`, :func:`plan_cells`), load workloads from YAML
 (:class:`LoadWorkload`), and the client budget that refuses a cell the machine cannot carry.
 
 A load cell is one open-loop, fixed-rate producer fanning out to ``consumers`` consumers
 (seed 003's HYDRA) for ``duration_s`` seconds, the first ``warmup_s`` of which are warm-up
 (recorded, excluded from every figure). Validated once here; everything downstream trusts it.
+
+``kafkalab load`` (:mod:`kafkalab.cli.load`), the ``load_experiment`` DAG
+(:func:`kafkalab.airflow.load_tasks.load_cells`) and a load workload's sweep
+(:meth:`LoadWorkload.cells`) all plan their cells with :func:`plan_cells`, so the same grid
+gives the same cells in the same order wherever it comes from.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafkalab.config.models import acks_as_text
 from kafkalab.errors import ConfigError
 from kafkalab.store import safe_name
+from kafkalab.yamlio import describe_validation_error
 
 LOAD_CLIENTS = ("confluent-kafka", "kafka-python")
 """Producers (and consumers) the load engine drives."""
@@ -193,16 +201,91 @@ class LoadWorkload(_Strict):
     def _acks_as_text(cls, value: object) -> object:
         return [acks_as_text(v) for v in value] if isinstance(value, list) else value
 
+    def plan(self) -> LoadPlan:
+        """The sweep as a :class:`LoadPlan`."""
+        return LoadPlan(consumers=self.consumers, rates_msgs_per_s=self.rates_msgs_per_s,
+                        acks=list(self.acks), payloads=self.payloads, client=self.client,
+                        profile=self.profile, duration_s=self.duration_s,
+                        warmup_s=self.warmup_s, partitions=self.partitions,
+                        consumers_per_shard=self.consumers_per_shard, drain_s=self.drain_s,
+                        e2e_p99_objective_ms=self.e2e_p99_objective_ms)
+
     def cells(self) -> list[LoadCellSpec]:
-        """Every cell of the sweep, in the order they run (rates inner, so a sweep that
-        overloads the machine fails at its end)."""
-        return [LoadCellSpec(client=self.client, payload=p, profile=self.profile, acks=a,
-                             consumers=c, rate_msgs_per_s=r, duration_s=self.duration_s,
-                             warmup_s=self.warmup_s, partitions=self.partitions,
-                             consumers_per_shard=self.consumers_per_shard, drain_s=self.drain_s,
-                             e2e_p99_objective_ms=self.e2e_p99_objective_ms)
-                for p in self.payloads for a in self.acks for c in self.consumers
-                for r in self.rates_msgs_per_s]
+        """Every cell of the sweep, in the order they run (:func:`plan_cells`)."""
+        return plan_cells(self.plan())
+
+
+class PlanRefused(ConfigError):
+    """A cell (or a fault trial) of a plan that its model refused.
+
+    ``error`` is pydantic's; ``cell`` the plan's coordinates of the refused one (``payload``,
+    ``acks``, ``consumers``, ``rate_msgs_per_s``; a trial's ``profile``, ``fault``, ``commit``,
+    ``acks``, ``max_in_flight``, ``trial``). Its text is the first problem as ``field:
+    message``; the CLI and the Airflow tasks word it under their own name for the field (an
+    option, a param)."""
+
+    def __init__(self, error: ValidationError, cell: Mapping[str, Any]) -> None:
+        super().__init__(describe_validation_error(error))
+        self.error = error
+        self.cell = dict(cell)
+
+
+class LoadPlan(_Strict):
+    """What one load run measures: the grid ``payloads × acks × consumers × rates`` and the
+    settings every cell shares, as ``kafkalab load``'s options, the ``load_experiment`` form
+    or a load workload give them.
+
+    An empty ``payloads`` is the cell's default payload, an empty ``acks`` the profile's, a
+    None setting the cell's default (:class:`LoadCellSpec`). Only the grid's shape is checked
+    here; every value is validated once, by :class:`LoadCellSpec`, in :func:`plan_cells`.
+    """
+
+    consumers: list[int] = Field(min_length=1)
+    rates_msgs_per_s: list[float] = Field(min_length=1)
+    acks: list[str | int] = Field(default_factory=list)
+    """``0``, ``1`` or ``all`` (empty: the profile's)."""
+    payloads: list[str] = Field(default_factory=list)
+    client: str | None = None
+    encoding: str | None = None
+    profile: str | None = None
+    duration_s: float | None = None
+    warmup_s: float | None = None
+    partitions: int | None = None
+    consumer_mode: str | None = None
+    consumers_per_shard: int | None = None
+    drain_s: float | None = None
+    pause_at_s: float | None = None
+    pause_for_s: float | None = None
+    e2e_p99_objective_ms: float | None = None
+
+
+_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads")
+"""The fields of :class:`LoadPlan` that span the grid (the others are every cell's)."""
+
+
+def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
+    """The cells of ``plan``, in the order they run: payloads, then acks, then consumers,
+    rates inner (a sweep that overloads the machine fails at its end).
+
+    Raises:
+        PlanRefused: the first cell :class:`LoadCellSpec` refuses, with its coordinates.
+    """
+    shared = {k: v for k, v in plan.model_dump(exclude=set(_GRID)).items() if v is not None}
+    payloads: list[str | None] = [*plan.payloads] or [None]
+    acks_list: list[str | int | None] = [*plan.acks] or [None]
+    cells = []
+    for payload in payloads:
+        for acks in acks_list:
+            for consumers in plan.consumers:
+                for rate in plan.rates_msgs_per_s:
+                    grid = {"payload": payload, "acks": acks, "consumers": consumers,
+                            "rate_msgs_per_s": rate}
+                    try:
+                        cells.append(LoadCellSpec(**shared, **{
+                            k: v for k, v in grid.items() if v is not None}))
+                    except ValidationError as exc:
+                        raise PlanRefused(exc, grid) from None
+    return cells
 
 
 def deliveries_budget_per_s(cpu_count: int | None = None, consumers: int = 2) -> tuple[float, str]:

@@ -3,7 +3,7 @@
 
 The scripts live in :func:`kafkalab.paths.spark_jobs_dir`; the data folders they read and
 write are named by :class:`kafkalab.store.LabData`. Pure functions (environment only, no
-file access), so ``dags/_common.py`` calls them while the DAG file is parsed.
+file access), so :mod:`kafkalab.airflow.operators` calls them while a DAG file is parsed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,41 @@
+"""What every lab DAG declares the same way: its owner, start date, one run at a time, no
+catch-up, the retry policy and failure record of its tasks, and the alert on a failed run.
+
+A DAG file passes :func:`dag_args` to Airflow's ``@dag`` with what is its own (schedule,
+retry delay, form, tags, documentation). Cheap at DAG-parse time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from kafkalab.airflow.callbacks import on_failure_alert, record_task_failure
+
+OWNER = "kafkalab"
+"""The owner of every task."""
+
+START_DATE = datetime(2026, 1, 1)
+"""Every DAG's ``start_date`` (none catches up)."""
+
+
+def default_args(retries: int = 1, retry_delay: timedelta = timedelta(minutes=1)) -> dict[str, Any]:
+    """Owner, retry policy and the failure record shared by every task of a DAG (a task that
+    fails for good records itself, so the run's failure alert names the first cause)."""
+    return {"owner": OWNER, "retries": retries, "retry_delay": retry_delay,
+            "on_failure_callback": record_task_failure}
+
+
+def dag_args(*, schedule: str | None, retry_delay: timedelta, params: dict[str, Any],
+             tags: list[str], doc_md: str) -> dict[str, Any]:
+    """The ``@dag`` arguments of a lab DAG: ``schedule`` (None: triggered by hand), one run
+    at a time, no catch-up, tasks retried once after ``retry_delay``, a failed run announced
+    (``run_failed`` alert, :func:`kafkalab.airflow.callbacks.on_failure_alert`), and the DAG's
+    own form (``params``), ``tags`` and ``doc_md``."""
+    return {"schedule": schedule, "start_date": START_DATE, "catchup": False,
+            "max_active_runs": 1, "default_args": default_args(retries=1, retry_delay=retry_delay),
+            "on_failure_callback": on_failure_alert, "params": params, "tags": tags,
+            "doc_md": doc_md}
+
+
+__all__ = ["OWNER", "START_DATE", "dag_args", "default_args"]

@@ -1,0 +1,213 @@
+"""The DAGs' trigger forms: their params, typed and enum-validated, built from the choices
+of :mod:`kafkalab.airflow.params` (which the tasks re-validate against the lab's own lists).
+
+Each builder returns ``{name: Param}`` for a DAG's ``params``: :func:`run_params` (a latency
+run), :func:`load_params` (a load run), :func:`fault_params` (a fault run) and
+:func:`nightly_switch_params` (the nightly's fan-out cell and fault trial). Cheap at DAG-parse
+time: no file, network or database access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import Param
+
+from kafkalab.airflow.fault_tasks import MAX_TRIALS, NIGHTLY_FAULT_PARAM
+from kafkalab.airflow.load_tasks import NIGHTLY_FANOUT_PARAM
+from kafkalab.airflow.params import (
+    ACKS_CHOICES,
+    CHOICE_LABELS,
+    COMMIT_CHOICES,
+    CONSUMER_MODE_CHOICES,
+    FAULT_CHOICES,
+    LOAD_CLIENT_CHOICES,
+    PAYLOAD_CHOICES,
+    PROFILE_CHOICES,
+    SCENARIO_CHOICES,
+    SHARD_PLACEMENT_CHOICES,
+    WORKLOAD_CHOICES,
+)
+from kafkalab.airflow.tasks import ONE_SESSION_PARAM
+
+
+def _labels(name: str) -> dict[str, str]:
+    """The form's ``values_display`` of the choice param ``name`` (readable labels; the
+    value sent stays the name)."""
+    return dict(CHOICE_LABELS[name])
+
+
+def _multi_select(name: str, default: list[str], choices: tuple[str, ...], title: str,
+                  description: str, min_items: int = 0) -> Param:
+    """An array param of ``choices`` with readable labels, shown as a multi-select
+    (``examples``), validated by ``items.enum``; at least ``min_items`` values."""
+    at_least: dict[str, Any] = {"minItems": min_items} if min_items else {}
+    return Param(list(default), type="array", title=title,
+                 items={"type": "string", "enum": list(choices)}, examples=list(choices),
+                 **at_least, uniqueItems=True, values_display=_labels(name),
+                 description=description)
+
+
+def _array_param(name: str, default: list[str], choices: tuple[str, ...], title: str,
+                 what: str) -> Param:
+    return _multi_select(name, default, choices, title,
+                         f"{what}; leave empty to use the workload's.")
+
+
+def _cluster_descriptor_param() -> Param:
+    return Param(None, type=["null", "string"], title="Cluster descriptor",
+                 description="path of a cluster descriptor YAML; empty: the "
+                 "kafkalab_cluster connection's extra.descriptor_path, else "
+                 ".lab/cluster.yaml")
+
+
+def run_params(*, workload: str, scenarios: list[str], payloads: list[str], profiles: list[str],
+               messages: int | None) -> dict[str, Param]:
+    """The params (shown as the trigger form) of a latency run."""
+    return {
+        "workload": Param(workload, type="string", title="Workload",
+                          enum=list(WORKLOAD_CHOICES), values_display=_labels("workload"),
+                          description="a workload of include/workloads/ (the last ones are "
+                          "former names); a YAML file of your own: `kafkalab run --workload "
+                          "PATH`"),
+        "scenarios": _array_param("scenarios", scenarios, SCENARIO_CHOICES, "Scenarios",
+                                  "clients to compare"),
+        "payloads": _array_param("payloads", payloads, PAYLOAD_CHOICES, "Payloads",
+                                 "message sizes"),
+        "profiles": _array_param("profiles", profiles, PROFILE_CHOICES, "Profiles",
+                                 "client/topic tuning profiles (include/profiles)"),
+        "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
+                          minimum=1, title="Messages per cell",
+                          description="measured messages per cell, after warm-up"
+                          + ("; empty: the workload's" if messages is None else "")),
+        "warmup_messages": Param(None, type=["null", "integer"], minimum=0,
+                                 title="Warm-up messages per cell",
+                                 description="messages each cell sends first and leaves out "
+                                 "of every figure (the connection and the JIT warm up); "
+                                 "empty: the workload's warmup_messages"),
+        "cluster_descriptor": _cluster_descriptor_param(),
+        ONE_SESSION_PARAM: Param(
+            False, type="boolean", title="One Spark session",
+            description="aggregate_metrics also validates the run in its own spark-submit (one "
+            "JVM start instead of two); validate_metrics then judges that result"),
+    }
+
+
+def _number(value: Any, title: str, what: str, minimum: float = 0,
+            nullable: bool = False) -> Param:
+    return Param(value, type=["null", "number"] if nullable else "number",
+                 minimum=minimum, title=title, description=what)
+
+
+def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
+                warmup_s: float) -> dict[str, Param]:
+    """The params (the trigger form) of a load run: the grid consumers × rates × acks and
+    the settings every cell shares."""
+    return {
+        "consumers": Param(list(consumers), type="array", title="Consumers",
+                           items={"type": "integer", "minimum": 1, "maximum": 1000},
+                           minItems=1, uniqueItems=True,
+                           description="numbers of consumers, one cell each (× rates × acks); "
+                           "every consumer receives every message"),
+        "rates": Param(list(rates), type="array", title="Rates (msg/s)",
+                       items={"type": "number", "exclusiveMinimum": 0}, minItems=1,
+                       uniqueItems=True, description="target producer rates, one cell each"),
+        "acks": _multi_select("acks", ["1"], ACKS_CHOICES, "Acks",
+                              "producer acks, one cell each; empty: the profile's"),
+        "duration_s": _number(duration_s, "Duration (s)", "producing time per cell, warm-up "
+                              "included"),
+        "warmup_s": _number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
+                            "excluded from every figure"),
+        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload",
+                         values_display=_labels("payload")),
+        "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
+                         values_display=_labels("profile"),
+                         description="client/topic tuning (include/profiles)"),
+        "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
+                        title="Client"),
+        "partitions": Param(1, type="integer", minimum=1, maximum=64, title="Partitions"),
+        "consumer_mode": Param("assign", type="string", enum=list(CONSUMER_MODE_CHOICES),
+                               title="Consumer mode", values_display=_labels("consumer_mode"),
+                               description="assign: every partition, no group; group: one "
+                               "consumer group per consumer"),
+        "consumers_per_shard": Param(10, type="integer", minimum=1, maximum=200,
+                                     title="Consumers per shard",
+                                     description="consumers per consumer process (shard); a "
+                                     "cell has ceil(consumers / this) shards"),
+        "shard_placement": Param("subprocess", type="string",
+                                 enum=list(SHARD_PLACEMENT_CHOICES), title="Shard placement",
+                                 values_display=_labels("shard_placement"),
+                                 description="subprocess: a cell's shards are processes of "
+                                 "its task; tasks: each shard is a consume_load_shard task, "
+                                 "spread over the workers (needs a running scheduler and a "
+                                 "data directory shared by the workers)"),
+        "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
+                              "the start (empty: no pause)", nullable=True),
+        "pause_for_s": _number(None, "Pause for (s)", "how long the consumers stay paused",
+                               nullable=True),
+        "cluster_descriptor": _cluster_descriptor_param(),
+    }
+
+
+def fault_params(*, profiles: list[str], faults: list[str], trials: int,
+                 rate_msgs_per_s: float, duration_s: float | None) -> dict[str, Param]:
+    """The params (the trigger form) of a fault run: profiles × faults × acks, each cell
+    ``trials`` times, at one rate and duration (``duration_s`` None: empty in the form, the
+    planner's default, as ``kafkalab faults run`` without ``--duration``)."""
+    return {
+        "profiles": _multi_select("profiles", profiles, PROFILE_CHOICES, "Profiles",
+                                  "client/topic profiles (include/profiles), one cell each "
+                                  "(× faults × acks)", min_items=1),
+        "faults": _multi_select("faults", faults, FAULT_CHOICES, "Faults",
+                                "faults to inject (none: the no-fault control), one cell "
+                                "each; see docs/faults.md", min_items=1),
+        "acks": _multi_select("acks", [], ACKS_CHOICES, "Acks",
+                              "producer acks, one cell each; empty: the profile's"),
+        "trials": Param(trials, type="integer", minimum=1, maximum=MAX_TRIALS,
+                        title="Trials per cell",
+                        description="trials of every profile × fault × acks cell (the report "
+                        "shows median and max)"),
+        "rate_msgs_per_s": Param(rate_msgs_per_s, type="number", exclusiveMinimum=0,
+                                 maximum=20_000, title="Rate (msg/s)",
+                                 description="the producer's fixed target rate"),
+        "duration_s": Param(duration_s, type=["null", "number"] if duration_s is None else "number",
+                            exclusiveMinimum=0, maximum=3600, title="Duration (s)",
+                            description="producing time per trial, warm-up included; the fault "
+                            "starts at 6 s and the trial must go on ≥ 4 s after the heal "
+                            "(a kill-consumer ≥ 6 s after the session timeout); empty: 20 s, "
+                            "for a consumer fault at least 6 s past the session timeout and "
+                            "the rejoin"),
+        "commits": _multi_select("commits", ["after"], COMMIT_CHOICES,
+                                 "Commit strategies (consumer faults)",
+                                 "for kill-consumer and leave-consumer, one cell each: auto "
+                                 "(the client's auto commit), after processing "
+                                 "(at-least-once), before it (at-most-once); see "
+                                 "docs/consumer-faults.md"),
+        "consumers": Param(3, type="integer", minimum=2, maximum=12,
+                           title="Group members (consumer faults)",
+                           description="members of the consumer group, one process each; the "
+                           "topic gets two partitions per member"),
+        "session_timeout_ms": Param(None, type=["null", "integer"], minimum=1000, maximum=30000,
+                                    title="Session timeout ms (consumer faults)",
+                                    description="the members' session.timeout.ms (empty: the "
+                                    "profile's); a kill is noticed only when it runs out"),
+    }
+
+
+def nightly_switch_params() -> dict[str, Param]:
+    """The nightly's switches for its fan-out cell and its fault trial (both on by default;
+    ``make demo`` turns both off)."""
+    return {
+        NIGHTLY_FANOUT_PARAM: Param(
+            True, type="boolean", title="Fan-out cell",
+            description="one load cell (5 consumers × 200 msg/s × 10 s, "
+            "include/workloads/nightly-fanout.yaml) as a load run of its own "
+            "(nightly-fanout-<time>); false: not run"),
+        NIGHTLY_FAULT_PARAM: Param(
+            True, type="boolean", title="Fault trial",
+            description="one SIGKILL-leader trial of the durability profile on the 3-broker "
+            "fault cluster, as a fault run of its own (nightly-faults-<time>); false: not run"),
+    }
+
+
+__all__ = ["fault_params", "load_params", "nightly_switch_params", "run_params"]

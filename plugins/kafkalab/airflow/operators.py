@@ -1,0 +1,148 @@
+"""The lab's Airflow operators: spark-submits that know the state of the run they process.
+
+- :class:`LabSparkSubmitOperator`: a latency or load Spark job that recomputes one output of
+  a run and then marks it fresh (the run's ``stale_outputs``); with the param
+  ``one_spark_session`` the aggregation also validates, and the validation task judges that
+  result instead of starting Spark again; optionally *skipped* when the run never started.
+- :class:`FaultSparkSubmitOperator`: a fault run's Spark job, *skipped* when the run never
+  started.
+
+:func:`lab_spark_task` and :func:`fault_spark_task` build them with the script, arguments,
+py-files, conf and environment of :mod:`kafkalab.spark.submit`, through the ``spark_default``
+Connection. Building one reads no file (DAG-parse time); the run's state is read when the
+task runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from kafkalab.airflow import fault_tasks, load_tasks, tasks
+from kafkalab.spark import submit as spark_submit
+
+SPARK_CONN_ID = "spark_default"
+"""The Connection every lab spark-submit goes through (its master: docs/spark.md)."""
+
+
+def _skip(message: str) -> NoReturn:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    raise AirflowSkipException(message)
+
+
+class LabSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit that recomputes one output of a lab run, then marks it fresh.
+
+    After the job, :func:`kafkalab.airflow.tasks.mark_recomputed` removes ``stale_output``
+    from the run's ``stale_outputs``: always when the job succeeded; when it failed, only if
+    it rewrote its output first (a validation whose expectations failed is a fresh result).
+    ``skip_unstarted``: *skip* when the run was never started (the nightly's fan-out cell
+    turned off): there is nothing to aggregate.
+
+    ``one_session`` (``aggregate`` or ``validate``), when the param ``one_spark_session`` is
+    on: the aggregation also validates the run in its Spark session (``--validate-out``
+    under ``data_dir``, the data directory its arguments name) and returns
+    ``{"validated_in_session": true}``; the validation task then judges that result
+    (:func:`kafkalab.airflow.tasks.judge_validation`: it fails exactly when the job would
+    have) instead of starting Spark again. Without that XCom it runs its own job.
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
+
+    def __init__(self, *, lab_run_id: Any, stale_output: str, data_dir: Path,
+                 skip_unstarted: bool = False, one_session: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lab_run_id = lab_run_id
+        self.stale_output = stale_output
+        self.data_dir = data_dir
+        self.skip_unstarted = skip_unstarted
+        self.one_session = one_session
+
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]  # an XCom
+        """Run the job, then mark its output recomputed (see the class)."""
+        run_id = str(self.lab_run_id)
+        if self.skip_unstarted and not load_tasks.load_run_started(run_id):
+            _skip(f"run {run_id} was not started")
+        shared = (self.one_session is not None
+                  and tasks.one_spark_session(context.get("params") or {}))
+        if shared and self.one_session == "validate":
+            upstream = context["ti"].xcom_pull(task_ids="aggregate_metrics")
+            if isinstance(upstream, dict) and upstream.get("validated_in_session"):
+                # fresh either way (a failed validation is a result), then judged
+                tasks.mark_recomputed(run_id, self.stale_output)
+                verdict = tasks.judge_validation(run_id)  # raises RunError when it failed
+                self.log.info("run %s: validated in aggregate_metrics's Spark session, %s "
+                              "expectations passed", run_id, verdict["expectations"])
+                return verdict
+            self.log.info("aggregate_metrics did not validate run %s: running the job", run_id)
+        if shared and self.one_session == "aggregate":
+            self.application_args = [*(self.application_args or []),
+                                     *spark_submit.one_session_args(self.data_dir)]
+        self.conf = spark_submit.runtime_conf(self.conf)
+        started_s = time.time()  # compared with file modification times (wall clock)
+        succeeded = False
+        try:
+            super().execute(context)
+            succeeded = True
+        finally:
+            tasks.mark_recomputed(run_id, self.stale_output,
+                                  written_since_s=None if succeeded else started_s)
+        if shared and self.one_session == "aggregate":
+            return {"validated_in_session": tasks.validation_written_since(run_id, started_s)}
+        return None
+
+
+class FaultSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit over one fault run, *skipped* when that run was never started (the
+    nightly's fault trial turned off, or a failed ``start_fault_run`` that already fails the
+    DAG run): there is nothing to aggregate or validate."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
+
+    def __init__(self, *, lab_run_id: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lab_run_id = lab_run_id
+
+    def execute(self, context: Any) -> None:
+        """Skip when the run was never started, else run the job."""
+        if not fault_tasks.fault_run_started(str(self.lab_run_id)):
+            _skip(f"fault run {self.lab_run_id} was not started")
+        self.conf = spark_submit.runtime_conf(self.conf)
+        super().execute(context)
+
+
+def _submit_kwargs(job: str, task_id: str, lab_run_id: Any, data_dir: Path) -> dict[str, Any]:
+    """What every lab spark-submit task is built with: the job's script and arguments for
+    ``lab_run_id`` (an XComArg) under ``data_dir``, the py-files, conf and environment."""
+    return {"task_id": task_id, "lab_run_id": lab_run_id, "conn_id": SPARK_CONN_ID,
+            "application": spark_submit.spark_application(job),
+            "application_args": spark_submit.spark_job_args(job, lab_run_id, data_dir),
+            "py_files": spark_submit.spark_py_files(), "conf": spark_submit.spark_conf(),
+            "env_vars": spark_submit.spark_env(), "name": f"kafkalab-{task_id.replace('_', '-')}"}
+
+
+def lab_spark_task(job: str, task_id: str, lab_run_id: Any, data_dir: Path,
+                   **kwargs: Any) -> LabSparkSubmitOperator:
+    """The Spark job ``job`` (a key of :data:`kafkalab.spark.submit.SPARK_JOBS`) as the task
+    ``task_id`` over ``lab_run_id``; it marks its output
+    (:data:`~kafkalab.spark.submit.SPARK_JOB_OUTPUTS`) fresh. ``kwargs``: the operator's own
+    (``one_session``, ``skip_unstarted``) and Airflow's (``retries``, ``outlets``, ``doc_md``)."""
+    return LabSparkSubmitOperator(**_submit_kwargs(job, task_id, lab_run_id, data_dir),
+                                  stale_output=spark_submit.SPARK_JOB_OUTPUTS[job],
+                                  data_dir=data_dir, **kwargs)
+
+
+def fault_spark_task(job: str, lab_run_id: Any, data_dir: Path,
+                     **kwargs: Any) -> FaultSparkSubmitOperator:
+    """``aggregate_faults`` / ``validate_faults`` (task id: the job's name) over the fault run
+    ``lab_run_id``."""
+    return FaultSparkSubmitOperator(**_submit_kwargs(job, job, lab_run_id, data_dir), **kwargs)
+
+
+__all__ = ["SPARK_CONN_ID", "FaultSparkSubmitOperator", "LabSparkSubmitOperator",
+           "fault_spark_task", "lab_spark_task"]

@@ -1,0 +1,89 @@
+"""``kafkalab``: the lab's command line.
+
+Every user error (bad option, bad YAML, cluster down, port taken, unreachable broker) is a
+:class:`~kafkalab.errors.LabError`: printed as one ``kafkalab: error: …`` line, exit code 2-4,
+no traceback. Anything else is a bug and keeps its traceback.
+
+One module per command group adds its sub-command and holds its command: ``cluster``,
+``topics``, ``run``, ``load`` (``load`` and ``maxrate``), ``faults``, ``spark``, ``demo``,
+``runs``, ``compare``, ``aggregate``, ``export``, ``report``, ``drift``; ``options`` holds
+what they share to read arguments, ``output`` how they print. :func:`build_parser` only
+assembles them, in the order ``--help`` lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from kafkalab.cli import (
+    aggregate,
+    cluster,
+    compare,
+    demo,
+    drift,
+    export,
+    faults,
+    load,
+    report,
+    run,
+    runs,
+    spark,
+    topics,
+)
+from kafkalab.cli.options import LabParser, subcommands
+from kafkalab.cli.output import err
+from kafkalab.errors import LabError
+
+EPILOG = """\
+examples:
+  kafkalab cluster up                       # real Apache Kafka 0.9.0.1 + ZooKeeper on 127.0.0.1
+  kafkalab topics provision --workload images-http-vs-kafka --profile latency
+  kafkalab run --scenario rest,kafka-python,confluent-kafka,jvm-e2e \\
+               --payload 1mb,10mb --profile latency --messages 20
+  kafkalab cluster down
+
+  kafkalab aggregate                        # Spark, validation, drift, report of the newest run
+  kafkalab compare RUN_A RUN_B              # side by side; exit 1 when RUN_B regressed
+
+Data goes to lab-data/ in the project (or --data-dir / KAFKALAB_DATA_DIR), wherever the command
+is run from; cluster state to .lab/ (KAFKALAB_HOME). The schema of every file is in
+docs/metrics-schema.md. --json on any command that prints results gives one JSON document
+(docs/cli.md).
+"""
+
+COMMAND_GROUPS = (cluster, topics, run, load, faults, spark, demo, runs, compare, aggregate,
+                  export, report, drift)
+"""The command modules, in the order ``kafkalab --help`` lists their commands."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command tree (also used to check that every --help is complete)."""
+    p = LabParser(prog="kafkalab", description="Kafka Latency Lab: measure how fast and how "
+                  "safely Kafka moves data.", epilog=EPILOG,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    from kafkalab import __version__
+
+    p.add_argument("--version", action="version", version=f"kafkalab {__version__}")
+    sub = subcommands(p, "command", "COMMAND")
+    for group in COMMAND_GROUPS:
+        group.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kafkalab`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        return code
+    except LabError as exc:
+        err(f"kafkalab: error: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err("kafkalab: interrupted; what was measured is kept (run marked incomplete)")
+        return 130
+
+
+__all__ = ["COMMAND_GROUPS", "EPILOG", "build_parser", "main"]

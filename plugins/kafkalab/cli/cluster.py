@@ -1,0 +1,139 @@
+"""``kafkalab cluster up|status|down``: the embedded cluster (:mod:`kafkalab.cluster.embedded`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kafkalab.cli.options import SubParsers, add_down_action, add_group, add_json_option
+from kafkalab.cli.output import err, say, say_json, say_stopped
+
+
+def _flavor_names() -> tuple[str, ...]:
+    """``cluster up --flavor``'s choices, default first (the flavor registry's)."""
+    from kafkalab.cluster.flavors import embedded_flavor_names
+
+    return embedded_flavor_names()
+
+
+def _flavor_help() -> str:
+    """Each flavor ``cluster up`` starts, with its label (the default first)."""
+    from kafkalab.cluster.flavors import embedded_flavor
+
+    names = _flavor_names()
+    return "; ".join(f"{n}: {embedded_flavor(n).label}" + (" (default)" if n == names[0] else "")
+                     for n in names)
+
+
+def _port_defaults(attribute: str) -> str:
+    """Each embedded flavor's default of a port, as ``<flavor> <port>; ...``."""
+    from kafkalab.cluster.flavors import embedded_flavor
+
+    parts = []
+    for n in _flavor_names():
+        f = embedded_flavor(n)
+        port = getattr(f, attribute)
+        if port is not None:
+            what = f" ({f.control_port_name})" if attribute == "default_control_port" else ""
+            parts.append(f"{n} {port}{what}")
+    return "; ".join(parts)
+
+
+def add_parser(sub: SubParsers[Any]) -> None:
+    """Add ``cluster`` and its actions."""
+    csub = add_group(sub, "cluster", cmd_cluster, "cluster_command",
+                     help="start, inspect or stop the embedded cluster",
+                     description="The embedded cluster, of one of the flavors the lab starts: "
+                     + _flavor_help() + ". Everything binds 127.0.0.1; state, data and logs "
+                     "live under .lab/cluster/.")
+    up = csub.add_parser("up", help="start the cluster (no-op when the same one is up)",
+                         description="Start the flavor's processes (its coordination service, then the "
+                         "brokers), wait until every broker "
+                         "answers metadata, and write the cluster descriptor .lab/cluster.yaml "
+                         "that every other command uses.")
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="number of brokers (default 1)")
+    up.add_argument("--flavor", choices=_flavor_names(), default=_flavor_names()[0],
+                    help=_flavor_help())
+    up.add_argument("--base-port", type=int, default=None,
+                    help="first broker port (default " + _port_defaults("default_base_port") + ")")
+    up.add_argument("--control-port", "--zk-port", dest="control_port", type=int, default=None,
+                    help="port of its coordination service (default "
+                    + _port_defaults("default_control_port") + ")")
+    add_json_option(up, "print the cluster's public descriptor as one JSON document")
+    cst = csub.add_parser("status", help="show processes, ports, log files",
+                          description="Show whether the embedded cluster is up, its processes "
+                          "and where its logs are: a table, or --json. Exit 0 only when up.")
+    add_json_option(cst, "print the status as one JSON document")
+    add_down_action(csub, "Stop the brokers (controlled shutdown), then its coordination "
+                    "service (ZooKeeper), by PID.", wipe_help="also delete the cluster's data")
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    """``cluster up`` (exit 0), ``cluster status`` (exit 0 only when up), ``cluster down``."""
+    from kafkalab.cluster.embedded import cluster_down, cluster_status, cluster_up
+
+    if args.cluster_command == "up":
+        d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
+                       control_port=args.control_port, progress=err)
+        from kafkalab.cluster.descriptor import EMULATOR_LABEL
+        from kafkalab.paths import default_descriptor_path
+
+        if args.json:
+            from kafkalab.cluster.descriptor import public_view
+            from kafkalab.values import jsonable
+
+            say_json({"status": "up", "emulator": d.is_emulator,
+                      "descriptor_path": str(default_descriptor_path()),
+                      "cluster": jsonable(public_view(d))})
+            return 0
+        label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
+        say(f"cluster up: {d.flavor} {d.version}{label}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
+        if d.zookeeper:
+            say(f"zookeeper: {d.zookeeper}")
+        say(f"descriptor: {default_descriptor_path()}")
+        return 0
+    if args.cluster_command == "status":
+        st = cluster_status()
+        if args.json:
+            say_json(st)
+        else:
+            say(format_cluster_status(st))
+        return 0 if st.get("status") == "up" else 1
+    stopped = cluster_down(wipe_data=args.wipe, progress=err)
+    say_stopped(stopped, "cluster down", args.json)
+    return 0
+
+
+def format_cluster_status(st: dict[str, Any]) -> str:
+    """``kafkalab cluster status`` as a table: the overall state, then one row per process
+    (role, id, pid, alive, listening, address, log)."""
+    from kafkalab.cluster.descriptor import EMULATOR_LABEL
+
+    procs = st.get("processes") or []
+    if not procs:
+        return (f"cluster: {st.get('status')} (no processes recorded in {st.get('lab_dir')}; "
+                "start it with: kafkalab cluster up)")
+    from kafkalab.cluster.flavors import FLAVORS
+
+    flavor = st.get("flavor") or "?"
+    known = FLAVORS.get(flavor)
+    label = f" ({EMULATOR_LABEL})" if known is not None and known.emulator else ""
+    lines = [f"cluster: {st.get('status')}  {flavor}{label}, {st.get('brokers')} broker(s), "
+             f"started {st.get('started_at') or '?'}"
+             + ("  (stale state: processes gone; `kafkalab cluster up` cleans it)"
+                if st.get("stale") else "")]
+    head = ("role", "id", "pid", "alive", "listening", "address", "log")
+    rows = [(str(p.get("role")), "" if p.get("id") is None else str(p.get("id")),
+             str(p.get("pid")), "yes" if p.get("alive") else "NO",
+             "yes" if p.get("listening") else "NO", str(p.get("address")), str(p.get("log") or ""))
+            for p in procs]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        lines.append("  " + "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
+    if st.get("descriptor_path"):
+        lines.append(f"descriptor: {st['descriptor_path']}")
+    lines.append(f"state: {st.get('state_path')}")
+    return "\n".join(lines)
+
+
+__all__ = ["add_parser", "cmd_cluster", "format_cluster_status"]
