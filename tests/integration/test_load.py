@@ -193,22 +193,35 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
     assert s["saturated"]  # publish delay p99 above one send interval
 
 
-def test_one_consumer_at_a_low_rate_agrees_with_the_closed_loop(desc: Path, tmp_path: Path) -> None:
+def _closed_loop_cell(desc: Path, data: Path) -> dict[str, Any]:
+    """The closed loop's confluent-kafka cell (``kafkalab run``, 200 messages of 1 KB)."""
     closed = subprocess.run([*KAFKALAB, "run", "--scenario", "confluent-kafka", "--payload", "1kb",
                              "--profile", "latency", "--messages", "200", "--warmup", "10",
                              "--encoding", "raw", "--consumer-mode", "assign", "--json",
-                             "--cluster", str(desc), "--data-dir", str(tmp_path / "closed")],
+                             "--cluster", str(desc), "--data-dir", str(data)],
                             capture_output=True, text=True, timeout=300, cwd=tempfile.gettempdir())
     assert closed.returncode == 0, closed.stderr
     (cl,) = [c for c in json.loads(closed.stdout)["cells"] if c["scenario"] == "confluent-kafka"]
+    return dict(cl)
+
+
+def test_one_consumer_at_a_low_rate_agrees_with_the_closed_loop(desc: Path, tmp_path: Path) -> None:
+    """The open loop at a low rate measures what the closed loop does. The closed loop runs
+    before and after the open-loop cell, so a change in the machine's load between the two
+    loops (another process, a GC) widens the range rather than failing the comparison: the
+    open loop's p50 must lie within the closed loop's p50s, each widened by its own
+    p50-to-p90 spread."""
+    before = _closed_loop_cell(desc, tmp_path / "closed-before")
     # "Low" relative to the closed loop's own pace (~2,000 msg/s here), not idle: at 50 msg/s
     # every record wakes an idle consumer and the p50 is ~0.5 ms higher on this machine
     # (docs/load.md, "Open loop vs closed loop").
     s = _one_cell(tmp_path / "open", desc, LoadCellSpec(consumers=1, rate_msgs_per_s=500,
                                                         duration_s=4, warmup_s=1, profile="latency"),
                   "low-rate")
-    spread = cl["p90_ms"] - cl["p50_ms"] + 0.2
-    assert abs(s["e2e_p50_ms"] - cl["p50_ms"]) <= spread, (s["e2e_p50_ms"], cl)
+    after = _closed_loop_cell(desc, tmp_path / "closed-after")
+    low = min(c["p50_ms"] - (c["p90_ms"] - c["p50_ms"] + 0.2) for c in (before, after))
+    high = max(c["p50_ms"] + (c["p90_ms"] - c["p50_ms"] + 0.2) for c in (before, after))
+    assert low <= s["e2e_p50_ms"] <= high, (s["e2e_p50_ms"], before, after)
 
 
 def test_pause_grows_lag_at_the_produce_rate_then_it_drains(desc: Path, tmp_path: Path) -> None:
@@ -271,7 +284,10 @@ def test_maxrate_finds_a_rate_repeats_it_and_fails_above_it(desc: Path, tmp_path
     result = find_max_rate(req)
     assert result["steps"][0]["rate_msgs_per_s"] == 200
     assert result["max_rate_msgs_per_s"] is not None
-    assert [s["rate_msgs_per_s"] for s in result["steps"][:2]] == [200, 400]  # doubling first
+    # doubling while the steps pass, halving from the first that fails: the search's rule,
+    # whichever step this machine's speed (or its load) lets pass
+    first, second = result["steps"][:2]
+    assert second["rate_msgs_per_s"] == (400 if first["passed"] else 100)
     assert result["repeats"] and result["repeats"][-1]["passed"]
     assert result["repeats_agree"] is True
     assert result["max_rate_msgs_per_s"] >= result["repeats"][-1]["rate_msgs_per_s"]  # or climbed
