@@ -170,7 +170,7 @@ class CellCluster(_CellPart):
     """The cluster a cell measured (``cell.json`` ``cluster``)."""
 
     flavor: str
-    """``kafka09``, ``noida`` or ``external`` (the descriptor's)."""
+    """The descriptor's flavor (a name in :data:`kafkalab.cluster.flavors.FLAVORS`)."""
     version: str
     """The broker version the descriptor names."""
     is_emulator: bool
