@@ -11,10 +11,13 @@ is found beside it. A job imports it as::
     else:            # run as a script: beside it, or shipped with --py-files
         import _session as shared
 
-Needs only PySpark and the lab's one atomic writer, :func:`kafkalab.store.atomic_write`. That
-module imports nothing but the standard library, so a Spark node without the ``kafkalab``
-package gets it as a lone file: ``spark_py_files()`` ships ``plugins/kafkalab/store.py`` with
-``_session.py``, importable there as ``store``.
+Needs only PySpark and two modules of the lab's package that import nothing but the standard
+library: :mod:`kafkalab.stats` (the one definition of a percentile, its minimum sample
+counts and confidence intervals; the jobs use it as :data:`stats`) and the one atomic writer,
+:func:`kafkalab.store.atomic_write`. A Spark node without the ``kafkalab`` package gets them
+as lone files: ``spark_py_files()`` ships ``plugins/kafkalab/stats.py`` and
+``plugins/kafkalab/store.py`` with ``_session.py``, importable there as ``stats`` and
+``store``.
 """
 
 from __future__ import annotations
@@ -22,25 +25,23 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
-import math
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-try:  # the lab's one atomic writer, from the installed package ...
+try:  # the lab's statistics and atomic writer, from the installed package ...
+    from kafkalab import stats
     from kafkalab.store import atomic_write as _atomic_write
-except ImportError:  # ... or, on a Spark node without it, the file shipped with --py-files
+except ImportError:  # ... or, on a Spark node without it, the files shipped with --py-files
+    import stats  # type: ignore[no-redef]
     from store import atomic_write as _atomic_write  # type: ignore[no-redef]
 
 __all__ = [
     "CELL_KEYS",
-    "CI_CONFIDENCE",
-    "CI_PERCENTILES",
     "LOOPBACK_HOST",
     "METRIC_PERCENTILES",
-    "MIN_SAMPLES",
     "SAMPLES_RUN_GLOB",
     "InputError",
     "build_session",
@@ -48,9 +49,9 @@ __all__ = [
     "local_builder",
     "local_path_missing",
     "percentile_columns",
-    "quantile_ci_ranks",
     "read_parquet",
     "run_sample_paths",
+    "stats",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -62,27 +63,15 @@ CELL_KEYS: tuple[str, ...] = ("run_id", "scenario", "client", "payload", "profil
 """The columns that name a cell: one aggregate row per combination."""
 
 METRIC_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
-    "e2e_latency_ms": {"p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100),
-                       "p999": (999, 1000)},
+    "e2e_latency_ms": dict(stats.PERCENTILE_FRACTIONS),
     "publish_latency_ms": {"p50": (1, 2), "p95": (19, 20), "p99": (99, 100)},
     "round_trip_ms": {"p50": (1, 2), "p99": (99, 100)},
 }
 """The percentiles the aggregation computes per latency column, as exact fractions
 ``(numerator, denominator)``: nearest rank = ``ceil(n * num / den)``. Output columns are
 ``<column>_<name>`` in this order (``docs/aggregates-schema.md``); the validation checks them
-in the same order. The e2e fractions are those of ``kafkalab.stats.PERCENTILES``: keep the two
-in step."""
-
-MIN_SAMPLES: dict[str, int] = {"p50": 1, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
-"""The fewest values a percentile needs (``kafkalab.stats.MIN_SAMPLES``): below it the
-percentile is null, reason ``n<100`` (etc.). Applies to every metric of
-:data:`METRIC_PERCENTILES`."""
-
-CI_PERCENTILES: tuple[str, ...] = ("p50", "p99")
-"""The e2e percentiles that get a confidence interval (``kafkalab.stats.CI_PERCENTILES``)."""
-
-CI_CONFIDENCE = 0.95
-"""Coverage of those intervals (``kafkalab.stats.CI_CONFIDENCE``)."""
+in the same order. The e2e ones are :data:`kafkalab.stats.PERCENTILE_FRACTIONS`; every one
+needs its :data:`kafkalab.stats.MIN_SAMPLES`."""
 
 
 class InputError(Exception):
@@ -92,59 +81,6 @@ class InputError(Exception):
 def percentile_columns(metric: str) -> tuple[str, ...]:
     """``<metric>_p50``, ... : the percentile columns of ``metric`` in ascending order."""
     return tuple(f"{metric}_{name}" for name in METRIC_PERCENTILES[metric])
-
-
-# --------------------------------------------------------------------------- statistics
-# A copy of kafkalab.stats.quantile_ci_ranks (the Spark nodes run without the kafkalab
-# package); tests/unit/test_lists_in_step.py checks that both give the same ranks.
-
-
-def _log_binom_pmf(k: int, n: int, q: float) -> float:
-    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * math.log(q) + (n - k) * math.log1p(-q))
-
-
-def quantile_ci_ranks(n: int, q: float, confidence: float = CI_CONFIDENCE
-                      ) -> tuple[int | None, int | None]:
-    """1-based ranks ``(lo, hi)`` of a distribution-free ``confidence`` interval for the
-    ``q`` quantile of ``n`` values: ``P(x_(lo) <= ξ_q < x_(hi)) >= confidence``.
-
-    With F the Binomial(n, q) CDF and α = 1 − confidence: ``lo = max{l >= 1 : F(l−1) <= α/2}``
-    and ``hi = min{u <= n : F(u−1) >= 1 − α/2}``; either is None when no rank qualifies (too
-    few values for that side). The binomial mass is summed over a window of ±(10 sd + 10)
-    around ``n·q`` (the rest is below 1e-20), so the cost grows with sd, not with n. The
-    original is ``kafkalab.stats.quantile_ci_ranks``; ``tests/unit/test_lists_in_step.py``
-    keeps the two identical.
-    """
-    if n <= 0 or not 0 < q < 1:
-        return None, None
-    alpha = 1.0 - confidence
-    sd = math.sqrt(n * q * (1 - q))
-    centre = int(n * q)
-    lo_k = max(0, centre - int(10 * sd) - 10)
-    hi_k = min(n, centre + int(10 * sd) + 10)
-    cdf: dict[int, float] = {}
-    total = 0.0
-    for k in range(lo_k, hi_k + 1):
-        total += math.exp(_log_binom_pmf(k, n, q))
-        cdf[k] = total
-
-    def F(k: int) -> float:
-        if k < lo_k:
-            return 0.0
-        return cdf[min(k, hi_k)]
-
-    lo = None
-    for rank in range(min(n, hi_k + 1), 0, -1):
-        if F(rank - 1) <= alpha / 2:
-            lo = rank
-            break
-    hi = None
-    for rank in range(max(1, lo_k), n + 1):
-        if F(rank - 1) >= 1 - alpha / 2:
-            hi = rank
-            break
-    return lo, hi
 
 
 # --------------------------------------------------------------------------- sessions

@@ -126,7 +126,7 @@ def _metric_columns() -> dict[str, str]:
         for p in LOAD_PERCENTILES:
             cols[f"{metric}_{p}_ms_reason"] = "string"
         if metric == "e2e":
-            for p in shared.CI_PERCENTILES:
+            for p in shared.stats.CI_PERCENTILES:
                 cols[f"e2e_{p}_ms_ci_low"] = "double"
                 cols[f"e2e_{p}_ms_ci_high"] = "double"
     return cols
@@ -327,11 +327,6 @@ def _sorted_list(cond: Column, value: Column) -> Column:
     return F.sort_array(F.collect_list(F.when(cond, value)))
 
 
-def _rank(n: int, num: int, den: int) -> int:
-    """``ceil(n · num / den)`` in integers (at least 1): ``kafkalab.stats.fraction_rank``."""
-    return max(1, (n * num + den - 1) // den)
-
-
 def _pick(values: Column, rank: int | None) -> Column:
     """The value at 1-based ``rank`` of an ascending list of received values whose population
     continues with censored (+inf) values: null when the rank is undefined or censored."""
@@ -347,21 +342,21 @@ def _percentiles(values: Column, n: int, prefix: str, reasons: bool = True,
     rest censored), as ``kafkalab.stats.summarize`` computes them."""
     out: list[tuple[str, Column]] = []
     for name, (num, den) in LOAD_PERCENTILES.items():
-        defined = n >= shared.MIN_SAMPLES[name] and n > 0
-        rank = _rank(n, num, den) if defined else None
+        defined = n >= shared.stats.MIN_SAMPLES[name] and n > 0
+        rank = shared.stats.fraction_rank(n, num, den) if defined else None
         out.append((f"{prefix}_{name}_ms", _pick(values, rank)))
         if reasons:
             if rank is None:
-                reason: Column = F.lit(f"n<{shared.MIN_SAMPLES[name]}")
+                reason: Column = F.lit(f"n<{shared.stats.MIN_SAMPLES[name]}")
             else:
                 reason = F.when(F.size(values) < rank, F.lit("censored"))
             out.append((f"{prefix}_{name}_ms_reason", reason.cast("string")))
     out.append((f"{prefix}_max_ms", F.try_element_at(values, F.lit(-1)).cast("double") if n > 0
                 else F.lit(None).cast("double")))
     if ci:
-        for name in shared.CI_PERCENTILES:
+        for name in shared.stats.CI_PERCENTILES:
             num, den = LOAD_PERCENTILES[name]
-            lo, hi = shared.quantile_ci_ranks(n, num / den, shared.CI_CONFIDENCE)
+            lo, hi = shared.stats.quantile_ci_ranks(n, num / den, shared.stats.CI_CONFIDENCE)
             out.append((f"{prefix}_{name}_ms_ci_low", _pick(values, lo)))
             out.append((f"{prefix}_{name}_ms_ci_high", _pick(values, hi)))
     return out
@@ -692,7 +687,7 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         window_s=(float(spec["duration_s"]) - float(spec["warmup_s"])
                   if spec.get("duration_s") is not None and spec.get("warmup_s") is not None
                   else None),
-        ci_confidence=shared.CI_CONFIDENCE, percentile_method=PERCENTILE_METHOD,
+        ci_confidence=shared.stats.CI_CONFIDENCE, percentile_method=PERCENTILE_METHOD,
     )
     for key in ("intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs",
                 "unsent_msgs", "sent_msgs", "expected_msgs", "warmup_msgs"):

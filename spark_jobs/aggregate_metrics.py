@@ -91,8 +91,8 @@ STATUSES_CENSORED = ("lost", "error")
 
 _COUNTS = ("sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
            "error_count", "warmup_excluded_count")
-_CI_COLUMNS = tuple(f"e2e_latency_ms_{name}_ci_{side}" for name in shared.CI_PERCENTILES
-                    for side in ("low", "high"))
+_CI_COLUMNS = tuple(f"e2e_latency_ms_{name}_ci_{side}"
+                    for name in shared.stats.CI_PERCENTILES for side in ("low", "high"))
 _STRING_COLUMNS = frozenset({
     *CELL_KEYS, "run_date", "workload", "payload_encoding", "cluster_flavor",
     "broker_version", "loop_mode", "client_settings", "e2e_latency_ms_percentiles_note",
@@ -313,7 +313,7 @@ def tool_messages(client_settings: str | None, planned_messages: int | None) -> 
 
 def _tool_minimums(cell: dict[str, Any]) -> dict[str, Any]:
     """``tool_messages``, the tool's p99/p99.9 nulled below their minimum sample count
-    (:data:`_session.MIN_SAMPLES`: p99 100, p99.9 1,000, as every lab percentile) and
+    (:data:`kafkalab.stats.MIN_SAMPLES`: p99 100, p99.9 1,000, as every lab percentile) and
     ``tool_percentiles_note`` saying so (``p99: n<100; p999: n<1000``). A cell without tool
     figures gets nulls; an unknown count leaves the figures as printed."""
     if all(cell[c] is None for c in ("tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms")):
@@ -322,7 +322,7 @@ def _tool_minimums(cell: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"tool_messages": n}
     reasons = []
     for name, col in _TOOL_PERCENTILES:
-        need = shared.MIN_SAMPLES[name]
+        need = shared.stats.MIN_SAMPLES[name]
         if n is not None and n < need:
             out[col] = None
             reasons.append(f"{name}: n<{need}")
@@ -479,11 +479,6 @@ def _values_in_buckets(samples: DataFrame, targets: Sequence[tuple[_Key, str, in
                                    F.element_at("_vs", F.col("_r")).alias("_v")).collect()}
 
 
-def _rank(n: int, num: int, den: int) -> int:
-    """``ceil(n · num / den)`` in integers (at least 1): ``kafkalab.stats.fraction_rank``."""
-    return max(1, (n * num + den - 1) // den)
-
-
 def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     """Per population, the rank each statistic of ``cell`` needs (None: undefined for want
     of samples). Keys: percentile names (``p99``), for ``e2e_latency_ms`` also CI bounds
@@ -492,18 +487,19 @@ def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     for metric, percentiles in shared.METRIC_PERCENTILES.items():
         n = int(cell[f"_n_{metric}"])
         ranks: dict[str, int | None] = {
-            name: _rank(n, num, den) if n >= shared.MIN_SAMPLES[name] else None
+            name: (shared.stats.fraction_rank(n, num, den)
+                   if n >= shared.stats.MIN_SAMPLES[name] else None)
             for name, (num, den) in percentiles.items()
         }
         if metric == "e2e_latency_ms":
-            for name in shared.CI_PERCENTILES:
+            for name in shared.stats.CI_PERCENTILES:
                 num, den = percentiles[name]
-                ranks[f"{name}_ci_low"], ranks[f"{name}_ci_high"] = shared.quantile_ci_ranks(
-                    n, num / den, shared.CI_CONFIDENCE)
+                ranks[f"{name}_ci_low"], ranks[f"{name}_ci_high"] = shared.stats.quantile_ci_ranks(
+                    n, num / den, shared.stats.CI_CONFIDENCE)
         wanted[metric] = ranks
     for population in _FIRST_MESSAGE_MEDIANS:
         n = int(cell[f"_n_{population}"])
-        wanted[population] = {"median": _rank(n, 1, 2) if n > 0 else None}
+        wanted[population] = {"median": shared.stats.fraction_rank(n, 1, 2) if n > 0 else None}
     return wanted
 
 
@@ -527,7 +523,7 @@ def _percentile_columns(cell: dict[str, Any], wanted: dict[str, dict[str, int | 
             if metric != "e2e_latency_ms" or name not in shared.METRIC_PERCENTILES[metric]:
                 continue
             if rank is None:
-                reasons.append(f"{name}: n<{shared.MIN_SAMPLES[name]}")
+                reasons.append(f"{name}: n<{shared.stats.MIN_SAMPLES[name]}")
             elif value is None:
                 reasons.append(f"{name}: censored")
     if int(cell["_n_e2e_latency_ms"]) == 0:
@@ -583,7 +579,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     for cell in cells:
         row = {**cell, **_percentile_columns(cell, wanted[tuple(cell[k] for k in CELL_KEYS)],
                                              values)}
-        row["ci_confidence"] = shared.CI_CONFIDENCE
+        row["ci_confidence"] = shared.stats.CI_CONFIDENCE
         row["percentile_method"] = PERCENTILE_METHOD
         rows.append(tuple(_typed(row[c], AGGREGATE_SCHEMA[c]) for c in AGGREGATE_COLUMNS))
     schema = ", ".join(f"{c} {t}" for c, t in AGGREGATE_SCHEMA.items())

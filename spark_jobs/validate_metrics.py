@@ -147,7 +147,7 @@ _E2E_ORDER = (*shared.percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max"
 _PUBLISH_ORDER = (*shared.percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
 _CI_ORDERS = tuple(
     (f"e2e_latency_ms_{p}_ci_low", f"e2e_latency_ms_{p}", f"e2e_latency_ms_{p}_ci_high")
-    for p in shared.CI_PERCENTILES
+    for p in shared.stats.CI_PERCENTILES
 )
 #: The aggregate count and the raw recount each must equal (:func:`cell_facts`).
 _RECOUNTS: dict[str, str] = {

@@ -264,8 +264,8 @@ def test_tool_percentiles_need_their_minimum_sample_count(spark: Any) -> None:
     assert (few["tool_p50_ms"], few["tool_avg_ms"]) == (2.0, 2.5)  # no minimum above 1
     assert few["tool_p99_ms"] is None and few["tool_p999_ms"] is None
     assert few["tool_messages"] == 20
-    assert few["tool_percentiles_note"] == (f"p99: n<{shared.MIN_SAMPLES['p99']}; "
-                                            f"p999: n<{shared.MIN_SAMPLES['p999']}")
+    assert few["tool_percentiles_note"] == (f"p99: n<{shared.stats.MIN_SAMPLES['p99']}; "
+                                            f"p999: n<{shared.stats.MIN_SAMPLES['p999']}")
     mid = got["500msgs"]
     assert (mid["tool_p99_ms"], mid["tool_p999_ms"], mid["tool_messages"]) == (7.0, None, 500)
     assert mid["tool_percentiles_note"] == "p999: n<1000"
@@ -509,7 +509,7 @@ def test_order_statistics_are_exact_in_crowded_buckets_ties_zeros_and_negatives(
     n = len(e2e) + 5
     for name, (num, den) in shared.METRIC_PERCENTILES["e2e_latency_ms"].items():
         assert r[f"e2e_latency_ms_{name}"] == _nearest_rank(e2e, -(-n * num // den)), name
-    for name in shared.CI_PERCENTILES:
+    for name in shared.stats.CI_PERCENTILES:
         num, den = shared.METRIC_PERCENTILES["e2e_latency_ms"][name]
         lo, hi = quantile_ci_ranks(n, num / den)
         assert r[f"e2e_latency_ms_{name}_ci_low"] == _nearest_rank(e2e, lo)
