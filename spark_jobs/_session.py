@@ -26,10 +26,11 @@ import contextlib
 import glob
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 try:  # the lab's statistics and atomic writer, from the installed package ...
     from kafkalab import stats
@@ -45,6 +46,8 @@ __all__ = [
     "SAMPLES_RUN_GLOB",
     "InputError",
     "build_session",
+    "count_if",
+    "driver_frame",
     "job_session",
     "local_builder",
     "local_path_missing",
@@ -52,6 +55,7 @@ __all__ = [
     "read_parquet",
     "run_sample_paths",
     "stats",
+    "typed",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -199,6 +203,43 @@ def read_parquet(spark: SparkSession, path: str | Sequence[str], what: str,
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         where = base_path if len(paths) > 1 and base_path else paths[0]
         raise InputError(f"cannot read {what} at {where}: {first_line}") from None
+
+
+# --------------------------------------------------------------------------- columns and rows
+
+
+def count_if(cond: Column) -> Column:
+    """An aggregate: the number of the group's rows where ``cond`` holds (0 when none; a row
+    where it is null does not count), as a long."""
+    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
+
+
+def typed(value: Any, type_: str) -> Any:
+    """``value`` as its Spark column takes it (None stays None).
+
+    The rows a job builds on the driver carry what their JSON documents held, and JSON has one
+    kind of number: a number goes to its column's numeric type (``float`` for ``double``,
+    ``int`` for ``bigint`` / ``int``), which ``createDataFrame`` needs (it refuses an int in a
+    double column). Any other value is left as it is: a string column takes any value as
+    Spark's own text of it (a JSON ``true`` reads ``"true"``, not Python's ``"True"``), and a
+    boolean column refuses anything but a bool rather than guess (``bool("false")`` is
+    true)."""
+    if value is None:
+        return None
+    if type_ == "double":
+        return float(value)
+    if type_ in ("bigint", "int"):
+        return int(value)
+    return value
+
+
+def driver_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]],
+                 schema: Mapping[str, str]) -> DataFrame:
+    """A DataFrame of ``rows`` built on the driver (dicts by column name; a key a row lacks is
+    null) with ``schema`` (column -> Spark DDL type, in order), every value :func:`typed`."""
+    ddl = ", ".join(f"{c} {t}" for c, t in schema.items())
+    return spark.createDataFrame(
+        [tuple(typed(r.get(c), t) for c, t in schema.items()) for r in rows], ddl)
 
 
 # --------------------------------------------------------------------------- output

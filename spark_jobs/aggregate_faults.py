@@ -301,27 +301,25 @@ def extract(spark: SparkSession, faults_path: str, run_id: str) -> FaultRun:
 # --------------------------------------------------------------------------- transform
 
 
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
-
-
 def verdict_counts(verdicts: DataFrame) -> DataFrame:
     """The :data:`COUNT_COLUMNS` per ``trial_id`` (``docs/aggregates-schema.md``)."""
     lost = F.col("verdict") == "acked_lost"
     read = F.coalesce(F.col("read_count"), F.lit(0))
     return verdicts.groupBy("trial_id").agg(
         F.count(F.lit(1)).alias("intended_msgs"),
-        *[_count_if(F.col("outcome") == o).alias(f"{o}_msgs")
+        *[shared.count_if(F.col("outcome") == o).alias(f"{o}_msgs")
           for o in ("acked", "failed", "indeterminate", "unsent")],
-        _count_if(read > 0).alias("read_back_msgs"),
-        _count_if(F.col("verdict") == "ok").alias("ok_msgs"),
-        _count_if(lost).alias("acked_lost"),
-        _count_if(lost & (F.length("in_broker_logs") > 0)).alias("acked_lost_in_broker_logs"),
-        _count_if(lost & (F.col("in_broker_logs") == "")).alias("acked_lost_absent_from_logs"),
-        *[_count_if(F.col("verdict") == v).alias(v)
+        shared.count_if(read > 0).alias("read_back_msgs"),
+        shared.count_if(F.col("verdict") == "ok").alias("ok_msgs"),
+        shared.count_if(lost).alias("acked_lost"),
+        shared.count_if(lost & (F.length("in_broker_logs") > 0))
+        .alias("acked_lost_in_broker_logs"),
+        shared.count_if(lost & (F.col("in_broker_logs") == ""))
+        .alias("acked_lost_absent_from_logs"),
+        *[shared.count_if(F.col("verdict") == v).alias(v)
           for v in ("failed_but_present", "indeterminate_present", "unseen")],
         F.sum(F.when(read > 0, read - 1).otherwise(0)).cast("long").alias("duplicates"),
-        _count_if(F.col("reordered")).alias("reordered"),
+        shared.count_if(F.col("reordered")).alias("reordered"),
     )
 
 
@@ -337,8 +335,8 @@ def consumer_counts(processed: DataFrame, deliveries: DataFrame) -> DataFrame:
     recs = recs.withColumn("redelivered",
                            F.col("processed_records") - F.col("processed_unique"))
     msgs = deliveries.groupBy("trial_id").agg(
-        _count_if(F.col("delivery") == "lost").alias("lost_unprocessed"),
-        _count_if(F.col("delivery") == "processed_not_in_topic")
+        shared.count_if(F.col("delivery") == "lost").alias("lost_unprocessed"),
+        shared.count_if(F.col("delivery") == "processed_not_in_topic")
         .alias("processed_not_in_topic"))
     return recs.join(msgs, "trial_id", "full")
 
@@ -466,8 +464,8 @@ def _cells(trials: DataFrame) -> DataFrame:
         F.bool_or(F.coalesce(F.col("broker_is_emulator"), F.lit(False)))
         .alias("broker_is_emulator"),
         F.count(F.lit(1)).cast("int").alias("trials"),
-        _count_if(complete).cast("int").alias("trials_complete"),
-        _count_if(complete & (F.col("acked_lost") > 0)).cast("int").alias("trials_with_loss"),
+        shared.count_if(complete).cast("int").alias("trials_complete"),
+        shared.count_if(complete & (F.col("acked_lost") > 0)).cast("int").alias("trials_with_loss"),
     ]
     for col, stats in CELL_FIGURES.items():
         value = F.when(complete, F.col(col))
@@ -508,7 +506,7 @@ def _timeline(data: FaultRun, spark: SparkSession) -> DataFrame:
               .withColumn("_bin", F.floor((F.col("_ts") - F.col("_t0"))
                                           / F.lit(int(BIN_S * 1e9))).cast("long")))
     per_bin = binned.groupBy("trial_id", "_bin").agg(
-        *[_count_if(F.col("_kind") == k).alias(f"_{k}") for k in ("acks", "rx", "sent")])
+        *[shared.count_if(F.col("_kind") == k).alias(f"_{k}") for k in ("acks", "rx", "sent")])
     grid = (per_bin.groupBy("trial_id").agg(F.max("_bin").alias("_last"))
             .select("trial_id", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_last")))
                     .alias("_bin")))
@@ -545,9 +543,7 @@ def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame, DataFram
                     for r in consumer_counts(data.processed, data.deliveries).collect()}
     rows = [_trial_row(data.run_id, tid, doc, counts.get(tid), group_counts.get(tid))
             for tid, doc in sorted(data.trials.items())]
-    schema = ", ".join(f"{c} {t}" for c, t in TRIAL_SCHEMA.items())
-    trials = spark.createDataFrame(
-        [tuple(al._typed(r.get(c), t) for c, t in TRIAL_SCHEMA.items()) for r in rows], schema)
+    trials = shared.driver_frame(spark, rows, TRIAL_SCHEMA)
     return trials, _cells(trials), _timeline(data, spark), _group_lag(data, spark)
 
 

@@ -318,10 +318,6 @@ def _meta(cell_id: str, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
-
-
 def _sorted_list(cond: Column, value: Column) -> Column:
     """The ascending list of ``value`` over the rows where ``cond`` holds (nulls left out)."""
     return F.sort_array(F.collect_list(F.when(cond, value)))
@@ -403,16 +399,16 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
     acked = window & (F.col("outcome") == "acked")
     expected = F.when(F.col("_acks") == "0", sent).otherwise(acked)
     send_figures = sends.groupBy("cell_id").agg(
-        _count_if(window).alias("intended_msgs"),
-        _count_if(acked).alias("acked_msgs"),
-        _count_if(window & (F.col("outcome") == "failed")).alias("failed_msgs"),
-        _count_if(window & (F.col("outcome") == "indeterminate")).alias("indeterminate_msgs"),
-        _count_if(window & (F.col("outcome") == "unsent")).alias("unsent_msgs"),
-        _count_if(sent).alias("sent_msgs"),
-        _count_if(expected).alias("expected_msgs"),
-        _count_if(~window).alias("warmup_msgs"),
-        _count_if(sent & F.col("publish_delay_ms").isNotNull()).alias("_n_publish"),
-        _count_if(acked & F.col("ack_latency_ms").isNotNull()).alias("_n_ack"),
+        shared.count_if(window).alias("intended_msgs"),
+        shared.count_if(acked).alias("acked_msgs"),
+        shared.count_if(window & (F.col("outcome") == "failed")).alias("failed_msgs"),
+        shared.count_if(window & (F.col("outcome") == "indeterminate")).alias("indeterminate_msgs"),
+        shared.count_if(window & (F.col("outcome") == "unsent")).alias("unsent_msgs"),
+        shared.count_if(sent).alias("sent_msgs"),
+        shared.count_if(expected).alias("expected_msgs"),
+        shared.count_if(~window).alias("warmup_msgs"),
+        shared.count_if(sent & F.col("publish_delay_ms").isNotNull()).alias("_n_publish"),
+        shared.count_if(acked & F.col("ack_latency_ms").isNotNull()).alias("_n_ack"),
         F.min(F.when(window, F.col("intended_ts_ns"))).alias("_first_intended_ns"),
         F.max(F.when(sent, F.col("send_ts_ns"))).alias("_last_send_ns"),
         _sorted_list(sent, F.col("publish_delay_ms")).alias("_publish"),
@@ -446,11 +442,11 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
     first_e = F.col("_first") & F.col("_in_e")
     per_consumer = receipts.groupBy("cell_id", "consumer").agg(
         F.max("shard").alias("_rx_shard"),
-        _count_if(first_e).alias("unique_msgs"),
-        _count_if(F.col("duplicate")).alias("duplicates"),
-        _count_if(first_e & F.col("_after_stop")).alias("late_msgs"),
-        _count_if(F.col("_first") & ~F.col("_in_e")).alias("unexpected_msgs"),
-        _count_if(F.col("_first") & (F.col("receive_ts_ns") <= F.col("_stop_ns")))
+        shared.count_if(first_e).alias("unique_msgs"),
+        shared.count_if(F.col("duplicate")).alias("duplicates"),
+        shared.count_if(first_e & F.col("_after_stop")).alias("late_msgs"),
+        shared.count_if(F.col("_first") & ~F.col("_in_e")).alias("unexpected_msgs"),
+        shared.count_if(F.col("_first") & (F.col("receive_ts_ns") <= F.col("_stop_ns")))
         .alias("_rx_before_stop"),
         _sorted_list(first_e, F.col("e2e_latency_ms")).alias("_e2e"),
         _sorted_list(first_e, F.col("service_e2e_latency_ms")).alias("_service"),
@@ -533,7 +529,7 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.max("_peak0").alias("lag_peak_msgs"),
         F.max("_pause_peak").alias("pause_lag_peak_msgs"),
         F.max("_drained_ns").alias("_drained_ns"),
-        _count_if(F.col("_drained_ns").isNull()).alias("_not_drained"),
+        shared.count_if(F.col("_drained_ns").isNull()).alias("_not_drained"),
         F.max("_end_lag").alias("lag_end_msgs"),
         F.greatest(F.max("_backlog_peak"), F.lit(0)).alias("client_backlog_peak_msgs"),
     ).join(lag_joined.where(in_window).groupBy("cell_id").agg(
@@ -611,7 +607,7 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.sum("late_msgs").alias("late_msgs"),
         F.sum("unexpected_msgs").alias("unexpected_msgs"),
         F.sum("duplicates").alias("duplicates"),
-        _count_if(F.col("failing")).alias("failing_clients"),
+        shared.count_if(F.col("failing")).alias("failing_clients"),
         F.sort_array(F.flatten(F.collect_list("_e2e"))).alias("_e2e"),
         F.sort_array(F.flatten(F.collect_list("_service"))).alias("_service"),
     )
@@ -636,9 +632,7 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
     rows = [_cell_row(data.run_id, cid, data.cells[cid], counts[cid],
                       {**figures.get(cid, {}), **lag_cells.get(cid, {})}, cell_names)
             for cid in cell_ids]
-    schema = ", ".join(f"{c} {t}" for c, t in CELL_SCHEMA.items())
-    load_cells = spark.createDataFrame(
-        [tuple(_typed(r.get(c), t) for c, t in CELL_SCHEMA.items()) for r in rows], schema)
+    load_cells = shared.driver_frame(spark, rows, CELL_SCHEMA)
     return load_cells, load_consumers, load_lag
 
 
@@ -726,19 +720,6 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         publish = fig.get("publish_delay_max_ms")
     row["saturated"] = bool(publish is not None and rate and publish > 1000.0 / rate)
     return row
-
-
-def _typed(value: Any, type_: str) -> Any:
-    """``value`` as the Python type of its Spark column."""
-    if value is None:
-        return None
-    if type_ == "double":
-        return float(value)
-    if type_ in ("bigint", "int"):
-        return int(value)
-    if type_ == "boolean":
-        return bool(value)
-    return str(value)
 
 
 # --------------------------------------------------------------------------- load

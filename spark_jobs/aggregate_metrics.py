@@ -149,10 +149,6 @@ REQUIRED_INPUT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
-
-
 # --------------------------------------------------------------------------- populations
 
 _FIRST_MESSAGE_MEDIANS: dict[str, str] = {
@@ -232,14 +228,14 @@ def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> list[dict[str, Any
         return F.max(F.when(is_tool & (F.col("statistic") == stat), e2e))
 
     groups = samples.groupBy(*CELL_KEYS, *CARRIED_COLUMNS).agg(
-        _count_if(sent).alias("sent_count"),
-        _count_if(received).alias("received_count"),
-        _count_if(measured & (status == "lost")).alias("lost_count"),
-        _count_if(measured & (status == "duplicate")).alias("duplicate_count"),
-        _count_if(measured & (status == "late")).alias("late_count"),
-        _count_if(measured & (status == "error")).alias("error_count"),
-        _count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
-        _count_if(is_first & F.col("first_record_delay_ms").isNull())
+        shared.count_if(sent).alias("sent_count"),
+        shared.count_if(received).alias("received_count"),
+        shared.count_if(measured & (status == "lost")).alias("lost_count"),
+        shared.count_if(measured & (status == "duplicate")).alias("duplicate_count"),
+        shared.count_if(measured & (status == "late")).alias("late_count"),
+        shared.count_if(measured & (status == "error")).alias("error_count"),
+        shared.count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
+        shared.count_if(is_first & F.col("first_record_delay_ms").isNull())
         .alias("first_message_lost_count"),
         F.sum(F.when(received, e2e)).alias("_e2e_sum"),
         F.count(F.when(received, e2e)).alias("_e2e_cnt"),
@@ -581,21 +577,8 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
                                              values)}
         row["ci_confidence"] = shared.stats.CI_CONFIDENCE
         row["percentile_method"] = PERCENTILE_METHOD
-        rows.append(tuple(_typed(row[c], AGGREGATE_SCHEMA[c]) for c in AGGREGATE_COLUMNS))
-    schema = ", ".join(f"{c} {t}" for c, t in AGGREGATE_SCHEMA.items())
-    return samples.sparkSession.createDataFrame(rows, schema)
-
-
-def _typed(value: Any, type_: str) -> Any:
-    """``value`` as the Python type of its Spark column (a long count in a double column
-    would be refused)."""
-    if value is None:
-        return None
-    if type_ == "double":
-        return float(value)
-    if type_ in ("bigint", "int"):
-        return int(value)
-    return value
+        rows.append(row)
+    return shared.driver_frame(samples.sparkSession, rows, AGGREGATE_SCHEMA)
 
 
 def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ()) -> DataFrame:

@@ -311,10 +311,6 @@ def _ordered(cols: Sequence[str]) -> Column:
     return F.coalesce(ok, F.lit(False))
 
 
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
-
-
 def cell_facts(samples: DataFrame) -> DataFrame:
     """What the raw rows of each cell say, recounted independently of the aggregation: one
     row per cell (:data:`CELL_KEYS`) with
@@ -344,18 +340,18 @@ def cell_facts(samples: DataFrame) -> DataFrame:
         .withColumn("_planned", planned)
         .groupBy(*keys, "_is_msg", "seq").agg(
             F.count(F.lit(1)).alias("_rows"),
-            _count_if(~dup).alias("_orig"),
-            _count_if(~dup & status.isin("ok", "late")).alias("_orig_received"),
-            _count_if(dup).alias("_dups"),
-            _count_if(status.isin("ok", "late", "duplicate")).alias("_received_rows"),
-            _count_if(~dup & measured).alias("_sent"),
-            _count_if(measured & status.isin("ok", "late")).alias("_received"),
-            _count_if(measured & (status == "lost")).alias("_lost"),
-            _count_if(measured & (status == "error")).alias("_error"),
-            _count_if(measured & dup).alias("_duplicate"),
-            _count_if(measured & (status == "late")).alias("_late"),
-            _count_if(warm).alias("_warm_rows"),
-            _count_if(warm & ~dup).alias("_warm_orig"),
+            shared.count_if(~dup).alias("_orig"),
+            shared.count_if(~dup & status.isin("ok", "late")).alias("_orig_received"),
+            shared.count_if(dup).alias("_dups"),
+            shared.count_if(status.isin("ok", "late", "duplicate")).alias("_received_rows"),
+            shared.count_if(~dup & measured).alias("_sent"),
+            shared.count_if(measured & status.isin("ok", "late")).alias("_received"),
+            shared.count_if(measured & (status == "lost")).alias("_lost"),
+            shared.count_if(measured & (status == "error")).alias("_error"),
+            shared.count_if(measured & dup).alias("_duplicate"),
+            shared.count_if(measured & (status == "late")).alias("_late"),
+            shared.count_if(warm).alias("_warm_rows"),
+            shared.count_if(warm & ~dup).alias("_warm_orig"),
             F.max("_planned").alias("_planned"),
         )
     )
@@ -374,13 +370,13 @@ def cell_facts(samples: DataFrame) -> DataFrame:
         total("_warm_rows").alias("raw_warmup"),
         total("_rows").alias("raw_message_rows"),
         total("_orig").alias("raw_original_rows"),
-        _count_if(msg).alias("raw_seqs"),
+        shared.count_if(msg).alias("raw_seqs"),
         F.min(F.when(msg, F.col("seq"))).alias("raw_min_seq"),
         F.max(F.when(msg, F.col("seq"))).alias("raw_max_seq"),
-        _count_if(msg & (F.col("_warm_orig") > 0)).alias("raw_warmup_seqs"),
+        shared.count_if(msg & (F.col("_warm_orig") > 0)).alias("raw_warmup_seqs"),
         F.max("_planned").alias("raw_planned"),
-        _count_if(msg & (F.col("_orig") != 1)).alias("raw_seqs_not_one_row"),
-        _count_if(msg & (F.col("_dups") > 0) & (F.col("_orig_received") == 0))
+        shared.count_if(msg & (F.col("_orig") != 1)).alias("raw_seqs_not_one_row"),
+        shared.count_if(msg & (F.col("_dups") > 0) & (F.col("_orig_received") == 0))
         .alias("raw_orphan_duplicate_seqs"),
         F.min(F.when(msg & (F.col("_received_rows") > 0), F.col("seq")))
         .alias("raw_min_received_seq"),
