@@ -22,12 +22,17 @@ as lone files: ``spark_py_files()`` ships ``plugins/kafkalab/stats.py`` and
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -48,15 +53,24 @@ __all__ = [
     "build_session",
     "count_if",
     "driver_frame",
+    "job_parser",
     "job_session",
     "local_builder",
+    "local_dir",
     "local_path_missing",
     "percentile_columns",
     "read_parquet",
+    "read_run_docs",
+    "read_run_rows",
+    "read_run_table",
+    "run_job",
     "run_sample_paths",
+    "run_tables_main",
     "stats",
+    "swap_in_run_tables",
     "typed",
     "write_json_atomic",
+    "write_run_tables",
     "write_text_atomic",
 ]
 
@@ -135,12 +149,154 @@ def job_session(app_name: str) -> Iterator[SparkSession]:
             spark.stop()
 
 
+# --------------------------------------------------------------------------- command line
+
+
+def job_parser(prog: str, description: str, required: Mapping[str, str]
+               ) -> argparse.ArgumentParser:
+    """A job's argument parser with the options of ``required`` (``--flag`` -> help), each
+    required, in that order; a job adds its optional ones."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for flag, help_ in required.items():
+        parser.add_argument(flag, required=True, help=help_)
+    return parser
+
+
+def run_job(prog: str, work: Callable[[SparkSession], int],
+            inputs: Mapping[str, str] | None = None,
+            warm_up: Callable[[], object] | None = None) -> int:
+    """Run a job's ``work`` in its session (:func:`job_session`, app ``kafkalab-<prog>``)
+    and return its exit code; bad input is one line ``<prog>: error: …`` on stderr and exit
+    code 2.
+
+    ``inputs`` (what -> path): a local path among them that does not exist is bad input
+    (``<what> path not found: <path>``) before any JVM starts. ``warm_up`` is called next,
+    before the session is built (a validation imports Great Expectations meanwhile).
+    :class:`InputError` raised by ``work`` is bad input; the session is stopped (if owned)
+    before this returns.
+    """
+    for what, path in (inputs or {}).items():
+        if local_path_missing(path):
+            print(f"{prog}: error: {what} path not found: {path}", file=sys.stderr)
+            return 2
+    if warm_up is not None:
+        warm_up()
+    try:
+        with job_session(f"kafkalab-{prog.replace('_', '-')}") as spark:
+            return work(spark)
+    except InputError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_tables_main(argv: Sequence[str] | None,
+                    run: Callable[[SparkSession, str, str, str], Mapping[str, int]], *,
+                    prog: str, description: str, source: tuple[str, str, str],
+                    out_help: str) -> int:
+    """The command line of a job that aggregates one run into tables (``aggregate_load``,
+    ``aggregate_faults``): ``--<source> PATH --out PATH --run-id ID``. Runs ``run(spark,
+    source path, out, run id)`` (which returns the rows written per table) through
+    :func:`run_job` and prints ``<prog>: wrote <n> <table>, … rows for run <id> to
+    <out>/run_id=<id>``; returns the exit code (0 success, 2 bad input).
+
+    ``source``: the option (``--load``), what it names in an error (``load samples``) and
+    its help.
+    """
+    flag, what, source_help = source
+    args = job_parser(prog, description, {flag: source_help, "--out": out_help,
+                                          "--run-id": "the run to aggregate"}).parse_args(argv)
+    source_path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+
+    def aggregate(spark: SparkSession) -> int:
+        counts = run(spark, source_path, args.out, args.run_id)
+        written = ", ".join(f"{n} {name}" for name, n in counts.items())
+        print(f"{prog}: wrote {written} rows for run {args.run_id} to "
+              f"{os.path.join(args.out, f'run_id={args.run_id}')}")
+        return 0
+
+    return run_job(prog, aggregate, inputs={what: source_path})
+
+
 # --------------------------------------------------------------------------- input
 
 
 def local_path_missing(path: str) -> bool:
     """True when ``path`` is a local path (no URI scheme) that does not exist."""
     return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
+
+
+def local_dir(path: str) -> Path | None:
+    """``path`` as a local directory, or None when it is a non-local URI."""
+    if path.startswith("file:"):
+        return Path(urlparse(path).path)
+    if "://" in path:
+        return None
+    return Path(path)
+
+
+def read_run_docs(spark: SparkSession, root: str, run_id: str, unit: str, name: str
+                  ) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every JSON object ``name`` of one run's ``<unit>=<id>`` folders below ``root``
+    (``run_date=*/run_id=<run_id>/<unit>=*/<name>``: a load run's ``cell.json``, a fault
+    run's ``trial.json``): id -> (run date, document), in path order. Read on the driver
+    (plain Python for a local path, ``wholeTextFiles`` for a URI); none found: empty.
+
+    Raises:
+        InputError: ``<name> of <unit> <id> is not JSON: …`` (or ``is not an object``).
+    """
+    pattern = f"run_date=*/run_id={run_id}/{unit}=*/{name}"
+    texts: list[tuple[str, str]]
+    local = local_dir(root)
+    if local is not None:
+        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
+    else:
+        try:
+            texts = spark.sparkContext.wholeTextFiles(f"{root}/{pattern}").collect()
+        except Exception:  # py4j: no file matches the glob
+            texts = []
+    docs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path, text in texts:
+        parts = path.replace("\\", "/").split("/")
+        unit_id = parts[-2].removeprefix(f"{unit}=")
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"{name} of {unit} {unit_id} is not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise InputError(f"{name} of {unit} {unit_id} is not an object")
+        docs[unit_id] = (parts[-4].removeprefix("run_date="), doc)
+    return docs
+
+
+def read_run_rows(spark: SparkSession, root: str, run_id: str, unit: str, file_glob: str,
+                  schema: str) -> DataFrame:
+    """The rows of the ``file_glob`` Parquet files in one run's ``<unit>=<id>`` folders below
+    ``root``, read with ``schema`` (DDL; a column a file lacks reads as null, extra columns
+    are ignored), with a ``<unit>_id`` column from the path; an empty DataFrame when the run
+    has no such file. Hidden files (``.``) are skipped."""
+    from pyspark.errors import AnalysisException
+
+    path = f"{root}/run_date=*/run_id={run_id}/{unit}=*/{file_glob}"
+    try:
+        df = spark.read.schema(schema).parquet(path)
+    except AnalysisException:
+        return spark.createDataFrame([], f"{schema}, {unit}_id string")
+    unit_id = F.regexp_extract(F.col("_metadata.file_path"), rf"/{unit}=([^/]+)/[^/]+$", 1)
+    return df.withColumn(f"{unit}_id", unit_id)
+
+
+def read_run_table(spark: SparkSession, aggregates: str, run_id: str, table: str
+                   ) -> DataFrame:
+    """One run's aggregate table ``<aggregates>/run_id=<id>/<table>.parquet``.
+
+    Raises:
+        InputError: ``no <table> for run id <id> under <aggregates>`` (a local path), or
+            Spark cannot read it (:func:`read_parquet`).
+    """
+    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
+    if local_path_missing(path):
+        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
+    return read_parquet(spark, path, table)
 
 
 SAMPLES_RUN_GLOB = "run_date=*/run_id={run_id}"
@@ -249,6 +405,51 @@ def write_text_atomic(path: str, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the whole new
     one: :func:`kafkalab.store.atomic_write`."""
     _atomic_write(path, text)
+
+
+def swap_in_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: str) -> str:
+    """Write ``tables`` (name -> DataFrame) as ``<out_path>/run_id=<id>/<name>.parquet`` (one
+    file each) and return the run's directory.
+
+    Written to a hidden staging directory beside it, then swapped in as a whole (rename the
+    old directory away, rename the new one in, delete the old): readers skip hidden names,
+    so they see the earlier tables or the new ones, never a mix; other runs are untouched.
+    """
+    spark = next(iter(tables.values())).sparkSession
+    root = out_path.rstrip("/")
+    target = f"{root}/run_id={run_id}"
+    token = uuid.uuid4().hex[:12]
+    staging = f"{root}/.staging-{run_id}-{token}"
+    old = f"{root}/.old-{run_id}-{token}"
+    jvm = spark.sparkContext._jvm
+    path_of = jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
+    fs = path_of(target).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    try:
+        for name, df in tables.items():
+            df.coalesce(1).write.mode("errorifexists").parquet(f"{staging}/{name}.parquet")
+        if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
+            raise OSError(f"cannot move {target} aside")
+        if not fs.rename(path_of(staging), path_of(target)):
+            raise OSError(f"cannot rename {staging} to {target}")
+    finally:
+        for leftover in (staging, old):
+            if fs.exists(path_of(leftover)):
+                fs.delete(path_of(leftover), True)
+    return target
+
+
+def write_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: str
+                     ) -> dict[str, int]:
+    """Count and write one run's ``tables`` (:func:`swap_in_run_tables`); returns the rows
+    written per table. Each table is cached for the two passes and released after."""
+    cached = {name: df.cache() for name, df in tables.items()}
+    try:
+        counts = {name: df.count() for name, df in cached.items()}
+        swap_in_run_tables(cached, out_path, run_id)
+    finally:
+        for df in cached.values():
+            df.unpersist()
+    return counts
 
 
 def write_json_atomic(path: str, doc: dict[str, Any]) -> None:

@@ -33,15 +33,9 @@ run, bad arguments).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -50,9 +44,6 @@ if __package__:  # imported as spark_jobs.aggregate_load (tests, tools)
     from . import _session as shared
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
     import _session as shared  # type: ignore[no-redef]
-
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``aggregate_load.InputError``)."""
 
 __all__ = [
     "CELL_COLUMNS",
@@ -63,10 +54,8 @@ __all__ = [
     "LOAD_PERCENTILES",
     "SCHEMA_VERSION",
     "TABLES",
-    "InputError",
     "LoadRun",
     "extract",
-    "load",
     "main",
     "run",
     "transform",
@@ -205,76 +194,28 @@ class LoadRun:
         self.cells = cells
 
 
-def _local_dir(path: str) -> Path | None:
-    """``path`` as a local directory, or None when it is a non-local URI."""
-    if path.startswith("file:"):
-        return Path(urlparse(path).path)
-    if "://" in path:
-        return None
-    return Path(path)
-
-
-def _read_cell_docs(spark: SparkSession, load_path: str, run_id: str
-                    ) -> dict[str, dict[str, Any]]:
-    """Every ``cell.json`` of the run by cell id (from the directory name), read on the
-    driver (plain Python for a local path, ``wholeTextFiles`` for a URI)."""
-    pattern = f"run_date=*/run_id={run_id}/cell=*/cell.json"
-    texts: list[tuple[str, str]]
-    local = _local_dir(load_path)
-    if local is not None:
-        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
-    else:
-        try:
-            texts = spark.sparkContext.wholeTextFiles(f"{load_path}/{pattern}").collect()
-        except Exception:  # py4j: no file matches the glob
-            texts = []
-    docs: dict[str, dict[str, Any]] = {}
-    for name, text in texts:
-        parts = name.replace("\\", "/").split("/")
-        cell_id = parts[-2].removeprefix("cell=")
-        run_date = parts[-4].removeprefix("run_date=")
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"cell.json of {cell_id} is not JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise InputError(f"cell.json of {cell_id} is not an object")
-        doc["_run_date"] = run_date
-        docs[cell_id] = doc
-    return docs
-
-
-def _read_rows(spark: SparkSession, load_path: str, run_id: str, file_glob: str,
-               schema: str) -> DataFrame:
-    """The rows of every cell's ``file_glob`` files with a ``cell_id`` column (from the path);
-    an empty DataFrame when the run has no such file. Hidden files (``.``) are skipped."""
-    from pyspark.errors import AnalysisException
-
-    path = f"{load_path}/run_date=*/run_id={run_id}/cell=*/{file_glob}"
-    try:
-        df = spark.read.schema(schema).parquet(path)
-    except AnalysisException:
-        return spark.createDataFrame([], f"{schema}, cell_id string")
-    cell = F.regexp_extract(F.col("_metadata.file_path"), r"/cell=([^/]+)/[^/]+$", 1)
-    return df.withColumn("cell_id", cell)
-
-
 def extract(spark: SparkSession, load_path: str, run_id: str) -> LoadRun:
     """Read one run's load samples below ``load_path`` (the ``load/`` root).
 
-    Raises :class:`InputError` when the path is missing or holds no cell of the run.
+    Raises :class:`_session.InputError` when the path is missing or holds no cell of the run.
     """
     if shared.local_path_missing(load_path):
-        raise InputError(f"load samples path not found: {load_path}")
-    cells = _read_cell_docs(spark, load_path, run_id)
-    if not cells:
-        raise InputError(f"no load cells (cell.json) for run id {run_id} under {load_path}")
+        raise shared.InputError(f"load samples path not found: {load_path}")
+    docs = shared.read_run_docs(spark, load_path, run_id, "cell", "cell.json")
+    if not docs:
+        raise shared.InputError(
+            f"no load cells (cell.json) for run id {run_id} under {load_path}")
+
+    def rows(file_glob: str, schema: str) -> DataFrame:
+        return shared.read_run_rows(spark, load_path, run_id, "cell", file_glob, schema)
+
     return LoadRun(
         run_id,
-        sends=_read_rows(spark, load_path, run_id, "sends.parquet", SENDS_INPUT),
-        receipts=_read_rows(spark, load_path, run_id, "receipts-*.parquet", RECEIPTS_INPUT),
-        lag=_read_rows(spark, load_path, run_id, "lag-*.parquet", LAG_INPUT),
-        cells=cells,
+        sends=rows("sends.parquet", SENDS_INPUT),
+        receipts=rows("receipts-*.parquet", RECEIPTS_INPUT),
+        lag=rows("lag-*.parquet", LAG_INPUT),
+        cells={cell_id: {**doc, "_run_date": run_date}
+               for cell_id, (run_date, doc) in docs.items()},
     )
 
 
@@ -725,84 +666,21 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
 # --------------------------------------------------------------------------- load
 
 
-def _hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[union-attr]
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return fs, jvm
-
-
-def load(tables: dict[str, DataFrame], out_path: str, run_id: str) -> str:
-    """Write ``tables`` (name -> DataFrame) as ``<out_path>/run_id=<id>/<name>.parquet``
-    (one file each) and return the run's directory.
-
-    Written to a hidden staging directory beside it, then swapped in as a whole (rename the
-    old directory away, rename the new one in, delete the old): readers skip hidden names,
-    so they see the earlier tables or the new ones, never a mix.
-    """
-    spark = next(iter(tables.values())).sparkSession
-    target = f"{out_path.rstrip('/')}/run_id={run_id}"
-    token = uuid.uuid4().hex[:12]
-    staging = f"{out_path.rstrip('/')}/.staging-{run_id}-{token}"
-    old = f"{out_path.rstrip('/')}/.old-{run_id}-{token}"
-    fs, jvm = _hadoop_fs(spark, target)
-    path_of = jvm.org.apache.hadoop.fs.Path
-    try:
-        for name, df in tables.items():
-            df.coalesce(1).write.mode("errorifexists").parquet(f"{staging}/{name}.parquet")
-        if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
-            raise OSError(f"cannot move {target} aside")
-        if not fs.rename(path_of(staging), path_of(target)):
-            raise OSError(f"cannot rename {staging} to {target}")
-    finally:
-        for leftover in (staging, old):
-            if fs.exists(path_of(leftover)):
-                fs.delete(path_of(leftover), True)
-    return target
-
-
 def run(spark: SparkSession, load_path: str, out_path: str, run_id: str) -> dict[str, int]:
-    """Extract, transform and load one run; returns the rows written per table."""
-    cells, consumers, lag = transform(extract(spark, load_path, run_id))
-    tables = {"load_cells": cells, "load_consumers": consumers.cache(), "load_lag": lag.cache()}
-    try:
-        counts = {name: df.count() for name, df in tables.items()}
-        load(tables, out_path, run_id)
-    finally:
-        consumers.unpersist()
-        lag.unpersist()
-    return counts
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="aggregate_load",
-        description="Aggregate one load run into cell, consumer and lag tables (Parquet).")
-    p.add_argument("--load", required=True,
-                   help="load samples root (<data>/load), a local dir or Hadoop URI")
-    p.add_argument("--out", required=True,
-                   help="load aggregates root; the run goes to <out>/run_id=<id>/")
-    p.add_argument("--run-id", required=True, help="the run to aggregate")
-    return p.parse_args(argv)
+    """Extract, transform and load one run; returns the rows written per table. The tables
+    are swapped in for the run's directory as a set (:func:`_session.swap_in_run_tables`)."""
+    tables = transform(extract(spark, load_path, run_id))
+    return shared.write_run_tables(dict(zip(TABLES, tables, strict=True)), out_path, run_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.load):
-        print(f"aggregate_load: error: load samples path not found: {args.load}",
-              file=sys.stderr)
-        return 2
-    with shared.job_session("kafkalab-aggregate-load") as spark:
-        try:
-            counts = run(spark, args.load, args.out, args.run_id)
-        except InputError as exc:
-            print(f"aggregate_load: error: {exc}", file=sys.stderr)
-            return 2
-    written = ", ".join(f"{n} {name}" for name, n in counts.items())
-    print(f"aggregate_load: wrote {written} rows for run {args.run_id} to "
-          f"{os.path.join(args.out, f'run_id={args.run_id}')}")
-    return 0
+    return shared.run_tables_main(
+        argv, run, prog="aggregate_load",
+        description="Aggregate one load run into cell, consumer and lag tables (Parquet).",
+        source=("--load", "load samples",
+                "load samples root (<data>/load), a local dir or Hadoop URI"),
+        out_help="load aggregates root; the run goes to <out>/run_id=<id>/")
 
 
 if __name__ == "__main__":

@@ -46,9 +46,6 @@ else:  # run as a script: _session.py sits beside it or is shipped with --py-fil
     import _session as shared  # type: ignore[no-redef]
     import validate_metrics as validator  # type: ignore[no-redef]
 
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``aggregate_metrics.InputError``)."""
-
 __all__ = [
     "AGGREGATE_COLUMNS",
     "AGGREGATE_SCHEMA",
@@ -57,7 +54,6 @@ __all__ = [
     "OPTIONAL_INPUT_COLUMNS",
     "REQUIRED_INPUT_COLUMNS",
     "SCHEMA_VERSION",
-    "InputError",
     "extract",
     "load",
     "main",
@@ -553,7 +549,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     cfg = {**DEFAULT_CONFIG, **(config or {})}
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in samples.columns]
     if missing:
-        raise InputError(f"samples lack required columns: {', '.join(missing)}")
+        raise shared.InputError(f"samples lack required columns: {', '.join(missing)}")
     for col, type_ in OPTIONAL_INPUT_COLUMNS.items():  # written before samples schema 2
         if col not in samples.columns:
             samples = samples.withColumn(col, F.lit(None).cast(type_))
@@ -586,7 +582,8 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
     (then only their folders are read: :func:`_session.run_sample_paths`).
 
     Partition values are read as strings (no type inference: ``run_date`` stays a string).
-    Raises :class:`InputError` when the path is missing or holds no rows for the run ids.
+    Raises :class:`_session.InputError` when the path is missing or holds no rows for the
+    run ids.
     """
     if run_ids:
         df = shared.read_parquet(spark, shared.run_sample_paths(samples_path, run_ids),
@@ -595,7 +592,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
         df = shared.read_parquet(spark, samples_path, "samples")
     for col in ("run_id", "run_date"):
         if col not in df.columns:
-            raise InputError(
+            raise shared.InputError(
                 f"samples at {samples_path} have no {col} column: point --samples at the "
                 "samples/ root (run_date=.../run_id=... below it)"
             )
@@ -603,7 +600,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
         df = df.where(F.col("run_id").isin(list(run_ids)))
     if not df.limit(1).take(1):
         which = f"run id(s) {', '.join(run_ids)}" if run_ids else "any run"
-        raise InputError(f"no samples for {which} under {samples_path}")
+        raise shared.InputError(f"no samples for {which} under {samples_path}")
     return df
 
 
@@ -637,13 +634,10 @@ def run(spark: SparkSession, samples_path: str, out_path: str,
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="aggregate_metrics",
-        description="Aggregate raw latency samples into one row per cell (Parquet).",
-    )
-    p.add_argument("--samples", required=True,
-                   help="samples root (Hive layout), any Hadoop-compatible URI or local dir")
-    p.add_argument("--out", required=True, help="aggregates root")
+    p = shared.job_parser(
+        "aggregate_metrics", "Aggregate raw latency samples into one row per cell (Parquet).",
+        {"--samples": "samples root (Hive layout), any Hadoop-compatible URI or local dir",
+         "--out": "aggregates root"})
     p.add_argument("--run-id", dest="run_ids", action="append", default=[], nargs="+",
                    metavar="ID", help="run id(s) to aggregate (repeatable); default: all runs")
     p.add_argument("--validate-out", default=None, metavar="DIR",
@@ -661,18 +655,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     args = _parse_args(argv)
-    if shared.local_path_missing(args.samples):
-        print(f"aggregate_metrics: error: samples path not found: {args.samples}",
-              file=sys.stderr)
-        return 2
-    if args.validate_out is not None:
-        validator.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-aggregate-metrics") as spark:
-        try:
-            n = run(spark, args.samples, args.out, args.run_ids)
-        except InputError as exc:
-            print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
-            return 2
+
+    def aggregate(spark: SparkSession) -> int:
+        n = run(spark, args.samples, args.out, args.run_ids)
         runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
         print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
         if args.validate_out is not None:
@@ -682,7 +667,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    args.validate_out,
                                    validator.durable_list(args.profiles_durable),
                                    prog="aggregate_metrics --validate-out")
-    return 0
+        return 0
+
+    return shared.run_job(
+        "aggregate_metrics", aggregate, inputs={"samples": args.samples},
+        # GX is imported while the JVM starts
+        warm_up=validator.preload_gx if args.validate_out is not None else None)
 
 
 if __name__ == "__main__":

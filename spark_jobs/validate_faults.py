@@ -37,7 +37,6 @@ stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import html
 import os
@@ -55,8 +54,6 @@ else:  # run as a script: the modules sit beside it or are shipped with --py-fil
     import _session as shared  # type: ignore[no-redef]
     import validate_metrics as vm  # type: ignore[no-redef]
 
-InputError = shared.InputError
-
 __all__ = [
     "AT_LEAST_ONCE_CHECK",
     "CELL_CHECKS",
@@ -64,7 +61,6 @@ __all__ = [
     "DURABLE_PROFILE",
     "REREAD_CHECK",
     "TRIAL_CHECKS",
-    "InputError",
     "main",
     "render_html",
     "validate",
@@ -328,54 +324,37 @@ def render_html(doc: dict[str, Any]) -> str:
         "</body></html>\n")
 
 
-def _read_table(spark: SparkSession, aggregates: str, run_id: str, table: str) -> DataFrame:
-    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
-    if shared.local_path_missing(path):
-        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
-    return shared.read_parquet(spark, path, table)
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_faults",
-                                description="Validate the fault aggregates of a run.")
-    p.add_argument("--aggregates", required=True, help="fault aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
-    return p.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.aggregates):
-        print(f"validate_faults: error: aggregates path not found: {args.aggregates}",
-              file=sys.stderr)
-        return 2
-    vm.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-faults") as spark:
-        try:
-            trials = _read_table(spark, args.aggregates, args.run_id, "fault_trials")
-            cells = _read_table(spark, args.aggregates, args.run_id, "fault_cells")
-            doc = validate(trials, cells, {"run_id": args.run_id})
-        except InputError as exc:
-            print(f"validate_faults: error: {exc}", file=sys.stderr)
-            return 2
-    shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-faults.json"), doc)
-    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-faults.html"),
-                             render_html(doc))
-    if doc["success"]:
-        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
-        print(f"validate_faults: run {args.run_id} passed ({n} expectations)")
-        return 0
-    for failure in doc["failed_expectations"]:
-        print(f"FAILED {failure['summary']}", file=sys.stderr)
-    if not doc["durability"]["success"]:
-        print(f"validate_faults: DURABILITY BROKEN: {doc['durability']['acked_lost']} acked "
-              "message(s) lost under the durability profile in "
-              + ", ".join(t["trial_id"] for t in doc["durability"]["trials"]), file=sys.stderr)
-    print(f"validate_faults: run {args.run_id} failed "
-          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
-    return 1
+    args = shared.job_parser("validate_faults", "Validate the fault aggregates of a run.", {
+        "--aggregates": "fault aggregates root", "--run-id": "the run to validate",
+        "--out": "output directory"}).parse_args(argv)
+
+    def validate_in(spark: SparkSession) -> int:
+        trials = shared.read_run_table(spark, args.aggregates, args.run_id, "fault_trials")
+        cells = shared.read_run_table(spark, args.aggregates, args.run_id, "fault_cells")
+        doc = validate(trials, cells, {"run_id": args.run_id})
+        shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-faults.json"), doc)
+        shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-faults.html"),
+                                 render_html(doc))
+        if doc["success"]:
+            n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
+            print(f"validate_faults: run {args.run_id} passed ({n} expectations)")
+            return 0
+        for failure in doc["failed_expectations"]:
+            print(f"FAILED {failure['summary']}", file=sys.stderr)
+        if not doc["durability"]["success"]:
+            print(f"validate_faults: DURABILITY BROKEN: {doc['durability']['acked_lost']} "
+                  "acked message(s) lost under the durability profile in "
+                  + ", ".join(t["trial_id"] for t in doc["durability"]["trials"]),
+                  file=sys.stderr)
+        print(f"validate_faults: run {args.run_id} failed "
+              f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
+        return 1
+
+    # GX is imported while the JVM starts
+    return shared.run_job("validate_faults", validate_in,
+                          inputs={"aggregates": args.aggregates}, warm_up=vm.preload_gx)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import html
 import os
@@ -48,12 +47,9 @@ else:  # run as a script: the modules sit beside it or are shipped with --py-fil
     import _session as shared  # type: ignore[no-redef]
     import validate_metrics as vm  # type: ignore[no-redef]
 
-InputError = shared.InputError
-
 __all__ = [
     "CELL_CHECKS",
     "CONSUMER_CHECKS",
-    "InputError",
     "main",
     "render_html",
     "validate",
@@ -231,50 +227,33 @@ def render_html(doc: dict[str, Any]) -> str:
         "</body></html>\n")
 
 
-def _read_table(spark: SparkSession, aggregates: str, run_id: str, table: str) -> DataFrame:
-    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
-    if shared.local_path_missing(path):
-        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
-    return shared.read_parquet(spark, path, table)
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_load",
-                                description="Validate the load aggregates of a run.")
-    p.add_argument("--aggregates", required=True, help="load aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
-    return p.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.aggregates):
-        print(f"validate_load: error: aggregates path not found: {args.aggregates}",
-              file=sys.stderr)
-        return 2
-    vm.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-load") as spark:
-        try:
-            cells = _read_table(spark, args.aggregates, args.run_id, "load_cells")
-            consumers = _read_table(spark, args.aggregates, args.run_id, "load_consumers")
-            doc = validate(cells, consumers, {"run_id": args.run_id})
-        except InputError as exc:
-            print(f"validate_load: error: {exc}", file=sys.stderr)
-            return 2
-    shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-load.json"), doc)
-    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-load.html"),
-                             render_html(doc))
-    if doc["success"]:
-        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
-        print(f"validate_load: run {args.run_id} passed ({n} expectations)")
-        return 0
-    for failure in doc["failed_expectations"]:
-        print(f"FAILED {failure['summary']}", file=sys.stderr)
-    print(f"validate_load: run {args.run_id} failed "
-          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
-    return 1
+    args = shared.job_parser("validate_load", "Validate the load aggregates of a run.", {
+        "--aggregates": "load aggregates root", "--run-id": "the run to validate",
+        "--out": "output directory"}).parse_args(argv)
+
+    def validate_in(spark: SparkSession) -> int:
+        cells = shared.read_run_table(spark, args.aggregates, args.run_id, "load_cells")
+        consumers = shared.read_run_table(spark, args.aggregates, args.run_id,
+                                          "load_consumers")
+        doc = validate(cells, consumers, {"run_id": args.run_id})
+        shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-load.json"), doc)
+        shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-load.html"),
+                                 render_html(doc))
+        if doc["success"]:
+            n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
+            print(f"validate_load: run {args.run_id} passed ({n} expectations)")
+            return 0
+        for failure in doc["failed_expectations"]:
+            print(f"FAILED {failure['summary']}", file=sys.stderr)
+        print(f"validate_load: run {args.run_id} failed "
+              f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
+        return 1
+
+    # GX is imported while the JVM starts
+    return shared.run_job("validate_load", validate_in,
+                          inputs={"aggregates": args.aggregates}, warm_up=vm.preload_gx)
 
 
 if __name__ == "__main__":

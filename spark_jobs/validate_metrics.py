@@ -55,15 +55,9 @@ if __package__:  # imported as spark_jobs.validate_metrics (tests, tools)
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
     import _session as shared  # type: ignore[no-redef]
 
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``validate_metrics.InputError``)."""
-write_json_atomic = shared.write_json_atomic
-"""The validation report's writer (re-exported from ``_session``)."""
-
 __all__ = [
     "AGGREGATE_CHECK_COLUMNS",
     "DEFAULT_CONFIG",
-    "InputError",
     "cell_facts",
     "durable_list",
     "main",
@@ -71,7 +65,6 @@ __all__ = [
     "validate",
     "validate_run",
     "with_aggregate_checks",
-    "write_json_atomic",
 ]
 
 SCHEMA_VERSION = 2
@@ -673,30 +666,28 @@ def _read_run(spark: SparkSession, path: str, run_id: str, what: str,
     (the aggregates root also holds ``load/``, whose layout Spark cannot merge with it);
     without it ``path`` is the samples root and only the run's folders are read."""
     if shared.local_path_missing(path):
-        raise InputError(f"{what} path not found: {path}")
+        raise shared.InputError(f"{what} path not found: {path}")
     if partition is not None:
         part_path = os.path.join(path, partition)
         if shared.local_path_missing(part_path):
-            raise InputError(f"no {what} for run id {run_id} under {path}")
+            raise shared.InputError(f"no {what} for run id {run_id} under {path}")
         df = shared.read_parquet(spark, part_path, what, base_path=path)
     else:  # the samples: only the run's folders (run_date=*/run_id=<id>)
         df = shared.read_parquet(spark, shared.run_sample_paths(path, [run_id], what), what,
                                  base_path=path)
     if "run_id" not in df.columns:
-        raise InputError(f"{what} at {path} have no run_id partition column")
+        raise shared.InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)
     if not df.limit(1).take(1):
-        raise InputError(f"no {what} for run id {run_id} under {path}")
+        raise shared.InputError(f"no {what} for run id {run_id} under {path}")
     return df
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_metrics",
-                                description="Validate raw samples and aggregates of a run.")
-    p.add_argument("--samples", required=True, help="samples root (Hive layout)")
-    p.add_argument("--aggregates", required=True, help="aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
+    p = shared.job_parser("validate_metrics", "Validate raw samples and aggregates of a run.",
+                          {"--samples": "samples root (Hive layout)",
+                           "--aggregates": "aggregates root",
+                           "--run-id": "the run to validate", "--out": "output directory"})
     p.add_argument("--profiles-durable", default="durability",
                    help="comma-separated profiles that promise no loss (default: durability)")
     return p.parse_args(argv)
@@ -715,12 +706,12 @@ def validate_run(spark: SparkSession, samples_path: str, aggregates_path: str, r
             "run_id": run_id, "durable_profiles": list(durable_profiles),
             "docs_dir": os.path.join(out, "docs"),
         })
-    except InputError as exc:
+    except shared.InputError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if doc["data_docs_index"]:
         doc["data_docs_index"] = "docs/index.html"
-    write_json_atomic(os.path.join(out, f"{run_id}.json"), doc)
+    shared.write_json_atomic(os.path.join(out, f"{run_id}.json"), doc)
     shared.write_text_atomic(os.path.join(out, f"{run_id}.html"), render_html(doc))
     if doc["success"]:
         n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
@@ -741,10 +732,13 @@ def durable_list(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
-    preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-metrics") as spark:
+
+    def validate_in(spark: SparkSession) -> int:
         return validate_run(spark, args.samples, args.aggregates, args.run_id, args.out,
                             durable_list(args.profiles_durable))
+
+    # GX is imported while the JVM starts
+    return shared.run_job("validate_metrics", validate_in, warm_up=preload_gx)
 
 
 if __name__ == "__main__":

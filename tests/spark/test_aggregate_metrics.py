@@ -411,10 +411,10 @@ def test_load_is_idempotent_per_run_and_leaves_other_runs(spark: Any, tmp_path: 
 
 
 def test_extract_errors_are_input_errors(spark: Any, tmp_path: Path) -> None:
-    with pytest.raises(am.InputError, match="cannot read samples"):
+    with pytest.raises(shared.InputError, match="cannot read samples"):
         am.extract(spark, str(tmp_path / "nope"))
     write_fake_samples(tmp_path, 200, RUN, seed=1)
-    with pytest.raises(am.InputError, match="no samples for run id"):
+    with pytest.raises(shared.InputError, match="no samples for run id"):
         am.extract(spark, str(tmp_path / "samples"), ["19990101T000000Z-000000"])
     df = am.extract(spark, str(tmp_path / "samples"), [RUN])
     assert dict(df.dtypes)["run_date"] == "string"                    # no partition inference
@@ -435,7 +435,7 @@ def test_a_runs_jobs_read_only_its_own_folders(spark: Any, tmp_path: Path) -> No
     assert vm._read_run(spark, samples, RUN, "samples").count() > 0
     with pytest.raises(Exception, match=r"(?i)parquet"):  # Spark's own error, whichever
         am.extract(spark, samples).count()  # every run: the broken file is read
-    with pytest.raises(am.InputError, match=r"no samples for run id\(s\) 1999"):
+    with pytest.raises(shared.InputError, match=r"no samples for run id\(s\) 1999"):
         vm._read_run(spark, samples, "19990101T000000Z-000000", "samples")
 
 
