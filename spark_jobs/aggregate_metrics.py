@@ -17,8 +17,9 @@ under ``DIR``): one JVM start instead of two. The exit code stays the aggregatio
 validation's verdict is in ``DIR/<run_id>.json`` (the DAG's ``validate_metrics`` task judges
 it: param ``spark_jobs``).
 
-Needs PySpark, ``_session.py`` and ``validate_metrics.py`` (beside this script, or shipped
-with ``--py-files``), not the ``kafkalab`` package; GX only with ``--validate-out``.
+Needs PySpark, ``_session.py``, ``_gx.py`` and ``validate_metrics.py`` (beside this script,
+or shipped with ``--py-files``), not the ``kafkalab`` package; GX only with
+``--validate-out``.
 Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad arguments).
 """
 
@@ -40,9 +41,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
+    from . import _gx
     from . import _session as shared
     from . import validate_metrics as validator
-else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+else:  # run as a script: the modules sit beside it or are shipped with --py-files
+    import _gx  # type: ignore[no-redef]
     import _session as shared  # type: ignore[no-redef]
     import validate_metrics as validator  # type: ignore[no-redef]
 
@@ -672,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return shared.run_job(
         "aggregate_metrics", aggregate, inputs={"samples": args.samples},
         # GX is imported while the JVM starts
-        warm_up=validator.preload_gx if args.validate_out is not None else None)
+        warm_up=_gx.preload_gx if args.validate_out is not None else None)
 
 
 if __name__ == "__main__":

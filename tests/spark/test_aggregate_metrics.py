@@ -461,8 +461,9 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
 def test_spark_submit_ships_the_shared_session_with_py_files(
     spark_submit: Any, tmp_path: Path
 ) -> None:
-    """As on a cluster: the job file alone, with the DAG's ``py_files`` (``_session.py`` and
-    the lab's ``store.py``)."""
+    """As on a cluster: the job file alone fails for want of the shared job modules; with
+    the DAG's ``py_files`` (``_session.py``, ``_gx.py``, ``validate_metrics.py`` and the
+    lab's ``store.py`` and ``stats.py``) it runs."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     script = shutil.copy(spark_jobs_dir() / "aggregate_metrics.py", job_dir)
@@ -470,7 +471,12 @@ def test_spark_submit_ships_the_shared_session_with_py_files(
     args = ("--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "aggregates"),
             "--run-id", RUN)
     alone = spark_submit(script, *args)
-    assert alone.returncode != 0 and "_session" in alone.stdout + alone.stderr
+    job_modules = {Path(f).stem for f in spark_py_files().split(",")
+                   if Path(f).parent == spark_jobs_dir()}
+    assert job_modules >= {"_session", "_gx"}
+    output = alone.stdout + alone.stderr
+    assert alone.returncode != 0
+    assert any(f"No module named '{m}'" in output for m in job_modules), output[-3000:]
     shipped = spark_submit(script, *args, py_files=[Path(f) for f in spark_py_files().split(",")])
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     assert f"wrote {N_CELLS} aggregate rows" in shipped.stdout
