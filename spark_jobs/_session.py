@@ -1,4 +1,5 @@
-"""What every Spark job of the lab shares: the session, input plumbing, percentiles, writer.
+"""What every Spark job of the lab shares: its session and command line, input plumbing, the
+lab's statistics, rows built on the driver, and the writers (atomic files, a run's tables).
 
 This file is shipped with the jobs: ``spark-submit --py-files spark_jobs/_session.py
 spark_jobs/<job>.py ...`` (the DAG takes the path from
