@@ -1,4 +1,5 @@
-"""What every Spark job of the lab shares: the session, input plumbing, percentiles, writer.
+"""What every Spark job of the lab shares: its session and command line, input plumbing, the
+lab's statistics, rows built on the driver, and the writers (atomic files, a run's tables).
 
 This file is shipped with the jobs: ``spark-submit --py-files spark_jobs/_session.py
 spark_jobs/<job>.py ...`` (the DAG takes the path from
@@ -11,47 +12,66 @@ is found beside it. A job imports it as::
     else:            # run as a script: beside it, or shipped with --py-files
         import _session as shared
 
-Needs only PySpark and the lab's one atomic writer, :func:`kafkalab.store.atomic_write`. That
-module imports nothing but the standard library, so a Spark node without the ``kafkalab``
-package gets it as a lone file: ``spark_py_files()`` ships ``plugins/kafkalab/store.py`` with
-``_session.py``, importable there as ``store``.
+Needs only PySpark and two modules of the lab's package that import nothing but the standard
+library: :mod:`kafkalab.stats` (the one definition of a percentile, its minimum sample
+counts and confidence intervals; the jobs use it as :data:`stats`) and the one atomic writer,
+:func:`kafkalab.store.atomic_write`. A Spark node without the ``kafkalab`` package gets them
+as lone files: ``spark_py_files()`` ships ``plugins/kafkalab/stats.py`` and
+``plugins/kafkalab/store.py`` with ``_session.py``, importable there as ``stats`` and
+``store``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import json
-import math
 import os
-from collections.abc import Iterator, Sequence
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-try:  # the lab's one atomic writer, from the installed package ...
+try:  # the lab's statistics and atomic writer, from the installed package ...
+    from kafkalab import stats
     from kafkalab.store import atomic_write as _atomic_write
-except ImportError:  # ... or, on a Spark node without it, the file shipped with --py-files
+except ImportError:  # ... or, on a Spark node without it, the files shipped with --py-files
+    import stats  # type: ignore[no-redef]
     from store import atomic_write as _atomic_write  # type: ignore[no-redef]
 
 __all__ = [
     "CELL_KEYS",
-    "CI_CONFIDENCE",
-    "CI_PERCENTILES",
     "LOOPBACK_HOST",
     "METRIC_PERCENTILES",
-    "MIN_SAMPLES",
     "SAMPLES_RUN_GLOB",
     "InputError",
     "build_session",
+    "count_if",
+    "driver_frame",
+    "job_parser",
     "job_session",
     "local_builder",
+    "local_dir",
     "local_path_missing",
     "percentile_columns",
-    "quantile_ci_ranks",
     "read_parquet",
+    "read_run_docs",
+    "read_run_rows",
+    "read_run_table",
+    "run_job",
     "run_sample_paths",
+    "run_tables_main",
+    "stats",
+    "swap_in_run_tables",
+    "typed",
     "write_json_atomic",
+    "write_run_tables",
     "write_text_atomic",
 ]
 
@@ -62,27 +82,15 @@ CELL_KEYS: tuple[str, ...] = ("run_id", "scenario", "client", "payload", "profil
 """The columns that name a cell: one aggregate row per combination."""
 
 METRIC_PERCENTILES: dict[str, dict[str, tuple[int, int]]] = {
-    "e2e_latency_ms": {"p50": (1, 2), "p90": (9, 10), "p95": (19, 20), "p99": (99, 100),
-                       "p999": (999, 1000)},
+    "e2e_latency_ms": dict(stats.PERCENTILE_FRACTIONS),
     "publish_latency_ms": {"p50": (1, 2), "p95": (19, 20), "p99": (99, 100)},
     "round_trip_ms": {"p50": (1, 2), "p99": (99, 100)},
 }
 """The percentiles the aggregation computes per latency column, as exact fractions
 ``(numerator, denominator)``: nearest rank = ``ceil(n * num / den)``. Output columns are
 ``<column>_<name>`` in this order (``docs/aggregates-schema.md``); the validation checks them
-in the same order. The e2e fractions are those of ``kafkalab.stats.PERCENTILES``: keep the two
-in step."""
-
-MIN_SAMPLES: dict[str, int] = {"p50": 1, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
-"""The fewest values a percentile needs (``kafkalab.stats.MIN_SAMPLES``): below it the
-percentile is null, reason ``n<100`` (etc.). Applies to every metric of
-:data:`METRIC_PERCENTILES`."""
-
-CI_PERCENTILES: tuple[str, ...] = ("p50", "p99")
-"""The e2e percentiles that get a confidence interval (``kafkalab.stats.CI_PERCENTILES``)."""
-
-CI_CONFIDENCE = 0.95
-"""Coverage of those intervals (``kafkalab.stats.CI_CONFIDENCE``)."""
+in the same order. The e2e ones are :data:`kafkalab.stats.PERCENTILE_FRACTIONS`; every one
+needs its :data:`kafkalab.stats.MIN_SAMPLES`."""
 
 
 class InputError(Exception):
@@ -92,59 +100,6 @@ class InputError(Exception):
 def percentile_columns(metric: str) -> tuple[str, ...]:
     """``<metric>_p50``, ... : the percentile columns of ``metric`` in ascending order."""
     return tuple(f"{metric}_{name}" for name in METRIC_PERCENTILES[metric])
-
-
-# --------------------------------------------------------------------------- statistics
-# A copy of kafkalab.stats.quantile_ci_ranks (the Spark nodes run without the kafkalab
-# package); tests/unit/test_lists_in_step.py checks that both give the same ranks.
-
-
-def _log_binom_pmf(k: int, n: int, q: float) -> float:
-    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-            + k * math.log(q) + (n - k) * math.log1p(-q))
-
-
-def quantile_ci_ranks(n: int, q: float, confidence: float = CI_CONFIDENCE
-                      ) -> tuple[int | None, int | None]:
-    """1-based ranks ``(lo, hi)`` of a distribution-free ``confidence`` interval for the
-    ``q`` quantile of ``n`` values: ``P(x_(lo) <= ξ_q < x_(hi)) >= confidence``.
-
-    With F the Binomial(n, q) CDF and α = 1 − confidence: ``lo = max{l >= 1 : F(l−1) <= α/2}``
-    and ``hi = min{u <= n : F(u−1) >= 1 − α/2}``; either is None when no rank qualifies (too
-    few values for that side). The binomial mass is summed over a window of ±(10 sd + 10)
-    around ``n·q`` (the rest is below 1e-20), so the cost grows with sd, not with n. The
-    original is ``kafkalab.stats.quantile_ci_ranks``; ``tests/unit/test_lists_in_step.py``
-    keeps the two identical.
-    """
-    if n <= 0 or not 0 < q < 1:
-        return None, None
-    alpha = 1.0 - confidence
-    sd = math.sqrt(n * q * (1 - q))
-    centre = int(n * q)
-    lo_k = max(0, centre - int(10 * sd) - 10)
-    hi_k = min(n, centre + int(10 * sd) + 10)
-    cdf: dict[int, float] = {}
-    total = 0.0
-    for k in range(lo_k, hi_k + 1):
-        total += math.exp(_log_binom_pmf(k, n, q))
-        cdf[k] = total
-
-    def F(k: int) -> float:
-        if k < lo_k:
-            return 0.0
-        return cdf[min(k, hi_k)]
-
-    lo = None
-    for rank in range(min(n, hi_k + 1), 0, -1):
-        if F(rank - 1) <= alpha / 2:
-            lo = rank
-            break
-    hi = None
-    for rank in range(max(1, lo_k), n + 1):
-        if F(rank - 1) >= 1 - alpha / 2:
-            hi = rank
-            break
-    return lo, hi
 
 
 # --------------------------------------------------------------------------- sessions
@@ -195,12 +150,154 @@ def job_session(app_name: str) -> Iterator[SparkSession]:
             spark.stop()
 
 
+# --------------------------------------------------------------------------- command line
+
+
+def job_parser(prog: str, description: str, required: Mapping[str, str]
+               ) -> argparse.ArgumentParser:
+    """A job's argument parser with the options of ``required`` (``--flag`` -> help), each
+    required, in that order; a job adds its optional ones."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    for flag, help_ in required.items():
+        parser.add_argument(flag, required=True, help=help_)
+    return parser
+
+
+def run_job(prog: str, work: Callable[[SparkSession], int],
+            inputs: Mapping[str, str] | None = None,
+            warm_up: Callable[[], object] | None = None) -> int:
+    """Run a job's ``work`` in its session (:func:`job_session`, app ``kafkalab-<prog>``)
+    and return its exit code; bad input is one line ``<prog>: error: …`` on stderr and exit
+    code 2.
+
+    ``inputs`` (what -> path): a local path among them that does not exist is bad input
+    (``<what> path not found: <path>``) before any JVM starts. ``warm_up`` is called next,
+    before the session is built (a validation imports Great Expectations meanwhile).
+    :class:`InputError` raised by ``work`` is bad input; the session is stopped (if owned)
+    before this returns.
+    """
+    for what, path in (inputs or {}).items():
+        if local_path_missing(path):
+            print(f"{prog}: error: {what} path not found: {path}", file=sys.stderr)
+            return 2
+    if warm_up is not None:
+        warm_up()
+    try:
+        with job_session(f"kafkalab-{prog.replace('_', '-')}") as spark:
+            return work(spark)
+    except InputError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_tables_main(argv: Sequence[str] | None,
+                    run: Callable[[SparkSession, str, str, str], Mapping[str, int]], *,
+                    prog: str, description: str, source: tuple[str, str, str],
+                    out_help: str) -> int:
+    """The command line of a job that aggregates one run into tables (``aggregate_load``,
+    ``aggregate_faults``): ``--<source> PATH --out PATH --run-id ID``. Runs ``run(spark,
+    source path, out, run id)`` (which returns the rows written per table) through
+    :func:`run_job` and prints ``<prog>: wrote <n> <table>, … rows for run <id> to
+    <out>/run_id=<id>``; returns the exit code (0 success, 2 bad input).
+
+    ``source``: the option (``--load``), what it names in an error (``load samples``) and
+    its help.
+    """
+    flag, what, source_help = source
+    args = job_parser(prog, description, {flag: source_help, "--out": out_help,
+                                          "--run-id": "the run to aggregate"}).parse_args(argv)
+    source_path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+
+    def aggregate(spark: SparkSession) -> int:
+        counts = run(spark, source_path, args.out, args.run_id)
+        written = ", ".join(f"{n} {name}" for name, n in counts.items())
+        print(f"{prog}: wrote {written} rows for run {args.run_id} to "
+              f"{os.path.join(args.out, f'run_id={args.run_id}')}")
+        return 0
+
+    return run_job(prog, aggregate, inputs={what: source_path})
+
+
 # --------------------------------------------------------------------------- input
 
 
 def local_path_missing(path: str) -> bool:
     """True when ``path`` is a local path (no URI scheme) that does not exist."""
     return "://" not in path and not path.startswith("file:") and not os.path.exists(path)
+
+
+def local_dir(path: str) -> Path | None:
+    """``path`` as a local directory, or None when it is a non-local URI."""
+    if path.startswith("file:"):
+        return Path(urlparse(path).path)
+    if "://" in path:
+        return None
+    return Path(path)
+
+
+def read_run_docs(spark: SparkSession, root: str, run_id: str, unit: str, name: str
+                  ) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Every JSON object ``name`` of one run's ``<unit>=<id>`` folders below ``root``
+    (``run_date=*/run_id=<run_id>/<unit>=*/<name>``: a load run's ``cell.json``, a fault
+    run's ``trial.json``): id -> (run date, document), in path order. Read on the driver
+    (plain Python for a local path, ``wholeTextFiles`` for a URI); none found: empty.
+
+    Raises:
+        InputError: ``<name> of <unit> <id> is not JSON: …`` (or ``is not an object``).
+    """
+    pattern = f"run_date=*/run_id={run_id}/{unit}=*/{name}"
+    texts: list[tuple[str, str]]
+    local = local_dir(root)
+    if local is not None:
+        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
+    else:
+        try:
+            texts = spark.sparkContext.wholeTextFiles(f"{root}/{pattern}").collect()
+        except Exception:  # py4j: no file matches the glob
+            texts = []
+    docs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path, text in texts:
+        parts = path.replace("\\", "/").split("/")
+        unit_id = parts[-2].removeprefix(f"{unit}=")
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"{name} of {unit} {unit_id} is not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise InputError(f"{name} of {unit} {unit_id} is not an object")
+        docs[unit_id] = (parts[-4].removeprefix("run_date="), doc)
+    return docs
+
+
+def read_run_rows(spark: SparkSession, root: str, run_id: str, unit: str, file_glob: str,
+                  schema: str) -> DataFrame:
+    """The rows of the ``file_glob`` Parquet files in one run's ``<unit>=<id>`` folders below
+    ``root``, read with ``schema`` (DDL; a column a file lacks reads as null, extra columns
+    are ignored), with a ``<unit>_id`` column from the path; an empty DataFrame when the run
+    has no such file. Hidden files (``.``) are skipped."""
+    from pyspark.errors import AnalysisException
+
+    path = f"{root}/run_date=*/run_id={run_id}/{unit}=*/{file_glob}"
+    try:
+        df = spark.read.schema(schema).parquet(path)
+    except AnalysisException:
+        return spark.createDataFrame([], f"{schema}, {unit}_id string")
+    unit_id = F.regexp_extract(F.col("_metadata.file_path"), rf"/{unit}=([^/]+)/[^/]+$", 1)
+    return df.withColumn(f"{unit}_id", unit_id)
+
+
+def read_run_table(spark: SparkSession, aggregates: str, run_id: str, table: str
+                   ) -> DataFrame:
+    """One run's aggregate table ``<aggregates>/run_id=<id>/<table>.parquet``.
+
+    Raises:
+        InputError: ``no <table> for run id <id> under <aggregates>`` (a local path), or
+            Spark cannot read it (:func:`read_parquet`).
+    """
+    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
+    if local_path_missing(path):
+        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
+    return read_parquet(spark, path, table)
 
 
 SAMPLES_RUN_GLOB = "run_date=*/run_id={run_id}"
@@ -265,6 +362,43 @@ def read_parquet(spark: SparkSession, path: str | Sequence[str], what: str,
         raise InputError(f"cannot read {what} at {where}: {first_line}") from None
 
 
+# --------------------------------------------------------------------------- columns and rows
+
+
+def count_if(cond: Column) -> Column:
+    """An aggregate: the number of the group's rows where ``cond`` holds (0 when none; a row
+    where it is null does not count), as a long."""
+    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
+
+
+def typed(value: Any, type_: str) -> Any:
+    """``value`` as its Spark column takes it (None stays None).
+
+    The rows a job builds on the driver carry what their JSON documents held, and JSON has one
+    kind of number: a number goes to its column's numeric type (``float`` for ``double``,
+    ``int`` for ``bigint`` / ``int``), which ``createDataFrame`` needs (it refuses an int in a
+    double column). Any other value is left as it is: a string column takes any value as
+    Spark's own text of it (a JSON ``true`` reads ``"true"``, not Python's ``"True"``), and a
+    boolean column refuses anything but a bool rather than guess (``bool("false")`` is
+    true)."""
+    if value is None:
+        return None
+    if type_ == "double":
+        return float(value)
+    if type_ in ("bigint", "int"):
+        return int(value)
+    return value
+
+
+def driver_frame(spark: SparkSession, rows: Iterable[Mapping[str, Any]],
+                 schema: Mapping[str, str]) -> DataFrame:
+    """A DataFrame of ``rows`` built on the driver (dicts by column name; a key a row lacks is
+    null) with ``schema`` (column -> Spark DDL type, in order), every value :func:`typed`."""
+    ddl = ", ".join(f"{c} {t}" for c, t in schema.items())
+    return spark.createDataFrame(
+        [tuple(typed(r.get(c), t) for c, t in schema.items()) for r in rows], ddl)
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -272,6 +406,51 @@ def write_text_atomic(path: str, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` so that a reader sees the old file or the whole new
     one: :func:`kafkalab.store.atomic_write`."""
     _atomic_write(path, text)
+
+
+def swap_in_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: str) -> str:
+    """Write ``tables`` (name -> DataFrame) as ``<out_path>/run_id=<id>/<name>.parquet`` (one
+    file each) and return the run's directory.
+
+    Written to a hidden staging directory beside it, then swapped in as a whole (rename the
+    old directory away, rename the new one in, delete the old): readers skip hidden names,
+    so they see the earlier tables or the new ones, never a mix; other runs are untouched.
+    """
+    spark = next(iter(tables.values())).sparkSession
+    root = out_path.rstrip("/")
+    target = f"{root}/run_id={run_id}"
+    token = uuid.uuid4().hex[:12]
+    staging = f"{root}/.staging-{run_id}-{token}"
+    old = f"{root}/.old-{run_id}-{token}"
+    jvm = spark.sparkContext._jvm
+    path_of = jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
+    fs = path_of(target).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    try:
+        for name, df in tables.items():
+            df.coalesce(1).write.mode("errorifexists").parquet(f"{staging}/{name}.parquet")
+        if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
+            raise OSError(f"cannot move {target} aside")
+        if not fs.rename(path_of(staging), path_of(target)):
+            raise OSError(f"cannot rename {staging} to {target}")
+    finally:
+        for leftover in (staging, old):
+            if fs.exists(path_of(leftover)):
+                fs.delete(path_of(leftover), True)
+    return target
+
+
+def write_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: str
+                     ) -> dict[str, int]:
+    """Count and write one run's ``tables`` (:func:`swap_in_run_tables`); returns the rows
+    written per table. Each table is cached for the two passes and released after."""
+    cached = {name: df.cache() for name, df in tables.items()}
+    try:
+        counts = {name: df.count() for name, df in cached.items()}
+        swap_in_run_tables(cached, out_path, run_id)
+    finally:
+        for df in cached.values():
+            df.unpersist()
+    return counts
 
 
 def write_json_atomic(path: str, doc: dict[str, Any]) -> None:

@@ -17,8 +17,9 @@ warm-up included), and a consumer trial's ``redelivered`` / ``lost_unprocessed``
 ``processed.parquet`` / ``deliveries.parquet``, never copied from the engine's summary; the
 availability and rebalance figures (unavailable_ms, rebalance_pause_ms, ...) come from
 ``trial.json``'s summary, the event times from its ``events``. A run without consumer trials
-has none of the consumer files: they read as absent (those columns null, no group_lag rows). Written into a hidden staging directory and swapped in for the run's
-directory as a whole, as ``aggregate_load`` does (:func:`aggregate_load.load`).
+has none of the consumer files: they read as absent (those columns null, no group_lag
+rows). Written into a hidden staging directory and swapped in for the run's directory as a
+whole, as the load aggregates are (:func:`_session.swap_in_run_tables`).
 
 Usage::
 
@@ -26,16 +27,14 @@ Usage::
         --out lab-data/aggregates/faults --run-id ID
     python spark_jobs/aggregate_faults.py ...            # builds its own local session
 
-Needs PySpark, ``_session.py`` and ``aggregate_load.py`` (beside this script, or shipped with
-``--py-files``), not the ``kafkalab`` package. Exit codes: 0 success, 2 bad input (missing
+Needs PySpark and ``_session.py`` (beside this script, or shipped with ``--py-files``), not
+the ``kafkalab`` package. Exit codes: 0 success, 2 bad input (missing
 path, no trial of the run, bad arguments).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -45,13 +44,8 @@ from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_faults (tests, tools)
     from . import _session as shared
-    from . import aggregate_load as al
-else:  # run as a script: the modules sit beside it or are shipped with --py-files
+else:  # run as a script: _session.py sits beside it or is shipped with --py-files
     import _session as shared  # type: ignore[no-redef]
-    import aggregate_load as al  # type: ignore[no-redef]
-
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``aggregate_faults.InputError``)."""
 
 __all__ = [
     "CELL_SCHEMA",
@@ -63,7 +57,6 @@ __all__ = [
     "TIMELINE_SCHEMA",
     "TRIAL_SCHEMA",
     "FaultRun",
-    "InputError",
     "extract",
     "main",
     "run",
@@ -228,81 +221,37 @@ class FaultRun:
                           spark.createDataFrame([], f"{GROUP_LAG_INPUT}, trial_id string"))
 
 
-def _read_docs(spark: SparkSession, faults_path: str, run_id: str, name: str
-               ) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Every ``<name>`` (JSON) of the run's trials: trial id -> (run date, document), read on
-    the driver (plain Python for a local path, ``wholeTextFiles`` for a URI)."""
-    pattern = f"run_date=*/run_id={run_id}/trial=*/{name}"
-    texts: list[tuple[str, str]]
-    local = al._local_dir(faults_path)
-    if local is not None:
-        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
-    else:
-        try:
-            texts = spark.sparkContext.wholeTextFiles(f"{faults_path}/{pattern}").collect()
-        except Exception:  # py4j: no file matches the glob
-            texts = []
-    docs: dict[str, tuple[str, dict[str, Any]]] = {}
-    for path, text in texts:
-        parts = path.replace("\\", "/").split("/")
-        trial_id = parts[-2].removeprefix("trial=")
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"{name} of trial {trial_id} is not JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise InputError(f"{name} of trial {trial_id} is not an object")
-        docs[trial_id] = (parts[-4].removeprefix("run_date="), doc)
-    return docs
-
-
-def _read_rows(spark: SparkSession, faults_path: str, run_id: str, file_glob: str,
-               schema: str) -> DataFrame:
-    """The rows of every trial's ``file_glob`` files with a ``trial_id`` column (from the
-    path); an empty DataFrame when the run has no such file. Hidden files are skipped."""
-    from pyspark.errors import AnalysisException
-
-    path = f"{faults_path}/run_date=*/run_id={run_id}/trial=*/{file_glob}"
-    try:
-        df = spark.read.schema(schema).parquet(path)
-    except AnalysisException:
-        return spark.createDataFrame([], f"{schema}, trial_id string")
-    trial = F.regexp_extract(F.col("_metadata.file_path"), r"/trial=([^/]+)/[^/]+$", 1)
-    return df.withColumn("trial_id", trial)
-
-
 def extract(spark: SparkSession, faults_path: str, run_id: str) -> FaultRun:
     """Read one run's fault samples below ``faults_path`` (the ``faults/`` root).
 
-    Raises :class:`InputError` when the path is missing or holds no trial of the run.
+    Raises :class:`_session.InputError` when the path is missing or holds no trial of the run.
     """
     if shared.local_path_missing(faults_path):
-        raise InputError(f"fault samples path not found: {faults_path}")
-    found = _read_docs(spark, faults_path, run_id, "trial.json")
+        raise shared.InputError(f"fault samples path not found: {faults_path}")
+    found = shared.read_run_docs(spark, faults_path, run_id, "trial", "trial.json")
     if not found:
-        raise InputError(f"no fault trials (trial.json) for run id {run_id} under "
-                         f"{faults_path}")
-    cells = _read_docs(spark, faults_path, run_id, "cell.json")
+        raise shared.InputError(f"no fault trials (trial.json) for run id {run_id} under "
+                                f"{faults_path}")
+    cells = shared.read_run_docs(spark, faults_path, run_id, "trial", "cell.json")
     trials = {tid: {**doc, "_run_date": date, "_cell": cells.get(tid, ("", {}))[1]}
               for tid, (date, doc) in found.items()}
+
+    def rows(file_glob: str, schema: str) -> DataFrame:
+        return shared.read_run_rows(spark, faults_path, run_id, "trial", file_glob, schema)
+
     return FaultRun(
         run_id,
-        verdicts=_read_rows(spark, faults_path, run_id, "verdicts.parquet", VERDICTS_INPUT),
-        sends=_read_rows(spark, faults_path, run_id, "sends.parquet", SENDS_INPUT),
-        receipts=_read_rows(spark, faults_path, run_id, "receipts-*.parquet", RECEIPTS_INPUT),
+        verdicts=rows("verdicts.parquet", VERDICTS_INPUT),
+        sends=rows("sends.parquet", SENDS_INPUT),
+        receipts=rows("receipts-*.parquet", RECEIPTS_INPUT),
         trials=trials,
-        processed=_read_rows(spark, faults_path, run_id, "processed.parquet", PROCESSED_INPUT),
-        deliveries=_read_rows(spark, faults_path, run_id, "deliveries.parquet",
-                              DELIVERIES_INPUT),
-        group_lag=_read_rows(spark, faults_path, run_id, "group_lag.parquet", GROUP_LAG_INPUT),
+        processed=rows("processed.parquet", PROCESSED_INPUT),
+        deliveries=rows("deliveries.parquet", DELIVERIES_INPUT),
+        group_lag=rows("group_lag.parquet", GROUP_LAG_INPUT),
     )
 
 
 # --------------------------------------------------------------------------- transform
-
-
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
 
 
 def verdict_counts(verdicts: DataFrame) -> DataFrame:
@@ -311,17 +260,19 @@ def verdict_counts(verdicts: DataFrame) -> DataFrame:
     read = F.coalesce(F.col("read_count"), F.lit(0))
     return verdicts.groupBy("trial_id").agg(
         F.count(F.lit(1)).alias("intended_msgs"),
-        *[_count_if(F.col("outcome") == o).alias(f"{o}_msgs")
+        *[shared.count_if(F.col("outcome") == o).alias(f"{o}_msgs")
           for o in ("acked", "failed", "indeterminate", "unsent")],
-        _count_if(read > 0).alias("read_back_msgs"),
-        _count_if(F.col("verdict") == "ok").alias("ok_msgs"),
-        _count_if(lost).alias("acked_lost"),
-        _count_if(lost & (F.length("in_broker_logs") > 0)).alias("acked_lost_in_broker_logs"),
-        _count_if(lost & (F.col("in_broker_logs") == "")).alias("acked_lost_absent_from_logs"),
-        *[_count_if(F.col("verdict") == v).alias(v)
+        shared.count_if(read > 0).alias("read_back_msgs"),
+        shared.count_if(F.col("verdict") == "ok").alias("ok_msgs"),
+        shared.count_if(lost).alias("acked_lost"),
+        shared.count_if(lost & (F.length("in_broker_logs") > 0))
+        .alias("acked_lost_in_broker_logs"),
+        shared.count_if(lost & (F.col("in_broker_logs") == ""))
+        .alias("acked_lost_absent_from_logs"),
+        *[shared.count_if(F.col("verdict") == v).alias(v)
           for v in ("failed_but_present", "indeterminate_present", "unseen")],
         F.sum(F.when(read > 0, read - 1).otherwise(0)).cast("long").alias("duplicates"),
-        _count_if(F.col("reordered")).alias("reordered"),
+        shared.count_if(F.col("reordered")).alias("reordered"),
     )
 
 
@@ -337,8 +288,8 @@ def consumer_counts(processed: DataFrame, deliveries: DataFrame) -> DataFrame:
     recs = recs.withColumn("redelivered",
                            F.col("processed_records") - F.col("processed_unique"))
     msgs = deliveries.groupBy("trial_id").agg(
-        _count_if(F.col("delivery") == "lost").alias("lost_unprocessed"),
-        _count_if(F.col("delivery") == "processed_not_in_topic")
+        shared.count_if(F.col("delivery") == "lost").alias("lost_unprocessed"),
+        shared.count_if(F.col("delivery") == "processed_not_in_topic")
         .alias("processed_not_in_topic"))
     return recs.join(msgs, "trial_id", "full")
 
@@ -466,8 +417,8 @@ def _cells(trials: DataFrame) -> DataFrame:
         F.bool_or(F.coalesce(F.col("broker_is_emulator"), F.lit(False)))
         .alias("broker_is_emulator"),
         F.count(F.lit(1)).cast("int").alias("trials"),
-        _count_if(complete).cast("int").alias("trials_complete"),
-        _count_if(complete & (F.col("acked_lost") > 0)).cast("int").alias("trials_with_loss"),
+        shared.count_if(complete).cast("int").alias("trials_complete"),
+        shared.count_if(complete & (F.col("acked_lost") > 0)).cast("int").alias("trials_with_loss"),
     ]
     for col, stats in CELL_FIGURES.items():
         value = F.when(complete, F.col(col))
@@ -508,7 +459,7 @@ def _timeline(data: FaultRun, spark: SparkSession) -> DataFrame:
               .withColumn("_bin", F.floor((F.col("_ts") - F.col("_t0"))
                                           / F.lit(int(BIN_S * 1e9))).cast("long")))
     per_bin = binned.groupBy("trial_id", "_bin").agg(
-        *[_count_if(F.col("_kind") == k).alias(f"_{k}") for k in ("acks", "rx", "sent")])
+        *[shared.count_if(F.col("_kind") == k).alias(f"_{k}") for k in ("acks", "rx", "sent")])
     grid = (per_bin.groupBy("trial_id").agg(F.max("_bin").alias("_last"))
             .select("trial_id", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_last")))
                     .alias("_bin")))
@@ -545,9 +496,7 @@ def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame, DataFram
                     for r in consumer_counts(data.processed, data.deliveries).collect()}
     rows = [_trial_row(data.run_id, tid, doc, counts.get(tid), group_counts.get(tid))
             for tid, doc in sorted(data.trials.items())]
-    schema = ", ".join(f"{c} {t}" for c, t in TRIAL_SCHEMA.items())
-    trials = spark.createDataFrame(
-        [tuple(al._typed(r.get(c), t) for c, t in TRIAL_SCHEMA.items()) for r in rows], schema)
+    trials = shared.driver_frame(spark, rows, TRIAL_SCHEMA)
     return trials, _cells(trials), _timeline(data, spark), _group_lag(data, spark)
 
 
@@ -555,50 +504,21 @@ def transform(data: FaultRun) -> tuple[DataFrame, DataFrame, DataFrame, DataFram
 
 
 def run(spark: SparkSession, faults_path: str, out_path: str, run_id: str) -> dict[str, int]:
-    """Extract, transform and load one run; returns the rows written per table."""
-    trials, cells, timeline, group_lag = transform(extract(spark, faults_path, run_id))
-    tables = {"fault_trials": trials, "fault_cells": cells.cache(),
-              "fault_timeline": timeline.cache(), "group_lag": group_lag.cache()}
-    try:
-        counts = {name: df.count() for name, df in tables.items()}
-        al.load(tables, out_path, run_id)
-    finally:
-        cells.unpersist()
-        timeline.unpersist()
-        group_lag.unpersist()
-    return counts
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="aggregate_faults",
-        description="Aggregate one fault run into trial, cell, timeline and group-lag tables "
-                    "(Parquet).")
-    p.add_argument("--faults", required=True,
-                   help="fault samples root (<data>/faults), a local dir or Hadoop URI")
-    p.add_argument("--out", required=True,
-                   help="fault aggregates root; the run goes to <out>/run_id=<id>/")
-    p.add_argument("--run-id", required=True, help="the run to aggregate")
-    return p.parse_args(argv)
+    """Extract, transform and load one run; returns the rows written per table. The tables
+    are swapped in for the run's directory as a set (:func:`_session.swap_in_run_tables`)."""
+    tables = transform(extract(spark, faults_path, run_id))
+    return shared.write_run_tables(dict(zip(TABLES, tables, strict=True)), out_path, run_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.faults):
-        print(f"aggregate_faults: error: fault samples path not found: {args.faults}",
-              file=sys.stderr)
-        return 2
-    with shared.job_session("kafkalab-aggregate-faults") as spark:
-        try:
-            counts = run(spark, args.faults, args.out, args.run_id)
-        except InputError as exc:
-            print(f"aggregate_faults: error: {exc}", file=sys.stderr)
-            return 2
-    written = ", ".join(f"{n} {name}" for name, n in counts.items())
-    print(f"aggregate_faults: wrote {written} rows for run {args.run_id} to "
-          f"{os.path.join(args.out, f'run_id={args.run_id}')}")
-    return 0
+    return shared.run_tables_main(
+        argv, run, prog="aggregate_faults",
+        description="Aggregate one fault run into trial, cell, timeline and group-lag tables "
+                    "(Parquet).",
+        source=("--faults", "fault samples",
+                "fault samples root (<data>/faults), a local dir or Hadoop URI"),
+        out_help="fault aggregates root; the run goes to <out>/run_id=<id>/")
 
 
 if __name__ == "__main__":

@@ -33,15 +33,9 @@ run, bad arguments).
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -50,9 +44,6 @@ if __package__:  # imported as spark_jobs.aggregate_load (tests, tools)
     from . import _session as shared
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
     import _session as shared  # type: ignore[no-redef]
-
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``aggregate_load.InputError``)."""
 
 __all__ = [
     "CELL_COLUMNS",
@@ -63,10 +54,8 @@ __all__ = [
     "LOAD_PERCENTILES",
     "SCHEMA_VERSION",
     "TABLES",
-    "InputError",
     "LoadRun",
     "extract",
-    "load",
     "main",
     "run",
     "transform",
@@ -126,7 +115,7 @@ def _metric_columns() -> dict[str, str]:
         for p in LOAD_PERCENTILES:
             cols[f"{metric}_{p}_ms_reason"] = "string"
         if metric == "e2e":
-            for p in shared.CI_PERCENTILES:
+            for p in shared.stats.CI_PERCENTILES:
                 cols[f"e2e_{p}_ms_ci_low"] = "double"
                 cols[f"e2e_{p}_ms_ci_high"] = "double"
     return cols
@@ -205,76 +194,28 @@ class LoadRun:
         self.cells = cells
 
 
-def _local_dir(path: str) -> Path | None:
-    """``path`` as a local directory, or None when it is a non-local URI."""
-    if path.startswith("file:"):
-        return Path(urlparse(path).path)
-    if "://" in path:
-        return None
-    return Path(path)
-
-
-def _read_cell_docs(spark: SparkSession, load_path: str, run_id: str
-                    ) -> dict[str, dict[str, Any]]:
-    """Every ``cell.json`` of the run by cell id (from the directory name), read on the
-    driver (plain Python for a local path, ``wholeTextFiles`` for a URI)."""
-    pattern = f"run_date=*/run_id={run_id}/cell=*/cell.json"
-    texts: list[tuple[str, str]]
-    local = _local_dir(load_path)
-    if local is not None:
-        texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
-    else:
-        try:
-            texts = spark.sparkContext.wholeTextFiles(f"{load_path}/{pattern}").collect()
-        except Exception:  # py4j: no file matches the glob
-            texts = []
-    docs: dict[str, dict[str, Any]] = {}
-    for name, text in texts:
-        parts = name.replace("\\", "/").split("/")
-        cell_id = parts[-2].removeprefix("cell=")
-        run_date = parts[-4].removeprefix("run_date=")
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"cell.json of {cell_id} is not JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise InputError(f"cell.json of {cell_id} is not an object")
-        doc["_run_date"] = run_date
-        docs[cell_id] = doc
-    return docs
-
-
-def _read_rows(spark: SparkSession, load_path: str, run_id: str, file_glob: str,
-               schema: str) -> DataFrame:
-    """The rows of every cell's ``file_glob`` files with a ``cell_id`` column (from the path);
-    an empty DataFrame when the run has no such file. Hidden files (``.``) are skipped."""
-    from pyspark.errors import AnalysisException
-
-    path = f"{load_path}/run_date=*/run_id={run_id}/cell=*/{file_glob}"
-    try:
-        df = spark.read.schema(schema).parquet(path)
-    except AnalysisException:
-        return spark.createDataFrame([], f"{schema}, cell_id string")
-    cell = F.regexp_extract(F.col("_metadata.file_path"), r"/cell=([^/]+)/[^/]+$", 1)
-    return df.withColumn("cell_id", cell)
-
-
 def extract(spark: SparkSession, load_path: str, run_id: str) -> LoadRun:
     """Read one run's load samples below ``load_path`` (the ``load/`` root).
 
-    Raises :class:`InputError` when the path is missing or holds no cell of the run.
+    Raises :class:`_session.InputError` when the path is missing or holds no cell of the run.
     """
     if shared.local_path_missing(load_path):
-        raise InputError(f"load samples path not found: {load_path}")
-    cells = _read_cell_docs(spark, load_path, run_id)
-    if not cells:
-        raise InputError(f"no load cells (cell.json) for run id {run_id} under {load_path}")
+        raise shared.InputError(f"load samples path not found: {load_path}")
+    docs = shared.read_run_docs(spark, load_path, run_id, "cell", "cell.json")
+    if not docs:
+        raise shared.InputError(
+            f"no load cells (cell.json) for run id {run_id} under {load_path}")
+
+    def rows(file_glob: str, schema: str) -> DataFrame:
+        return shared.read_run_rows(spark, load_path, run_id, "cell", file_glob, schema)
+
     return LoadRun(
         run_id,
-        sends=_read_rows(spark, load_path, run_id, "sends.parquet", SENDS_INPUT),
-        receipts=_read_rows(spark, load_path, run_id, "receipts-*.parquet", RECEIPTS_INPUT),
-        lag=_read_rows(spark, load_path, run_id, "lag-*.parquet", LAG_INPUT),
-        cells=cells,
+        sends=rows("sends.parquet", SENDS_INPUT),
+        receipts=rows("receipts-*.parquet", RECEIPTS_INPUT),
+        lag=rows("lag-*.parquet", LAG_INPUT),
+        cells={cell_id: {**doc, "_run_date": run_date}
+               for cell_id, (run_date, doc) in docs.items()},
     )
 
 
@@ -318,18 +259,9 @@ def _meta(cell_id: str, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
-
-
 def _sorted_list(cond: Column, value: Column) -> Column:
     """The ascending list of ``value`` over the rows where ``cond`` holds (nulls left out)."""
     return F.sort_array(F.collect_list(F.when(cond, value)))
-
-
-def _rank(n: int, num: int, den: int) -> int:
-    """``ceil(n · num / den)`` in integers (at least 1): ``kafkalab.stats.fraction_rank``."""
-    return max(1, (n * num + den - 1) // den)
 
 
 def _pick(values: Column, rank: int | None) -> Column:
@@ -347,21 +279,21 @@ def _percentiles(values: Column, n: int, prefix: str, reasons: bool = True,
     rest censored), as ``kafkalab.stats.summarize`` computes them."""
     out: list[tuple[str, Column]] = []
     for name, (num, den) in LOAD_PERCENTILES.items():
-        defined = n >= shared.MIN_SAMPLES[name] and n > 0
-        rank = _rank(n, num, den) if defined else None
+        defined = n >= shared.stats.MIN_SAMPLES[name] and n > 0
+        rank = shared.stats.fraction_rank(n, num, den) if defined else None
         out.append((f"{prefix}_{name}_ms", _pick(values, rank)))
         if reasons:
             if rank is None:
-                reason: Column = F.lit(f"n<{shared.MIN_SAMPLES[name]}")
+                reason: Column = F.lit(f"n<{shared.stats.MIN_SAMPLES[name]}")
             else:
                 reason = F.when(F.size(values) < rank, F.lit("censored"))
             out.append((f"{prefix}_{name}_ms_reason", reason.cast("string")))
     out.append((f"{prefix}_max_ms", F.try_element_at(values, F.lit(-1)).cast("double") if n > 0
                 else F.lit(None).cast("double")))
     if ci:
-        for name in shared.CI_PERCENTILES:
+        for name in shared.stats.CI_PERCENTILES:
             num, den = LOAD_PERCENTILES[name]
-            lo, hi = shared.quantile_ci_ranks(n, num / den, shared.CI_CONFIDENCE)
+            lo, hi = shared.stats.quantile_ci_ranks(n, num / den, shared.stats.CI_CONFIDENCE)
             out.append((f"{prefix}_{name}_ms_ci_low", _pick(values, lo)))
             out.append((f"{prefix}_{name}_ms_ci_high", _pick(values, hi)))
     return out
@@ -384,230 +316,285 @@ def _by_cell(per_cell: dict[str, list[tuple[str, Column]]]) -> list[Column]:
 # --------------------------------------------------------------------------- transform
 
 
-def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """The run's ``(load_cells, load_consumers, load_lag)`` DataFrames
-    (:data:`CELL_SCHEMA`, :data:`CONSUMER_SCHEMA`, :data:`LAG_SCHEMA`).
+class _Cells:
+    """The run's cells as every step sees them: ``meta`` (one broadcast row of
+    ``_META_SCHEMA`` per cell), the cell ids in order and each cell's number of consumers."""
 
-    Eager where it is cheap: the sends are counted per cell first (one small pass,
-    collected) so that every rank (nearest-rank percentiles, CI order statistics) is known
-    on the driver; the receipts are then joined once with the expected set and grouped per
-    consumer (sorted latency lists, counts, gaps), and the cell figures come from the
-    consumer rows. Definitions: ``docs/aggregates-schema.md``, "Load aggregates".
-    """
-    spark = data.sends.sparkSession
-    meta_rows = [_meta(cid, doc) for cid, doc in sorted(data.cells.items())]
-    meta = F.broadcast(spark.createDataFrame(meta_rows, _META_SCHEMA))
-    cell_ids = [m["cell_id"] for m in meta_rows]
-    consumers_of = {m["cell_id"]: int(m["_consumers"]) for m in meta_rows}
+    def __init__(self, spark: SparkSession, docs: dict[str, dict[str, Any]]) -> None:
+        rows = [_meta(cell_id, doc) for cell_id, doc in sorted(docs.items())]
+        self.meta = F.broadcast(spark.createDataFrame(rows, _META_SCHEMA))
+        self.ids: list[str] = [m["cell_id"] for m in rows]
+        self.consumers: dict[str, int] = {m["cell_id"]: int(m["_consumers"]) for m in rows}
 
-    # -- sends: counts and the send-side populations, one row per cell ---------------
-    sends = (data.sends.where(F.col("cell_id").isin(cell_ids)).join(meta, "cell_id")
-             .withColumn("_window", ~F.coalesce(F.col("is_warmup"), F.lit(False))))
+
+_ZERO_COUNTS: dict[str, Any] = {
+    "intended_msgs": 0, "acked_msgs": 0, "failed_msgs": 0, "indeterminate_msgs": 0,
+    "unsent_msgs": 0, "sent_msgs": 0, "expected_msgs": 0, "warmup_msgs": 0, "_n_publish": 0,
+    "_n_ack": 0, "_first_intended_ns": None, "_last_send_ns": None}
+"""The send counts of a cell without a send row."""
+
+
+def _send_flags() -> tuple[Column, Column, Column, Column]:
+    """``(window, sent, acked, expected)`` of a row of :func:`_windowed_sends`: measured
+    (not warm-up); sent in the window; acked in the window; in the expected set E (every
+    sent message under acks=0, else every acked one)."""
     window = F.col("_window")
     sent = window & F.col("send_ts_ns").isNotNull()
     acked = window & (F.col("outcome") == "acked")
-    expected = F.when(F.col("_acks") == "0", sent).otherwise(acked)
-    send_figures = sends.groupBy("cell_id").agg(
-        _count_if(window).alias("intended_msgs"),
-        _count_if(acked).alias("acked_msgs"),
-        _count_if(window & (F.col("outcome") == "failed")).alias("failed_msgs"),
-        _count_if(window & (F.col("outcome") == "indeterminate")).alias("indeterminate_msgs"),
-        _count_if(window & (F.col("outcome") == "unsent")).alias("unsent_msgs"),
-        _count_if(sent).alias("sent_msgs"),
-        _count_if(expected).alias("expected_msgs"),
-        _count_if(~window).alias("warmup_msgs"),
-        _count_if(sent & F.col("publish_delay_ms").isNotNull()).alias("_n_publish"),
-        _count_if(acked & F.col("ack_latency_ms").isNotNull()).alias("_n_ack"),
+    return window, sent, acked, F.when(F.col("_acks") == "0", sent).otherwise(acked)
+
+
+def _windowed_sends(sends: DataFrame, cells: _Cells) -> DataFrame:
+    """The run's send rows with their cell's constants and ``_window`` (not warm-up)."""
+    return (sends.where(F.col("cell_id").isin(cells.ids)).join(cells.meta, "cell_id")
+            .withColumn("_window", ~F.coalesce(F.col("is_warmup"), F.lit(False))))
+
+
+def _send_figures(sends: DataFrame) -> DataFrame:
+    """One row per cell of :func:`_windowed_sends`: the producer's counts, the population
+    sizes and sorted lists of publish delay and ack latency, the first intended and last
+    send time."""
+    window, sent, acked, expected = _send_flags()
+    count_if = shared.count_if
+    return sends.groupBy("cell_id").agg(
+        count_if(window).alias("intended_msgs"),
+        count_if(acked).alias("acked_msgs"),
+        count_if(window & (F.col("outcome") == "failed")).alias("failed_msgs"),
+        count_if(window & (F.col("outcome") == "indeterminate")).alias("indeterminate_msgs"),
+        count_if(window & (F.col("outcome") == "unsent")).alias("unsent_msgs"),
+        count_if(sent).alias("sent_msgs"),
+        count_if(expected).alias("expected_msgs"),
+        count_if(~window).alias("warmup_msgs"),
+        count_if(sent & F.col("publish_delay_ms").isNotNull()).alias("_n_publish"),
+        count_if(acked & F.col("ack_latency_ms").isNotNull()).alias("_n_ack"),
         F.min(F.when(window, F.col("intended_ts_ns"))).alias("_first_intended_ns"),
         F.max(F.when(sent, F.col("send_ts_ns"))).alias("_last_send_ns"),
         _sorted_list(sent, F.col("publish_delay_ms")).alias("_publish"),
         _sorted_list(acked, F.col("ack_latency_ms")).alias("_ack"),
-    ).cache()
-    counts = {r["cell_id"]: r.asDict() for r in send_figures.drop("_publish", "_ack").collect()}
-    zero = {"intended_msgs": 0, "acked_msgs": 0, "failed_msgs": 0, "indeterminate_msgs": 0,
-            "unsent_msgs": 0, "sent_msgs": 0, "expected_msgs": 0, "warmup_msgs": 0,
-            "_n_publish": 0, "_n_ack": 0, "_first_intended_ns": None, "_last_send_ns": None}
-    for cid in cell_ids:
-        counts.setdefault(cid, {"cell_id": cid, **zero})
+    )
 
-    # -- the expected set E, numbered in seq order per cell --------------------------
+
+def _send_counts(send_figures: DataFrame, cells: _Cells) -> dict[str, dict[str, Any]]:
+    """The counts of :func:`_send_figures` by cell id, on the driver (one small action);
+    a cell without sends gets zeros."""
+    counts = {r["cell_id"]: r.asDict()
+              for r in send_figures.drop("_publish", "_ack").collect()}
+    for cell_id in cells.ids:
+        counts.setdefault(cell_id, {"cell_id": cell_id, **_ZERO_COUNTS})
+    return counts
+
+
+def _expected_set(sends: DataFrame) -> DataFrame:
+    """The expected set E of each cell, numbered ``_e_idx`` from 0 in (producer, seq) order,
+    with its ack time and ``_in_e`` (true)."""
+    expected = _send_flags()[3]
     e_order = Window.partitionBy("cell_id").orderBy("producer_id", "seq")
-    exp_set = (sends.where(expected)
-               .select("cell_id", "producer_id", "seq",
-                       F.col("ack_ts_ns").alias("_ack_ts_ns"),
-                       (F.row_number().over(e_order) - 1).alias("_e_idx"),
-                       F.lit(True).alias("_in_e")))
+    return (sends.where(expected)
+            .select("cell_id", "producer_id", "seq", F.col("ack_ts_ns").alias("_ack_ts_ns"),
+                    (F.row_number().over(e_order) - 1).alias("_e_idx"),
+                    F.lit(True).alias("_in_e")))
 
-    # -- receipts joined with E: one pass, grouped per consumer ----------------------
-    receipts = (data.receipts.where(F.col("cell_id").isin(cell_ids))
-                .where(~F.coalesce(F.col("is_warmup"), F.lit(False)))
-                .join(meta.select("cell_id", "_stop_ns"), "cell_id")
-                .join(exp_set.drop("_ack_ts_ns"), ["cell_id", "producer_id", "seq"], "left")
-                .withColumn("_in_e", F.coalesce(F.col("_in_e"), F.lit(False)))
-                .withColumn("_first", ~F.coalesce(F.col("duplicate"), F.lit(False)))
-                .withColumn("_after_stop", F.coalesce(
-                    F.col("after_stop"), F.col("receive_ts_ns") > F.col("_stop_ns"),
-                    F.lit(False))))
-    first_e = F.col("_first") & F.col("_in_e")
-    per_consumer = receipts.groupBy("cell_id", "consumer").agg(
+
+def _measured_receipts(receipts: DataFrame, cells: _Cells, exp_set: DataFrame) -> DataFrame:
+    """The run's non-warm-up receipts joined once with E: ``_in_e`` (an expected message),
+    ``_first`` (not a duplicate), ``_after_stop`` (received after the producers stopped),
+    ``_e_idx``."""
+    return (receipts.where(F.col("cell_id").isin(cells.ids))
+            .where(~F.coalesce(F.col("is_warmup"), F.lit(False)))
+            .join(cells.meta.select("cell_id", "_stop_ns"), "cell_id")
+            .join(exp_set.drop("_ack_ts_ns"), ["cell_id", "producer_id", "seq"], "left")
+            .withColumn("_in_e", F.coalesce(F.col("_in_e"), F.lit(False)))
+            .withColumn("_first", ~F.coalesce(F.col("duplicate"), F.lit(False)))
+            .withColumn("_after_stop", F.coalesce(
+                F.col("after_stop"), F.col("receive_ts_ns") > F.col("_stop_ns"), F.lit(False))))
+
+
+def _first_of_e() -> Column:
+    """A receipt of :func:`_measured_receipts` that is an expected message's first."""
+    return F.col("_first") & F.col("_in_e")
+
+
+def _receipt_figures(receipts: DataFrame) -> DataFrame:
+    """One row per (cell, consumer) that received anything: its counts and the sorted
+    latencies and E indices of its first receipts of E."""
+    first_e = _first_of_e()
+    count_if = shared.count_if
+    return receipts.groupBy("cell_id", "consumer").agg(
         F.max("shard").alias("_rx_shard"),
-        _count_if(first_e).alias("unique_msgs"),
-        _count_if(F.col("duplicate")).alias("duplicates"),
-        _count_if(first_e & F.col("_after_stop")).alias("late_msgs"),
-        _count_if(F.col("_first") & ~F.col("_in_e")).alias("unexpected_msgs"),
-        _count_if(F.col("_first") & (F.col("receive_ts_ns") <= F.col("_stop_ns")))
+        count_if(first_e).alias("unique_msgs"),
+        count_if(F.col("duplicate")).alias("duplicates"),
+        count_if(first_e & F.col("_after_stop")).alias("late_msgs"),
+        count_if(F.col("_first") & ~F.col("_in_e")).alias("unexpected_msgs"),
+        count_if(F.col("_first") & (F.col("receive_ts_ns") <= F.col("_stop_ns")))
         .alias("_rx_before_stop"),
         _sorted_list(first_e, F.col("e2e_latency_ms")).alias("_e2e"),
         _sorted_list(first_e, F.col("service_e2e_latency_ms")).alias("_service"),
         _sorted_list(first_e, F.col("_e_idx")).alias("_idx"),
     )
 
-    # -- lag: one row per (cell, consumer, sample), partitions summed ----------------
-    lag_samples = (
-        data.lag.where(F.col("cell_id").isin(cell_ids))
-        .groupBy("cell_id", "consumer", "sample_ts_ns").agg(
-            F.max("shard").alias("shard"),
-            F.max("elapsed_s").alias("elapsed_s"),
-            F.sum("lag_msgs").alias("lag_msgs"),
-            F.count(F.lit(1)).cast("int").alias("partitions_sampled"),
-            F.max("received_msgs").alias("received_msgs"),
-            F.max(F.col("paused").cast("int")).cast("boolean").alias("paused"),
-        ).cache()
-    )
-    sample_marks = lag_samples.select("cell_id", "consumer", F.col("sample_ts_ns").alias("_ts"))
-    events = F.lit(0).alias("_is_sample")
-    # acked(t): E with ack time <= t, per cell (events sort before samples at equal times)
-    acked_at = (
+
+def _lag_samples(lag: DataFrame, cells: _Cells) -> DataFrame:
+    """One row per (cell, consumer, sample time): the partitions' lag summed, how many were
+    sampled, the consumer's received count and whether it was paused."""
+    return (lag.where(F.col("cell_id").isin(cells.ids))
+            .groupBy("cell_id", "consumer", "sample_ts_ns").agg(
+                F.max("shard").alias("shard"),
+                F.max("elapsed_s").alias("elapsed_s"),
+                F.sum("lag_msgs").alias("lag_msgs"),
+                F.count(F.lit(1)).cast("int").alias("partitions_sampled"),
+                F.max("received_msgs").alias("received_msgs"),
+                F.max(F.col("paused").cast("int")).cast("boolean").alias("paused")))
+
+
+def _running_count(events: DataFrame, marks: DataFrame, keys: Sequence[str],
+                   name: str) -> DataFrame:
+    """At each mark (a lag sample time ``_ts``), how many ``events`` (their ``_ts``) of the
+    same ``keys`` happened at or before it, as column ``name`` (an event sorts before a
+    sample at the same time)."""
+    return (events.select(*keys, "_ts", F.lit(0).alias("_is_sample"), F.lit(1).alias("_w"))
+            .unionByName(marks.select(*keys, "_ts", F.lit(1).alias("_is_sample"),
+                                      F.lit(0).alias("_w")))
+            .withColumn(name, F.sum("_w").over(
+                Window.partitionBy(*keys).orderBy("_ts", "_is_sample")
+                .rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+            .where(F.col("_is_sample") == 1)
+            .select(*keys, F.col("_ts").alias("sample_ts_ns"), name))
+
+
+def _lag_rows(samples: DataFrame, exp_set: DataFrame, receipts: DataFrame) -> DataFrame:
+    """:func:`_lag_samples` with ``acked_msgs`` (E acked by the sample time, per cell) and
+    ``client_backlog_msgs`` (those minus the consumer's first receipts of E by then)."""
+    marks = samples.select("cell_id", "consumer", F.col("sample_ts_ns").alias("_ts"))
+    acked_at = _running_count(
         exp_set.where(F.col("_ack_ts_ns").isNotNull())
-        .select("cell_id", F.lit(None).cast("int").alias("consumer"),
-                       F.col("_ack_ts_ns").alias("_ts"), events, F.lit(1).alias("_w"))
-        .unionByName(sample_marks.select("cell_id", F.lit(None).cast("int").alias("consumer"),
-                                         "_ts", F.lit(1).alias("_is_sample"),
-                                         F.lit(0).alias("_w")).distinct())
-        .withColumn("acked_msgs", F.sum("_w").over(
-            Window.partitionBy("cell_id").orderBy("_ts", "_is_sample")
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-        .where(F.col("_is_sample") == 1)
-        .select("cell_id", F.col("_ts").alias("sample_ts_ns"), "acked_msgs")
-    )
-    # received(t): the consumer's first receipts of E with receive time <= t
-    received_at = (
-        receipts.where(first_e)
-        .select("cell_id", "consumer", F.col("receive_ts_ns").alias("_ts"), events,
-                F.lit(1).alias("_w"))
-        .unionByName(sample_marks.select("cell_id", "consumer", "_ts",
-                                         F.lit(1).alias("_is_sample"), F.lit(0).alias("_w")))
-        .withColumn("_received_e", F.sum("_w").over(
-            Window.partitionBy("cell_id", "consumer").orderBy("_ts", "_is_sample")
-            .rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-        .where(F.col("_is_sample") == 1)
-        .select("cell_id", "consumer", F.col("_ts").alias("sample_ts_ns"), "_received_e")
-    )
-    lag_rows = (
-        lag_samples.join(acked_at, ["cell_id", "sample_ts_ns"], "left")
-        .join(received_at, ["cell_id", "consumer", "sample_ts_ns"], "left")
-        .withColumn("acked_msgs", F.coalesce("acked_msgs", F.lit(0)).cast("long"))
-        .withColumn("client_backlog_msgs",
-                    (F.col("acked_msgs") - F.coalesce("_received_e", F.lit(0))).cast("long"))
-    )
-    # per consumer: peak lag, peak during the pause (to one interval after it), the first
-    # sample after the pause with lag <= the threshold, the lag at its last sample of the
-    # window, the peak client backlog. A sample with no known partition counts as 0 here.
-    total = F.coalesce(F.col("lag_msgs"), F.lit(0))
+        .select("cell_id", F.col("_ack_ts_ns").alias("_ts")),
+        marks.select("cell_id", "_ts").distinct(), ["cell_id"], "acked_msgs")
+    received_at = _running_count(
+        receipts.where(_first_of_e())
+        .select("cell_id", "consumer", F.col("receive_ts_ns").alias("_ts")),
+        marks, ["cell_id", "consumer"], "_received_e")
+    return (samples.join(acked_at, ["cell_id", "sample_ts_ns"], "left")
+            .join(received_at, ["cell_id", "consumer", "sample_ts_ns"], "left")
+            .withColumn("acked_msgs", F.coalesce("acked_msgs", F.lit(0)).cast("long"))
+            .withColumn("client_backlog_msgs",
+                        (F.col("acked_msgs") - F.coalesce("_received_e", F.lit(0)))
+                        .cast("long")))
+
+
+def _in_window() -> Column:
+    """A lag sample taken in the measured window (from the measure start to the stop)."""
+    return F.col("sample_ts_ns").between(F.col("_measure_start_ns"), F.col("_stop_ns"))
+
+
+def _lag_figures(lag_joined: DataFrame) -> DataFrame:
+    """One row per (cell, consumer) with lag samples (rows of :func:`_lag_rows` with their
+    cell's constants and ``_total``, the lag with an unknown partition as 0): peak lag, peak
+    during the pause (to one interval after it), the first sample after the pause with lag
+    <= the drain threshold and the time to it, the lag at its last sample of the window, the
+    peak client backlog."""
     ts = F.col("sample_ts_ns")
     in_pause = ts.between(F.col("_pause_start_ns"),
                           F.col("_pause_end_ns") + F.col("_lag_interval_ns"))
-    drained = ((ts > F.col("_pause_end_ns")) & (total <= F.col("_drain_threshold")))
-    in_window = ts.between(F.col("_measure_start_ns"), F.col("_stop_ns"))
-    lag_joined = lag_rows.join(meta, "cell_id").withColumn("_total", total).cache()
-    lag_figures = (
-        lag_joined.groupBy("cell_id", "consumer").agg(
-            F.max("shard").alias("_lag_shard"),
-            F.max("lag_msgs").alias("lag_peak_msgs"),
-            F.max("_total").alias("_peak0"),
-            F.max(F.when(in_pause, F.col("_total"))).alias("_pause_peak"),
-            F.min(F.when(drained, ts)).alias("_drained_ns"),
-            F.max_by(F.col("_total"), F.when(in_window, ts)).alias("_end_lag"),
-            F.max("client_backlog_msgs").alias("_backlog_peak"),
-            F.first("_pause_end_ns").alias("_pause_end"),
-        )
+    drained = (ts > F.col("_pause_end_ns")) & (F.col("_total") <= F.col("_drain_threshold"))
+    return (lag_joined.groupBy("cell_id", "consumer").agg(
+        F.max("shard").alias("_lag_shard"),
+        F.max("lag_msgs").alias("lag_peak_msgs"),
+        F.max("_total").alias("_peak0"),
+        F.max(F.when(in_pause, F.col("_total"))).alias("_pause_peak"),
+        F.min(F.when(drained, ts)).alias("_drained_ns"),
+        F.max_by(F.col("_total"), F.when(_in_window(), ts)).alias("_end_lag"),
+        F.max("client_backlog_msgs").alias("_backlog_peak"),
+        F.first("_pause_end_ns").alias("_pause_end"))
         .withColumn("time_to_drain_s",
-                    (F.col("_drained_ns") - F.col("_pause_end")) / F.lit(1e9))
-    )
-    lag_cells = {r["cell_id"]: r.asDict() for r in lag_figures.groupBy("cell_id").agg(
+                    (F.col("_drained_ns") - F.col("_pause_end")) / F.lit(1e9)))
+
+
+def _lag_cells(lag_figures: DataFrame, lag_joined: DataFrame) -> dict[str, dict[str, Any]]:
+    """The lag figures of each cell on the driver (one small action): the peaks over its
+    consumers, the latest drain (and how many consumers never drained), the end lag, the
+    peak client backlog (at least 0) and the median total lag over the window's samples."""
+    per_cell = lag_figures.groupBy("cell_id").agg(
         F.max("_peak0").alias("lag_peak_msgs"),
         F.max("_pause_peak").alias("pause_lag_peak_msgs"),
         F.max("_drained_ns").alias("_drained_ns"),
-        _count_if(F.col("_drained_ns").isNull()).alias("_not_drained"),
+        shared.count_if(F.col("_drained_ns").isNull()).alias("_not_drained"),
         F.max("_end_lag").alias("lag_end_msgs"),
-        F.greatest(F.max("_backlog_peak"), F.lit(0)).alias("client_backlog_peak_msgs"),
-    ).join(lag_joined.where(in_window).groupBy("cell_id").agg(
-        F.percentile(F.col("_total"), F.lit(0.5)).alias("lag_median_msgs")), "cell_id", "left")
-        .collect()}
-    lag_figures = lag_figures.drop("_peak0", "_pause_peak", "_drained_ns", "_end_lag", "_backlog_peak",
-                                   "_pause_end")
+        F.greatest(F.max("_backlog_peak"), F.lit(0)).alias("client_backlog_peak_msgs"))
+    medians = lag_joined.where(_in_window()).groupBy("cell_id").agg(
+        F.percentile(F.col("_total"), F.lit(0.5)).alias("lag_median_msgs"))
+    return {r["cell_id"]: r.asDict()
+            for r in per_cell.join(medians, "cell_id", "left").collect()}
 
-    # -- every consumer of every cell, with or without receipts ----------------------
-    grid = meta.select("cell_id", F.explode(F.sequence(F.lit(0), F.col("_consumers") - 1))
-                       .alias("consumer")).where(F.col("consumer").isNotNull())
+
+def _consumer_figures(cells: _Cells, receipt_figures: DataFrame, lag_figures: DataFrame,
+                      counts: dict[str, dict[str, Any]]) -> DataFrame:
+    """Every consumer of every cell, with or without receipts or lag samples: its receipt
+    and lag figures (an empty list / 0 where it has none), its shard, the cell's expected
+    count, ``missing_msgs``, ``failing``, ``gaps`` and ``rx_rate_msgs_per_s``."""
+    spark = receipt_figures.sparkSession
+    grid = (cells.meta.select("cell_id", F.explode(F.sequence(F.lit(0), F.col("_consumers") - 1))
+                              .alias("consumer")).where(F.col("consumer").isNotNull()))
     n_expected = spark.createDataFrame(
         [(cid, int(c["expected_msgs"])) for cid, c in counts.items()],
         "cell_id string, expected_msgs bigint")
     shard_formula = F.floor(F.col("consumer") / F.ceil(
         F.col("_consumers") / F.ceil(F.col("_consumers") / F.col("_cps"))))
     empty_d = F.array().cast("array<double>")
-    empty_l = F.array().cast("array<bigint>")
-    consumers = (
-        grid.join(per_consumer, ["cell_id", "consumer"], "full_outer")
+    window_s = (F.col("_stop_ns") - F.col("_measure_start_ns")) / F.lit(1e9)
+    return (
+        grid.join(receipt_figures, ["cell_id", "consumer"], "full_outer")
         .join(lag_figures, ["cell_id", "consumer"], "left")
-        .join(meta, "cell_id").join(F.broadcast(n_expected), "cell_id")
-        .select(
-            "*",
-            F.coalesce("_rx_shard", "_lag_shard", shard_formula).cast("int").alias("shard"),
-        )
+        .join(cells.meta, "cell_id").join(F.broadcast(n_expected), "cell_id")
+        .select("*", F.coalesce("_rx_shard", "_lag_shard", shard_formula).cast("int")
+                .alias("shard"))
         .fillna(0, ["unique_msgs", "duplicates", "late_msgs", "unexpected_msgs",
                     "_rx_before_stop"])
         .withColumn("_e2e", F.coalesce("_e2e", empty_d))
         .withColumn("_service", F.coalesce("_service", empty_d))
-        .withColumn("_idx", F.coalesce("_idx", empty_l))
+        .withColumn("_idx", F.coalesce("_idx", F.array().cast("array<bigint>")))
         .withColumn("missing_msgs", F.col("expected_msgs") - F.col("unique_msgs"))
         .withColumn("failing", F.col("missing_msgs") > 0)
         .withColumn("gaps", _gaps(F.col("_idx"), F.col("expected_msgs")))
         .withColumn("rx_rate_msgs_per_s", F.when(
             F.col("_stop_ns") > F.col("_measure_start_ns"),
-            F.col("_rx_before_stop")
-            / ((F.col("_stop_ns") - F.col("_measure_start_ns")) / F.lit(1e9))))
-    ).cache()
+            F.col("_rx_before_stop") / window_s)))
 
-    # per-consumer percentiles: each cell's population is its |E| (censored = missing)
-    wanted = ("e2e_p50_ms", "e2e_p99_ms", "e2e_max_ms", "service_e2e_p99_ms")
-    per_cell_cols: dict[str, list[tuple[str, Column]]] = {}
-    for cid in cell_ids:
-        n = int(counts[cid]["expected_msgs"])
+
+_CONSUMER_PERCENTILES = ("e2e_p50_ms", "e2e_p99_ms", "e2e_max_ms", "service_e2e_p99_ms")
+"""The percentiles of each ``load_consumers`` row."""
+
+
+def _consumer_percentiles(consumers: DataFrame, cells: _Cells,
+                          counts: dict[str, dict[str, Any]]) -> DataFrame:
+    """:func:`_consumer_figures` with :data:`_CONSUMER_PERCENTILES`: each consumer's
+    population is its cell's E (the missing ones censored)."""
+    per_cell: dict[str, list[tuple[str, Column]]] = {}
+    for cell_id in cells.ids:
+        n = int(counts[cell_id]["expected_msgs"])
         cols = [*_percentiles(F.col("_e2e"), n, "e2e", reasons=False),
                 *_percentiles(F.col("_service"), n, "service_e2e", reasons=False)]
-        per_cell_cols[cid] = [(name, c) for name, c in cols if name in wanted]
-    consumer_rows = consumers.select("*", *_by_cell(per_cell_cols))
+        per_cell[cell_id] = [(name, c) for name, c in cols if name in _CONSUMER_PERCENTILES]
+    return consumers.select("*", *_by_cell(per_cell))
 
-    run_cols = [F.lit(data.run_id).alias("run_id"),
-                F.col("_run_date").alias("run_date")]
-    run_dates = spark.createDataFrame(
-        [(cid, str(doc.get("_run_date"))) for cid, doc in data.cells.items()],
-        "cell_id string, _run_date string")
-    load_consumers = (
-        consumer_rows.join(F.broadcast(run_dates), "cell_id")
-        .select(*run_cols, *[F.col(c).cast(t).alias(c) for c, t in CONSUMER_SCHEMA.items()
-                             if c not in ("run_id", "run_date")])
-        .orderBy("cell_id", "consumer")
-    )
-    load_lag = (
-        lag_rows.join(F.broadcast(run_dates), "cell_id")
-        .select(*run_cols, *[F.col(c).cast(t).alias(c) for c, t in LAG_SCHEMA.items()
-                             if c not in ("run_id", "run_date")])
-        .orderBy("cell_id", "consumer", "sample_ts_ns")
-    )
 
-    # -- cell figures: pooled over the consumers ---------------------------------------
+def _run_table(df: DataFrame, run_id: str, run_dates: DataFrame, schema: dict[str, str],
+               order: Sequence[str]) -> DataFrame:
+    """``df`` as a table of ``schema``: the run id, its cell's run date, then its own columns
+    cast to their types, ordered by ``order``."""
+    return (df.join(F.broadcast(run_dates), "cell_id")
+            .select(F.lit(run_id).alias("run_id"), F.col("_run_date").alias("run_date"),
+                    *[F.col(c).cast(t).alias(c) for c, t in schema.items()
+                      if c not in ("run_id", "run_date")])
+            .orderBy(*order))
+
+
+def _pooled_figures(consumers: DataFrame, send_figures: DataFrame, cells: _Cells,
+                    counts: dict[str, dict[str, Any]]
+                    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The figures of each cell pooled over its consumers, on the driver (one action): rx
+    rates, missing, late, unexpected, duplicates, failing clients, and the percentiles of
+    the pooled e2e and service e2e (population E × consumers) and of the producer's publish
+    delay and ack latency. Returns them by cell id and the percentile columns' names."""
     pooled = consumers.groupBy("cell_id").agg(
         F.count(F.lit(1)).alias("_n_consumers"),
         F.avg("rx_rate_msgs_per_s").alias("rx_rate_msgs_per_s_avg"),
@@ -616,35 +603,71 @@ def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.sum("late_msgs").alias("late_msgs"),
         F.sum("unexpected_msgs").alias("unexpected_msgs"),
         F.sum("duplicates").alias("duplicates"),
-        _count_if(F.col("failing")).alias("failing_clients"),
+        shared.count_if(F.col("failing")).alias("failing_clients"),
         F.sort_array(F.flatten(F.collect_list("_e2e"))).alias("_e2e"),
         F.sort_array(F.flatten(F.collect_list("_service"))).alias("_service"),
     )
-    cell_cols: dict[str, list[tuple[str, Column]]] = {}
-    for cid in cell_ids:
-        c = counts[cid]
-        n_pool = int(c["expected_msgs"]) * consumers_of[cid]
-        cell_cols[cid] = [
+    per_cell: dict[str, list[tuple[str, Column]]] = {}
+    for cell_id in cells.ids:
+        c = counts[cell_id]
+        n_pool = int(c["expected_msgs"]) * cells.consumers[cell_id]
+        per_cell[cell_id] = [
             *_percentiles(F.col("_e2e"), n_pool, "e2e", ci=True),
             *_percentiles(F.col("_service"), n_pool, "service_e2e"),
             *_percentiles(F.col("_publish"), int(c["_n_publish"]), "publish_delay"),
             *_percentiles(F.col("_ack"), int(c["_n_ack"]), "ack_latency")]
-    cell_names = [name for name, _ in next(iter(cell_cols.values()))]
+    names = [name for name, _ in next(iter(per_cell.values()))]
     picked = (pooled.join(send_figures.select("cell_id", "_publish", "_ack"), "cell_id", "left")
               .select("cell_id", "rx_rate_msgs_per_s_avg", "rx_rate_msgs_per_s_min",
                       "missing_msgs", "late_msgs", "unexpected_msgs", "duplicates",
-                      "failing_clients", "_n_consumers", *_by_cell(cell_cols)))
-    figures = {r["cell_id"]: r.asDict() for r in picked.collect()}
+                      "failing_clients", "_n_consumers", *_by_cell(per_cell)))
+    return {r["cell_id"]: r.asDict() for r in picked.collect()}, names
+
+
+def transform(data: LoadRun) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The run's ``(load_cells, load_consumers, load_lag)`` DataFrames
+    (:data:`CELL_SCHEMA`, :data:`CONSUMER_SCHEMA`, :data:`LAG_SCHEMA`).
+
+    Eager where it is cheap: the sends are counted per cell first (one small pass,
+    collected: :func:`_send_counts`) so that every rank (nearest-rank percentiles, CI order
+    statistics) is known on the driver; the receipts are then joined once with the expected
+    set (:func:`_measured_receipts`) and grouped per consumer (:func:`_receipt_figures`:
+    sorted latency lists, counts, gaps); the lag samples get the backlog
+    (:func:`_lag_rows`) and the lag figures (:func:`_lag_figures`, :func:`_lag_cells`); the
+    consumer rows (:func:`_consumer_figures`) give the cell figures
+    (:func:`_pooled_figures`), and each cell's row is put together on the driver
+    (:func:`_cell_row`). Definitions: ``docs/aggregates-schema.md``, "Load aggregates".
+    """
+    spark = data.sends.sparkSession
+    cells = _Cells(spark, data.cells)
+    sends = _windowed_sends(data.sends, cells)
+    send_figures = _send_figures(sends).cache()
+    counts = _send_counts(send_figures, cells)
+    exp_set = _expected_set(sends)
+    receipts = _measured_receipts(data.receipts, cells, exp_set)
+    lag_rows = _lag_rows(_lag_samples(data.lag, cells).cache(), exp_set, receipts)
+    lag_joined = (lag_rows.join(cells.meta, "cell_id")
+                  .withColumn("_total", F.coalesce(F.col("lag_msgs"), F.lit(0))).cache())
+    lag_figures = _lag_figures(lag_joined)
+    lag_cells = _lag_cells(lag_figures, lag_joined)
+    lag_figures = lag_figures.drop("_peak0", "_pause_peak", "_drained_ns", "_end_lag",
+                                   "_backlog_peak", "_pause_end")
+    consumers = _consumer_figures(cells, _receipt_figures(receipts), lag_figures,
+                                  counts).cache()
+    run_dates = spark.createDataFrame(
+        [(cid, str(doc.get("_run_date"))) for cid, doc in data.cells.items()],
+        "cell_id string, _run_date string")
+    load_consumers = _run_table(_consumer_percentiles(consumers, cells, counts), data.run_id,
+                                run_dates, CONSUMER_SCHEMA, ("cell_id", "consumer"))
+    load_lag = _run_table(lag_rows, data.run_id, run_dates, LAG_SCHEMA,
+                          ("cell_id", "consumer", "sample_ts_ns"))
+    figures, metric_names = _pooled_figures(consumers, send_figures, cells, counts)
     send_figures.unpersist()
     lag_joined.unpersist()
-
     rows = [_cell_row(data.run_id, cid, data.cells[cid], counts[cid],
-                      {**figures.get(cid, {}), **lag_cells.get(cid, {})}, cell_names)
-            for cid in cell_ids]
-    schema = ", ".join(f"{c} {t}" for c, t in CELL_SCHEMA.items())
-    load_cells = spark.createDataFrame(
-        [tuple(_typed(r.get(c), t) for c, t in CELL_SCHEMA.items()) for r in rows], schema)
-    return load_cells, load_consumers, load_lag
+                      {**figures.get(cid, {}), **lag_cells.get(cid, {})}, metric_names)
+            for cid in cells.ids]
+    return shared.driver_frame(spark, rows, CELL_SCHEMA), load_consumers, load_lag
 
 
 def _gaps(idx: Column, n: Column) -> Column:
@@ -692,7 +715,7 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         window_s=(float(spec["duration_s"]) - float(spec["warmup_s"])
                   if spec.get("duration_s") is not None and spec.get("warmup_s") is not None
                   else None),
-        ci_confidence=shared.CI_CONFIDENCE, percentile_method=PERCENTILE_METHOD,
+        ci_confidence=shared.stats.CI_CONFIDENCE, percentile_method=PERCENTILE_METHOD,
     )
     for key in ("intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs",
                 "unsent_msgs", "sent_msgs", "expected_msgs", "warmup_msgs"):
@@ -733,100 +756,24 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
     return row
 
 
-def _typed(value: Any, type_: str) -> Any:
-    """``value`` as the Python type of its Spark column."""
-    if value is None:
-        return None
-    if type_ == "double":
-        return float(value)
-    if type_ in ("bigint", "int"):
-        return int(value)
-    if type_ == "boolean":
-        return bool(value)
-    return str(value)
-
-
 # --------------------------------------------------------------------------- load
 
 
-def _hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[union-attr]
-    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return fs, jvm
-
-
-def load(tables: dict[str, DataFrame], out_path: str, run_id: str) -> str:
-    """Write ``tables`` (name -> DataFrame) as ``<out_path>/run_id=<id>/<name>.parquet``
-    (one file each) and return the run's directory.
-
-    Written to a hidden staging directory beside it, then swapped in as a whole (rename the
-    old directory away, rename the new one in, delete the old): readers skip hidden names,
-    so they see the earlier tables or the new ones, never a mix.
-    """
-    spark = next(iter(tables.values())).sparkSession
-    target = f"{out_path.rstrip('/')}/run_id={run_id}"
-    token = uuid.uuid4().hex[:12]
-    staging = f"{out_path.rstrip('/')}/.staging-{run_id}-{token}"
-    old = f"{out_path.rstrip('/')}/.old-{run_id}-{token}"
-    fs, jvm = _hadoop_fs(spark, target)
-    path_of = jvm.org.apache.hadoop.fs.Path
-    try:
-        for name, df in tables.items():
-            df.coalesce(1).write.mode("errorifexists").parquet(f"{staging}/{name}.parquet")
-        if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
-            raise OSError(f"cannot move {target} aside")
-        if not fs.rename(path_of(staging), path_of(target)):
-            raise OSError(f"cannot rename {staging} to {target}")
-    finally:
-        for leftover in (staging, old):
-            if fs.exists(path_of(leftover)):
-                fs.delete(path_of(leftover), True)
-    return target
-
-
 def run(spark: SparkSession, load_path: str, out_path: str, run_id: str) -> dict[str, int]:
-    """Extract, transform and load one run; returns the rows written per table."""
-    cells, consumers, lag = transform(extract(spark, load_path, run_id))
-    tables = {"load_cells": cells, "load_consumers": consumers.cache(), "load_lag": lag.cache()}
-    try:
-        counts = {name: df.count() for name, df in tables.items()}
-        load(tables, out_path, run_id)
-    finally:
-        consumers.unpersist()
-        lag.unpersist()
-    return counts
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="aggregate_load",
-        description="Aggregate one load run into cell, consumer and lag tables (Parquet).")
-    p.add_argument("--load", required=True,
-                   help="load samples root (<data>/load), a local dir or Hadoop URI")
-    p.add_argument("--out", required=True,
-                   help="load aggregates root; the run goes to <out>/run_id=<id>/")
-    p.add_argument("--run-id", required=True, help="the run to aggregate")
-    return p.parse_args(argv)
+    """Extract, transform and load one run; returns the rows written per table. The tables
+    are swapped in for the run's directory as a set (:func:`_session.swap_in_run_tables`)."""
+    tables = transform(extract(spark, load_path, run_id))
+    return shared.write_run_tables(dict(zip(TABLES, tables, strict=True)), out_path, run_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.load):
-        print(f"aggregate_load: error: load samples path not found: {args.load}",
-              file=sys.stderr)
-        return 2
-    with shared.job_session("kafkalab-aggregate-load") as spark:
-        try:
-            counts = run(spark, args.load, args.out, args.run_id)
-        except InputError as exc:
-            print(f"aggregate_load: error: {exc}", file=sys.stderr)
-            return 2
-    written = ", ".join(f"{n} {name}" for name, n in counts.items())
-    print(f"aggregate_load: wrote {written} rows for run {args.run_id} to "
-          f"{os.path.join(args.out, f'run_id={args.run_id}')}")
-    return 0
+    return shared.run_tables_main(
+        argv, run, prog="aggregate_load",
+        description="Aggregate one load run into cell, consumer and lag tables (Parquet).",
+        source=("--load", "load samples",
+                "load samples root (<data>/load), a local dir or Hadoop URI"),
+        out_help="load aggregates root; the run goes to <out>/run_id=<id>/")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ under ``DIR``): one JVM start instead of two. The exit code stays the aggregatio
 validation's verdict is in ``DIR/<run_id>.json`` (the DAG's ``validate_metrics`` task judges
 it: param ``spark_jobs``).
 
-Needs PySpark, ``_session.py`` and ``validate_metrics.py`` (beside this script, or shipped
-with ``--py-files``), not the ``kafkalab`` package; GX only with ``--validate-out``.
+Needs PySpark, ``_session.py``, ``_gx.py`` and ``validate_metrics.py`` (beside this script,
+or shipped with ``--py-files``), not the ``kafkalab`` package; GX only with
+``--validate-out``.
 Exit codes: 0 success, 2 bad input (missing path, no rows for the run id, bad arguments).
 """
 
@@ -40,14 +41,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_metrics (tests, tools)
+    from . import _gx
     from . import _session as shared
     from . import validate_metrics as validator
-else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+else:  # run as a script: the modules sit beside it or are shipped with --py-files
+    import _gx  # type: ignore[no-redef]
     import _session as shared  # type: ignore[no-redef]
     import validate_metrics as validator  # type: ignore[no-redef]
-
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``aggregate_metrics.InputError``)."""
 
 __all__ = [
     "AGGREGATE_COLUMNS",
@@ -57,7 +57,6 @@ __all__ = [
     "OPTIONAL_INPUT_COLUMNS",
     "REQUIRED_INPUT_COLUMNS",
     "SCHEMA_VERSION",
-    "InputError",
     "extract",
     "load",
     "main",
@@ -91,8 +90,8 @@ STATUSES_CENSORED = ("lost", "error")
 
 _COUNTS = ("sent_count", "received_count", "lost_count", "duplicate_count", "late_count",
            "error_count", "warmup_excluded_count")
-_CI_COLUMNS = tuple(f"e2e_latency_ms_{name}_ci_{side}" for name in shared.CI_PERCENTILES
-                    for side in ("low", "high"))
+_CI_COLUMNS = tuple(f"e2e_latency_ms_{name}_ci_{side}"
+                    for name in shared.stats.CI_PERCENTILES for side in ("low", "high"))
 _STRING_COLUMNS = frozenset({
     *CELL_KEYS, "run_date", "workload", "payload_encoding", "cluster_flavor",
     "broker_version", "loop_mode", "client_settings", "e2e_latency_ms_percentiles_note",
@@ -147,10 +146,6 @@ REQUIRED_INPUT_COLUMNS: tuple[str, ...] = (
     "e2e_latency_ms", "round_trip_ms", "consumer_mode", "assign_delay_ms",
     "first_record_delay_ms", "statistic", "latency_resolution_ms",
 )
-
-
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
 
 
 # --------------------------------------------------------------------------- populations
@@ -232,14 +227,14 @@ def _cell_figures(samples: DataFrame, cfg: dict[str, Any]) -> list[dict[str, Any
         return F.max(F.when(is_tool & (F.col("statistic") == stat), e2e))
 
     groups = samples.groupBy(*CELL_KEYS, *CARRIED_COLUMNS).agg(
-        _count_if(sent).alias("sent_count"),
-        _count_if(received).alias("received_count"),
-        _count_if(measured & (status == "lost")).alias("lost_count"),
-        _count_if(measured & (status == "duplicate")).alias("duplicate_count"),
-        _count_if(measured & (status == "late")).alias("late_count"),
-        _count_if(measured & (status == "error")).alias("error_count"),
-        _count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
-        _count_if(is_first & F.col("first_record_delay_ms").isNull())
+        shared.count_if(sent).alias("sent_count"),
+        shared.count_if(received).alias("received_count"),
+        shared.count_if(measured & (status == "lost")).alias("lost_count"),
+        shared.count_if(measured & (status == "duplicate")).alias("duplicate_count"),
+        shared.count_if(measured & (status == "late")).alias("late_count"),
+        shared.count_if(measured & (status == "error")).alias("error_count"),
+        shared.count_if(is_msg & F.col("is_warmup")).alias("warmup_excluded_count"),
+        shared.count_if(is_first & F.col("first_record_delay_ms").isNull())
         .alias("first_message_lost_count"),
         F.sum(F.when(received, e2e)).alias("_e2e_sum"),
         F.count(F.when(received, e2e)).alias("_e2e_cnt"),
@@ -313,7 +308,7 @@ def tool_messages(client_settings: str | None, planned_messages: int | None) -> 
 
 def _tool_minimums(cell: dict[str, Any]) -> dict[str, Any]:
     """``tool_messages``, the tool's p99/p99.9 nulled below their minimum sample count
-    (:data:`_session.MIN_SAMPLES`: p99 100, p99.9 1,000, as every lab percentile) and
+    (:data:`kafkalab.stats.MIN_SAMPLES`: p99 100, p99.9 1,000, as every lab percentile) and
     ``tool_percentiles_note`` saying so (``p99: n<100; p999: n<1000``). A cell without tool
     figures gets nulls; an unknown count leaves the figures as printed."""
     if all(cell[c] is None for c in ("tool_p50_ms", "tool_p99_ms", "tool_p999_ms", "tool_avg_ms")):
@@ -322,7 +317,7 @@ def _tool_minimums(cell: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"tool_messages": n}
     reasons = []
     for name, col in _TOOL_PERCENTILES:
-        need = shared.MIN_SAMPLES[name]
+        need = shared.stats.MIN_SAMPLES[name]
         if n is not None and n < need:
             out[col] = None
             reasons.append(f"{name}: n<{need}")
@@ -479,11 +474,6 @@ def _values_in_buckets(samples: DataFrame, targets: Sequence[tuple[_Key, str, in
                                    F.element_at("_vs", F.col("_r")).alias("_v")).collect()}
 
 
-def _rank(n: int, num: int, den: int) -> int:
-    """``ceil(n · num / den)`` in integers (at least 1): ``kafkalab.stats.fraction_rank``."""
-    return max(1, (n * num + den - 1) // den)
-
-
 def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     """Per population, the rank each statistic of ``cell`` needs (None: undefined for want
     of samples). Keys: percentile names (``p99``), for ``e2e_latency_ms`` also CI bounds
@@ -492,18 +482,19 @@ def _ranks_wanted(cell: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     for metric, percentiles in shared.METRIC_PERCENTILES.items():
         n = int(cell[f"_n_{metric}"])
         ranks: dict[str, int | None] = {
-            name: _rank(n, num, den) if n >= shared.MIN_SAMPLES[name] else None
+            name: (shared.stats.fraction_rank(n, num, den)
+                   if n >= shared.stats.MIN_SAMPLES[name] else None)
             for name, (num, den) in percentiles.items()
         }
         if metric == "e2e_latency_ms":
-            for name in shared.CI_PERCENTILES:
+            for name in shared.stats.CI_PERCENTILES:
                 num, den = percentiles[name]
-                ranks[f"{name}_ci_low"], ranks[f"{name}_ci_high"] = shared.quantile_ci_ranks(
-                    n, num / den, shared.CI_CONFIDENCE)
+                ranks[f"{name}_ci_low"], ranks[f"{name}_ci_high"] = shared.stats.quantile_ci_ranks(
+                    n, num / den, shared.stats.CI_CONFIDENCE)
         wanted[metric] = ranks
     for population in _FIRST_MESSAGE_MEDIANS:
         n = int(cell[f"_n_{population}"])
-        wanted[population] = {"median": _rank(n, 1, 2) if n > 0 else None}
+        wanted[population] = {"median": shared.stats.fraction_rank(n, 1, 2) if n > 0 else None}
     return wanted
 
 
@@ -527,7 +518,7 @@ def _percentile_columns(cell: dict[str, Any], wanted: dict[str, dict[str, int | 
             if metric != "e2e_latency_ms" or name not in shared.METRIC_PERCENTILES[metric]:
                 continue
             if rank is None:
-                reasons.append(f"{name}: n<{shared.MIN_SAMPLES[name]}")
+                reasons.append(f"{name}: n<{shared.stats.MIN_SAMPLES[name]}")
             elif value is None:
                 reasons.append(f"{name}: censored")
     if int(cell["_n_e2e_latency_ms"]) == 0:
@@ -561,7 +552,7 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     cfg = {**DEFAULT_CONFIG, **(config or {})}
     missing = [c for c in REQUIRED_INPUT_COLUMNS if c not in samples.columns]
     if missing:
-        raise InputError(f"samples lack required columns: {', '.join(missing)}")
+        raise shared.InputError(f"samples lack required columns: {', '.join(missing)}")
     for col, type_ in OPTIONAL_INPUT_COLUMNS.items():  # written before samples schema 2
         if col not in samples.columns:
             samples = samples.withColumn(col, F.lit(None).cast(type_))
@@ -583,23 +574,10 @@ def transform(samples: DataFrame, config: dict[str, Any] | None = None) -> DataF
     for cell in cells:
         row = {**cell, **_percentile_columns(cell, wanted[tuple(cell[k] for k in CELL_KEYS)],
                                              values)}
-        row["ci_confidence"] = shared.CI_CONFIDENCE
+        row["ci_confidence"] = shared.stats.CI_CONFIDENCE
         row["percentile_method"] = PERCENTILE_METHOD
-        rows.append(tuple(_typed(row[c], AGGREGATE_SCHEMA[c]) for c in AGGREGATE_COLUMNS))
-    schema = ", ".join(f"{c} {t}" for c, t in AGGREGATE_SCHEMA.items())
-    return samples.sparkSession.createDataFrame(rows, schema)
-
-
-def _typed(value: Any, type_: str) -> Any:
-    """``value`` as the Python type of its Spark column (a long count in a double column
-    would be refused)."""
-    if value is None:
-        return None
-    if type_ == "double":
-        return float(value)
-    if type_ in ("bigint", "int"):
-        return int(value)
-    return value
+        rows.append(row)
+    return shared.driver_frame(samples.sparkSession, rows, AGGREGATE_SCHEMA)
 
 
 def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ()) -> DataFrame:
@@ -607,7 +585,8 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
     (then only their folders are read: :func:`_session.run_sample_paths`).
 
     Partition values are read as strings (no type inference: ``run_date`` stays a string).
-    Raises :class:`InputError` when the path is missing or holds no rows for the run ids.
+    Raises :class:`_session.InputError` when the path is missing or holds no rows for the
+    run ids.
     """
     if run_ids:
         df = shared.read_parquet(spark, shared.run_sample_paths(samples_path, run_ids),
@@ -616,7 +595,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
         df = shared.read_parquet(spark, samples_path, "samples")
     for col in ("run_id", "run_date"):
         if col not in df.columns:
-            raise InputError(
+            raise shared.InputError(
                 f"samples at {samples_path} have no {col} column: point --samples at the "
                 "samples/ root (run_date=.../run_id=... below it)"
             )
@@ -624,7 +603,7 @@ def extract(spark: SparkSession, samples_path: str, run_ids: Sequence[str] = ())
         df = df.where(F.col("run_id").isin(list(run_ids)))
     if not df.limit(1).take(1):
         which = f"run id(s) {', '.join(run_ids)}" if run_ids else "any run"
-        raise InputError(f"no samples for {which} under {samples_path}")
+        raise shared.InputError(f"no samples for {which} under {samples_path}")
     return df
 
 
@@ -658,13 +637,10 @@ def run(spark: SparkSession, samples_path: str, out_path: str,
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="aggregate_metrics",
-        description="Aggregate raw latency samples into one row per cell (Parquet).",
-    )
-    p.add_argument("--samples", required=True,
-                   help="samples root (Hive layout), any Hadoop-compatible URI or local dir")
-    p.add_argument("--out", required=True, help="aggregates root")
+    p = shared.job_parser(
+        "aggregate_metrics", "Aggregate raw latency samples into one row per cell (Parquet).",
+        {"--samples": "samples root (Hive layout), any Hadoop-compatible URI or local dir",
+         "--out": "aggregates root"})
     p.add_argument("--run-id", dest="run_ids", action="append", default=[], nargs="+",
                    metavar="ID", help="run id(s) to aggregate (repeatable); default: all runs")
     p.add_argument("--validate-out", default=None, metavar="DIR",
@@ -682,18 +658,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the process exit code."""
     args = _parse_args(argv)
-    if shared.local_path_missing(args.samples):
-        print(f"aggregate_metrics: error: samples path not found: {args.samples}",
-              file=sys.stderr)
-        return 2
-    if args.validate_out is not None:
-        validator.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-aggregate-metrics") as spark:
-        try:
-            n = run(spark, args.samples, args.out, args.run_ids)
-        except InputError as exc:
-            print(f"aggregate_metrics: error: {exc}", file=sys.stderr)
-            return 2
+
+    def aggregate(spark: SparkSession) -> int:
+        n = run(spark, args.samples, args.out, args.run_ids)
         runs = ", ".join(args.run_ids) if args.run_ids else "all runs"
         print(f"aggregate_metrics: wrote {n} aggregate rows for {runs} to {args.out}")
         if args.validate_out is not None:
@@ -703,7 +670,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    args.validate_out,
                                    validator.durable_list(args.profiles_durable),
                                    prog="aggregate_metrics --validate-out")
-    return 0
+        return 0
+
+    return shared.run_job(
+        "aggregate_metrics", aggregate, inputs={"samples": args.samples},
+        # GX is imported while the JVM starts
+        warm_up=_gx.preload_gx if args.validate_out is not None else None)
 
 
 if __name__ == "__main__":

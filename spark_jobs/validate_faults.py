@@ -31,31 +31,25 @@ Usage::
         --run-id ID --out lab-data/validation
 
 Exit codes: 0 valid, 1 validation failed (one ``FAILED`` line per failed expectation on
-stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and
-``validate_metrics.py`` (beside this script, or shipped with ``--py-files``).
+stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and ``_gx.py``
+(beside this script, or shipped with ``--py-files``).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import html
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.validate_faults (tests, tools)
-    from . import _session as shared
-    from . import validate_metrics as vm
-else:  # run as a script: the modules sit beside it or are shipped with --py-files
-    import _session as shared  # type: ignore[no-redef]
-    import validate_metrics as vm  # type: ignore[no-redef]
-
-InputError = shared.InputError
+    from . import _gx
+else:  # run as a script: _gx.py sits beside it or is shipped with --py-files
+    import _gx  # type: ignore[no-redef]
 
 __all__ = [
     "AT_LEAST_ONCE_CHECK",
@@ -64,7 +58,6 @@ __all__ = [
     "DURABLE_PROFILE",
     "REREAD_CHECK",
     "TRIAL_CHECKS",
-    "InputError",
     "main",
     "render_html",
     "validate",
@@ -182,50 +175,54 @@ def with_cell_checks(cells: DataFrame) -> DataFrame:
               & (F.col("trials_complete") <= F.col("trials")))
     medians = F.lit(True)
     for fig in CELL_FIGURES:
-        medians = medians & vm._ordered((f"{fig}_median", f"{fig}_max"))
+        medians = medians & _gx.ordered((f"{fig}_median", f"{fig}_max"))
     out = out.withColumn("trial_counts_ok", F.coalesce(counts, F.lit(False)))
     return out.withColumn("medians_below_max_ok", F.coalesce(medians, F.lit(False)))
 
 
 def _trial_expectations() -> list[Any]:
-    exps = [vm._exp("ExpectTableRowCountToBeBetween", "at least one trial", min_value=1)]
+    """The expectations of part ``fault_trials`` (on :func:`with_trial_checks`)."""
+    exp = _gx.expectation
+    exps = [exp("ExpectTableRowCountToBeBetween", "at least one trial", min_value=1)]
     for col in TRIAL_NOT_NULL:
-        exps.append(vm._exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
-                            column=col))
-    exps.append(vm._exp("ExpectColumnValuesToBeInSet", f"status in {STATUSES}",
-                        column="status", value_set=STATUSES))
-    exps.append(vm._exp("ExpectColumnValuesToNotBeNull", COMPLETE_HAS_COUNTS,
-                        column="intended_msgs", row_condition="status = 'complete'",
-                        condition_parser="spark"))
+        exps.append(exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
+                        column=col))
+    exps.append(exp("ExpectColumnValuesToBeInSet", f"status in {STATUSES}",
+                    column="status", value_set=STATUSES))
+    exps.append(exp("ExpectColumnValuesToNotBeNull", COMPLETE_HAS_COUNTS,
+                    column="intended_msgs", row_condition="status = 'complete'",
+                    condition_parser="spark"))
     for col in COUNT_COLUMNS:
-        exps.append(vm._exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
-                            min_value=0))
+        exps.append(exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
+                        min_value=0))
     for col, check in TRIAL_CHECKS.items():
-        exps.append(vm._exp("ExpectColumnValuesToBeInSet", check, column=col,
-                            value_set=[True]))
-    exps.append(vm._exp("ExpectColumnValuesToBeBetween", DURABILITY_CHECK,
-                        column="acked_lost", max_value=0,
-                        row_condition=f"profile = '{DURABLE_PROFILE}'",
-                        condition_parser="spark"))
-    for col in CONSUMER_COUNT_COLUMNS:
-        exps.append(vm._exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
-                            min_value=0))
-    exps.append(vm._exp("ExpectColumnValuesToBeBetween", AT_LEAST_ONCE_CHECK,
-                        column="lost_unprocessed", max_value=0,
-                        row_condition=f"`commit` = '{AT_LEAST_ONCE_COMMIT}'",
-                        condition_parser="spark"))
-    exps.append(vm._exp("ExpectColumnValuesToBeInSet", REREAD_CHECK, column="reread_ok",
+        exps.append(exp("ExpectColumnValuesToBeInSet", check, column=col,
                         value_set=[True]))
+    exps.append(exp("ExpectColumnValuesToBeBetween", DURABILITY_CHECK,
+                    column="acked_lost", max_value=0,
+                    row_condition=f"profile = '{DURABLE_PROFILE}'",
+                    condition_parser="spark"))
+    for col in CONSUMER_COUNT_COLUMNS:
+        exps.append(exp("ExpectColumnValuesToBeBetween", f"{col} >= 0", column=col,
+                        min_value=0))
+    exps.append(exp("ExpectColumnValuesToBeBetween", AT_LEAST_ONCE_CHECK,
+                    column="lost_unprocessed", max_value=0,
+                    row_condition=f"`commit` = '{AT_LEAST_ONCE_COMMIT}'",
+                    condition_parser="spark"))
+    exps.append(exp("ExpectColumnValuesToBeInSet", REREAD_CHECK, column="reread_ok",
+                    value_set=[True]))
     return exps
 
 
 def _cell_expectations() -> list[Any]:
-    exps = [vm._exp("ExpectTableRowCountToBeBetween", "at least one cell", min_value=1),
-            vm._exp("ExpectColumnValuesToBeBetween", "acked_lost_sum >= 0",
-                    column="acked_lost_sum", min_value=0)]
+    """The expectations of part ``fault_cells`` (on :func:`with_cell_checks`)."""
+    exp = _gx.expectation
+    exps = [exp("ExpectTableRowCountToBeBetween", "at least one cell", min_value=1),
+            exp("ExpectColumnValuesToBeBetween", "acked_lost_sum >= 0",
+                column="acked_lost_sum", min_value=0)]
     for col, check in CELL_CHECKS.items():
-        exps.append(vm._exp("ExpectColumnValuesToBeInSet", check, column=col,
-                            value_set=[True]))
+        exps.append(exp("ExpectColumnValuesToBeInSet", check, column=col,
+                        value_set=[True]))
     return exps
 
 
@@ -243,27 +240,13 @@ def validate(trials: DataFrame, cells: DataFrame,
     """Run suite ``faults`` (two parts: ``fault_trials``, ``fault_cells``) and return the
     report. ``config``: ``run_id``, ``partial_unexpected_count`` (default 5)."""
     cfg = {"run_id": None, "partial_unexpected_count": 5, **(config or {})}
-    context = vm._context(None)
+    context = _gx.ephemeral_context(None)
     checked_trials = with_trial_checks(trials).cache()
     checked_cells = with_cell_checks(cells).cache()
-    suites: dict[str, Any] = {}
-    failed: list[dict[str, Any]] = []
+    parts = [_gx.Part("fault_trials", checked_trials, _trial_expectations(), ["cell"]),
+             _gx.Part("fault_cells", checked_cells, _cell_expectations(), ["cell"])]
     try:
-        for name, df, exps in (("fault_trials", checked_trials, _trial_expectations()),
-                               ("fault_cells", checked_cells, _cell_expectations())):
-            res = vm._run_suite(context, name, df, exps, [], ["cell"])
-            stats = dict(res.statistics)
-            suites[name] = {
-                "success": bool(res.success),
-                "statistics": {
-                    "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
-                    "successful_expectations": int(stats.get("successful_expectations", 0)),
-                    "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
-                    "success_percent": stats.get("success_percent"),
-                },
-            }
-            failed.extend(vm._summarize_failure(name, r, cfg["partial_unexpected_count"])
-                          for r in res.results if not r.success)
+        suites, failed = _gx.run_suites(context, parts, cfg["partial_unexpected_count"])
         losses = durability_losses(checked_trials)
     finally:
         checked_trials.unpersist()
@@ -287,95 +270,41 @@ def validate(trials: DataFrame, cells: DataFrame,
 
 
 def render_html(doc: dict[str, Any]) -> str:
-    """A small self-contained HTML summary of a fault validation report."""
+    """A small self-contained HTML summary of a fault validation report (the durability
+    verdict first: :func:`_gx.parts_page`)."""
     esc = html.escape
-
-    def badge(good: bool) -> str:
-        return (f"<span class='badge {'ok' if good else 'fail'}'>"
-                f"{'passed' if good else 'failed'}</span>")
-
-    rows = "".join(
-        f"<tr><td>{esc(name)}</td><td>{badge(s['success'])}</td>"
-        f"<td>{s['statistics']['evaluated_expectations']}</td>"
-        f"<td>{s['statistics']['unsuccessful_expectations']}</td></tr>"
-        for name, s in doc["suites"].items())
-    failures = "".join(
-        f"<tr><td>{esc(f['suite'])}</td><td>{esc(f['check'] or '')}</td>"
-        f"<td>{esc(', '.join(f['unexpected_rows']))}</td><td>{esc(f['summary'])}</td></tr>"
-        for f in doc["failed_expectations"])
-    failed_html = (f"<table><tr><th>part</th><th>check</th><th>failing</th><th>summary</th>"
-                   f"</tr>{failures}</table>" if failures else "<p>No failed expectations.</p>")
     dur = doc["durability"]
     if dur["success"]:
-        dur_html = f"<p>{badge(True)} {esc(dur['check'])}.</p>"
+        dur_html = f"<p>{_gx.badge(True)} {esc(dur['check'])}.</p>"
     else:
         lost = "".join(
             f"<tr><td>{esc(str(t['trial_id']))}</td><td>{t['acked_lost']}</td>"
             f"<td>{t['acked_lost_in_broker_logs']}</td>"
             f"<td>{t['acked_lost_absent_from_logs']}</td></tr>" for t in dur["trials"])
-        dur_html = (f"<p>{badge(False)} <strong>Durability broken:</strong> "
+        dur_html = (f"<p>{_gx.badge(False)} <strong>Durability broken:</strong> "
                     f"{dur['acked_lost']} acked message(s) lost under the durability profile."
                     "</p><table><tr><th>trial</th><th>acked lost</th><th>still in a broker "
                     f"log</th><th>in no log</th></tr>{lost}</table>")
-    run = esc(str(doc["run_id"]))
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Fault validation {run}</title><style>{vm._CSS}</style></head><body>"
-        f"<h1>Fault validation of run <code>{run}</code> {badge(doc['success'])}</h1>"
-        f"<p>Validated at {esc(doc['validated_at'])}.</p><h2>Durability</h2>{dur_html}"
-        "<h2>Parts</h2><table><tr><th>part</th><th>result</th><th>evaluated</th>"
-        f"<th>failed</th></tr>{rows}</table><h2>Failed expectations</h2>{failed_html}"
-        "</body></html>\n")
+    return _gx.parts_page("Fault validation", doc, f"<h2>Durability</h2>{dur_html}")
 
 
-def _read_table(spark: SparkSession, aggregates: str, run_id: str, table: str) -> DataFrame:
-    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
-    if shared.local_path_missing(path):
-        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
-    return shared.read_parquet(spark, path, table)
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_faults",
-                                description="Validate the fault aggregates of a run.")
-    p.add_argument("--aggregates", required=True, help="fault aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
-    return p.parse_args(argv)
+def durability_alarm(doc: dict[str, Any]) -> str | None:
+    """The line a failed validation says when durability is broken (None when it is not):
+    how many acked messages the durability profile lost, and in which trials."""
+    dur = doc["durability"]
+    if dur["success"]:
+        return None
+    return (f"validate_faults: DURABILITY BROKEN: {dur['acked_lost']} acked message(s) lost "
+            "under the durability profile in " + ", ".join(t["trial_id"] for t in dur["trials"]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.aggregates):
-        print(f"validate_faults: error: aggregates path not found: {args.aggregates}",
-              file=sys.stderr)
-        return 2
-    vm.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-faults") as spark:
-        try:
-            trials = _read_table(spark, args.aggregates, args.run_id, "fault_trials")
-            cells = _read_table(spark, args.aggregates, args.run_id, "fault_cells")
-            doc = validate(trials, cells, {"run_id": args.run_id})
-        except InputError as exc:
-            print(f"validate_faults: error: {exc}", file=sys.stderr)
-            return 2
-    shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-faults.json"), doc)
-    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-faults.html"),
-                             render_html(doc))
-    if doc["success"]:
-        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
-        print(f"validate_faults: run {args.run_id} passed ({n} expectations)")
-        return 0
-    for failure in doc["failed_expectations"]:
-        print(f"FAILED {failure['summary']}", file=sys.stderr)
-    if not doc["durability"]["success"]:
-        print(f"validate_faults: DURABILITY BROKEN: {doc['durability']['acked_lost']} acked "
-              "message(s) lost under the durability profile in "
-              + ", ".join(t["trial_id"] for t in doc["durability"]["trials"]), file=sys.stderr)
-    print(f"validate_faults: run {args.run_id} failed "
-          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
-    return 1
+    return _gx.validate_tables_main(
+        argv, validate, render_html, prog="validate_faults",
+        description="Validate the fault aggregates of a run.",
+        aggregates_help="fault aggregates root", tables=("fault_trials", "fault_cells"),
+        suffix="-faults", alarm=durability_alarm)
 
 
 if __name__ == "__main__":

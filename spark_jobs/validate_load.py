@@ -24,36 +24,28 @@ Usage::
         --run-id ID --out lab-data/validation
 
 Exit codes: 0 valid, 1 validation failed (one ``FAILED`` line per failed expectation on
-stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and
-``validate_metrics.py`` (the GX plumbing; beside this script, or shipped with ``--py-files``).
+stderr), 2 bad input. Needs PySpark, great-expectations, ``_session.py`` and ``_gx.py``
+(beside this script, or shipped with ``--py-files``).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import html
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.validate_load (tests, tools)
-    from . import _session as shared
-    from . import validate_metrics as vm
-else:  # run as a script: the modules sit beside it or are shipped with --py-files
-    import _session as shared  # type: ignore[no-redef]
-    import validate_metrics as vm  # type: ignore[no-redef]
-
-InputError = shared.InputError
+    from . import _gx
+else:  # run as a script: _gx.py sits beside it or is shipped with --py-files
+    import _gx  # type: ignore[no-redef]
 
 __all__ = [
     "CELL_CHECKS",
     "CONSUMER_CHECKS",
-    "InputError",
     "main",
     "render_html",
     "validate",
@@ -97,10 +89,6 @@ CONSUMER_CHECKS: tuple[tuple[str, str, float, str], ...] = (
 )
 
 
-def _ordered(cols: Sequence[str]) -> Column:
-    return vm._ordered(cols)
-
-
 def with_cell_checks(cells: DataFrame, consumers: DataFrame) -> DataFrame:
     """``load_cells`` with a ``cell`` label and the boolean columns of :data:`CELL_CHECKS`
     (never null)."""
@@ -111,10 +99,10 @@ def with_cell_checks(cells: DataFrame, consumers: DataFrame) -> DataFrame:
         outcomes = outcomes + F.col(c)
     cis = F.lit(True)
     for p in ("p50", "p99"):
-        cis = cis & _ordered((f"e2e_{p}_ms_ci_low", f"e2e_{p}_ms", f"e2e_{p}_ms_ci_high"))
+        cis = cis & _gx.ordered((f"e2e_{p}_ms_ci_low", f"e2e_{p}_ms", f"e2e_{p}_ms_ci_high"))
     checks: dict[str, Column] = {
         "outcomes_add_up_ok": outcomes == F.col("intended_msgs"),
-        **{f"{m}_percentiles_ordered_ok": _ordered([f"{m}_{p}_ms" for p in _ORDER])
+        **{f"{m}_percentiles_ordered_ok": _gx.ordered([f"{m}_{p}_ms" for p in _ORDER])
            for m in LOAD_METRICS},
         "e2e_ci_brackets_ok": cis,
         "consumer_rows_ok": F.coalesce(F.col("_consumer_rows"), F.lit(0)) == F.col("consumers"),
@@ -133,29 +121,33 @@ def with_consumer_checks(consumers: DataFrame, cells: DataFrame) -> DataFrame:
 
 
 def _cell_expectations() -> list[Any]:
-    exps = [vm._exp("ExpectTableRowCountToBeBetween", "at least one cell", min_value=1)]
+    """The expectations of part ``load_cells`` (on :func:`with_cell_checks`)."""
+    exp = _gx.expectation
+    exps = [exp("ExpectTableRowCountToBeBetween", "at least one cell", min_value=1)]
     for col in CELL_NOT_NULL:
-        exps.append(vm._exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
-                            column=col))
+        exps.append(exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
+                        column=col))
     for col, (lo, hi) in CELL_RANGES.items():
         what = f"{col} in [{lo:g}, {hi:g}]" if hi is not None else f"{col} >= {lo:g}"
-        exps.append(vm._exp("ExpectColumnValuesToBeBetween", what, column=col,
-                            min_value=lo, max_value=hi))
+        exps.append(exp("ExpectColumnValuesToBeBetween", what, column=col,
+                        min_value=lo, max_value=hi))
     for col, check in CELL_CHECKS.items():
-        exps.append(vm._exp("ExpectColumnValuesToBeInSet", check, column=col,
-                            value_set=[True]))
+        exps.append(exp("ExpectColumnValuesToBeInSet", check, column=col,
+                        value_set=[True]))
     return exps
 
 
 def _consumer_expectations() -> list[Any]:
+    """The expectations of part ``load_consumers`` (on :func:`with_consumer_checks`)."""
+    exp = _gx.expectation
     exps = []
     for col, (lo, hi) in CONSUMER_RANGES.items():
-        exps.append(vm._exp("ExpectColumnValuesToBeBetween", f"{col} >= {lo:g}", column=col,
-                            min_value=lo, max_value=hi))
+        exps.append(exp("ExpectColumnValuesToBeBetween", f"{col} >= {lo:g}", column=col,
+                        min_value=lo, max_value=hi))
     for check, col, most, condition in CONSUMER_CHECKS:
-        exps.append(vm._exp("ExpectColumnValuesToBeBetween", check, column=col,
-                            max_value=most, row_condition=condition,
-                            condition_parser="spark"))
+        exps.append(exp("ExpectColumnValuesToBeBetween", check, column=col,
+                        max_value=most, row_condition=condition,
+                        condition_parser="spark"))
     return exps
 
 
@@ -164,28 +156,13 @@ def validate(cells: DataFrame, consumers: DataFrame,
     """Run suite ``load`` (two parts: ``load_cells``, ``load_consumers``) and return the
     report. ``config``: ``run_id``, ``partial_unexpected_count`` (default 5)."""
     cfg = {"run_id": None, "partial_unexpected_count": 5, **(config or {})}
-    context = vm._context(None)
+    context = _gx.ephemeral_context(None)
     checked_cells = with_cell_checks(cells, consumers).cache()
     checked_consumers = with_consumer_checks(consumers, cells).cache()
-    suites: dict[str, Any] = {}
-    failed: list[dict[str, Any]] = []
+    parts = [_gx.Part("load_cells", checked_cells, _cell_expectations(), ["cell"]),
+             _gx.Part("load_consumers", checked_consumers, _consumer_expectations(), ["cell"])]
     try:
-        for name, df, exps in (("load_cells", checked_cells, _cell_expectations()),
-                               ("load_consumers", checked_consumers,
-                                _consumer_expectations())):
-            res = vm._run_suite(context, name, df, exps, [], ["cell"])
-            stats = dict(res.statistics)
-            suites[name] = {
-                "success": bool(res.success),
-                "statistics": {
-                    "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
-                    "successful_expectations": int(stats.get("successful_expectations", 0)),
-                    "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
-                    "success_percent": stats.get("success_percent"),
-                },
-            }
-            failed.extend(vm._summarize_failure(name, r, cfg["partial_unexpected_count"])
-                          for r in res.results if not r.success)
+        suites, failed = _gx.run_suites(context, parts, cfg["partial_unexpected_count"])
     finally:
         checked_cells.unpersist()
         checked_consumers.unpersist()
@@ -201,80 +178,18 @@ def validate(cells: DataFrame, consumers: DataFrame,
 
 
 def render_html(doc: dict[str, Any]) -> str:
-    """A small self-contained HTML summary of a load validation report."""
-    esc = html.escape
-    ok = doc["success"]
-
-    def badge(good: bool) -> str:
-        return (f"<span class='badge {'ok' if good else 'fail'}'>"
-                f"{'passed' if good else 'failed'}</span>")
-
-    rows = "".join(
-        f"<tr><td>{esc(name)}</td><td>{badge(s['success'])}</td>"
-        f"<td>{s['statistics']['evaluated_expectations']}</td>"
-        f"<td>{s['statistics']['unsuccessful_expectations']}</td></tr>"
-        for name, s in doc["suites"].items())
-    failures = "".join(
-        f"<tr><td>{esc(f['suite'])}</td><td>{esc(f['check'] or '')}</td>"
-        f"<td>{esc(', '.join(f['unexpected_rows']))}</td><td>{esc(f['summary'])}</td></tr>"
-        for f in doc["failed_expectations"])
-    failed_html = (f"<table><tr><th>part</th><th>check</th><th>failing</th><th>summary</th>"
-                   f"</tr>{failures}</table>" if failures else "<p>No failed expectations.</p>")
-    run = esc(str(doc["run_id"]))
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Load validation {run}</title><style>{vm._CSS}</style></head><body>"
-        f"<h1>Load validation of run <code>{run}</code> {badge(ok)}</h1>"
-        f"<p>Validated at {esc(doc['validated_at'])}.</p>"
-        "<h2>Parts</h2><table><tr><th>part</th><th>result</th><th>evaluated</th>"
-        f"<th>failed</th></tr>{rows}</table><h2>Failed expectations</h2>{failed_html}"
-        "</body></html>\n")
-
-
-def _read_table(spark: SparkSession, aggregates: str, run_id: str, table: str) -> DataFrame:
-    path = f"{aggregates.rstrip('/')}/run_id={run_id}/{table}.parquet"
-    if shared.local_path_missing(path):
-        raise InputError(f"no {table} for run id {run_id} under {aggregates}")
-    return shared.read_parquet(spark, path, table)
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_load",
-                                description="Validate the load aggregates of a run.")
-    p.add_argument("--aggregates", required=True, help="load aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
-    return p.parse_args(argv)
+    """A small self-contained HTML summary of a load validation report
+    (:func:`_gx.parts_page`)."""
+    return _gx.parts_page("Load validation", doc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
-    args = _parse_args(argv)
-    if shared.local_path_missing(args.aggregates):
-        print(f"validate_load: error: aggregates path not found: {args.aggregates}",
-              file=sys.stderr)
-        return 2
-    vm.preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-load") as spark:
-        try:
-            cells = _read_table(spark, args.aggregates, args.run_id, "load_cells")
-            consumers = _read_table(spark, args.aggregates, args.run_id, "load_consumers")
-            doc = validate(cells, consumers, {"run_id": args.run_id})
-        except InputError as exc:
-            print(f"validate_load: error: {exc}", file=sys.stderr)
-            return 2
-    shared.write_json_atomic(os.path.join(args.out, f"{args.run_id}-load.json"), doc)
-    shared.write_text_atomic(os.path.join(args.out, f"{args.run_id}-load.html"),
-                             render_html(doc))
-    if doc["success"]:
-        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
-        print(f"validate_load: run {args.run_id} passed ({n} expectations)")
-        return 0
-    for failure in doc["failed_expectations"]:
-        print(f"FAILED {failure['summary']}", file=sys.stderr)
-    print(f"validate_load: run {args.run_id} failed "
-          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
-    return 1
+    return _gx.validate_tables_main(
+        argv, validate, render_html, prog="validate_load",
+        description="Validate the load aggregates of a run.",
+        aggregates_help="load aggregates root", tables=("load_cells", "load_consumers"),
+        suffix="-load")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ Two suites run on Spark DataFrames in an ephemeral GX context:
   durable profile; non-negative counts. These rules are computed boolean ``*_ok`` columns
   that must all be true; a failure names the cells that break it.
 
-Each suite is validated in two passes (:func:`_run_suite`): every expectation's verdict at
-once, then the details (examples, failing rows) of the failed ones only; a passing
+Each suite is validated in two passes (:func:`_gx.run_suite`): every expectation's verdict
+at once, then the details (examples, failing rows) of the failed ones only; a passing
 expectation so runs no Spark job of its own. The verdicts, counts and failure details are
 those of a one-pass ``SUMMARY`` validation.
 
@@ -28,22 +28,17 @@ Usage::
         [--profiles-durable durability,...]
 
 Exit codes: 0 valid, 1 validation failed (one line per failed expectation on stderr),
-2 bad input. Needs PySpark, great-expectations and ``_session.py`` (beside this script, or
-shipped with ``--py-files``), not the ``kafkalab`` package.
+2 bad input. Needs PySpark, great-expectations, ``_session.py`` and ``_gx.py`` (beside this
+script, or shipped with ``--py-files``), not the ``kafkalab`` package.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as dt
 import html
-import json
-import logging
 import os
 import sys
-import threading
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,19 +46,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.validate_metrics (tests, tools)
+    from . import _gx
     from . import _session as shared
-else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+else:  # run as a script: the modules sit beside it or are shipped with --py-files
+    import _gx  # type: ignore[no-redef]
     import _session as shared  # type: ignore[no-redef]
-
-InputError = shared.InputError
-"""Raised for bad input (re-exported: callers catch ``validate_metrics.InputError``)."""
-write_json_atomic = shared.write_json_atomic
-"""The validation report's writer (re-exported from ``_session``)."""
 
 __all__ = [
     "AGGREGATE_CHECK_COLUMNS",
     "DEFAULT_CONFIG",
-    "InputError",
     "cell_facts",
     "durable_list",
     "main",
@@ -71,7 +62,6 @@ __all__ = [
     "validate",
     "validate_run",
     "with_aggregate_checks",
-    "write_json_atomic",
 ]
 
 SCHEMA_VERSION = 2
@@ -147,7 +137,7 @@ _E2E_ORDER = (*shared.percentile_columns("e2e_latency_ms"), "e2e_latency_ms_max"
 _PUBLISH_ORDER = (*shared.percentile_columns("publish_latency_ms"), "publish_latency_ms_max")
 _CI_ORDERS = tuple(
     (f"e2e_latency_ms_{p}_ci_low", f"e2e_latency_ms_{p}", f"e2e_latency_ms_{p}_ci_high")
-    for p in shared.CI_PERCENTILES
+    for p in shared.stats.CI_PERCENTILES
 )
 #: The aggregate count and the raw recount each must equal (:func:`cell_facts`).
 _RECOUNTS: dict[str, str] = {
@@ -190,129 +180,47 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
-# --------------------------------------------------------------------------- GX plumbing
-
-
-def _quiet_gx() -> None:
-    """Silence GX's analytics, INFO logs (stdlib and structlog) and warnings."""
-    os.environ["GX_ANALYTICS_ENABLED"] = "false"
-    for name in ("great_expectations", "py4j", "posthog"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="great_expectations")
-    try:
-        import structlog
-
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    except ImportError:  # pragma: no cover - structlog comes with GX's dependencies
-        pass
-
-
-def preload_gx() -> threading.Thread:
-    """Import Great Expectations on a background thread and return it (started).
-
-    The import takes seconds of CPU in Python; a job's JVM takes seconds to start and its
-    first Spark jobs wait on the JVM. A ``main`` calls this before it builds its session so
-    the two overlap; the first GX use (:func:`_context`) then finds the modules imported, or
-    waits for the import to finish (Python's import lock).
-    """
-    def _import() -> None:
-        _quiet_gx()
-        import great_expectations
-        import great_expectations.expectations  # noqa: F401
-        from great_expectations.checkpoint import Checkpoint  # noqa: F401
-
-    thread = threading.Thread(target=_import, name="preload-gx", daemon=True)
-    thread.start()
-    return thread
-
-
-def _context(docs_dir: str | None) -> Any:
-    """An ephemeral GX context without progress bars, with an optional Data Docs site."""
-    _quiet_gx()
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import (
-        DataContextConfig,
-        InMemoryStoreBackendDefaults,
-        ProgressBarsConfig,
-    )
-
-    sites: dict[str, Any] = {}
-    if docs_dir:
-        sites["kafkalab"] = {
-            "class_name": "SiteBuilder",
-            "store_backend": {
-                "class_name": "TupleFilesystemStoreBackend",
-                "base_directory": os.path.abspath(docs_dir),
-            },
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        }
-    config = DataContextConfig(
-        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
-        data_docs_sites=sites,
-        analytics_enabled=False,
-        progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
-    )
-    return gx.get_context(mode="ephemeral", project_config=config)
-
-
-def _exp(cls_name: str, check: str, **kwargs: Any) -> Any:
-    import great_expectations.expectations as gxe
-
-    cls = getattr(gxe, cls_name)
-    return cls(meta={"check": check}, catch_exceptions=True, **kwargs)
-
-
 def _samples_expectations() -> list[Any]:
+    """The expectations of suite ``raw_samples``."""
+    exp = _gx.expectation
     exps = [
-        _exp("ExpectTableRowCountToBeBetween", "at least one sample row", min_value=1),
-        _exp("ExpectTableColumnsToMatchSet", "columns are exactly the documented ones",
-             column_set=list(SAMPLE_SPARK_TYPES), exact_match=True),
+        exp("ExpectTableRowCountToBeBetween", "at least one sample row", min_value=1),
+        exp("ExpectTableColumnsToMatchSet", "columns are exactly the documented ones",
+            column_set=list(SAMPLE_SPARK_TYPES), exact_match=True),
     ]
     for col, type_ in SAMPLE_SPARK_TYPES.items():
-        exps.append(_exp("ExpectColumnValuesToBeOfType", f"{col} is {type_}",
-                         column=col, type_=type_))
+        exps.append(exp("ExpectColumnValuesToBeOfType", f"{col} is {type_}",
+                        column=col, type_=type_))
     for col in SAMPLE_SPARK_TYPES:
         if col not in SAMPLE_NULLABLE:
-            exps.append(_exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
-                             column=col))
+            exps.append(exp("ExpectColumnValuesToNotBeNull", f"{col} is never null",
+                            column=col))
     for col in SAMPLE_NON_NEGATIVE:
-        exps.append(_exp("ExpectColumnValuesToBeBetween", f"{col} >= 0 where not null",
-                         column=col, min_value=0))
+        exps.append(exp("ExpectColumnValuesToBeBetween", f"{col} >= 0 where not null",
+                        column=col, min_value=0))
     for col, values in SAMPLE_VALUE_SETS.items():
-        exps.append(_exp("ExpectColumnValuesToBeInSet", f"{col} in {values}",
-                         column=col, value_set=values))
+        exps.append(exp("ExpectColumnValuesToBeInSet", f"{col} in {values}",
+                        column=col, value_set=values))
     for check, col, present, condition in SAMPLE_ROW_RULES:
-        exps.append(_exp("ExpectColumnValuesToNotBeNull" if present
-                         else "ExpectColumnValuesToBeNull", check, column=col,
-                         row_condition=condition, condition_parser="spark"))
+        exps.append(exp("ExpectColumnValuesToNotBeNull" if present
+                        else "ExpectColumnValuesToBeNull", check, column=col,
+                        row_condition=condition, condition_parser="spark"))
     return exps
 
 
 def _aggregates_expectations() -> list[Any]:
+    """The expectations of suite ``aggregates`` (on :func:`with_aggregate_checks`)."""
+    exp = _gx.expectation
     exps = [
-        _exp("ExpectTableRowCountToBeBetween", "at least one aggregate row", min_value=1),
+        exp("ExpectTableRowCountToBeBetween", "at least one aggregate row", min_value=1),
     ]
     for col in AGGREGATE_COUNT_COLUMNS:
-        exps.append(_exp("ExpectColumnValuesToNotBeNull", f"{col} is never null", column=col))
-        exps.append(_exp("ExpectColumnValuesToBeBetween", f"{col} >= 0",
-                         column=col, min_value=0))
+        exps.append(exp("ExpectColumnValuesToNotBeNull", f"{col} is never null", column=col))
+        exps.append(exp("ExpectColumnValuesToBeBetween", f"{col} >= 0",
+                        column=col, min_value=0))
     for col, check in AGGREGATE_CHECK_COLUMNS.items():
-        exps.append(_exp("ExpectColumnValuesToBeInSet", check, column=col, value_set=[True]))
+        exps.append(exp("ExpectColumnValuesToBeInSet", check, column=col, value_set=[True]))
     return exps
-
-
-def _ordered(cols: Sequence[str]) -> Column:
-    """True when the non-null values among ``cols`` are non-decreasing (a percentile may be
-    null for want of samples or on a censored rank; the others keep their order)."""
-    ok = F.lit(True)
-    for i, lo in enumerate(cols):
-        for hi in cols[i + 1:]:
-            ok = ok & (F.col(lo).isNull() | F.col(hi).isNull() | (F.col(lo) <= F.col(hi)))
-    return F.coalesce(ok, F.lit(False))
-
-
-def _count_if(cond: Column) -> Column:
-    return F.sum(F.when(cond, F.lit(1)).otherwise(F.lit(0))).cast("long")
 
 
 def cell_facts(samples: DataFrame) -> DataFrame:
@@ -344,18 +252,18 @@ def cell_facts(samples: DataFrame) -> DataFrame:
         .withColumn("_planned", planned)
         .groupBy(*keys, "_is_msg", "seq").agg(
             F.count(F.lit(1)).alias("_rows"),
-            _count_if(~dup).alias("_orig"),
-            _count_if(~dup & status.isin("ok", "late")).alias("_orig_received"),
-            _count_if(dup).alias("_dups"),
-            _count_if(status.isin("ok", "late", "duplicate")).alias("_received_rows"),
-            _count_if(~dup & measured).alias("_sent"),
-            _count_if(measured & status.isin("ok", "late")).alias("_received"),
-            _count_if(measured & (status == "lost")).alias("_lost"),
-            _count_if(measured & (status == "error")).alias("_error"),
-            _count_if(measured & dup).alias("_duplicate"),
-            _count_if(measured & (status == "late")).alias("_late"),
-            _count_if(warm).alias("_warm_rows"),
-            _count_if(warm & ~dup).alias("_warm_orig"),
+            shared.count_if(~dup).alias("_orig"),
+            shared.count_if(~dup & status.isin("ok", "late")).alias("_orig_received"),
+            shared.count_if(dup).alias("_dups"),
+            shared.count_if(status.isin("ok", "late", "duplicate")).alias("_received_rows"),
+            shared.count_if(~dup & measured).alias("_sent"),
+            shared.count_if(measured & status.isin("ok", "late")).alias("_received"),
+            shared.count_if(measured & (status == "lost")).alias("_lost"),
+            shared.count_if(measured & (status == "error")).alias("_error"),
+            shared.count_if(measured & dup).alias("_duplicate"),
+            shared.count_if(measured & (status == "late")).alias("_late"),
+            shared.count_if(warm).alias("_warm_rows"),
+            shared.count_if(warm & ~dup).alias("_warm_orig"),
             F.max("_planned").alias("_planned"),
         )
     )
@@ -374,13 +282,13 @@ def cell_facts(samples: DataFrame) -> DataFrame:
         total("_warm_rows").alias("raw_warmup"),
         total("_rows").alias("raw_message_rows"),
         total("_orig").alias("raw_original_rows"),
-        _count_if(msg).alias("raw_seqs"),
+        shared.count_if(msg).alias("raw_seqs"),
         F.min(F.when(msg, F.col("seq"))).alias("raw_min_seq"),
         F.max(F.when(msg, F.col("seq"))).alias("raw_max_seq"),
-        _count_if(msg & (F.col("_warm_orig") > 0)).alias("raw_warmup_seqs"),
+        shared.count_if(msg & (F.col("_warm_orig") > 0)).alias("raw_warmup_seqs"),
         F.max("_planned").alias("raw_planned"),
-        _count_if(msg & (F.col("_orig") != 1)).alias("raw_seqs_not_one_row"),
-        _count_if(msg & (F.col("_dups") > 0) & (F.col("_orig_received") == 0))
+        shared.count_if(msg & (F.col("_orig") != 1)).alias("raw_seqs_not_one_row"),
+        shared.count_if(msg & (F.col("_dups") > 0) & (F.col("_orig_received") == 0))
         .alias("raw_orphan_duplicate_seqs"),
         F.min(F.when(msg & (F.col("_received_rows") > 0), F.col("seq")))
         .alias("raw_min_received_seq"),
@@ -415,7 +323,7 @@ def with_aggregate_checks(aggregates: DataFrame, facts: DataFrame,
     originals = F.coalesce(F.col("raw_orphan_duplicate_seqs"), F.lit(0)) == 0
     cis = F.lit(True)
     for cols in _CI_ORDERS:
-        cis = cis & _ordered(cols)
+        cis = cis & _gx.ordered(cols)
     durable = (~F.col("profile").isin(list(durable_profiles))
                | (F.coalesce(F.col("lost_count"), F.lit(0)) == 0))
     checks = {
@@ -424,144 +332,15 @@ def with_aggregate_checks(aggregates: DataFrame, facts: DataFrame,
         "received_seqs_in_range_ok": in_range,
         "one_row_per_seq_ok": one_row,
         "duplicates_have_original_ok": originals,
-        "e2e_percentiles_ordered_ok": _ordered(_E2E_ORDER),
+        "e2e_percentiles_ordered_ok": _gx.ordered(_E2E_ORDER),
         "e2e_ci_brackets_ok": cis,
-        "publish_percentiles_ordered_ok": _ordered(_PUBLISH_ORDER),
+        "publish_percentiles_ordered_ok": _gx.ordered(_PUBLISH_ORDER),
         "durability_no_loss_ok": durable,
     }
     out = both.withColumn("cell", F.concat_ws("/", "scenario", "payload", "profile"))
     for name, rule in checks.items():
         out = out.withColumn(name, F.coalesce(rule, F.lit(False)))
     return out
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def _example(index: dict[str, Any], column: str | None) -> str:
-    """One failing row named by its index columns: ``kafka-python/1kb/latency`` (an
-    aggregate's ``cell``) or ``kafka-python/1kb/latency seq 20 (e2e_latency_ms=-3.0)``."""
-    if "cell" in index:
-        return str(index["cell"])
-    name = "/".join(str(index.get(c)) for c in ("scenario", "payload", "profile"))
-    if index.get("seq") is not None:
-        name += f" seq {index['seq']}"
-    if column in index:
-        name += f" ({column}={index[column]})"
-    return name
-
-
-def _summarize_failure(suite: str, res: Any, n_examples: int) -> dict[str, Any]:
-    """One failed expectation as a JSON-able dict with a short human summary; its examples
-    name the failing rows (cells, or raw rows by cell and seq) where the suite has index
-    columns, else show the unexpected values."""
-    cfg = res.expectation_config
-    kwargs = dict(cfg.kwargs)
-    column = kwargs.get("column")
-    check = (cfg.meta or {}).get("check") or cfg.type
-    result = dict(res.result or {})
-    exc = res.exception_info or {}
-    raised = bool(exc.get("raised_exception")) if isinstance(exc, dict) else False
-    unexpected = result.get("unexpected_count")
-    examples = list(result.get("partial_unexpected_list") or [])[:n_examples]
-    indexed = [_example(i, column) for i in result.get("partial_unexpected_index_list") or []
-               if isinstance(i, dict)][:n_examples]
-    where = f"{column}: " if column and not str(check).startswith(column) else ""
-    if raised:
-        msg = str(exc.get("exception_message") or "error").strip().splitlines()[0][:200]
-        detail = f"could not be evaluated ({msg})"
-    elif unexpected is not None:
-        total = result.get("element_count")
-        detail = f"{unexpected} of {total} rows violate it"
-        if indexed or examples:
-            detail += f", e.g. {', '.join(indexed or map(str, examples))}"
-    else:
-        detail = f"observed {result.get('observed_value')!r}"
-    return {
-        "suite": suite,
-        "expectation_type": cfg.type,
-        "column": column,
-        "check": check,
-        "summary": f"{suite}: {where}{check}: {detail}",
-        "unexpected_count": unexpected,
-        "partial_unexpected_list": _jsonable(examples),
-        "unexpected_rows": indexed,
-        "observed_value": _jsonable(result.get("observed_value")),
-        "raised_exception": raised,
-    }
-
-
-VERDICT_FORMAT: dict[str, Any] = {"result_format": "BOOLEAN_ONLY"}
-"""Result format of a suite's first pass: each expectation's verdict and nothing else. GX
-then computes the unexpected counts of every column-map expectation together (one Spark
-aggregation per row condition) and runs no per-expectation job for examples."""
-
-DETAIL_FORMAT: dict[str, Any] = {"result_format": "SUMMARY"}
-"""Result format of the second pass, over the failed expectations only: counts, examples
-(``partial_unexpected_list``) and, with index columns, the failing rows by name."""
-
-
-def _config_id(res: Any) -> str | None:
-    """The id of the expectation a validation result is for."""
-    cfg = res.expectation_config
-    return cfg.id if cfg is not None else None
-
-
-def _run_suite(context: Any, name: str, df: DataFrame, expectations: list[Any],
-               site_names: list[str], index_columns: Sequence[str] = ()) -> Any:
-    """Validate ``df`` against a new suite and return its ``ExpectationSuiteValidationResult``.
-
-    Two passes over the same (persisted) batch: a Checkpoint computes every expectation's
-    verdict (:data:`VERDICT_FORMAT`); then only the failed expectations are validated again
-    for their details (:data:`DETAIL_FORMAT`; a failure's examples name their rows by
-    ``index_columns``). A passing expectation so costs no Spark job of its own, where a
-    one-pass SUMMARY ran two per column-map expectation (its examples and their row
-    indices). The verdicts and statistics are those of the first pass; each failed result
-    is replaced by its detailed one (same order). With ``site_names`` the merged result is
-    stored and rendered into those Data Docs sites (a passing expectation shows its verdict
-    without observed values).
-    """
-    import great_expectations as gx
-    from great_expectations.checkpoint import Checkpoint, UpdateDataDocsAction
-    from great_expectations.validator.v1_validator import Validator
-
-    source = context.data_sources.add_spark(name=f"{name}_source")
-    asset = source.add_dataframe_asset(name=f"{name}_asset")
-    batch_def = asset.add_batch_definition_whole_dataframe(f"{name}_batch")
-    # one store write for the whole suite (add_expectation re-serializes the suite each
-    # time: 2.2 s for the 107 expectations of a run)
-    suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=list(expectations)))
-    vdef = context.validation_definitions.add(
-        gx.ValidationDefinition(name=f"{name}_validation", data=batch_def, suite=suite)
-    )
-    checkpoint = context.checkpoints.add(
-        Checkpoint(name=f"{name}_checkpoint", validation_definitions=[vdef], actions=[],
-                   result_format=VERDICT_FORMAT)
-    )
-    run = checkpoint.run(batch_parameters={"dataframe": df})
-    key, result = next(iter(run.run_results.items()))
-    by_id = {exp.id: exp for exp in suite.expectations}
-    ids = [_config_id(r) for r in result.results]
-    failed = [i for i, r in enumerate(result.results) if not r.success]
-    if failed:
-        copies = [copy.copy(by_id[ids[i]]) for i in failed]
-        details_suite = gx.ExpectationSuite(name=f"{name}_details", expectations=copies)
-        for exp, i in zip(details_suite.expectations, failed, strict=True):
-            exp.id = ids[i]  # the copy's result names the expectation it details
-        result_format = dict(DETAIL_FORMAT)
-        if index_columns:
-            result_format["unexpected_index_column_names"] = list(index_columns)
-        details = Validator(batch_definition=batch_def, batch_parameters={"dataframe": df},
-                            result_format=result_format
-                            ).validate_expectation_suite(details_suite)
-        detailed = {_config_id(r): r for r in details.results}
-        for i in failed:
-            result.results[i] = detailed[ids[i]]
-    if site_names:
-        context.validation_results_store.set(key, result)
-        UpdateDataDocsAction(name="data_docs", site_names=site_names).run(run)
-    return result
 
 
 def validate(samples_df: DataFrame, aggregates_df: DataFrame,
@@ -573,35 +352,18 @@ def validate(samples_df: DataFrame, aggregates_df: DataFrame,
     """
     cfg = {**DEFAULT_CONFIG, **(config or {})}
     docs_dir = cfg["docs_dir"]
-    context = _context(docs_dir)
+    context = _gx.ephemeral_context(docs_dir)
     site_names = ["kafkalab"] if docs_dir else []
     facts = cell_facts(samples_df).cache()
     checked = with_aggregate_checks(aggregates_df, facts, cfg["durable_profiles"]).cache()
     sample_index = [c for c in SAMPLE_INDEX_COLUMNS if c in samples_df.columns]
     if len(sample_index) < len(SAMPLE_INDEX_COLUMNS):
         sample_index = []  # a broken schema: the column checks report it
-    suites: dict[str, Any] = {}
-    failed: list[dict[str, Any]] = []
+    parts = [_gx.Part("raw_samples", samples_df, _samples_expectations(), sample_index),
+             _gx.Part("aggregates", checked, _aggregates_expectations(), ["cell"])]
     try:
-        for name, df, exps, index in (
-            ("raw_samples", samples_df, _samples_expectations(), sample_index),
-            ("aggregates", checked, _aggregates_expectations(), ["cell"]),
-        ):
-            res = _run_suite(context, name, df, exps, site_names, index)
-            stats = dict(res.statistics)
-            suites[name] = {
-                "success": bool(res.success),
-                "statistics": {
-                    "evaluated_expectations": int(stats.get("evaluated_expectations", 0)),
-                    "successful_expectations": int(stats.get("successful_expectations", 0)),
-                    "unsuccessful_expectations": int(stats.get("unsuccessful_expectations", 0)),
-                    "success_percent": stats.get("success_percent"),
-                },
-            }
-            failed.extend(
-                _summarize_failure(name, r, cfg["partial_unexpected_count"])
-                for r in res.results if not r.success
-            )
+        suites, failed = _gx.run_suites(context, parts, cfg["partial_unexpected_count"],
+                                        site_names)
     finally:
         checked.unpersist()
         facts.unpersist()
@@ -621,24 +383,11 @@ def validate(samples_df: DataFrame, aggregates_df: DataFrame,
 # --------------------------------------------------------------------------- outputs
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d1d1f}
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}
-.badge{display:inline-block;padding:.15rem .6rem;border-radius:.8rem;color:#fff;font-weight:600}
-.ok{background:#1a7f37}.fail{background:#cf222e}
-table{border-collapse:collapse;margin-top:.5rem;font-size:.9rem}
-th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-align:top}
-th{background:#f6f8fa}code{font-size:.85rem}
-""".strip()
-
-
 def render_html(doc: dict[str, Any]) -> str:
     """A small self-contained HTML summary of a validation report (inline CSS, no URLs)."""
     esc = html.escape
-    ok = doc["success"]
     rows = "".join(
-        f"<tr><td>{esc(name)}</td><td><span class='badge {'ok' if s['success'] else 'fail'}'>"
-        f"{'passed' if s['success'] else 'failed'}</span></td>"
+        f"<tr><td>{esc(name)}</td><td>{_gx.badge(s['success'])}</td>"
         f"<td>{s['statistics']['evaluated_expectations']}</td>"
         f"<td>{s['statistics']['successful_expectations']}</td>"
         f"<td>{s['statistics']['unsuccessful_expectations']}</td></tr>"
@@ -655,17 +404,15 @@ def render_html(doc: dict[str, Any]) -> str:
         failures = "<p>No failed expectations.</p>"
     docs = ("<p>Full Great Expectations Data Docs: <code>docs/index.html</code> "
             "(unstyled offline).</p>") if doc.get("data_docs_index") else ""
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Validation {esc(str(doc['run_id']))}</title><style>{_CSS}</style></head><body>"
+    return _gx.html_page(
+        f"Validation {doc['run_id']}",
         f"<h1>Validation of run <code>{esc(str(doc['run_id']))}</code> "
-        f"<span class='badge {'ok' if ok else 'fail'}'>{'passed' if ok else 'failed'}</span></h1>"
+        f"{_gx.badge(doc['success'])}</h1>"
         f"<p>Validated at {esc(doc['validated_at'])}; durable profiles: "
         f"{esc(', '.join(doc['durable_profiles']))}.</p>"
         "<h2>Suites</h2><table><tr><th>suite</th><th>result</th><th>evaluated</th>"
         f"<th>passed</th><th>failed</th></tr>{rows}</table>"
-        f"<h2>Failed expectations</h2>{failures}{docs}</body></html>\n"
-    )
+        f"<h2>Failed expectations</h2>{failures}{docs}")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -677,30 +424,28 @@ def _read_run(spark: SparkSession, path: str, run_id: str, what: str,
     (the aggregates root also holds ``load/``, whose layout Spark cannot merge with it);
     without it ``path`` is the samples root and only the run's folders are read."""
     if shared.local_path_missing(path):
-        raise InputError(f"{what} path not found: {path}")
+        raise shared.InputError(f"{what} path not found: {path}")
     if partition is not None:
         part_path = os.path.join(path, partition)
         if shared.local_path_missing(part_path):
-            raise InputError(f"no {what} for run id {run_id} under {path}")
+            raise shared.InputError(f"no {what} for run id {run_id} under {path}")
         df = shared.read_parquet(spark, part_path, what, base_path=path)
     else:  # the samples: only the run's folders (run_date=*/run_id=<id>)
         df = shared.read_parquet(spark, shared.run_sample_paths(path, [run_id], what), what,
                                  base_path=path)
     if "run_id" not in df.columns:
-        raise InputError(f"{what} at {path} have no run_id partition column")
+        raise shared.InputError(f"{what} at {path} have no run_id partition column")
     df = df.where(F.col("run_id") == run_id)
     if not df.limit(1).take(1):
-        raise InputError(f"no {what} for run id {run_id} under {path}")
+        raise shared.InputError(f"no {what} for run id {run_id} under {path}")
     return df
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="validate_metrics",
-                                description="Validate raw samples and aggregates of a run.")
-    p.add_argument("--samples", required=True, help="samples root (Hive layout)")
-    p.add_argument("--aggregates", required=True, help="aggregates root")
-    p.add_argument("--run-id", required=True, help="the run to validate")
-    p.add_argument("--out", required=True, help="output directory")
+    p = shared.job_parser("validate_metrics", "Validate raw samples and aggregates of a run.",
+                          {"--samples": "samples root (Hive layout)",
+                           "--aggregates": "aggregates root",
+                           "--run-id": "the run to validate", "--out": "output directory"})
     p.add_argument("--profiles-durable", default="durability",
                    help="comma-separated profiles that promise no loss (default: durability)")
     return p.parse_args(argv)
@@ -719,22 +464,13 @@ def validate_run(spark: SparkSession, samples_path: str, aggregates_path: str, r
             "run_id": run_id, "durable_profiles": list(durable_profiles),
             "docs_dir": os.path.join(out, "docs"),
         })
-    except InputError as exc:
+    except shared.InputError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     if doc["data_docs_index"]:
         doc["data_docs_index"] = "docs/index.html"
-    write_json_atomic(os.path.join(out, f"{run_id}.json"), doc)
-    shared.write_text_atomic(os.path.join(out, f"{run_id}.html"), render_html(doc))
-    if doc["success"]:
-        n = sum(s["statistics"]["evaluated_expectations"] for s in doc["suites"].values())
-        print(f"{prog}: run {run_id} passed ({n} expectations)")
-        return 0
-    for failure in doc["failed_expectations"]:
-        print(f"FAILED {failure['summary']}", file=sys.stderr)
-    print(f"{prog}: run {run_id} failed "
-          f"({len(doc['failed_expectations'])} expectations)", file=sys.stderr)
-    return 1
+    _gx.write_report(out, run_id, doc, render_html(doc))
+    return _gx.print_verdict(prog, run_id, doc)
 
 
 def durable_list(text: str) -> list[str]:
@@ -745,10 +481,13 @@ def durable_list(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     args = _parse_args(argv)
-    preload_gx()  # imported while the JVM starts
-    with shared.job_session("kafkalab-validate-metrics") as spark:
+
+    def validate_in(spark: SparkSession) -> int:
         return validate_run(spark, args.samples, args.aggregates, args.run_id, args.out,
                             durable_list(args.profiles_durable))
+
+    # GX is imported while the JVM starts
+    return shared.run_job("validate_metrics", validate_in, warm_up=_gx.preload_gx)
 
 
 if __name__ == "__main__":

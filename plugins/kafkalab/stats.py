@@ -2,8 +2,8 @@
 
 * **Exact nearest-rank percentiles**: sort the n values, take the one at rank ``ceil(q·n)``
   (1-based), with ``q`` an exact fraction. No interpolation, no sketch: a reported p99 is a
-  latency that was observed. The Spark aggregation uses the same definition
-  (``spark_jobs/_session.py``), so the CLI table and the history agree.
+  latency that was observed. The Spark jobs use this very module, so the CLI table and the
+  history agree.
 * **Minimum samples**: a percentile whose rank needs more values than were measured is
   undefined (``None``) with the reason ``n<100``: p99 of 20 messages would just be the
   maximum. :data:`MIN_SAMPLES` holds the rule (p99 needs 100, p99.9 needs 1,000).
@@ -14,6 +14,11 @@
   the received messages only.
 * **Confidence intervals**: a distribution-free 95 % interval for a quantile from two order
   statistics, with ranks from the exact binomial distribution (:func:`quantile_ci_ranks`).
+
+This file imports only the standard library (at module level and inside functions alike):
+it ships to Spark nodes that lack the package as a lone ``--py-files`` file
+(``kafkalab.spark.submit.spark_py_files``), where the Spark jobs import it as ``stats``
+(``spark_jobs/_session.py``). Keep it so: no numpy, nothing from ``kafkalab``.
 """
 
 from __future__ import annotations
@@ -71,9 +76,7 @@ def quantile_ci_ranks(n: int, q: float, confidence: float = CI_CONFIDENCE
     With F the Binomial(n, q) CDF and α = 1 − confidence: ``lo = max{l >= 1 : F(l−1) <= α/2}``
     and ``hi = min{u <= n : F(u−1) >= 1 − α/2}``; either is None when no rank qualifies (too
     few values for that side). The binomial mass is summed over a window of ±(10 sd + 10)
-    around ``n·q`` (the rest is below 1e-20), so the cost grows with sd, not with n. A
-    copy lives in ``spark_jobs/_session.py``; ``tests/unit/test_lists_in_step.py`` keeps them
-    identical.
+    around ``n·q`` (the rest is below 1e-20), so the cost grows with sd, not with n.
     """
     if n <= 0 or not 0 < q < 1:
         return None, None

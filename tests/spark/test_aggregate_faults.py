@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from spark_jobs import _session as shared
 from spark_jobs import aggregate_faults as af
 from tools.fake_fault_samples import (
     FakeFaultTrial,
@@ -220,7 +221,7 @@ def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
 
 
 def test_run_without_trials_is_bad_input(spark: Any, lab: dict[str, Any], tmp_path: Path) -> None:
-    with pytest.raises(af.InputError, match="no fault trials"):
+    with pytest.raises(shared.InputError, match="no fault trials"):
         af.extract(spark, str(lab["root"] / "faults"), "20990101T000000Z-none")
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from kafkalab.payloads import HEADER_BYTES
 from kafkalab.stats import MIN_SAMPLES, summarize
+from spark_jobs import _session as shared
 from spark_jobs import aggregate_load as al
 from tools.fake_load_samples import FakeLoadCell, write_fake_load_run
 
@@ -360,10 +361,10 @@ def test_rerun_replaces_the_run_and_leaves_others(spark: Any, lab: dict[str, Any
 
 
 def test_input_errors(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(al.InputError, match="path not found"):
+    with pytest.raises(shared.InputError, match="path not found"):
         al.extract(spark, str(tmp_path / "nope"), RUN)
     (tmp_path / "load").mkdir()
-    with pytest.raises(al.InputError, match="no load cells"):
+    with pytest.raises(shared.InputError, match="no load cells"):
         al.extract(spark, str(tmp_path / "load"), RUN)
     code = al.main(["--load", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                     "--run-id", RUN])

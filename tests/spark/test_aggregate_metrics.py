@@ -264,8 +264,8 @@ def test_tool_percentiles_need_their_minimum_sample_count(spark: Any) -> None:
     assert (few["tool_p50_ms"], few["tool_avg_ms"]) == (2.0, 2.5)  # no minimum above 1
     assert few["tool_p99_ms"] is None and few["tool_p999_ms"] is None
     assert few["tool_messages"] == 20
-    assert few["tool_percentiles_note"] == (f"p99: n<{shared.MIN_SAMPLES['p99']}; "
-                                            f"p999: n<{shared.MIN_SAMPLES['p999']}")
+    assert few["tool_percentiles_note"] == (f"p99: n<{shared.stats.MIN_SAMPLES['p99']}; "
+                                            f"p999: n<{shared.stats.MIN_SAMPLES['p999']}")
     mid = got["500msgs"]
     assert (mid["tool_p99_ms"], mid["tool_p999_ms"], mid["tool_messages"]) == (7.0, None, 500)
     assert mid["tool_percentiles_note"] == "p999: n<1000"
@@ -411,10 +411,10 @@ def test_load_is_idempotent_per_run_and_leaves_other_runs(spark: Any, tmp_path: 
 
 
 def test_extract_errors_are_input_errors(spark: Any, tmp_path: Path) -> None:
-    with pytest.raises(am.InputError, match="cannot read samples"):
+    with pytest.raises(shared.InputError, match="cannot read samples"):
         am.extract(spark, str(tmp_path / "nope"))
     write_fake_samples(tmp_path, 200, RUN, seed=1)
-    with pytest.raises(am.InputError, match="no samples for run id"):
+    with pytest.raises(shared.InputError, match="no samples for run id"):
         am.extract(spark, str(tmp_path / "samples"), ["19990101T000000Z-000000"])
     df = am.extract(spark, str(tmp_path / "samples"), [RUN])
     assert dict(df.dtypes)["run_date"] == "string"                    # no partition inference
@@ -435,7 +435,7 @@ def test_a_runs_jobs_read_only_its_own_folders(spark: Any, tmp_path: Path) -> No
     assert vm._read_run(spark, samples, RUN, "samples").count() > 0
     with pytest.raises(Exception, match=r"(?i)parquet"):  # Spark's own error, whichever
         am.extract(spark, samples).count()  # every run: the broken file is read
-    with pytest.raises(am.InputError, match=r"no samples for run id\(s\) 1999"):
+    with pytest.raises(shared.InputError, match=r"no samples for run id\(s\) 1999"):
         vm._read_run(spark, samples, "19990101T000000Z-000000", "samples")
 
 
@@ -461,8 +461,9 @@ def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
 def test_spark_submit_ships_the_shared_session_with_py_files(
     spark_submit: Any, tmp_path: Path
 ) -> None:
-    """As on a cluster: the job file alone, with the DAG's ``py_files`` (``_session.py`` and
-    the lab's ``store.py``)."""
+    """As on a cluster: the job file alone fails for want of the shared job modules; with
+    the DAG's ``py_files`` (``_session.py``, ``_gx.py``, ``validate_metrics.py`` and the
+    lab's ``store.py`` and ``stats.py``) it runs."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     script = shutil.copy(spark_jobs_dir() / "aggregate_metrics.py", job_dir)
@@ -470,7 +471,12 @@ def test_spark_submit_ships_the_shared_session_with_py_files(
     args = ("--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "aggregates"),
             "--run-id", RUN)
     alone = spark_submit(script, *args)
-    assert alone.returncode != 0 and "_session" in alone.stdout + alone.stderr
+    job_modules = {Path(f).stem for f in spark_py_files().split(",")
+                   if Path(f).parent == spark_jobs_dir()}
+    assert job_modules >= {"_session", "_gx"}
+    output = alone.stdout + alone.stderr
+    assert alone.returncode != 0
+    assert any(f"No module named '{m}'" in output for m in job_modules), output[-3000:]
     shipped = spark_submit(script, *args, py_files=[Path(f) for f in spark_py_files().split(",")])
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     assert f"wrote {N_CELLS} aggregate rows" in shipped.stdout
@@ -509,7 +515,7 @@ def test_order_statistics_are_exact_in_crowded_buckets_ties_zeros_and_negatives(
     n = len(e2e) + 5
     for name, (num, den) in shared.METRIC_PERCENTILES["e2e_latency_ms"].items():
         assert r[f"e2e_latency_ms_{name}"] == _nearest_rank(e2e, -(-n * num // den)), name
-    for name in shared.CI_PERCENTILES:
+    for name in shared.stats.CI_PERCENTILES:
         num, den = shared.METRIC_PERCENTILES["e2e_latency_ms"][name]
         lo, hi = quantile_ci_ranks(n, num / den)
         assert r[f"e2e_latency_ms_{name}_ci_low"] == _nearest_rank(e2e, lo)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pyarrow as pa
-import pytest
 
 import spark_jobs._session as spark_session
 import spark_jobs.validate_metrics as vm
@@ -44,37 +43,29 @@ def test_spark_e2e_percentiles_are_the_harness_percentiles() -> None:
     assert spark_session.METRIC_PERCENTILES["e2e_latency_ms"] == stats.PERCENTILE_FRACTIONS
 
 
-def test_spark_statistics_rules_are_the_harness_rules() -> None:
-    assert spark_session.MIN_SAMPLES == stats.MIN_SAMPLES
-    assert spark_session.CI_PERCENTILES == stats.CI_PERCENTILES
-    assert spark_session.CI_CONFIDENCE == stats.CI_CONFIDENCE
+def test_every_spark_percentile_has_a_minimum_sample_count() -> None:
     for percentiles in spark_session.METRIC_PERCENTILES.values():
-        assert set(percentiles) <= set(spark_session.MIN_SAMPLES)
+        assert set(percentiles) <= set(stats.MIN_SAMPLES)
 
 
-_CI_SIZES = (*range(0, 400), 499, 500, 999, 1000, 1001, 1234, 4999, 10_000, 65_537,
-             100_000, 1_000_003)
-
-
-@pytest.mark.parametrize("q", [0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999])
-def test_spark_confidence_ranks_are_the_harness_ranks(q: float) -> None:
-    for n in _CI_SIZES:
-        for confidence in (0.95, 0.9, 0.99):
-            assert (spark_session.quantile_ci_ranks(n, q, confidence)
-                    == stats.quantile_ci_ranks(n, q, confidence)), (n, q, confidence)
+def test_spark_jobs_use_the_harness_statistics_themselves() -> None:
+    """No copy to keep in step: the jobs' ranks, minimum counts and intervals are
+    ``kafkalab.stats`` itself (shipped to Spark nodes as a lone file)."""
+    assert spark_session.stats is stats
 
 
 def test_confidence_ranks_bracket_the_percentile_rank() -> None:
-    """A sanity check of the copy itself: the interval holds the nearest rank, widens less
-    than the sample grows, and is None on the side too few values can cover."""
+    """The intervals the jobs take: each holds the nearest rank, widens less than the sample
+    grows, and is None on the side too few values can cover."""
+    quantile_ci_ranks = spark_session.stats.quantile_ci_ranks
     for n in (10, 100, 1000, 100_000):
-        lo, hi = spark_session.quantile_ci_ranks(n, 0.5)
+        lo, hi = quantile_ci_ranks(n, 0.5)
         rank = stats.fraction_rank(n, 1, 2)
         assert lo is not None and hi is not None and lo <= rank <= hi
         assert hi - lo < n
-    assert spark_session.quantile_ci_ranks(5, 0.5) == (None, None)   # 2 · 0.5^5 > 5 %
-    assert spark_session.quantile_ci_ranks(100, 0.99)[1] is None     # 0.99^100 > 2.5 %
-    assert spark_session.quantile_ci_ranks(0, 0.5) == (None, None)
+    assert quantile_ci_ranks(5, 0.5) == (None, None)   # 2 · 0.5^5 > 5 %
+    assert quantile_ci_ranks(100, 0.99)[1] is None     # 0.99^100 > 2.5 %
+    assert quantile_ci_ranks(0, 0.5) == (None, None)
 
 
 def test_every_scenario_has_a_bar_colour_and_the_tool_is_the_catalog_client() -> None:

@@ -34,21 +34,40 @@ def test_library_never_imports_the_tools_or_the_jobs() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_spark_jobs_import_only_the_standalone_store_of_kafkalab() -> None:
+LONE_FILES: dict[str, bool] = {"store": False, "stats": True}
+"""The modules of kafkalab that ship alone to Spark nodes (spark_py_files), and whether the
+whole file (True) or only its module level (False: store.py imports the package lazily, in
+functions a Spark node never calls) must import nothing but the standard library."""
+
+
+def test_spark_jobs_import_only_the_lone_files_of_kafkalab() -> None:
+    from kafkalab.spark.submit import spark_py_files
+
+    lone = {f"kafkalab.{name}" for name in LONE_FILES}
     for path in spark_jobs_dir().glob("*.py"):
-        used = {n.module for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kafkalab")}
-        assert used <= {"kafkalab.store"}, path.name
-    # store.py ships alone to Spark nodes (spark_py_files): at module level, stdlib only
-    tree = ast.parse((PACKAGE_DIR / "store.py").read_text(encoding="utf-8"))
-    top = {a.name.split(".")[0] for n in tree.body if isinstance(n, ast.Import) for a in n.names}
-    top |= {n.module.split(".")[0] for n in tree.body
-            if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
-    assert top - {"__future__"} <= set(sys.stdlib_module_names), top
+        used = set()
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom) and n.module == "kafkalab":
+                used |= {f"kafkalab.{a.name}" for a in n.names}
+            elif isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kafkalab"):
+                used.add(n.module)
+            elif isinstance(n, ast.Import):
+                used |= {a.name for a in n.names if a.name.startswith("kafkalab")}
+        assert used <= lone, path.name
+    shipped = {Path(f).name for f in spark_py_files().split(",")}
+    for name, whole_file in LONE_FILES.items():
+        assert f"{name}.py" in shipped
+        tree = ast.parse((PACKAGE_DIR / f"{name}.py").read_text(encoding="utf-8"))
+        nodes = list(ast.walk(tree)) if whole_file else tree.body
+        top = {a.name.split(".")[0] for n in nodes if isinstance(n, ast.Import) for a in n.names}
+        top |= {n.module.split(".")[0] for n in nodes
+                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+        assert top - {"__future__"} <= set(sys.stdlib_module_names), (name, top)
 
 
-def test_shipped_store_is_the_writer_where_kafkalab_is_not_installed(tmp_path: Path) -> None:
-    """A Spark node without the package: _session.py finds the writer in the shipped store.py."""
+def test_shipped_lone_files_serve_where_kafkalab_is_not_installed(tmp_path: Path) -> None:
+    """A Spark node without the package: _session.py finds the writer in the shipped store.py
+    and the statistics in the shipped stats.py."""
     from kafkalab.spark.submit import spark_py_files
 
     stub = tmp_path / "stub" / "kafkalab"
@@ -60,12 +79,13 @@ def test_shipped_store_is_the_writer_where_kafkalab_is_not_installed(tmp_path: P
         shutil.copy(f, shipped)
     target = tmp_path / "out" / "validation.json"
     code = ("import sys, _session; _session.write_json_atomic(sys.argv[1], {'success': True}); "
-            "print(_session._atomic_write.__module__)")
+            "print(_session._atomic_write.__module__, _session.stats.__name__, "
+            "_session.stats.quantile_ci_ranks(100, 0.5))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub.parent), str(shipped)])}
     proc = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "store"
+    assert proc.stdout.strip() == "store stats (40, 61)"
     assert json.loads(target.read_text()) == {"success": True}
     assert [p.name for p in target.parent.iterdir()] == ["validation.json"]
 

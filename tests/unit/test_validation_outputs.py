@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import spark_jobs._session as shared
 import spark_jobs.validate_metrics as vm
 
 
@@ -27,7 +28,7 @@ def test_html_summary_is_self_contained() -> None:
 
 def test_write_json_atomic(tmp_path: Path) -> None:
     target = tmp_path / "v" / "r.json"
-    vm.write_json_atomic(str(target), {"success": True})
-    vm.write_json_atomic(str(target), {"success": False})
+    shared.write_json_atomic(str(target), {"success": True})
+    shared.write_json_atomic(str(target), {"success": False})
     assert json.loads(target.read_text()) == {"success": False}
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]

@@ -29,17 +29,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from kafkalab.paths import lab_dir, project_root
+from kafkalab.stats import CI_CONFIDENCE, CI_PERCENTILES, MIN_SAMPLES, quantile_ci_ranks
 from kafkalab.store import LabData
 from kafkalab.values import is_missing
 from spark_jobs import aggregate_metrics
-from spark_jobs._session import (
-    CI_CONFIDENCE,
-    CI_PERCENTILES,
-    METRIC_PERCENTILES,
-    MIN_SAMPLES,
-    local_builder,
-    quantile_ci_ranks,
-)
+from spark_jobs._session import METRIC_PERCENTILES, local_builder
 from tools.fake_samples import write_fake_samples
 
 __all__ = ["bench_aggregation", "pandas_aggregate"]

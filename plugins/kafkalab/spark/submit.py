@@ -56,12 +56,17 @@ def spark_application(job: str) -> str:
 
 def spark_py_files() -> str:
     """The ``py_files`` of every job, comma-separated: ``spark_jobs/_session.py`` (the shared
-    Spark session builder), ``spark_jobs/validate_metrics.py`` (``aggregate_metrics
-    --validate-out`` imports it) and ``kafkalab/store.py`` (the lab's atomic writer,
-    standard library only, importable as ``store`` where the package is not installed);
-    Spark puts them on the driver's and executors' ``PYTHONPATH``. No I/O."""
-    return ",".join([str(spark_jobs_dir() / SESSION_MODULE),
-                     str(spark_jobs_dir() / "validate_metrics.py"), str(PACKAGE_DIR / "store.py")])
+    Spark session and job plumbing), ``spark_jobs/_gx.py`` (the validations' shared Great
+    Expectations helpers), ``spark_jobs/validate_metrics.py`` (``aggregate_metrics
+    --validate-out`` imports it), and the lab's two lone-file modules, standard library only
+    and importable as ``store`` and ``stats`` where the package is not installed:
+    ``kafkalab/store.py`` (the atomic writer) and ``kafkalab/stats.py`` (percentiles, minimum
+    samples, confidence intervals). Spark puts them on the driver's and executors'
+    ``PYTHONPATH``. No I/O."""
+    jobs = spark_jobs_dir()
+    return ",".join([str(jobs / SESSION_MODULE), str(jobs / "_gx.py"),
+                     str(jobs / "validate_metrics.py"),
+                     str(PACKAGE_DIR / "store.py"), str(PACKAGE_DIR / "stats.py")])
 
 
 def spark_job_args(job: str, run_id: Any,

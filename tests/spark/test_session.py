@@ -1,0 +1,61 @@
+"""Tests of what the Spark jobs share (spark_jobs/_session.py) that no single job's output
+shows on its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from spark_jobs import _session as shared
+
+SCHEMA = {"broker_version": "string", "rate_msgs_per_s": "double", "acked_msgs": "bigint",
+          "partitions": "int", "recovered": "boolean", "drained": "boolean",
+          "error": "string"}
+
+
+def test_driver_rows_take_their_columns_types(spark: Any) -> None:
+    """A row built on the driver from a JSON document (a ``cell.json``, a ``trial.json``)
+    holds what JSON held. A number becomes its column's numeric type (an int in a double
+    column a float, a float count in a bigint column an int); a string column takes any
+    value as Spark's text of it: a number its digits, a JSON ``true`` ``"true"`` (the two
+    copies of this rule once differed here: one wrote Python's ``"True"``); null stays null
+    and a key the row lacks is null."""
+    row = {"broker_version": 3.7, "rate_msgs_per_s": 1000, "acked_msgs": 12.0,
+           "partitions": "3", "recovered": True, "drained": False, "error": True}
+    df = shared.driver_frame(spark, [row, {}], SCHEMA)
+    assert df.dtypes == [("broker_version", "string"), ("rate_msgs_per_s", "double"),
+                         ("acked_msgs", "bigint"), ("partitions", "int"),
+                         ("recovered", "boolean"), ("drained", "boolean"), ("error", "string")]
+    first, empty = (r.asDict() for r in df.collect())
+    assert first == {"broker_version": "3.7", "rate_msgs_per_s": 1000.0, "acked_msgs": 12,
+                     "partitions": 3, "recovered": True, "drained": False, "error": "true"}
+    assert empty == dict.fromkeys(SCHEMA)
+
+
+def test_a_boolean_column_refuses_what_is_not_a_bool(spark: Any) -> None:
+    """No guessing from truthiness (the other copy once did): ``"false"`` or ``0`` in a
+    boolean column is refused, where ``bool("false")`` would have made it true."""
+    from pyspark.errors import PySparkTypeError
+
+    for value in ("false", 0):
+        with pytest.raises(PySparkTypeError, match="recovered"):
+            shared.driver_frame(spark, [{"recovered": value}], {"recovered": "boolean"})
+
+
+def test_typed_keeps_values_of_the_right_type_as_they_are() -> None:
+    """What the latency aggregation's rows hold (Spark's own values) is unchanged."""
+    for value, type_ in (("kafka-python", "string"), (True, "boolean"), (False, "boolean"),
+                         (2.5, "double"), (7, "bigint"), (None, "string")):
+        assert shared.typed(value, type_) == value
+        assert type(shared.typed(value, type_)) is type(value)
+
+
+def test_count_if_counts_the_rows_where_the_condition_holds(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([("a", 1), ("a", None), ("a", 3), ("b", 4)], "k string, v int")
+    counted = df.groupBy("k").agg(shared.count_if(F.col("v") > 1).alias("n"),
+                                  shared.count_if(F.col("v") > 9).alias("none"))
+    assert dict(counted.dtypes)["n"] == "bigint"
+    assert {r["k"]: (r["n"], r["none"]) for r in counted.collect()} == {"a": (1, 0), "b": (1, 0)}
