@@ -29,6 +29,7 @@ of their series differ); ``kafkalab compare`` then exits 2. Pure reading: nothin
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -47,6 +48,9 @@ LOAD_SHOWN: tuple[str, ...] = (
     "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms", "achieved_rate_msgs_per_s",
 )
 """Load-cell columns compared besides the judged ones (as present)."""
+
+SHOWN: dict[str, tuple[str, ...]] = {"latency": LATENCY_SHOWN, "load": LOAD_SHOWN}
+"""The metrics shown, by the kind of run."""
 
 REGRESSED = "regressed"
 """The verdict of a series metric that drifted from A to B (``drift`` in the drift rule)."""
@@ -200,23 +204,35 @@ def run_facts(data_dir: str | os.PathLike[str], run_id: str, kind: str,
                     stale_outputs=stale, good=not problems, problems=problems)
 
 
-def _label(row: pd.Series, kind: str) -> str:
-    """``scenario [client] payload profile`` (latency) or ``client payload profile acks=…
-    consumers=… rate=…`` (load), from a row's series parts."""
+def _part(row: pd.Series, name: str) -> str:
     from kafkalab.drift.detect import key_part
 
-    def part(name: str) -> str:
-        return key_part(row.get(name)) if name in row.index else ""
+    return key_part(row.get(name)) if name in row.index else ""
 
-    if kind == "load":
-        bits = [part("client"), part("payload"), part("profile"), f"acks={part('acks')}",
-                f"consumers={part('consumers')}", f"rate={part('rate_msgs_per_s')}"]
-    else:
-        scenario, client = part("scenario"), part("client")
-        bits = [scenario, *([f"[{client}]"] if client and client != scenario
-                            and not scenario.startswith(client) else []),
-                part("payload"), part("profile")]
-    return " ".join(b for b in bits if b)
+
+def _latency_label(row: pd.Series) -> list[str]:
+    """``scenario [client] payload profile``."""
+    scenario, client = _part(row, "scenario"), _part(row, "client")
+    return [scenario, *([f"[{client}]"] if client and client != scenario
+                        and not scenario.startswith(client) else []),
+            _part(row, "payload"), _part(row, "profile")]
+
+
+def _load_label(row: pd.Series) -> list[str]:
+    """``client payload profile acks=… consumers=… rate=…``."""
+    return [_part(row, "client"), _part(row, "payload"), _part(row, "profile"),
+            f"acks={_part(row, 'acks')}", f"consumers={_part(row, 'consumers')}",
+            f"rate={_part(row, 'rate_msgs_per_s')}"]
+
+
+LABELS: dict[str, Callable[[pd.Series], list[str]]] = {"latency": _latency_label,
+                                                      "load": _load_label}
+"""How a series is named in the table, by the kind of run (the kinds drift judges)."""
+
+
+def _label(row: pd.Series, kind: str) -> str:
+    """The series' name (:data:`LABELS` of its kind), from a row's series parts."""
+    return " ".join(b for b in LABELS[kind](row) if b)
 
 
 def _series_table(rows: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -335,7 +351,7 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
         raise ConfigError(f"run {run_a} is a {kind_a} run and {run_b} a {kind_b} run: "
                           "nothing to compare")
     kind = kind_a
-    shown = LOAD_SHOWN if kind == "load" else LATENCY_SHOWN
+    shown = SHOWN[kind]
     metrics = list(dict.fromkeys([*shown[:3], *config.metrics_of(kind), *shown[3:]]))
     ta, tb = _series_table(rows_a, kind), _series_table(rows_b, kind)
     keys_a = {k: g for k, g in ta.groupby(["_series", "_emu"], sort=True)}

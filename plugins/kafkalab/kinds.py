@@ -25,7 +25,7 @@ nodes as a lone file, imports it lazily.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +139,23 @@ def _workload_kind(manifest: Mapping[str, Any]) -> Any:
     return workload.get("kind") if isinstance(workload, Mapping) else None
 
 
+def kind_of_run(manifest: Mapping[str, Any] | None,
+                left_data: Callable[[RunKind], bool]) -> RunKind:
+    """The kind of a run from its manifest and from what it left (``left_data(kind)``: the
+    run has that kind's aggregates), for readers of runs whose manifest is missing or was
+    written before manifests named a kind (which reads as latency).
+
+    The kinds other than :data:`DEFAULT_KIND` are tried from the last entry of
+    :data:`RUN_KINDS` back: a later kind builds on an earlier one (a fault trial is a load
+    cell and a fault), so the more specific answer wins; a run that is neither is latency.
+    """
+    declared = kind_of(manifest)
+    for kind in reversed(tuple(RUN_KINDS.values())):
+        if kind is not DEFAULT_KIND and (declared is kind or left_data(kind)):
+            return kind
+    return DEFAULT_KIND
+
+
 def kind_name(manifest: Mapping[str, Any] | None) -> str:
     """``kind_of(manifest).name``: ``latency``, ``load`` or ``faults``."""
     return kind_of(manifest).name
@@ -166,5 +183,6 @@ __all__ = [
     "kind_name",
     "kind_of",
     "kind_of_job",
+    "kind_of_run",
     "run_kind",
 ]

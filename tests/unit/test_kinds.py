@@ -109,3 +109,33 @@ def test_a_load_runs_derived_outputs_are_found_where_load_runs_keep_them(tmp_pat
     assert lab.output_files("r1", "aggregates") == [agg / "load_cells.parquet"]
     assert lab.output_files("r1", "validation") == [lab.validation_path("r1", LOAD)]
     assert lab.derived_outputs("r1", LATENCY) == []
+
+
+def test_a_runs_kind_from_what_it_left_when_its_manifest_does_not_say() -> None:
+    """A manifest that names its kind decides; one that does not (or none at all) is read
+    from the run's aggregates, the more specific kind first (a fault trial is also a load
+    cell), else latency."""
+    left: set[str] = set()
+
+    def has(kind: kinds.RunKind) -> bool:
+        return kind.name in left
+
+    assert kinds.kind_of_run({"kind": "load"}, has) is LOAD
+    assert kinds.kind_of_run(None, has) is LATENCY
+    left.add("load")
+    assert kinds.kind_of_run(None, has) is LOAD
+    assert kinds.kind_of_run({"kind": "faults"}, has) is FAULTS
+    left.add("faults")
+    assert kinds.kind_of_run({}, has) is FAULTS  # both left: the more specific
+
+
+def test_every_per_kind_table_covers_the_registry() -> None:
+    """The tables that say what differs by kind outside the registry (the report's views and
+    overview rows, compare's labels and columns) know every kind they must: a new kind fails
+    here until it has its entries."""
+    from kafkalab.compare import LABELS, SHOWN
+    from kafkalab.report.data import SUMMARY_ROWS, VIEWS
+
+    assert set(VIEWS) == set(SUMMARY_ROWS) == set(RUN_KINDS)
+    judged = {k.name for k in RUN_KINDS.values() if k.drift_judged}
+    assert set(LABELS) == set(SHOWN) == judged

@@ -21,7 +21,7 @@ from kafkalab.drift.history import (
 from kafkalab.drift.load import load_cells_history
 from kafkalab.drift.records import empty_records
 from kafkalab.errors import ConfigError
-from kafkalab.kinds import LATENCY, LOAD, kind_of
+from kafkalab.kinds import LATENCY, LOAD, RunKind, kind_of_run
 from kafkalab.store import LabData
 
 
@@ -59,9 +59,19 @@ def run_drift(
     latency = load_history(data_dir, manifests)
     load = load_cells_history(data_dir, manifests)
     rid = run_id or newest_started(latency, load)
-    is_load = rid is not None and (kind_of(manifests.get(rid)) is LOAD or (
-        not load.empty and rid in set(load["run_id"].astype(str))))
-    history, kind = (load, LOAD) if is_load else (latency, LATENCY)
+    histories = {LATENCY.name: latency, LOAD.name: load}
+
+    def left(kind: RunKind) -> bool:
+        h = histories.get(kind.name)
+        return h is not None and not h.empty and rid in set(h["run_id"].astype(str))
+
+    kind = kind_of_run(manifests.get(rid), left) if rid is not None else LATENCY
+    if not kind.drift_judged:
+        if require_run:
+            raise ConfigError(f"run {rid} is a {kind.name} run: drift judges "
+                              f"{' and '.join(histories)} runs")
+        return empty_records(), None
+    history = histories[kind.name]
     order = run_order(history)
     if require_run and rid not in order:
         where = lab.kind_aggregates_dir(kind)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from kafkalab.drift import (
 from kafkalab.drift.acceptances import Acceptance
 from kafkalab.drift.history import run_measured_at
 from kafkalab.drift.load import load_cells_history
-from kafkalab.kinds import FAULTS, LATENCY, LOAD, RunKind, kind_of
+from kafkalab.kinds import FAULTS, LATENCY, LOAD, RunKind, kind_of, kind_of_run
 from kafkalab.report.fault_data import FaultTables, read_fault_table, read_fault_tables
 from kafkalab.report.load_data import LoadTables, read_load_tables
 from kafkalab.stats import MIN_SAMPLES
@@ -225,19 +226,11 @@ class ReportData:
 
     def run_kind(self, run_id: str) -> RunKind:
         """The kind of run ``run_id``: which view it gets (:func:`run_view`) and so which
-        sections its page shows.
-
-        Its manifest says its kind (:func:`kafkalab.kinds.kind_of`), and so does its data:
-        a run without a manifest (or with one written before manifests named a kind, which
-        reads as latency) is still what it measured. A run with fault aggregates
-        (:attr:`fault_runs`) is a fault run, else one with load cells (:attr:`load_runs`) a
-        load run, else a latency run."""
-        declared = kind_of(self.manifests.get(run_id))
-        if declared is FAULTS or run_id in self.fault_runs:
-            return FAULTS
-        if declared is LOAD or run_id in self.load_runs:
-            return LOAD
-        return LATENCY
+        sections its page shows (:func:`kafkalab.kinds.kind_of_run`: its manifest, else
+        what it left: fault aggregates (:attr:`fault_runs`), load cells (:attr:`load_runs`))."""
+        left = {FAULTS.name: self.fault_runs, LOAD.name: self.load_runs}
+        return kind_of_run(self.manifests.get(run_id),
+                           lambda kind: run_id in left.get(kind.name, frozenset()))
 
 
 def _ordered_runs(history: pd.DataFrame, manifests: dict[str, dict[str, Any]],
@@ -459,14 +452,14 @@ def fault_run_view(data: ReportData, run_id: str) -> RunView:
 
 
 def run_view(data: ReportData, run_id: str) -> RunView:
-    """The view of ``run_id`` as of that run (later runs are left out of its trends); a
-    load run's is :func:`load_run_view`, a fault run's :func:`fault_run_view`
-    (:meth:`ReportData.run_kind`)."""
-    kind = data.run_kind(run_id)
-    if kind is FAULTS:
-        return fault_run_view(data, run_id)
-    if kind is LOAD:
-        return load_run_view(data, run_id)
+    """The view of ``run_id`` as of that run (later runs are left out of its trends), built
+    for its kind (:meth:`ReportData.run_kind`, :data:`VIEWS`)."""
+    return VIEWS[data.run_kind(run_id).name](data, run_id)
+
+
+def latency_run_view(data: ReportData, run_id: str) -> RunView:
+    """The view of latency run ``run_id``: its cells' aggregates as ``rows``, the history up
+    to it, its drift records (stored, else computed as drift would) and validation."""
     upto = data.runs_upto(run_id)
     hist = _rows_of(data.history, upto)
     rows = _rows_of(hist, [run_id])
@@ -528,11 +521,7 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
         m = data.manifests.get(rid) or {}
         cl = m.get("cluster") or {}
         kind = data.run_kind(rid)
-        if kind is FAULTS:
-            trials = read_fault_table(data.lab, rid, "fault_trials")
-            rows = trials if trials is not None else pd.DataFrame()
-        else:
-            rows = _rows_of(data.load_history if kind is LOAD else data.history, [rid])
+        rows = SUMMARY_ROWS[kind.name](data, rid)
         flavors = {str(cl["flavor"])} if cl.get("flavor") else set()
         if not rows.empty:
             flavors |= set(strings(rows, "cluster_flavor")) - {"", "http"}
@@ -551,11 +540,31 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
     return out
 
 
+VIEWS: dict[str, Callable[[ReportData, str], RunView]] = {
+    LATENCY.name: latency_run_view, LOAD.name: load_run_view, FAULTS.name: fault_run_view}
+"""How a run's view is built, by its kind (:data:`kafkalab.kinds.RUN_KINDS`)."""
+
+
+def _fault_rows(data: ReportData, run_id: str) -> pd.DataFrame:
+    trials = read_fault_table(data.lab, run_id, "fault_trials")
+    return trials if trials is not None else pd.DataFrame()
+
+
+SUMMARY_ROWS: dict[str, Callable[[ReportData, str], pd.DataFrame]] = {
+    LATENCY.name: lambda data, rid: _rows_of(data.history, [rid]),
+    LOAD.name: lambda data, rid: _rows_of(data.load_history, [rid]),
+    FAULTS.name: _fault_rows,
+}
+"""A run's rows in the overview (its cells, or its trials), by its kind."""
+
+
 __all__ = [
     "NOTE_COLUMN",
     "PERCENTILE_NAMES",
     "RENAMED_V1",
+    "SUMMARY_ROWS",
     "TABLE_DRIFT_METRICS",
+    "VIEWS",
     "ReportData",
     "RunSummary",
     "RunView",
@@ -563,6 +572,7 @@ __all__ = [
     "fault_run_view",
     "honest_percentiles",
     "is_schema_v2",
+    "latency_run_view",
     "load_report_data",
     "load_run_view",
     "numbers",
