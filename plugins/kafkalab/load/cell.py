@@ -73,10 +73,11 @@ CLIENT_BOUND_CPU_FRAC = 0.8
 """A load-generator process above this share of one core makes the cell ``client_bound``."""
 
 
-def topic_name(spec: LoadCellSpec) -> str:
-    """The topic of a load cell: one per profile and partition count (consumers start at the
-    log end, so earlier cells' records are never read)."""
-    return f"klab-load-{effective_profile(spec).name}-p{spec.partitions}"
+def topic_name(spec: LoadCellSpec, profile: Profile) -> str:
+    """The topic of a load cell (``profile``: its effective profile): one per profile and
+    partition count (consumers start at the log end, so earlier cells' records are never
+    read)."""
+    return f"klab-load-{profile.name}-p{spec.partitions}"
 
 
 def effective_profile(spec: LoadCellSpec) -> Profile:
@@ -213,7 +214,7 @@ def plan_cell(lab: LabData, run_id: str, run_date: str, spec: LoadCellSpec,
     return CellSetup(
         spec=spec, run_id=run_id, run_date=run_date, descriptor=d,
         descriptor_path=descriptor_path or default_descriptor_path(), profile=prof, body=body,
-        wire_bytes=wire, topic=topic or topic_name(spec), cell_id=cell_id,
+        wire_bytes=wire, topic=topic or topic_name(spec, prof), cell_id=cell_id,
         cell=cell_path or files.cell_dir(lab.root, run_date, run_id, cell_id),
         logs=lab.run_work_dir(run_id) / "load" / cell_id, placement=placement,
         placement_token=placement_token)

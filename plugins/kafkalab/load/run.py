@@ -17,6 +17,7 @@ from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.mapping import check_profile
+from kafkalab.config.models import Profile
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD, RunKind, kind_of
 from kafkalab.load import files
@@ -57,16 +58,28 @@ class LoadResult:
     manifest_path: Path | None = None
 
 
-def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor | None = None) -> None:
+def cell_profiles(cells: Iterable[LoadCellSpec]) -> list[Profile]:
+    """Each cell's effective profile, in order: each read once here, then passed on.
+
+    Raises:
+        ConfigError: an unknown or invalid profile.
+    """
+    return [effective_profile(spec) for spec in cells]
+
+
+def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor | None = None,
+                   profiles: list[Profile] | None = None) -> list[Profile]:
     """Refuse bad cells before anything runs: unknown profiles, a profile the cell's client
     or the cluster cannot take (:func:`kafkalab.config.mapping.check_profile`), an rf above
-    the brokers, a cell above the client budget.
+    the brokers, a cell above the client budget. Returns the cells' profiles
+    (:func:`cell_profiles`, or ``profiles`` when given).
 
     Raises:
         ConfigError: one line naming the problem.
     """
-    for spec in cells:
-        prof = effective_profile(spec)
+    cells = list(cells)
+    profiles = profiles if profiles is not None else cell_profiles(cells)
+    for spec, prof in zip(cells, profiles, strict=True):
         # properties the cell's client does not know, zstd or a topic config the cluster predates
         check_profile(prof, [spec.client], descriptor)
         if descriptor is not None and descriptor.broker_count is not None \
@@ -76,6 +89,7 @@ def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor 
                               f"{descriptor.broker_count} broker(s)")
         body = load_body(spec.payload, spec.encoding, images_dir())
         check_budget(spec, wire_size_bytes(body))
+    return profiles
 
 
 def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any]:
@@ -84,9 +98,9 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     its cells stay, the cells asked for are (re-)measured."""
     from kafkalab.cluster.admin import check_reachable
 
-    validate_cells(req.cells)  # budget and names first: refused before any connection
+    profiles = validate_cells(req.cells)  # budget and names first: before any connection
     d = cluster_descriptor(req.descriptor_path)
-    validate_cells(req.cells, d)
+    validate_cells(req.cells, d, profiles)
     progress(f"checking {d.bootstrap_servers} …")
     check_reachable(d)
     if d.is_emulator:
@@ -98,7 +112,7 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
         run_id, previous, LOAD, command=req.command,
         workload={"kind": LOAD.name, "name": req.workload_name,
                   "cells": planned_parts(previous, "cells", specs)},
-        profiles={p: effective_profile(c).model_dump() for c in req.cells for p in [c.profile]},
+        profiles={c.profile: prof.model_dump() for c, prof in zip(req.cells, profiles, strict=True)},
         scenarios=sorted({c.client for c in req.cells}),
         payloads=sorted({c.payload for c in req.cells}),
         cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date)
