@@ -11,15 +11,17 @@ from tools import run_tests
 def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests.check_lanes(project_root()) == []
     assert "tests/integration/test_load.py" in run_tests.test_files(project_root())
-    # the timing-sensitive integration tests never share the machine with another lane
-    (first,) = run_tests.PHASES[0]
-    assert first[1] == ("tests/integration",)
-    assert run_tests._lanes_of("tests/integration/test_load.py") == ["integration"]
-    # the Spark standalone test is named in the compute lane and ignored by integration's
-    assert run_tests._lanes_of(run_tests.SPARK_STANDALONE) == ["compute"]
+    assert run_tests._steps_of("tests/integration/test_load.py") == ["integration"]
+    # the Airflow end-to-end tests, the longest step, start at once in a lane of their own
+    lanes = dict(run_tests.LANES)
+    assert lanes["airflow"] == (("e2e", ("tests/e2e",)),)
+    # the Spark standalone test is named in the spark step and ignored by integration's
+    assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
     assert run_tests._ignores(("tests/integration",)) == [
         f"--ignore={run_tests.SPARK_STANDALONE}"]
     assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
+    names = [name for name, _ in run_tests.steps()]
+    assert len(names) == len(set(names))  # one log file a step
 
 
 def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
