@@ -2,13 +2,14 @@
 
 On two cores the suite spends much of its time in one process waiting for a JVM, a broker or
 Airflow's task runner, so lanes that run at the same time finish sooner than one after the
-other. Three lanes start together, each a sequence of steps (one ``pytest`` process a step):
+other. Three lanes start together, each a sequence of steps (one ``pytest`` process a step),
+balanced so that each takes about a third of the suite's time:
 
-1. ``airflow``: ``tests/e2e`` (real ``airflow dags test``, the scheduler stack on
-   PostgreSQL and Celery, the demo): the longest step, so it starts first and never waits.
-2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test), then
-   ``spark`` (``tests/spark``, ``tests/browser`` and the Spark standalone test).
-3. ``unit``: ``tests/unit`` (pure, CPU only: done within minutes).
+1. ``scheduler``: ``e2e-scheduler`` (the scheduler stack on PostgreSQL and Celery, and
+   ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only);
+2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test),
+   then ``e2e-dags`` (``airflow dags test`` of every DAG, the DAG-parse integrity tests);
+3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test.
 
 The integration tests measure rates and latencies on real brokers, and once ran alone for
 that reason. Their verdicts no longer depend on how fast or busy the machine is (issue 24:
@@ -40,15 +41,18 @@ from pathlib import Path
 from kafkalab.paths import lab_dir, project_root
 
 SPARK_STANDALONE = "tests/integration/test_spark_standalone.py"
+SCHEDULER_E2E = "tests/e2e/test_airflow_scheduler.py"
+DEMO_E2E = "tests/e2e/test_make_demo.py"
 
 Step = tuple[str, tuple[str, ...]]
 """(name, test folders and files): one pytest process."""
 
 LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
-    ("airflow", (("e2e", ("tests/e2e",)),)),
+    ("scheduler", (("e2e-scheduler", (SCHEDULER_E2E, DEMO_E2E)),
+                   ("unit", ("tests/unit",)))),
     ("measure", (("integration", ("tests/integration",)),
-                 ("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)))),
-    ("unit", (("unit", ("tests/unit",)),)),
+                 ("e2e-dags", ("tests/e2e",)))),
+    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),)),
 )
 """The lanes, started together: (name, its steps in order). A file named in one step is left
 out of its folder's step (``--ignore``)."""

@@ -12,9 +12,11 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests.check_lanes(project_root()) == []
     assert "tests/integration/test_load.py" in run_tests.test_files(project_root())
     assert run_tests._steps_of("tests/integration/test_load.py") == ["integration"]
-    # the Airflow end-to-end tests, the longest step, start at once in a lane of their own
-    lanes = dict(run_tests.LANES)
-    assert lanes["airflow"] == (("e2e", ("tests/e2e",)),)
+    # the Airflow end-to-end tests are split over two lanes, each starting at once or after
+    # the integration tests
+    assert run_tests._steps_of(run_tests.SCHEDULER_E2E) == ["e2e-scheduler"]
+    assert run_tests._steps_of("tests/e2e/test_airflow_dags_test.py") == ["e2e-dags"]
+    assert len(run_tests.LANES) == 3
     # the Spark standalone test is named in the spark step and ignored by integration's
     assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
     assert run_tests._ignores(("tests/integration",)) == [
@@ -28,7 +30,9 @@ def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
     for name in ("unit", "spark", "browser", "integration", "e2e", "chaos"):
         (tmp_path / "tests" / name).mkdir(parents=True)
         (tmp_path / "tests" / name / "test_x.py").write_text("")
-    (tmp_path / "tests" / "integration" / "test_spark_standalone.py").write_text("")
+    for named in ("integration/test_spark_standalone.py", "e2e/test_airflow_scheduler.py",
+                  "e2e/test_make_demo.py"):
+        (tmp_path / "tests" / named).write_text("")
     (tmp_path / "tests" / "fixtures").mkdir()  # no test files: nothing to run
     assert run_tests.check_lanes(tmp_path) == [
         "tests/chaos/test_x.py is in no lane of tools/run_tests.py"]
