@@ -58,7 +58,7 @@ spark-up: setup  ## a Spark standalone cluster on 127.0.0.1 (master :7077, UI :8
 spark-down:  ## stop exactly the Spark master and workers `make spark-up` started
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down
 
-test: setup  ## the whole test suite against real services: integration alone, then unit+spark+browser beside e2e (tools/run_tests.py)
+test: setup  ## the whole test suite against real services, in three lanes side by side (tools/run_tests.py)
 	$(BIN)/python -m tools.run_tests
 
 test-serial: setup  ## the whole test suite in one pytest process
