@@ -19,6 +19,7 @@ help:  ## list the targets
 
 $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@command -v java >/dev/null || { echo "installing Java 17 (apt)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+	@command -v mvn >/dev/null || { echo "installing Maven (apt) to fetch Apache Kafka 4.x from Maven Central"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
 	@command -v chromium >/dev/null || { echo "installing Chromium (apt) for the report tests"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing PostgreSQL (apt) for make airflow (no default cluster is created or started)"; mkdir -p /etc/postgresql-common && { grep -qs "^create_main_cluster" /etc/postgresql-common/createcluster.conf || echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf; } && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 	@command -v redis-server >/dev/null || { echo "installing Redis (apt) for make airflow EXECUTOR=celery (the service is not started)"; p=/usr/sbin/policy-rc.d; made=; [ -e $$p ] || { printf '#!/bin/sh\nexit 101\n' > $$p && chmod +x $$p && made=1; }; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; rc=$$?; [ -z "$$made" ] || rm -f $$p; exit $$rc; }
@@ -28,7 +29,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps -e .
 	@touch $@
 
-setup: $(STAMP)  ## venv with pinned requirements, Java, Chromium, Kafka 0.9.0.1, test images (idempotent)
+setup: $(STAMP)  ## venv with pinned requirements, Java, Maven, Chromium, Kafka 4.x (Maven Central, sha256-pinned) and 0.9.0.1, test images (idempotent)
 	@$(BIN)/python -m tools.setup_assets
 
 demo: setup  ## the quickstart: seed 000's table and its reading, the nightly DAG over 4 dates, where to look next

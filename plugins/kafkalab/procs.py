@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -194,6 +195,26 @@ def last_line(path: str | Path | None, skip: Sequence[str] = ("GLIBC_2.39",)) ->
     return lines[-1][:300] if lines else ""
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?[\w.$]+(?:Exception|Error)(?::\s.*)?$")
+
+
+def failure_line(path: str | Path | None) -> str:
+    """Why a process in the log ``path`` failed, in one line (at most 300 characters): the
+    last exception's message (``java.lang.RuntimeException: Stored node id 7 doesn't
+    match ...``) rather than the stack frame a JVM prints last; else the last line."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 65536))
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    found = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+    return found[-1][:300] if found else last_line(path)
+
+
 # --------------------------------------------------------------------------- ports
 
 
@@ -303,6 +324,7 @@ __all__ = [
     "HOST",
     "check_ports_free",
     "cmdline",
+    "failure_line",
     "last_line",
     "listen_inodes",
     "pid_alive",

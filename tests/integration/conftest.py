@@ -1,7 +1,7 @@
 """Real embedded clusters for the integration tests (no mocks).
 
-Session-scoped: one kafka09 cluster (1 broker, ZooKeeper 22181, broker 29092) and one
-noida cluster (29192), each in its own temporary lab dir, started with ``cluster_up`` and
+Session-scoped: one kafka09 cluster (1 broker, ZooKeeper 22181, broker 29092), one
+noida cluster (29192) and one KRaft node (Kafka 4.x: broker 33092, controller 33192), each in its own temporary lab dir, started with ``cluster_up`` and
 stopped with ``cluster_down``. Ports differ from the defaults so a developer's own lab
 cluster is never touched. The Kafka tarball is copied from the repo's .lab/downloads when
 there is one (never downloaded again).
@@ -24,14 +24,22 @@ REPO_TARBALL = REPO / ".lab" / "downloads" / NPM_TARBALL
 KAFKA09_ZK_PORT = 22181
 KAFKA09_BROKER_PORT = 29092
 NOIDA_PORT = 29192
+KRAFT_BROKER_PORT = 33092
+KRAFT_CONTROLLER_PORT = 33192
 
 
 def prepare_lab(lab: Path) -> Path:
-    """A lab dir whose downloads/ holds the Kafka tarball (copied, not downloaded)."""
+    """A lab dir whose downloads/ holds the Kafka 0.9 tarball (copied, not downloaded) and
+    whose kafka4/ links the repo's verified Kafka 4.x installations (never fetched again)."""
     dl = lab / "downloads"
     dl.mkdir(parents=True, exist_ok=True)
     if not (dl / NPM_TARBALL).exists() and REPO_TARBALL.is_file():
         shutil.copy2(REPO_TARBALL, dl / NPM_TARBALL)
+    for home in sorted((REPO / ".lab" / "kafka4").glob("*/INSTALLED")):
+        link = lab / "kafka4" / home.parent.name
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(home.parent, target_is_directory=True)
     return lab
 
 
@@ -64,6 +72,18 @@ def noida_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 @pytest.fixture(scope="session")
 def noida_cluster(noida_lab: tuple[Path, ClusterDescriptor]) -> ClusterDescriptor:
     return noida_lab[1]
+
+
+@pytest.fixture(scope="session")
+def kraft_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ClusterDescriptor]]:
+    """One real Kafka 4.x KRaft node (the jars from the repo's own .lab, else Maven)."""
+    yield from _running(prepare_lab(tmp_path_factory.mktemp("lab-kraft")), "kraft",
+                        base_port=KRAFT_BROKER_PORT, control_port=KRAFT_CONTROLLER_PORT)
+
+
+@pytest.fixture(scope="session")
+def kraft_cluster(kraft_lab: tuple[Path, ClusterDescriptor]) -> ClusterDescriptor:
+    return kraft_lab[1]
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ BASE: dict[str, Any] = {"name": "t", "bootstrap_servers": "127.0.0.1:9092", "bro
 
 
 def test_the_registry_names_each_flavor_once_and_the_defaults_are_embedded() -> None:
-    assert set(FLAVORS) == {"kafka09", "noida", "external"}
+    assert set(FLAVORS) == {"kraft", "kafka09", "noida", "external"}
     assert all(name == f.name for name, f in FLAVORS.items())
     assert embedded_flavor_names()[0] == DEFAULT_EMBEDDED.name
     assert set(embedded_flavor_names()) == {n for n, f in FLAVORS.items() if f.embedded}

@@ -122,6 +122,11 @@ def format_cluster_status(st: dict[str, Any]) -> str:
              f"started {st.get('started_at') or '?'}"
              + ("  (stale state: processes gone; `kafkalab cluster up` cleans it)"
                 if st.get("stale") else "")]
+    if st.get("kafka_version"):
+        kraft = (f"KRaft, quorum leader: node {st['quorum_leader']} (epoch {st['quorum_epoch']})"
+                 if st.get("quorum_leader") is not None
+                 else "KRaft, no quorum leader yet" if st.get("mode") == "KRaft" else None)
+        lines.append(f"Apache Kafka {st['kafka_version']}" + (f"  {kraft}" if kraft else ""))
     head = ("role", "id", "pid", "alive", "listening", "address", "log")
     rows = [(str(p.get("role")), "" if p.get("id") is None else str(p.get("id")),
              str(p.get("pid")), "yes" if p.get("alive") else "NO",

@@ -162,7 +162,7 @@ def _start_fresh(
         wait_ready(flavor, state, descriptor, t0 + timeout_s, progress)
     except BaseException:
         if state["processes"]:
-            stop_all(state, noop)
+            stop_all(state, noop, flavor.stop_together)
             remove_state(lab, state, is_embedded_descriptor)
         raise
     state["startup_s"] = round(time.monotonic() - t0, 3)
@@ -264,10 +264,14 @@ def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:
         overall = "degraded"
     else:
         overall = "down"  # stale state: `up` cleans it
+    flavor = FLAVORS.get(str(state.get("flavor")))
+    details = (flavor.status_details(state)
+               if isinstance(flavor, EmbeddedFlavor) and n_alive else {})
     return {
         "state": overall,
         "status": overall,  # alias of "state"
         "flavor": state.get("flavor"),
+        **details,
         "brokers": state.get("brokers"),
         "started_at": state.get("started_at"),
         "startup_s": state.get("startup_s"),
@@ -295,7 +299,9 @@ def cluster_down(
     lab = resolve_lab(lab_dir)
     with locked(lab):
         state = read_state(lab)
-        stopped = stop_all(state, progress) if state else []
+        flavor = FLAVORS.get(str(state.get("flavor"))) if state else None
+        together = isinstance(flavor, EmbeddedFlavor) and flavor.stop_together
+        stopped = stop_all(state, progress, together) if state else []
         remove_state(lab, state, is_embedded_descriptor)
         if wipe_data:
             data = cluster_dir(lab) / "data"

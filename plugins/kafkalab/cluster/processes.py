@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,12 @@ def is_ours(proc: ProcessRecord) -> bool:
 
 
 def exited_error(proc: ProcessRecord) -> ClusterError:
-    """The error for a process that died while starting: names it, its log and the log's
-    last line."""
-    last = procs.last_line(proc["log"])
+    """The error for a process that died while starting: names it, its log and why, as the
+    log says it (:func:`kafkalab.procs.failure_line`)."""
+    why = procs.failure_line(proc["log"])
     return ClusterError(
-        f"{describe(proc)} (pid {proc['pid']}) exited during start-up; see {proc['log']}"
-        + (f" (last line: {last})" if last else "")
+        f"{describe(proc)} (pid {proc['pid']}) exited during start-up: "
+        + (why or "no output") + f"; see {proc['log']}"
     )
 
 
@@ -133,21 +134,28 @@ def stop_process(
     return {**report, "action": action, "seconds": round(time.monotonic() - t0, 3)}
 
 
-def stop_all(state: ClusterState, progress: Progress) -> list[dict[str, Any]]:
+def stop_all(state: ClusterState, progress: Progress, together: bool = False) -> list[dict[str, Any]]:
     """Stop every process of ``state``: brokers first (highest id first), ZooKeeper last.
 
-    Brokers get SIGTERM and do a controlled shutdown. Returns one report per process
-    (:func:`stop_process`).
+    Brokers get SIGTERM and do a controlled shutdown. ``together``: every broker is
+    signalled at once (KRaft nodes: a broker's controlled shutdown needs the controller
+    quorum, which nodes stopped one by one would lose before the last). Returns one report
+    per process (:func:`stop_process`), in that order.
     """
     records = list(state.get("processes", []))
     brokers = sorted(
         (p for p in records if p["role"] != "zookeeper"), key=lambda p: -int(p.get("id") or 0)
     )
     zookeepers = [p for p in records if p["role"] == "zookeeper"]
-    out = []
-    for p in [*brokers, *zookeepers]:
-        r = stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S)
+    if together and len(brokers) > 1:
+        with ThreadPoolExecutor(max_workers=len(brokers)) as pool:
+            first = list(pool.map(lambda p: stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S),
+                                  brokers))
+        rest = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in zookeepers]
+        reports = [*first, *rest]
+    else:
+        reports = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in [*brokers, *zookeepers]]
+    for p, r in zip([*brokers, *zookeepers], reports, strict=True):
         if r["action"] != "not-running":
             progress(f"{describe(p)} (pid {r['pid']}): {r['action']}")
-        out.append(r)
-    return out
+    return reports

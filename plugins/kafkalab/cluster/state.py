@@ -72,7 +72,14 @@ class ClusterState(TypedDict, total=False):
     processes: list[ProcessRecord]
     kafka_home: str
     zookeeper_port: int
+    """Where the flavor has ZooKeeper: its port."""
     broker_ports: list[int]
+    kafka_version: str
+    """A KRaft cluster: the Kafka release it runs."""
+    cluster_id: str
+    """A KRaft cluster: the id its directories were formatted with."""
+    controller_ports: list[int]
+    """A KRaft cluster: node i's controller listener (a voter of the quorum)."""
     startup_s: float
     ready_at: str
     corrupt: bool

@@ -2,6 +2,7 @@
 
 | flavor | module | what it is |
 |---|---|---|
+| ``kraft`` | :mod:`~kafkalab.cluster.flavors.kraft` | the real Apache Kafka 4.x in KRaft mode, from Maven Central, started here |
 | ``kafka09`` | :mod:`~kafkalab.cluster.flavors.kafka09` | the real Apache Kafka 0.9.0.1 with ZooKeeper, started here (the default) |
 | ``noida`` | :mod:`~kafkalab.cluster.flavors.noida` | the noida-db emulator, started here (not Kafka) |
 | ``external`` | :mod:`~kafkalab.cluster.flavors.external` | a user's cluster, reached through a descriptor |
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, resolve_kafka_home
-from kafkalab.cluster.flavors import external, kafka09, noida
+from kafkalab.cluster.flavors import external, kafka09, kraft, noida
 from kafkalab.cluster.flavors.base import EmbeddedFlavor, Flavor
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.yamlio import parse_model, read_yaml
@@ -38,7 +39,8 @@ __all__ = [
     "parse_descriptor",
 ]
 
-FLAVORS: dict[str, Flavor] = {f.name: f for f in (kafka09.FLAVOR, noida.FLAVOR, external.FLAVOR)}
+FLAVORS: dict[str, Flavor] = {
+    f.name: f for f in (kraft.FLAVOR, kafka09.FLAVOR, noida.FLAVOR, external.FLAVOR)}
 """Every flavor by name, in the order the command line lists them."""
 
 DEFAULT_EMBEDDED: EmbeddedFlavor = kafka09.FLAVOR

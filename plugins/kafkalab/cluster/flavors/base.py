@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import ClusterDescriptor
@@ -84,6 +84,9 @@ class EmbeddedFlavor(Flavor, ABC):
     """What that port serves, for messages (``ZooKeeper``)."""
     fixed_broker_ids: ClassVar[bool] = True
     """Broker i has id i (readiness waits for each id); False when the server picks it."""
+    stop_together: ClassVar[bool] = False
+    """``down`` signals every broker at once rather than one after another (KRaft: each
+    broker's controlled shutdown needs the quorum the others are part of)."""
     hosts_faults: ClassVar[bool] = False
     """One JVM per broker with real replication: the fault experiments may break it."""
 
@@ -157,6 +160,11 @@ class EmbeddedFlavor(Flavor, ABC):
     def broker_data_dir(self, lab: Path, broker_id: int) -> Path:
         """The folder holding broker ``broker_id``'s log directories (one folder per
         partition replica: ``<topic>-<partition>``)."""
+
+    def status_details(self, state: ClusterState) -> dict[str, Any]:
+        """What ``cluster status`` shows of a running cluster beyond its processes (its
+        version; a quorum's leader)."""
+        return {"kafka_version": state.get("kafka_version") or self.version}
 
     def kafka_home(self, state: ClusterState) -> Path | None:
         """The Kafka distribution it runs (for Kafka's tools); None when it has none."""

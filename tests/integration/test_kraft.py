@@ -1,0 +1,133 @@
+"""Real Apache Kafka 4.x in KRaft mode, as the ``kraft`` flavor starts it: modern record
+features through both clients, a three-node quorum's life cycle, and a node that fails to
+start saying why in one line."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_status, cluster_up
+from kafkalab.cluster.admin import admin_client
+from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
+from kafkalab.cluster.embedded import kill_broker, running_cluster
+from kafkalab.cluster.flavors import flavor_of
+from kafkalab.errors import ClusterError
+
+pytestmark = pytest.mark.integration
+
+THREE_BASE_PORT = 33292
+THREE_CONTROLLER_PORT = 33392
+FAIL_BASE_PORT = 33492
+FAIL_CONTROLLER_PORT = 33592
+
+
+def _topic(d: ClusterDescriptor, partitions: int = 1, replicas: int = 1) -> str:
+    from confluent_kafka.admin import NewTopic
+
+    name = f"kraft-{uuid.uuid4().hex[:8]}"
+    admin = admin_client(d, 10.0)  # kept referenced until the futures are answered
+    futures = admin.create_topics([NewTopic(name, partitions, replicas)])
+    for f in futures.values():
+        f.result(timeout=30)
+    return name
+
+
+def test_idempotence_headers_and_timestamps_round_trip_through_both_clients(
+        kraft_cluster: ClusterDescriptor) -> None:
+    from confluent_kafka import Consumer, Producer
+    from kafka import KafkaConsumer, KafkaProducer
+
+    features = flavor_of(kraft_cluster).features(kraft_cluster)
+    assert features.idempotence and features.record_headers and features.record_timestamps
+    assert "consumer" in features.group_protocols and not features.emulator
+    topic = _topic(kraft_cluster)
+    ts_ms = 1_700_000_000_000
+    p = Producer({**librdkafka_config(kraft_cluster), "enable.idempotence": True})
+    p.produce(topic, b"from-librdkafka", headers=[("origin", b"c")], timestamp=ts_ms)
+    assert p.flush(30) == 0
+    kp = KafkaProducer(**kafka_python_config(kraft_cluster), enable_idempotence=True, acks="all")
+    kp.send(topic, b"from-kafka-python", headers=[("origin", b"k")], timestamp_ms=ts_ms + 1).get(30)
+    kp.close()
+
+    c = Consumer({**librdkafka_config(kraft_cluster), "group.id": f"g-{topic}",
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < 2 and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and m.error() is None:
+            got.append((m.value(), m.headers(), m.timestamp()[1]))
+    c.close()
+    assert got == [(b"from-librdkafka", [("origin", b"c")], ts_ms),
+                   (b"from-kafka-python", [("origin", b"k")], ts_ms + 1)]
+
+    kc = KafkaConsumer(topic, **kafka_python_config(kraft_cluster), group_id=f"k-{topic}",
+                       auto_offset_reset="earliest", consumer_timeout_ms=30000)
+    read = [(m.value, list(m.headers), m.timestamp) for _, m in zip(range(2), kc, strict=False)]
+    kc.close()
+    assert read == [(b"from-librdkafka", [("origin", b"c")], ts_ms),
+                    (b"from-kafka-python", [("origin", b"k")], ts_ms + 1)]
+
+
+def test_three_nodes_form_a_quorum_replicate_heal_and_stop(tmp_path: Path, make_lab) -> None:
+    lab = make_lab(tmp_path / "lab")
+    try:
+        d = cluster_up("kraft", 3, lab_dir=lab, base_port=THREE_BASE_PORT,
+                       control_port=THREE_CONTROLLER_PORT)
+        assert d.flavor == "kraft" and d.broker_count == 3 and d.version.startswith("4.")
+        st = cluster_status(lab)
+        assert st["status"] == "up" and st["mode"] == "KRaft"
+        assert st["kafka_version"] == d.version and st["quorum_leader"] in (0, 1, 2)
+        assert [p["id"] for p in st["processes"]] == [0, 1, 2]
+
+        topic = _topic(d, partitions=1, replicas=3)
+        cluster = running_cluster(lab)
+        assert cluster is not None
+        deadline = time.monotonic() + 30
+        while True:
+            with cluster.partition_reader() as reader:
+                state = reader.partition_state(topic, 0)
+            if (state is not None and len(state.isr) == 3) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert state is not None and sorted(state.isr) == [0, 1, 2] and state.leader in (0, 1, 2)
+        assert (cluster.broker_data_dir(state.leader) / f"{topic}-0").is_dir()
+
+        gone = kill_broker(lab, 2, 9)
+        assert gone["action"] == "signalled"
+        assert cluster_status(lab)["status"] == "degraded"
+        cluster_up("kraft", 3, lab_dir=lab)  # heals: starts node 2 again
+        assert cluster_status(lab)["status"] == "up"
+    finally:
+        stopped = cluster_down(lab)
+    assert [s["action"] for s in stopped] == ["stopped"] * 3
+    assert cluster_status(lab)["status"] == "down"
+
+
+def test_a_node_that_cannot_start_says_why_in_one_line(tmp_path: Path, make_lab) -> None:
+    lab = make_lab(tmp_path / "lab")
+    cluster_up("kraft", 1, lab_dir=lab, base_port=FAIL_BASE_PORT,
+               control_port=FAIL_CONTROLLER_PORT)
+    cluster_down(lab)
+    meta = lab / "cluster" / "data" / "node0" / "meta.properties"
+    meta.write_text(meta.read_text().replace("node.id=0", "node.id=7"))
+    with pytest.raises(ClusterError) as err:
+        cluster_up("kraft", 1, lab_dir=lab, base_port=FAIL_BASE_PORT,
+                   control_port=FAIL_CONTROLLER_PORT)
+    text = str(err.value)
+    assert "exited during start-up" in text and "Stored node id 7" in text
+    assert "node0/stdout.log" in text and "\n" not in text
+    assert cluster_status(lab)["status"] == "down"  # nothing half-started is left
+
+
+def test_the_topology_marker_records_what_made_the_data(kraft_lab) -> None:
+    lab, d = kraft_lab
+    marker = json.loads((lab / "cluster" / "data" / "kraft-topology.json").read_text())
+    assert marker["nodes"] == 1 and marker["kafka_version"] == d.version
+    assert len(marker["cluster_id"]) == 22
