@@ -98,6 +98,12 @@ def test_an_external_clusters_features_follow_its_version() -> None:
     assert features("4.3.0").tools.dump_log_segments == "org.apache.kafka.tools.DumpLogSegments"
     assert features("4.1.0").tools.end_to_end_latency == "org.apache.kafka.tools.EndToEndLatency"
     assert features("4.1.0").tools.topic_command is None  # no --zookeeper without ZooKeeper
+    # EndToEndLatency: positional arguments up to 4.1, named ones from 4.2 (KIP-1147)
+    old = features("4.1.2").tools.end_to_end_latency_args("b:1", "t", 5, "all", 100, "p")
+    new = features("4.4.0").tools.end_to_end_latency_args("b:1", "t", 5, "all", 100, "p")
+    assert old == ["b:1", "t", "5", "all", "100", "p"]
+    assert new == ["--bootstrap-server", "b:1", "--topic", "t", "--num-records", "5",
+                   "--producer-acks", "all", "--record-size", "100", "--command-config", "p"]
     unknown = features("unknown")
     assert unknown.version is None and unknown.record_headers and not unknown.at_least(0, 9)
     assert "api.version.request" not in kafka_features("modern", None).librdkafka_defaults

@@ -50,6 +50,9 @@ class KafkaTools:
 
     end_to_end_latency: str | None = "kafka.tools.EndToEndLatency"
     """Seed 000's fourth scenario (``jvm-e2e``)."""
+    end_to_end_latency_named_args: bool = False
+    """EndToEndLatency takes ``--bootstrap-server`` … options (4.2, KIP-1147) rather than
+    positional arguments (deprecated from then, gone in 5.0)."""
     producer_performance: str | None = "org.apache.kafka.tools.ProducerPerformance"
     consumer_performance: str | None = "kafka.tools.ConsumerPerformance"
     dump_log_segments: str | None = "kafka.tools.DumpLogSegments"
@@ -57,6 +60,15 @@ class KafkaTools:
     topic_command: str | None = "kafka.admin.TopicCommand"
     """Topic administration through ZooKeeper (``--zookeeper``), where there is no
     CreateTopics API."""
+
+    def end_to_end_latency_args(self, bootstrap: str, topic: str, records: int, acks: str,
+                                record_size_bytes: int, command_config: str) -> list[str]:
+        """EndToEndLatency's arguments in the style this version takes."""
+        if self.end_to_end_latency_named_args:
+            return ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records",
+                    str(records), "--producer-acks", acks, "--record-size",
+                    str(record_size_bytes), "--command-config", command_config]
+        return [bootstrap, topic, str(records), acks, str(record_size_bytes), command_config]
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ def _tools(version: tuple[int, ...] | None) -> KafkaTools:
         return KafkaTools()
     return KafkaTools(
         end_to_end_latency="org.apache.kafka.tools.EndToEndLatency",
+        end_to_end_latency_named_args=version >= (4, 2),
         consumer_performance="org.apache.kafka.tools.ConsumerPerformance",
         dump_log_segments=("org.apache.kafka.tools.DumpLogSegments" if version >= (4, 3)
                            else "kafka.tools.DumpLogSegments"),

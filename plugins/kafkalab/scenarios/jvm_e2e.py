@@ -149,7 +149,8 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         home = Path(d.kafka_home)
         if not (home / "libs").is_dir():
             raise Skipped(f"kafka_home {home} has no libs/ folder")
-        tool = flavor_of(d).features(d).tools.end_to_end_latency
+        tools = flavor_of(d).features(d).tools
+        tool = tools.end_to_end_latency
         if tool is None:
             raise Skipped(f"Kafka {d.version}'s distribution has no EndToEndLatency tool")
         acks = tool_acks(cell.profile.producer.acks)
@@ -161,7 +162,8 @@ class JvmEndToEndScenario(CatalogScenario, scenario="jvm-e2e"):
         size = wire_size_bytes(cell.body)
         count = cell.total_messages
         cmd = ["java", "-Xmx1g", "-cp", jvm_classpath(home), tool,
-               d.bootstrap_servers, str(cell.topic), str(count), acks, str(size), str(props)]
+               *tools.end_to_end_latency_args(d.bootstrap_servers, str(cell.topic), count, acks,
+                                              size, str(props))]
         progress(f"EndToEndLatency: {count} messages of {size} bytes")
         timeout_s = count * min(cell.workload.message_timeout_s, TOOL_POLL_TIMEOUT_MS / 1000) + 60
         wall_ns = wall_now_ns()
