@@ -36,6 +36,7 @@ from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData, atomic_write_json
+from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
@@ -84,7 +85,8 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
+        cluster_up("kraft", 1, lab_dir=prepare_lab(lab), base_port=BROKER_PORT,
+                   control_port=ZK_PORT)
         yield lab / "cluster.yaml"
     finally:
         cluster_down(lab)
@@ -313,10 +315,7 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
     if not TARBALL.is_file():
         pytest.fail(f"{TARBALL} missing: `make setup` downloads it")
-    lab = tmp_path_factory.mktemp("af-faults-lab")
-    for downloads in (lab / "downloads", lab / "faults" / "downloads"):
-        downloads.mkdir(parents=True)
-        shutil.copy2(TARBALL, downloads / TARBALL.name)
+    lab = prepare_lab(tmp_path_factory.mktemp("af-faults-lab"))
     try:
         yield lab
     finally:

@@ -48,6 +48,7 @@ from kafkalab.airflow.run_ids import dag_lab_run_id
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
+from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 31581, 31592, 31599
@@ -98,7 +99,8 @@ def stack() -> Iterator[dict[str, Any]]:
     }
     stopped: list[dict[str, Any]] = []
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
+        cluster_up("kraft", 1, lab_dir=prepare_lab(lab), base_port=BROKER_PORT,
+                   control_port=ZK_PORT)
         # the same cluster with its broker down: a descriptor whose broker does not answer
         dead = yaml.safe_load((lab / "cluster.yaml").read_text())
         dead["bootstrap_servers"] = f"127.0.0.1:{DEAD_BROKER_PORT}"

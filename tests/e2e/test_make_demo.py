@@ -24,6 +24,7 @@ import pytest
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.store import LabData
+from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 30781
@@ -54,7 +55,8 @@ def demo_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
-        cluster_up("kafka09", 1, lab_dir=lab, base_port=BROKER_PORT, control_port=ZK_PORT)
+        cluster_up("kraft", 1, lab_dir=prepare_lab(lab), base_port=BROKER_PORT,
+                   control_port=ZK_PORT)
         yield lab
     finally:
         cluster_down(lab)

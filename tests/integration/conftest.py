@@ -9,38 +9,19 @@ there is one (never downloaded again).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
-from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
-
-REPO = Path(__file__).resolve().parents[2]
-REPO_TARBALL = REPO / ".lab" / "downloads" / NPM_TARBALL
+from tests.labs import REPO_TARBALL, prepare_lab
 
 KAFKA09_ZK_PORT = 22181
 KAFKA09_BROKER_PORT = 29092
 NOIDA_PORT = 29192
 KRAFT_BROKER_PORT = 33092
 KRAFT_CONTROLLER_PORT = 33192
-
-
-def prepare_lab(lab: Path) -> Path:
-    """A lab dir whose downloads/ holds the Kafka 0.9 tarball (copied, not downloaded) and
-    whose kafka4/ links the repo's verified Kafka 4.x installations (never fetched again)."""
-    dl = lab / "downloads"
-    dl.mkdir(parents=True, exist_ok=True)
-    if not (dl / NPM_TARBALL).exists() and REPO_TARBALL.is_file():
-        shutil.copy2(REPO_TARBALL, dl / NPM_TARBALL)
-    for home in sorted((REPO / ".lab" / "kafka4").glob("*/INSTALLED")):
-        link = lab / "kafka4" / home.parent.name
-        if not link.exists():
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(home.parent, target_is_directory=True)
-    return lab
 
 
 def _running(lab: Path, flavor: str, **ports: int) -> Iterator[tuple[Path, ClusterDescriptor]]:

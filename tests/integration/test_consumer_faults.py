@@ -1,4 +1,4 @@
-"""Consumer faults on a real Kafka 0.9.0.1 cluster (no mocks): group members are real
+"""Consumer faults on a real Kafka 4.x KRaft cluster (no mocks): group members are real
 processes, the kill is a real SIGKILL, the leave a real LeaveGroup.
 
 * a member that dies on purpose mid-batch makes an exact number of duplicates (commit after
@@ -8,7 +8,7 @@ processes, the kill is a real SIGKILL, the leave a real LeaveGroup.
   at-least-once loses nothing either way;
 * kafka-python's members, auto commit and a member that comes back.
 
-The fault cluster runs in its own lab dir on its own ports (ZooKeeper 23591, brokers
+The fault cluster runs in its own lab dir on its own ports (controllers 23591-23593, brokers
 30902-30904)."""
 
 from __future__ import annotations

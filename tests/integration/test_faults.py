@@ -1,9 +1,9 @@
-"""Broker faults on a real 3-broker Kafka 0.9.0.1 cluster (no mocks): the no-fault control
+"""Broker faults on a real 3-node Kafka 4.x KRaft cluster, the lab's fault cluster (no mocks): the no-fault control
 shows nothing lost, a lossy configuration loses exactly what an independent re-read says, the
 durability profile keeps every acked message through a leader crash, and bad requests change
 nothing.
 
-The fault cluster runs in its own lab dir on its own ports (ZooKeeper 23581, brokers
+The fault cluster runs in its own lab dir on its own ports (controllers 23581-23583, brokers
 30892-30894), so it never touches a developer's cluster or the other tests' clusters."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kafkalab.faults.spec import FaultTrialSpec
 
 ZK_PORT, BASE_PORT = 23581, 30892
 REPLICA_FETCH_WAIT_MAX_NS = 500_000_000
-"""``replica.fetch.wait.max.ms`` of the lab's brokers (Kafka 0.9's default, 500 ms): the
+"""``replica.fetch.wait.max.ms`` of the lab's brokers (Kafka's default, 500 ms): the
 longest a follower's fetch waits at the leader, so the most a message acked before the
 freeze can still lack on the followers."""
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
@@ -100,8 +100,8 @@ def _independent_re_read(bootstrap: str, topic: str) -> set[int]:
 
     from kafkalab.payloads import read_stamp
 
-    c = KafkaConsumer(bootstrap_servers=bootstrap.split(","), api_version=(0, 9),
-                      enable_auto_commit=False, consumer_timeout_ms=5000)
+    c = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False,
+                      consumer_timeout_ms=5000)
     tp = TopicPartition(topic, 0)
     c.assign([tp])
     c.seek_to_beginning(tp)
@@ -151,9 +151,9 @@ def test_lossy_configuration_loses_exactly_what_the_log_lacks(fault_env: dict[st
     assert lost_ack.max() <= ev["leader_gone_ts_ns"]
     # most of the loss is what the leader acked alone while the followers were frozen
     assert (lost_ack >= ev["fault_ts_ns"]).mean() > 0.5
-    assert s["acked_lost_in_broker_logs"] == 0
-    assert s["acked_lost_absent_from_logs"] == s["acked_lost"]
-    assert set(v.loc[v["verdict"] == "acked_lost", "in_broker_logs"]) == {""}
+    # Kafka 4.x stores record batches (one CRC a batch): the per-record log lookup is not
+    # made, and the summary says so (None), never "absent"
+    assert s["acked_lost_in_broker_logs"] is None and s["acked_lost_absent_from_logs"] is None
 
 
 def test_durability_keeps_every_acked_message_through_a_leader_crash(fault_env: dict[str, Path]) -> None:
@@ -172,10 +172,10 @@ def test_durability_keeps_every_acked_message_through_a_leader_crash(fault_env: 
     assert {x["trial_id"] for x in done["trials"]} >= {s["trial_id"]}
 
 
-def test_bad_requests_change_nothing(fault_env: dict[str, Path], kafka09_lab: Any) -> None:
+def test_bad_requests_change_nothing(fault_env: dict[str, Path], kraft_lab: Any) -> None:
     """A fault on a one-broker cluster, and a follower fault on an rf-1 profile: one line,
     exit 2, the clusters untouched."""
-    one_lab, _ = kafka09_lab
+    one_lab, _ = kraft_lab
     before = [(p["pid"], p["alive"]) for p in cluster_status(one_lab)["processes"]]
     r = subprocess.run([*KAFKALAB, "faults", "run", "--fault", "sigkill-leader", "--trials", "1",
                         "--cluster-lab", str(one_lab), "--data-dir", str(fault_env["data"])],

@@ -1,4 +1,4 @@
-"""The load engine against the real Kafka 0.9.0.1 broker: fan-out, a slowed consumer, a
+"""The load engine against a real Kafka 4.x KRaft node: fan-out, a slowed consumer, a
 broker stall (coordinated omission), the closed loop at a low rate, pause and drain,
 Ctrl-C, and the maximum-rate search. No mocks: real producer, consumers and broker."""
 
@@ -34,9 +34,9 @@ KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
 
 
 @pytest.fixture(scope="module")
-def desc(kafka09_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("desc") / "kafka09.yaml"
-    save_descriptor(kafka09_cluster, path)
+def desc(kraft_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("desc") / "kraft.yaml"
+    save_descriptor(kraft_cluster, path)
     return path
 
 
@@ -126,7 +126,7 @@ def _broker_pid(lab: Path) -> int:
     return int(broker["pid"])
 
 
-def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path, ClusterDescriptor],
+def test_a_broker_stall_lands_in_the_corrected_latencies(kraft_lab: tuple[Path, ClusterDescriptor],
                                                         desc: Path, tmp_path: Path) -> None:
     """SIGSTOP the broker for 1 s at R = 200 msg/s. The producer's queue holds one message
     (a 2 KiB buffer), so it blocks like a synchronous client: the ~200 messages due during
@@ -143,7 +143,7 @@ def test_a_broker_stall_lands_in_the_corrected_latencies(kafka09_lab: tuple[Path
     rate, stall_s = 200.0, 1.0
     spec = LoadCellSpec(consumers=1, rate_msgs_per_s=rate, duration_s=5, warmup_s=1, drain_s=5,
                         profile=str(profile))
-    pid = _broker_pid(kafka09_lab[0])
+    pid = _broker_pid(kraft_lab[0])
     data = tmp_path / "data"
     stall: dict[str, int] = {}
 

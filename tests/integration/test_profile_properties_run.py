@@ -1,4 +1,4 @@
-"""A profile's Kafka properties on the real embedded Kafka 0.9.0.1: both clients run with
+"""A profile's Kafka properties on the real embedded Kafka 4.x (KRaft; zstd on 0.9.0.1): both clients run with
 them, the topic gets its configs, the manifest records what each client was given and the
 settings section shows where each value came from; zstd is refused before anything runs."""
 
@@ -42,8 +42,17 @@ def _include_with(tmp: Path, profile: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def descriptor_file(kafka09_cluster: ClusterDescriptor,
+def descriptor_file(kraft_cluster: ClusterDescriptor,
                     tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("desc") / "kraft.yaml"
+    save_descriptor(kraft_cluster, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def kafka09_descriptor_file(kafka09_cluster: ClusterDescriptor,
+                            tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The legacy tier: Kafka 0.9.0.1, which has no zstd."""
     path = tmp_path_factory.mktemp("desc") / "kafka09.yaml"
     save_descriptor(kafka09_cluster, path)
     return path
@@ -56,7 +65,7 @@ def _profile(tmp: Path, name: str, **extra: object) -> Path:
 
 
 def test_properties_reach_both_clients_and_the_topic(
-        kafka09_cluster: ClusterDescriptor, descriptor_file: Path, tmp_path: Path) -> None:
+        kraft_cluster: ClusterDescriptor, descriptor_file: Path, tmp_path: Path) -> None:
     profile = _profile(
         tmp_path, "itest-props",
         producer_properties={"client.id": "kafkalab-itest", "request.timeout.ms": 20000},
@@ -77,17 +86,17 @@ def test_properties_reach_both_clients_and_the_topic(
     k = m["client_settings"]["kafka-python/itest-props"]
     assert k["producer.client_id"] == "kafkalab-itest"
     assert k["consumer.heartbeat_interval_ms"] == "1000" and k["consumer.check_crcs"] == "true"
-    topic = describe_topic(kafka09_cluster, "klab-images-http-vs-kafka-itest-props")
+    topic = describe_topic(kraft_cluster, "klab-images-http-vs-kafka-itest-props")
     assert topic["configs"]["retention.ms"] == "600000"
     html = settings_section(m)
     assert "producer_properties client.id" in html and "retention.ms=600000" in html
 
 
-def test_zstd_is_refused_on_0_9_before_anything_runs(descriptor_file: Path,
+def test_zstd_is_refused_on_0_9_before_anything_runs(kafka09_descriptor_file: Path,
                                                      tmp_path: Path) -> None:
     profile = _profile(tmp_path, "itest-zstd", producer={"compression": "zstd"})
     proc = _kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb",
-                     "--profile", str(profile), "--cluster", str(descriptor_file),
+                     "--profile", str(profile), "--cluster", str(kafka09_descriptor_file),
                      "--data-dir", str(tmp_path / "data"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("kafkalab: error: profile itest-zstd: compression zstd "

@@ -36,7 +36,16 @@ def kafkalab(*args: str, env_extra: dict[str, str] | None = None, timeout: float
 
 
 @pytest.fixture(scope="module")
+def broker_file(kraft_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default broker: a real Kafka 4.x KRaft node."""
+    path = tmp_path_factory.mktemp("desc") / "kraft.yaml"
+    save_descriptor(kraft_cluster, path)
+    return path
+
+
+@pytest.fixture(scope="module")
 def kafka09_file(kafka09_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The legacy tier: Kafka 0.9.0.1 (the field notes' era)."""
     path = tmp_path_factory.mktemp("desc") / "kafka09.yaml"
     save_descriptor(kafka09_cluster, path)
     return path
@@ -50,11 +59,11 @@ def noida_file(noida_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="module")
-def full_run(kafka09_file: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def full_run(broker_file: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     data = tmp_path_factory.mktemp("data")
     proc = kafkalab("run", "--scenario", "rest,kafka-python,confluent-kafka,confluent-kafka-serial,jvm-e2e",
                     "--payload", "1kb,1mb", "--profile", "latency", "--messages", "8", "--warmup", "2",
-                    "--run-id", "itest-run", "--cluster", str(kafka09_file), "--data-dir", str(data))
+                    "--run-id", "itest-run", "--cluster", str(broker_file), "--data-dir", str(data))
     return proc, data
 
 
@@ -89,7 +98,7 @@ def test_run_prints_table_and_writes_every_cell(full_run: tuple[subprocess.Compl
     kafka_msgs = [r for r in msgs if r["scenario"] != "rest"]
     assert all(r["publish_latency_ms"] is not None and r["publish_latency_ms"] > 0 for r in kafka_msgs)
     assert all(r["offset"] is not None and r["topic"] == "klab-images-http-vs-kafka-latency" for r in kafka_msgs)
-    assert all(r["cluster_flavor"] == "kafka09" and r["broker_version"] == "0.9.0.1" for r in kafka_msgs)
+    assert all(r["cluster_flavor"] == "kraft" and r["broker_version"].startswith("4.") for r in kafka_msgs)
     rest = [r for r in msgs if r["scenario"] == "rest"]
     assert all(r["round_trip_ms"] >= r["e2e_latency_ms"] for r in rest)
     assert all(r["publish_latency_ms"] is None for r in rest)          # no broker, no ack
@@ -131,11 +140,11 @@ def test_jvm_tool_results_are_parsed(full_run: tuple[subprocess.CompletedProcess
 
 
 def test_manifest_and_rerun_never_duplicates(full_run: tuple[subprocess.CompletedProcess[str], Path],
-                                             kafka09_file: Path) -> None:
+                                             broker_file: Path) -> None:
     _, data = full_run
     m = read_manifest(data, "itest-run")
     assert m["status"] == "complete" and m["schema_version"] == 2
-    assert m["cluster"]["flavor"] == "kafka09" and m["versions"]["confluent-kafka"]
+    assert m["cluster"]["flavor"] == "kraft" and m["versions"]["confluent-kafka"]
     assert m["versions"]["java"] != "missing" and m["environment"]["cpu_count"] >= 1
     assert m["owner"]["kind"] == "cli" and "confluent-kafka/latency" in m["client_settings"]
     assert len(m["cells"]) == 10 and all(c["status"] == "complete" for c in m["cells"])
@@ -162,18 +171,18 @@ def test_manifest_and_rerun_never_duplicates(full_run: tuple[subprocess.Complete
     assert all(pq.read_schema(f).names == SAMPLE_SCHEMA.names for f in files)
 
 
-def test_json_says_why_p99_is_undefined(kafka09_file: Path, tmp_path: Path) -> None:
+def test_json_says_why_p99_is_undefined(broker_file: Path, tmp_path: Path) -> None:
     proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--messages", "20",
-                    "--warmup", "2", "--json", "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+                    "--warmup", "2", "--json", "--cluster", str(broker_file), "--data-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     cell = json.loads(proc.stdout)["cells"][0]
     assert cell["p99_ms"] is None and cell["p99_ms_reason"] == "n<100 (20 in the population)"
     assert cell["p50_ms"] > 0 and cell["p50_ms_ci95"][0] <= cell["p50_ms"] <= cell["p50_ms_ci95"][1]
 
 
-def test_profile_needing_three_brokers_is_refused_before_sending(kafka09_file: Path, tmp_path: Path) -> None:
+def test_profile_needing_three_brokers_is_refused_before_sending(broker_file: Path, tmp_path: Path) -> None:
     proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1kb", "--profile", "durability",
-                    "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+                    "--cluster", str(broker_file), "--data-dir", str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "kafkalab: error: profile durability asks for replication.factor=3 but the cluster has "
@@ -182,11 +191,11 @@ def test_profile_needing_three_brokers_is_refused_before_sending(kafka09_file: P
     assert not (tmp_path / "runs").exists()
 
 
-def test_payload_larger_than_max_message_bytes_is_refused(kafka09_file: Path, tmp_path: Path) -> None:
+def test_payload_larger_than_max_message_bytes_is_refused(broker_file: Path, tmp_path: Path) -> None:
     prof = tmp_path / "tiny.yaml"
     prof.write_text("name: tiny\ngoal: latency\ntopic: {max_message_bytes: 100000}\n")
     proc = kafkalab("run", "--scenario", "confluent-kafka", "--payload", "1mb", "--profile", str(prof),
-                    "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+                    "--cluster", str(broker_file), "--data-dir", str(tmp_path))
     assert proc.returncode == 2
     assert "max.message.bytes=100000" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -206,14 +215,14 @@ def test_unreachable_broker_names_the_address(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_taken_http_port_fails_that_cell_and_keeps_the_rest(kafka09_file: Path, tmp_path: Path) -> None:
+def test_taken_http_port_fails_that_cell_and_keeps_the_rest(broker_file: Path, tmp_path: Path) -> None:
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
         proc = kafkalab("run", "--scenario", "confluent-kafka,rest", "--payload", "1kb", "--messages", "3",
                         "--warmup", "0", "--http-port", str(port), "--run-id", "half",
-                        "--cluster", str(kafka09_file), "--data-dir", str(tmp_path))
+                        "--cluster", str(broker_file), "--data-dir", str(tmp_path))
     assert proc.returncode == 4
     assert f"port {port} on 127.0.0.1 is already in use" in proc.stdout + proc.stderr
     m = read_manifest(tmp_path, "half")

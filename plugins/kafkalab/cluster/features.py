@@ -99,6 +99,10 @@ class Features:
     """Consumer-group protocols it serves: ``classic``; and ``consumer`` (KIP-848, 4.0)."""
     zstd: bool
     """zstd compression (KIP-110, 2.1)."""
+    record_crc_in_log: bool = False
+    """Each record in the log carries its own CRC (message formats v0/v1, before 0.11's
+    record batches of KIP-98, whose CRC covers a whole batch): the fault checker can then
+    find a lost message in a broker's log by its CRC with DumpLogSegments."""
     librdkafka_defaults: dict[str, str] = field(default_factory=dict)
     """Client properties confluent-kafka needs to talk to it at all (0.9: no version
     request, the version given)."""
@@ -149,7 +153,7 @@ def kafka_features(protocol: str, version: tuple[int, ...] | None) -> Features:
             protocol=protocol, version=(0, 9, 0, 1) if version is None else version,
             topic_admin="zookeeper", partition_state="zookeeper", record_headers=False,
             record_timestamps=False, idempotence=False, transactions=False,
-            group_protocols=("classic",), zstd=False,
+            group_protocols=("classic",), zstd=False, record_crc_in_log=True,
             librdkafka_defaults={"api.version.request": "false",
                                  "broker.version.fallback": "0.9.0.1"},
             kafka_python_api_version=(0, 9), tools=_tools((0, 9)))
@@ -164,5 +168,6 @@ def kafka_features(protocol: str, version: tuple[int, ...] | None) -> Features:
         topic_admin="admin-api" if version >= (0, 10, 1) else "zookeeper",
         record_timestamps=version >= (0, 10),
         record_headers=version >= (0, 11), idempotence=version >= (0, 11),
+        record_crc_in_log=version < (0, 11),
         transactions=version >= (0, 11), zstd=version >= (2, 1),
         group_protocols=("classic", "consumer") if version >= (4,) else ("classic",))

@@ -490,9 +490,10 @@ def _locate(t: _Trial, nonce: bytes, col: dict[str, Any], lost: np.ndarray,
     re-read found) must each be found in some log, else the CRCs are not what the brokers
     store and an "absent" would be a wrong answer."""
     home = t.cluster.kafka_home()
-    tool = t.cluster.flavor.features(t.cluster.descriptor).tools.dump_log_segments
-    if home is None or tool is None:
-        return None
+    features = t.cluster.flavor.features(t.cluster.descriptor)
+    tool = features.tools.dump_log_segments
+    if home is None or tool is None or not features.record_crc_in_log:
+        return None  # not looked up (record batches: one CRC a batch, not a record)
     body = load_body(t.spec.payload, "raw", images_dir())
     wanted = []
     for s in [*lost, *controls]:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kafkalab.cluster.flavors import FAULT_CLUSTER
 from kafkalab.config.models import acks_as_text
 from kafkalab.load.spec import LoadCellSpec, PlanRefused
 from kafkalab.store import safe_name
@@ -61,7 +62,8 @@ FAULT_HELP = {
     "none": "no fault: the control (must show 0 lost, 0 duplicates)",
     "sigkill-leader": "SIGKILL the partition leader (a crash); restart it after down_s",
     "sigterm-leader": "SIGTERM the leader (controlled shutdown moves leadership first); restart after down_s",
-    "sigstop-leader": "SIGSTOP the leader for down_s, longer than ZooKeeper's 6 s session: a zombie leader; then SIGCONT",
+    "sigstop-leader": "SIGSTOP the leader for down_s, longer than the fault cluster's broker session "
+                      "(KRaft's broker.session.timeout.ms, 9 s): a zombie leader; then SIGCONT",
     "kill-follower": "SIGKILL one in-sync follower; restart it after down_s",
     "lossy-leader-crash": "SIGSTOP both followers for down_s while the leader keeps taking writes, then SIGKILL "
                           "the leader and SIGCONT the followers (restart the leader 3 s later): acks=1 loses "
@@ -73,10 +75,12 @@ FAULT_HELP = {
 }
 
 DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
-                  "sigstop-leader": 8.0, "kill-follower": 4.0, "lossy-leader-crash": 2.0,
+                  "sigstop-leader": FAULT_CLUSTER.broker_session_timeout_s + 2.0,
+                  "kill-follower": 4.0, "lossy-leader-crash": 2.0,
                   "kill-consumer": 0.0, "leave-consumer": 0.0}
-"""How long the fault lasts before it is healed, by fault (sigstop: beyond the brokers'
-``zookeeper.session.timeout.ms`` of 6 s, so the controller elects a new leader)."""
+"""How long the fault lasts before it is healed, by fault (sigstop: 2 s beyond the fault
+cluster's broker session — KRaft's ``broker.session.timeout.ms`` of 9 s, Kafka 0.9's
+ZooKeeper session of 6 s — so the controller elects a new leader)."""
 
 LOSSY_RESTART_AFTER_S = 3.0
 """lossy-leader-crash: the killed leader is started again this long after the kill."""
@@ -317,14 +321,17 @@ def _duration_s(plan: FaultPlan, profile: str, fault: str) -> float:
     if plan.duration_s is not None:
         return plan.duration_s
     duration_s: float = _default("duration_s")
+    fault_at_s = plan.fault_at_s if plan.fault_at_s is not None else _default("fault_at_s")
     if fault not in CONSUMER_FAULTS:
-        return duration_s
+        # long enough for the fault, its heal and the recovery (a sigstop on KRaft: 21 s)
+        down_s = plan.down_s if plan.down_s is not None else DEFAULT_DOWN_S.get(fault, 0.0)
+        extra = LOSSY_RESTART_AFTER_S if fault == "lossy-leader-crash" else 0.0
+        return max(duration_s, fault_at_s + down_s + RECOVERY_MARGIN_S + extra)
     session_ms = plan.session_timeout_ms
     if session_ms is None:
         from kafkalab.config.loader import load_profile
 
         session_ms = load_profile(profile).consumer.session_timeout_ms
-    fault_at_s = plan.fault_at_s if plan.fault_at_s is not None else _default("fault_at_s")
     return max(duration_s, group_duration_s(fault, fault_at_s, session_ms, plan.rejoin_after_s))
 
 

@@ -2,8 +2,8 @@
 
 | flavor | module | what it is |
 |---|---|---|
-| ``kraft`` | :mod:`~kafkalab.cluster.flavors.kraft` | the real Apache Kafka 4.x in KRaft mode, from Maven Central, started here |
-| ``kafka09`` | :mod:`~kafkalab.cluster.flavors.kafka09` | the real Apache Kafka 0.9.0.1 with ZooKeeper, started here (the default) |
+| ``kraft`` | :mod:`~kafkalab.cluster.flavors.kraft` | the real Apache Kafka 4.x in KRaft mode, from Maven Central, started here (the default; the fault cluster) |
+| ``kafka09`` | :mod:`~kafkalab.cluster.flavors.kafka09` | the real Apache Kafka 0.9.0.1 with ZooKeeper, started here (opt-in: the field notes' era) |
 | ``noida`` | :mod:`~kafkalab.cluster.flavors.noida` | the noida-db emulator, started here (not Kafka) |
 | ``external`` | :mod:`~kafkalab.cluster.flavors.external` | a user's cluster, reached through a descriptor |
 
@@ -43,10 +43,10 @@ FLAVORS: dict[str, Flavor] = {
     f.name: f for f in (kraft.FLAVOR, kafka09.FLAVOR, noida.FLAVOR, external.FLAVOR)}
 """Every flavor by name, in the order the command line lists them."""
 
-DEFAULT_EMBEDDED: EmbeddedFlavor = kafka09.FLAVOR
+DEFAULT_EMBEDDED: EmbeddedFlavor = kraft.FLAVOR
 """What ``kafkalab cluster up`` starts without ``--flavor`` (and the demo, the DAGs' tests)."""
 
-FAULT_CLUSTER: EmbeddedFlavor = kafka09.FLAVOR
+FAULT_CLUSTER: EmbeddedFlavor = kraft.FLAVOR
 """The flavor of the fault experiments' own three-broker cluster (it must
 :attr:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.hosts_faults`)."""
 

@@ -84,6 +84,10 @@ class EmbeddedFlavor(Flavor, ABC):
     """What that port serves, for messages (``ZooKeeper``)."""
     fixed_broker_ids: ClassVar[bool] = True
     """Broker i has id i (readiness waits for each id); False when the server picks it."""
+    broker_session_timeout_s: ClassVar[float] = 6.0
+    """How long a broker may go silent before the cluster takes its leadership away
+    (ZooKeeper's session, or KRaft's ``broker.session.timeout.ms``): a frozen leader must
+    stay frozen longer than this to become a zombie."""
     stop_together: ClassVar[bool] = False
     """``down`` signals every broker at once rather than one after another (KRaft: each
     broker's controlled shutdown needs the quorum the others are part of)."""

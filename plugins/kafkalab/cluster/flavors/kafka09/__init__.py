@@ -41,6 +41,7 @@ class Kafka09(EmbeddedFlavor):
     control_port_name = "ZooKeeper"
     fixed_broker_ids = True
     hosts_faults = True
+    broker_session_timeout_s = 6.0  # the brokers' zookeeper.session.timeout.ms
     message_max_bytes = launcher.BROKER_MESSAGE_MAX_BYTES
 
     @property

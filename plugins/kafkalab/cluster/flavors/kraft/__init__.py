@@ -41,11 +41,12 @@ class KRaft(EmbeddedFlavor):
     protocols = (MODERN_PROTOCOL,)
     max_brokers = 5
     default_base_port = 19292
-    default_control_port = 19392
+    default_control_port = 19592
     control_port_name = "KRaft controller"
     fixed_broker_ids = True
     hosts_faults = True
     stop_together = True
+    broker_session_timeout_s = 9.0  # broker.session.timeout.ms, Kafka's default
     message_max_bytes = launcher.BROKER_MESSAGE_MAX_BYTES
 
     @property

@@ -31,6 +31,7 @@ from kafkalab.cluster.java import ensure_java
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.errors import ClusterError
+from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
 from kafkalab.store import atomic_write, atomic_write_json, read_json
 
@@ -205,7 +206,8 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
             old, or a format failed.
     """
     version = kafka_version()
-    home = ensure_kafka(lab, version, progress)
+    # the jars are the lab home's, shared by every cluster lab under it (<lab>/faults too)
+    home = ensure_kafka(lab_dir(), version, progress)
     java = ensure_java()
     cp = jvm_classpath(home)
     ports = [base_port + i for i in range(n)]
