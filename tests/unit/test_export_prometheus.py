@@ -157,6 +157,8 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert _value(s["kafkalab_latency_p50_ms"], **emu) is not None
     assert [x.labels["cluster_flavor"] for x in s["kafkalab_latency_p50_ms"]
             if x.labels["emulator"] == "true"] == ["noida"]
+    # every series names the broker version it was measured on
+    assert {x.labels["broker_version"] for x in s["kafkalab_latency_p50_ms"]} == {"0.9.0.1"}
     # kafka-python planned 500 messages for four nights, then 20: two series (the drift key
     # has the count), the 20-message run does not overwrite the 500-message series
     kp_key = "kafka-python|kafka-python|1kb|raw|1056|latency|nightly|kafka09|0.9.0.1|1|"
@@ -199,6 +201,7 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert sorted(x.labels["series"] for x in s["kafkalab_load_latency_p50_ms"]) == [
         load_key.format(10), load_key.format(30)]
     assert _value(s["kafkalab_load_latency_p50_ms"], series=load_key.format(30)) == 3.5
+    assert {x.labels["broker_version"] for x in s["kafkalab_load_latency_p50_ms"]} == {"0.9.0.1"}
     # the 10 s cell: p99 censored (omitted), loss as a ratio
     load = {"client": "confluent-kafka", "acks": "1", "series": load_key.format(10)}
     assert _value(s["kafkalab_load_latency_p50_ms"], **load) == 2.5

@@ -56,7 +56,7 @@ SOURCES: tuple[str, ...] = ("dag", "cli")
 
 LATENCY_LABELS: tuple[str, ...] = (
     "series", "scenario", "client", "payload", "payload_encoding", "profile", "workload",
-    "cluster_flavor", "emulator",
+    "cluster_flavor", "broker_version", "emulator",
 )
 """Labels of a latency series (a cell of ``kafkalab run`` / the latency DAGs). ``series`` is
 the drift series key without its metric (every part of
@@ -66,7 +66,7 @@ its own stay two series."""
 
 LOAD_LABELS: tuple[str, ...] = (
     "series", "client", "payload", "profile", "acks", "consumers", "rate_msgs_per_s",
-    "partitions", "consumer_mode", "cluster_flavor", "emulator",
+    "partitions", "consumer_mode", "cluster_flavor", "broker_version", "emulator",
 )
 """Labels of a load series (a cell of ``kafkalab load`` / the load DAGs); ``series`` is the
 load drift series key without its metric (every part of
