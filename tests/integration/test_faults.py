@@ -37,6 +37,9 @@ LOSSY = FaultTrialSpec(profile="availability", acks="1", fault="lossy-leader-cra
                        rate_msgs_per_s=300, duration_s=12, warmup_s=1, fault_at_s=3, down_s=1.5)
 CRASH = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=300,
                        duration_s=12, warmup_s=1, fault_at_s=3, down_s=2)
+CONTROLLER = FaultTrialSpec(profile="durability", fault="sigkill-controller",
+                            rate_msgs_per_s=300, duration_s=12, warmup_s=1, fault_at_s=3,
+                            down_s=3)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,7 @@ def fault_env(tmp_path_factory: pytest.TempPathFactory, make_lab: Any,
     monkeypatch_module.setenv("KAFKALAB_FAULTS_CONTROL_PORT", str(ZK_PORT))
     monkeypatch_module.setenv("KAFKALAB_FAULTS_BASE_PORT", str(BASE_PORT))
     clab = lab / "faults"
-    trials = [CONTROL, LOSSY, CRASH]
+    trials = [CONTROL, LOSSY, CRASH, CONTROLLER]
     try:
         started = start_fault_run(FaultRequest(trials=trials, data_dir=data, run_id="faults-it"))
         yield {"lab": lab, "data": data, "clab": clab, "run_id": Path(started["run_id"])}
@@ -186,3 +189,21 @@ def test_bad_requests_change_nothing(fault_env: dict[str, Path], kraft_lab: Any)
     with pytest.raises(ConfigError, match="needs a follower"):
         start_fault_run(FaultRequest(trials=[FaultTrialSpec(profile="default", fault="kill-follower")],
                                      data_dir=fault_env["data"]))
+
+
+def test_killing_the_active_controller_reports_the_quorums_new_leader(
+        fault_env: dict[str, Path]) -> None:
+    """SIGKILL of the node leading the KRaft controller quorum: another node leads it in a
+    newer epoch, the trial says when, and the durability profile loses no acked message."""
+    import json
+
+    s, tdir = _trial(fault_env, CONTROLLER)
+    assert s["status"] == "complete" and s["target_role"] == "controller"
+    assert s["acked_lost"] == 0 and s["recovered"]
+    _adds_up(s)
+    doc = json.loads((tdir / "trial.json").read_text())
+    ev = doc["events"]
+    assert ev["controller_elected_ts_ns"] > ev["fault_ts_ns"]
+    assert ev["controller_elected_node"] != s["target_broker"]
+    assert s["controller_elected_ms"] == round(
+        (ev["controller_elected_ts_ns"] - ev["fault_ts_ns"]) / 1e6, 3)

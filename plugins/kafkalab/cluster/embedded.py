@@ -396,6 +396,10 @@ class EmbeddedCluster:
         """The folder of broker ``broker_id``'s partition replicas (``<topic>-<p>``)."""
         return self.flavor.broker_data_dir(self.lab, broker_id)
 
+    def controller_leader(self) -> tuple[int, int] | None:
+        """``(node, epoch)`` leading its controller quorum now; None without one."""
+        return self.flavor.controller_leader(self.state)
+
     def kafka_home(self) -> Path | None:
         """The Kafka distribution it runs (for Kafka's tools), if any."""
         return self.flavor.kafka_home(self.state)

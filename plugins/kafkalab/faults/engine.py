@@ -139,6 +139,9 @@ def validate_trials(trials: list[FaultTrialSpec]) -> list[Profile]:
                     spec.effective_session_timeout_ms(prof.consumer.session_timeout_ms))
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+        if spec.is_controller_fault and not FAULT_CLUSTER.has_controller_quorum:
+            raise ConfigError(f"fault {spec.fault} needs a cluster with a controller quorum "
+                              f"(KRaft); the fault cluster is {FAULT_CLUSTER.label}")
         if spec.fault in ("kill-follower", "lossy-leader-crash") and rf < 2:
             raise ConfigError(f"fault {spec.fault} needs a follower, but profile {spec.profile} "
                               f"has replication factor {rf} (use durability or availability)")
@@ -321,7 +324,7 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
     message (:func:`_check`)."""
     spec, summary = t.spec, t.summary
     with t.cluster.partition_reader() as reader:
-        target = pick_target(reader, spec, t.topic, t.rf)
+        target = pick_target(reader, spec, t.topic, t.rf, t.cluster)
     t.doc["target"] = {"broker": target.broker, "role": target.role,
                        "partition": target.partition, "leader_before": target.leader,
                        "isr_before": list(target.isr)}

@@ -141,8 +141,10 @@ def wait_isr_full(reader: PartitionReader, topic: str, partitions: int, rf: int,
     return None
 
 
-def pick_target(reader: PartitionReader, spec: FaultTrialSpec, topic: str, rf: int) -> Target:
-    """The broker the fault hits (partition 0's leader, or its first in-sync follower).
+def pick_target(reader: PartitionReader, spec: FaultTrialSpec, topic: str, rf: int,
+                cluster: EmbeddedCluster | None = None) -> Target:
+    """The broker the fault hits (partition 0's leader, its first in-sync follower, or — a
+    controller fault — the node leading ``cluster``'s controller quorum).
 
     Raises:
         ConfigError: the fault needs a follower and the topic has none (rf 1).
@@ -157,6 +159,11 @@ def pick_target(reader: PartitionReader, spec: FaultTrialSpec, topic: str, rf: i
                           f"has replication factor {rf}")
     if spec.fault == "none":
         return Target(None, "none", 0, leader, isr)
+    if spec.is_controller_fault:
+        found = cluster.controller_leader() if cluster is not None else None
+        if found is None:
+            raise ClusterError("the fault cluster's controller quorum has no leader to break")
+        return Target(found[0], "controller", 0, leader, isr)
     if spec.fault == "kill-follower":
         followers = [b for b in isr if b != leader]
         if not followers:
@@ -271,8 +278,13 @@ class Injector(Scheduled):
                 self.events["heal_ts_ns"] = self._restart()
                 return
             sig = {"sigkill-leader": signal.SIGKILL, "kill-follower": signal.SIGKILL,
-                   "sigterm-leader": signal.SIGTERM, "sigstop-leader": signal.SIGSTOP}[spec.fault]
+                   "sigterm-leader": signal.SIGTERM, "sigstop-leader": signal.SIGSTOP,
+                   "sigkill-controller": signal.SIGKILL, "sigterm-controller": signal.SIGTERM,
+                   "sigstop-controller": signal.SIGSTOP}[spec.fault]
+            epoch = self.cluster.controller_leader() if spec.is_controller_fault else None
             self.events["fault_ts_ns"] = self._signal(b, sig)
+            if epoch is not None:
+                self._watch_quorum(b, epoch[1], heal_at)
             if not self._wait_until(heal_at):
                 return
             if sig == signal.SIGSTOP:
@@ -282,6 +294,19 @@ class Injector(Scheduled):
         except Exception as exc:  # reported by the trial; heal_all still runs
             self.error = f"{type(exc).__name__}: {exc}"
             self.progress(f"  fault injection failed: {self.error}")
+
+    def _watch_quorum(self, old_leader: int, old_epoch: int, until_ns: int) -> None:
+        """Poll the controller quorum every 10 ms until a node other than ``old_leader``
+        leads it in a newer epoch (``controller_elected_ts_ns``), or ``until_ns``."""
+        self.events["controller_elected_ts_ns"] = None
+        while now_ns() < until_ns and not self._stop.is_set():
+            found = self.cluster.controller_leader()
+            if found is not None and found[0] != old_leader and found[1] > old_epoch:
+                self.events["controller_elected_ts_ns"] = now_ns()
+                self.events["controller_elected_node"] = found[0]
+                self.progress(f"  quorum: node {found[0]} leads the controllers (epoch {found[1]})")
+                return
+            self._stop.wait(0.01)
 
     # ------------------------------------------------------------------ always
     def heal_all(self) -> None:

@@ -28,18 +28,26 @@ from kafkalab.config.models import acks_as_text
 from kafkalab.load.spec import LoadCellSpec, PlanRefused
 from kafkalab.store import safe_name
 
-__all__ = ["COMMITS", "CONSUMER_FAULTS", "DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S",
+__all__ = ["COMMITS", "CONSUMER_FAULTS", "CONTROLLER_FAULTS", "DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S",
            "FaultPlan", "FaultTrialSpec", "group_duration_s", "plan_trials"]
 
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
-                    "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer"]
+                    "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer",
+                    "sigkill-controller", "sigterm-controller", "sigstop-controller"]
 
 FAULTS: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                            "kill-follower", "lossy-leader-crash", "kill-consumer",
-                           "leave-consumer")
+                           "leave-consumer", "sigkill-controller", "sigterm-controller",
+                           "sigstop-controller")
 """Every fault a trial can inject (``none`` is the no-fault control)."""
 
 CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
+
+CONTROLLER_FAULTS: tuple[str, ...] = ("sigkill-controller", "sigterm-controller",
+                                      "sigstop-controller")
+"""Faults of the node that leads the KRaft controller quorum (the active controller): on
+the lab's combined nodes it is a broker too, so the trial also sees what that broker's
+partitions did. Only a cluster with a controller quorum can take them."""
 """Faults of a consumer-group member, not of a broker (seed 002)."""
 
 COMMITS: tuple[str, ...] = ("auto", "after", "before")
@@ -68,6 +76,12 @@ FAULT_HELP = {
     "lossy-leader-crash": "SIGSTOP both followers for down_s while the leader keeps taking writes, then SIGKILL "
                           "the leader and SIGCONT the followers (restart the leader 3 s later): acks=1 loses "
                           "what only the leader had; acks=all must not",
+    "sigkill-controller": "SIGKILL the node leading the KRaft controller quorum; time until "
+                          "another node leads it; restart it after down_s",
+    "sigterm-controller": "SIGTERM the active controller's node (a clean shutdown); time until "
+                          "another node leads the quorum; restart it after down_s",
+    "sigstop-controller": "SIGSTOP the active controller's node for down_s (longer than the "
+                          "quorum's 2 s fetch timeout: the others elect a new leader); then SIGCONT",
     "kill-consumer": "SIGKILL one member of a consumer group (its partitions move after the session "
                      "timeout); count what the group processed twice or never, per --commit",
     "leave-consumer": "one member of a consumer group closes cleanly (LeaveGroup: its partitions move "
@@ -77,7 +91,9 @@ FAULT_HELP = {
 DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
                   "sigstop-leader": FAULT_CLUSTER.broker_session_timeout_s + 2.0,
                   "kill-follower": 4.0, "lossy-leader-crash": 2.0,
-                  "kill-consumer": 0.0, "leave-consumer": 0.0}
+                  "kill-consumer": 0.0, "leave-consumer": 0.0,
+                  "sigkill-controller": 4.0, "sigterm-controller": 4.0,
+                  "sigstop-controller": 6.0}
 """How long the fault lasts before it is healed, by fault (sigstop: 2 s beyond the fault
 cluster's broker session — KRaft's ``broker.session.timeout.ms`` of 9 s, Kafka 0.9's
 ZooKeeper session of 6 s — so the controller elects a new leader)."""
@@ -189,6 +205,10 @@ class FaultTrialSpec(BaseModel):
     @property
     def is_consumer_fault(self) -> bool:
         return self.fault in CONSUMER_FAULTS
+
+    @property
+    def is_controller_fault(self) -> bool:
+        return self.fault in CONTROLLER_FAULTS
 
     @property
     def effective_commit(self) -> str | None:

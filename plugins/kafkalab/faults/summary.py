@@ -108,6 +108,7 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
         "consumer_gap_ms": longest_gap_ms(receipts_ts_ns, fault),
         "leader_elected_ms": _ms(fault, events.get("leader_elected_ts_ns")),
         "isr_full_ms": _ms(fault, events.get("isr_full_ts_ns")),
+        "controller_elected_ms": _ms(fault, events.get("controller_elected_ts_ns")),
         "lag_recovered_ms": lag_recovered,
         "errors_by_type": dict(Counter(error_name(e) for e, o in zip(errors, outcome, strict=True)
                                        if o in ("failed", "indeterminate"))),
@@ -130,7 +131,8 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
             ("max_in_flight", "in-flight"), ("duplicates", "dup"), ("reordered", "reord"),
             ("unseen", "unseen"),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
-            ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"), ("verdict", "verdict")]
+            ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"),
+            ("controller_elected_ms", "ctrl"), ("verdict", "verdict")]
     return _table(trials, cols, ("profile", "fault", "acks", "max_in_flight"))
 
 

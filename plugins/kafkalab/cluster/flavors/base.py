@@ -170,6 +170,14 @@ class EmbeddedFlavor(Flavor, ABC):
         version; a quorum's leader)."""
         return {"kafka_version": state.get("kafka_version") or self.version}
 
+    def controller_leader(self, state: ClusterState) -> tuple[int, int] | None:
+        """``(node id, epoch)`` of the node leading its controller quorum; None when it has
+        no quorum of its own (a ZooKeeper cluster) or none is elected now."""
+        return None
+
+    has_controller_quorum: ClassVar[bool] = False
+    """Its controllers form a quorum whose leader a fault can hit (KRaft)."""
+
     def kafka_home(self, state: ClusterState) -> Path | None:
         """The Kafka distribution it runs (for Kafka's tools); None when it has none."""
         home = state.get("kafka_home")

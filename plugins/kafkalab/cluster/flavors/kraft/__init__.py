@@ -82,6 +82,13 @@ class KRaft(EmbeddedFlavor):
         """``<lab>/cluster/data/node<id>`` (its ``log.dirs``)."""
         return launcher.node_data_dir(lab, broker_id)
 
+    has_controller_quorum = True
+
+    def controller_leader(self, state: ClusterState) -> tuple[int, int] | None:
+        """The quorum's leader and epoch as the nodes' ``quorum-state`` files say."""
+        found = quorum.leader(self._data_dirs(state))
+        return None if found is None else (found.node_id, found.epoch)
+
     def status_details(self, state: ClusterState) -> dict[str, Any]:
         """The Kafka version, ``KRaft``, the quorum's leader and epoch as the nodes last
         wrote them."""
