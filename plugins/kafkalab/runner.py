@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from kafkalab.catalog import needs_kafka, scenario_spec
 from kafkalab.cluster.admin import check_reachable
+from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.loader import DEFAULT_WORKLOAD, load_profile, load_workload
 from kafkalab.config.mapping import check_profile
@@ -262,6 +263,8 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         versions=runtime_versions(java=any(not scenario_spec(s).per_message for s in req.scenarios)),
         owner=owner(req.owner_kind), environment=environment(),
         logical_date=req.logical_date,
+        broker_settings=(broker_settings(d) if d is not None and needs_kafka(req.scenarios)
+                         else None),
     )
     if previous is not None:
         manifest = _reopen(manifest, previous, lab)

@@ -288,6 +288,10 @@ class Manifest:
     owner: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     client_settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    broker_settings: dict[str, Any] | None = None
+    """The broker settings in effect when the run started, read through the Admin API
+    (:func:`kafkalab.cluster.broker_config.broker_settings`: ``broker_id``, ``settings``,
+    ``sources``); None where they cannot be read (Kafka 0.9, no cluster)."""
     stale_outputs: list[str] = field(default_factory=list)
     reopened_at: list[str] = field(default_factory=list)
     kind: str = "latency"

@@ -147,6 +147,11 @@ def test_manifest_and_rerun_never_duplicates(full_run: tuple[subprocess.Complete
     assert m["cluster"]["flavor"] == "kraft" and m["versions"]["confluent-kafka"]
     assert m["versions"]["java"] != "missing" and m["environment"]["cpu_count"] >= 1
     assert m["owner"]["kind"] == "cli" and "confluent-kafka/latency" in m["client_settings"]
+    # the broker's settings in effect, read through the Admin API when the run started
+    b = m["broker_settings"]
+    assert b["settings"]["message.max.bytes"] == "16777216"
+    assert b["sources"]["message.max.bytes"] == "static_broker_config"
+    assert b["settings"]["group.initial.rebalance.delay.ms"] == "3000"  # Kafka's default
     assert len(m["cells"]) == 10 and all(c["status"] == "complete" for c in m["cells"])
     before = read_samples(data, "itest-run").to_pylist()
     # re-run one cell under the same run id: its rows replace its old ones, every other cell stays

@@ -107,3 +107,20 @@ def test_the_run_page_ends_with_the_section(tmp_path: Path) -> None:
     assert page.count('<section id="client-settings">') == 1
     assert _row(page, "confluent-kafka/latency", "producer.linger.ms")[1] == "5"
     assert SECRET not in page
+
+
+def test_the_brokers_settings_are_shown_beside_the_clients() -> None:
+    from kafkalab.report.settings_section import settings_section
+
+    manifest = {"cluster": {"flavor": "kraft", "version": "4.4.0"},
+                "broker_settings": {"broker_id": 0,
+                                    "settings": {"message.max.bytes": "16777216",
+                                                 "group.initial.rebalance.delay.ms": "3000",
+                                                 "sasl.password": "x"},
+                                    "sources": {"message.max.bytes": "static_broker_config",
+                                                "group.initial.rebalance.delay.ms": "default_config"}}}
+    html = settings_section(manifest)
+    assert "Broker settings" in html and "broker 0 of kraft 4.4.0" in html
+    assert "<code>message.max.bytes</code></td><td>16777216</td><td>static broker config" in html
+    assert "group.initial.rebalance.delay.ms" in html and "sasl.password" not in html
+    assert settings_section({"cluster": {"flavor": "kafka09"}, "broker_settings": None}) == ""

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import public_view
 from kafkalab.cluster.embedded import EmbeddedCluster
 from kafkalab.cluster.features import parse_version
@@ -164,7 +165,8 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
         profiles={t.profile: prof.model_dump() for t, prof in zip(req.trials, profiles, strict=True)},
         scenarios=sorted({t.client for t in req.trials}),
         payloads=sorted({t.payload for t in req.trials}),
-        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date)
+        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
+        broker_settings=broker_settings(d))
     manifest.write(lab.root)
     return {"run_id": run_id, "run_date": manifest.run_date, "trials": specs}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import ClusterDescriptor, emulator_note, public_view
 from kafkalab.config.mapping import check_profile
 from kafkalab.config.models import Profile
@@ -115,7 +116,8 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
         profiles={c.profile: prof.model_dump() for c, prof in zip(req.cells, profiles, strict=True)},
         scenarios=sorted({c.client for c in req.cells}),
         payloads=sorted({c.payload for c in req.cells}),
-        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date)
+        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
+        broker_settings=broker_settings(d))
     if previous is not None:
         manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
                                         | set(lab.derived_outputs(run_id)))
@@ -197,7 +199,8 @@ def planned_parts(previous: dict[str, Any] | None, key: str,
 def parts_manifest(run_id: str, previous: dict[str, Any] | None, kind: RunKind, *,
                    command: str, workload: dict[str, Any], profiles: dict[str, Any],
                    scenarios: list[str], payloads: list[str], cluster: dict[str, Any],
-                   owner_kind: str, logical_date: str | None) -> Manifest:
+                   owner_kind: str, logical_date: str | None,
+                   broker_settings: dict[str, Any] | None = None) -> Manifest:
     """The manifest (status ``running``) of a run of parts that starts or is re-opened: a
     re-opened run keeps its start time, logical date and parts' summaries, and records when
     it was re-opened."""
@@ -208,6 +211,7 @@ def parts_manifest(run_id: str, previous: dict[str, Any] | None, kind: RunKind, 
         owner={"host": socket.gethostname(), "pid": os.getpid(), "kind": owner_kind},
         environment=environment(), kind=kind.name,
         logical_date=logical_date or (previous or {}).get("logical_date"),
+        broker_settings=broker_settings,
     )
     if previous is not None:
         manifest.reopened_at = [*(previous.get("reopened_at") or []), utc_now_iso()]

@@ -91,13 +91,36 @@ def _table(cell: str, settings: Mapping[str, Any], profile: Profile | None) -> s
             + "".join(rows) + f"</tbody></table>{topic}")
 
 
+def broker_table(manifest: Mapping[str, Any]) -> str:
+    """The broker settings the run's manifest recorded (read through the Admin API when the
+    run started: every setting not at Kafka's default, and the ones that shape latency and
+    durability), one row each with where its value came from; empty when none were recorded
+    (Kafka 0.9 has no DescribeConfigs)."""
+    recorded = manifest.get("broker_settings")
+    if not isinstance(recorded, Mapping) or not isinstance(recorded.get("settings"), Mapping):
+        return ""
+    cluster = manifest.get("cluster") or {}
+    sources = recorded.get("sources") or {}
+    rows = "".join(
+        f"<tr><td><code>{esc(k)}</code></td><td>{esc(v)}</td>"
+        f"<td>{esc(str(sources.get(k, '')).replace('_', ' '))}</td></tr>"
+        for k, v in sorted(recorded["settings"].items()) if not looks_secret(k))
+    return (f'<table class="broker-settings"><caption>broker {esc(recorded.get("broker_id"))} '
+            f'of {esc(cluster.get("flavor", "?"))} {esc(cluster.get("version", ""))}'
+            "</caption><thead><tr><th>broker setting</th><th>value</th><th>came from</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
 def settings_section(manifest: Mapping[str, Any]) -> str:
     """The "Client settings" section of a run page, from the run's manifest: a table per
-    ``scenario/profile`` (property, value, where it came from). An empty string when the
-    manifest records no settings."""
+    ``scenario/profile`` (property, value, where it came from), then the broker's settings
+    in effect. An empty string when the manifest records neither."""
     recorded = manifest.get("client_settings") or {}
-    if not isinstance(recorded, Mapping) or not recorded:
+    brokers = broker_table(manifest)
+    if (not isinstance(recorded, Mapping) or not recorded) and not brokers:
         return ""
+    if not isinstance(recorded, Mapping):
+        recorded = {}
     profiles = manifest.get("profiles") or {}
     parts = ['<section id="client-settings"><h2>Client settings</h2>',
              "<p>What each client was given, after the profile was mapped to its own "
@@ -110,5 +133,9 @@ def settings_section(manifest: Mapping[str, Any]) -> str:
             continue
         profile_name = cell.split("/", 1)[1] if "/" in cell else ""
         parts.append(_table(cell, settings, _profile(profiles.get(profile_name))))
+    if brokers:
+        parts.append("<h3>Broker settings</h3><p>What the broker ran with when the run "
+                     "started (Admin API, DescribeConfigs): every setting not at Kafka's "
+                     "default, and those that shape latency and durability.</p>" + brokers)
     parts.append("</section>")
     return "".join(parts)
