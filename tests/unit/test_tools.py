@@ -243,6 +243,21 @@ def test_bench_load_parses_consumer_performance_s_result_line() -> None:
     assert got["data_mb"] == pytest.approx(300000 * 1056 / 2**20, abs=1e-4)  # MB = 2^20 bytes
 
 
+def test_bench_load_reads_kafka_4s_fetch_window_apart_from_the_groups_join() -> None:
+    """Kafka 4.4.0's ConsumerPerformance, as printed on this machine: its whole window holds
+    the 3 s group.initial.rebalance.delay.ms; the rate compared is the fetch window's."""
+    from tools.bench.load import parse_consumer_performance
+
+    text = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+            "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n"
+            "2026-11-27 05:41:03:210, 2026-11-27 05:41:08:700, 0.1907, 0.0347, 2000, 364.2987, "
+            "4816, 674, 0.2830, 2967.3591\n")
+    got = parse_consumer_performance(text)
+    assert got["records"] == 2000 and got["rebalance_time_ms"] == 4816
+    assert got["records_per_s"] == 2967.3591 and got["whole_window_records_per_s"] == 364.2987
+    assert got["window_s"] == pytest.approx(0.674)
+
+
 @pytest.mark.parametrize("text", [CONSUMER_PERFORMANCE_DETAILED, PRODUCER_PERFORMANCE_ERR, "",
                                   CONSUMER_PERFORMANCE_OUT.splitlines()[0]])
 def test_bench_load_consumer_performance_without_a_result_is_an_error(text: str) -> None:

@@ -1,6 +1,6 @@
 """Bench part (f) ``load``: the load engine's instrument is not the bottleneck.
 
-Everything runs on an embedded cluster of the default flavor (Apache Kafka 0.9.0.1, one broker) that this part
+Everything runs on an embedded cluster of the default flavor (Apache Kafka 4.x KRaft, one node) that this part
 starts in its own lab folder (``<lab_dir>/bench-load``) on its own ports
 (:data:`BENCH_ZK_PORT`, :data:`BENCH_BROKER_PORT`: no test or other bench part uses them)
 and stops, data wiped, at the end. The message is the lab's 1 KB raw body plus the lab's
@@ -168,6 +168,8 @@ _PP_LINE = re.compile(
     r"(\d+) ms 99th, (\d+) ms 99\.9th")
 _CP_HEADER = "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"
 _CP_KEYS = ("start_time", "end_time", "data_mb", "mb_per_s", "records", "records_per_s")
+_CP_FETCH_KEYS = ("rebalance_time_ms", "fetch_time_ms", "fetch_mb_per_s", "fetch_records_per_s")
+"""The columns Kafka 1.0 and later add to the result line (KAFKA-5211)."""
 
 
 def _tail(text: str, lines: int = 3) -> str:
@@ -205,11 +207,21 @@ def parse_consumer_performance(text: str) -> dict[str, Any]:
     """
     lines = [ln.strip() for ln in text.splitlines()]
     try:
-        row = lines[lines.index(_CP_HEADER) + 1]
-    except (ValueError, IndexError):
+        at = next(i for i, ln in enumerate(lines) if ln.startswith(_CP_HEADER))
+        row = lines[at + 1]
+    except (StopIteration, IndexError):
         raise RunError("ConsumerPerformance printed no result; its output ends with: "
                        f"{_tail(text)}") from None
     parts = [p.strip() for p in row.split(",")]
+    if len(parts) == len(_CP_KEYS) + len(_CP_FETCH_KEYS):  # Kafka 1.0+: the fetch window too
+        try:
+            fetch = {k: float(v) for k, v in zip(_CP_FETCH_KEYS, parts[len(_CP_KEYS):],
+                                                  strict=True)}
+        except ValueError:
+            raise RunError(f"ConsumerPerformance result line not understood: {row!r}") from None
+        parts = parts[:len(_CP_KEYS)]
+    else:
+        fetch = {}
     if len(parts) != len(_CP_KEYS):
         raise RunError(f"ConsumerPerformance result line not understood: {row!r}")
     try:
@@ -219,6 +231,13 @@ def parse_consumer_performance(text: str) -> dict[str, Any]:
     except ValueError:
         raise RunError(f"ConsumerPerformance result line not understood: {row!r}") from None
     out["window_s"] = out["records"] / out["records_per_s"] if out["records_per_s"] else None
+    if fetch:
+        # the tool's own split: its whole window holds the group's join (rebalance.time.ms,
+        # with the broker's group.initial.rebalance.delay.ms), the fetch window does not
+        out.update(fetch)
+        out["whole_window_records_per_s"] = out["records_per_s"]
+        out["records_per_s"] = fetch["fetch_records_per_s"]
+        out["window_s"] = fetch["fetch_time_ms"] / 1000 if fetch["fetch_time_ms"] else None
     return out
 
 
@@ -445,18 +464,31 @@ def bare_consume(descriptor: ClusterDescriptor, topic: str, messages: int, wire_
 
 def tool_consume(descriptor: ClusterDescriptor, topic: str, messages: int, wire_bytes: int,
                  broker_pid: int | None, log: Path) -> dict[str, Any]:
-    """Kafka's ConsumerPerformance with the new consumer (a fresh group) from the start."""
+    """Kafka's ConsumerPerformance (a fresh group) from the start: 0.9's with the new
+    consumer, 4.x's with ``--bootstrap-server`` (its rate then over its fetch window, without
+    the group's join)."""
+    from kafkalab.cluster.flavors import flavor_of
+
     java, cp = _java(descriptor)
-    cmd = [java, *JVM_OPTS, "-cp", cp, "kafka.tools.ConsumerPerformance", "--new-consumer",
-           "--broker-list", descriptor.bootstrap_servers, "--topic", topic,
-           "--messages", str(messages), "--group", f"bench-load-{os.getpid()}-{time.time_ns()}"]
+    tools = flavor_of(descriptor).features(descriptor)
+    group = f"bench-load-{os.getpid()}-{time.time_ns()}"
+    if tools.at_least(1):
+        cmd = [java, *JVM_OPTS, "-cp", cp, str(tools.tools.consumer_performance),
+               "--bootstrap-server", descriptor.bootstrap_servers, "--topic", topic,
+               "--messages", str(messages), "--group", group]
+    else:
+        cmd = [java, *JVM_OPTS, "-cp", cp, "kafka.tools.ConsumerPerformance", "--new-consumer",
+               "--broker-list", descriptor.bootstrap_servers, "--topic", topic,
+               "--messages", str(messages), "--group", group]
     meter = _Meter(broker_pid)
     parsed = parse_consumer_performance(_run_tool("ConsumerPerformance", cmd, log, meter))
     rate = parsed["records_per_s"]
     return {"side": "tool", "messages": messages, "received": parsed["records"],
             "msgs_per_s": rate, **_mb(rate, wire_bytes), "tool": parsed, **meter.figures(),
-            "note": "its window starts after subscribe (group join and first fetch inside); "
-                    "wall and client CPU include the JVM's start"}
+            "note": ("its fetch window (Kafka 1.0+: the group's join left out, reported as "
+                     "rebalance_time_ms)" if "fetch_time_ms" in parsed else
+                     "its window starts after subscribe (group join and first fetch inside)")
+                    + "; wall and client CPU include the JVM's start"}
 
 
 # --------------------------------------------------------------------------- (c) fan-out
@@ -716,7 +748,8 @@ def load_ratios(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bench_lab() -> Path:
-    """This part's lab folder, with the Kafka tarball copied from the lab's downloads.
+    """This part's lab folder, with the Kafka 0.9 tarball copied from the lab's downloads
+    (Kafka 4.x's jars are the lab home's, shared).
 
     On tmpfs (``/dev/shm``) when there is one: the part writes ~2 GB of log segments, and
     on a disk the kernel's dirty-page writeback stalled the broker by different amounts in
