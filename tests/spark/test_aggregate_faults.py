@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kafkalab.cluster.flavors import FAULT_CLUSTER
 from spark_jobs import _session as shared
 from spark_jobs import aggregate_faults as af
 from tools.fake_fault_samples import (
@@ -120,7 +121,7 @@ def test_spec_availability_and_events(lab: dict[str, Any]) -> None:
     assert (lossy.profile, lossy.fault, lossy.acks, lossy.trial, lossy.status) == (
         "default", "lossy-leader-crash", "1", 1, "complete")
     assert (lossy.target_broker, lossy.target_role) == (1, "leader")
-    assert lossy.broker_version == "0.9.0.1" and not lossy.broker_is_emulator
+    assert lossy.broker_version == FAULT_CLUSTER.version and not lossy.broker_is_emulator
     assert (lossy.rate_msgs_per_s, lossy.duration_s, lossy.fault_at_s, lossy.down_s) == (
         100.0, 3.0, 1.0, 1.0)
     assert lossy.unavailable_ms == pytest.approx(510.0)

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
 from kafkalab.payloads import HEADER_BYTES
 from kafkalab.stats import MIN_SAMPLES, summarize
 from spark_jobs import _session as shared
@@ -343,7 +344,7 @@ def test_rates_bytes_and_flags(lab: dict[str, Any]) -> None:
     assert r["target_rate_msgs_per_s"] == 200.0
     assert r["saturated"] is False or r["saturated"] == 0      # ~0.1 ms delay < 5 ms interval
     assert r["client_bound"] == 0 and r["broker_is_emulator"] == 0
-    assert (r["cluster_flavor"], r["broker_count"], r["partitions"]) == ("kafka09", 3, 2)
+    assert (r["cluster_flavor"], r["broker_count"], r["partitions"]) == (DEFAULT_EMBEDDED.name, 3, 2)
     assert r["percentile_method"] == "exact nearest-rank" and r["ci_confidence"] == 0.95
 
 

@@ -291,17 +291,21 @@ class Injector(Scheduled):
                 self.events["heal_ts_ns"] = self._signal(b, signal.SIGCONT)
             else:
                 self.events["heal_ts_ns"] = self._restart()
+            if epoch is not None and self.events.get("controller_elected_ts_ns") is None:
+                # no election before the heal: keep watching to the schedule's end
+                self._watch_quorum(b, epoch[1], t0_ns + int(spec.duration_s * 1e9))
         except Exception as exc:  # reported by the trial; heal_all still runs
             self.error = f"{type(exc).__name__}: {exc}"
             self.progress(f"  fault injection failed: {self.error}")
 
     def _watch_quorum(self, old_leader: int, old_epoch: int, until_ns: int) -> None:
-        """Poll the controller quorum every 10 ms until a node other than ``old_leader``
-        leads it in a newer epoch (``controller_elected_ts_ns``), or ``until_ns``."""
+        """Poll the controller quorum every 10 ms until a node leads it in an epoch newer
+        than ``old_epoch`` (``controller_elected_ts_ns``; another node, or — once healed —
+        ``old_leader`` elected again), or ``until_ns``."""
         self.events["controller_elected_ts_ns"] = None
         while now_ns() < until_ns and not self._stop.is_set():
             found = self.cluster.controller_leader()
-            if found is not None and found[0] != old_leader and found[1] > old_epoch:
+            if found is not None and found[1] > old_epoch:
                 self.events["controller_elected_ts_ns"] = now_ns()
                 self.events["controller_elected_node"] = found[0]
                 self.progress(f"  quorum: node {found[0]} leads the controllers (epoch {found[1]})")

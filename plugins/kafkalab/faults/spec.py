@@ -92,7 +92,7 @@ DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
                   "sigstop-leader": FAULT_CLUSTER.broker_session_timeout_s + 2.0,
                   "kill-follower": 4.0, "lossy-leader-crash": 2.0,
                   "kill-consumer": 0.0, "leave-consumer": 0.0,
-                  "sigkill-controller": 4.0, "sigterm-controller": 4.0,
+                  "sigkill-controller": 6.0, "sigterm-controller": 4.0,
                   "sigstop-controller": 6.0}
 """How long the fault lasts before it is healed, by fault (sigstop: 2 s beyond the fault
 cluster's broker session — KRaft's ``broker.session.timeout.ms`` of 9 s, Kafka 0.9's
