@@ -216,7 +216,8 @@ def _say_tables(trials: list[dict[str, Any]]) -> None:
         say("lost = acked by the cluster, absent from the re-read from offset 0 (in logs: a "
             "broker's log segments still hold it); dup = extra copies; unavail = longest gap "
             "between acks after the fault; leader / isr = fault → new leader / full ISR "
-            "(ZooKeeper); ms.")
+            "(where the cluster's flavor reads them: the Admin API, or ZooKeeper on Kafka 0.9); "
+            "ctrl = fault → a new controller-quorum leader (KRaft controller faults); ms.")
     if consumer_trials:
         say("")
         say(format_consumer_table(consumer_trials))
