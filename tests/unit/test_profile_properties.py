@@ -332,10 +332,19 @@ def test_kafka_python_knows_every_keyword_it_is_given() -> None:
 
 
 def test_shipped_profiles_use_properties_every_client_and_0_9_take() -> None:
+    """Every shipped profile runs on Kafka 0.9 too, but durability: its idempotent producer
+    needs 0.11 (refused in one line), and durability-legacy is its 0.9 form."""
     from kafkalab.config import known_names
 
     for name in known_names("profiles"):
         p = load_profile(name)
+        check_profile(p, ["confluent-kafka", "kafka-python", "jvm-e2e", "rest"], MODERN)
+        if name == "durability":
+            with pytest.raises(ConfigError, match="enable.idempotence"):
+                check_profile(p, ["confluent-kafka"], LEGACY)
+            continue
         check_profile(p, ["confluent-kafka", "kafka-python", "jvm-e2e", "rest"], LEGACY)
+    assert load_profile("durability").producer_properties == {"enable.idempotence": "true"}
+    assert "enable.idempotence" not in load_profile("durability-legacy").producer_properties
     assert load_profile("availability").consumer_properties == {"heartbeat.interval.ms": "2000"}
     assert load_profile("latency").topic.kafka_configs()["retention.ms"] == "3600000"

@@ -25,7 +25,7 @@ PAYLOAD_CHOICES: tuple[str, ...] = tuple(payload_names())
 """Every payload name (``100b`` … ``10mb``)."""
 
 PROFILE_CHOICES: tuple[str, ...] = ("default", "throughput", "latency", "durability",
-                                    "availability")
+                                    "availability", "durability-legacy")
 """Every profile of ``include/profiles/`` (kept in step by a unit test)."""
 
 LOAD_CLIENT_CHOICES: tuple[str, ...] = LOAD_CLIENTS
@@ -36,7 +36,8 @@ ACKS_CHOICES: tuple[str, ...] = ("0", "1", "all")
 
 FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                                    "kill-follower", "lossy-leader-crash", "kill-consumer",
-                                   "leave-consumer")
+                                   "leave-consumer", "sigkill-controller", "sigterm-controller",
+                                   "sigstop-controller")
 """Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
 never imports the fault engine's package; a unit test keeps the two in step)."""
 
@@ -86,6 +87,7 @@ PROFILE_LABELS: dict[str, str] = {
     "latency": "latency: shortest end-to-end time per message",
     "durability": "durability: a committed message is never lost (3 brokers)",
     "availability": "availability: writable through broker failures",
+    "durability-legacy": "durability-legacy: durability as Kafka 0.9 can have it (no idempotence)",
 }
 
 ACKS_LABELS: dict[str, str] = {"0": "0 (no ack)", "1": "1 (the leader's ack)",
@@ -100,6 +102,9 @@ FAULT_LABELS: dict[str, str] = {
     "lossy-leader-crash": "lossy leader crash (followers stopped, then the leader killed)",
     "kill-consumer": "SIGKILL a consumer group member",
     "leave-consumer": "a consumer leaves its group cleanly",
+    "sigkill-controller": "SIGKILL the active controller (KRaft)",
+    "sigterm-controller": "SIGTERM the active controller (KRaft)",
+    "sigstop-controller": "SIGSTOP the active controller (KRaft)",
 }
 
 COMMIT_LABELS: dict[str, str] = {"auto": "auto (the client's auto commit)",
