@@ -144,7 +144,10 @@ def _start_fresh(
     timeout_s: float,
     progress: Progress,
 ) -> ClusterDescriptor:
-    """Start a new cluster; on any failure stop what was started and forget it."""
+    """Start a new cluster; on any failure stop what was started and forget it. What the
+    flavor runs is installed first: a first download's time does not count against
+    ``timeout_s``, which is how long the processes may take to become ready."""
+    flavor.install(lab, progress)
     t0 = time.monotonic()
     state: ClusterState = {
         "version": 1,

@@ -28,6 +28,7 @@ from kafkalab.cluster.flavors.kraft.distribution import (
     kafka_version,
 )
 from kafkalab.cluster.state import ClusterState
+from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
 
 __all__ = ["FLAVOR", "KRaft"]
@@ -56,8 +57,10 @@ class KRaft(EmbeddedFlavor):
         return kafka_version()
 
     def install(self, lab: Path, progress: Progress) -> str | None:
-        """Kafka's jars under ``<lab>/kafka4/<version>/libs`` (Maven, sha256-checked)."""
-        home = ensure_kafka(lab, None, progress)
+        """Kafka's jars under ``<lab home>/kafka4/<version>/libs`` (Maven, sha256-checked):
+        the lab home's (:func:`kafkalab.paths.lab_dir`), shared by every cluster lab under it
+        whatever ``lab`` is."""
+        home = ensure_kafka(lab_dir(), None, progress)
         return f"Kafka {home.name} (KRaft) at {home}"
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
