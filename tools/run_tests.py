@@ -11,6 +11,9 @@ balanced so that each takes about a third of the suite's time:
    then ``e2e-dags`` (``airflow dags test`` of every DAG, the DAG-parse integrity tests);
 3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test.
 
+4. then, once every lane has ended, ``alone``: the load and loss integration tests
+   (:data:`ALONE`), with nothing beside them.
+
 The integration tests measure rates and latencies on real brokers, and once ran alone for
 that reason. Their verdicts no longer depend on how fast or busy the machine is (issue 24:
 a slowed consumer's fate is decided by the drain's hard stop, not by its batches; a broker
@@ -18,7 +21,12 @@ stall is judged against the stall's own times; the open loop is compared with cl
 runs before and after it; the rate search is checked against its own rule), checked by ten
 runs in a row of the load tests beside other work. Every step that starts a server uses
 ports of its own (listed in the tests' docstrings), and no step shares a data dir or a
-fixture with another.
+fixture with another. Exception, found when Kafka 4.x KRaft became the default (issue 25):
+with three lanes of KRaft JVMs on two cores, the broker-stall and low-rate open-loop tests of
+``test_load.py`` and the frozen-broker test of ``test_loss.py`` failed in two CI runs out of
+two (a single KRaft node frozen with SIGSTOP freezes its controller as well; the open loop's
+p50 rose to 30-40 ms), and passed whenever they ran alone. Until that cause is fixed in the
+tests or the engine, those two files run in the ``alone`` step.
 
 Each step's output goes to ``<lab_dir>/test-lanes/<step>.log`` and is printed whole when the
 step ends, under a header with its exit code and wall time. The exit code is 0 only when
@@ -47,6 +55,12 @@ DEMO_E2E = "tests/e2e/test_make_demo.py"
 Step = tuple[str, tuple[str, ...]]
 """(name, test folders and files): one pytest process."""
 
+LOAD_IT = "tests/integration/test_load.py"
+LOSS_IT = "tests/integration/test_loss.py"
+
+ALONE: tuple[Step, ...] = (("alone", (LOAD_IT, LOSS_IT)),)
+"""Steps that run after every lane has ended, one at a time (see the module doc)."""
+
 LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("scheduler", (("e2e-scheduler", (SCHEDULER_E2E, DEMO_E2E)),
                    ("unit", ("tests/unit",)))),
@@ -61,8 +75,8 @@ BASETEMP = Path("/tmp/kafkalab-test-lanes")
 
 
 def steps() -> list[Step]:
-    """Every step of every lane."""
-    return [step for _, lane in LANES for step in lane]
+    """Every step of every lane, then the steps that run alone."""
+    return [step for _, lane in LANES for step in lane] + list(ALONE)
 
 
 def test_files(root: Path) -> list[str]:
@@ -153,14 +167,15 @@ def run(extra: Sequence[str] = ()) -> int:
     report = _Report()
     t_all = time.monotonic()
     print("=== test lanes: " + "; ".join(f"{name}: {' then '.join(s for s, _ in lane)}"
-                                        for name, lane in LANES) + " (side by side)",
-          flush=True)
+                                        for name, lane in LANES) + " (side by side); then "
+          + ", ".join(s for s, _ in ALONE) + " (alone)", flush=True)
     threads = [threading.Thread(target=_run_lane, args=(lane, extra, root, log_dir, report),
                                 name=f"lane-{name}") for name, lane in LANES]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    _run_lane(ALONE, extra, root, log_dir, report)
     total_s = time.monotonic() - t_all
     verdict = f"FAILED lanes: {', '.join(report.failed)}" if report.failed else "every lane passed"
     print(f"=== test lanes: {verdict}; {total_s / 60:.1f} min in all", flush=True)
