@@ -340,7 +340,7 @@ def test_shipped_profiles_use_properties_every_client_and_0_9_take() -> None:
         p = load_profile(name)
         check_profile(p, ["confluent-kafka", "kafka-python", "jvm-e2e", "rest"], MODERN)
         if name == "durability":
-            with pytest.raises(ConfigError, match="enable.idempotence"):
+            with pytest.raises(ConfigError, match=r"enable\.idempotence"):
                 check_profile(p, ["confluent-kafka"], LEGACY)
             continue
         check_profile(p, ["confluent-kafka", "kafka-python", "jvm-e2e", "rest"], LEGACY)
