@@ -18,7 +18,7 @@ from kafkalab.cluster import zookeeper
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
 from kafkalab.cluster.features import LEGACY_PROTOCOL
 from kafkalab.cluster.flavors.kafka09.distribution import KAFKA_VERSION, ensure_kafka_distribution
-from kafkalab.cluster.java import ensure_java
+from kafkalab.cluster.java import ensure_java, properties_text
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, ProcessRecord, cluster_dir
 from kafkalab.progress import Progress
@@ -67,12 +67,6 @@ def descriptor_of(n: int, zk_port: int, ports: list[int], home: Path) -> Cluster
         zookeeper=f"{procs.HOST}:{zk_port}",
         kafka_home=str(home),
     )
-
-
-def _props_text(props: dict[str, Any]) -> str:
-    lines = ["# written by kafkalab (embedded lab cluster); regenerated on every `cluster up`"]
-    lines += [f"{k}={v}" for k, v in props.items()]
-    return "\n".join(lines) + "\n"
 
 
 def zookeeper_properties(data_dir: Path, zk_port: int) -> dict[str, Any]:
@@ -182,7 +176,7 @@ def start(
         conf = config / f"{name}.properties"
         logs_dir = logs / (role if proc_id is None else f"{role}{proc_id}")
         logs_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(conf, _props_text(props))
+        atomic_write(conf, properties_text(props, "embedded lab cluster"))
         cmd = [java, *opts, f"-Dlog4j.configuration=file:{log4j}",
                f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, main, str(conf)]
         return start_process(lab, state, role=role, proc_id=proc_id, port=port,

@@ -27,7 +27,7 @@ from kafkalab import procs
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
 from kafkalab.cluster.features import MODERN_PROTOCOL
 from kafkalab.cluster.flavors.kraft.distribution import ensure_kafka, kafka_version
-from kafkalab.cluster.java import ensure_java
+from kafkalab.cluster.java import ensure_java, properties_text
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.errors import ClusterError
@@ -132,12 +132,6 @@ def node_properties(node_id: int, port: int, controller_ports: list[int],
     }
 
 
-def _props_text(props: dict[str, Any]) -> str:
-    lines = ["# written by kafkalab (embedded KRaft cluster); regenerated on every `cluster up`"]
-    lines += [f"{k}={v}" for k, v in props.items()]
-    return "\n".join(lines) + "\n"
-
-
 def _topology(lab: Path, n: int, ports: list[int], controller_ports: list[int],
               version: str, progress: Progress) -> str:
     """The cluster id of the data under ``<lab>/cluster/data``; data made by another node
@@ -221,8 +215,9 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     confs: dict[int, Path] = {}
     for i, port in enumerate(ports):
         conf = config / f"node{i}.properties"
-        atomic_write(conf, _props_text(node_properties(i, port, controller_ports,
-                                                       node_data_dir(lab, i))))
+        atomic_write(conf, properties_text(node_properties(i, port, controller_ports,
+                                                           node_data_dir(lab, i)),
+                                           "embedded KRaft cluster"))
         confs[i] = conf
     _format(java, cp, cluster_id, confs, lab, progress)
     state.update({"flavor": FLAVOR_NAME, "brokers": n, "kafka_home": str(home),
