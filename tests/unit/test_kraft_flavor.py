@@ -4,10 +4,12 @@ check, the Kafka version setting, the nodes' configs, the quorum leader read fro
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,13 @@ def test_three_nodes_form_one_quorum_each_with_its_own_ports_and_dirs(tmp_path: 
 def test_a_cluster_id_looks_like_kafkas() -> None:
     ids = {launcher.new_cluster_id() for _ in range(20)}
     assert len(ids) == 20 and all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids)
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 0xF8 encodes to a leading "-" in URL-safe base64: the storage tool would read it as an option
+    draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x01" * 15), uuid.UUID(bytes=b"\x10" * 16)])
+    monkeypatch.setattr(launcher.uuid, "uuid4", lambda: next(draws))
+    assert launcher.new_cluster_id() == base64.urlsafe_b64encode(b"\x10" * 16).decode().rstrip("=")
 
 
 def _quorum_state(data_dir: Path, leader: int, epoch: int) -> None:

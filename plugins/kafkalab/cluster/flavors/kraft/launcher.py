@@ -83,8 +83,15 @@ _FORMAT_TIMEOUT_S = 120
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id as Kafka writes one (a random UUID, URL-safe base64, 22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A KRaft cluster id as Kafka writes one (a random UUID, URL-safe base64, 22 chars).
+
+    Like Kafka's own ``Uuid.randomUuid``, never one that starts with ``-``: the storage
+    tool's argument parser would read it as an option (1 id in 64 did, and failed a format).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def node_data_dir(lab: Path, node_id: int) -> Path:
@@ -171,7 +178,7 @@ def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Pa
     running = {
         i: subprocess.Popen(
             [java, "-Xmx256m", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", cp,
-             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(conf)],
+             "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(conf)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i, conf in todo.items()}
     for i, proc in running.items():
