@@ -186,9 +186,10 @@ def _read_secrets(d: ClusterDescriptor) -> dict[str, str]:
     out: dict[str, str] = {}
     for prop, env in d.secret_env.items():
         value = os.environ.get(env)
-        if value is None:
+        if not value:
             raise ConfigError(
-                f"environment variable {env} is not set (cluster descriptor secret_env: {prop})"
+                f"environment variable {env} is {'empty' if value == '' else 'not set'} "
+                f"(cluster descriptor secret_env: {prop})"
             )
         out[prop] = value
     return out
