@@ -140,3 +140,51 @@ def test_the_kraft_flavor_is_registered_and_hosts_faults() -> None:
     assert FLAVORS["kraft"] is kraft and kraft.hosts_faults and kraft.max_brokers >= 3
     assert kraft.protocols == ("modern",) and kraft.stop_together
     assert kraft.default_base_port != kraft.default_control_port
+
+
+def test_a_sasl_ssl_listener_is_a_third_listener_with_scram_and_the_labs_keystore(
+        tmp_path: Path) -> None:
+    from kafkalab.cluster.tls import TlsMaterial
+
+    tls = TlsMaterial(tmp_path / "ca.pem", tmp_path / "broker.p12", "ks-pass")
+    p = launcher.node_properties(1, 33093, [33192, 33193], tmp_path / "n1", (33893, tls))
+    assert p["listeners"] == ("PLAINTEXT://127.0.0.1:33093,SASL_SSL://127.0.0.1:33893,"
+                              "CONTROLLER://127.0.0.1:33193")
+    assert p["advertised.listeners"] == "PLAINTEXT://127.0.0.1:33093,SASL_SSL://127.0.0.1:33893"
+    assert p["listener.security.protocol.map"].endswith(",SASL_SSL:SASL_SSL")
+    assert p["inter.broker.listener.name"] == "PLAINTEXT"
+    assert p["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert "ScramLoginModule required;" in \
+        p["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    assert p["listener.name.sasl_ssl.ssl.keystore.location"] == tmp_path / "broker.p12"
+    assert p["listener.name.sasl_ssl.ssl.keystore.type"] == "PKCS12"
+
+
+def test_the_sasl_ssl_descriptor_is_external_and_names_the_password_variable_only(
+        tmp_path: Path) -> None:
+    from kafkalab.cluster.descriptor import save_descriptor
+    from kafkalab.cluster.flavors import load_descriptor
+    from kafkalab.cluster.flavors.kraft import security
+
+    d = security.secure_descriptor([33892, 33893], tmp_path / "ca.pem", "4.4.0", tmp_path)
+    path = save_descriptor(d, tmp_path / "cluster-sasl-ssl.yaml")
+    back = load_descriptor(path)
+    assert back.flavor == "external" and back.bootstrap_servers == "127.0.0.1:33892,127.0.0.1:33893"
+    assert back.secret_env == {"sasl.password": security.PASSWORD_ENV}
+    assert back.client_properties["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert back.client_properties["ssl.ca.location"] == str(tmp_path / "ca.pem")
+
+
+def test_sasl_ssl_needs_the_password_variable_and_the_kraft_flavor(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("KAFKALAB_SASL_PASSWORD", raising=False)
+    with pytest.raises(ConfigError, match=r"^--sasl-ssl: set KAFKALAB_SASL_PASSWORD "):
+        embedded_flavor("kraft").start(tmp_path, 1, 33092, 33192, {}, lambda _m: None,
+                                       sasl_ssl_port=33892)
+    assert not (tmp_path / "cluster").exists()
+    with pytest.raises(ConfigError, match=r"^--sasl-ssl: the kafka09 flavor has no SASL_SSL"):
+        embedded_flavor("kafka09").check_request(1, None, None, 33892)
+    from kafkalab.cluster.flavors.kraft import security
+
+    with pytest.raises(ClusterError, match="port 33193 is also a broker or controller port"):
+        security.check_ports(33192, 2, [33092, 33193])

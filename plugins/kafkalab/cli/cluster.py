@@ -59,6 +59,14 @@ def add_parser(sub: SubParsers[Any]) -> None:
     up.add_argument("--control-port", "--zk-port", dest="control_port", type=int, default=None,
                     help="port of its coordination service (default "
                     + _port_defaults("default_control_port") + ")")
+    up.add_argument("--sasl-ssl", action="store_true",
+                    help="also a SASL_SSL listener on every broker: SCRAM-SHA-512 user "
+                    "'kafkalab' over TLS with the lab's own CA; the password comes from "
+                    "$KAFKALAB_SASL_PASSWORD; its descriptor is .lab/cluster-sasl-ssl.yaml "
+                    "(kraft only)")
+    up.add_argument("--sasl-ssl-port", type=int, default=None,
+                    help="first SASL_SSL port (default " + _port_defaults("default_sasl_ssl_port")
+                    + "; implies --sasl-ssl)")
     add_json_option(up, "print the cluster's public descriptor as one JSON document")
     cst = csub.add_parser("status", help="show processes, ports, log files",
                           description="Show whether the embedded cluster is up, its processes "
@@ -68,13 +76,31 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     "service (ZooKeeper), by PID.", wipe_help="also delete the cluster's data")
 
 
+def _sasl_ssl_port(args: argparse.Namespace) -> int | None:
+    """The SASL_SSL listener's first port ``cluster up`` asks for; None without one."""
+    from kafkalab.cluster.flavors import embedded_flavor
+
+    if args.sasl_ssl_port is not None:
+        return int(args.sasl_ssl_port)
+    if not args.sasl_ssl:
+        return None
+    port = embedded_flavor(args.flavor).default_sasl_ssl_port
+    if port is None:
+        from kafkalab.errors import ConfigError
+
+        raise ConfigError(f"--sasl-ssl: the {args.flavor} flavor has no SASL_SSL listener "
+                          "(the kraft flavor has)")
+    return port
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     """``cluster up`` (exit 0), ``cluster status`` (exit 0 only when up), ``cluster down``."""
     from kafkalab.cluster.embedded import cluster_down, cluster_status, cluster_up
 
     if args.cluster_command == "up":
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
-                       control_port=args.control_port, progress=err)
+                       control_port=args.control_port, progress=err,
+                       sasl_ssl_port=_sasl_ssl_port(args))
         from kafkalab.cluster.descriptor import EMULATOR_LABEL
         from kafkalab.paths import default_descriptor_path
 
@@ -91,6 +117,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         if d.zookeeper:
             say(f"zookeeper: {d.zookeeper}")
         say(f"descriptor: {default_descriptor_path()}")
+        from kafkalab.cluster.state import resolve_lab, secure_descriptor_path
+
+        secure = secure_descriptor_path(resolve_lab(None))
+        if secure.is_file():
+            say(f"SASL_SSL descriptor: {secure} (export KAFKALAB_SASL_PASSWORD for its clients)")
         return 0
     if args.cluster_command == "status":
         st = cluster_status()
@@ -135,6 +166,8 @@ def format_cluster_status(st: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         lines.append("  " + "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
+    if st.get("sasl_ssl"):
+        lines.append(f"SASL_SSL (SCRAM-SHA-512 over TLS): {st['sasl_ssl']}")
     if st.get("descriptor_path"):
         lines.append(f"descriptor: {st['descriptor_path']}")
     lines.append(f"state: {st.get('state_path')}")

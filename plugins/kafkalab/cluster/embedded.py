@@ -50,6 +50,7 @@ from kafkalab.cluster.processes import (
 )
 from kafkalab.cluster.readiness import wait_ready
 from kafkalab.cluster.state import (
+    SECURE_DESCRIPTOR_NAME,
     ClusterState,
     ProcessRecord,
     cluster_dir,
@@ -84,6 +85,8 @@ __all__ = [
 def is_embedded_descriptor(data: dict[str, Any]) -> bool:
     """Whether a descriptor file's content describes a cluster the lab started (``name:
     embedded`` and an embedded flavor): only those are deleted with the cluster's state."""
+    if data.get("name") == SECURE_DESCRIPTOR_NAME and data.get("flavor") == "external":
+        return True  # its SASL_SSL listener's (cluster up --sasl-ssl)
     flavor = FLAVORS.get(str(data.get("flavor")))
     return data.get("name") == "embedded" and flavor is not None and flavor.embedded
 
@@ -143,6 +146,7 @@ def _start_fresh(
     control_port: int | None,
     timeout_s: float,
     progress: Progress,
+    sasl_ssl_port: int | None = None,
 ) -> ClusterDescriptor:
     """Start a new cluster; on any failure stop what was started and forget it. What the
     flavor runs is installed first: a first download's time does not count against
@@ -161,8 +165,9 @@ def _start_fresh(
     try:
         descriptor = flavor.start(
             lab, brokers, base_port or flavor.default_base_port,
-            control_port or flavor.default_control_port, state, progress)
+            control_port or flavor.default_control_port, state, progress, sasl_ssl_port)
         wait_ready(flavor, state, descriptor, t0 + timeout_s, progress)
+        flavor.after_ready(lab, state, progress)
     except BaseException:
         if state["processes"]:
             stop_all(state, noop, flavor.stop_together)
@@ -190,6 +195,7 @@ def cluster_up(
     control_port: int | None = None,
     timeout_s: float = 60.0,
     progress: Progress | None = None,
+    sasl_ssl_port: int | None = None,
 ) -> ClusterDescriptor:
     """Start the embedded cluster of ``flavor`` (:func:`kafkalab.cluster.flavors.
     embedded_flavor_names`; default :data:`kafkalab.cluster.flavors.DEFAULT_EMBEDDED`), or
@@ -199,13 +205,17 @@ def cluster_up(
     flavor's :attr:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.default_base_port`).
     ``control_port``: the port of its coordination service where it has one (ZooKeeper;
     default the flavor's). ``lab_dir``: default :func:`kafkalab.paths.lab_dir`.
+    ``sasl_ssl_port``: also a SASL_SSL listener (SCRAM-SHA-512 over TLS) on broker i at
+    ``sasl_ssl_port + i``, its descriptor in ``<lab_dir>/cluster-sasl-ssl.yaml``
+    (:mod:`kafkalab.cluster.flavors.kraft.security`; the password from
+    ``$KAFKALAB_SASL_PASSWORD``).
     A different cluster already up → ClusterError. Dead processes of the same cluster
     (e.g. after :func:`kill_broker`) are started again. Stale state (all pids gone or
     reused by other programs) is removed and the cluster starts fresh.
     """
     progress = progress or noop
     kind = embedded_flavor(flavor)
-    kind.check_request(brokers, base_port, control_port)
+    kind.check_request(brokers, base_port, control_port, sasl_ssl_port)
     lab = resolve_lab(lab_dir)
 
     with locked(lab):
@@ -218,6 +228,11 @@ def cluster_up(
                     f"{_describe_cluster(state['flavor'], int(state['brokers']))} is already up; "
                     "run `kafkalab cluster down` first"
                 )
+            secured = bool(state.get("sasl_ssl_ports"))
+            if alive and sasl_ssl_port is not None and not secured:
+                raise ClusterError(
+                    f"{_describe_cluster(flavor, brokers)} is already up without a SASL_SSL "
+                    "listener; run `kafkalab cluster down` first")
             if alive:
                 if base_port is not None and int(state["broker_ports"][0]) != base_port:
                     raise ClusterError(
@@ -228,7 +243,8 @@ def cluster_up(
             # stale: nothing of ours runs any more
             progress("removing stale cluster state (its processes are gone)")
             remove_state(lab, state, is_embedded_descriptor)
-        return _start_fresh(lab, kind, brokers, base_port, control_port, timeout_s, progress)
+        return _start_fresh(lab, kind, brokers, base_port, control_port, timeout_s, progress,
+                            sasl_ssl_port)
 
 
 def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:

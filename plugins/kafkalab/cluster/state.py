@@ -7,9 +7,12 @@ Layout under ``<lab_dir>/cluster/``:
 - ``.lock``: an ``flock`` held by ``up``, ``down`` and ``kill_broker`` while they read and
   change the state (two CLIs never start the same cluster twice);
 - ``config/``, ``logs/``, ``data/``: written by the flavors' launchers
-  (:mod:`kafkalab.cluster.flavors`).
+  (:mod:`kafkalab.cluster.flavors`);
+- ``tls/``: the CA and broker keystore of a cluster started with a SASL_SSL listener
+  (:mod:`kafkalab.cluster.tls`).
 
-The descriptor of the running cluster goes to ``<lab_dir>/cluster.yaml``. ``state.json`` is
+The descriptor of the running cluster goes to ``<lab_dir>/cluster.yaml``; that of its
+SASL_SSL listener, when it has one, to ``<lab_dir>/cluster-sasl-ssl.yaml``. ``state.json`` is
 written with :func:`kafkalab.store.atomic_write_json` (keys in insertion order).
 """
 
@@ -27,6 +30,7 @@ from kafkalab.paths import default_descriptor_path
 from kafkalab.store import atomic_write_json
 
 __all__ = [
+    "SECURE_DESCRIPTOR_NAME",
     "ClusterState",
     "ProcessRecord",
     "cluster_dir",
@@ -36,7 +40,9 @@ __all__ = [
     "read_state",
     "remove_state",
     "resolve_lab",
+    "secure_descriptor_path",
     "state_path",
+    "tls_dir",
     "write_state",
 ]
 
@@ -80,6 +86,10 @@ class ClusterState(TypedDict, total=False):
     """A KRaft cluster: the id its directories were formatted with."""
     controller_ports: list[int]
     """A KRaft cluster: node i's controller listener (a voter of the quorum)."""
+    sasl_ssl_ports: list[int]
+    """A cluster started with ``--sasl-ssl``: node i's SASL_SSL listener."""
+    tls_ca: str | None
+    """A cluster started with ``--sasl-ssl``: the CA certificate its clients trust."""
     startup_s: float
     ready_at: str
     corrupt: bool
@@ -114,6 +124,22 @@ def descriptor_path(lab: Path) -> Path:
     return default_descriptor_path(lab)
 
 
+SECURE_DESCRIPTOR_NAME = "embedded-sasl-ssl"
+"""The ``name`` of the descriptor at :func:`secure_descriptor_path` (an ``external`` one: it
+is deleted with the cluster's state)."""
+
+
+def secure_descriptor_path(lab: Path) -> Path:
+    """``<lab>/cluster-sasl-ssl.yaml``: the descriptor of the running cluster's SASL_SSL
+    listener (``cluster up --sasl-ssl``)."""
+    return lab / "cluster-sasl-ssl.yaml"
+
+
+def tls_dir(lab: Path) -> Path:
+    """``<lab>/cluster/tls``: the CA and keystore of the cluster's SASL_SSL listener."""
+    return cluster_dir(lab) / "tls"
+
+
 def read_state(lab: Path) -> ClusterState | None:
     """The recorded state, None when there is none.
 
@@ -142,7 +168,7 @@ def remove_state(lab: Path, state: ClusterState | None,
     embedded cluster (a user's own descriptor at that path is left alone).
     """
     state_path(lab).unlink(missing_ok=True)
-    paths = {descriptor_path(lab)}
+    paths = {descriptor_path(lab), secure_descriptor_path(lab)}
     if state and state.get("descriptor_path"):
         paths.add(Path(state["descriptor_path"]))
     for p in paths:

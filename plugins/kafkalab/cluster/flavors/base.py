@@ -106,8 +106,8 @@ class EmbeddedFlavor(Flavor, ABC):
         return None
 
     def check_request(self, brokers: int, base_port: int | None,
-                      control_port: int | None) -> None:
-        """Refuse a broker count or ports ``cluster up`` cannot honour.
+                      control_port: int | None, sasl_ssl_port: int | None = None) -> None:
+        """Refuse a broker count, ports or a SASL_SSL listener ``cluster up`` cannot honour.
 
         Raises:
             ConfigError: one line naming the option.
@@ -120,18 +120,38 @@ class EmbeddedFlavor(Flavor, ABC):
         if brokers > self.max_brokers:
             raise ConfigError(f"--brokers: {self.name} runs at most {self.max_brokers} brokers "
                               "on one machine")
-        for option, port in (("--base-port", base_port), ("--control-port", control_port)):
+        if sasl_ssl_port is not None and self.default_sasl_ssl_port is None:
+            raise ConfigError(f"--sasl-ssl: the {self.name} flavor has no SASL_SSL listener "
+                              "(the kraft flavor has)")
+        for option, port in (("--base-port", base_port), ("--control-port", control_port),
+                             ("--sasl-ssl-port", sasl_ssl_port)):
             if port is not None and not (1024 <= int(port) <= 65535 - brokers):
                 raise ConfigError(f"{option} {port} is outside 1024..{65535 - brokers}")
 
+    default_sasl_ssl_port: ClassVar[int | None] = None
+    """Port of broker 0's SASL_SSL listener (``cluster up --sasl-ssl``); None when the flavor
+    cannot start one."""
+
     @abstractmethod
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
-              state: ClusterState, progress: Progress) -> ClusterDescriptor:
+              state: ClusterState, progress: Progress,
+              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
         """Start the cluster's processes (not waiting until they serve), each recorded in
         ``state`` (and the state file) as soon as it is spawned; the cluster's descriptor.
+        ``sasl_ssl_port``: also a SASL_SSL listener on broker i at ``sasl_ssl_port + i``
+        (only asked of a flavor with a :attr:`default_sasl_ssl_port`).
 
         Raises:
             ClusterError: a port is in use, or a process could not be started.
+            ConfigError: what a SASL_SSL listener needs is missing.
+        """
+
+    def after_ready(self, lab: Path, state: ClusterState, progress: Progress) -> None:
+        """Finish a freshly started cluster once every broker serves (a SASL_SSL listener's
+        user and descriptor); nothing by default.
+
+        Raises:
+            ClusterError: the brokers refused it.
         """
 
     @abstractmethod

@@ -122,7 +122,8 @@ class Noida(EmbeddedFlavor):
         return _noida_version()
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
-              state: ClusterState, progress: Progress) -> ClusterDescriptor:
+              state: ClusterState, progress: Progress,
+              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
         return _start(lab, base_port, state, progress)
 
     def descriptor(self, state: ClusterState) -> ClusterDescriptor:

@@ -58,7 +58,8 @@ class Kafka09(EmbeddedFlavor):
         return f"Kafka {KAFKA_VERSION} at {home}"
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
-              state: ClusterState, progress: Progress) -> ClusterDescriptor:
+              state: ClusterState, progress: Progress,
+              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
         """ZooKeeper (on ``control_port``), then ``brokers`` brokers from ``base_port``."""
         zk_port = self.default_control_port if control_port is None else control_port
         assert zk_port is not None

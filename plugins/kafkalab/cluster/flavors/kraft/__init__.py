@@ -10,6 +10,7 @@ transactions, the ``consumer`` group protocol of KIP-848). Its pieces:
 | :mod:`~kafkalab.cluster.flavors.kraft.distribution` | the jars, from Maven Central through the committed ``pom.xml``, checked against ``jars-<version>.sha256`` |
 | :mod:`~kafkalab.cluster.flavors.kraft.launcher` | the nodes' configs, formatting their directories, starting them |
 | :mod:`~kafkalab.cluster.flavors.kraft.quorum` | the controller quorum's leader, read from the nodes' ``quorum-state`` files |
+| :mod:`~kafkalab.cluster.flavors.kraft.security` | the optional SASL_SSL listener: its settings, SCRAM user and descriptor |
 | this module | the flavor: ports and limits, status, where a node keeps its logs |
 """
 
@@ -18,16 +19,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab import procs
+from kafkalab.cluster.admin import admin_client
+from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
 from kafkalab.cluster.features import MODERN_PROTOCOL
 from kafkalab.cluster.flavors.base import EmbeddedFlavor
-from kafkalab.cluster.flavors.kraft import launcher, quorum
+from kafkalab.cluster.flavors.kraft import launcher, quorum, security
 from kafkalab.cluster.flavors.kraft.distribution import (
     DEFAULT_KAFKA_VERSION,
     ensure_kafka,
     kafka_version,
 )
-from kafkalab.cluster.state import ClusterState
+from kafkalab.cluster.state import ClusterState, secure_descriptor_path
 from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
 
@@ -63,13 +66,35 @@ class KRaft(EmbeddedFlavor):
         home = ensure_kafka(lab_dir(), None, progress)
         return f"Kafka {home.name} (KRaft) at {home}"
 
+    default_sasl_ssl_port = 19792
+
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
-              state: ClusterState, progress: Progress) -> ClusterDescriptor:
-        """``brokers`` nodes: clients on ``base_port + i``, the quorum on
-        ``control_port + i``."""
+              state: ClusterState, progress: Progress,
+              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
+        """``brokers`` nodes: clients on ``base_port + i`` (SASL_SSL clients on
+        ``sasl_ssl_port + i``), the quorum on ``control_port + i``."""
         port = self.default_control_port if control_port is None else control_port
         assert port is not None
-        return launcher.start(lab, brokers, base_port, port, state, progress)
+        if sasl_ssl_port is not None:
+            security.read_password()  # before anything starts: one line when unset
+        return launcher.start(lab, brokers, base_port, port, state, progress, sasl_ssl_port)
+
+    def after_ready(self, lab: Path, state: ClusterState, progress: Progress) -> None:
+        """With a SASL_SSL listener: the SCRAM user gets ``$KAFKALAB_SASL_PASSWORD`` (Admin
+        API, PLAINTEXT listener) and its ``external`` descriptor is written."""
+        ports = [int(p) for p in state.get("sasl_ssl_ports") or []]
+        if not ports:
+            return
+        security.upsert_user(admin_client(self.descriptor(state), 10.0, quiet=True),
+                             security.read_password())
+        ca = Path(str(state.get("tls_ca")))
+        d = security.secure_descriptor(ports, ca, str(state.get("kafka_version")),
+                                       Path(state["kafka_home"]))
+        save_descriptor(d, secure_descriptor_path(lab))
+        progress(f"SASL_SSL listener{'s' if len(ports) > 1 else ''} {d.bootstrap_servers}: "
+                 f"{security.SASL_MECHANISM} user {security.SASL_USER!r} (password from "
+                 f"${security.PASSWORD_ENV}), CA {ca}; descriptor: "
+                 f"{secure_descriptor_path(lab)}")
 
     def descriptor(self, state: ClusterState) -> ClusterDescriptor:
         return launcher.descriptor_of(
@@ -94,12 +119,14 @@ class KRaft(EmbeddedFlavor):
 
     def status_details(self, state: ClusterState) -> dict[str, Any]:
         """The Kafka version, ``KRaft``, the quorum's leader and epoch as the nodes last
-        wrote them."""
+        wrote them, and the SASL_SSL listeners when it has them."""
         found = quorum.leader(self._data_dirs(state))
+        secure = [f"{procs.HOST}:{p}" for p in state.get("sasl_ssl_ports") or []]
         return {"kafka_version": state.get("kafka_version"), "mode": "KRaft",
                 "cluster_id": state.get("cluster_id"),
                 "quorum_leader": None if found is None else found.node_id,
-                "quorum_epoch": None if found is None else found.epoch}
+                "quorum_epoch": None if found is None else found.epoch,
+                "sasl_ssl": ",".join(secure) or None}
 
     def _data_dirs(self, state: ClusterState) -> list[Path]:
         lab = Path(state["lab_dir"])

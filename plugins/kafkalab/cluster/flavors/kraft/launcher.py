@@ -26,10 +26,12 @@ from typing import Any
 from kafkalab import procs
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
 from kafkalab.cluster.features import MODERN_PROTOCOL
+from kafkalab.cluster.flavors.kraft import security
 from kafkalab.cluster.flavors.kraft.distribution import ensure_kafka, kafka_version
 from kafkalab.cluster.java import ensure_java, properties_text
 from kafkalab.cluster.processes import start_process
-from kafkalab.cluster.state import ClusterState, cluster_dir
+from kafkalab.cluster.state import ClusterState, cluster_dir, tls_dir
+from kafkalab.cluster.tls import TlsMaterial, ensure_tls
 from kafkalab.errors import ClusterError
 from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
@@ -114,20 +116,30 @@ def descriptor_of(n: int, ports: list[int], home: Path, version: str) -> Cluster
 
 
 def node_properties(node_id: int, port: int, controller_ports: list[int],
-                    log_dir: Path) -> dict[str, Any]:
-    """``nodeN.properties`` of node ``node_id`` in a quorum on ``controller_ports``."""
+                    log_dir: Path, sasl_ssl: tuple[int, TlsMaterial] | None = None
+                    ) -> dict[str, Any]:
+    """``nodeN.properties`` of node ``node_id`` in a quorum on ``controller_ports``; with
+    ``sasl_ssl`` = ``(port, TLS material)`` also a SASL_SSL listener on that port
+    (:mod:`~kafkalab.cluster.flavors.kraft.security`)."""
     n = len(controller_ports)
     voters = ",".join(f"{i}@{procs.HOST}:{c}" for i, c in enumerate(controller_ports))
+    client = f"PLAINTEXT://{procs.HOST}:{port}"
+    protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    secured: dict[str, Any] = {}
+    if sasl_ssl is not None:
+        client += f",{security.LISTENER}://{procs.HOST}:{sasl_ssl[0]}"
+        protocols += f",{security.LISTENER}:{security.LISTENER}"
+        secured = security.listener_properties(sasl_ssl[1])
     return {
         "process.roles": "broker,controller",
         "node.id": node_id,
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://{procs.HOST}:{port},"
-                     f"CONTROLLER://{procs.HOST}:{controller_ports[node_id]}",
-        "advertised.listeners": f"PLAINTEXT://{procs.HOST}:{port}",
+        "listeners": f"{client},CONTROLLER://{procs.HOST}:{controller_ports[node_id]}",
+        "advertised.listeners": client,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": protocols,
+        **secured,
         "log.dirs": log_dir,
         # internal topics: Kafka's defaults (3, min ISR 2) where there are three nodes
         "offsets.topic.replication.factor": min(3, n),
@@ -195,9 +207,10 @@ def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Pa
 
 
 def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterState,
-          progress: Progress) -> ClusterDescriptor:
+          progress: Progress, sasl_ssl_port: int | None = None) -> ClusterDescriptor:
     """Format (when new) and start ``n`` combined nodes (not waiting for them to serve):
-    node i serves clients on ``base_port + i`` and the quorum on ``control_port + i``.
+    node i serves clients on ``base_port + i`` (and SASL_SSL clients on ``sasl_ssl_port +
+    i`` when given) and the quorum on ``control_port + i``.
 
     Every process is recorded in ``state`` (and the state file) as soon as it is spawned.
 
@@ -213,7 +226,10 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     cp = jvm_classpath(home)
     ports = [base_port + i for i in range(n)]
     controller_ports = [control_port + i for i in range(n)]
-    procs.check_ports_free([*ports, *controller_ports])
+    secure_ports = [] if sasl_ssl_port is None else \
+        security.check_ports(sasl_ssl_port, n, [*ports, *controller_ports])
+    procs.check_ports_free([*ports, *controller_ports, *secure_ports])
+    tls = ensure_tls(tls_dir(lab), procs.HOST) if secure_ports else None
     base = cluster_dir(lab)
     config, logs = base / "config", base / "logs"
     for d in (config, logs):
@@ -222,14 +238,18 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     confs: dict[int, Path] = {}
     for i, port in enumerate(ports):
         conf = config / f"node{i}.properties"
+        secured = None if tls is None else (secure_ports[i], tls)
         atomic_write(conf, properties_text(node_properties(i, port, controller_ports,
-                                                           node_data_dir(lab, i)),
+                                                           node_data_dir(lab, i), secured),
                                            "embedded KRaft cluster"))
         confs[i] = conf
     _format(java, cp, cluster_id, confs, lab, progress)
     state.update({"flavor": FLAVOR_NAME, "brokers": n, "kafka_home": str(home),
                   "kafka_version": version, "cluster_id": cluster_id, "broker_ports": ports,
                   "controller_ports": controller_ports})
+    if secure_ports:
+        state["sasl_ssl_ports"] = secure_ports
+        state["tls_ca"] = str(tls.ca_path) if tls else None
     for i, port in enumerate(ports):
         logs_dir = logs / f"node{i}"
         logs_dir.mkdir(parents=True, exist_ok=True)
