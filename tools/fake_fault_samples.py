@@ -688,7 +688,7 @@ def _group_frames(t: FakeFaultTrial, f: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster(t: FakeFaultTrial) -> dict[str, Any]:
-    return {"flavor": "noida" if t.is_emulator else FAULT_CLUSTER.name,
+    return {"flavor": "external" if t.is_emulator else FAULT_CLUSTER.name,
             "version": "0.2.3" if t.is_emulator else FAULT_CLUSTER.version,
             "is_emulator": t.is_emulator,
             "broker_count": 1 if t.is_emulator else 3}

@@ -384,7 +384,7 @@ def _cell_doc(cell: FakeLoadCell, run_id: str, run_date: str, clocks: dict[str, 
     processes += [{"role": "consumer-shard", "shard": s, "pid": 1001 + s, "host": "fakehost",
                    "cpu_s": 0.2 * wall, "wall_s": wall, "cpu_frac": 0.2}
                   for s in range(cell.shards)]
-    flavor = "noida" if cell.is_emulator else DEFAULT_EMBEDDED.name
+    flavor = "external" if cell.is_emulator else DEFAULT_EMBEDDED.name
     wire = payload_bytes + _HEADER_BYTES  # the engine's cell.json payload_bytes: on the wire
     return {
         "schema_version": 1, "cell_id": cell.cell_id, "run_id": run_id, "run_date": run_date,

@@ -1,4 +1,4 @@
-"""Processes and ports of the services the lab starts (Kafka, ZooKeeper, noida, Airflow).
+"""Processes and ports of the services the lab starts (Kafka, ZooKeeper, Airflow, Spark).
 
 One set of helpers for every launcher, so "is it alive", "is it still ours" and "is the
 port free" have one answer. Linux first (``/proc``); where ``/proc`` is missing, liveness

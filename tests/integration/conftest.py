@@ -1,7 +1,8 @@
 """Real embedded clusters for the integration tests (no mocks).
 
-Session-scoped: one kafka09 cluster (1 broker, ZooKeeper 22181, broker 29092), one
-noida cluster (29192) and one KRaft node (Kafka 4.x: broker 33092, controller 33192), each in its own temporary lab dir, started with ``cluster_up`` and
+Session-scoped: one kafka09 cluster (1 broker, ZooKeeper 22181, broker 29092) and one KRaft
+node (Kafka 4.x: broker 33092, controller 33192), each in its own temporary lab dir, started
+with ``cluster_up`` and
 stopped with ``cluster_down``. Ports differ from the defaults so a developer's own lab
 cluster is never touched. The Kafka tarball is copied from the repo's .lab/downloads when
 there is one (never downloaded again).
@@ -19,7 +20,6 @@ from tests.labs import REPO_TARBALL, prepare_lab
 
 KAFKA09_ZK_PORT = 22181
 KAFKA09_BROKER_PORT = 29092
-NOIDA_PORT = 29192
 KRAFT_BROKER_PORT = 33092
 KRAFT_CONTROLLER_PORT = 33192
 
@@ -43,16 +43,6 @@ def kafka09_lab(
 @pytest.fixture(scope="session")
 def kafka09_cluster(kafka09_lab: tuple[Path, ClusterDescriptor]) -> ClusterDescriptor:
     return kafka09_lab[1]
-
-
-@pytest.fixture(scope="session")
-def noida_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ClusterDescriptor]]:
-    yield from _running(tmp_path_factory.mktemp("lab-noida"), "noida", base_port=NOIDA_PORT)
-
-
-@pytest.fixture(scope="session")
-def noida_cluster(noida_lab: tuple[Path, ClusterDescriptor]) -> ClusterDescriptor:
-    return noida_lab[1]
 
 
 @pytest.fixture(scope="session")

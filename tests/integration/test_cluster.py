@@ -1,4 +1,4 @@
-"""The embedded cluster (kafka09 JVM broker and noida emulator), against real processes."""
+"""The embedded cluster (the kraft and kafka09 flavors' JVMs), against real processes."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ from kafkalab.errors import ClusterError, ConfigError
 
 LIFECYCLE_ZK_PORT = 22281
 LIFECYCLE_BROKER_PORT = 29392
-STALE_NOIDA_PORT = 29492
-TAKEN_NOIDA_PORT = 29592
+STALE_KRAFT_PORT = 29492
+STALE_KRAFT_CONTROLLER_PORT = 29502
+TAKEN_KRAFT_PORT = 29592
 TAKEN_KAFKA_PORT = 29692
 KILL_ZK_PORT = 22481
 KILL_BROKER_PORT = 29792
@@ -57,17 +58,17 @@ def _our_cluster_pids() -> set[int]:
                 cmd = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"kafka.Kafka" in cmd or b"QuorumPeerMain" in cmd or b"noida-db" in cmd:
+            if b"kafka.Kafka" in cmd or b"QuorumPeerMain" in cmd:
                 out.add(int(entry.name))
     return out
 
 
 def test_session_clusters_answer_both_clients(
-    kafka09_cluster: ClusterDescriptor, noida_cluster: ClusterDescriptor
+    kafka09_cluster: ClusterDescriptor, kraft_cluster: ClusterDescriptor
 ) -> None:
     from kafka import KafkaConsumer
 
-    for d, version in ((kafka09_cluster, "0.9.0.1"), (noida_cluster, "noida-db 0.2.3")):
+    for d, version in ((kafka09_cluster, "0.9.0.1"), (kraft_cluster, "4.4.0")):
         assert d.version == version
         md = AdminClient({**librdkafka_config(d), "log_level": 3}).list_topics(timeout=10)
         assert len(md.brokers) == d.broker_count
@@ -78,7 +79,7 @@ def test_session_clusters_answer_both_clients(
         finally:
             kp.close()
     assert kafka09_cluster.is_emulator is False and kafka09_cluster.protocol == "legacy-0.9"
-    assert noida_cluster.is_emulator is True and noida_cluster.protocol == "modern"
+    assert kraft_cluster.is_emulator is False and kraft_cluster.protocol == "modern"
     assert kafka09_cluster.kafka_home and Path(kafka09_cluster.kafka_home, "libs").is_dir()
 
 
@@ -131,7 +132,7 @@ def test_lifecycle_up_noop_conflict_down(
         ):
             cluster_up("kafka09", 3, lab_dir=lab)
         with pytest.raises(ClusterError, match="already up"):
-            cluster_up("noida", 1, lab_dir=lab)
+            cluster_up("kraft", 1, lab_dir=lab)
         assert all(_alive(p) for p in pids)
     finally:
         stopped = cluster_down(lab)
@@ -148,15 +149,15 @@ def test_lifecycle_up_noop_conflict_down(
     assert cluster_down(lab) == []
 
 
-def test_stale_state_is_cleaned_and_up_works(tmp_path: Path) -> None:
-    lab = tmp_path / "lab"
+def test_stale_state_is_cleaned_and_up_works(tmp_path: Path, make_lab: Any) -> None:
+    lab = make_lab(tmp_path / "lab")
     dead = subprocess.Popen(["true"])
     dead.wait()
     state = {
         "version": 1,
         "flavor": "kafka09",
         "brokers": 3,
-        "broker_ports": [STALE_NOIDA_PORT],
+        "broker_ports": [STALE_KRAFT_PORT],
         "zookeeper_port": 1,
         "processes": [
             # dead pid
@@ -184,12 +185,13 @@ def test_stale_state_is_cleaned_and_up_works(tmp_path: Path) -> None:
     assert cluster_status(lab)["state"] == "down"
     assert cluster_status(lab)["stale"] is True
     msgs: list[str] = []
-    d = cluster_up("noida", 1, lab_dir=lab, base_port=STALE_NOIDA_PORT, progress=msgs.append)
+    d = cluster_up("kraft", 1, lab_dir=lab, base_port=STALE_KRAFT_PORT,
+                   control_port=STALE_KRAFT_CONTROLLER_PORT, progress=msgs.append)
     try:
         assert any("stale" in m for m in msgs)
-        assert d.flavor == "noida" and d.bootstrap_servers == f"127.0.0.1:{STALE_NOIDA_PORT}"
+        assert d.flavor == "kraft" and d.bootstrap_servers == f"127.0.0.1:{STALE_KRAFT_PORT}"
         st = cluster_status(lab)
-        assert st["state"] == "up" and st["flavor"] == "noida"
+        assert st["state"] == "up" and st["flavor"] == "kraft"
         assert os.getpid() not in {p["pid"] for p in st["processes"]}
     finally:
         stopped = cluster_down(lab)
@@ -197,7 +199,7 @@ def test_stale_state_is_cleaned_and_up_works(tmp_path: Path) -> None:
 
 
 def test_port_taken_is_refused_clearly(tmp_path: Path, make_lab: Any) -> None:
-    for flavor, port in (("noida", TAKEN_NOIDA_PORT), ("kafka09", TAKEN_KAFKA_PORT)):
+    for flavor, port in (("kraft", TAKEN_KRAFT_PORT), ("kafka09", TAKEN_KAFKA_PORT)):
         lab = make_lab(tmp_path / flavor)
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
@@ -240,10 +242,11 @@ def test_distribution_idempotent(kafka09_lab: tuple[Path, ClusterDescriptor]) ->
     assert not (home / "bin" / "kafka-server-start.sh").stat().st_mode & 0o002
 
 
-def test_no_leftover_processes_after_down(tmp_path: Path) -> None:
+def test_no_leftover_processes_after_down(tmp_path: Path, make_lab: Any) -> None:
     before = _our_cluster_pids()
-    lab = tmp_path / "lab"
-    cluster_up("noida", 1, lab_dir=lab, base_port=STALE_NOIDA_PORT)
+    lab = make_lab(tmp_path / "lab")
+    cluster_up("kraft", 1, lab_dir=lab, base_port=STALE_KRAFT_PORT,
+               control_port=STALE_KRAFT_CONTROLLER_PORT)
     started = _our_cluster_pids() - before
     assert len(started) == 1
     cluster_down(lab, wipe_data=True)

@@ -52,9 +52,14 @@ def kafka09_file(kafka09_cluster: ClusterDescriptor, tmp_path_factory: pytest.Te
 
 
 @pytest.fixture(scope="module")
-def noida_file(noida_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("desc") / "noida.yaml"
-    save_descriptor(noida_cluster, path)
+def emulator_file(kraft_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An ``external`` descriptor that says its broker is an emulator (``is_emulator``), as a
+    user's descriptor of Redpanda or WarpStream would; it reaches the KRaft node (only the
+    labels are under test; no Kafka installation, so Kafka's own tool is skipped)."""
+    path = tmp_path_factory.mktemp("desc") / "emulator.yaml"
+    save_descriptor(kraft_cluster.model_copy(update={
+        "name": "emulator", "flavor": "external", "version": "redpanda 24.1",
+        "is_emulator": True, "kafka_home": None}), path)
     return path
 
 
@@ -237,10 +242,10 @@ def test_taken_http_port_fails_that_cell_and_keeps_the_rest(broker_file: Path, t
     assert {r["scenario"] for r in kept} == {"confluent-kafka"}  # what was measured is kept
 
 
-def test_noida_run_is_labelled_emulator(noida_file: Path, tmp_path: Path) -> None:
+def test_a_run_on_an_emulator_is_labelled_emulator(emulator_file: Path, tmp_path: Path) -> None:
     proc = kafkalab("run", "--scenario", "confluent-kafka,kafka-python,jvm-e2e", "--payload", "1kb",
                     "--messages", "5", "--warmup", "1", "--run-id", "emu",
-                    "--cluster", str(noida_file), "--data-dir", str(tmp_path))
+                    "--cluster", str(emulator_file), "--data-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "EMULATOR" in proc.stdout and "EMULATOR" in proc.stderr
     rows = read_samples(tmp_path, "emu").to_pylist()

@@ -1,4 +1,5 @@
-"""Topic provisioning on real clusters: kafka09 (TopicCommand via ZooKeeper) and noida."""
+"""Topic provisioning on real clusters: kafka09 (TopicCommand via ZooKeeper) and Kafka 4.x
+KRaft (the Admin API)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def _roundtrip(d: ClusterDescriptor, topic: str, payload: bytes) -> None:
         c.close()
 
 
-@pytest.mark.parametrize("flavor", ["kafka09", "noida"])
+@pytest.mark.parametrize("flavor", ["kafka09", "kraft"])
 def test_provision_idempotent(flavor: str, request: pytest.FixtureRequest) -> None:
     d: ClusterDescriptor = request.getfixturevalue(f"{flavor}_cluster")
     name = f"lat.{flavor}-{uuid.uuid4().hex[:6]}"

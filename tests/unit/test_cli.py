@@ -209,17 +209,20 @@ def test_cluster_status_table_lists_each_process() -> None:
     from kafkalab.cli.cluster import format_cluster_status
 
     text = format_cluster_status({
-        "status": "degraded", "flavor": "noida", "brokers": 1, "started_at": "2026-11-22T01:00:00",
+        "status": "degraded", "flavor": "kraft", "brokers": 1, "started_at": "2026-11-22T01:00:00",
         "lab_dir": "/lab", "state_path": "/lab/cluster/state.json",
-        "descriptor_path": "/lab/cluster.yaml", "stale": False,
+        "descriptor_path": "/lab/cluster.yaml", "stale": False, "kafka_version": "4.4.0",
+        "mode": "KRaft", "quorum_leader": 0, "quorum_epoch": 3, "sasl_ssl": "127.0.0.1:19792",
         "processes": [{"role": "broker", "id": 0, "pid": 4242, "alive": False, "listening": False,
-                       "address": "127.0.0.1:19192", "log": "/lab/cluster/logs/broker-0.log"}]})
+                       "address": "127.0.0.1:19292", "log": "/lab/cluster/logs/node0/stdout.log"}]})
     lines = text.splitlines()
-    assert lines[0].startswith("cluster: degraded  noida (EMULATOR")
-    assert lines[1].split() == ["role", "id", "pid", "alive", "listening", "address", "log"]
-    assert lines[2].split() == ["broker", "0", "4242", "NO", "NO", "127.0.0.1:19192",
-                                "/lab/cluster/logs/broker-0.log"]
-    assert lines[-2:] == ["descriptor: /lab/cluster.yaml", "state: /lab/cluster/state.json"]
+    assert lines[0] == "cluster: degraded  kraft, 1 broker(s), started 2026-11-22T01:00:00"
+    assert lines[1] == "Apache Kafka 4.4.0  KRaft, quorum leader: node 0 (epoch 3)"
+    assert lines[2].split() == ["role", "id", "pid", "alive", "listening", "address", "log"]
+    assert lines[3].split() == ["broker", "0", "4242", "NO", "NO", "127.0.0.1:19292",
+                                "/lab/cluster/logs/node0/stdout.log"]
+    assert lines[-3:] == ["SASL_SSL (SCRAM-SHA-512 over TLS): 127.0.0.1:19792",
+                          "descriptor: /lab/cluster.yaml", "state: /lab/cluster/state.json"]
 
 
 def test_aggregate_submits_the_dags_job_on_the_switchs_master(tmp_path: Path,

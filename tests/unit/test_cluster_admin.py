@@ -19,7 +19,7 @@ def _closed_port() -> int:
 
 def _descriptor(**extra: object) -> ClusterDescriptor:
     return ClusterDescriptor(
-        flavor="noida",
+        flavor="external",
         protocol="modern",
         bootstrap_servers=f"127.0.0.1:{_closed_port()}",
         broker_count=1,

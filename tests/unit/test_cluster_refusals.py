@@ -10,8 +10,10 @@ from kafkalab.cluster import cluster_up
 from kafkalab.errors import ConfigError
 
 
-def test_noida_is_single_node(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="noida is single-node"):
-        cluster_up("noida", 3, lab_dir=tmp_path)
+def test_the_retired_emulator_says_why_and_what_to_use(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^cluster flavor 'noida': the noida-db emulator was "
+                       r"retired: .*`kafkalab cluster up`"):
+        cluster_up("noida", 1, lab_dir=tmp_path)
+    assert not (tmp_path / "cluster").exists()
     with pytest.raises(ConfigError, match="unknown cluster flavor"):
         cluster_up("kafka4", 1, lab_dir=tmp_path)

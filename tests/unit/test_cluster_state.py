@@ -12,10 +12,12 @@ from kafkalab.cluster import processes
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
 from kafkalab.cluster.embedded import is_embedded_descriptor
 from kafkalab.cluster.state import (
+    SECURE_DESCRIPTOR_NAME,
     ClusterState,
     descriptor_path,
     read_state,
     remove_state,
+    secure_descriptor_path,
     state_path,
     write_state,
 )
@@ -24,7 +26,7 @@ from kafkalab.cluster.state import (
 def _state(lab: Path) -> ClusterState:
     return {
         "version": 1,
-        "flavor": "noida",
+        "flavor": "kraft",
         "brokers": 1,
         "lab_dir": str(lab),
         "descriptor_path": str(descriptor_path(lab)),
@@ -66,10 +68,17 @@ def test_remove_state_keeps_a_users_own_descriptor(tmp_path: Path) -> None:
     assert not state_path(tmp_path).exists()
     assert descriptor_path(tmp_path).is_file()
 
-    embedded = mine.model_copy(update={"name": "embedded", "flavor": "noida"})
+    embedded = mine.model_copy(update={"name": "embedded", "flavor": "kraft"})
     save_descriptor(embedded, descriptor_path(tmp_path))
+    # the SASL_SSL listener's descriptor goes with it; a user's file of that name stays
+    secure = mine.model_copy(update={"name": SECURE_DESCRIPTOR_NAME})
+    save_descriptor(secure, secure_descriptor_path(tmp_path))
     remove_state(tmp_path, None, is_embedded_descriptor)
     assert not descriptor_path(tmp_path).exists()
+    assert not secure_descriptor_path(tmp_path).exists()
+    save_descriptor(mine, secure_descriptor_path(tmp_path))
+    remove_state(tmp_path, None, is_embedded_descriptor)
+    assert secure_descriptor_path(tmp_path).is_file()
 
 
 def test_process_is_ours_only_with_its_marker_and_stop_stops_it(tmp_path: Path) -> None:

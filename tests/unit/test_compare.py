@@ -30,7 +30,7 @@ def _row(scenario: str, client: str, payload: str, p50: float, *, emulator: bool
         "run_date": "2026-11-20", "workload": "nightly", "scenario": scenario,
         "client": client, "payload": payload, "payload_bytes": 1056,
         "payload_encoding": "raw", "profile": "latency",
-        "cluster_flavor": "noida" if emulator else ("http" if scenario == "rest" else "kafka09"),
+        "cluster_flavor": "external" if emulator else ("http" if scenario == "rest" else "kafka09"),
         "broker_version": "" if scenario == "rest" else "0.9.0.1",
         "broker_count": None if scenario == "rest" else 1, "broker_is_emulator": emulator,
         "planned_messages": 500, "sent_count": 500, "received_count": 500 - lost,
@@ -203,7 +203,7 @@ def test_the_same_cell_on_an_emulator_is_not_comparable_with_kafka(tmp_path: Pat
                                      emulator=True)])
     c = compare_runs(tmp_path, RUN_A, RUN_B)
     assert not c.comparable and c.reason is not None
-    assert c.reason.endswith("(cluster_flavor kafka09 in A, noida in B; broker kafka in A, "
+    assert c.reason.endswith("(cluster_flavor kafka09 in A, external in B; broker kafka in A, "
                              "emulator in B)")
 
 

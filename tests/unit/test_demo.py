@@ -26,7 +26,7 @@ def test_only_a_cells_last_line_and_notes_are_shown() -> None:
     assert cell_line("[rest 1mb latency] done: 13 rows")
     assert cell_line("[jvm-e2e 1mb latency] FAILED: java not found")
     assert cell_line("[kafka-python 1mb latency] skipped: not installed")
-    assert cell_line("NOTE: noida is an emulator")
+    assert cell_line("NOTE: redpanda 24.1 is an EMULATOR, not Apache Kafka")
     assert not cell_line("[rest 1mb latency] start")
     assert not cell_line("[confluent-kafka 1mb latency] 5/12 messages")
     assert not cell_line("topic klab-latency: exists")

@@ -20,10 +20,10 @@ from kafkalab.errors import ClusterError, ConfigError
 
 DOC_YAML = """\
 name: embedded            # free text
-flavor: kafka09           # kafka09 | noida | external
+flavor: kafka09           # kraft | kafka09 | external
 protocol: legacy-0.9      # legacy-0.9 | modern
 version: 0.9.0.1          # broker version, as far as known
-is_emulator: false        # true for noida
+is_emulator: false        # true for a broker that is not Apache Kafka
 bootstrap_servers: 127.0.0.1:19092,127.0.0.1:19093,127.0.0.1:19094
 broker_count: 3
 zookeeper: 127.0.0.1:12181            # legacy only: topic admin goes through ZooKeeper
@@ -140,9 +140,9 @@ def test_missing_secret_env_names_variable(
 
 def test_modern_has_no_legacy_settings() -> None:
     d = ClusterDescriptor(
-        flavor="noida",
+        flavor="external",
         protocol="modern",
-        version="noida-db 0.2.3",
+        version="redpanda 24.1",
         is_emulator=True,
         bootstrap_servers="127.0.0.1:19192",
         broker_count=1,

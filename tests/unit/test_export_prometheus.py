@@ -37,7 +37,7 @@ def _row(i: int, scenario: str, client: str, p50: float, *, emulator: bool = Fal
     return {
         "run_date": f"2026-11-1{i + 1}", "workload": "nightly", "scenario": scenario,
         "client": client, "payload": "1kb", "payload_bytes": 1056, "payload_encoding": "raw",
-        "profile": "latency", "cluster_flavor": "noida" if emulator else "kafka09",
+        "profile": "latency", "cluster_flavor": "external" if emulator else "kafka09",
         "broker_version": "0.9.0.1", "broker_count": 1, "broker_is_emulator": emulator,
         "planned_messages": n, "sent_count": n, "received_count": n - lost, "lost_count": lost,
         "e2e_latency_ms_p50": p50, "e2e_latency_ms_p99": 3 * p50 if n >= 100 else None,
@@ -156,7 +156,7 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     assert _value(s["kafkalab_latency_p50_ms"], **emu) == 4.0
     assert _value(s["kafkalab_latency_p50_ms"], **emu) is not None
     assert [x.labels["cluster_flavor"] for x in s["kafkalab_latency_p50_ms"]
-            if x.labels["emulator"] == "true"] == ["noida"]
+            if x.labels["emulator"] == "true"] == ["external"]
     # every series names the broker version it was measured on
     assert {x.labels["broker_version"] for x in s["kafkalab_latency_p50_ms"]} == {"0.9.0.1"}
     # kafka-python planned 500 messages for four nights, then 20: two series (the drift key

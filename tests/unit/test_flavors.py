@@ -28,7 +28,8 @@ BASE: dict[str, Any] = {"name": "t", "bootstrap_servers": "127.0.0.1:9092", "bro
 
 
 def test_the_registry_names_each_flavor_once_and_the_defaults_are_embedded() -> None:
-    assert set(FLAVORS) == {"kraft", "kafka09", "noida", "external"}
+    assert set(FLAVORS) == {"kraft", "kafka09", "external"}
+    assert not any(f.emulator for f in FLAVORS.values())  # noida-db was retired
     assert all(name == f.name for name, f in FLAVORS.items())
     assert embedded_flavor_names()[0] == DEFAULT_EMBEDDED.name
     assert set(embedded_flavor_names()) == {n for n, f in FLAVORS.items() if f.embedded}
@@ -47,7 +48,8 @@ def test_unknown_and_not_embedded_flavors_are_one_line_each() -> None:
 
 @pytest.mark.parametrize(("doc", "problem"), [
     ({"flavor": "kafka09", "protocol": "modern"}, "flavor kafka09 needs protocol legacy-0.9"),
-    ({"flavor": "noida", "protocol": "legacy-0.9"}, "flavor noida needs protocol modern"),
+    ({"flavor": "kraft", "protocol": "legacy-0.9"}, "flavor kraft needs protocol modern"),
+    ({"flavor": "noida", "protocol": "modern"}, "flavor 'noida': the noida-db emulator was retired"),
     ({"flavor": "kafka4", "protocol": "modern"}, "invalid flavor: 'kafka4' is not one of"),
     ({"flavor": "external", "protocol": "v2"}, "invalid protocol: Input should be"),
 ])
@@ -110,21 +112,21 @@ def test_an_external_clusters_features_follow_its_version() -> None:
 
 
 def test_an_emulator_says_so_in_its_features() -> None:
-    d = parse_descriptor({**BASE, "flavor": "noida", "protocol": "modern",
-                          "version": "noida-db 0.2.3", "is_emulator": True})
+    d = parse_descriptor({**BASE, "flavor": "external", "protocol": "modern",
+                          "version": "redpanda 24.1", "is_emulator": True})
     f = flavor_of(d).features(d)
     assert f.emulator and f.version is None and parse_version(d.version) is None
-    assert flavor_of(d).embedded and flavor_of(d).emulator
+    assert not flavor_of(d).embedded
 
 
 def test_versions_parse_as_kafka_writes_them() -> None:
     assert parse_version("3.8.0") == (3, 8, 0) and parse_version("v4.1") == (4, 1)
     assert parse_version("4.2.0-rc1") == (4, 2, 0)
-    assert parse_version("unknown") is None and parse_version("noida-db 0.3") is None
+    assert parse_version("unknown") is None and parse_version("redpanda 24.1") is None
 
 
 @pytest.mark.parametrize(("flavor", "brokers", "ports", "problem"), [
-    ("noida", 3, (None, None), "noida is single-node: use --brokers 1"),
+    ("kraft", 6, (None, None), "--brokers: kraft runs at most 5 brokers"),
     ("kafka09", 10, (None, None), "--brokers: kafka09 runs at most 9 brokers"),
     ("kafka09", 0, (None, None), "--brokers must be a positive integer"),
     ("kafka09", 1, (80, None), "--base-port 80 is outside 1024..65534"),

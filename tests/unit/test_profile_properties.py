@@ -42,7 +42,7 @@ MODERN = parse_descriptor({
     "bootstrap_servers": "127.0.0.1:19093", "broker_count": 3,
 })
 EMULATOR = parse_descriptor({
-    "name": "t", "flavor": "noida", "protocol": "modern", "version": "noida-db 0.3",
+    "name": "t", "flavor": "external", "protocol": "modern", "version": "redpanda 24.1",
     "is_emulator": True, "bootstrap_servers": "127.0.0.1:19094", "broker_count": 1,
 })
 
@@ -248,7 +248,7 @@ def test_broker_versions() -> None:
     assert parse_version("3.8.0") == (3, 8, 0) and parse_version("2.1") == (2, 1)
     assert flavor_of(LEGACY.model_copy(update={"version": "whatever"})).broker_version(
         LEGACY) == (0, 9, 0, 1)  # the embedded 0.9 flavor is 0.9.0.1 whatever it says
-    assert parse_version("noida-db 0.3") is None and parse_version("unknown") is None
+    assert parse_version("redpanda 24.1") is None and parse_version("unknown") is None
     assert flavor_of(EMULATOR).broker_version(EMULATOR) is None
 
 

@@ -60,7 +60,7 @@ def _row(run_idx: int, scenario: str, client: str, flavor: str, payload: str, nb
         "payload_bytes": nbytes,
         "payload_encoding": "raw",
         "profile": "latency",
-        "cluster_flavor": "noida" if emulator else flavor,
+        "cluster_flavor": "external" if emulator else flavor,
         "broker_version": "" if rest else "0.9.0.1",
         "broker_count": None if rest else 1,
         "broker_is_emulator": emulator,
@@ -123,7 +123,7 @@ def write_lab_data(data_dir: Path, *, with_emulator: bool = True,
 
     Runs 0-3 are complete and validated (the baseline); the newest run has a +100 % step on
     confluent-kafka's 1mb latency (a drift), a failed validation and, when ``with_emulator``,
-    extra confluent-kafka rows measured on the noida emulator.
+    extra confluent-kafka rows measured on the an emulator of yours (external).
     """
     vdir = data_dir / "validation"
     vdir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +135,7 @@ def write_lab_data(data_dir: Path, *, with_emulator: bool = True,
                     else 1.0
                 rows.append(_row(i, scenario, client, flavor, payload, nbytes, step=step))
         if with_emulator and i == 4:
-            rows.append(_row(i, "confluent-kafka", "confluent-kafka", "noida", "1kb", 1056,
+            rows.append(_row(i, "confluent-kafka", "confluent-kafka", "external", "1kb", 1056,
                              emulator=True))
         _write_aggregates(data_dir, rid, rows)
         _write_manifest(data_dir, rid, i + 1)
@@ -416,7 +416,7 @@ def test_manifest_only_and_sparse_columns(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "r1.json").write_text(json.dumps({
         "run_id": "r1", "status": "failed", "started_at": "2026-11-01T00:00:00+00:00",
-        "cluster": {"flavor": "noida", "is_emulator": True}}))
+        "cluster": {"flavor": "external", "is_emulator": True}}))
     (tmp_path / "runs" / "broken.json").write_text("{")
     d = tmp_path / "aggregates" / "run_id=r2"
     d.mkdir(parents=True)

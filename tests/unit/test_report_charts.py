@@ -108,10 +108,10 @@ def test_line_chart_draws_one_group_per_series() -> None:
 
 def test_line_chart_marks_emulator_series() -> None:
     svg = svg_line_chart("t", ["a", "b"], [LineSeries("rest", [1.0, 2.0]),
-                                           LineSeries("noida", [3.0, 4.0], emulator=True)], "ms")
+                                           LineSeries("external", [3.0, 4.0], emulator=True)], "ms")
     root = _parse(svg)
     assert any(g.get("class") == "emu-badge" for g in root.iter(f"{SVG}g"))
-    assert _legend(root) == ["rest", f"noida [{EMULATOR_LABEL}]"]
+    assert _legend(root) == ["rest", f"external [{EMULATOR_LABEL}]"]
     dashed = [p for p in root.iter(f"{SVG}polyline") if p.get("stroke-dasharray")]
     assert len(dashed) == 1
 
@@ -161,7 +161,7 @@ def test_bar_chart_draws_one_rect_per_value() -> None:
 
 
 def test_bar_chart_marks_emulator_bars_one_by_one() -> None:
-    svg = svg_bar_chart("t", ["kafka", "noida"],
+    svg = svg_bar_chart("t", ["kafka", "external"],
                         [BarSeries("subscribe", [3.0, 4.0], "#e45756",
                                    emulator_values=[False, True])], "ms")
     root = _parse(svg)

@@ -71,7 +71,7 @@ def test_run_view_of_newest_run(tmp_path: Path) -> None:
     assert v.validation_html == LabData(tmp_path).validation_html_path(RUN_IDS[-1])
     newest = run_summaries(data)[0]
     assert newest.emulator and newest.cells == 11 and newest.drift_flags
-    assert newest.flavor == "kafka09, noida"
+    assert newest.flavor == "external, kafka09"
 
 
 def test_unreadable_files_give_views_not_errors(tmp_path: Path) -> None:

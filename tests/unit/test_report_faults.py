@@ -185,7 +185,7 @@ def write_fault_run(data_dir: Path, run_id: str = FAULT_RUN, *,
     lab.write_manifest({
         "schema_version": 2, "run_id": run_id, "kind": "faults", "status": "complete",
         "started_at": started_at, "ended_at": started_at.replace("T02:00", "T02:20"),
-        "cluster": {"flavor": "noida" if emulator else "kafka09",
+        "cluster": {"flavor": "external" if emulator else "kafka09",
                     "version": "0.2.3" if emulator else "0.9.0.1", "is_emulator": emulator,
                     "broker_count": 3},
         "stale_outputs": [],

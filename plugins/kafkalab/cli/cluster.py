@@ -101,7 +101,6 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
                        control_port=args.control_port, progress=err,
                        sasl_ssl_port=_sasl_ssl_port(args))
-        from kafkalab.cluster.descriptor import EMULATOR_LABEL
         from kafkalab.paths import default_descriptor_path
 
         if args.json:
@@ -112,8 +111,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                       "descriptor_path": str(default_descriptor_path()),
                       "cluster": jsonable(public_view(d))})
             return 0
-        label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
-        say(f"cluster up: {d.flavor} {d.version}{label}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
+        say(f"cluster up: {d.flavor} {d.version}, {d.broker_count} broker(s) at {d.bootstrap_servers}")
         if d.zookeeper:
             say(f"zookeeper: {d.zookeeper}")
         say(f"descriptor: {default_descriptor_path()}")
@@ -138,18 +136,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def format_cluster_status(st: dict[str, Any]) -> str:
     """``kafkalab cluster status`` as a table: the overall state, then one row per process
     (role, id, pid, alive, listening, address, log)."""
-    from kafkalab.cluster.descriptor import EMULATOR_LABEL
-
     procs = st.get("processes") or []
     if not procs:
         return (f"cluster: {st.get('status')} (no processes recorded in {st.get('lab_dir')}; "
                 "start it with: kafkalab cluster up)")
-    from kafkalab.cluster.flavors import FLAVORS
-
     flavor = st.get("flavor") or "?"
-    known = FLAVORS.get(flavor)
-    label = f" ({EMULATOR_LABEL})" if known is not None and known.emulator else ""
-    lines = [f"cluster: {st.get('status')}  {flavor}{label}, {st.get('brokers')} broker(s), "
+    lines = [f"cluster: {st.get('status')}  {flavor}, {st.get('brokers')} broker(s), "
              f"started {st.get('started_at') or '?'}"
              + ("  (stale state: processes gone; `kafkalab cluster up` cleans it)"
                 if st.get("stale") else "")]

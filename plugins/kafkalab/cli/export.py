@@ -22,7 +22,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
         description="Write the latest figures as a Prometheus text file (format 0.0.4), "
         "atomically: the last successful run's time per kind, p50/p99 per latency and load "
         "series, messages sent and lost, fault losses, the drift state of every series "
-        "(label emulator=\"true\" on the noida emulator's). A percentile that is undefined "
+        "(label emulator=\"true\" on an emulator's: a descriptor marked is_emulator). A percentile that is undefined "
         "(too few samples) is left out, never 0. Point node_exporter's "
         "--collector.textfile.directory at the file's folder. See docs/prometheus.md; a "
         "Grafana dashboard is include/grafana/kafkalab.json.",

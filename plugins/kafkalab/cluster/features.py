@@ -120,7 +120,7 @@ class Features:
 
 def parse_version(text: str) -> tuple[int, ...] | None:
     """A version's numbers (``"3.8.0"`` -> ``(3, 8, 0)``, ``"v4.1"`` -> ``(4, 1)``); None
-    when the text does not start with one (``unknown``, ``noida-db 0.2.3``)."""
+    when the text does not start with one (``unknown``, ``redpanda 24.1``)."""
     m = _VERSION.match(text.strip())
     return tuple(int(x) for x in m.group(1).split(".")) if m else None
 

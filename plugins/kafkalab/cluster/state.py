@@ -50,7 +50,7 @@ class ProcessRecord(TypedDict):
     """One process the cluster started, as recorded in ``state.json``."""
 
     role: str
-    """``zookeeper`` or ``broker`` (noida's one process is ``broker`` 0)."""
+    """``zookeeper`` or ``broker`` (a KRaft node, broker and controller in one process, is ``broker``)."""
     id: int | None
     """Broker id; None for ZooKeeper."""
     port: int

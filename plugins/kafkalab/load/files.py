@@ -174,7 +174,7 @@ class CellCluster(_CellPart):
     version: str
     """The broker version the descriptor names."""
     is_emulator: bool
-    """Not Kafka (noida): its figures say nothing about Kafka."""
+    """Not Kafka (a descriptor marked is_emulator): its figures say nothing about Kafka."""
     broker_count: int | None
     """Brokers in the cluster (None: not known)."""
 

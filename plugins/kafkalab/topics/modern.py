@@ -1,4 +1,4 @@
-"""Topic admin on modern clusters (noida, external modern Kafka): the confluent-kafka
+"""Topic admin on modern clusters (Kafka 4.x KRaft, external modern Kafka): the confluent-kafka
 AdminClient (create_topics, describe_configs, incremental_alter_configs, create_partitions,
 delete_topics). Configs read here are the topic's *effective* values."""
 

@@ -4,14 +4,14 @@
 |---|---|---|
 | ``kraft`` | :mod:`~kafkalab.cluster.flavors.kraft` | the real Apache Kafka 4.x in KRaft mode, from Maven Central, started here (the default; the fault cluster) |
 | ``kafka09`` | :mod:`~kafkalab.cluster.flavors.kafka09` | the real Apache Kafka 0.9.0.1 with ZooKeeper, started here (opt-in: the field notes' era) |
-| ``noida`` | :mod:`~kafkalab.cluster.flavors.noida` | the noida-db emulator, started here (not Kafka) |
 | ``external`` | :mod:`~kafkalab.cluster.flavors.external` | a user's cluster, reached through a descriptor |
 
 Everything that differs between flavors is asked of the flavor (:mod:`.base`): the command
 line's ``--flavor`` choices, descriptor validation, ``cluster up`` / ``status`` / ``down``,
 topic administration, the fault experiments, the report. No other module compares a
 flavor's name. A descriptor is validated here, at the edge (:func:`parse_descriptor`,
-:func:`load_descriptor`): the flavor must be known and accept the descriptor.
+:func:`load_descriptor`): the flavor must be known and accept the descriptor. A retired
+flavor (:data:`RETIRED`) is refused with its reason.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, resolve_kafka_home
-from kafkalab.cluster.flavors import external, kafka09, kraft, noida
+from kafkalab.cluster.flavors import external, kafka09, kraft
 from kafkalab.cluster.flavors.base import EmbeddedFlavor, Flavor
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.yamlio import parse_model, read_yaml
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_EMBEDDED",
     "FAULT_CLUSTER",
     "FLAVORS",
+    "RETIRED",
     "EmbeddedFlavor",
     "Flavor",
     "embedded_flavor",
@@ -40,8 +41,16 @@ __all__ = [
 ]
 
 FLAVORS: dict[str, Flavor] = {
-    f.name: f for f in (kraft.FLAVOR, kafka09.FLAVOR, noida.FLAVOR, external.FLAVOR)}
+    f.name: f for f in (kraft.FLAVOR, kafka09.FLAVOR, external.FLAVOR)}
 """Every flavor by name, in the order the command line lists them."""
+
+RETIRED: dict[str, str] = {
+    "noida": "the noida-db emulator was retired: its latencies said nothing about Kafka, and "
+             "the real Kafka 4.x it stood in for now runs here (`kafkalab cluster up`; "
+             "docs/clusters.md, \"Retired flavors\")",
+}
+"""Flavors the lab no longer has, with why and what to use instead (the error a descriptor
+or ``--flavor`` naming one gets)."""
 
 DEFAULT_EMBEDDED: EmbeddedFlavor = kraft.FLAVOR
 """What ``kafkalab cluster up`` starts without ``--flavor`` (and the demo, the DAGs' tests)."""
@@ -55,11 +64,14 @@ def get_flavor(name: str) -> Flavor:
     """The flavor named ``name``.
 
     Raises:
-        ConfigError: ``unknown cluster flavor 'x' (known: kafka09, noida, external)``.
+        ConfigError: ``unknown cluster flavor 'x' (known: kraft, kafka09, external)``, or
+            a retired flavor's reason.
     """
     try:
         return FLAVORS[name]
     except KeyError:
+        if name in RETIRED:
+            raise ConfigError(f"cluster flavor {name!r}: {RETIRED[name]}") from None
         raise ConfigError(f"unknown cluster flavor {name!r} (known: {', '.join(FLAVORS)})") from None
 
 
@@ -74,9 +86,11 @@ def embedded_flavor(name: str) -> EmbeddedFlavor:
 
     Raises:
         ConfigError: an unknown name, or a flavor the lab does not start
-            (``unknown cluster flavor 'x': use kafka09 or noida``).
+            (``unknown cluster flavor 'x': use kraft or kafka09``), or a retired one.
     """
     flavor = FLAVORS.get(name)
+    if name in RETIRED:
+        raise ConfigError(f"cluster flavor {name!r}: {RETIRED[name]}")
     if not isinstance(flavor, EmbeddedFlavor):
         raise ConfigError(f"unknown cluster flavor {name!r}: use "
                           f"{' or '.join(embedded_flavor_names())}")
@@ -105,6 +119,8 @@ def parse_descriptor(data: Any, source: Path | str = "<dict>") -> ClusterDescrip
                           f"got {type(data).__name__}")
     d = parse_model(ClusterDescriptor, data, where)
     flavor = FLAVORS.get(d.flavor)
+    if d.flavor in RETIRED:
+        raise ConfigError(f"{where}: flavor {d.flavor!r}: {RETIRED[d.flavor]}")
     if flavor is None:
         raise ConfigError(f"{where}: invalid flavor: {d.flavor!r} is not one of "
                           f"{', '.join(FLAVORS)}")
