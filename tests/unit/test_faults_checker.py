@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from kafkalab.faults.checker import ReRead, judge, locate_lost, message_crc, parse_dump, sent_value
+from kafkalab.faults.checker import (
+    ReRead,
+    judge,
+    locate_lost,
+    locate_lost_seqs,
+    message_crc,
+    parse_dump,
+    parse_dump_seqs,
+    sent_value,
+)
 from kafkalab.faults.monitor import first_full_isr, first_new_leader
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.faults.summary import error_name, format_fault_table, longest_gap_ms, trial_summary
@@ -140,3 +149,26 @@ def test_sends_with_missing_values_are_read_as_minus_one() -> None:
     assert list(col["outcome"]) == ["acked", "indeterminate"] and list(col["error"]) == ["x", None]
     v = judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], _read([(0, 5, 0)]))
     assert list(v["verdict"]) == ["ok", "unseen"]
+
+
+# DumpLogSegments of Kafka 4.4.0 on a v2 log, as printed (one batch of three records; a record
+# of another producer without the header)
+DUMP_V2 = """\
+Dumping /data/node0/hdr-0/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 3 count: 4 baseSequence: 0 lastSequence: 2 producerId: 0 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1795768910354 size: 205 magic: 2 compresscodec: none crc: 1891956082 isvalid: true
+| offset: 0 CreateTime: 1795768910354 keySize: 16 valueSize: 7 sequence: 0 headerKeys: [kafkalab.seq.5]
+| offset: 1 CreateTime: 1795768910354 keySize: 16 valueSize: 7 sequence: 1 headerKeys: [kafkalab.seq.200]
+| offset: 2 CreateTime: 1795768910354 keySize: 16 valueSize: 7 sequence: 2 headerKeys: [trace-id, kafkalab.seq.70000]
+| offset: 3 CreateTime: 1795768910354 keySize: -1 valueSize: 7 sequence: -1 headerKeys: []
+"""
+
+
+def test_a_v2_dump_gives_each_tagged_records_seq() -> None:
+    assert parse_dump_seqs(DUMP_V2) == {0: 5, 1: 200, 2: 70000}
+    assert parse_dump(DUMP_V2) == {}  # the v0 CRC lines are not there: no false match
+
+
+def test_lost_seqs_are_located_in_the_logs_that_hold_them() -> None:
+    held = {0: {1, 2, 3}, 1: {2, 3}, 2: set()}
+    assert locate_lost_seqs([1, 2, 9], held) == {1: "0", 2: "0,1", 9: ""}

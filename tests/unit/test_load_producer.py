@@ -50,12 +50,15 @@ class Recorder(Client):
         self.log, self.stall_at, self.stall_s, self.ack = log, stall_at, stall_s, ack
         self.clock = clock
         self.sent: list[tuple[int, bytes, bytes, int]] = []
+        self.headers: list[list[tuple[str, str | bytes | None]] | None] = []
         self.full_until = 0
 
     def now(self) -> int:
         return self.clock.now() if self.clock is not None else now_ns()
 
-    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
+             headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
+        self.headers.append(headers)
         if seq == self.stall_at and not self.full_until:
             self.full_until = self.now() + int(self.stall_s * 1e9)
         if self.now() < self.full_until:
@@ -99,6 +102,19 @@ def test_every_slot_is_sent_in_order_with_its_intended_time_and_send_time() -> N
         assert SEND_KEY.unpack(key) == (seq, log.send_ts_ns[seq])
         assert partition == seq % 2
     assert log.counts() == {"acked": 50, "failed": 0, "indeterminate": 0, "unsent": 0}
+
+
+def test_records_carry_their_seq_header_only_when_asked() -> None:
+    from dataclasses import replace
+
+    from kafkalab.load.producer import SEQ_HEADER_PREFIX
+
+    for tag in (False, True):
+        log = SendLog(5, np.zeros(5, dtype=np.int64))
+        client = Recorder(log)
+        run_open_loop(replace(_plan(5, 1000.0), seq_header=tag), client, log, now_ns() + 1_000_000)
+        want = [[(f"{SEQ_HEADER_PREFIX}{i}", b"")] if tag else None for i in range(5)]
+        assert client.headers == want
 
 
 def test_a_stall_is_publish_delay_and_the_overdue_messages_go_back_to_back() -> None:

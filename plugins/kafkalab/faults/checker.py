@@ -22,6 +22,10 @@ rebuilt from the stamp and the body, the key from ``sends.parquet``), hence each
 CRC (message format v0: CRC32 over magic, attributes, key and value). A lost message no
 broker log holds was lost by the brokers (truncated, or never replicated); one a log still
 holds was missed by the reader.
+
+Kafka 0.11 and later store record batches with one CRC a batch: there the trial's records
+carry their seq in a header *key* (``kafkalab.seq.<seq>``, empty value), which
+DumpLogSegments prints (``headerKeys: [...]``), and the lookup is by seq.
 """
 
 from __future__ import annotations
@@ -37,12 +41,17 @@ from typing import Any
 import numpy as np
 
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath, librdkafka_config
+from kafkalab.load.producer import SEQ_HEADER_PREFIX
 from kafkalab.payloads import HEADER, HEADER_VERSION, MAGIC, read_stamp
 from kafkalab.scenarios.base import now_ns
 
-__all__ = ["ReRead", "dump_log_crcs", "judge", "message_crc", "parse_dump", "re_read"]
+__all__ = ["ReRead", "dump_log_crcs", "dump_log_seqs", "judge", "locate_lost_seqs",
+           "message_crc", "parse_dump", "parse_dump_seqs", "re_read"]
 
 _DUMP_LINE = re.compile(r"^offset: (\d+) .*?crc: (\d+)")
+_DUMP_SEQ = re.compile(r"^\| offset: (\d+) .*headerKeys: \[([^\]]*)\]")
+"""A record line of DumpLogSegments on a v2 log (Kafka 0.11+): ``| offset: 3 CreateTime: …
+headerKeys: [kafkalab.seq.3]``."""
 
 
 class ReRead:
@@ -166,15 +175,50 @@ def dump_log_crcs(kafka_home: Path, java: str, partition_dirs: Iterable[Path], t
     """``{offset: crc}`` of every record in the ``.log`` segments of ``partition_dirs`` (one
     broker's replica of a partition), read with Kafka's own DumpLogSegments (``tool``: its
     class in that distribution, :attr:`kafkalab.cluster.features.KafkaTools.dump_log_segments`)."""
+    return parse_dump(_dump(kafka_home, java, partition_dirs, tool, timeout_s))
+
+
+def _dump(kafka_home: Path, java: str, partition_dirs: Iterable[Path], tool: str,
+          timeout_s: float) -> str:
+    """DumpLogSegments' output (one line per record) over the ``.log`` segments of
+    ``partition_dirs``; "" when there are none."""
     files = sorted(str(f) for d in partition_dirs for f in Path(d).glob("*.log"))
     if not files:
-        return {}
+        return ""
     cmd = [java, "-Xmx256m", "-cp", jvm_classpath(kafka_home), tool,
            "--deep-iteration", "--files", ",".join(files)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"DumpLogSegments exited {r.returncode}: {r.stderr.strip()[-300:]}")
-    return parse_dump(r.stdout)
+    return r.stdout
+
+
+def parse_dump_seqs(text: str, prefix: str = SEQ_HEADER_PREFIX) -> dict[int, int]:
+    """``{offset: seq}`` of the records whose header keys name a seq (``<prefix><seq>``), from
+    DumpLogSegments output on a v2 log."""
+    out: dict[int, int] = {}
+    for line in text.splitlines():
+        m = _DUMP_SEQ.match(line.strip())
+        if not m:
+            continue
+        for key in m.group(2).split(","):
+            key = key.strip()
+            if key.startswith(prefix) and key[len(prefix):].isdigit():
+                out[int(m.group(1))] = int(key[len(prefix):])
+    return out
+
+
+def dump_log_seqs(kafka_home: Path, java: str, partition_dirs: Iterable[Path], tool: str,
+                  timeout_s: float = 120.0) -> set[int]:
+    """The seqs (header ``kafkalab.seq.<seq>``) of every record in the ``.log`` segments of
+    ``partition_dirs`` (one broker's replicas), read with Kafka's own DumpLogSegments."""
+    return set(parse_dump_seqs(_dump(kafka_home, java, partition_dirs, tool, timeout_s)).values())
+
+
+def locate_lost_seqs(seqs: list[int], broker_seqs: dict[int, set[int]]) -> dict[int, str]:
+    """For each seq, the ids of the brokers whose logs hold a record tagged with it,
+    comma-separated ("" = none)."""
+    return {s: ",".join(str(b) for b in sorted(broker_seqs) if s in broker_seqs[b]) for s in seqs}
 
 
 def locate_lost(lost: list[dict[str, Any]], broker_logs: dict[int, dict[int, int]]) -> dict[int, str]:

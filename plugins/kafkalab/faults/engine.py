@@ -59,6 +59,7 @@ from kafkalab.load.cell import effective_profile, run_load_cell
 from kafkalab.load.producer import SEND_KEY
 from kafkalab.load.run import close_run, parts_manifest, planned_parts, reopened_run
 from kafkalab.load.shard import plan_path
+from kafkalab.load.spec import LoadCellSpec
 from kafkalab.paths import default_descriptor_path, images_dir
 from kafkalab.payloads import load_body
 from kafkalab.progress import Progress, noop
@@ -320,6 +321,16 @@ def _run_consumer_fault(t: _Trial, progress: Progress) -> None:
                     check=lambda events: _check(t, events, progress))
 
 
+def _tagged(t: _Trial, cell: LoadCellSpec) -> LoadCellSpec:
+    """The trial's load cell, its records tagged with their seq in a header where the brokers'
+    logs keep no per-record CRC (Kafka 0.11+): how :func:`_locate` finds a lost message in
+    them."""
+    features = t.cluster.flavor.features(t.cluster.descriptor)
+    if features.record_headers and not features.record_crc_in_log:
+        return cell.model_copy(update={"seq_header": True})
+    return cell
+
+
 def _run_broker_fault(t: _Trial, progress: Progress) -> None:
     """A broker fault: pick the target, run the load cell while the injector breaks and heals
     it and the monitor records the partitions, wait for the full ISR, then judge every
@@ -336,8 +347,9 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
     interrupted = False
     try:
         try:
-            run_load_cell(t.lab.root, t.run_id, spec.load_cell(), t.descriptor_path, progress,
-                          provision=False, topic=t.topic, cell_path=t.tdir, on_start=injector.arm)
+            run_load_cell(t.lab.root, t.run_id, _tagged(t, spec.load_cell()), t.descriptor_path,
+                          progress, provision=False, topic=t.topic, cell_path=t.tdir,
+                          on_start=injector.arm)
         except RunError as exc:
             t.doc["error"] = str(exc)  # the live consumer's trouble; the checker still judges
         except KeyboardInterrupt:
@@ -492,13 +504,20 @@ def _locate(t: _Trial, nonce: bytes, col: dict[str, Any], lost: np.ndarray,
             controls: np.ndarray) -> dict[int, str] | None:
     """The brokers whose log segments hold each lost message (DumpLogSegments); None when the
     logs could not be read or the lookup fails its self-check: ``controls`` (messages the
-    re-read found) must each be found in some log, else the CRCs are not what the brokers
-    store and an "absent" would be a wrong answer."""
+    re-read found) must each be found in some log, else the CRCs (or seq headers) are not
+    what the brokers store and an "absent" would be a wrong answer.
+
+    Kafka 0.9's logs are searched by each record's CRC; newer ones (one CRC a batch) by the
+    ``kafkalab.seq.<seq>`` header the trial's records carry (:func:`_tagged`)."""
     home = t.cluster.kafka_home()
     features = t.cluster.flavor.features(t.cluster.descriptor)
     tool = features.tools.dump_log_segments
-    if home is None or tool is None or not features.record_crc_in_log:
-        return None  # not looked up (record batches: one CRC a batch, not a record)
+    if home is None or tool is None:
+        return None
+    if not features.record_crc_in_log:
+        if not features.record_headers:
+            return None
+        return _locate_by_header(t, home, tool, col, lost, controls)
     body = load_body(t.spec.payload, "raw", images_dir())
     wanted = []
     for s in [*lost, *controls]:
@@ -512,6 +531,21 @@ def _locate(t: _Trial, nonce: bytes, col: dict[str, Any], lost: np.ndarray,
         dirs = [t.cluster.broker_data_dir(b) / f"{t.topic}-{p}" for p in range(t.spec.partitions)]
         logs[b] = checker.dump_log_crcs(home, java, [x for x in dirs if x.is_dir()], tool)
     found = checker.locate_lost(wanted, logs)
+    if any(not found[int(col["seq"][c])] for c in controls):
+        return None
+    return {int(col["seq"][s]): found[int(col["seq"][s])] for s in lost}
+
+
+def _locate_by_header(t: _Trial, home: Path, tool: str, col: dict[str, Any], lost: np.ndarray,
+                      controls: np.ndarray) -> dict[int, str] | None:
+    """:func:`_locate` on brokers that keep record headers: the seqs each broker's log holds,
+    read from the ``kafkalab.seq.<seq>`` header keys DumpLogSegments prints."""
+    java = ensure_java()
+    held: dict[int, set[int]] = {}
+    for b in t.cluster.broker_ids:
+        dirs = [t.cluster.broker_data_dir(b) / f"{t.topic}-{p}" for p in range(t.spec.partitions)]
+        held[b] = checker.dump_log_seqs(home, java, [x for x in dirs if x.is_dir()], tool)
+    found = checker.locate_lost_seqs([int(col["seq"][s]) for s in [*lost, *controls]], held)
     if any(not found[int(col["seq"][c])] for c in controls):
         return None
     return {int(col["seq"][s]): found[int(col["seq"][s])] for s in lost}

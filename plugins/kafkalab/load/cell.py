@@ -373,7 +373,8 @@ class _CellRun:
                             warmup_messages=spec.warmup_messages, body=setup.body,
                             base64_body=spec.encoding == "base64", nonce=self.clients.nonce,
                             send_deadline_s=spec.duration_s + max(2.0, 0.1 * spec.duration_s),
-                            message_timeout_s=spec.message_timeout_s)
+                            message_timeout_s=spec.message_timeout_s,
+                            seq_header=spec.seq_header)
 
         def tick(sent: int, t: int) -> None:
             c = log.counts()

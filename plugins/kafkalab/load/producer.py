@@ -43,6 +43,11 @@ SEND_KEY = struct.Struct(">qq")
 report name its message without a per-message callback object; the send time (CLOCK_MONOTONIC)
 is read the instant before ``produce()``."""
 
+SEQ_HEADER_PREFIX = "kafkalab.seq."
+"""A tagged record's one header: ``kafkalab.seq.<seq>`` with an empty value
+(:attr:`kafkalab.load.spec.LoadCellSpec.seq_header`). The seq is in the header's *key*
+because DumpLogSegments prints header keys, not values."""
+
 PENDING, ACKED, FAILED, INDETERMINATE, UNSENT = 0, 1, 2, 3, 4
 OUTCOME_NAMES = {ACKED: "acked", FAILED: "failed", INDETERMINATE: "indeterminate",
                  UNSENT: "unsent", PENDING: "indeterminate"}
@@ -199,13 +204,17 @@ class ProducerPlan:
     send_deadline_s: float
     """Seconds after t0 past which no message is sent any more (the rest are unsent)."""
     message_timeout_s: float
+    seq_header: bool = False
+    """Tag each record with a :data:`SEQ_HEADER_PREFIX` header."""
 
 
 class Client:
     """The two calls the loop makes: ``produce`` and ``serve`` (delivery reports)."""
 
-    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
-        """Hand one message to the client; False when its queue is full (retry later)."""
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
+             headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
+        """Hand one message to the client (with ``headers`` when given); False when its
+        queue is full (retry later)."""
         raise NotImplementedError
 
     def serve(self, timeout_s: float) -> None:
@@ -234,9 +243,13 @@ class ConfluentClient(Client):
         self._p = Producer({**config, "on_delivery": on_delivery})
         self._log = log
 
-    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
+             headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
         try:
-            self._p.produce(topic, value, key, partition)
+            if headers is None:
+                self._p.produce(topic, value, key, partition)
+            else:
+                self._p.produce(topic, value, key, partition, headers=headers)
         except BufferError:
             return False
         return True
@@ -257,12 +270,13 @@ class KafkaPythonClient(Client):
         self._p = KafkaProducer(**config)
         self._log = log
 
-    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int) -> bool:
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
+             headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
         from kafka.errors import KafkaTimeoutError
 
         log = self._log
         try:
-            fut = self._p.send(topic, value=value, key=key, partition=partition)
+            fut = self._p.send(topic, value=value, key=key, partition=partition, headers=headers)
         except KafkaTimeoutError:  # the buffer stayed full for max_block_ms
             return False
         fut.add_callback(lambda md: log.record(seq, now_ns(), None, md.partition, md.offset))
@@ -319,6 +333,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
     topic, partitions, body, b64, nonce = (plan.topic, plan.partitions, plan.body,
                                            plan.base64_body, plan.nonce)
     pack = SEND_KEY.pack
+    tag = plan.seq_header
     # The schedule is filled vectorised up front (the same double arithmetic as the loop's
     # t0 + int(seq × interval)); send times go to a plain int64 array.array, whose item
     # assignment costs a third of numpy's, copied into the log when the loop ends.
@@ -337,9 +352,11 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 sleep((intended - now) / 1e9)
             elif now > deadline or stop.is_set():
                 break
+            headers: list[tuple[str, str | bytes | None]] | None = \
+                [(f"{SEQ_HEADER_PREFIX}{seq}", b"")] if tag else None
             while True:
                 t = clock()
-                if client.send(topic, value, pack(seq, t), part, seq):
+                if client.send(topic, value, pack(seq, t), part, seq, headers):
                     break
                 client.serve(0.001)  # queue full: the wait is publish delay, never hidden
                 if clock() > deadline or stop.is_set():

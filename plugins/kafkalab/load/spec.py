@@ -95,6 +95,11 @@ class LoadCellSpec(_Strict):
     """Fault injection: the index of one consumer that sleeps ``slow_consumer_ms_per_record``
     after each record (a client that cannot keep up; it must end up ``failing``)."""
     slow_consumer_ms_per_record: float = Field(0.0, ge=0)
+    seq_header: bool = False
+    """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
+    fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
+    Kafka's DumpLogSegments, which prints header keys, can tell which records a log holds
+    (:data:`kafkalab.load.producer.SEQ_HEADER_PREFIX`)."""
 
     @field_validator("acks", mode="before")
     @classmethod
