@@ -59,6 +59,8 @@ def test_kafka_clients_record_their_effective_configuration_without_secrets(
         assert s["consumer.fetch_max_wait_ms"] == "10"
         assert s["producer.bootstrap_servers"] == "h1:9092,h2:9092"
         assert s["producer.api_version"] == "0.9"
+        # kafka-python's CRC-32C (Kafka 0.11+ batches) in C, as its docs recommend
+        assert s["harness.crc32c"].startswith("crc32c ") and s["harness.crc32c"].endswith("(C)")
 
 
 def test_secrets_are_left_out_even_when_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

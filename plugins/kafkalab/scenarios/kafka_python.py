@@ -29,6 +29,17 @@ from kafkalab.scenarios.kafka_client import (
 )
 
 
+def crc32c_implementation() -> str:
+    """What kafka-python uses for CRC-32C: ``crc32c <version> (C)`` or ``pure Python``."""
+    from kafka.record import util
+
+    if getattr(util, "crc32c_c", None) is None:
+        return "pure Python (the crc32c package is missing)"
+    from importlib.metadata import version
+
+    return f"crc32c {version('crc32c')} (C)"
+
+
 class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
     """The pure-Python client."""
 
@@ -39,6 +50,14 @@ class KafkaPythonScenario(KafkaClientScenario, scenario="kafka-python"):
 
     def _base(self, cell: Cell, secrets: bool = True) -> dict[str, Any]:
         return kafka_python_config(self.descriptor(cell, secrets))
+
+    def client_settings(self, cell: Cell) -> dict[str, str]:
+        """The shared settings plus ``harness.crc32c``: how kafka-python computes the
+        CRC-32C of Kafka 0.11+ record batches (in C, or its far slower pure-Python
+        fallback), which shapes its large-message latencies."""
+        out = super().client_settings(cell)
+        out["harness.crc32c"] = crc32c_implementation()
+        return out
 
     def _configs(self, cell: Cell, base: dict[str, Any]) -> dict[str, dict[str, Any]]:
         return {"producer": kafka_python_producer_config(base, cell.profile),
