@@ -89,15 +89,20 @@ def test_three_nodes_form_a_quorum_replicate_heal_and_stop(tmp_path: Path, make_
         topic = _topic(d, partitions=1, replicas=3)
         cluster = running_cluster(lab)
         assert cluster is not None
+        # The metadata names the replicas as soon as the controller assigned them; each node
+        # creates its replica's directory when it applies that metadata, a moment later (CI
+        # saw the leader's directory missing right after the ISR was complete): wait for both.
         deadline = time.monotonic() + 30
         while True:
             with cluster.partition_reader() as reader:
                 state = reader.partition_state(topic, 0)
-            if (state is not None and len(state.isr) == 3) or time.monotonic() > deadline:
+            dirs = [cluster.broker_data_dir(b) / f"{topic}-0" for b in (0, 1, 2)]
+            if (state is not None and len(state.isr) == 3 and all(p.is_dir() for p in dirs)) \
+                    or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         assert state is not None and sorted(state.isr) == [0, 1, 2] and state.leader in (0, 1, 2)
-        assert (cluster.broker_data_dir(state.leader) / f"{topic}-0").is_dir()
+        assert all(p.is_dir() for p in dirs), [str(p) for p in dirs if not p.is_dir()]
 
         gone = kill_broker(lab, 2, 9)
         assert gone["action"] == "signalled"
