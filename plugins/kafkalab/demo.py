@@ -47,12 +47,15 @@ DEMO_NIGHTLY_CONF: dict[str, Any] = {
     "payloads": ["1kb"],
     "profiles": ["latency"],
     "messages": 200,
+    "first_message_probes": 1,
     "fanout_cell": False,
     "fault_trial": False,
     "one_spark_session": True,
 }
 """The demo's nightly matrix: HTTP and a Kafka client at 1 KB (Kafka's own tool is in seed
-000's part), 200 measured messages a cell (p50 and p99 defined), no fan-out cell (its load
+000's part), 200 measured messages a cell (p50 and p99 defined), one first-message probe
+(the scheduled nightly takes three; each subscribe probe waits the broker's 3 s initial
+rebalance delay), no fan-out cell (its load
 run and two Spark jobs add ~60 s a night: see ``kafkalab load``) and no fault trial (~100 s a
 night: see ``kafkalab faults run``); ``aggregate_metrics`` validates in its own Spark session
 (``one_spark_session``: one JVM start a night instead of two), and ``validate_metrics``

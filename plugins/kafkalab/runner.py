@@ -84,7 +84,8 @@ class RunRequest:
     """The DAG run's logical date (ISO 8601 UTC), recorded in the manifest; None from the CLI."""
 
 
-_OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode")
+_OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode",
+                "first_message_probes")
 """Workload keys a run may override from the command line or the trigger form."""
 
 
@@ -109,7 +110,8 @@ def build_run_request(
         workload: workload name (``include/workloads/<name>.yaml``) or YAML path.
         scenarios, payloads, profiles: the matrix; empty or None means the workload's.
         overrides: values for the workload keys in :data:`_OVERRIDABLE` (``messages``,
-            ``warmup_messages``, ``encoding``, ``consumer_mode``); None or ``""`` means the
+            ``warmup_messages``, ``encoding``, ``consumer_mode``, ``first_message_probes``);
+            None or ``""`` means the
             workload's. They are validated by the same model as the YAML file.
         option_names: how the caller calls each key in errors (``{"messages": "--messages"}``
             for the CLI; default ``param <key>``).

@@ -85,6 +85,10 @@ def test_build_request_from_params(lab: LabData) -> None:
     assert req.descriptor is None  # rest needs no cluster
     assert req.run_id == "experiment-1"
     assert "experiment-1" in req.command
+    assert req.workload.first_message_probes == 1  # seed000's own, no param given
+    probes = tasks.build_request({"workload": "nightly", "scenarios": ["rest"], "payloads": [],
+                                  "profiles": [], "first_message_probes": 0}, run_id="e-2")
+    assert probes.workload.first_message_probes == 0
 
 
 def test_prepare_run_records_the_logical_date_in_the_manifest(lab: LabData) -> None:

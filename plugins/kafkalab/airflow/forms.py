@@ -85,6 +85,13 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
                                  description="messages each cell sends first and leaves out "
                                  "of every figure (the connection and the JIT warm up); "
                                  "empty: the workload's warmup_messages"),
+        "first_message_probes": Param(None, type=["null", "integer"], minimum=0,
+                                      title="First-message probes per client cell",
+                                      description="how many times each Kafka client cell "
+                                      "starts a fresh consumer (subscribe and assign) and "
+                                      "times its first record; each subscribe probe waits "
+                                      "the broker's group.initial.rebalance.delay.ms; empty: "
+                                      "the workload's first_message_probes"),
         "cluster_descriptor": _cluster_descriptor_param(),
         ONE_SESSION_PARAM: Param(
             False, type="boolean", title="One Spark session",
