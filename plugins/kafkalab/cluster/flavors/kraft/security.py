@@ -47,7 +47,6 @@ PASSWORD_ENV = "KAFKALAB_SASL_PASSWORD"
 client: the descriptor's ``secret_env``)."""
 SCRAM_ITERATIONS = 8192
 """PBKDF2 iterations of the stored credential (Kafka accepts 4096..16384)."""
-_LISTENER = "SASL_SSL"
 
 
 def read_password() -> str:
@@ -63,14 +62,14 @@ def read_password() -> str:
     return value
 
 
-LISTENER = _LISTENER
+LISTENER = "SASL_SSL"
 """The listener's name (and security protocol) in ``listeners``."""
 
 
 def listener_properties(tls: TlsMaterial) -> dict[str, Any]:
     """A node's settings for its SASL_SSL listener (the launcher adds the listener itself to
     ``listeners``, ``advertised.listeners`` and the security protocol map)."""
-    prefix = f"listener.name.{_LISTENER.lower()}"
+    prefix = f"listener.name.{LISTENER.lower()}"
     return {
         "sasl.enabled.mechanisms": SASL_MECHANISM,
         f"{prefix}.{SASL_MECHANISM.lower()}.sasl.jaas.config":
@@ -119,7 +118,7 @@ def secure_descriptor(ports: list[int], ca_path: Path, version: str,
         broker_count=len(ports),
         kafka_home=str(home),
         client_properties={
-            "security.protocol": _LISTENER,
+            "security.protocol": LISTENER,
             "sasl.mechanism": SASL_MECHANISM,
             "sasl.username": SASL_USER,
             "ssl.ca.location": str(ca_path),
