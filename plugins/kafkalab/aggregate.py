@@ -29,7 +29,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,9 @@ class JobOutcome:
     log: str
     failed_expectations: list[str] = field(default_factory=list)
     """The ``FAILED …`` lines of a validation job."""
+    in_session: bool = False
+    """A validation done by the job before it in that job's Spark session (no spark-submit
+    of its own: ``seconds`` 0, ``log`` the aggregation's)."""
 
 
 @dataclass
@@ -144,9 +147,10 @@ def spark_submit_binary() -> Path:
 
 
 def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str],
-                         master: str) -> list[str]:
+                         master: str, extra_args: Sequence[str] = ()) -> list[str]:
     """The ``spark-submit`` command line of ``job`` for one run: the DAG task's
-    application, arguments, py-files and conf (class-data archive included when built)."""
+    application, arguments (then ``extra_args``), py-files and conf (class-data archive
+    included when built)."""
     from kafkalab.spark.submit import (
         runtime_conf,
         spark_application,
@@ -160,7 +164,8 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
             "--name", f"kafkalab-{job.replace('_', '-')}",
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--py-files", spark_py_files(),
-            spark_application(job), *(str(a) for a in spark_job_args(job, run_id, data_dir))]
+            spark_application(job), *(str(a) for a in spark_job_args(job, run_id, data_dir)),
+            *extra_args]
 
 
 def spark_submit_env() -> dict[str, str]:
@@ -192,8 +197,10 @@ def _last_error(text: str) -> str:
 
 
 def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
-           progress: Progress | None = None, timeout_s: float = 3600.0) -> JobOutcome:
-    """Run one Spark job through spark-submit; its output goes to a log file.
+           progress: Progress | None = None, timeout_s: float = 3600.0,
+           extra_args: Sequence[str] = ()) -> JobOutcome:
+    """Run one Spark job through spark-submit (``extra_args`` after the job's own); its
+    output goes to a log file.
 
     Returns the outcome (exit 0, or 1 for a validation job whose expectations failed).
 
@@ -204,7 +211,7 @@ def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
     say = progress or noop
     log = _log_path(run_id, job)
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = spark_submit_command(job, run_id, data_dir, master)
+    cmd = spark_submit_command(job, run_id, data_dir, master, extra_args)
     say(f"spark-submit {Path(cmd[cmd.index('--py-files') + 2]).name} --run-id {run_id} "
         f"(master {master}); log {log}")
     t0 = time.monotonic()
@@ -245,9 +252,19 @@ def _data_dir_env(root: Path) -> Iterator[None]:
             os.environ["KAFKALAB_DATA_DIR"] = old
 
 
+def _judged_in_session(lab: LabData, run_id: str, aggregation: JobOutcome) -> JobOutcome:
+    """The validation the aggregation wrote in its own session, as the outcome of a
+    validation job (exit 0 or :data:`VALIDATION_FAILED_EXIT`, no time of its own)."""
+    doc = lab.validation(run_id) or {}
+    failed = [f"FAILED {f.get('summary') or f}" if isinstance(f, dict) else f"FAILED {f}"
+              for f in (doc.get("failed_expectations") or [])]
+    return JobOutcome("validate", 0 if doc.get("success") else VALIDATION_FAILED_EXIT, 0.0,
+                      aggregation.log, failed, in_session=True)
+
+
 def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | None = None,
-                  master: str | None = None,
-                  progress: Progress | None = None) -> AggregateOutcome:
+                  master: str | None = None, progress: Progress | None = None,
+                  one_session: bool = False) -> AggregateOutcome:
     """Aggregate, validate, judge and report one run, as the DAG does (module docstring).
 
     Args:
@@ -255,6 +272,10 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
         run_id: the run (default :func:`newest_run`).
         master: the Spark master (default :func:`spark_master`).
         progress: where progress lines go.
+        one_session: for a kind whose aggregation can validate in its own Spark session
+            (:attr:`~kafkalab.kinds.RunKind.validates_in_session`), one spark-submit instead
+            of two, as the DAG param ``one_spark_session`` does; the validation job still
+            runs when the aggregation wrote no fresh result.
 
     Raises:
         ConfigError: no such run, a run still being measured (:func:`refuse_running`), or a
@@ -262,6 +283,7 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
         RunError: a Spark job failed.
     """
     from kafkalab.airflow import tasks
+    from kafkalab.spark.submit import one_session_args
 
     lab = LabData(data_dir)
     rid = run_id or newest_run(lab)
@@ -274,16 +296,21 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
     say = progress or noop
     aggregate_job, validate_job = kind.spark_jobs
     jobs: list[JobOutcome] = []
+    shared = one_session and kind.validates_in_session
     with _data_dir_env(lab.root):
         started = time.time()
         try:
-            jobs.append(submit(aggregate_job, rid, lab.root, url, say))
+            jobs.append(submit(aggregate_job, rid, lab.root, url, say,
+                               extra_args=one_session_args(lab.root) if shared else ()))
         finally:
             if kind.marks_stale:  # as LabSparkSubmitOperator (the fault operator marks none)
                 tasks.mark_recomputed(rid, "aggregates", written_since_s=None if jobs else started)
-        started = time.time()
+        in_session = shared and tasks.validation_written_since(rid, started)
+        if not in_session:
+            started = time.time()
         try:
-            validation = submit(validate_job, rid, lab.root, url, say)
+            validation = (_judged_in_session(lab, rid, jobs[0]) if in_session
+                          else submit(validate_job, rid, lab.root, url, say))
             jobs.append(validation)
         finally:
             if kind.marks_stale:
@@ -301,7 +328,8 @@ def format_outcome(o: AggregateOutcome) -> str:
     """The lines ``kafkalab aggregate`` prints."""
     lines = [f"run {o.run_id} ({o.kind}): aggregated on {o.master}"]
     for j in o.jobs:
-        lines.append(f"  {j.job:<17} exit {j.exit_code}  {j.seconds:.0f} s  log {j.log}")
+        took = "in the aggregation's session" if j.in_session else f"{j.seconds:.0f} s"
+        lines.append(f"  {j.job:<17} exit {j.exit_code}  {took}  log {j.log}")
         lines.extend(f"    {f}" for f in j.failed_expectations[:10])
     lines.append("validation: " + ("passed" if o.validation_success else
                                    "FAILED (drift and the report ran anyway, as in the DAG)"))

@@ -48,6 +48,7 @@ DEMO_NIGHTLY_CONF: dict[str, Any] = {
     "profiles": ["latency"],
     "messages": 200,
     "first_message_probes": 1,
+    "consumer_mode": "assign",
     "fanout_cell": False,
     "fault_trial": False,
     "one_spark_session": True,
@@ -55,7 +56,9 @@ DEMO_NIGHTLY_CONF: dict[str, Any] = {
 """The demo's nightly matrix: HTTP and a Kafka client at 1 KB (Kafka's own tool is in seed
 000's part), 200 measured messages a cell (p50 and p99 defined), one first-message probe
 (the scheduled nightly takes three; each subscribe probe waits the broker's 3 s initial
-rebalance delay), no fan-out cell (its load
+rebalance delay), a measuring consumer that is assigned its partition (``consumer_mode``:
+no group to join, so the cell does not wait that delay a second time; the probes still time
+both modes), no fan-out cell (its load
 run and two Spark jobs add ~60 s a night: see ``kafkalab load``) and no fault trial (~100 s a
 night: see ``kafkalab faults run``); ``aggregate_metrics`` validates in its own Spark session
 (``one_spark_session``: one JVM start a night instead of two), and ``validate_metrics``
@@ -278,15 +281,17 @@ def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say) -> int:
     from kafkalab.errors import LabError
 
     say(f"Seed 000's run → Spark aggregation, Great Expectations, drift, report "
-        f"(kafkalab aggregate --run-id {run_id})")
+        f"(kafkalab aggregate --one-session --run-id {run_id})")
     try:
-        outcome = aggregate_run(lab.root, run_id, progress=lambda m: _write(log, m))
+        outcome = aggregate_run(lab.root, run_id, progress=lambda m: _write(log, m),
+                                one_session=True)
     except LabError as exc:
         say(f"  not aggregated: {exc}")
         return 4
     took_s = sum(j.seconds for j in outcome.jobs)
     say(f"  validation {'passed' if outcome.validation_success else 'FAILED'} "
-        f"({len(outcome.jobs)} Spark jobs, {took_s:.0f} s); report {outcome.report}")
+        f"({sum(not j.in_session for j in outcome.jobs)} Spark job(s), {took_s:.0f} s); "
+        f"report {outcome.report}")
     return 0 if outcome.validation_success else 1
 
 

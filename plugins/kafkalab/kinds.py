@@ -65,6 +65,10 @@ class RunKind:
     marks_stale: bool
     """Whether its Spark jobs clear the run's ``stale_outputs`` entries when they recompute
     them (latency and load runs keep ``stale_outputs``; a fault run has none)."""
+    validates_in_session: bool
+    """Whether its aggregation job can also validate the run in its own Spark session
+    (``--validate-out``, :func:`kafkalab.spark.submit.one_session_args`: one JVM start
+    instead of two)."""
     measured_unit: str
     """What one row of its aggregates measured, as pages count them (``cell``: a latency
     or load cell; ``trial``: a fault trial), e.g. "3 cell(s) of this run ran on an emulator
@@ -85,14 +89,14 @@ LATENCY = RunKind(
     name="latency", label="latency", measured_dir="samples", aggregates_subdir="",
     validation_suffix="", aggregate_job="aggregate", validate_job="validate",
     validate_reads_measured=True, drift_metrics="metrics", report_sections="kafkalab.report.latency_sections:latency_sections",
-    marks_stale=True, measured_unit="cell")
+    marks_stale=True, validates_in_session=True, measured_unit="cell")
 """Closed-loop latency runs (``kafkalab run``, the latency DAGs)."""
 
 LOAD = RunKind(
     name="load", label="load", measured_dir="load", aggregates_subdir="load",
     validation_suffix="-load", aggregate_job="aggregate_load", validate_job="validate_load",
     validate_reads_measured=False, drift_metrics="load_metrics", report_sections="kafkalab.report.load_sections:load_sections",
-    marks_stale=True, measured_unit="cell")
+    marks_stale=True, validates_in_session=False, measured_unit="cell")
 """Open-loop load runs (``kafkalab load``, ``load_experiment``, the nightly's fan-out cell)."""
 
 FAULTS = RunKind(
@@ -100,7 +104,7 @@ FAULTS = RunKind(
     aggregates_subdir="faults", validation_suffix="-faults", aggregate_job="aggregate_faults",
     validate_job="validate_faults", validate_reads_measured=False, drift_metrics=None,
     report_sections="kafkalab.report.fault_sections:fault_sections", marks_stale=False,
-    measured_unit="trial")
+    validates_in_session=False, measured_unit="trial")
 """Fault runs (``kafkalab faults run``, ``resilience_experiment``, the nightly's trial)."""
 
 RUN_KINDS: dict[str, RunKind] = {k.name: k for k in (LATENCY, LOAD, FAULTS)}

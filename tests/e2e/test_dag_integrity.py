@@ -583,9 +583,11 @@ def test_experiment_params_form(parsed: dict[str, Any]) -> None:
     assert type(dag.timetable).__name__ == "NullTimetable"  # schedule=None: UI/API only
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"workload", "scenarios", "payloads", "profiles", "messages",
-                      "warmup_messages", "first_message_probes", "cluster_descriptor",
-                      "one_spark_session"}
+                      "warmup_messages", "first_message_probes", "consumer_mode",
+                      "cluster_descriptor", "one_spark_session"}
     assert p["first_message_probes"].value is None
+    assert p["consumer_mode"].value is None
+    assert p["consumer_mode"].schema["enum"] == [None, "subscribe", "assign"]
     assert p["first_message_probes"].schema["minimum"] == 0
     assert p["one_spark_session"].value is False
     assert p["one_spark_session"].schema["type"] == "boolean"

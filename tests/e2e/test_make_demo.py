@@ -99,7 +99,7 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     # ... then through Spark and GX (kafkalab aggregate), so its report page has its cells
     (seed_run,) = [line.split()[1].rstrip(":") for line in lines
                    if line.startswith("run ") and line.endswith(": complete")]
-    assert any(line.startswith("  validation passed (2 Spark jobs") for line in lines)
+    assert any(line.startswith("  validation passed (1 Spark job(s)") for line in lines)
     seed_lab = LabData(data)
     assert seed_lab.validation(seed_run)["success"] is True
     seed_page = (seed_lab.report_page_dir(seed_run) / "index.html").read_text()

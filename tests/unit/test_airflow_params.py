@@ -43,3 +43,11 @@ def test_fault_labels_cover_the_fault_engine() -> None:
     from kafkalab.faults.spec import FAULTS
 
     assert set(params.FAULT_LABELS) == set(FAULTS)
+
+
+def test_latency_consumer_modes_are_the_workload_models() -> None:
+    from typing import get_args
+
+    from kafkalab.config.models import ConsumerMode
+
+    assert get_args(ConsumerMode) == params.LATENCY_CONSUMER_MODES

@@ -89,6 +89,10 @@ def test_build_request_from_params(lab: LabData) -> None:
     probes = tasks.build_request({"workload": "nightly", "scenarios": ["rest"], "payloads": [],
                                   "profiles": [], "first_message_probes": 0}, run_id="e-2")
     assert probes.workload.first_message_probes == 0
+    assert probes.workload.consumer_mode == "subscribe"  # nightly.yaml's (the model's default)
+    assigned = tasks.build_request({"workload": "nightly", "scenarios": ["rest"], "payloads": [],
+                                    "profiles": [], "consumer_mode": "assign"}, run_id="e-3")
+    assert assigned.workload.consumer_mode == "assign"
 
 
 def test_prepare_run_records_the_logical_date_in_the_manifest(lab: LabData) -> None:

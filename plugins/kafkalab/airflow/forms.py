@@ -21,6 +21,7 @@ from kafkalab.airflow.params import (
     COMMIT_CHOICES,
     CONSUMER_MODE_CHOICES,
     FAULT_CHOICES,
+    LATENCY_CONSUMER_MODES,
     LOAD_CLIENT_CHOICES,
     PAYLOAD_CHOICES,
     PROFILE_CHOICES,
@@ -92,6 +93,15 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
                                       "times its first record; each subscribe probe waits "
                                       "the broker's group.initial.rebalance.delay.ms; empty: "
                                       "the workload's first_message_probes"),
+        "consumer_mode": Param(None, type=["null", "string"],
+                               enum=[None, *LATENCY_CONSUMER_MODES],
+                               title="Measuring consumer",
+                               description="how the closed loop's consumer gets its "
+                               "partition: subscribe (joins a new group: each cell waits the "
+                               "broker's group.initial.rebalance.delay.ms before its first "
+                               "message) or assign (by hand, no group); the first-message "
+                               "probes time both either way; empty: the workload's "
+                               "consumer_mode"),
         "cluster_descriptor": _cluster_descriptor_param(),
         ONE_SESSION_PARAM: Param(
             False, type="boolean", title="One Spark session",

@@ -45,6 +45,10 @@ COMMIT_CHOICES: tuple[str, ...] = ("auto", "after", "before")
 """Commit strategies of the consumer faults (:data:`kafkalab.faults.spec.COMMITS`, kept in step
 by a unit test)."""
 
+LATENCY_CONSUMER_MODES: tuple[str, ...] = ("subscribe", "assign")
+"""How a latency cell's measuring consumer gets its partition (the workload key
+``consumer_mode``, :data:`kafkalab.config.models.ConsumerMode`, kept in step by a unit test)."""
+
 CONSUMER_MODE_CHOICES: tuple[str, ...] = ("assign", "group")
 """How a load cell's consumers read: ``assign`` every partition, no group (default), or one
 consumer group per consumer."""
@@ -142,7 +146,7 @@ def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
 
 __all__ = ["ACKS_CHOICES", "ACKS_LABELS", "CHOICE_LABELS", "COMMIT_CHOICES", "COMMIT_LABELS",
            "CONSUMER_MODE_CHOICES", "CONSUMER_MODE_LABELS", "FAULT_CHOICES", "FAULT_LABELS",
-           "LATENCY_WORKLOADS", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES", "PAYLOAD_LABELS",
+           "LATENCY_CONSUMER_MODES", "LATENCY_WORKLOADS", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES", "PAYLOAD_LABELS",
            "PROFILE_CHOICES", "PROFILE_LABELS", "SCENARIO_CHOICES", "SCENARIO_LABELS",
            "SHARD_PLACEMENT_CHOICES", "SHARD_PLACEMENT_LABELS", "WORKLOAD_CHOICES",
            "WORKLOAD_LABELS", "bool_param"]

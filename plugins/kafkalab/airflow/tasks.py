@@ -58,7 +58,7 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
 }
 """What each output is computed from: one computed from a stale input is stale itself."""
 
-_PARAM_OVERRIDES = ("messages", "warmup_messages", "first_message_probes")
+_PARAM_OVERRIDES = ("messages", "warmup_messages", "first_message_probes", "consumer_mode")
 """The workload keys a DAG param may override (``null`` or empty: the workload's)."""
 
 

@@ -32,6 +32,10 @@ def add_parser(sub: SubParsers[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pagg.set_defaults(handler=cmd_aggregate)
     pagg.add_argument("--run-id", default=None, help="the run (default: the newest, by start time)")
+    pagg.add_argument("--one-session", action="store_true",
+                      help="a latency run: aggregate_metrics also validates in its own Spark "
+                      "session (one JVM start instead of two, as the DAG param "
+                      "one_spark_session); other kinds run both jobs")
     add_json_option(pagg, "print the outcome (jobs, validation, drift, report) as one JSON document")
     add_data_option(pagg)
 
@@ -40,7 +44,8 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     """``kafkalab aggregate``: see :mod:`kafkalab.aggregate`."""
     from kafkalab.aggregate import aggregate_run, format_outcome
 
-    outcome = aggregate_run(args.data_dir, args.run_id, progress=err)
+    outcome = aggregate_run(args.data_dir, args.run_id, progress=err,
+                            one_session=args.one_session)
     if args.json:
         say_json(outcome.to_dict())
     else:
