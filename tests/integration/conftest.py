@@ -1,7 +1,7 @@
 """Real embedded clusters for the integration tests (no mocks).
 
 Session-scoped: one kafka09 cluster (1 broker, ZooKeeper 22181, broker 29092) and one KRaft
-node (Kafka 4.x: broker 33092, controller 33192), each in its own temporary lab dir, started
+node (Kafka 4.x: broker 26092, controller 26192), each in its own temporary lab dir, started
 with ``cluster_up`` and
 stopped with ``cluster_down``. Ports differ from the defaults so a developer's own lab
 cluster is never touched. The Kafka tarball is copied from the repo's .lab/downloads when
@@ -20,8 +20,8 @@ from tests.labs import REPO_TARBALL, prepare_lab
 
 KAFKA09_ZK_PORT = 22181
 KAFKA09_BROKER_PORT = 29092
-KRAFT_BROKER_PORT = 33092
-KRAFT_CONTROLLER_PORT = 33192
+KRAFT_BROKER_PORT = 26092
+KRAFT_CONTROLLER_PORT = 26192
 
 
 def _running(lab: Path, flavor: str, **ports: int) -> Iterator[tuple[Path, ClusterDescriptor]]:

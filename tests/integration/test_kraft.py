@@ -20,10 +20,10 @@ from kafkalab.errors import ClusterError
 
 pytestmark = pytest.mark.integration
 
-THREE_BASE_PORT = 33292
-THREE_CONTROLLER_PORT = 33392
-FAIL_BASE_PORT = 33492
-FAIL_CONTROLLER_PORT = 33592
+THREE_BASE_PORT = 26292
+THREE_CONTROLLER_PORT = 26392
+FAIL_BASE_PORT = 26492
+FAIL_CONTROLLER_PORT = 26592
 
 
 def _topic(d: ClusterDescriptor, partitions: int = 1, replicas: int = 1) -> str:

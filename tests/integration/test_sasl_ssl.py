@@ -1,6 +1,6 @@
 """The path a user takes to a secured cluster of their own, on a real broker: one KRaft node
-started with a SASL_SSL listener (SCRAM-SHA-512 over TLS, the lab's own CA; broker 33692,
-controller 33792, SASL_SSL 33892), reached only through the ``external`` descriptor
+started with a SASL_SSL listener (SCRAM-SHA-512 over TLS, the lab's own CA; broker 26692,
+controller 26792, SASL_SSL 26892), reached only through the ``external`` descriptor
 ``cluster up --sasl-ssl`` wrote, whose ``secret_env`` names the password's variable.
 
 ``kafkalab run`` and ``kafkalab load`` measure through it with both clients; the password is
@@ -30,9 +30,9 @@ from tests.labs import prepare_lab
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = 33692
-CONTROLLER_PORT = 33792
-SASL_SSL_PORT = 33892
+BASE_PORT = 26692
+CONTROLLER_PORT = 26792
+SASL_SSL_PORT = 26892
 KAFKALAB = str(Path(sys.executable).parent / "kafkalab")
 
 
