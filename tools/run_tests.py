@@ -20,8 +20,11 @@ a slowed consumer's fate is decided by the drain's hard stop, not by its batches
 stall is judged against the stall's own times; the open loop is compared with closed-loop
 runs before and after it; the rate search is checked against its own rule), checked by ten
 runs in a row of the load tests beside other work. Every step that starts a server uses
-ports of its own (listed in the tests' docstrings), and no step shares a data dir or a
-fixture with another. Exception, found when Kafka 4.x KRaft became the default (issue 25):
+ports of its own (listed in the tests' docstrings), all below Linux's ephemeral range
+(32768-60999: a port there can be taken at any moment by some outgoing connection; a KRaft
+test node at 33492 once failed to bind for that reason; ``tests/unit/test_fixed_ports.py``
+checks every port constant), and no step shares a data dir or a fixture with another.
+Exception, found when Kafka 4.x KRaft became the default (issue 25):
 with three lanes of KRaft JVMs on two cores, the broker-stall and low-rate open-loop tests of
 ``test_load.py`` and the frozen-broker test of ``test_loss.py`` failed in two CI runs out of
 two (a single KRaft node frozen with SIGSTOP freezes its controller as well; the open loop's
