@@ -102,7 +102,8 @@ COUNT_COLUMNS: tuple[str, ...] = (
 #: Availability figures copied from ``trial.json``'s summary: column -> type.
 AVAILABILITY_COLUMNS: dict[str, str] = {
     "unavailable_ms": "double", "consumer_gap_ms": "double", "leader_elected_ms": "double",
-    "isr_full_ms": "double", "lag_recovered_ms": "double", "recovered": "boolean",
+    "isr_full_ms": "double", "controller_elected_ms": "double", "lag_recovered_ms": "double",
+    "recovered": "boolean",
     "acks_after_fault": "bigint", "errors_by_type": "string",
 }
 
@@ -111,6 +112,7 @@ EVENT_COLUMNS: dict[str, str] = {
     "fault_ts_ns": "fault_elapsed_s", "heal_ts_ns": "heal_elapsed_s",
     "leader_elected_ts_ns": "leader_elected_elapsed_s", "isr_full_ts_ns": "isr_full_elapsed_s",
     "rejoin_ts_ns": "rejoin_elapsed_s", "victim_end_ts_ns": "victim_end_elapsed_s",
+    "controller_elected_ts_ns": "controller_elected_elapsed_s",
 }
 
 CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
@@ -167,6 +169,7 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "acked_lost": ("sum", "median", "max"), "duplicates": ("median", "max"),
     "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
     "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
+    "controller_elected_ms": ("median", "max"),
     "redelivered": ("sum", "median", "max"), "lost_unprocessed": ("sum", "median", "max"),
     "rebalance_pause_ms": ("median", "max"),
 }

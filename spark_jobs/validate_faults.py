@@ -112,7 +112,8 @@ COMPLETE_HAS_COUNTS = "a complete trial has its counts (verdicts.parquet was rea
 
 CELL_FIGURES: tuple[str, ...] = ("acked_lost", "duplicates", "unavailable_ms",
                                  "leader_elected_ms", "isr_full_ms", "consumer_gap_ms",
-                                 "redelivered", "lost_unprocessed", "rebalance_pause_ms")
+                                 "redelivered", "lost_unprocessed", "rebalance_pause_ms",
+                                 "controller_elected_ms")
 #: Computed boolean columns of ``fault_cells``.
 CELL_CHECKS: dict[str, str] = {
     "trial_counts_ok": "trials_with_loss <= trials_complete <= trials",

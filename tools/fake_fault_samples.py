@@ -98,6 +98,9 @@ _FOLLOWER = 0
 _LEADER_FAULTS = ("sigkill-leader", "sigterm-leader", "sigstop-leader", "lossy-leader-crash")
 _DEFAULT_DOWN_S = 1.0
 _CONSUMER_FAULTS = ("kill-consumer", "leave-consumer")
+_CONTROLLER_FAULTS = ("sigkill-controller", "sigterm-controller", "sigstop-controller")
+"""Faults of the active controller's node: a new quorum leader ``election_s`` after the fault
+(the partition's leader stays where it was in the fake)."""
 _PROFILE_ACKS = {"durability": "all", "availability": "all", "default": "1"}
 """``producer.acks`` of ``include/profiles/<profile>.yaml``."""
 
@@ -197,13 +200,16 @@ class FakeFaultTrial:
             return "none"
         if self.is_consumer_fault:
             return None
+        if self.fault in _CONTROLLER_FAULTS:
+            return "controller"
         return "follower" if self.fault == "kill-follower" else "leader"
 
     @property
     def target_broker(self) -> int | None:
         if self.target_role is None:
             return None
-        return {"none": None, "follower": _FOLLOWER}.get(self.target_role, _LEADER)
+        return {"none": None, "follower": _FOLLOWER,
+                "controller": _FOLLOWER}.get(self.target_role, _LEADER)
 
     def spec(self) -> dict[str, Any]:
         """The trial's spec as ``trial.json`` holds it (FaultTrialSpec's fields)."""
@@ -435,6 +441,9 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
             "verdicts": verdicts, "acks": acks_sorted, "firsts": firsts,
             "events": {"t0_ns": t0, "fault_ts_ns": fault_ts, "heal_ts_ns": heal_ts,
                        "leader_elected_ts_ns": first_elected, "isr_full_ts_ns": first_full,
+                       "controller_elected_ts_ns": (
+                           fault_ts + round(t.election_s * 1e9)
+                           if t.fault in _CONTROLLER_FAULTS and fault_ts is not None else None),
                        "lag_recovered_ts_ns": lag_recovered},
             "clocks": {"t0_ns": t0, "measure_start_ns": t0 + round(t.warmup_s * 1e9),
                        "stop_ts_ns": stop, "drain_end_ts_ns": end, "pause": None}}
@@ -489,6 +498,7 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
         "consumer_gap_ms": _longest_gap_ms(f["firsts"], gap_after),
         "leader_elected_ms": ms_since_fault(ev["leader_elected_ts_ns"]),
         "isr_full_ms": ms_since_fault(ev["isr_full_ts_ns"]),
+        "controller_elected_ms": ms_since_fault(ev["controller_elected_ts_ns"]),
         "lag_recovered_ms": ms_since_fault(ev["lag_recovered_ts_ns"]),
         "errors_by_type": errors, "verdict": verdict,
     }

@@ -34,7 +34,10 @@ OTHER_RUN = "20261123T010203Z-faults2"
 # messages, but a cell's figures are over its complete trials only
 FAILED = FakeFaultTrial(profile="default", fault="sigkill-leader", acks="1", trial=3,
                         status="failed", acked_lost=5, duplicates=9)
-TRIALS = [*standard_trials(), FAILED]
+# two kills of the active controller: a new quorum leader 300 and 500 ms after the fault
+CONTROLLER = [FakeFaultTrial(profile="durability", fault="sigkill-controller", trial=n,
+                             election_s=s) for n, s in ((1, 0.3), (2, 0.5))]
+TRIALS = [*standard_trials(), FAILED, *CONTROLLER]
 DUR, LOSSY, DUP1, DUP2, NONE = (t.trial_id for t in standard_trials())
 
 #: What the fake was told to produce (300 intended messages per trial).
@@ -88,7 +91,7 @@ NONE_TRIAL = FakeFaultTrial(profile="availability", fault="none")
 
 
 def test_tables_and_row_counts(lab: dict[str, Any]) -> None:
-    assert lab["counts"] == {"fault_trials": 6, "fault_cells": 4, "fault_timeline": 180,
+    assert lab["counts"] == {"fault_trials": 8, "fault_cells": 5, "fault_timeline": 240,
                              "group_lag": 0}
     assert sorted(lab["trials"].index) == sorted(t.trial_id for t in TRIALS)
     assert ["trial_id", *lab["trials"].columns] == [
@@ -139,15 +142,23 @@ def test_spec_availability_and_events(lab: dict[str, Any]) -> None:
     assert pd.isna(none.fault_elapsed_s) and pd.isna(none.leader_elected_ms)
     assert pd.isna(none.down_s) and none.verdict == "ok" and none.acks == "all"
     assert t.loc[DUR, "verdict"] == "ok" and t.loc[FAILED.trial_id, "verdict"] == "failed"
+    ctrl = t.loc[CONTROLLER[0].trial_id]
+    assert (ctrl.target_role, ctrl.controller_elected_ms) == ("controller", pytest.approx(300.0))
+    assert ctrl.controller_elected_elapsed_s == pytest.approx(1.3)  # fault at 1.0 s
+    assert pd.isna(lossy.controller_elected_ms) and pd.isna(lossy.controller_elected_elapsed_s)
     for tid, doc in lab["docs"].items():
-        for col in ("unavailable_ms", "consumer_gap_ms", "acks_after_fault"):
+        for col in ("unavailable_ms", "consumer_gap_ms", "acks_after_fault",
+                    "controller_elected_ms"):
             got, want = t.loc[tid, col], doc["summary"][col]
             assert (pd.isna(got) and want is None) or got == pytest.approx(want), (tid, col)
 
 
 def test_cells_over_complete_trials(lab: dict[str, Any]) -> None:
     cells = lab["cells"].set_index(["profile", "fault", "acks"])
-    assert len(cells) == 4
+    assert len(cells) == 5
+    ctrl = cells.loc[("durability", "sigkill-controller", "all")]
+    assert (ctrl.trials, ctrl.controller_elected_ms_median, ctrl.controller_elected_ms_max) == (
+        2, pytest.approx(400.0), pytest.approx(500.0))
     sig = cells.loc[("default", "sigkill-leader", "1")]
     assert (sig.trials, sig.trials_complete, sig.trials_with_loss) == (3, 2, 0)
     assert (sig.acked_lost_sum, sig.acked_lost_median, sig.acked_lost_max) == (0, 0.0, 0.0)
@@ -164,6 +175,7 @@ def test_cells_over_complete_trials(lab: dict[str, Any]) -> None:
     assert (dur.trials, dur.trials_with_loss, dur.acked_lost_sum) == (1, 0, 0)
     none = cells.loc[("durability", "none", "all")]
     assert pd.isna(none.leader_elected_ms_median) and none.unavailable_ms_max == pytest.approx(10.0)
+    assert pd.isna(cells.loc[("default", "sigkill-leader", "1")].controller_elected_ms_median)
     assert set(lab["cells"]["run_id"]) == {RUN} and not lab["cells"]["broker_is_emulator"].any()
 
 
@@ -211,7 +223,7 @@ def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
     proc = spark_submit("spark_jobs/aggregate_faults.py", "--faults",
                         str(lab["root"] / "faults"), "--out", str(out), "--run-id", RUN)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert ("wrote 6 fault_trials, 4 fault_cells, 180 fault_timeline, 0 group_lag rows"
+    assert ("wrote 8 fault_trials, 5 fault_cells, 240 fault_timeline, 0 group_lag rows"
             in proc.stdout)
     run_dir = out / f"run_id={RUN}"
     got = pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id")

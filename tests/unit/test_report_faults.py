@@ -591,3 +591,24 @@ def test_broker_fault_page_has_no_consumer_section(tmp_path: Path) -> None:
     html = _page(tmp_path)
     assert 'id="consumer-faults"' not in html and "2. Run state and validation" in html
     assert "Missing tables" not in html
+
+
+def test_a_controller_fault_shows_its_new_quorum_leader_and_others_do_not_miss_it() -> None:
+    from kafkalab.faults.spec import CONTROLLER_FAULTS, FAULTS
+    from kafkalab.report.durability_section import timeline_marks
+    from kafkalab.report.fault_data import is_controller_fault, missing_reason
+
+    assert {f for f in FAULTS if is_controller_fault(f)} == set(CONTROLLER_FAULTS)
+    elected = {"trial_id": "t1", "fault": "sigkill-controller", "status": "complete",
+               "fault_elapsed_s": 1.0, "heal_elapsed_s": 3.0,
+               "controller_elected_elapsed_s": 1.4, "controller_elected_ms": 400.0}
+    marks, absent = timeline_marks(elected)
+    assert "new quorum leader 1.4 s" in [m.label for m in marks]
+    assert all(not a.startswith("new quorum leader") for a in absent)
+    unseen = {**elected, "controller_elected_elapsed_s": None, "controller_elected_ms": None}
+    _, absent = timeline_marks(unseen)
+    assert "new quorum leader: no new quorum leader seen before the end" in absent
+    leader = {**unseen, "fault": "sigkill-leader"}
+    _, absent = timeline_marks(leader)
+    assert all(not a.startswith("new quorum leader") for a in absent)  # not its event
+    assert missing_reason(leader, "controller_elected_ms_median") == "not a controller fault"

@@ -22,7 +22,8 @@ it reads no file. Missing values show ``—`` with the reason where it is known.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -38,6 +39,7 @@ from kafkalab.report.fault_data import (
     count,
     errors_text,
     is_control_anomaly,
+    is_controller_fault,
     is_durability_loss,
     missing_reason,
     representative_trials,
@@ -65,6 +67,7 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("leader_elected_ms_median", "num"), ("leader_elected_ms_max", "num"),
     ("isr_full_ms_median", "num"), ("isr_full_ms_max", "num"),
     ("consumer_gap_ms_median", "num"), ("consumer_gap_ms_max", "num"),
+    ("controller_elected_ms_median", "num"), ("controller_elected_ms_max", "num"),
 )
 """The columns of the profile × fault × acks table (``fault_cells``), after its keys."""
 
@@ -90,9 +93,13 @@ TIMES_NOTE = (
     "unavailable_ms: the longest gap between consecutive acks among the gaps ending after the "
     "fault (for the no-fault control: over the whole measured window); consumer_gap_ms: the "
     "same over the live consumer's receipts; leader_elected_ms: from the fault to the first "
-    "ZooKeeper poll (every ~100 ms) naming a leader other than the faulted broker; "
+    "poll of the partition's metadata (every ~100 ms: ZooKeeper on Kafka 0.9, the Admin API "
+    "on KRaft) naming a leader other than the faulted broker; "
     "isr_full_ms: from the fault to the first poll after the heal with every replica in the "
-    "ISR; lag_recovered_ms: from the fault until the consumer caught up.")
+    "ISR; controller_elected_ms (faults of the active controller's node): from the fault to "
+    "the first 10 ms poll of the nodes' quorum-state files naming a leader of the KRaft "
+    "controller quorum in a newer epoch; lag_recovered_ms: from the fault until the consumer "
+    "caught up.")
 VERDICT_NOTE = (
     "Verdict: ok; loss (an acknowledged message was not read back); not recovered (no ack "
     "after the heal); failed (the trial itself failed). A loss under the durability profile "
@@ -264,14 +271,26 @@ def _findings(trials: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------- (a) cells
 
 
+T = TypeVar("T")
+
+
+def _shown(columns: Sequence[T], rows: pd.DataFrame, key: Callable[[T], str]) -> list[T]:
+    """``columns`` without the controller-fault figures when no row of ``rows`` is a fault of
+    the active controller (they would only say "not a controller fault" on every line)."""
+    if any(is_controller_fault(str(f)) for f in rows.get("fault", pd.Series(dtype=str))):
+        return list(columns)
+    return [c for c in columns if not key(c).startswith("controller_elected_ms")]
+
+
 def _cells_table(tables: FaultTables, emu: bool) -> str:
     h = ["<h3>Per profile × fault × acks</h3>"]
     cells = tables.cells
     if cells.empty:
         h.append(_no_table(tables, "fault_cells", "profile × fault table"))
         return "".join(h)
+    columns = _shown(CELL_COLUMNS, cells, key=lambda c: c[0])
     head = ('<th class="t">profile</th><th class="t">fault</th><th class="t">acks</th>'
-            + "".join(f"<th>{esc(k)}</th>" for k, _ in CELL_COLUMNS))
+            + "".join(f"<th>{esc(k)}</th>" for k, _ in columns))
     rows = []
     for (profile, fault, acks), grp in cell_groups(cells):
         for _, r in grp.iterrows():
@@ -284,7 +303,7 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
                 f'<tr{cls} data-cell="{esc(key)}">'
                 f'<td class="t">{esc(profile)}</td><td class="t">{esc(shown)}</td>'
                 f'<td class="t">{esc(acks or MISSING)}</td>'
-                + "".join(f"<td>{_value_cell(r, k, kind)}</td>" for k, kind in CELL_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k, kind)}</td>" for k, kind in columns)
                 + "</tr>")
     cap = ("Trials per profile × fault × acks: median and max over the trials (ms, messages)"
            + emu_mark(emu))
@@ -302,12 +321,13 @@ def _trials_table(tables: FaultTables) -> str:
         h.append(_no_table(tables, "fault_trials", "per-trial table"))
         return "".join(h)
     emu_any = bool(emulator_mask(trials).any())
+    availability = _shown(AVAILABILITY_COLUMNS, trials, key=lambda c: c)
     head = ('<th class="t">trial_id</th><th class="t">profile</th><th class="t">fault</th>'
             '<th class="t">acks</th><th>trial</th><th class="t">status</th>'
             '<th class="t">target</th><th class="t">broker</th>'
             + "".join(f"<th>{esc(k)}</th>" for k in TRIAL_COUNT_COLUMNS)
             + '<th class="t">recovered</th>'
-            + "".join(f"<th>{esc(k)}</th>" for k in AVAILABILITY_COLUMNS)
+            + "".join(f"<th>{esc(k)}</th>" for k in availability)
             + '<th class="t">errors_by_type</th><th class="t">verdict</th>')
     rows = []
     failed = []
@@ -338,7 +358,7 @@ def _trials_table(tables: FaultTables) -> str:
                 f'<td class="t">{broker}</td>'
                 + "".join(f"<td>{_value_cell(r, k, 'count')}</td>" for k in TRIAL_COUNT_COLUMNS)
                 + f'<td class="t">{rec}</td>'
-                + "".join(f"<td>{_value_cell(r, k)}</td>" for k in AVAILABILITY_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k)}</td>" for k in availability)
                 + f'<td class="t">{esc(errors_text(r.get("errors_by_type")) or MISSING)}</td>'
                 + f'<td class="t">{_verdict(r)}</td></tr>')
             if field_text(r, "error"):
@@ -362,10 +382,12 @@ EVENTS: tuple[tuple[str, str, str], ...] = (
     ("heal", "heal_elapsed_s", "heal"),
     ("leader", "leader_elected_elapsed_s", "new leader"),
     ("isr", "isr_full_elapsed_s", "ISR full"),
+    ("controller", "controller_elected_elapsed_s", "new quorum leader"),
 )
 """The markers of a timeline: (kind, ``fault_trials`` column, label)."""
 
-_EVENT_MS = {"leader": "leader_elected_ms", "isr": "isr_full_ms"}
+_EVENT_MS = {"leader": "leader_elected_ms", "isr": "isr_full_ms",
+             "controller": "controller_elected_ms"}
 
 
 def timeline_marks(r: Any) -> tuple[list[XMark], list[str]]:
@@ -376,7 +398,8 @@ def timeline_marks(r: Any) -> tuple[list[XMark], list[str]]:
     for kind, col, label in EVENTS:
         x = as_float(r.get(col))
         if x is None:
-            if field_text(r, "fault") == NO_FAULT:
+            fault = field_text(r, "fault")
+            if fault == NO_FAULT or (kind == "controller" and not is_controller_fault(fault)):
                 continue
             reason = missing_reason(r, _EVENT_MS[kind]) if kind in _EVENT_MS else None
             if kind == "heal":
@@ -401,6 +424,8 @@ def _timeline_chart(r: Any, timeline: pd.DataFrame) -> str:
              f"consumer gap {ms_text(r, 'consumer_gap_ms')}",
              f"new leader after {ms_text(r, 'leader_elected_ms')}",
              f"ISR full after {ms_text(r, 'isr_full_ms')}",
+             *([f"new quorum leader after {ms_text(r, 'controller_elected_ms')}"]
+               if is_controller_fault(field_text(r, "fault")) else []),
              f"acked_lost {fmt_count(r.get('acked_lost'))}",
              f"verdict {field_text(r, 'verdict') or MISSING}"]
     note = f'<p class="note">{esc(" · ".join(facts))}</p>'

@@ -176,8 +176,20 @@ def is_control_anomaly(row: Mapping[str, Any]) -> bool:
 
 
 AVAILABILITY_COLUMNS: tuple[str, ...] = ("unavailable_ms", "consumer_gap_ms", "leader_elected_ms",
-                                         "isr_full_ms", "lag_recovered_ms")
+                                         "isr_full_ms", "controller_elected_ms",
+                                         "lag_recovered_ms")
 """The availability figures of a trial (ms since the fault, or the longest gap)."""
+
+
+CONTROLLER_FAULT_SUFFIX = "-controller"
+"""The faults of the active controller's node end so (``sigkill-controller``, …:
+``kafkalab.faults.spec.CONTROLLER_FAULTS``, kept in step by a unit test)."""
+
+
+def is_controller_fault(fault: str) -> bool:
+    """Whether ``fault`` strikes the node leading the KRaft controller quorum (its trials
+    have ``controller_elected_ms``)."""
+    return fault.endswith(CONTROLLER_FAULT_SUFFIX)
 
 
 def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
@@ -195,6 +207,10 @@ def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
         return "no complete trial"
     if fault == NO_FAULT and base in ("leader_elected_ms", "isr_full_ms", "lag_recovered_ms"):
         return "no fault"
+    if base == "controller_elected_ms" and not is_controller_fault(fault):
+        return "not a controller fault"
+    if base == "controller_elected_ms":
+        return "no new quorum leader seen" + (" in any trial" if cell else " before the end")
     if base == "leader_elected_ms":
         return "leader did not change" + (" in any trial" if cell else "")
     if base == "isr_full_ms":
