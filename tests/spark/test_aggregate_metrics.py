@@ -447,23 +447,13 @@ def test_cli_missing_samples_path_exits_2(tmp_path: Path, capsys: pytest.Capture
     assert err.count("\n") == 1 and "samples path not found" in err
 
 
-def test_spark_submit_aggregate(spark_submit: Any, tmp_path: Path) -> None:
-    write_fake_samples(tmp_path, 600, RUN, seed=5)
-    out = tmp_path / "aggregates"
-    proc = spark_submit("spark_jobs/aggregate_metrics.py", "--samples",
-                        str(tmp_path / "samples"), "--out", str(out), "--run-id", RUN)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"wrote {N_CELLS} aggregate rows" in proc.stdout
-    table = pq.read_table(next((out / f"run_id={RUN}").glob("*.parquet")))
-    assert table.num_rows == N_CELLS
-
-
 def test_spark_submit_ships_the_shared_session_with_py_files(
     spark_submit: Any, tmp_path: Path
 ) -> None:
     """As on a cluster: the job file alone fails for want of the shared job modules; with
     the DAG's ``py_files`` (``_session.py``, ``_gx.py``, ``validate_metrics.py`` and the
-    lab's ``store.py`` and ``stats.py``) it runs."""
+    lab's ``store.py`` and ``stats.py``) it runs through spark-submit and writes a row per
+    cell."""
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     script = shutil.copy(spark_jobs_dir() / "aggregate_metrics.py", job_dir)
@@ -480,6 +470,8 @@ def test_spark_submit_ships_the_shared_session_with_py_files(
     shipped = spark_submit(script, *args, py_files=[Path(f) for f in spark_py_files().split(",")])
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     assert f"wrote {N_CELLS} aggregate rows" in shipped.stdout
+    out = tmp_path / "aggregates" / f"run_id={RUN}"
+    assert sum(pq.read_table(f).num_rows for f in out.glob("*.parquet")) == N_CELLS
 
 
 def test_cli_no_rows_for_run_exits_2(spark: Any, tmp_path: Path,
