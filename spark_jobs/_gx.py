@@ -428,11 +428,30 @@ def validate_tables_main(
         "--out": "output directory"}).parse_args(argv)
 
     def validate_in(spark: SparkSession) -> int:
-        first, second = (shared.read_run_table(spark, args.aggregates, args.run_id, table)
-                         for table in tables)
-        doc = validate(first, second, {"run_id": args.run_id})
-        write_report(args.out, f"{args.run_id}{suffix}", doc, render_html(doc))
-        return print_verdict(prog, args.run_id, doc, alarm(doc) if alarm else None)
+        return validate_tables_in(spark, validate, render_html, args.aggregates, args.run_id,
+                                  args.out, prog=prog, tables=tables, suffix=suffix,
+                                  alarm=alarm)
 
     return shared.run_job(prog, validate_in, inputs={"aggregates": args.aggregates},
                           warm_up=preload_gx)
+
+
+def validate_tables_in(
+        spark: SparkSession,
+        validate: Callable[[DataFrame, DataFrame, dict[str, Any]], dict[str, Any]],
+        render_html: Callable[[dict[str, Any]], str], aggregates: str, run_id: str, out: str,
+        *, prog: str, tables: tuple[str, str], suffix: str,
+        alarm: Callable[[dict[str, Any]], str | None] | None = None) -> int:
+    """In ``spark``: read both of a run's ``tables`` under ``aggregates``, validate them, write
+    ``<out>/<run_id><suffix>.json`` and ``.html`` and print the verdict; returns 0 (valid) or
+    1 (failed). What :func:`validate_tables_main` runs, and what an aggregation job runs after
+    its tables with ``--validate-out`` (:func:`_session.run_tables_main`).
+
+    Raises:
+        _session.InputError: a table is missing or unreadable.
+    """
+    first, second = (shared.read_run_table(spark, aggregates, run_id, table)
+                     for table in tables)
+    doc = validate(first, second, {"run_id": run_id})
+    write_report(out, f"{run_id}{suffix}", doc, render_html(doc))
+    return print_verdict(prog, run_id, doc, alarm(doc) if alarm else None)

@@ -193,7 +193,9 @@ def run_job(prog: str, work: Callable[[SparkSession], int],
 def run_tables_main(argv: Sequence[str] | None,
                     run: Callable[[SparkSession, str, str, str], Mapping[str, int]], *,
                     prog: str, description: str, source: tuple[str, str, str],
-                    out_help: str) -> int:
+                    out_help: str,
+                    validate: Callable[[SparkSession, str, str, str], object] | None = None,
+                    warm_up: Callable[[], object] | None = None) -> int:
     """The command line of a job that aggregates one run into tables (``aggregate_load``,
     ``aggregate_faults``): ``--<source> PATH --out PATH --run-id ID``. Runs ``run(spark,
     source path, out, run id)`` (which returns the rows written per table) through
@@ -201,21 +203,33 @@ def run_tables_main(argv: Sequence[str] | None,
     <out>/run_id=<id>``; returns the exit code (0 success, 2 bad input).
 
     ``source``: the option (``--load``), what it names in an error (``load samples``) and
-    its help.
+    its help. ``validate``: the job also takes ``--validate-out DIR`` and, given it, then
+    calls ``validate(spark, out, run id, DIR)`` in the same session (one JVM start instead
+    of two); the exit code is still the aggregation's (the verdict is in the result file).
+    ``warm_up``: called while the JVM starts when ``--validate-out`` is given.
     """
     flag, what, source_help = source
-    args = job_parser(prog, description, {flag: source_help, "--out": out_help,
-                                          "--run-id": "the run to aggregate"}).parse_args(argv)
+    parser = job_parser(prog, description, {flag: source_help, "--out": out_help,
+                                            "--run-id": "the run to aggregate"})
+    if validate is not None:
+        parser.add_argument("--validate-out", default=None, metavar="DIR",
+                            help="then validate the run in the same Spark session, as its "
+                            "validation job does with --out DIR: one JVM start instead of two")
+    args = parser.parse_args(argv)
     source_path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+    validate_out = getattr(args, "validate_out", None)
 
     def aggregate(spark: SparkSession) -> int:
         counts = run(spark, source_path, args.out, args.run_id)
         written = ", ".join(f"{n} {name}" for name, n in counts.items())
         print(f"{prog}: wrote {written} rows for run {args.run_id} to "
               f"{os.path.join(args.out, f'run_id={args.run_id}')}")
+        if validate is not None and validate_out is not None:
+            validate(spark, args.out, args.run_id, validate_out)
         return 0
 
-    return run_job(prog, aggregate, inputs={what: source_path})
+    return run_job(prog, aggregate, inputs={what: source_path},
+                   warm_up=warm_up if validate_out is not None else None)
 
 
 # --------------------------------------------------------------------------- input

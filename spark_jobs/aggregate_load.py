@@ -41,9 +41,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.aggregate_load (tests, tools)
+    from . import _gx
     from . import _session as shared
+    from . import validate_load as validator
 else:  # run as a script: _session.py sits beside it or is shipped with --py-files
+    import _gx  # type: ignore[no-redef]
     import _session as shared  # type: ignore[no-redef]
+    import validate_load as validator  # type: ignore[no-redef]
 
 __all__ = [
     "CELL_COLUMNS",
@@ -773,7 +777,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Aggregate one load run into cell, consumer and lag tables (Parquet).",
         source=("--load", "load samples",
                 "load samples root (<data>/load), a local dir or Hadoop URI"),
-        out_help="load aggregates root; the run goes to <out>/run_id=<id>/")
+        out_help="load aggregates root; the run goes to <out>/run_id=<id>/",
+        # the aggregation succeeded whatever the validation finds: its verdict is in
+        # <validate-out>/<run_id>-load.json, judged by the validate_load task
+        validate=lambda spark, out, run_id, validate_out: validator.validate_run(
+            spark, out, run_id, validate_out, prog="aggregate_load --validate-out"),
+        warm_up=_gx.preload_gx)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 if __package__:  # imported as spark_jobs.validate_load (tests, tools)
@@ -183,13 +183,27 @@ def render_html(doc: dict[str, Any]) -> str:
     return _gx.parts_page("Load validation", doc)
 
 
+TABLES: tuple[str, str] = ("load_cells", "load_consumers")
+"""The aggregate tables this suite reads."""
+SUFFIX = "-load"
+"""``validation/<run_id>-load.json``: the result's name."""
+
+
+def validate_run(spark: SparkSession, aggregates: str, run_id: str, out: str,
+                 prog: str = "validate_load") -> int:
+    """Validate one run's load tables in ``spark`` and write the result under ``out``;
+    returns 0 (valid) or 1 (failed). ``aggregate_load --validate-out`` calls it after
+    writing the tables (:func:`_gx.validate_tables_in`)."""
+    return _gx.validate_tables_in(spark, validate, render_html, aggregates, run_id, out,
+                                  prog=prog, tables=TABLES, suffix=SUFFIX)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns 0 (valid), 1 (validation failed) or 2 (bad input)."""
     return _gx.validate_tables_main(
         argv, validate, render_html, prog="validate_load",
         description="Validate the load aggregates of a run.",
-        aggregates_help="load aggregates root", tables=("load_cells", "load_consumers"),
-        suffix="-load")
+        aggregates_help="load aggregates root", tables=TABLES, suffix=SUFFIX)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import ConfigError, RunError
-from kafkalab.kinds import kind_of
+from kafkalab.kinds import LATENCY, RunKind, kind_of
 from kafkalab.progress import Progress, noop
 from kafkalab.store import LabData
 
@@ -252,10 +252,11 @@ def _data_dir_env(root: Path) -> Iterator[None]:
             os.environ["KAFKALAB_DATA_DIR"] = old
 
 
-def _judged_in_session(lab: LabData, run_id: str, aggregation: JobOutcome) -> JobOutcome:
-    """The validation the aggregation wrote in its own session, as the outcome of a
-    validation job (exit 0 or :data:`VALIDATION_FAILED_EXIT`, no time of its own)."""
-    doc = lab.validation(run_id) or {}
+def _judged_in_session(lab: LabData, run_id: str, aggregation: JobOutcome,
+                       kind: RunKind = LATENCY) -> JobOutcome:
+    """The validation (of ``kind``) the aggregation wrote in its own session, as the outcome
+    of a validation job (exit 0 or :data:`VALIDATION_FAILED_EXIT`, no time of its own)."""
+    doc = lab.validation(run_id, kind) or {}
     failed = [f"FAILED {f.get('summary') or f}" if isinstance(f, dict) else f"FAILED {f}"
               for f in (doc.get("failed_expectations") or [])]
     return JobOutcome("validate", 0 if doc.get("success") else VALIDATION_FAILED_EXIT, 0.0,
@@ -305,11 +306,11 @@ def aggregate_run(data_dir: str | os.PathLike[str] | None = None, run_id: str | 
         finally:
             if kind.marks_stale:  # as LabSparkSubmitOperator (the fault operator marks none)
                 tasks.mark_recomputed(rid, "aggregates", written_since_s=None if jobs else started)
-        in_session = shared and tasks.validation_written_since(rid, started)
+        in_session = shared and tasks.validation_written_since(rid, started, kind)
         if not in_session:
             started = time.time()
         try:
-            validation = (_judged_in_session(lab, rid, jobs[0]) if in_session
+            validation = (_judged_in_session(lab, rid, jobs[0], kind) if in_session
                           else submit(validate_job, rid, lab.root, url, say))
             jobs.append(validation)
         finally:

@@ -96,7 +96,7 @@ LOAD = RunKind(
     name="load", label="load", measured_dir="load", aggregates_subdir="load",
     validation_suffix="-load", aggregate_job="aggregate_load", validate_job="validate_load",
     validate_reads_measured=False, drift_metrics="load_metrics", report_sections="kafkalab.report.load_sections:load_sections",
-    marks_stale=True, validates_in_session=False, measured_unit="cell")
+    marks_stale=True, validates_in_session=True, measured_unit="cell")
 """Open-loop load runs (``kafkalab load``, ``load_experiment``, the nightly's fan-out cell)."""
 
 FAULTS = RunKind(

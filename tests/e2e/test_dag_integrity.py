@@ -412,48 +412,55 @@ def test_a_spark_task_clears_its_stale_output_once_recomputed(
 
 
 class _FakeTI:
-    """The ``ti`` of a task context: what ``xcom_pull`` returns for ``aggregate_metrics``."""
+    """The ``ti`` of a task context: what ``xcom_pull`` returns for the aggregation task
+    ``task_id``."""
 
-    def __init__(self, upstream: Any) -> None:
+    def __init__(self, upstream: Any, task_id: str = "aggregate_metrics") -> None:
         self.upstream = upstream
+        self.task_id = task_id
 
     def xcom_pull(self, task_ids: str) -> Any:
-        assert task_ids == "aggregate_metrics"
+        assert task_ids == self.task_id
         return self.upstream
 
 
+@pytest.mark.parametrize("kind,aggregate_task,validate_task", [
+    ("latency", "aggregate_metrics", "validate_metrics"),
+    ("load", "aggregate_load", "validate_load"),  # the nightly's fan-out cell
+])
 @pytest.mark.parametrize("verdict", ["passed", "failed"])
 def test_one_spark_session_aggregates_and_validates_in_one_job(
         parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-        verdict: str) -> None:
-    """Param one_spark_session: aggregate_metrics gets ``--validate-out`` and says it
-    validated; validate_metrics then starts no job and fails exactly when the validation
+        verdict: str, kind: str, aggregate_task: str, validate_task: str) -> None:
+    """Param one_spark_session: the aggregation gets ``--validate-out`` and says it
+    validated; the validation task then starts no job and fails exactly when the validation
     failed. spark-submit itself is replaced by a stand-in that records its arguments."""
     import copy
 
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     from kafkalab.errors import RunError
+    from kafkalab.kinds import run_kind
     from kafkalab.store import LabData, atomic_write_json
 
     lab = LabData(tmp_path / "data")
     monkeypatch.setenv("KAFKALAB_DATA_DIR", str(lab.root))
-    lab.write_manifest({"run_id": "r1", "status": "complete", "cells": [],
+    lab.write_manifest({"run_id": "r1", "kind": kind, "status": "complete", "cells": [],
                         "stale_outputs": ["aggregates", "validation"]})
     submitted: list[list[str]] = []
 
     def spark_job(self: Any, context: Any) -> None:
         submitted.append(list(self.application_args))
         if "--validate-out" in self.application_args:
-            atomic_write_json(lab.validation_path("r1"), {
+            atomic_write_json(lab.validation_path("r1", run_kind(kind)), {
                 "run_id": "r1", "success": verdict == "passed",
                 "suites": {"raw_samples": {"statistics": {"evaluated_expectations": 7}}},
                 "failed_expectations": [] if verdict == "passed" else [{"summary": "lost > 0"}]})
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", spark_job)
     dag = parsed["bag"].dags["nightly_latency_regression"]
-    aggregate = copy.copy(dag.get_task("aggregate_metrics"))
-    validate = copy.copy(dag.get_task("validate_metrics"))
+    aggregate = copy.copy(dag.get_task(aggregate_task))
+    validate = copy.copy(dag.get_task(validate_task))
     aggregate.lab_run_id = validate.lab_run_id = "r1"  # the XComArgs, resolved
     aggregate.application_args = ["--run-id", "r1"]
     params = {"one_spark_session": True}
@@ -461,7 +468,7 @@ def test_one_spark_session_aggregates_and_validates_in_one_job(
     # the data dir the DAG was parsed with, as every path argument of its Spark tasks
     assert submitted == [["--run-id", "r1", "--validate-out", f"{parsed['data']}/validation"]]
     assert pushed == {"validated_in_session": True}
-    context = {"params": params, "ti": _FakeTI(pushed)}
+    context = {"params": params, "ti": _FakeTI(pushed, aggregate_task)}
     if verdict == "passed":
         assert validate.execute(context) == {"run_id": "r1", "success": True, "expectations": 7}
     else:
@@ -471,7 +478,7 @@ def test_one_spark_session_aggregates_and_validates_in_one_job(
     manifest = lab.manifest("r1")
     assert manifest is not None and manifest["stale_outputs"] == []
     # without the XCom (an aggregation that did not validate), the task runs its own job
-    validate.execute({"params": params, "ti": _FakeTI(None)})
+    validate.execute({"params": params, "ti": _FakeTI(None, aggregate_task)})
     assert len(submitted) == 2 and "--validate-out" not in submitted[1]
 
 

@@ -375,14 +375,23 @@ def test_input_errors(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_spark_submit_aggregate_load(spark_submit: Any, tmp_path: Path) -> None:
+    """Through spark-submit, with ``--validate-out`` (the DAG param ``one_spark_session``):
+    the tables, then the load suite's result written in the same session; the exit code is
+    the aggregation's whatever the verdict."""
     write_fake_load_run(tmp_path, RUN, [LOSSY, SILENT], seed=5)
     out = tmp_path / "aggregates" / "load"
     proc = spark_submit("spark_jobs/aggregate_load.py", "--load", str(tmp_path / "load"),
-                        "--out", str(out), "--run-id", RUN)
+                        "--out", str(out), "--run-id", RUN,
+                        "--validate-out", str(tmp_path / "validation"))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "wrote 2 load_cells, 6 load_consumers" in proc.stdout
     cells = pd.read_parquet(out / f"run_id={RUN}" / "load_cells.parquet")
     assert sorted(cells.cell_id) == sorted([LOSSY.cell_id, SILENT.cell_id])
+    doc = json.loads((tmp_path / "validation" / f"{RUN}-load.json").read_text())
+    assert doc["run_id"] == RUN and doc["suite"] == "load"
+    assert set(doc["suites"]) == {"load_cells", "load_consumers"}
+    verdict = "passed" if doc["success"] else "failed"
+    assert f"aggregate_load --validate-out: run {RUN} {verdict}" in proc.stdout + proc.stderr
 
 
 def test_spark_equals_the_engine_summary(lab: dict[str, Any]) -> None:

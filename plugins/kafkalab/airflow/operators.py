@@ -2,7 +2,7 @@
 
 - :class:`LabSparkSubmitOperator`: a latency or load Spark job that recomputes one output of
   a run and then marks it fresh (the run's ``stale_outputs``); with the param
-  ``one_spark_session`` the aggregation also validates, and the validation task judges that
+  ``one_spark_session`` the aggregation (latency or load) also validates, and the validation task judges that
   result instead of starting Spark again; optionally *skipped* when the run never started.
 - :class:`FaultSparkSubmitOperator`: a fault run's Spark job, *skipped* when the run never
   started.
@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from kafkalab.airflow import fault_tasks, load_tasks, tasks
+from kafkalab.kinds import RunKind, kind_of_job
 from kafkalab.spark import submit as spark_submit
 
 SPARK_CONN_ID = "spark_default"
@@ -46,22 +47,26 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
     ``one_session`` (``aggregate`` or ``validate``), when the param ``one_spark_session`` is
     on: the aggregation also validates the run in its Spark session (``--validate-out``
     under ``data_dir``, the data directory its arguments name) and returns
-    ``{"validated_in_session": true}``; the validation task then judges that result
+    ``{"validated_in_session": true}``; the validation task (``session_task``: the
+    aggregation's task id) then judges that result
     (:func:`kafkalab.airflow.tasks.judge_validation`: it fails exactly when the job would
-    have) instead of starting Spark again. Without that XCom it runs its own job.
+    have) instead of starting Spark again. Without that XCom it runs its own job. Latency
+    and load runs (:attr:`kafkalab.kinds.RunKind.validates_in_session`).
     """
 
     template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
 
-    def __init__(self, *, lab_run_id: Any, stale_output: str, data_dir: Path,
+    def __init__(self, *, lab_run_id: Any, stale_output: str, data_dir: Path, kind: RunKind,
                  skip_unstarted: bool = False, one_session: str | None = None,
-                 **kwargs: Any) -> None:
+                 session_task: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lab_run_id = lab_run_id
         self.stale_output = stale_output
         self.data_dir = data_dir
+        self.kind = kind
         self.skip_unstarted = skip_unstarted
         self.one_session = one_session
+        self.session_task = session_task
 
     def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]  # an XCom
         """Run the job, then mark its output recomputed (see the class)."""
@@ -71,15 +76,17 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
         shared = (self.one_session is not None
                   and tasks.one_spark_session(context.get("params") or {}))
         if shared and self.one_session == "validate":
-            upstream = context["ti"].xcom_pull(task_ids="aggregate_metrics")
+            upstream = context["ti"].xcom_pull(task_ids=self.session_task)
             if isinstance(upstream, dict) and upstream.get("validated_in_session"):
                 # fresh either way (a failed validation is a result), then judged
                 tasks.mark_recomputed(run_id, self.stale_output)
-                verdict = tasks.judge_validation(run_id)  # raises RunError when it failed
-                self.log.info("run %s: validated in aggregate_metrics's Spark session, %s "
-                              "expectations passed", run_id, verdict["expectations"])
+                # raises RunError when it failed
+                verdict = tasks.judge_validation(run_id, self.kind)
+                self.log.info("run %s: validated in %s's Spark session, %s expectations "
+                              "passed", run_id, self.session_task, verdict["expectations"])
                 return verdict
-            self.log.info("aggregate_metrics did not validate run %s: running the job", run_id)
+            self.log.info("%s did not validate run %s: running the job", self.session_task,
+                          run_id)
         if shared and self.one_session == "aggregate":
             self.application_args = [*(self.application_args or []),
                                      *spark_submit.one_session_args(self.data_dir)]
@@ -93,7 +100,8 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
             tasks.mark_recomputed(run_id, self.stale_output,
                                   written_since_s=None if succeeded else started_s)
         if shared and self.one_session == "aggregate":
-            return {"validated_in_session": tasks.validation_written_since(run_id, started_s)}
+            return {"validated_in_session": tasks.validation_written_since(run_id, started_s,
+                                                                           self.kind)}
         return None
 
 
@@ -131,10 +139,11 @@ def lab_spark_task(job: str, task_id: str, lab_run_id: Any, data_dir: Path,
     """The Spark job ``job`` (a key of :data:`kafkalab.spark.submit.SPARK_JOBS`) as the task
     ``task_id`` over ``lab_run_id``; it marks its output
     (:data:`~kafkalab.spark.submit.SPARK_JOB_OUTPUTS`) fresh. ``kwargs``: the operator's own
-    (``one_session``, ``skip_unstarted``) and Airflow's (``retries``, ``outlets``, ``doc_md``)."""
+    (``one_session``, ``session_task``, ``skip_unstarted``) and Airflow's (``retries``,
+    ``outlets``, ``doc_md``)."""
     return LabSparkSubmitOperator(**_submit_kwargs(job, task_id, lab_run_id, data_dir),
                                   stale_output=spark_submit.SPARK_JOB_OUTPUTS[job],
-                                  data_dir=data_dir, **kwargs)
+                                  data_dir=data_dir, kind=kind_of_job(job), **kwargs)
 
 
 def fault_spark_task(job: str, lab_run_id: Any, data_dir: Path,

@@ -383,9 +383,9 @@ def send_alerts(run_id: str, conn_id: str = ALERT_CONN_ID,
 
 
 ONE_SESSION_PARAM = "one_spark_session"
-"""The latency DAGs' param: ``aggregate_metrics`` also validates the run in its own Spark
-session (``aggregate_metrics.py --validate-out``), and ``validate_metrics`` judges that
-result instead of starting Spark again (``make demo`` turns it on)."""
+"""The latency DAGs' param: ``aggregate_metrics`` (and the nightly's ``aggregate_load``)
+also validates the run in its own Spark session (``--validate-out``), and the validation task
+judges that result instead of starting Spark again (``make demo`` turns it on)."""
 
 
 def one_spark_session(params: Mapping[str, Any]) -> bool:
@@ -399,27 +399,27 @@ def one_spark_session(params: Mapping[str, Any]) -> bool:
     return bool_param(params, ONE_SESSION_PARAM, False)
 
 
-def validation_written_since(run_id: str, since_s: float) -> bool:
-    """Whether the run's validation result was written at or after ``since_s`` (wall clock,
-    seconds since the epoch: file modification times are wall-clock; within
+def validation_written_since(run_id: str, since_s: float, kind: RunKind = LATENCY) -> bool:
+    """Whether the run's validation result (of ``kind``) was written at or after ``since_s``
+    (wall clock, seconds since the epoch: file modification times are wall-clock; within
     :data:`MTIME_GRANULARITY_S`, :func:`written_at_or_after`)."""
-    path = LabData().validation_path(run_id)
+    path = LabData().validation_path(run_id, kind)
     try:
         return written_at_or_after(path.stat().st_mtime, since_s)
     except OSError:
         return False
 
 
-def judge_validation(run_id: str) -> dict[str, Any]:
-    """The verdict of the run's validation result, as the ``validate_metrics`` job's exit code
-    gives it: returns ``{"run_id", "success": True, "expectations"}`` when it passed.
+def judge_validation(run_id: str, kind: RunKind = LATENCY) -> dict[str, Any]:
+    """The verdict of the run's validation result (of ``kind``), as its validation job's exit
+    code gives it: returns ``{"run_id", "success": True, "expectations"}`` when it passed.
 
     Raises:
         RunError: it failed (naming up to three failed expectations), is missing or unreadable.
     """
     lab = LabData()
-    doc = lab.validation(run_id)
-    path = lab.validation_path(run_id)
+    doc = lab.validation(run_id, kind)
+    path = lab.validation_path(run_id, kind)
     if doc is None:
         raise RunError(f"run {run_id}: no validation result at {path}")
     if doc.get("unreadable"):

@@ -33,9 +33,9 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pagg.set_defaults(handler=cmd_aggregate)
     pagg.add_argument("--run-id", default=None, help="the run (default: the newest, by start time)")
     pagg.add_argument("--one-session", action="store_true",
-                      help="a latency run: aggregate_metrics also validates in its own Spark "
-                      "session (one JVM start instead of two, as the DAG param "
-                      "one_spark_session); other kinds run both jobs")
+                      help="a latency or load run: the aggregation also validates in its "
+                      "own Spark session (one JVM start instead of two, as the DAG param "
+                      "one_spark_session); a fault run runs both jobs")
     add_json_option(pagg, "print the outcome (jobs, validation, drift, report) as one JSON document")
     add_data_option(pagg)
 

@@ -57,15 +57,16 @@ def spark_application(job: str) -> str:
 def spark_py_files() -> str:
     """The ``py_files`` of every job, comma-separated: ``spark_jobs/_session.py`` (the shared
     Spark session and job plumbing), ``spark_jobs/_gx.py`` (the validations' shared Great
-    Expectations helpers), ``spark_jobs/validate_metrics.py`` (``aggregate_metrics
-    --validate-out`` imports it), and the lab's two lone-file modules, standard library only
+    Expectations helpers), ``spark_jobs/validate_metrics.py`` and
+    ``spark_jobs/validate_load.py`` (``aggregate_metrics --validate-out`` and
+    ``aggregate_load --validate-out`` import them), and the lab's two lone-file modules, standard library only
     and importable as ``store`` and ``stats`` where the package is not installed:
     ``kafkalab/store.py`` (the atomic writer) and ``kafkalab/stats.py`` (percentiles, minimum
     samples, confidence intervals). Spark puts them on the driver's and executors'
     ``PYTHONPATH``. No I/O."""
     jobs = spark_jobs_dir()
     return ",".join([str(jobs / SESSION_MODULE), str(jobs / "_gx.py"),
-                     str(jobs / "validate_metrics.py"),
+                     str(jobs / "validate_metrics.py"), str(jobs / "validate_load.py"),
                      str(PACKAGE_DIR / "store.py"), str(PACKAGE_DIR / "stats.py")])
 
 
@@ -121,8 +122,10 @@ def spark_conf() -> dict[str, str]:
 
 
 def one_session_args(root: Any) -> list[str]:
-    """The arguments that make ``aggregate_metrics`` validate its run in the same Spark
-    session (the param ``one_spark_session``): ``--validate-out <root>/validation``."""
+    """The arguments that make an aggregation job (``aggregate_metrics``,
+    ``aggregate_load``: :attr:`kafkalab.kinds.RunKind.validates_in_session`) validate its run
+    in the same Spark session (the param ``one_spark_session``): ``--validate-out
+    <root>/validation``."""
     return ["--validate-out", f"{root}/{store.VALIDATION_DIR}"]
 
 

@@ -181,6 +181,7 @@ def build_latency_chain(run_prefix: str, companions: Companions | None = None) -
     )
     validated = lab_spark_task(
         "validate", "validate_metrics", lab_run, assets.data_dir, one_session="validate",
+        session_task="aggregate_metrics",
         retries=0,  # a failed expectation is deterministic: retrying only costs time
         doc_md="Spark + Great Expectations: fails (exit 1) when an expectation fails; the "
         "result is validation/<run_id>.json, shown in the report.",

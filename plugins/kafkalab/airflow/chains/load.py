@@ -104,10 +104,11 @@ def load_part(load_run_id: Any, assets: parts.LabAssets,
     finished = finish_load_run(load_run_id)
     aggregated = lab_spark_task("aggregate_load", "aggregate_load", load_run_id, assets.data_dir,
                                 outlets=[assets.aggregates], skip_unstarted=nightly,
+                                one_session="aggregate",
                                 doc_md="Spark: the load run's samples -> load_cells, "
                                 "load_consumers, load_lag (aggregates/load/run_id=<id>/).")
     validated = lab_spark_task("validate_load", "validate_load", load_run_id, assets.data_dir,
-                               retries=0,
+                               retries=0, one_session="validate", session_task="aggregate_load",
                                doc_md="Spark + Great Expectations, suite load: outcomes add up; "
                                "every consumer of a fault-free cell holds every expected "
                                "message. Result: validation/<run_id>-load.json.")
