@@ -268,13 +268,14 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
 
 def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any]) -> None:
     """``airflow dags test load_experiment`` on a small grid (2 cells: 1 and 3 consumers ×
-    100 msg/s × 4 s): the engine measures, Spark aggregates and validates, drift and the
-    report see the load run."""
+    100 msg/s × 4 s): the engine measures, Spark aggregates and validates in one session
+    (``one_spark_session``: validate_load judges the result aggregate_load wrote), drift and
+    the report see the load run."""
     lab = LabData(airflow_setup["data"])
     before = set(lab.manifests())
     conf = {"consumers": [1, 3], "rates": [100], "acks": ["1"], "duration_s": 4,
             "warmup_s": 1, "payload": "1kb", "profile": "default",
-            "cluster_descriptor": str(cluster_yaml)}
+            "cluster_descriptor": str(cluster_yaml), "one_spark_session": True}
     t0 = time.monotonic()
     rc = dags_test("load_experiment", "2026-11-22T00:00:00+00:00", conf, home=airflow_setup["home"],
                    extra_env=airflow_setup["extra_env"], migrate=False, timeout_s=900)

@@ -103,11 +103,14 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
                                "probes time both either way; empty: the workload's "
                                "consumer_mode"),
         "cluster_descriptor": _cluster_descriptor_param(),
-        ONE_SESSION_PARAM: Param(
-            False, type="boolean", title="One Spark session",
-            description="aggregate_metrics also validates the run in its own spark-submit (one "
-            "JVM start instead of two); validate_metrics then judges that result"),
+        ONE_SESSION_PARAM: _one_session_param("aggregate_metrics", "validate_metrics"),
     }
+
+
+def _one_session_param(aggregation: str, validation: str) -> Param:
+    return Param(False, type="boolean", title="One Spark session",
+                 description=f"{aggregation} also validates the run in its own spark-submit "
+                 f"(one JVM start instead of two); {validation} then judges that result")
 
 
 def _number(value: Any, title: str, what: str, minimum: float = 0,
@@ -163,6 +166,7 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
         "pause_for_s": _number(None, "Pause for (s)", "how long the consumers stay paused",
                                nullable=True),
         "cluster_descriptor": _cluster_descriptor_param(),
+        ONE_SESSION_PARAM: _one_session_param("aggregate_load", "validate_load"),
     }
 
 
