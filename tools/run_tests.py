@@ -9,7 +9,9 @@ balanced so that each takes about a third of the suite's time:
    ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only);
 2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test),
    then ``e2e-dags`` (``airflow dags test`` of every DAG, the DAG-parse integrity tests);
-3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test.
+3. ``spark``: ``tests/spark``, ``tests/browser``, the Spark standalone test and the SASL_SSL
+   test (its own KRaft node; here because the ``measure`` lane was the longest: 17:42
+   against 15:41 in a quiet CI run, and this test takes ~50 s of it).
 
 4. then, once every lane has ended, ``alone``: the load and loss integration tests
    (:data:`ALONE`), with nothing beside them.
@@ -52,6 +54,7 @@ from pathlib import Path
 from kafkalab.paths import lab_dir, project_root
 
 SPARK_STANDALONE = "tests/integration/test_spark_standalone.py"
+SASL_SSL_IT = "tests/integration/test_sasl_ssl.py"
 SCHEDULER_E2E = "tests/e2e/test_airflow_scheduler.py"
 DEMO_E2E = "tests/e2e/test_make_demo.py"
 
@@ -69,7 +72,7 @@ LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
                    ("unit", ("tests/unit",)))),
     ("measure", (("integration", ("tests/integration",)),
                  ("e2e-dags", ("tests/e2e",)))),
-    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),)),
+    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE, SASL_SSL_IT)),)),
 )
 """The lanes, started together: (name, its steps in order). A file named in one step is left
 out of its folder's step (``--ignore``)."""

@@ -1,5 +1,5 @@
 """``kafkalab demo`` (what ``make demo`` runs) end to end, with a small matrix: its own
-kafka09 broker (ZooKeeper 30781, broker 30792), lab home (Airflow's DB and the demo's log)
+Kafka 4.x KRaft node (broker 30792, controller 30781), lab home (Airflow's DB and the demo's log)
 and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
 for one date (one scenario; the fan-out cell turned back on, which the demo turns off; Spark
 and Great Expectations in one Spark session, as the demo runs them).
@@ -27,7 +27,7 @@ from kafkalab.store import LabData
 from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
-ZK_PORT = 30781
+CONTROLLER_PORT = 30781
 BROKER_PORT = 30792
 AIRFLOW_LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]|^\d{4}-\d\d-\d\dT\d\d:")
 
@@ -56,7 +56,7 @@ def demo_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
         cluster_up("kraft", 1, lab_dir=prepare_lab(lab), base_port=BROKER_PORT,
-                   control_port=ZK_PORT)
+                   control_port=CONTROLLER_PORT)
         yield lab
     finally:
         cluster_down(lab)
