@@ -17,6 +17,7 @@ from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
 from kafkalab.cluster.embedded import kill_broker, running_cluster
 from kafkalab.cluster.flavors import flavor_of
 from kafkalab.errors import ClusterError
+from kafkalab.procs import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -111,7 +112,15 @@ def test_three_nodes_form_a_quorum_replicate_heal_and_stop(tmp_path: Path, make_
         assert cluster_status(lab)["status"] == "up"
     finally:
         stopped = cluster_down(lab)
-    assert [s["action"] for s in stopped] == ["stopped"] * 3
+    # down signals every node at once. A node whose broker still waits for its controlled
+    # shutdown to be approved once the other two have left cannot be approved any more (no
+    # controller quorum; Kafka would wait minutes): down kills it after the grace period.
+    # Seen once in CI, the active controller's own node, with three busy lanes. At most one
+    # node can be left so: while two are up, the quorum still answers.
+    actions = [s["action"] for s in stopped]
+    assert len(actions) == 3 and actions.count("stopped") >= 2, actions
+    assert set(actions) <= {"stopped", "killed (no exit after SIGTERM)"}, actions
+    assert not any(pid_alive(s["pid"]) for s in stopped)
     assert cluster_status(lab)["status"] == "down"
 
 

@@ -139,8 +139,11 @@ def stop_all(state: ClusterState, progress: Progress, together: bool = False) ->
 
     Brokers get SIGTERM and do a controlled shutdown. ``together``: every broker is
     signalled at once (KRaft nodes: a broker's controlled shutdown needs the controller
-    quorum, which nodes stopped one by one would lose before the last). Returns one report
-    per process (:func:`stop_process`), in that order.
+    quorum, which nodes stopped one by one would lose before the last). Even so, a node
+    whose approval comes last (seen for the active controller's own node on a busy machine)
+    can be left without a quorum once the others have exited; it is killed after
+    :data:`STOP_TIMEOUT_S` and reported ``killed (no exit after SIGTERM)``. Returns one
+    report per process (:func:`stop_process`), in that order.
     """
     records = list(state.get("processes", []))
     brokers = sorted(
