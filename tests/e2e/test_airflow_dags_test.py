@@ -1,7 +1,7 @@
-"""End to end, for real: ``airflow dags test latency_experiment`` against an embedded Kafka 0.9.0.1
-broker, local Spark, Great Expectations and a local HTTP webhook receiver.
+"""End to end, for real: ``airflow dags test latency_experiment`` against an embedded Kafka 4.x
+KRaft node, local Spark, Great Expectations and a local HTTP webhook receiver.
 
-1. a kafka09 1-broker cluster (ZooKeeper 32381, broker 30392) in a temporary lab dir;
+1. a one-node KRaft cluster (broker 30392, controller 32381) in a temporary lab dir;
 2. ``airflow db migrate`` and the one-slot measuring pool (the launcher's ``prepare_db``) in a
    temporary AIRFLOW_HOME, data into a temporary data dir;
 3. run 1: rest + confluent-kafka, 1kb, latency, 5 messages -> samples, aggregates, drift

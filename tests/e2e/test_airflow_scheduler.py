@@ -3,7 +3,7 @@
 one ``make airflow EXECUTOR=celery`` starts (the same plus Redis and a Celery worker), runs
 triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a CI job would.
 
-1. a kafka09 1-broker cluster (ZooKeeper 31581, broker 31592), a webhook receiver, and the
+1. a one-node KRaft cluster (broker 31592, controller 31581), a webhook receiver, and the
    LocalExecutor stack on its own ports (API 31080, PostgreSQL 31432) in a temporary home
    under /tmp (as root, PostgreSQL runs as the ``postgres`` user, who cannot enter pytest's
    0700 tmp dirs);

@@ -2,8 +2,9 @@
 
 - :class:`LabSparkSubmitOperator`: a latency or load Spark job that recomputes one output of
   a run and then marks it fresh (the run's ``stale_outputs``); with the param
-  ``one_spark_session`` the aggregation (latency or load) also validates, and the validation task judges that
-  result instead of starting Spark again; optionally *skipped* when the run never started.
+  ``one_spark_session`` the aggregation (latency or load) also validates, and the validation
+  task judges that result instead of starting Spark again; optionally *skipped* when the run
+  never started.
 - :class:`FaultSparkSubmitOperator`: a fault run's Spark job, *skipped* when the run never
   started.
 
