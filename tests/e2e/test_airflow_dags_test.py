@@ -76,7 +76,7 @@ def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 @pytest.fixture(scope="module")
 def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A real kafka09 broker in a temporary lab dir; yields its descriptor path."""
+    """A real one-node KRaft cluster in a temporary lab dir; yields its descriptor path."""
     from kafkalab.cluster.embedded import cluster_down, cluster_up
 
     if not TARBALL.is_file():
@@ -305,7 +305,7 @@ def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str,
 
 FAULTS_ZK_PORT = 32581
 FAULTS_BASE_PORT = 30592
-"""The fault cluster of this test: ZooKeeper 32581, brokers 30592..30594."""
+"""The fault cluster of this test: control port 32581, brokers 30592..30594."""
 
 
 @pytest.fixture(scope="module")
