@@ -70,7 +70,11 @@ __all__ = [
 
 
 def quiet_gx() -> None:
-    """Silence GX's analytics, INFO logs (stdlib and structlog) and warnings."""
+    """Silence GX's analytics, INFO logs (stdlib and structlog) and warnings.
+
+    structlog is configured only when nothing configured it before: a job run inside a
+    host process that did (an Airflow task running it as a Spark Connect client:
+    ``kafkalab.spark.connect``) must not turn the host's own INFO lines off."""
     os.environ["GX_ANALYTICS_ENABLED"] = "false"
     for name in ("great_expectations", "py4j", "posthog"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -78,7 +82,9 @@ def quiet_gx() -> None:
     try:
         import structlog
 
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+        if not structlog.is_configured():
+            structlog.configure(
+                wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     except ImportError:  # pragma: no cover - structlog comes with GX's dependencies
         pass
 

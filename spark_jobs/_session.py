@@ -117,18 +117,31 @@ def local_builder(app_name: str, master: str) -> SparkSession.Builder:
     )
 
 
-def build_session(app_name: str) -> tuple[SparkSession, bool]:
-    """The session of spark-submit, or a loopback-only local one when run by plain python.
+CONNECT_SCHEME = "sc://"
+"""A ``$KAFKALAB_SPARK_MASTER`` that starts with it names a Spark Connect server: the job
+runs as its client (``kafkalab.spark.connect``)."""
 
-    Plain python uses ``$KAFKALAB_SPARK_MASTER`` (default ``local[2]``). Returns
-    ``(session, owned)``; ``owned`` is false when a session was already active (e.g.
-    ``main()`` called from a test or a notebook): the caller must not stop it then.
+
+def build_session(app_name: str) -> tuple[SparkSession, bool]:
+    """The session of spark-submit, a Spark Connect one, or a loopback-only local one when
+    run by plain python.
+
+    Plain python uses ``$KAFKALAB_SPARK_MASTER`` (default ``local[2]``); an ``sc://host:port``
+    there makes the job a client of that Spark Connect server (a session of its own on the
+    server's driver, whose settings rule). Returns ``(session, owned)``; ``owned`` is false
+    when a session was already active (e.g. ``main()`` called from a test or a notebook):
+    the caller must not stop it then.
     """
+    master = os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and master.startswith(CONNECT_SCHEME):
+        spark = SparkSession.builder.remote(master).appName(app_name).getOrCreate()
+        spark.conf.set("spark.sql.debug.maxToStringFields", "200")
+        return spark, True
     owned = SparkSession.getActiveSession() is None
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its settings rule
         builder = SparkSession.builder.appName(app_name)
     else:
-        builder = local_builder(app_name, os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]"))
+        builder = local_builder(app_name, master)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
@@ -294,6 +307,7 @@ def read_run_rows(spark: SparkSession, root: str, run_id: str, unit: str, file_g
     path = f"{root}/run_date=*/run_id={run_id}/{unit}=*/{file_glob}"
     try:
         df = spark.read.schema(schema).parquet(path)
+        df.columns  # noqa: B018  # Spark Connect reads lazily: a missing file must fail here
     except AnalysisException:
         return spark.createDataFrame([], f"{schema}, {unit}_id string")
     unit_id = F.regexp_extract(F.col("_metadata.file_path"), rf"/{unit}=([^/]+)/[^/]+$", 1)
@@ -369,7 +383,9 @@ def read_parquet(spark: SparkSession, path: str | Sequence[str], what: str,
         reader = reader.option("basePath", base_path)
     paths = [path] if isinstance(path, str) else list(path)
     try:
-        return reader.parquet(*paths)
+        df = reader.parquet(*paths)
+        df.columns  # noqa: B018  # Spark Connect reads lazily: a bad path must fail here
+        return df
     except AnalysisException as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         where = base_path if len(paths) > 1 and base_path else paths[0]
@@ -436,12 +452,14 @@ def swap_in_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: s
     token = uuid.uuid4().hex[:12]
     staging = f"{root}/.staging-{run_id}-{token}"
     old = f"{root}/.old-{run_id}-{token}"
+    if local_dir(root) is not None:
+        return _swap_in_local(tables, local_dir(target), local_dir(staging), local_dir(old))
     jvm = spark.sparkContext._jvm
     path_of = jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
     fs = path_of(target).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     try:
         for name, df in tables.items():
-            df.coalesce(1).write.mode("errorifexists").parquet(f"{staging}/{name}.parquet")
+            df.coalesce(1).write.mode("error").parquet(f"{staging}/{name}.parquet")
         if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
             raise OSError(f"cannot move {target} aside")
         if not fs.rename(path_of(staging), path_of(target)):
@@ -451,6 +469,26 @@ def swap_in_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: s
             if fs.exists(path_of(leftover)):
                 fs.delete(path_of(leftover), True)
     return target
+
+
+def _swap_in_local(tables: Mapping[str, DataFrame], target: Path | None, staging: Path | None,
+                   old: Path | None) -> str:
+    """:func:`swap_in_run_tables` below a local directory: the same staging and renames
+    through the driver's file system (a Spark Connect client has no JVM to ask)."""
+    import shutil
+
+    assert target is not None and staging is not None and old is not None
+    try:
+        for name, df in tables.items():
+            df.coalesce(1).write.mode("error").parquet(str(staging / f"{name}.parquet"))
+        if target.exists():
+            target.rename(old)
+        staging.rename(target)
+    finally:
+        for leftover in (staging, old):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+    return str(target)
 
 
 def write_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: str

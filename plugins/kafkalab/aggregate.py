@@ -12,7 +12,9 @@ runs for one run, on this machine, exactly what the DAGs run after the measureme
 The Spark jobs go through ``spark-submit`` with the DAGs' own application, arguments,
 py-files, conf and environment (:mod:`kafkalab.spark.submit`); the master is
 ``$KAFKALAB_SPARK_MASTER`` (the DAGs' switch, :data:`kafkalab.airflow.launcher.SPARK_MASTER_ENV`),
-default ``local[*]``. The steps after Spark are the DAG tasks' own functions
+default ``local[*]``; an ``sc://host:port`` there runs each job in this process as a client of
+that Spark Connect server instead (:mod:`kafkalab.spark.connect`: no driver JVM to start per
+job). The steps after Spark are the DAG tasks' own functions
 (:func:`kafkalab.airflow.tasks.check_drift`, :func:`~kafkalab.airflow.tasks.publish_report`,
 :func:`~kafkalab.airflow.tasks.mark_recomputed`), run with ``KAFKALAB_DATA_DIR`` set to the
 data directory for their duration (they address the data directory the way a task does).
@@ -37,6 +39,7 @@ from typing import Any
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LATENCY, RunKind, kind_of
 from kafkalab.progress import Progress, noop
+from kafkalab.spark.connect import is_connect_url
 from kafkalab.store import LabData
 
 DEFAULT_MASTER = "local[*]"
@@ -48,7 +51,7 @@ VALIDATION_FAILED_EXIT = 1
 
 @dataclass
 class JobOutcome:
-    """One spark-submit."""
+    """One Spark job (a spark-submit, or a run against a Spark Connect server)."""
 
     job: str
     exit_code: int
@@ -211,10 +214,32 @@ def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
     say = progress or noop
     log = _log_path(run_id, job)
     log.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    if is_connect_url(master):
+        returncode = _run_connected(job, run_id, data_dir, master, extra_args, log, say)
+    else:
+        returncode = _run_submitted(job, run_id, data_dir, master, extra_args, log, say,
+                                    timeout_s)
+    seconds = time.monotonic() - t0
+    text = log.read_text(encoding="utf-8", errors="replace")
+    failed = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("FAILED")]
+    is_validation = job.startswith("validate")
+    if returncode == 0 or (is_validation and returncode == VALIDATION_FAILED_EXIT):
+        say(f"{job}: exit {returncode} in {seconds:.0f} s"
+            + (f", {len(failed)} expectation(s) failed" if returncode else ""))
+        return JobOutcome(job, returncode, round(seconds, 3), str(log), failed)
+    message = f"{job} failed (exit {returncode}): {_last_error(text)} (log {log})"
+    if returncode == 2:
+        raise ConfigError(message)
+    raise RunError(message)
+
+
+def _run_submitted(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
+                   extra_args: Sequence[str], log: Path, say: Progress, timeout_s: float) -> int:
+    """``job`` through spark-submit, its output to ``log``; returns its exit code."""
     cmd = spark_submit_command(job, run_id, data_dir, master, extra_args)
     say(f"spark-submit {Path(cmd[cmd.index('--py-files') + 2]).name} --run-id {run_id} "
         f"(master {master}); log {log}")
-    t0 = time.monotonic()
     with open(log, "w", encoding="utf-8") as fh:
         fh.write(" ".join(cmd) + "\n\n")
         fh.flush()
@@ -223,18 +248,24 @@ def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
                                   env=spark_submit_env(), timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             raise RunError(f"{job} ran longer than {timeout_s:.0f} s (log {log})") from None
-    seconds = time.monotonic() - t0
-    text = log.read_text(encoding="utf-8", errors="replace")
-    failed = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("FAILED")]
-    is_validation = job.startswith("validate")
-    if proc.returncode == 0 or (is_validation and proc.returncode == VALIDATION_FAILED_EXIT):
-        say(f"{job}: exit {proc.returncode} in {seconds:.0f} s"
-            + (f", {len(failed)} expectation(s) failed" if proc.returncode else ""))
-        return JobOutcome(job, proc.returncode, round(seconds, 3), str(log), failed)
-    message = f"{job} failed (exit {proc.returncode}): {_last_error(text)} (log {log})"
-    if proc.returncode == 2:
-        raise ConfigError(message)
-    raise RunError(message)
+    return proc.returncode
+
+
+def _run_connected(job: str, run_id: str, data_dir: str | os.PathLike[str], url: str,
+                   extra_args: Sequence[str], log: Path, say: Progress) -> int:
+    """``job`` in this process as a client of the Spark Connect server ``url``
+    (:func:`kafkalab.spark.connect.run_job`), its output to ``log``; returns its exit code.
+    No timeout of its own: the job runs in this process."""
+    from kafkalab.spark.connect import run_job
+    from kafkalab.spark.submit import spark_application, spark_job_args
+
+    application = spark_application(job)
+    args = [*(str(a) for a in spark_job_args(job, run_id, data_dir)), *extra_args]
+    say(f"Spark Connect {url}: {Path(application).name} --run-id {run_id}; log {log}")
+    with open(log, "w", encoding="utf-8") as fh:
+        fh.write(f"Spark Connect {url}: {application} {' '.join(args)}\n\n")
+        fh.flush()
+        return run_job(application, args, url, out=fh)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,11 @@ What it prints, and nothing else (Airflow's own logs go to a file):
 4. a closing summary: where the samples, aggregates, validation results and report are, and
    the next commands to try.
 
+Every Spark job of the demo (seed 000's aggregation, each night's) runs against one Spark
+Connect server the demo starts (:class:`DemoSpark`, :mod:`kafkalab.spark.connect`): one
+driver JVM, warm after the first job, instead of a spark-submit per job (~22 s a night ->
+~7 s). ``--spark-submit`` turns it off.
+
 The demo's nightly matrix (:data:`DEMO_NIGHTLY_CONF`) is smaller than the scheduled
 nightly's (``include/workloads/nightly.yaml``) so that the demo stays short; it still runs
 the real DAG through Spark and Great Expectations for every date. Drift verdicts need
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -91,6 +97,12 @@ class DemoPlan:
     """Default :func:`demo_airflow_home` of the data dir."""
     descriptor_path: Path | None = None
     """The cluster the demo measures; default the embedded one, started by the demo."""
+    spark_connect: bool = True
+    """Run every Spark job of the demo against one Spark Connect server the demo starts
+    (:mod:`kafkalab.spark.connect`) after seed 000's measurement and stops at its end: one
+    driver JVM for all of them instead of one spark-submit each. Off (``--spark-submit``),
+    or when ``$KAFKALAB_SPARK_MASTER`` or ``$AIRFLOW_CONN_SPARK_DEFAULT`` names a Spark of
+    the user's: each job is a spark-submit, as the scheduled nightly's are by default."""
 
 
 @dataclass
@@ -247,9 +259,11 @@ def _write(log: IO[str], text: str) -> None:
     log.flush()
 
 
-def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> int:
-    """Seed 000's comparison: a line per cell, then the table as ``kafkalab run`` prints it.
-    Returns 0, or 4 when a cell failed (as ``kafkalab run``)."""
+def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
+                spark: DemoSpark | None = None) -> int:
+    """Seed 000's comparison: a line per cell, then the table as ``kafkalab run`` prints it;
+    then its aggregation (on ``spark``'s master) when the plan asks for it. Returns 0, or 4
+    when a cell failed (as ``kafkalab run``)."""
     from kafkalab.runner import build_run_request, execute
     from kafkalab.summary import format_run_summary
 
@@ -268,11 +282,74 @@ def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> int:
     say(f"run {result.run_id}: {result.status}")
     rc = 0 if result.status == "complete" else 4
     if plan.aggregate_seed000:
-        rc = max(rc, aggregate_seed000(result.run_id, lab, log, say))
+        master = spark.master_url() if spark is not None else None
+        rc = max(rc, aggregate_seed000(result.run_id, lab, log, say, master))
     return rc
 
 
-def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say) -> int:
+class DemoSpark:
+    """Where the demo's Spark jobs run (:meth:`master_url`): the lab's default (each job a
+    spark-submit), or a Spark Connect server started on first use, after seed 000's
+    measurement (no JVM starts while the demo measures), and stopped by :meth:`close`. A
+    server that cannot start (its port taken, ...) is one line, and the jobs are
+    spark-submits."""
+
+    def __init__(self, plan: DemoPlan, log: IO[str], say: Say) -> None:
+        from kafkalab.airflow.launcher import SPARK_MASTER_ENV
+
+        self._log, self._say = log, say
+        users = [v for v in (SPARK_MASTER_ENV, "AIRFLOW_CONN_SPARK_DEFAULT")
+                 if os.environ.get(v, "").strip()]
+        self.use_connect = plan.spark_connect and not users
+        self._server: Any = None
+
+    def master_url(self) -> str | None:
+        """The master the demo's jobs use: the Spark Connect server's URL (started now if it
+        is not running yet), or ``None`` for the lab's default.
+
+        Raises:
+            ClusterError: the server could not start (port in use, ...).
+        """
+        if not self.use_connect:
+            return None
+        if self._server is None:
+            from kafkalab.errors import LabError
+            from kafkalab.spark import connect
+
+            t0 = time.monotonic()
+            try:
+                self._server = connect.start_server(
+                    connect.server_port(), lab_dir() / LOG_DIR_NAME / "demo-spark-connect.log",
+                    lab_dir() / "spark-connect", progress=lambda m: _write(self._log, m))
+            except LabError as exc:
+                self._say(f"Spark Connect server not started ({exc}): each Spark job of the "
+                          "demo is a spark-submit instead")
+                self.use_connect = False
+                return None
+            self._say(f"Spark Connect server at {self._server.url}: one Spark driver for "
+                      f"every job of the demo (ready in {time.monotonic() - t0:.0f} s)")
+        return str(self._server.url)
+
+    def nightly_env(self) -> dict[str, str]:
+        """What the ``dags test`` process needs to send its Spark tasks to the server."""
+        url = self.master_url()
+        if url is None:
+            return {}
+        from kafkalab.airflow.launcher import SPARK_MASTER_ENV, spark_conn
+
+        return {SPARK_MASTER_ENV: url, "AIRFLOW_CONN_SPARK_DEFAULT": spark_conn(url)}
+
+    def close(self) -> None:
+        """Stop the server if one was started."""
+        if self._server is not None:
+            from kafkalab.spark import connect
+
+            connect.stop_server(self._server)
+            self._server = None
+
+
+def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say,
+                      master: str | None = None) -> int:
     """Seed 000's run through Spark, Great Expectations, drift and the report, as
     ``kafkalab aggregate`` does (:func:`kafkalab.aggregate.aggregate_run`; the jobs' output
     goes to the demo's log). Returns 0, 1 when validation failed, 4 when a job failed or
@@ -282,9 +359,11 @@ def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say) -> int:
 
     say(f"Seed 000's run → Spark aggregation, Great Expectations, drift, report "
         f"(kafkalab aggregate --one-session --run-id {run_id})")
+    if master is not None:
+        say(f"  (KAFKALAB_SPARK_MASTER={master})")
     try:
-        outcome = aggregate_run(lab.root, run_id, progress=lambda m: _write(log, m),
-                                one_session=True)
+        outcome = aggregate_run(lab.root, run_id, master=master,
+                                progress=lambda m: _write(log, m), one_session=True)
     except LabError as exc:
         say(f"  not aggregated: {exc}")
         return 4
@@ -295,10 +374,12 @@ def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say) -> int:
     return 0 if outcome.validation_success else 1
 
 
-def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[DateOutcome]:
+def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
+                spark: DemoSpark | None = None) -> list[DateOutcome]:
     """The nightly DAG once per date, a line per date as each ends; Airflow's output goes
     to ``log``. The DB migration and the dates run one after the other in one process
-    (:func:`kafkalab.airflow.launcher.dags_test_dates`)."""
+    (:func:`kafkalab.airflow.launcher.dags_test_dates`), its Spark tasks on ``spark``'s
+    master."""
     from kafkalab.airflow.dags_test_dates import PREPARE_MARKER, date_marker
     from kafkalab.airflow.launcher import dags_test_dates
 
@@ -310,7 +391,8 @@ def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> list[Da
     say(f"The nightly DAG ({DEMO_DAG}) for {nights}: "
         f"{', '.join(conf.get('scenarios') or [])} × {', '.join(conf.get('payloads') or [])}, "
         f"{conf.get('messages')} messages a cell, then Spark + Great Expectations, drift, report")
-    extra_env = {"KAFKALAB_DATA_DIR": str(lab.root)}
+    extra_env = {"KAFKALAB_DATA_DIR": str(lab.root),
+                 **(spark.nightly_env() if spark is not None else {})}
     home = plan.airflow_home or demo_airflow_home(lab.root)
     outcomes: list[DateOutcome] = []
     seen = set(lab.manifests())
@@ -362,14 +444,18 @@ def run_demo(plan: DemoPlan, say: Say = print, lab: LabData | None = None) -> in
             label = f" ({EMULATOR_LABEL})" if d.is_emulator else ""
             say(f"Kafka {d.version}{label}: {d.broker_count} broker(s) at {d.bootstrap_servers} "
                 f"(ready in {time.monotonic() - t0:.0f} s)")
-        if plan.seed000:
-            rc = max(rc, run_seed000(plan, lab, log, say))
-        if plan.nightly:
-            outcomes = run_nightly(plan, lab, log, say)
-            if any(o.exit_code != 0 for o in outcomes):
-                rc = max(rc, 1)
-        else:
-            build_report(lab.root)  # the seed-000 run's page (the nightly builds it otherwise)
+        spark = DemoSpark(plan, log, say)
+        try:
+            if plan.seed000:
+                rc = max(rc, run_seed000(plan, lab, log, say, spark))
+            if plan.nightly:
+                outcomes = run_nightly(plan, lab, log, say, spark)
+                if any(o.exit_code != 0 for o in outcomes):
+                    rc = max(rc, 1)
+            else:
+                build_report(lab.root)  # the seed-000 run's page (else the nightly builds it)
+        finally:
+            spark.close()
     closing_summary(lab, log_path, say)
     took_s = time.monotonic() - started
     say("")

@@ -2,7 +2,8 @@
 Kafka 4.x KRaft node (broker 30792, controller 30781), lab home (Airflow's DB and the demo's log)
 and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
 for one date (one scenario; the fan-out cell turned back on, which the demo turns off; Spark
-and Great Expectations in one Spark session, as the demo runs them).
+and Great Expectations in one Spark session, as the demo runs them). Every Spark job runs
+against the demo's Spark Connect server (its own port, 30702).
 
 Asserts on what a newcomer reads: the table and its reading, one line per date, the closing
 summary, and no Airflow log line on stdout (they are in the log file). ~3-4 min.
@@ -23,12 +24,14 @@ import pytest
 
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
+from kafkalab.procs import port_free
 from kafkalab.store import LabData
 from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 CONTROLLER_PORT = 30781
 BROKER_PORT = 30792
+SPARK_CONNECT_PORT = 30702
 AIRFLOW_LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]|^\d{4}-\d\d-\d\dT\d\d:")
 
 WORKLOAD = """\
@@ -67,7 +70,8 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     workload = tmp_path / "demo-test.yaml"
     workload.write_text(WORKLOAD)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKALAB_"))}
-    env.update(KAFKALAB_HOME=str(demo_lab), KAFKALAB_DATA_DIR=str(data))
+    env.update(KAFKALAB_HOME=str(demo_lab), KAFKALAB_DATA_DIR=str(data),
+               KAFKALAB_SPARK_CONNECT_PORT=str(SPARK_CONNECT_PORT))
     cmd = [str(Path(sys.executable).parent / "kafkalab"), "demo", "--workload", str(workload),
            "--dates", "2026-11-18",
            "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5,
@@ -87,6 +91,14 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     assert "[DAG TEST]" in log_text
     # the demo's one Spark session a night: validate_metrics judged aggregate_metrics's result
     assert "validated in aggregate_metrics's Spark session" in log_text
+    # every Spark job ran against the demo's one Spark Connect server (none was submitted),
+    # the load run's jobs too; the server is gone after the demo
+    url = f"sc://127.0.0.1:{SPARK_CONNECT_PORT}"
+    assert f"Spark Connect server at {url}: one Spark driver" in out
+    assert "Spark-Submit cmd" not in log_text
+    for script in ("aggregate_metrics.py", "aggregate_load.py"):
+        assert re.search(rf"Spark Connect {re.escape(url)}/?: \S*{script}", log_text), script
+    assert port_free(SPARK_CONNECT_PORT)
     assert not [line for line in lines if AIRFLOW_LOG_LINE.search(line)]
     assert not [line for line in lines if "Traceback" in line]
 

@@ -85,6 +85,9 @@ def test_env_ports_and_db_url(tmp_path: Path) -> None:
         ("spark://127.0.0.1:7077", {"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077}),
         ("yarn", {"conn_type": "spark", "host": "yarn"}),
         ("k8s://https://10.0.0.1:6443", {"conn_type": "spark", "host": "k8s://https://10.0.0.1:6443"}),
+        ("sc://127.0.0.1:15102", {"conn_type": "spark_connect", "host": "127.0.0.1", "port": 15102}),
+        ("sc://spark-connect.internal", {"conn_type": "spark_connect",
+                                         "host": "spark-connect.internal"}),
     ],
 )
 def test_spark_conn_from_the_master_switch(master: str | None, conn: dict[str, object]) -> None:

@@ -36,12 +36,17 @@
     from the smallest history to the largest (per-night ratio 1 = linear)
     (:mod:`tools.bench.report`).
 
-``--only PARTS`` (kafka, load, spark, nightly, faults, report) runs just those, e.g.
+(i) with ``--connect``: one night's Spark work (a demo night's size, aggregated and validated
+    in one session by ``kafkalab aggregate``, a fresh process each time) through spark-submit
+    against the same through a warm Spark Connect server, alternating rounds; the server's
+    start and its cold first job apart; aggregates compared (:mod:`tools.bench.connect`).
+
+``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect) runs just those, e.g.
 ``python -m tools.bench --only load``.
 
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 :mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
-:mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h);
+:mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h), :mod:`tools.bench.connect` (i);
 the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """

@@ -49,10 +49,11 @@ def _positive(text: str) -> int:
     return value
 
 
-PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report")
+PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report", "connect")
 """The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
 faults = (g) (consumer faults and ordering under a leader failover), report = (h) (the
-report's cost as the history grows, on fabricated nights)."""
+report's cost as the history grows, on fabricated nights), connect = (i) (one night's Spark
+work through spark-submit vs a warm Spark Connect server)."""
 
 
 def _parts(text: str) -> frozenset[str]:
@@ -97,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--report-all-pages-max", type=_positive, default=30,
                         help="part (h) times the whole report (every run's page) only up to this "
                              "many nights (default 30)")
+    parser.add_argument("--connect", action="store_true",
+                        help="also run part (i): one night's Spark work through spark-submit "
+                             "vs a warm Spark Connect server")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -119,13 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
-                                  or args.faults or args.report):
+                                  or args.faults or args.report or args.connect):
         parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
-                     "--nightly, --faults and --report")
+                     "--nightly, --faults, --report and --connect")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
                               ("spark", args.spark), ("nightly", args.nightly),
-                              ("faults", args.faults), ("report", args.report)) if on)
+                              ("faults", args.faults), ("report", args.report),
+                              ("connect", args.connect)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -173,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
 
             result["faults"] = bench_faults(work / "faults")
             print_faults(result["faults"])
+        if "connect" in parts:
+            from tools.bench.connect import bench_connect, print_connect
+
+            result["connect"] = bench_connect(work / "connect")
+            print_connect(result["connect"])
         if "report" in parts:
             from tools.bench.report import ReportBenchConfig, bench_report, print_report
 

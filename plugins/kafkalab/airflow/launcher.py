@@ -104,9 +104,17 @@ def spark_conn(master: str | None) -> str:
     """The ``spark_default`` connection (Airflow's JSON form) for a Spark master URL.
 
     ``spark://host:port`` is split into host and port (the provider joins them again);
-    anything else (``local[*]``, ``yarn``, ``k8s://https://...``) is the host as given.
+    ``sc://host:port`` (a Spark Connect server: :mod:`kafkalab.spark.connect`) becomes the
+    provider's ``spark_connect`` type; anything else (``local[*]``, ``yarn``,
+    ``k8s://https://...``) is the host as given.
     """
     url = (master or "").strip() or "local[*]"
+    if url.startswith("sc://"):
+        host, sep, port = url[len("sc://"):].rstrip("/").partition(":")
+        conn: dict[str, object] = {"conn_type": "spark_connect", "host": host}
+        if sep and port.isdigit():
+            conn["port"] = int(port)
+        return json.dumps(conn)
     if url.startswith("spark://"):
         hostport = url[len("spark://"):]
         host, sep, port = hostport.rpartition(":")

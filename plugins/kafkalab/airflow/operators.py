@@ -8,6 +8,9 @@
 - :class:`FaultSparkSubmitOperator`: a fault run's Spark job, *skipped* when the run never
   started.
 
+Both run their job through :func:`run_spark_job`: spark-submit, or a Spark Connect server
+when the connection is one (``KAFKALAB_SPARK_MASTER=sc://…``).
+
 :func:`lab_spark_task` and :func:`fault_spark_task` build them with the script, arguments,
 py-files, conf and environment of :mod:`kafkalab.spark.submit`, through the ``spark_default``
 Connection. Building one reads no file (DAG-parse time); the run's state is read when the
@@ -28,6 +31,37 @@ from kafkalab.spark import submit as spark_submit
 
 SPARK_CONN_ID = "spark_default"
 """The Connection every lab spark-submit goes through (its master: docs/spark.md)."""
+
+
+def run_spark_job(op: SparkSubmitOperator, context: Any) -> None:
+    """Run ``op``'s job through its connection: spark-submit (the operator's own
+    ``execute``), or, when the connection is the provider's ``spark_connect`` type
+    (``KAFKALAB_SPARK_MASTER=sc://…``), as a client of that Spark Connect server in this
+    task's process (:func:`kafkalab.spark.connect.run_job`; the job's output goes to the
+    task process's stdout and stderr, which Airflow logs). A non-zero exit fails the task, as a failed spark-submit does."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    conn_id = getattr(op, "_conn_id", SPARK_CONN_ID)
+    if SparkConnectHook.get_connection(conn_id).conn_type != SparkConnectHook.conn_type:
+        SparkSubmitOperator.execute(op, context)
+        return
+    from airflow.exceptions import AirflowException
+
+    from kafkalab.spark import connect
+
+    url = SparkConnectHook(conn_id).get_connection_url()
+    op.log.info("Spark Connect %s: %s %s", url, op.application,
+                " ".join(str(a) for a in op.application_args or []))
+    started = time.monotonic()
+    # the job's output stays on the task process's own stdout/stderr (Airflow puts them in
+    # the task log): redirecting them here would hand Airflow's own loggers, which resolve
+    # the stream when first used, a stream that is gone after the job
+    code = connect.run_job(op.application, [str(a) for a in op.application_args or []], url)
+    op.log.info("%s exited %s in %.1f s", Path(op.application).name, code,
+                time.monotonic() - started)
+    if code != 0:
+        raise AirflowException(f"Spark job {Path(op.application).name} through Spark Connect "
+                               f"{url} exited with code {code}")
 
 
 def _skip(message: str) -> NoReturn:
@@ -95,7 +129,7 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
         started_s = time.time()  # compared with file modification times (wall clock)
         succeeded = False
         try:
-            super().execute(context)
+            run_spark_job(self, context)
             succeeded = True
         finally:
             tasks.mark_recomputed(run_id, self.stale_output,
@@ -122,7 +156,7 @@ class FaultSparkSubmitOperator(SparkSubmitOperator):
         if not fault_tasks.fault_run_started(str(self.lab_run_id)):
             _skip(f"fault run {self.lab_run_id} was not started")
         self.conf = spark_submit.runtime_conf(self.conf)
-        super().execute(context)
+        run_spark_job(self, context)
 
 
 def _submit_kwargs(job: str, task_id: str, lab_run_id: Any, data_dir: Path) -> dict[str, Any]:

@@ -31,6 +31,10 @@ def add_parser(sub: SubParsers[Any]) -> None:
                        help="measure seed 000 but skip its Spark aggregation (kafkalab aggregate): "
                        "its report page then shows no aggregates")
     pdemo.add_argument("--no-nightly", action="store_true", help="skip the nightly DAG runs")
+    pdemo.add_argument("--spark-submit", action="store_true",
+                       help="run each Spark job as its own spark-submit (as the scheduled "
+                       "nightly does by default) instead of against one Spark Connect server "
+                       "the demo starts on 127.0.0.1:$KAFKALAB_SPARK_CONNECT_PORT (15102)")
     pdemo.add_argument("--log", type=Path, default=None,
                        help="log file (default .lab/logs/demo-<time>.log)")
     add_cluster_option(pdemo)
@@ -53,7 +57,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     plan = DemoPlan(workload=args.workload or DEMO_WORKLOAD, dates=dates, nightly_conf=conf,
                     seed000=not args.no_seed000,
                     aggregate_seed000=not args.no_seed000_aggregate, nightly=not args.no_nightly,
-                    log_path=args.log, descriptor_path=args.cluster)
+                    log_path=args.log, descriptor_path=args.cluster,
+                    spark_connect=not args.spark_submit)
     return run_demo(plan, say=say, lab=LabData(args.data_dir))
 
 

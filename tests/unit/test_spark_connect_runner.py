@@ -1,0 +1,91 @@
+"""How a lab job runs as a Spark Connect client (:mod:`kafkalab.spark.connect`), without a
+server: the script runs as ``__main__`` with its arguments, its folder first on ``sys.path``
+(as ``--py-files`` gives spark-submit's driver) and ``$KAFKALAB_SPARK_MASTER`` naming the
+server; its exit code and output come back; everything is restored after. The server itself,
+and the lab's jobs against it: ``tests/spark/test_spark_connect.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab.airflow.launcher import spark_conn
+from kafkalab.errors import ClusterError
+from kafkalab.spark import connect
+
+SCRIPT = '''\
+import json, os, sys
+import helper_beside_the_job  # found beside the script, as a py-file
+print(json.dumps({"argv": sys.argv[1:], "master": os.environ["KAFKALAB_SPARK_MASTER"],
+                  "gx": os.environ.get("GX_ANALYTICS_ENABLED"), "name": __name__}))
+print("an error line", file=sys.stderr)
+if __name__ == "__main__":
+    sys.exit(int(sys.argv[1]))
+'''
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    (folder / "helper_beside_the_job.py").write_text("VALUE = 1\n")
+    script = folder / "the_job.py"
+    script.write_text(SCRIPT)
+    return script
+
+
+def test_the_script_runs_as_a_driver_program_and_its_exit_code_comes_back(
+        job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKALAB_SPARK_MASTER", raising=False)
+    argv, path = list(sys.argv), list(sys.path)
+    lines: list[str] = []
+
+    code = connect.run_job(job, ["3", "--run-id", "r1"], "sc://127.0.0.1:30799", out=lines.append)
+
+    assert code == 3
+    seen = json.loads(lines[0])
+    assert seen == {"argv": ["3", "--run-id", "r1"], "master": "sc://127.0.0.1:30799",
+                    "gx": "false", "name": "__main__"}
+    assert lines[1:] == ["an error line"]
+    assert sys.argv == argv and sys.path == path
+    assert "KAFKALAB_SPARK_MASTER" not in os.environ
+    sys.modules.pop("helper_beside_the_job", None)
+
+
+def test_output_to_a_file_and_exit_0(job: Path, tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    with log.open("w") as fh:
+        assert connect.run_job(job, ["0"], "sc://127.0.0.1:30799", out=fh) == 0
+    assert '"argv": ["0"]' in log.read_text() and "an error line" in log.read_text()
+    sys.modules.pop("helper_beside_the_job", None)
+
+
+def test_urls_and_the_airflow_connection() -> None:
+    assert connect.is_connect_url("sc://127.0.0.1:15102")
+    assert not connect.is_connect_url("local[*]") and not connect.is_connect_url(None)
+    assert connect.connect_url(30799) == "sc://127.0.0.1:30799"
+    assert json.loads(spark_conn(connect.connect_url(30799))) == {
+        "conn_type": "spark_connect", "host": "127.0.0.1", "port": 30799}
+
+
+def test_a_taken_port_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ClusterError, match=rf"^port {port} on 127.0.0.1 is already in use"):
+            connect.start_server(port, tmp_path / "server.log", tmp_path / "work")
+    assert not (tmp_path / "server.log").exists()
+
+
+def test_the_server_command_binds_loopback_on_its_port() -> None:
+    cmd = connect.server_command(30799)
+    assert cmd[0].endswith("/bin/spark-submit") and connect.SERVER_CLASS in cmd
+    assert "spark.connect.grpc.binding.address=127.0.0.1" in cmd
+    assert "spark.connect.grpc.binding.port=30799" in cmd
+    assert "spark.ui.enabled=false" in cmd
