@@ -405,6 +405,16 @@ def _check_topic_limits(d: ClusterDescriptor, w: Workload, profiles: dict[str, P
                 )
 
 
+def cell_workload(req: RunRequest, payload: str) -> Workload:
+    """The workload a cell of ``payload`` runs with: the run's, without first-message probes
+    when ``first_message_probes_at`` is ``first-payload`` and ``payload`` is not the run's
+    first."""
+    w = req.workload
+    if w.first_message_probes_at == "first-payload" and payload != req.payloads[0]:
+        return w.model_copy(update={"first_message_probes": 0})
+    return w
+
+
 def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
              scenario_name: str, work_dir: Path, progress: Progress
              ) -> tuple[CellResult, dict[str, str]]:
@@ -413,7 +423,8 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     d = req.descriptor
     scenario = get_scenario(scenario_name)
     is_kafka = scenario_spec(scenario_name).uses_kafka
-    cell = Cell(run_id=manifest.run_id, workload=req.workload, profile=prof, payload=payload,
+    cell = Cell(run_id=manifest.run_id, workload=cell_workload(req, payload), profile=prof,
+                payload=payload,
                 body=body, topic=req.workload.topic_for(prof.name) if is_kafka else None,
                 descriptor=d if is_kafka else None, work_dir=work_dir, http_port=req.http_port)
     label = f"[{scenario_name} {payload} {prof.name}]"

@@ -1,5 +1,7 @@
 """End to end, for real: ``airflow dags test latency_experiment`` against an embedded Kafka 4.x
-KRaft node, local Spark, Great Expectations and a local HTTP webhook receiver.
+KRaft node, a Spark Connect server of its own (port 30722: the DAGs' Spark tasks run their
+jobs against it; their spark-submit path is test_airflow_scheduler.py's), Great Expectations
+and a local HTTP webhook receiver.
 
 1. a one-node KRaft cluster (broker 30392, controller 32381) in a temporary lab dir;
 2. ``airflow db migrate`` and the one-slot measuring pool (the launcher's ``prepare_db``) in a
@@ -31,16 +33,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db
+from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db, spark_conn
 from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
+from kafkalab.spark import connect
 from kafkalab.store import LabData, atomic_write_json
 from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
 BROKER_PORT = 30392
+SPARK_CONNECT_PORT = 30722
 SCENARIOS = ["rest", "confluent-kafka"]
 
 
@@ -93,10 +97,22 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
+def spark_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[connect.ConnectServer]:
+    """The module's Spark Connect server (port 30722): every Spark task of its DAG runs
+    against it (the spark-submit path of the DAGs: test_airflow_scheduler.py and the
+    standalone test)."""
+    folder = tmp_path_factory.mktemp("af-e2e-spark")
+    with connect.running_server(SPARK_CONNECT_PORT, folder / "server.log",
+                                folder / "work") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
-                  receiver: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+                  receiver: tuple[str, list[dict[str, Any]]],
+                  spark_server: connect.ConnectServer) -> dict[str, Any]:
     """Temporary AIRFLOW_HOME (migrated, with the measuring pool) and data dir; the webhook
-    Connection as env."""
+    Connection and the Spark Connect server's ``spark_default`` as env."""
     root = tmp_path_factory.mktemp("af-e2e")
     home, data = root / "airflow", root / "data"
     home.mkdir()
@@ -108,7 +124,8 @@ def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
             "conn_type": "http", "host": host, "port": int(port), "schema": "http",
             "extra": {"endpoint": "/hooks/kafkalab", "format": "generic"},
         }),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "KAFKALAB_SPARK_MASTER": spark_server.url,
+        "AIRFLOW_CONN_SPARK_DEFAULT": spark_conn(spark_server.url),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
     }
     env = airflow_env(home, base={**os.environ, **extra_env})

@@ -110,3 +110,15 @@ def test_a_re_run_with_another_workload_is_refused(tmp_path: Path,
     with pytest.raises(ConfigError, match="re-run its cells with the same workload"):
         runner.execute(other, noop)
     assert len(read_samples(tmp_path, "r1")) == 5
+
+
+def test_first_payload_probes_only_in_the_runs_first_payload(tmp_path: Path) -> None:
+    req = runner.build_run_request("images-quick", scenarios=["rest"],
+                                   payloads=["3mb", "1mb"], data_dir=tmp_path)
+    assert req.workload.first_message_probes_at == "first-payload"
+    assert runner.cell_workload(req, "3mb").first_message_probes == 1  # the run's first
+    assert runner.cell_workload(req, "1mb").first_message_probes == 0
+    every = runner.build_run_request("images-http-vs-kafka", scenarios=["rest"],
+                                     payloads=["3mb", "1mb"], data_dir=tmp_path)
+    assert every.workload.first_message_probes_at == "every-payload"
+    assert runner.cell_workload(every, "1mb").first_message_probes == every.workload.first_message_probes
