@@ -21,10 +21,10 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert len(run_tests.LANES) == 3
     # the Spark standalone test is named in the spark step and ignored by integration's
     assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
-    assert run_tests._steps_of(run_tests.SASL_SSL_IT) == ["spark"]
+    assert run_tests._steps_of("tests/integration/test_sasl_ssl.py") == ["integration"]
     assert run_tests._ignores(("tests/integration",)) == [
         f"--ignore={run_tests.LOAD_IT}", f"--ignore={run_tests.LOSS_IT}",
-        f"--ignore={run_tests.SASL_SSL_IT}", f"--ignore={run_tests.SPARK_STANDALONE}"]
+        f"--ignore={run_tests.SPARK_STANDALONE}"]
     assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
     names = [name for name, _ in run_tests.steps()]
     assert len(names) == len(set(names))  # one log file a step
