@@ -128,9 +128,10 @@ def build_session(app_name: str) -> tuple[SparkSession, bool]:
 
     Plain python uses ``$KAFKALAB_SPARK_MASTER`` (default ``local[2]``); an ``sc://host:port``
     there makes the job a client of that Spark Connect server (a session of its own on the
-    server's driver, whose settings rule). Returns ``(session, owned)``; ``owned`` is false
-    when a session was already active (e.g. ``main()`` called from a test or a notebook):
-    the caller must not stop it then.
+    server's driver, whose settings rule; always owned: the job's process stops it).
+    Returns ``(session, owned)``; ``owned`` is false when a classic session was already
+    active (e.g. ``main()`` called from a test or a notebook): the caller must not stop it
+    then.
     """
     master = os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]")
     if "PYSPARK_GATEWAY_PORT" not in os.environ and master.startswith(CONNECT_SCHEME):
@@ -262,6 +263,23 @@ def local_dir(path: str) -> Path | None:
     return Path(path)
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """True for a Spark Connect session (no ``sparkContext``, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def refuse_uri_through_connect(spark: SparkSession, root: str) -> None:
+    """Refuse a non-local data path in a Spark Connect session: listing and renaming files
+    there needs the driver's Hadoop ``FileSystem``, which a Connect client cannot reach.
+
+    Raises:
+        InputError: ``<root> is not a local path: ...``.
+    """
+    if is_connect(spark):
+        raise InputError(f"{root} is not a local path: a job run through Spark Connect "
+                         "needs a local data directory (spark-submit reads URIs)")
+
+
 def read_run_docs(spark: SparkSession, root: str, run_id: str, unit: str, name: str
                   ) -> dict[str, tuple[str, dict[str, Any]]]:
     """Every JSON object ``name`` of one run's ``<unit>=<id>`` folders below ``root``
@@ -278,6 +296,7 @@ def read_run_docs(spark: SparkSession, root: str, run_id: str, unit: str, name: 
     if local is not None:
         texts = [(str(f), f.read_text(encoding="utf-8")) for f in sorted(local.glob(pattern))]
     else:
+        refuse_uri_through_connect(spark, root)
         try:
             texts = spark.sparkContext.wholeTextFiles(f"{root}/{pattern}").collect()
         except Exception:  # py4j: no file matches the glob
@@ -454,16 +473,25 @@ def swap_in_run_tables(tables: Mapping[str, DataFrame], out_path: str, run_id: s
     old = f"{root}/.old-{run_id}-{token}"
     if local_dir(root) is not None:
         return _swap_in_local(tables, local_dir(target), local_dir(staging), local_dir(old))
+    refuse_uri_through_connect(spark, root)
     jvm = spark.sparkContext._jvm
     path_of = jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
     fs = path_of(target).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    moved = False
     try:
         for name, df in tables.items():
             df.coalesce(1).write.mode("error").parquet(f"{staging}/{name}.parquet")
-        if fs.exists(path_of(target)) and not fs.rename(path_of(target), path_of(old)):
-            raise OSError(f"cannot move {target} aside")
+        if fs.exists(path_of(target)):
+            if not fs.rename(path_of(target), path_of(old)):
+                raise OSError(f"cannot move {target} aside")
+            moved = True
         if not fs.rename(path_of(staging), path_of(target)):
             raise OSError(f"cannot rename {staging} to {target}")
+        moved = False
+    except BaseException:
+        if moved and not fs.exists(path_of(target)):  # the earlier tables back in place
+            fs.rename(path_of(old), path_of(target))
+        raise
     finally:
         for leftover in (staging, old):
             if fs.exists(path_of(leftover)):
@@ -478,12 +506,20 @@ def _swap_in_local(tables: Mapping[str, DataFrame], target: Path | None, staging
     import shutil
 
     assert target is not None and staging is not None and old is not None
+    moved = False
     try:
         for name, df in tables.items():
-            df.coalesce(1).write.mode("error").parquet(str(staging / f"{name}.parquet"))
+            df.coalesce(1).write.mode("error").parquet(str(staging.absolute()
+                                                           / f"{name}.parquet"))
         if target.exists():
             target.rename(old)
+            moved = True
         staging.rename(target)
+        moved = False
+    except BaseException:
+        if moved and not target.exists():  # the earlier tables back in place
+            old.rename(target)
+        raise
     finally:
         for leftover in (staging, old):
             if leftover.exists():

@@ -12,9 +12,9 @@ runs for one run, on this machine, exactly what the DAGs run after the measureme
 The Spark jobs go through ``spark-submit`` with the DAGs' own application, arguments,
 py-files, conf and environment (:mod:`kafkalab.spark.submit`); the master is
 ``$KAFKALAB_SPARK_MASTER`` (the DAGs' switch, :data:`kafkalab.airflow.launcher.SPARK_MASTER_ENV`),
-default ``local[*]``; an ``sc://host:port`` there runs each job in this process as a client of
-that Spark Connect server instead (:mod:`kafkalab.spark.connect`: no driver JVM to start per
-job). The steps after Spark are the DAG tasks' own functions
+default ``local[*]``; an ``sc://host:port`` there runs each job as a client of that Spark
+Connect server instead (:mod:`kafkalab.spark.connect`: a Python process, no driver JVM to
+start per job). The steps after Spark are the DAG tasks' own functions
 (:func:`kafkalab.airflow.tasks.check_drift`, :func:`~kafkalab.airflow.tasks.publish_report`,
 :func:`~kafkalab.airflow.tasks.mark_recomputed`), run with ``KAFKALAB_DATA_DIR`` set to the
 data directory for their duration (they address the data directory the way a task does).
@@ -202,8 +202,9 @@ def _last_error(text: str) -> str:
 def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
            progress: Progress | None = None, timeout_s: float = 3600.0,
            extra_args: Sequence[str] = ()) -> JobOutcome:
-    """Run one Spark job through spark-submit (``extra_args`` after the job's own); its
-    output goes to a log file.
+    """Run one Spark job (``extra_args`` after the job's own) through spark-submit, or as a
+    client of a Spark Connect server when ``master`` is an ``sc://`` URL; its output goes to
+    a log file.
 
     Returns the outcome (exit 0, or 1 for a validation job whose expectations failed).
 
@@ -216,7 +217,8 @@ def submit(job: str, run_id: str, data_dir: str | os.PathLike[str], master: str,
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     if is_connect_url(master):
-        returncode = _run_connected(job, run_id, data_dir, master, extra_args, log, say)
+        returncode = _run_connected(job, run_id, data_dir, master, extra_args, log, say,
+                                    timeout_s)
     else:
         returncode = _run_submitted(job, run_id, data_dir, master, extra_args, log, say,
                                     timeout_s)
@@ -252,10 +254,16 @@ def _run_submitted(job: str, run_id: str, data_dir: str | os.PathLike[str], mast
 
 
 def _run_connected(job: str, run_id: str, data_dir: str | os.PathLike[str], url: str,
-                   extra_args: Sequence[str], log: Path, say: Progress) -> int:
-    """``job`` in this process as a client of the Spark Connect server ``url``
-    (:func:`kafkalab.spark.connect.run_job`), its output to ``log``; returns its exit code.
-    No timeout of its own: the job runs in this process."""
+                   extra_args: Sequence[str], log: Path, say: Progress,
+                   timeout_s: float) -> int:
+    """``job`` as a client of the Spark Connect server ``url`` in a Python process of its
+    own (:func:`kafkalab.spark.connect.run_job`), its output to ``log``; returns its exit
+    code.
+
+    Raises:
+        ClusterError: nothing answers at ``url``.
+        RunError: it ran longer than ``timeout_s``.
+    """
     from kafkalab.spark.connect import run_job
     from kafkalab.spark.submit import spark_application, spark_job_args
 
@@ -265,7 +273,10 @@ def _run_connected(job: str, run_id: str, data_dir: str | os.PathLike[str], url:
     with open(log, "w", encoding="utf-8") as fh:
         fh.write(f"Spark Connect {url}: {application} {' '.join(args)}\n\n")
         fh.flush()
-        return run_job(application, args, url, out=fh)
+        try:
+            return run_job(application, args, url, out=fh, timeout_s=timeout_s)
+        except RunError as exc:
+            raise RunError(f"{job}: {exc} (log {log})") from None
 
 
 @contextlib.contextmanager

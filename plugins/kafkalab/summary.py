@@ -250,7 +250,7 @@ def format_reading(results: list[CellResult]) -> list[str]:
         text += f" vs assign {'-' if asg_ms is None else f'{asg_ms:,.0f} ms'}"
         firsts.append(text)
     if firsts:
-        first_line = ("First record after the consumer starts (median over sizes): "
+        first_line = ("First record after the consumer starts (median over the probed cells): "
                       + "; ".join(firsts)
                       + ". The gap is the consumer group's partition assignment.")
     else:

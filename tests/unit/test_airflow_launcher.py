@@ -88,6 +88,9 @@ def test_env_ports_and_db_url(tmp_path: Path) -> None:
         ("sc://127.0.0.1:15102", {"conn_type": "spark_connect", "host": "127.0.0.1", "port": 15102}),
         ("sc://spark-connect.internal", {"conn_type": "spark_connect",
                                          "host": "spark-connect.internal"}),
+        ("sc://h:15002/;user_id=lab;token=s3cr%3Bt;use_ssl=true",
+         {"conn_type": "spark_connect", "host": "h", "port": 15002, "login": "lab",
+          "password": "s3cr;t", "extra": {"use_ssl": True}}),
     ],
 )
 def test_spark_conn_from_the_master_switch(master: str | None, conn: dict[str, object]) -> None:

@@ -1,15 +1,16 @@
 """How a lab job runs as a Spark Connect client (:mod:`kafkalab.spark.connect`), without a
-server: the script runs as ``__main__`` with its arguments, its folder first on ``sys.path``
-(as ``--py-files`` gives spark-submit's driver) and ``$KAFKALAB_SPARK_MASTER`` naming the
-server; its exit code and output come back; everything is restored after. The server itself,
-and the lab's jobs against it: ``tests/spark/test_spark_connect.py``."""
+server (a bare TCP listener stands in for its port): the script runs as ``__main__`` in a
+Python process of its own with its arguments, its folder first on ``sys.path`` (as
+``--py-files`` gives spark-submit's driver), ``$KAFKALAB_SPARK_MASTER`` naming the server and
+no PySpark session variable of the caller's; its exit code and output come back; a URL
+nothing answers at is one line. The server itself, and the lab's jobs against it:
+``tests/spark/test_spark_connect.py``."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +22,25 @@ from kafkalab.spark import connect
 SCRIPT = '''\
 import json, os, sys
 import helper_beside_the_job  # found beside the script, as a py-file
+import kafkalab.stats  # the lab's package, importable as on a spark-submit driver
 print(json.dumps({"argv": sys.argv[1:], "master": os.environ["KAFKALAB_SPARK_MASTER"],
-                  "gx": os.environ.get("GX_ANALYTICS_ENABLED"), "name": __name__}))
-print("an error line", file=sys.stderr)
+                  "gx": os.environ.get("GX_ANALYTICS_ENABLED"), "name": __name__,
+                  "leaked": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}), flush=True)
+print("an error line", file=sys.stderr, flush=True)
+if sys.argv[1] == "raise":
+    raise RuntimeError("a bug in the job")
 if __name__ == "__main__":
     sys.exit(int(sys.argv[1]))
 '''
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    """An ``sc://`` URL whose port accepts connections (what a server's readiness is)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield connect.connect_url(listener.getsockname()[1])
 
 
 @pytest.fixture
@@ -40,29 +54,37 @@ def job(tmp_path: Path) -> Path:
 
 
 def test_the_script_runs_as_a_driver_program_and_its_exit_code_comes_back(
-        job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KAFKALAB_SPARK_MASTER", raising=False)
-    argv, path = list(sys.argv), list(sys.path)
+        job: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # a session of the caller's
     lines: list[str] = []
 
-    code = connect.run_job(job, ["3", "--run-id", "r1"], "sc://127.0.0.1:30799", out=lines.append)
+    code = connect.run_job(job, ["3", "--run-id", "r1"], url, out=lines.append)
 
     assert code == 3
     seen = json.loads(lines[0])
-    assert seen == {"argv": ["3", "--run-id", "r1"], "master": "sc://127.0.0.1:30799",
-                    "gx": "false", "name": "__main__"}
+    assert seen == {"argv": ["3", "--run-id", "r1"], "master": url, "gx": "false",
+                    "name": "__main__", "leaked": None}
     assert lines[1:] == ["an error line"]
-    assert sys.argv == argv and sys.path == path
-    assert "KAFKALAB_SPARK_MASTER" not in os.environ
-    sys.modules.pop("helper_beside_the_job", None)
 
 
-def test_output_to_a_file_and_exit_0(job: Path, tmp_path: Path) -> None:
+def test_output_to_a_file_exit_0_and_a_job_that_raises(job: Path, url: str,
+                                                      tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     with log.open("w") as fh:
-        assert connect.run_job(job, ["0"], "sc://127.0.0.1:30799", out=fh) == 0
+        assert connect.run_job(job, ["0"], url, out=fh) == 0
     assert '"argv": ["0"]' in log.read_text() and "an error line" in log.read_text()
-    sys.modules.pop("helper_beside_the_job", None)
+    lines: list[str] = []
+    assert connect.run_job(job, ["raise"], url, out=lines.append) == 1
+    assert lines[-1] == "RuntimeError: a bug in the job"
+
+
+def test_a_url_nothing_answers_at_is_one_line(job: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]  # bound, not listening: refuses connections
+        with pytest.raises(ClusterError, match=rf"^no Spark Connect server answers at "
+                                               rf"sc://127.0.0.1:{free}: start one"):
+            connect.run_job(job, ["0"], connect.connect_url(free))
 
 
 def test_urls_and_the_airflow_connection() -> None:

@@ -100,6 +100,30 @@ default; ``spark://127.0.0.1:7077`` for ``kafkalab spark up``; ``yarn``; ``k8s:/
 It becomes the ``spark_default`` connection unless ``AIRFLOW_CONN_SPARK_DEFAULT`` is set."""
 
 
+def _spark_connect_conn(url: str) -> str:
+    """The provider's ``spark_connect`` connection for ``sc://host[:port][/;k=v;…]``:
+    ``user_id`` -> login, ``token`` -> password, ``use_ssl`` -> extra (as the provider's
+    hook joins them again)."""
+    from urllib.parse import unquote, urlparse
+
+    address, _, params = url.partition(";")
+    parsed = urlparse(address)
+    conn: dict[str, object] = {"conn_type": "spark_connect", "host": parsed.hostname or ""}
+    if parsed.port:
+        conn["port"] = parsed.port
+    extra: dict[str, object] = {}
+    for key, _, value in (p.partition("=") for p in params.split(";") if p):
+        if key == "user_id":
+            conn["login"] = unquote(value)
+        elif key == "token":
+            conn["password"] = unquote(value)
+        elif key == "use_ssl":
+            extra["use_ssl"] = value.lower() == "true"
+    if extra:
+        conn["extra"] = extra
+    return json.dumps(conn)
+
+
 def spark_conn(master: str | None) -> str:
     """The ``spark_default`` connection (Airflow's JSON form) for a Spark master URL.
 
@@ -110,11 +134,7 @@ def spark_conn(master: str | None) -> str:
     """
     url = (master or "").strip() or "local[*]"
     if url.startswith("sc://"):
-        host, sep, port = url[len("sc://"):].rstrip("/").partition(":")
-        conn: dict[str, object] = {"conn_type": "spark_connect", "host": host}
-        if sep and port.isdigit():
-            conn["port"] = int(port)
-        return json.dumps(conn)
+        return _spark_connect_conn(url)
     if url.startswith("spark://"):
         hostport = url[len("spark://"):]
         host, sep, port = hostport.rpartition(":")

@@ -36,27 +36,28 @@ SPARK_CONN_ID = "spark_default"
 def run_spark_job(op: SparkSubmitOperator, context: Any) -> None:
     """Run ``op``'s job through its connection: spark-submit (the operator's own
     ``execute``), or, when the connection is the provider's ``spark_connect`` type
-    (``KAFKALAB_SPARK_MASTER=sc://…``), as a client of that Spark Connect server in this
-    task's process (:func:`kafkalab.spark.connect.run_job`; the job's output goes to the
-    task process's stdout and stderr, which Airflow logs). A non-zero exit fails the task, as a failed spark-submit does."""
+    (``KAFKALAB_SPARK_MASTER=sc://…``), as a client of that Spark Connect server in a Python
+    process of its own (:func:`kafkalab.spark.connect.run_job`: no driver JVM to start; its
+    output goes to the task log line by line). A non-zero exit fails the task, as a failed
+    spark-submit does; so does a server that does not answer (one line)."""
+    from airflow.exceptions import AirflowException, AirflowNotFoundException
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
     conn_id = getattr(op, "_conn_id", SPARK_CONN_ID)
-    if SparkConnectHook.get_connection(conn_id).conn_type != SparkConnectHook.conn_type:
+    try:
+        conn_type = SparkConnectHook.get_connection(conn_id).conn_type
+    except AirflowNotFoundException:  # spark-submit has a default for a missing connection
+        conn_type = None
+    if conn_type != SparkConnectHook.conn_type:
         SparkSubmitOperator.execute(op, context)
         return
-    from airflow.exceptions import AirflowException
-
     from kafkalab.spark import connect
 
     url = SparkConnectHook(conn_id).get_connection_url()
-    op.log.info("Spark Connect %s: %s %s", url, op.application,
-                " ".join(str(a) for a in op.application_args or []))
+    args = [str(a) for a in op.application_args or []]
+    op.log.info("Spark Connect %s: %s %s", url, op.application, " ".join(args))
     started = time.monotonic()
-    # the job's output stays on the task process's own stdout/stderr (Airflow puts them in
-    # the task log): redirecting them here would hand Airflow's own loggers, which resolve
-    # the stream when first used, a stream that is gone after the job
-    code = connect.run_job(op.application, [str(a) for a in op.application_args or []], url)
+    code = connect.run_job(op.application, args, url, out=op.log.info)
     op.log.info("%s exited %s in %.1f s", Path(op.application).name, code,
                 time.monotonic() - started)
     if code != 0:

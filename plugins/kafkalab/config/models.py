@@ -210,9 +210,10 @@ class Workload(_Strict):
     consumer_mode: ConsumerMode = "subscribe"
     first_message_probes: int = Field(1, ge=0)
     first_message_probes_at: Literal["every-payload", "first-payload"] = "every-payload"
-    """Which Kafka cells take the probes: every payload's, or only those of the run's first
-    payload (per scenario and profile: a new consumer's wait for its group is the same at
-    every size, and each subscribe probe waits the broker's initial rebalance delay)."""
+    """Which Kafka cells take the probes: every payload's, or only those of the first payload
+    the run (or a re-run of some of its cells) is given, per scenario and profile: a new
+    consumer's wait for its group is the same at every size, and each subscribe probe waits
+    the broker's initial rebalance delay."""
     message_timeout_s: float = Field(30.0, gt=0)
     topic_prefix: str = Field("klab", pattern=r"^[A-Za-z0-9._-]+$")
 

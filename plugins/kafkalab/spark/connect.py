@@ -10,13 +10,14 @@ session of its own on it.
   installed PySpark's ``spark-submit``, bound to 127.0.0.1) and waits until it accepts
   connections; :func:`stop_server` stops its process group; :func:`running_server` does both
   around a ``with`` block (``make demo`` runs its Spark work through one).
-- :func:`run_job` runs a lab job script in this Python process against a server, as
-  spark-submit would run it as a driver program (the script as ``__main__``, its folder on
-  ``sys.path`` like ``--py-files``): ``$KAFKALAB_SPARK_MASTER`` is the server's
-  ``sc://`` URL meanwhile, which ``spark_jobs/_session.py`` turns into a Connect session.
-  Great Expectations and PySpark are imported once per process, not once per job. The
-  job's warning filters are undone after it, and it leaves a host's logging configuration
-  alone (``spark_jobs/_gx.py::quiet_gx``).
+- :func:`run_job` runs a lab job script against a server the way spark-submit runs a driver
+  program, minus the JVM: ``python <script> <args>`` in a process of its own, the script's
+  folder first on its ``sys.path`` (the ``--py-files``), the lab's package importable, and
+  ``$KAFKALAB_SPARK_MASTER`` the server's ``sc://`` URL, which ``spark_jobs/_session.py``
+  turns into a Connect session. A process of its own, not the caller's: a DAG task's process
+  may measure latency next (``airflow dags test`` runs every task in one process), and must
+  not inherit Spark's and Great Expectations' imports, threads, logging settings and
+  environment; the job's exit code and output come back as a spark-submit's do.
 
 Where it is used: ``KAFKALAB_SPARK_MASTER=sc://127.0.0.1:<port>`` (the lab's one Spark switch)
 makes ``kafkalab aggregate`` and the DAGs' Spark tasks (the ``spark_default`` connection
@@ -29,19 +30,19 @@ one machine, or a shared/URI data directory.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import runpy
+import subprocess
 import sys
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlparse
 
 from kafkalab import procs
-from kafkalab.errors import ClusterError
+from kafkalab.errors import ClusterError, RunError
+from kafkalab.paths import PACKAGE_DIR
 from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
 from kafkalab.spark.spec import spark_home
@@ -52,6 +53,7 @@ __all__ = [
     "PORT_ENV",
     "SCHEME",
     "ConnectServer",
+    "check_reachable",
     "connect_url",
     "is_connect_url",
     "run_job",
@@ -152,16 +154,19 @@ def start_server(port: int, log_path: Path, workdir: Path,
     say(f"Spark Connect server starting on {server.url} (pid {pid}, log {log_path})")
     started = time.monotonic()
     deadline = started + timeout_s
-    while not procs.port_open(port, 0.3):
-        if not procs.pid_alive(pid):
-            procs.reap(pid)
-            raise ClusterError(f"the Spark Connect server exited before it listened on "
-                               f"{port}: {procs.failure_line(log_path)} (log {log_path})")
-        if time.monotonic() > deadline:
-            stop_server(server)
-            raise ClusterError(f"the Spark Connect server did not listen on {port} within "
-                               f"{timeout_s:.0f} s (log {log_path})")
-        time.sleep(_POLL_S)
+    try:
+        while not procs.port_open(port, 0.3):
+            if not procs.pid_alive(pid):
+                procs.reap(pid)
+                raise ClusterError(f"the Spark Connect server exited before it listened on "
+                                   f"{port}: {procs.failure_line(log_path)} (log {log_path})")
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the Spark Connect server did not listen on {port} "
+                                   f"within {timeout_s:.0f} s (log {log_path})")
+            time.sleep(_POLL_S)
+    except BaseException:  # a failed or interrupted start leaves no server behind
+        stop_server(server)
+        raise
     say(f"Spark Connect server ready on {server.url} in {time.monotonic() - started:.1f} s")
     return server
 
@@ -185,84 +190,70 @@ def running_server(port: int, log_path: Path, workdir: Path,
         stop_server(server)
 
 
-class _Lines(io.TextIOBase):
-    """A text stream that hands each complete line to ``sink``."""
+def check_reachable(url: str) -> None:
+    """Refuse a Spark Connect URL nothing answers at, before a job waits on PySpark's retries
+    (minutes) for it.
 
-    def __init__(self, sink: Progress) -> None:
-        self._sink = sink
-        self._buffer = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buffer += text
-        *lines, self._buffer = self._buffer.split("\n")
-        for line in lines:
-            self._sink(line)
-        return len(text)
-
-    def flush(self) -> None:
-        if self._buffer:
-            self._sink(self._buffer)
-            self._buffer = ""
+    Raises:
+        ClusterError: ``no Spark Connect server answers at <url>`` and what to do.
+    """
+    parsed = urlparse(url.split(";", 1)[0])
+    host, port = parsed.hostname or HOST, parsed.port or 15002
+    if not procs.port_open(port, 1.0, host=host):
+        raise ClusterError(f"no Spark Connect server answers at {url}: start one (make demo "
+                           "does; kafkalab.spark.connect.start_server) or unset "
+                           "KAFKALAB_SPARK_MASTER to spark-submit each job")
 
 
-@contextlib.contextmanager
-def _job_environment(application: Path, argv: Sequence[str], url: str) -> Iterator[None]:
-    """What spark-submit gives a driver program, for the length of a ``with`` block: the
-    master, ``sys.argv``, the script's folder first on ``sys.path``; restored after."""
-    saved_env = {k: os.environ.get(k) for k in ("KAFKALAB_SPARK_MASTER", "GX_ANALYTICS_ENABLED")}
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    os.environ["KAFKALAB_SPARK_MASTER"] = url
-    os.environ["GX_ANALYTICS_ENABLED"] = "false"
-    sys.argv = [str(application), *argv]
-    sys.path.insert(0, str(application.parent))
-    try:
-        yield
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+_SESSION_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_CONNECT_MODE_ENABLED",
+                "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+"""Variables of a PySpark session in the caller that must not reach the job's process."""
+
+
+def job_env(url: str) -> dict[str, str]:
+    """The job process's environment: ours, ``$KAFKALAB_SPARK_MASTER`` = ``url``, no GX
+    analytics, the lab's package importable, no PySpark session of the caller's."""
+    env = {k: v for k, v in os.environ.items() if k not in _SESSION_ENV}
+    paths = [str(PACKAGE_DIR.parent),
+             *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env.update(KAFKALAB_SPARK_MASTER=url, GX_ANALYTICS_ENABLED="false",
+               PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)))
+    return env
 
 
 def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
-            out: TextIO | Progress | None = None) -> int:
+            out: TextIO | Progress | None = None, timeout_s: float | None = None) -> int:
     """Run the lab job script ``application`` with ``argv`` against the Spark Connect
-    server at ``url``, in this process; return its exit code (0, 1 for a validation whose
-    expectations failed, 2 for input it refused: the scripts' own codes).
+    server at ``url`` in a Python process of its own; return its exit code (0, 1 for a
+    validation whose expectations failed or a job that raised, 2 for input it refused: the
+    scripts' own codes).
 
-    ``out``: where the job's stdout and stderr go (a text file, or a callable given each
-    line); default: this process's. An exception the job raises propagates (a bug, as a
-    traceback in spark-submit's output would be).
+    ``out``: where the job's stdout and stderr go: a text file, a callable given each line,
+    or (None) this process's.
+
+    Raises:
+        ClusterError: nothing answers at ``url`` (:func:`check_reachable`).
+        RunError: the job ran longer than ``timeout_s`` (it is killed).
     """
+    check_reachable(url)
     script = Path(application).resolve()
-    target: TextIO | None
-    if out is None:
-        target = None
-    elif callable(out) and not hasattr(out, "write"):
-        target = _Lines(out)  # type: ignore[arg-type,assignment]
-    else:
-        target = out  # type: ignore[assignment]
-    redirect = (contextlib.ExitStack() if target is None else _redirected(target))
-    with redirect, warnings.catch_warnings(), _job_environment(script, [str(a) for a in argv],
-                                                               url):
+    cmd = [sys.executable, str(script), *(str(a) for a in argv)]
+    if out is None or hasattr(out, "write"):
+        stream = out if out is not None else None
         try:
-            runpy.run_path(str(script), run_name="__main__")
-        except SystemExit as done:
-            code = done.code
-            return code if isinstance(code, int) else (0 if code is None else 1)
-        finally:
-            if target is not None:
-                target.flush()
-    return 0
-
-
-@contextlib.contextmanager
-def _redirected(target: TextIO) -> Iterator[None]:
-    with contextlib.redirect_stdout(target), contextlib.redirect_stderr(target):
-        yield
+            return subprocess.run(cmd, env=job_env(url), stdout=stream,  # type: ignore[arg-type]
+                                  stderr=subprocess.STDOUT if stream is not None else None,
+                                  timeout=timeout_s, check=False).returncode
+        except subprocess.TimeoutExpired:
+            raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s") from None
+    sink: Progress = out  # type: ignore[assignment]
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    with subprocess.Popen(cmd, env=job_env(url), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sink(line.rstrip("\n"))
+            if deadline is not None and time.monotonic() > deadline:
+                proc.kill()
+                raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s")
+        return proc.wait()
