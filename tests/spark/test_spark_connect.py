@@ -1,7 +1,7 @@
-"""Spark Connect for real (:mod:`kafkalab.spark.connect`): one server of its own (port
-30712, log and working directory under the test's temporary folder) and the lab's jobs run
-against it as clients by ``kafkalab aggregate`` with ``KAFKALAB_SPARK_MASTER=sc://…``, as
-``make demo`` runs them. (In a process of their own: PySpark refuses a Connect session in a
+"""Spark Connect for real (:mod:`kafkalab.spark.connect`): one server of its own, started by
+``kafkalab spark connect --port 30712`` (log and working directory under the test's
+temporary lab home) and stopped by SIGTERM, and the lab's jobs run against it as clients by
+``kafkalab aggregate`` with ``KAFKALAB_SPARK_MASTER=sc://…``, as ``make demo`` runs them. (In a process of their own: PySpark refuses a Connect session in a
 process that has a classic one, and the other Spark tests share one here.)
 
 - a latency run: aggregated and validated in one session; the aggregate rows equal those a
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,6 @@ import pytest
 
 from kafkalab.paths import project_root
 from kafkalab.procs import port_free
-from kafkalab.spark import connect
 from kafkalab.store import LabData
 from spark_jobs import aggregate_metrics
 from tools.fake_fault_samples import write_fake_fault_run
@@ -38,11 +38,27 @@ CELL = ["scenario", "client", "payload", "profile"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[connect.ConnectServer]:
-    folder = tmp_path_factory.mktemp("spark-connect")
-    with connect.running_server(PORT, folder / "server.log", folder / "work") as srv:
-        yield srv
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``kafkalab spark connect --port 30712`` in the foreground, as a user runs it: yields
+    the URL from its export line; SIGTERM stops it (exit 0) and frees the port."""
+    home = tmp_path_factory.mktemp("spark-connect")
+    env = {**os.environ, "KAFKALAB_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalab.cli", "spark", "connect",
+                             "--port", str(PORT)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=project_root())
+    assert proc.stdout is not None and proc.stderr is not None
+    lines = [proc.stdout.readline(), proc.stdout.readline()]  # `# ...`, then the export line
+    try:
+        url = f"sc://127.0.0.1:{PORT}"
+        assert lines[0].startswith(f"# Spark Connect server on {url} "), lines
+        assert lines[1] == f"export KAFKALAB_SPARK_MASTER={url}\n", lines
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    assert f"stopped the server on {url}" in proc.stderr.read()
     assert port_free(PORT)
+    assert (home / "logs" / f"spark-connect-{PORT}.log").is_file()
 
 
 def aggregate(data: Path, run_id: str, url: str, home: Path,
@@ -58,7 +74,7 @@ def aggregate(data: Path, run_id: str, url: str, home: Path,
 
 
 def test_a_latency_run_gives_the_rows_a_classic_session_gives(
-        server: connect.ConnectServer, spark: Any, tmp_path: Path) -> None:
+        server: str, spark: Any, tmp_path: Path) -> None:
     data = tmp_path / "data"
     write_fake_samples(data, 600, RUN, seed=11, scenarios=["confluent-kafka", "rest"],
                        payloads=["1kb"], profiles=["latency"])
@@ -68,17 +84,17 @@ def test_a_latency_run_gives_the_rows_a_classic_session_gives(
                         "ended_at": "2026-11-22T03:06:05+00:00", "command": "kafkalab run",
                         "stale_outputs": ["aggregates", "validation", "drift", "report"]})
 
-    proc = aggregate(data, RUN, server.url, tmp_path / "home", "--one-session")
+    proc = aggregate(data, RUN, server, tmp_path / "home", "--one-session")
 
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout)
-    assert outcome["master"] == server.url
+    assert outcome["master"] == server
     assert [(j["job"], j["exit_code"], j["in_session"]) for j in outcome["jobs"]] == [
         ("aggregate", 0, False), ("validate", 0, True)]
     assert outcome["validation_success"] and (lab.validation(RUN) or {}).get("success") is True
     assert "spark-submit" not in proc.stderr
     first = Path(outcome["jobs"][0]["log"]).read_text().splitlines()[0]
-    assert first.startswith(f"Spark Connect {server.url}: ") and "aggregate_metrics.py" in first
+    assert first.startswith(f"Spark Connect {server}: ") and "aggregate_metrics.py" in first
     assert (lab.manifest(RUN) or {}).get("stale_outputs") == []
 
     connected = pd.read_parquet(lab.aggregates_dir / f"run_id={RUN}")
@@ -92,12 +108,12 @@ def test_a_latency_run_gives_the_rows_a_classic_session_gives(
         check_dtype=False)
 
 
-def test_a_fault_run_swaps_its_tables_in_whole(server: connect.ConnectServer,
+def test_a_fault_run_swaps_its_tables_in_whole(server: str,
                                                tmp_path: Path) -> None:
     data = tmp_path / "data"
     write_fake_fault_run(data, FAULT_RUN)
 
-    proc = aggregate(data, FAULT_RUN, server.url, tmp_path / "home")
+    proc = aggregate(data, FAULT_RUN, server, tmp_path / "home")
 
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout)
@@ -112,7 +128,7 @@ def test_a_fault_run_swaps_its_tables_in_whole(server: connect.ConnectServer,
     assert len(trials) == len(list((data / "faults").glob("run_date=*/run_id=*/trial=*")))
 
 
-def test_a_run_without_samples_is_the_jobs_one_line(server: connect.ConnectServer,
+def test_a_run_without_samples_is_the_jobs_one_line(server: str,
                                                      tmp_path: Path) -> None:
     data = tmp_path / "data"
     write_fake_samples(data, 50, RUN, seed=1, scenarios=["rest"], payloads=["1kb"],
@@ -122,7 +138,7 @@ def test_a_run_without_samples_is_the_jobs_one_line(server: connect.ConnectServe
                                   "started_at": "2026-11-22T00:00:00+00:00",
                                   "command": "kafkalab run"})
 
-    proc = aggregate(data, other, server.url, tmp_path / "home")
+    proc = aggregate(data, other, server, tmp_path / "home")
 
     assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]

@@ -60,6 +60,7 @@ def test_run_help_lists_scenarios_payloads_profiles(capsys: pytest.CaptureFixtur
         (["run", "--workload", "no-such-workload"], "unknown workload 'no-such-workload'"),
         (["run", "--frobnicate"], "unrecognized arguments"),
         (["cluster", "up", "--brokers", "2"], "invalid choice"),
+        (["spark", "connect", "--port", "80"], "--port 80 is not a port number in 1024..65535"),
     ],
 )
 def test_bad_input_is_one_line(args: list[str], expected: str, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """``kafkalab spark up|status|down``: a local Spark standalone cluster
-(:mod:`kafkalab.spark.standalone`)."""
+(:mod:`kafkalab.spark.standalone`); ``kafkalab spark connect``: a Spark Connect server in the
+foreground (:mod:`kafkalab.spark.connect`)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,16 @@ def add_parser(sub: SubParsers[Any]) -> None:
                             description="Whether the cluster is up (every daemon running and "
                             "every worker registered ALIVE), degraded or down; exit 0 only when up.")
     skst.add_argument("--json", action="store_true", help="print the status as JSON")
+    skc = sksub.add_parser(
+        "connect", help="run a Spark Connect server in the foreground until Ctrl-C or SIGTERM",
+        description="One warm Spark driver for the lab's jobs (docs/spark.md): Spark's "
+        "SparkConnectServer from the installed PySpark, local[2], on 127.0.0.1:PORT; its log "
+        "under .lab/logs/. When it listens, prints `# ...` and the export line on stdout "
+        "(export KAFKALAB_SPARK_MASTER=sc://127.0.0.1:PORT: `kafkalab aggregate` and the DAGs "
+        "then run their jobs as its clients); on Ctrl-C or SIGTERM stops it and exits 0. For "
+        "a terminal beside `make airflow`, or a service manager.")
+    skc.add_argument("--port", type=int, default=None,
+                     help="its port (default $KAFKALAB_SPARK_CONNECT_PORT or 15102)")
     add_down_action(sksub, "Stop the workers (with their executors) then the master, by PID, "
                     "and forget them.", wipe_help="also delete the workers' work dirs (executor logs)")
 
@@ -50,6 +61,8 @@ def cmd_spark(args: argparse.Namespace) -> int:
         return _up(args)
     if args.spark_command == "status":
         return _status(args)
+    if args.spark_command == "connect":
+        return _connect(args)
     from kafkalab.spark import spark_down
 
     stopped = spark_down(wipe=args.wipe, progress=err)
@@ -80,6 +93,41 @@ def _up(args: argparse.Namespace) -> int:
         f"{len(workers)} worker(s) × {spec.worker_cores} core(s), {spec.worker_memory}")
     say(f"# logs: {Path(st['master']['log']).parent}; stop: kafkalab spark down")
     say(export_line(st["master_url"]))
+    return 0
+
+
+def _connect(args: argparse.Namespace) -> int:
+    """``spark connect``: start a server, print where it is, wait for Ctrl-C or SIGTERM, stop
+    it. Exit 0 when stopped that way, 1 when the server exited by itself."""
+    import signal
+    import threading
+
+    from kafkalab import procs
+    from kafkalab.errors import ConfigError
+    from kafkalab.paths import lab_dir
+    from kafkalab.spark import connect
+
+    port = args.port if args.port is not None else connect.server_port()
+    if not 1024 <= port <= 65535:
+        raise ConfigError(f"--port {port} is not a port number in 1024..65535")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server = connect.start_server(port, lab_dir() / "logs" / f"spark-connect-{port}.log",
+                                  lab_dir() / "spark-connect", progress=err)
+    try:
+        say(f"# Spark Connect server on {server.url} (pid {server.pid}, log {server.log}); "
+            "stop: Ctrl-C or SIGTERM")
+        say(f"export KAFKALAB_SPARK_MASTER={server.url}")
+        while not stop.wait(1.0):
+            if not procs.pid_alive(server.pid):
+                err(f"spark connect: the server exited: {procs.failure_line(server.log)} "
+                    f"(log {server.log})")
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        connect.stop_server(server)
+    err(f"spark connect: stopped the server on {server.url}")
     return 0
 
 
