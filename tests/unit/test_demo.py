@@ -133,3 +133,37 @@ def test_bad_demo_options_get_one_line_and_exit_2(argv: list[str], message: str,
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and err[0].startswith("kafkalab: error:")
+
+
+def test_a_spark_connect_server_that_cannot_start_is_one_line_and_spark_submit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import socket
+
+    from kafkalab.demo import DemoPlan, DemoSpark
+
+    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path))
+    monkeypatch.delenv("KAFKALAB_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    said: list[str] = []
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("KAFKALAB_SPARK_CONNECT_PORT", str(port))
+        spark = DemoSpark(DemoPlan(), io.StringIO(), said.append)
+        assert spark.master_url() is None and spark.nightly_env() == {}
+    assert len(said) == 1 and said[0].startswith(
+        f"Spark Connect server not started (port {port} on 127.0.0.1 is already in use")
+    assert said[0].endswith("each Spark job of the demo is a spark-submit instead")
+
+
+def test_a_spark_of_the_users_wins_over_the_demos_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from kafkalab.demo import DemoPlan, DemoSpark
+
+    monkeypatch.setenv("KAFKALAB_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert DemoSpark(DemoPlan(), io.StringIO(), print).master_url() is None
+    monkeypatch.delenv("KAFKALAB_SPARK_MASTER")
+    assert DemoSpark(DemoPlan(spark_connect=False), io.StringIO(), print).master_url() is None
