@@ -135,9 +135,8 @@ def build_session(app_name: str) -> tuple[SparkSession, bool]:
     """
     master = os.environ.get("KAFKALAB_SPARK_MASTER", "local[2]")
     if "PYSPARK_GATEWAY_PORT" not in os.environ and master.startswith(CONNECT_SCHEME):
-        spark = SparkSession.builder.remote(master).appName(app_name).getOrCreate()
-        spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-        return spark, True
+        return _with_lab_settings(
+            SparkSession.builder.remote(master).appName(app_name).getOrCreate()), True
     owned = SparkSession.getActiveSession() is None
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its settings rule
         builder = SparkSession.builder.appName(app_name)
@@ -149,8 +148,13 @@ def build_session(app_name: str) -> tuple[SparkSession, bool]:
         # the default (200) makes small runs crawl; scale with the cores instead
         parallelism = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
+    return _with_lab_settings(spark), owned
+
+
+def _with_lab_settings(spark: SparkSession) -> SparkSession:
+    """The session settings every job sets, classic or Connect alike."""
     spark.conf.set("spark.sql.debug.maxToStringFields", "200")
-    return spark, owned
+    return spark
 
 
 @contextlib.contextmanager

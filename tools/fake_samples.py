@@ -574,3 +574,18 @@ def write_fake_samples(
                 written.append(final)
             writers[key].write_table(to_arrow_table(df, include_partitions=False))
     return written
+
+
+def write_cli_manifest(data_dir: str | os.PathLike[str], run_id: str, *,
+                       started_at: str = "2026-11-22T03:04:05+00:00",
+                       ended_at: str | None = "2026-11-22T03:06:05+00:00",
+                       command: str = "kafkalab run") -> None:
+    """The manifest of a run as ``kafkalab run`` leaves it: complete, never aggregated (its
+    aggregates, validation, drift records and report all stale), for samples written by
+    :func:`write_fake_samples`."""
+    doc: dict[str, object] = {"schema_version": 2, "run_id": run_id, "status": "complete",
+                              "started_at": started_at, "command": command,
+                              "stale_outputs": ["aggregates", "validation", "drift", "report"]}
+    if ended_at is not None:
+        doc["ended_at"] = ended_at
+    LabData(data_dir).write_manifest(doc)

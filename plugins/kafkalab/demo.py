@@ -35,11 +35,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
 from kafkalab.paths import airflow_home, data_dir, lab_dir
 from kafkalab.store import LabData
+
+if TYPE_CHECKING:
+    from kafkalab.spark.connect import ConnectServer
 
 Say = Callable[[str], None]
 
@@ -301,7 +304,7 @@ class DemoSpark:
         users = [v for v in (SPARK_MASTER_ENV, "AIRFLOW_CONN_SPARK_DEFAULT")
                  if os.environ.get(v, "").strip()]
         self.use_connect = plan.spark_connect and not users
-        self._server: Any = None
+        self._server: ConnectServer | None = None
 
     def master_url(self) -> str | None:
         """The master the demo's jobs use: the Spark Connect server's URL (started now if it

@@ -15,7 +15,7 @@ import pandas as pd
 
 from kafkalab.paths import project_root
 from kafkalab.store import LabData
-from tools.fake_samples import write_fake_samples
+from tools.fake_samples import write_cli_manifest, write_fake_samples
 
 RUN = "20261122T030405Z-c1a99e"
 
@@ -24,11 +24,8 @@ def test_aggregate_gives_a_cli_run_its_cells_drift_and_report(tmp_path: Path) ->
     data, home = tmp_path / "data", tmp_path / "home"
     write_fake_samples(data, 1500, RUN, seed=5, scenarios=["confluent-kafka", "kafka-python"],
                        payloads=["1kb"], profiles=["durability"])
+    write_cli_manifest(data, RUN)
     lab = LabData(data)
-    lab.write_manifest({"schema_version": 2, "run_id": RUN, "status": "complete",
-                        "started_at": "2026-11-22T03:04:05+00:00",
-                        "ended_at": "2026-11-22T03:06:05+00:00", "command": "kafkalab run",
-                        "stale_outputs": ["aggregates", "validation", "drift", "report"]})
     env = {**os.environ, "KAFKALAB_HOME": str(home), "KAFKALAB_SPARK_MASTER": "local[2]"}
     env.pop("KAFKALAB_DATA_DIR", None)
     proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", "aggregate", "--data-dir",

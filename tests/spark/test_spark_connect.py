@@ -29,7 +29,7 @@ from kafkalab.procs import port_free
 from kafkalab.store import LabData
 from spark_jobs import aggregate_metrics
 from tools.fake_fault_samples import write_fake_fault_run
-from tools.fake_samples import write_fake_samples
+from tools.fake_samples import write_cli_manifest, write_fake_samples
 
 PORT = 30712
 RUN = "20261122T030405Z-c0c0a1"
@@ -78,11 +78,8 @@ def test_a_latency_run_gives_the_rows_a_classic_session_gives(
     data = tmp_path / "data"
     write_fake_samples(data, 600, RUN, seed=11, scenarios=["confluent-kafka", "rest"],
                        payloads=["1kb"], profiles=["latency"])
+    write_cli_manifest(data, RUN)
     lab = LabData(data)
-    lab.write_manifest({"schema_version": 2, "run_id": RUN, "status": "complete",
-                        "started_at": "2026-11-22T03:04:05+00:00",
-                        "ended_at": "2026-11-22T03:06:05+00:00", "command": "kafkalab run",
-                        "stale_outputs": ["aggregates", "validation", "drift", "report"]})
 
     proc = aggregate(data, RUN, server, tmp_path / "home", "--one-session")
 
@@ -134,9 +131,7 @@ def test_a_run_without_samples_is_the_jobs_one_line(server: str,
     write_fake_samples(data, 50, RUN, seed=1, scenarios=["rest"], payloads=["1kb"],
                        profiles=["latency"])
     other = "20261122T000000Z-0e0e0e"
-    LabData(data).write_manifest({"schema_version": 2, "run_id": other, "status": "complete",
-                                  "started_at": "2026-11-22T00:00:00+00:00",
-                                  "command": "kafkalab run"})
+    write_cli_manifest(data, other, started_at="2026-11-22T00:00:00+00:00", ended_at=None)
 
     proc = aggregate(data, other, server, tmp_path / "home")
 

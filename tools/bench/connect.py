@@ -30,7 +30,7 @@ import pandas as pd
 from kafkalab.paths import project_root
 from kafkalab.spark import connect
 from kafkalab.store import LabData
-from tools.fake_samples import write_fake_samples
+from tools.fake_samples import write_cli_manifest, write_fake_samples
 
 PORT = 25712
 """The bench's own Spark Connect port (not the demo's 15102, not a test's)."""
@@ -40,10 +40,9 @@ CELL = ["scenario", "client", "payload", "profile"]
 
 
 def _manifest(lab: LabData) -> None:
-    lab.write_manifest({"schema_version": 2, "run_id": RUN, "status": "complete",
-                        "started_at": "2026-11-21T00:00:00+00:00",
-                        "ended_at": "2026-11-21T00:01:00+00:00", "command": "bench",
-                        "stale_outputs": ["aggregates", "validation", "drift", "report"]})
+    """The run's manifest as a fresh CLI run's (every output stale), before each round."""
+    write_cli_manifest(lab.root, RUN, started_at="2026-11-21T00:00:00+00:00",
+                       ended_at="2026-11-21T00:01:00+00:00", command="bench")
 
 
 def _aggregate(data: Path, home: Path, master: str) -> tuple[float, float, dict[str, Any]]:

@@ -15,13 +15,14 @@ from kafkalab.cli.output import err, say, say_json
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``spark`` and its actions."""
     sksub = add_group(sub, "spark", cmd_spark, "spark_command",
-                      help="start, inspect or stop a local Spark standalone cluster",
+                      help="a local Spark standalone cluster (up, status, down) or a Spark "
+                      "Connect server (connect)",
                       description="A real Spark standalone cluster on this machine: one "
                       "master and workers from the installed PySpark's spark-class, bound "
                       "to 127.0.0.1; state, logs and work dirs under .lab/spark/ "
                       "(KAFKALAB_HOME). Send the lab's Spark jobs to it with the line `up` "
-                      "prints: export KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077. See "
-                      "docs/spark.md.")
+                      "prints: export KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077. Or one "
+                      "warm driver for them: `kafkalab spark connect`. See docs/spark.md.")
     skup = sksub.add_parser("up", help="start master and workers (no-op when the same cluster is up)",
                             description="Start the master, then the workers, and wait until "
                             "the master lists every worker ALIVE. Prints `# ...` lines and the "

@@ -239,10 +239,9 @@ def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
     script = Path(application).resolve()
     cmd = [sys.executable, str(script), *(str(a) for a in argv)]
     if out is None or hasattr(out, "write"):
-        stream = out if out is not None else None
         try:
-            return subprocess.run(cmd, env=job_env(url), stdout=stream,  # type: ignore[arg-type]
-                                  stderr=subprocess.STDOUT if stream is not None else None,
+            return subprocess.run(cmd, env=job_env(url), stdout=out,  # type: ignore[arg-type]
+                                  stderr=subprocess.STDOUT if out is not None else None,
                                   timeout=timeout_s, check=False).returncode
         except subprocess.TimeoutExpired:
             raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s") from None
