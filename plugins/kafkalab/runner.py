@@ -13,8 +13,11 @@ Order of work, so that bad input costs nothing and nothing measured is lost:
    succeeded); the caller exits non-zero unless it is complete. A run left ``running`` by a
    process that died is reported as *stale* (:meth:`kafkalab.store.LabData.run_state`).
 
-Re-running a run id re-measures only the cells asked for: every other cell's rows stay,
-and the run's aggregates, validation, drift records and report page are marked stale in
+Re-running a run id re-measures only the cells asked for: every other cell's rows stay. A
+re-measured cell is written as an attempt that replaces the earlier rows only when it
+completes (or the earlier rows did not complete); a failed, skipped or empty re-measurement
+leaves the earlier good rows and fragment in place and is recorded in the fragment's
+``attempts`` (:mod:`kafkalab.attempts`). The run's aggregates, validation, drift records and report page are marked stale in
 the manifest (``stale_outputs``) until they are recomputed.
 """
 
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from kafkalab.attempts import ATTEMPT_PREFIX, attempt_path, recover, replaces, settle
 from kafkalab.catalog import needs_kafka, scenario_spec
 from kafkalab.cluster.admin import check_reachable
 from kafkalab.cluster.broker_config import broker_settings
@@ -318,12 +322,31 @@ def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
     prof = load_profile(profile)
     body = load_body(payload, req.workload.encoding, images_dir())
     lab = LabData(req.data_dir)
+    final = lab.cell_file(manifest.run_date, manifest.run_id, scenario, payload, profile)
+    recover(final)
     result, settings = _measure(req, manifest, prof, payload, body, scenario,
-                                lab.run_work_dir(req.run_id), progress)
-    lab.write_cell_fragment(req.run_id, {
-        "scenario": scenario, "payload": payload, "profile": profile,
-        "status": result.status, "rows": result.rows, "reason": result.reason,
-        "client_settings": settings, "measured_at": utc_now_iso()})
+                                lab.run_work_dir(req.run_id), attempt_path(final), progress)
+    fragment = {"scenario": scenario, "payload": payload, "profile": profile,
+                "status": result.status, "rows": result.rows, "reason": result.reason,
+                "client_settings": settings, "measured_at": utc_now_iso()}
+    previous = lab.cell_fragment(req.run_id, scenario, payload, profile)
+    earlier_complete = bool(previous and previous.get("status") == "complete" and final.exists())
+    replace = replaces(earlier_complete=earlier_complete,
+                       attempt_complete=result.status == "complete", attempt_has_data=result.rows > 0)
+    kept = settle(final, replace=replace)
+    if replace or previous is None:
+        fragment["attempts"] = list((previous or {}).get("attempts") or [])
+        lab.write_cell_fragment(req.run_id, fragment)
+        return result
+    attempt = {k: fragment[k] for k in ("status", "rows", "reason", "measured_at")}
+    attempt["kept_file"] = kept.name if kept is not None else None
+    lab.write_cell_fragment(req.run_id, {**previous, "attempts": [
+        *(previous.get("attempts") or []), attempt]})
+    note = (f"the earlier {previous.get('status')} measurement ({previous.get('rows')} rows, "
+            f"{previous.get('measured_at')}) is kept"
+            + (f"; this attempt's {result.rows} rows are in {kept.name}" if kept else ""))
+    progress(f"[{scenario} {payload} {profile}] {note}")
+    result.reason = f"{result.reason}; {note}" if result.reason else note
     return result
 
 
@@ -416,10 +439,11 @@ def cell_workload(req: RunRequest, payload: str) -> Workload:
 
 
 def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
-             scenario_name: str, work_dir: Path, progress: Progress
+             scenario_name: str, work_dir: Path, path: Path, progress: Progress
              ) -> tuple[CellResult, dict[str, str]]:
-    """Measure one cell, streaming its rows to its file; returns the result and the
-    effective client settings the scenario used."""
+    """Measure one cell, streaming its rows to ``path`` (the cell's attempt file,
+    :func:`kafkalab.attempts.attempt_path`; no file when no row was measured); returns the
+    result and the effective client settings the scenario used."""
     d = req.descriptor
     scenario = get_scenario(scenario_name)
     is_kafka = scenario_spec(scenario_name).uses_kafka
@@ -450,8 +474,6 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
             client_settings=settings_json(settings),
         )
 
-    path = LabData(req.data_dir).cell_file(manifest.run_date, manifest.run_id, scenario_name,
-                                           payload, prof.name)
     writer = CellWriter(path, context)
     cell.sink = writer
     cell_progress("start")
@@ -474,7 +496,7 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     except OSError as exc:  # the rows could not be written (disk full): the cell failed
         writer.abort()
         rows, status = 0, "failed"
-        reason = f"could not write {path.name}: {exc}" + (f" (after: {reason})" if reason else "")
+        reason = f"could not write {path.name.removeprefix(ATTEMPT_PREFIX)}: {exc}" + (f" (after: {reason})" if reason else "")
         cell_progress(f"FAILED: {reason}")
     summary = summarize_rows(read_cell(path).to_pylist()) if rows else summarize_rows([])
     if status == "failed" and rows:

@@ -199,8 +199,9 @@ class CellWriter(ParquetStream):
     buffered and appended as row groups (every :data:`FLUSH_ROWS` rows or
     :data:`FLUSH_INTERVAL_S`) to a hidden temporary file in the cell's directory (readers
     ignore names starting with ``.``). :meth:`close` makes the file durable and renames it
-    over ``path`` (replacing an earlier measurement of the same cell); a cell that produced no
-    rows removes ``path``, since its re-measurement found nothing. :meth:`abort` (used only
+    over ``path``; a cell that produced no rows leaves no file at ``path``. The runner writes
+    each attempt at a cell to a path of its own and decides afterwards whether it replaces an
+    earlier measurement (:mod:`kafkalab.attempts`). :meth:`abort` (used only
     when the file itself cannot be written) discards the temporary file and leaves ``path`` as
     it was. Not thread-safe: scenarios serialise their writes through their tracker's lock or
     write from one thread.
@@ -249,7 +250,7 @@ def read_samples(data_dir: Path, run_id: str | None = None) -> pa.Table:
         return SAMPLE_SCHEMA.empty_table()
     part = pa.schema([("run_date", pa.string()), ("run_id", pa.string())])
     files = (LabData(data_dir).run_sample_files(run_id) if run_id
-             else sorted(p for p in root.glob("run_date=*/run_id=*/*.parquet")))
+             else sorted(p for p in root.glob("run_date=*/run_id=*/part-*.parquet")))
     if not files:
         return SAMPLE_SCHEMA.empty_table()
     for f in files:

@@ -325,7 +325,7 @@ class LabData:
 
     def run_sample_files(self, run_id: str) -> list[Path]:
         """Every samples file of ``run_id`` (under any run date)."""
-        return sorted(self.samples_dir.glob(f"run_date=*/run_id={run_id}/*.parquet"))
+        return sorted(self.samples_dir.glob(f"run_date=*/run_id={run_id}/part-*.parquet"))
 
     def clear_run_samples(self, run_id: str) -> None:
         """Remove a run's samples files (every run date)."""
@@ -347,6 +347,19 @@ class LabData:
         path = self.cell_fragment_path(run_id, str(fragment["scenario"]),
                                        str(fragment["payload"]), str(fragment["profile"]))
         return atomic_write_json(path, dict(fragment))
+
+    def cell_fragment(self, run_id: str, scenario: str, payload: str,
+                      profile: str) -> dict[str, Any] | None:
+        """One cell's fragment, or None when the cell was never measured in this run.
+
+        Raises:
+            OSError, ValueError: the fragment exists but is unreadable.
+        """
+        path = self.cell_fragment_path(run_id, scenario, payload, profile)
+        if not path.exists():
+            return None
+        doc = read_json(path)
+        return doc if isinstance(doc, dict) else None
 
     def cell_fragments(self, run_id: str) -> list[dict[str, Any]]:
         """Every cell fragment of ``run_id``, sorted by file name.

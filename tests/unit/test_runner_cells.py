@@ -122,3 +122,76 @@ def test_first_payload_probes_only_in_the_runs_first_payload(tmp_path: Path) -> 
                                      payloads=["3mb", "1mb"], data_dir=tmp_path)
     assert every.workload.first_message_probes_at == "every-payload"
     assert runner.cell_workload(every, "1mb").first_message_probes == every.workload.first_message_probes
+
+
+def _cell_file(tmp_path: Path) -> Path:
+    return LabData(tmp_path).run_sample_files("r1")[0]
+
+
+@pytest.mark.parametrize("second", [_Scenario(0, RuntimeError("broker gone")),
+                                    _Scenario(2, RuntimeError("broker gone")),
+                                    _Scenario(0)],
+                         ids=["failed-empty", "failed-with-rows", "complete-but-empty-is-skip"])
+def test_a_re_measurement_that_does_not_complete_keeps_the_good_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: _Scenario) -> None:
+    from kafkalab.scenarios.base import Skipped
+
+    lab = LabData(tmp_path)
+    _use(monkeypatch, _Scenario(5))
+    assert runner.execute(_request(tmp_path, ["1kb"]), noop).status == "complete"
+    before = _cell_file(tmp_path).read_bytes()
+    if second.fail is None:  # a scenario the re-run skips
+        second.fail = Skipped("client missing")
+    _use(monkeypatch, second)
+    lines: list[str] = []
+    again = runner.execute(_request(tmp_path, ["1kb"]), lines.append)
+    assert _cell_file(tmp_path).read_bytes() == before     # the good rows, untouched
+    assert [r["seq"] for r in read_samples(tmp_path, "r1").to_pylist()] == list(range(5))
+    (frag,) = lab.cell_fragments("r1")
+    assert frag["status"] == "complete" and frag["rows"] == 5
+    (attempt,) = frag["attempts"]
+    assert attempt["status"] == again.cells[0].status != "complete"
+    assert attempt["rows"] == second.rows
+    kept = sorted(p.name for p in _cell_file(tmp_path).parent.iterdir() if p.name.startswith("."))
+    if second.rows:   # what the failed attempt measured is kept beside, hidden from readers
+        assert kept == [attempt["kept_file"]] and kept[0].startswith(".failed-")
+    else:
+        assert kept == [] and attempt["kept_file"] is None
+    assert any("earlier complete measurement (5 rows" in line for line in lines)
+    manifest = lab.manifest("r1") or {}
+    assert manifest["status"] == "complete" and manifest["cells"][0]["rows"] == 5
+
+
+def test_a_failed_first_measurement_is_replaced_by_a_later_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, _Scenario(2, RuntimeError("broker gone")))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    assert len(read_samples(tmp_path, "r1")) == 2      # a failed first attempt still lands
+    _use(monkeypatch, _Scenario(1, RuntimeError("gone again")))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)  # failed over failed: the newer rows
+    assert len(read_samples(tmp_path, "r1")) == 1
+    _use(monkeypatch, _Scenario(0, RuntimeError("and again")))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)  # nothing measured: the 1 row stays
+    assert len(read_samples(tmp_path, "r1")) == 1
+    _use(monkeypatch, _Scenario(4))
+    assert runner.execute(_request(tmp_path, ["1kb"]), noop).status == "complete"
+    assert len(read_samples(tmp_path, "r1")) == 4
+    (frag,) = LabData(tmp_path).cell_fragments("r1")
+    assert frag["status"] == "complete" and [a["reason"] for a in frag["attempts"]] == [
+        "RuntimeError: and again"]
+
+
+def test_a_crashed_attempt_is_set_aside_and_never_read(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.attempts import attempt_path
+
+    _use(monkeypatch, _Scenario(5))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    final = _cell_file(tmp_path)
+    attempt_path(final).write_bytes(b"half a parquet file")   # a process killed mid-cell
+    assert len(read_samples(tmp_path, "r1")) == 5             # readers never see it
+    _use(monkeypatch, _Scenario(3))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    assert len(read_samples(tmp_path, "r1")) == 3
+    hidden = [p.name for p in final.parent.iterdir() if p.name.startswith(".")]
+    assert len(hidden) == 1 and hidden[0].startswith(".failed-")
