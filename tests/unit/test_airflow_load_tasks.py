@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.airflow import load_tasks, tasks
+from kafkalab.attempts import attempt_path
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.paths import spark_jobs_dir
 from kafkalab.spark.submit import SPARK_JOB_OUTPUTS, spark_application, spark_job_args
@@ -212,7 +213,8 @@ def _started_run(lab: LabData, status: str = "running") -> Path:
         "run_id": "load-r1", "started_at": "2026-11-22T00:00:00Z", "command": "t",
         "workload": {}, "profiles": {}, "scenarios": [], "payloads": [], "cluster": {},
         "versions": {}, "status": status, "run_date": "2026-11-22", "kind": "load"})
-    return files.cell_dir(lab.root, "2026-11-22", "load-r1", "c1")
+    # a cell is measured in its attempt directory (kafkalab.attempts)
+    return attempt_path(files.cell_dir(lab.root, "2026-11-22", "load-r1", "c1"))
 
 
 def test_a_shard_task_waits_while_its_cell_has_not_started(lab: LabData) -> None:
@@ -266,6 +268,25 @@ def test_a_shard_task_that_already_ran_returns_its_result(lab: LabData) -> None:
     atomic_write_json(result_path(cell, 0), {"shard": 0, "status": "failed", "error": "boom"})
     with pytest.raises(RunError, match="shard 0 of cell c1 failed: boom"):
         load_tasks.consume_load_shard("load-r1", _slot(), token="run-2")
+
+
+def test_a_shard_task_finds_its_result_after_the_attempt_took_the_cells_place(
+        lab: LabData) -> None:
+    from kafkalab.attempts import settle
+    from kafkalab.load.shard import plan_path, ready_path, result_path
+
+    cell = _started_run(lab)
+    cell.mkdir(parents=True)
+    atomic_write_json(cell / "cell.json", {"status": "complete", "placement_token": "run-2"})
+    atomic_write_json(plan_path(cell), {"placement_token": "run-2"})
+    atomic_write_json(ready_path(cell, 0), {"pid": 1})
+    atomic_write_json(result_path(cell, 0), {"shard": 0, "status": "complete"})
+    final = cell.with_name("cell=c1")
+    settle(final, replace=True)
+    assert not cell.exists() and (final / "cell.json").is_file()
+    assert load_tasks.shard_state("load-r1", _slot(), "run-2", lab.root) == ("done", final)
+    assert load_tasks.consume_load_shard("load-r1", _slot(), token="run-2") == {
+        "shard": 0, "status": "complete"}
 
 
 def test_the_trigger_fires_once_the_shard_may_join_and_round_trips(lab: LabData) -> None:

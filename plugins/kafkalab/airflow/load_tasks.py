@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.airflow.tasks import verify_outcome
+from kafkalab.attempts import attempt_path
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, read_json
@@ -256,8 +257,13 @@ def shard_state(run_id: str, slot: Mapping[str, Any], token: str,
     if not lab.manifest_path(run_id).is_file():
         return "wait", None
     manifest = Manifest.load(lab.root, run_id)
-    cell = files.cell_dir(lab.root, manifest.run_date, run_id, str(slot["cell_id"]))
+    final = files.cell_dir(lab.root, manifest.run_date, run_id, str(slot["cell_id"]))
+    cell = attempt_path(final)  # where a cell is measured (kafkalab.attempts)
     turn = shard_turn(cell, int(slot["shard"]), token)
+    if turn == "wait":  # this attempt may have ended and taken the cell's place already
+        settled = shard_turn(final, int(slot["shard"]), token)
+        if settled != "wait":
+            return settled, final
     if turn == "wait" and manifest.status != "running":
         return "closed", cell
     return turn, cell

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from kafkalab.attempts import ATTEMPT_PREFIX, attempt_path, recover, replaces, settle
 from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import public_view
 from kafkalab.cluster.embedded import EmbeddedCluster
@@ -225,16 +226,17 @@ class _Trial:
 
 def _open_trial(lab: LabData, run_id: str, spec: FaultTrialSpec, prof: Profile,
                 cluster: EmbeddedCluster) -> _Trial:
-    """The trial's directory (a re-run's old files removed), topic name and first
-    ``trial.json`` (status ``running``)."""
+    """The trial's attempt directory (:func:`kafkalab.attempts.attempt_path` of its
+    ``trial=<id>/``: an earlier measurement of the trial stays until this one is settled in
+    :func:`_close_trial`), topic name and first ``trial.json`` (status ``running``)."""
     manifest = Manifest.load(lab.root, run_id)
     acks = prof.producer.acks
     trial_id = spec.trial_id(acks)
-    tdir = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
-    tdir.mkdir(parents=True, exist_ok=True)
-    for old in (files.verdicts_path(tdir), files.timeline_path(tdir), files.trial_json_path(tdir),
-                *files.group_paths(tdir)):
-        old.unlink(missing_ok=True)
+    final = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    recover(final)
+    tdir = attempt_path(final)
+    tdir.mkdir()
     topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
     summary = _summary_head(spec, run_id, trial_id, acks)
     summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries)
@@ -399,8 +401,27 @@ def _close_trial(t: _Trial, keep_topic: bool, progress: Progress) -> None:
     t.doc["status"], t.doc["error"] = summary["status"], summary["error"]
     t.doc["summary"], t.doc["ended_at"] = summary, utc_now_iso()
     atomic_write_json(files.trial_json_path(t.tdir), t.doc)
+    _settle_trial(t, progress)
     if not keep_topic:
         _delete_topic(t.cluster, t.topic, progress)
+
+
+def _settle_trial(t: _Trial, progress: Progress) -> None:
+    """The attempt takes the trial's place unless an earlier complete trial would be lost
+    (:mod:`kafkalab.attempts`); ``t.tdir`` then names where the attempt's files are."""
+    final = t.tdir.with_name(t.tdir.name.removeprefix(ATTEMPT_PREFIX))
+    earlier = read_json(files.trial_json_path(final)) if final.is_dir() else None
+    earlier_complete = isinstance(earlier, dict) and earlier.get("status") == "complete"
+    replace = replaces(earlier_complete=earlier_complete,
+                       attempt_complete=t.doc["status"] == "complete", attempt_has_data=True)
+    kept = settle(final, replace=replace)
+    if kept is None:
+        t.tdir = final
+        return
+    t.tdir = kept
+    progress(f"  {t.summary['trial_id']}: this attempt ended {t.doc['status']}; the earlier "
+             f"complete trial (ended {earlier.get('ended_at') if isinstance(earlier, dict) else '?'}) "
+             f"is kept, this attempt's files are in {kept.name}")
 
 
 def _say_outcome(summary: dict[str, Any], progress: Progress) -> None:

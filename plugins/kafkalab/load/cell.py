@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkalab.attempts import attempt_path, recover, replaces, settle
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config
 from kafkalab.cluster.flavors import load_descriptor
 from kafkalab.config import load_profile
@@ -61,7 +62,7 @@ from kafkalab.payloads import load_body, wire_size_bytes
 from kafkalab.progress import Progress, noop
 from kafkalab.samples import Manifest, utc_now_iso
 from kafkalab.scenarios.base import now_ns, steady_heap
-from kafkalab.store import LabData, atomic_write_json
+from kafkalab.store import LabData, atomic_write_json, read_json
 
 PRODUCER_ID = 0
 """One producer per cell (the id is in every message, for multi-producer cells later)."""
@@ -114,7 +115,11 @@ class CellSetup:
     topic: str
     cell_id: str
     cell: Path
-    """The directory of the cell's files."""
+    """The directory of the cell's files while it is measured: the attempt directory of
+    :attr:`final` (:func:`kafkalab.attempts.attempt_path`), or the fault engine's own."""
+    final: Path | None
+    """Where the cell's files land when the attempt is settled (:func:`settle_cell`); None
+    when the caller owns the directory (the fault engine's ``cell_path``)."""
     logs: Path
     """The directory of the shard processes' logs (the run's work directory)."""
     placement: str
@@ -211,11 +216,15 @@ def plan_cell(lab: LabData, run_id: str, run_date: str, spec: LoadCellSpec,
     wire = wire_size_bytes(body)
     check_budget(spec, wire)
     cell_id = spec.cell_id(prof.producer.acks)
+    final: Path | None = None
+    if cell_path is None:
+        final = files.cell_dir(lab.root, run_date, run_id, cell_id)
+        cell_path = attempt_path(final)
     return CellSetup(
         spec=spec, run_id=run_id, run_date=run_date, descriptor=d,
         descriptor_path=descriptor_path or default_descriptor_path(), profile=prof, body=body,
         wire_bytes=wire, topic=topic or topic_name(spec, prof), cell_id=cell_id,
-        cell=cell_path or files.cell_dir(lab.root, run_date, run_id, cell_id),
+        cell=cell_path, final=final,
         logs=lab.run_work_dir(run_id) / "load" / cell_id, placement=placement,
         placement_token=placement_token)
 
@@ -259,9 +268,14 @@ def provision_topic(setup: CellSetup) -> None:
 
 
 def prepare_cell_dir(setup: CellSetup) -> None:
-    """Make the cell's directories, and remove an earlier attempt's coordination files (a
-    re-run must not meet its shards' old ready or result files)."""
+    """Make the cell's directories: a fresh attempt directory (a crashed attempt is set
+    aside, :func:`kafkalab.attempts.recover`; the earlier measurement stays until
+    :func:`settle_cell`), or the caller's directory without an earlier attempt's coordination
+    files (a re-run must not meet its shards' old ready or result files)."""
     cell = setup.cell
+    if setup.final is not None:
+        setup.final.parent.mkdir(parents=True, exist_ok=True)
+        recover(setup.final)
     cell.mkdir(parents=True, exist_ok=True)
     for old in [*ready_path.every(cell), *result_path.every(cell), start_path(cell),
                 stop_path(cell), plan_path(cell)]:
@@ -345,7 +359,7 @@ class _CellRun:
             self.stop_shards()
             raise RunError(f"{self.setup.cell_id}: {error}") from exc
         finally:
-            summary = self.close(status, error)
+            summary = self.close(status, error, progress)
         return summary
 
     def join_shards(self) -> None:
@@ -449,10 +463,12 @@ class _CellRun:
         external = self.spec.shards if self.setup.external else 0
         self.meta.processes += stop_shards(self.setup.cell, self.procs, external)
 
-    def close(self, status: CellStatus, error: str | None) -> dict[str, Any]:
-        """Write the producer's log, drop an earlier run's extra shard files, and write
+    def close(self, status: CellStatus, error: str | None,
+              progress: Progress = noop) -> dict[str, Any]:
+        """Write the producer's log, drop an earlier run's extra shard files, write
         ``cell.json`` twice: ended, then with its summary (a summary that cannot be made
-        leaves the rows and says why). Returns the summary."""
+        leaves the rows and says why), and settle the attempt (:func:`settle_cell`). Returns
+        the summary."""
         setup, meta = self.setup, self.meta
         files.write_table(files.sends_path(setup.cell),
                           self.log.columns(PRODUCER_ID, self.spec.warmup_messages),
@@ -472,7 +488,23 @@ class _CellRun:
                        "error": f"summary failed: {type(exc).__name__}: {exc}"}
         meta.summary = summary
         meta.write(setup.cell)
+        kept = settle_cell(setup, status)
+        if kept is not None:
+            progress(f"{setup.cell_id}: this attempt ended {status}; the earlier complete cell "
+                     f"is kept, this attempt's files are in {kept.name}")
         return dict(summary)
+
+
+def settle_cell(setup: CellSetup, status: str) -> Path | None:
+    """The attempt takes the cell's place (``cell=<id>/``) unless an earlier complete cell
+    would be lost (:mod:`kafkalab.attempts`); returns where a kept failed attempt went."""
+    if setup.final is None:
+        return None
+    earlier = read_json(files.cell_json_path(setup.final)) if setup.final.is_dir() else None
+    earlier_complete = isinstance(earlier, dict) and earlier.get("status") == "complete"
+    return settle(setup.final, replace=replaces(earlier_complete=earlier_complete,
+                                                attempt_complete=status == "complete",
+                                                attempt_has_data=True))
 
 
 def _schedule(spec: LoadCellSpec, t0: int) -> Any:
