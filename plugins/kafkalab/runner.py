@@ -244,12 +244,8 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
     for rid in lab.stale_runs():
         progress(f"NOTE: run {rid} is stale: {lab.run_state_reason(rid)}")
     run_id = req.run_id or new_run_id()
-    previous = lab.manifest(run_id) if req.run_id else None
-    if previous is not None and previous.get("workload") != jsonable(w.model_dump()):
-        raise ConfigError(
-            f"run {run_id} was measured with workload {previous.get('workload', {}).get('name')!r} "
-            "and other settings; re-run its cells with the same workload and overrides, or use a "
-            "new --run-id")
+    lab.refuse_live_owner(req.run_id, req.owner_kind)  # cheap checks before the cluster's
+    _check_same_workload(lab.manifest(run_id) if req.run_id else None, run_id, w)
     if needs_kafka(req.scenarios) and d is not None:
         progress(f"checking {d.bootstrap_servers} …")
         check_reachable(d)
@@ -260,7 +256,6 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
                 progress(f"topic {outcome['topic']}: {outcome['action']}")
         _check_topic_limits(d, w, profiles, req.payloads, describe_topic)
 
-    req.run_id = run_id
     manifest = Manifest(
         run_id=run_id, started_at=utc_now_iso(), command=req.command,
         workload=w.model_dump(), profiles={k: v.model_dump() for k, v in profiles.items()},
@@ -272,15 +267,32 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         broker_settings=(broker_settings(d) if d is not None and needs_kafka(req.scenarios)
                          else None),
     )
-    if previous is not None:
-        manifest = _reopen(manifest, previous, lab)
-        if manifest.stale_outputs:
-            progress(f"run {run_id} re-opened: its {', '.join(manifest.stale_outputs)} are stale "
-                     "until recomputed")
-    manifest.write(req.data_dir)
+    with lab.starting(req.run_id, req.owner_kind):  # checked again, now under the run's lock
+        previous = lab.manifest(run_id) if req.run_id else None
+        _check_same_workload(previous, run_id, w)
+        if previous is not None:
+            manifest = _reopen(manifest, previous, lab)
+            if manifest.stale_outputs:
+                progress(f"run {run_id} re-opened: its {', '.join(manifest.stale_outputs)} are "
+                         "stale until recomputed")
+        manifest.write(req.data_dir)
+    req.run_id = run_id
     cells = [{"scenario": sc, "payload": pl, "profile": pr}
              for pr in req.profiles for pl in req.payloads for sc in req.scenarios]
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": cells}
+
+
+def _check_same_workload(previous: Mapping[str, Any] | None, run_id: str, w: Workload) -> None:
+    """A re-opened run is measured with the workload (and overrides) it was measured with.
+
+    Raises:
+        ConfigError: it was not.
+    """
+    if previous is not None and previous.get("workload") != jsonable(w.model_dump()):
+        raise ConfigError(
+            f"run {run_id} was measured with workload {previous.get('workload', {}).get('name')!r} "
+            "and other settings; re-run its cells with the same workload and overrides, or use a "
+            "new --run-id")
 
 
 def _union(old: Iterable[str], new: Iterable[str]) -> list[str]:
@@ -354,6 +366,11 @@ def finish_run(data_dir: Path, run_id: str, error: str | None = None) -> dict[st
     """Merge the cells' fragments into the manifest and close it: ``complete`` when every
     planned cell completed or was skipped; ``failed`` when the run itself broke (``error``)
     before any cell completed, or every cell failed; else ``incomplete``."""
+    with LabData(data_dir).run_lock(run_id):
+        return _finish_run(data_dir, run_id, error)
+
+
+def _finish_run(data_dir: Path, run_id: str, error: str | None) -> dict[str, Any]:
     manifest = Manifest.load(data_dir, run_id)
     frags = LabData(data_dir).cell_fragments(run_id)
     order = {(sc, pl, pr): i for i, (pr, pl, sc) in enumerate(

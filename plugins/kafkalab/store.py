@@ -43,6 +43,7 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -66,6 +67,9 @@ REPORTS_DIR = "reports"
 
 DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
 """A run's outputs computed from its samples (``stale_outputs`` in the manifest)."""
+
+START_LOCK_WAIT_S = 30.0
+"""How long a run that starts waits for another process's lock of its manifest."""
 
 STALE_AFTER_S = 6 * 3600.0
 """A ``running`` run with no write for this long has no live owner: it is stale."""
@@ -154,6 +158,67 @@ def private_token(path: str | os.PathLike[str], nbytes: int = 16) -> str:
     fresh = secrets.token_hex(nbytes)
     atomic_write(path, fresh + "\n")
     return fresh
+
+
+# --------------------------------------------------------------------------- locks
+
+
+class LockBusy(TimeoutError):
+    """Another process holds the lock (:func:`locked`) longer than the caller would wait."""
+
+
+_LOCKS_GUARD = threading.Lock()
+_LOCKS: dict[str, tuple[threading.RLock, list[int]]] = {}
+"""Per lock file: a re-entrant lock for this process's threads, and ``[fd, depth]``."""
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The lock file of ``path``: the hidden ``.<name>.lock`` beside it."""
+    p = Path(path)
+    return p.with_name(f".{p.name}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike[str], *, wait_s: float = 120.0) -> Iterator[None]:
+    """Hold the exclusive lock of ``path`` (an advisory ``flock`` on :func:`lock_path`) for a
+    read-modify-write of it: a run's manifest, the alert state, the drift acceptances.
+
+    Re-entrant within a process (a holder may call code that locks the same path again).
+    ``wait_s``: how long to wait for another process's lock (0: do not wait).
+
+    Raises:
+        LockBusy: another process still holds it after ``wait_s``.
+    """
+    import fcntl
+    import time as _time
+
+    key = str(lock_path(path).absolute())
+    with _LOCKS_GUARD:
+        rlock, state = _LOCKS.setdefault(key, (threading.RLock(), [-1, 0]))
+    with rlock:
+        if state[1] == 0:
+            Path(key).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o600)
+            deadline = _time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if _time.monotonic() >= deadline:
+                        os.close(fd)
+                        raise LockBusy(f"{path} is locked by another process "
+                                       f"(lock file {key})") from None
+                    _time.sleep(0.05)
+            state[0] = fd
+        state[1] += 1
+        try:
+            yield
+        finally:
+            state[1] -= 1
+            if state[1] == 0:
+                fd, state[0] = state[0], -1
+                os.close(fd)  # closing the descriptor releases the flock
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -500,12 +565,74 @@ class LabData:
     def clear_stale(self, run_id: str, output: str) -> bool:
         """Remove ``output`` from the run's ``stale_outputs`` once it was recomputed; returns
         whether the manifest changed."""
+        with self.run_lock(run_id):
+            doc = self.manifest(run_id)
+            if doc is None or output not in (doc.get("stale_outputs") or []):
+                return False
+            doc["stale_outputs"] = [o for o in doc["stale_outputs"] if o != output]
+            self.write_manifest(doc)
+            return True
+
+    @contextlib.contextmanager
+    def run_lock(self, run_id: str | None, *, wait_s: float = 120.0) -> Iterator[None]:
+        """Hold the lock of a run's manifest (:func:`locked`) for a read-modify-write of it,
+        or while a run starts (the check that nobody else measures it, then its manifest).
+        ``run_id`` None (a new run, no id yet): nothing to lock.
+
+        Raises:
+            LockBusy: another process holds it after ``wait_s``.
+        """
+        if run_id is None:
+            yield
+            return
+        with locked(self.manifest_path(run_id), wait_s=wait_s):
+            yield
+
+    @contextlib.contextmanager
+    def starting(self, run_id: str | None, owner_kind: str) -> Iterator[None]:
+        """While a run starts or is re-opened (the block reads the earlier manifest and
+        writes the new one): the run's lock held, and nobody else measuring it
+        (:meth:`refuse_live_owner`).
+
+        Raises:
+            ConfigError: another process holds the run's lock for :data:`START_LOCK_WAIT_S`,
+                or measures the run.
+        """
+        from kafkalab.errors import ConfigError  # package side only (never on a Spark node)
+
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(self.run_lock(run_id, wait_s=START_LOCK_WAIT_S))
+            except LockBusy:
+                raise ConfigError(f"run {run_id} is being started or closed by another process "
+                                  "right now; try again in a moment") from None
+            self.refuse_live_owner(run_id, owner_kind)
+            yield
+
+    def refuse_live_owner(self, run_id: str | None, owner_kind: str) -> None:
+        """Refuse to start or re-open ``run_id`` while another process measures it: its
+        manifest is ``running`` and its owner is alive (:meth:`run_state`). An Airflow run
+        re-opening an Airflow-owned run is let through: that is Airflow retrying or clearing
+        its own tasks, which its pools and ``max_active_runs`` already serialise.
+
+        Raises:
+            ConfigError: the run has a live owner (one line: who, and what to do).
+        """
+        from kafkalab.errors import ConfigError  # package side only (never on a Spark node)
+
+        if run_id is None:
+            return
         doc = self.manifest(run_id)
-        if doc is None or output not in (doc.get("stale_outputs") or []):
-            return False
-        doc["stale_outputs"] = [o for o in doc["stale_outputs"] if o != output]
-        self.write_manifest(doc)
-        return True
+        if doc is None or self.run_state(run_id) != "running":
+            return
+        owner = doc.get("owner") or {}
+        if owner.get("kind") == "airflow" and owner_kind == "airflow":
+            return
+        raise ConfigError(
+            f"run {run_id} is being measured by {owner.get('kind') or 'a'} process "
+            f"{owner.get('pid')} on {owner.get('host')}: wait for it to end (or, if that process "
+            f"is gone, until the run turns stale after {STALE_AFTER_S / 3600:g} h without a "
+            "write), or use a new --run-id")
 
     def last_activity(self, run_id: str) -> float | None:
         """When the run last wrote anything (manifest, fragment or samples file), as a POSIX

@@ -195,3 +195,83 @@ def test_a_crashed_attempt_is_set_aside_and_never_read(tmp_path: Path,
     assert len(read_samples(tmp_path, "r1")) == 3
     hidden = [p.name for p in final.parent.iterdir() if p.name.startswith(".")]
     assert len(hidden) == 1 and hidden[0].startswith(".failed-")
+
+
+def _running_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                      owner: dict[str, Any]) -> None:
+    """A run r1 measured once, then left ``running`` by ``owner``."""
+    _use(monkeypatch, _Scenario(5))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    lab = LabData(tmp_path)
+    doc = lab.manifest("r1") or {}
+    lab.write_manifest({**doc, "status": "running", "owner": owner})
+
+
+def test_a_run_with_a_live_owner_is_refused_in_one_line(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import socket
+
+    from kafkalab.errors import ConfigError
+
+    _running_manifest(tmp_path, monkeypatch,
+                      {"host": socket.gethostname(), "pid": os.getppid(), "kind": "cli"})
+    before = read_samples(tmp_path, "r1").to_pylist()
+    with pytest.raises(ConfigError) as err:
+        runner.execute(_request(tmp_path, ["1kb"]), noop)
+    assert "\n" not in str(err.value)
+    assert f"run r1 is being measured by cli process {os.getppid()}" in str(err.value)
+    assert read_samples(tmp_path, "r1").to_pylist() == before   # nothing touched
+    assert (LabData(tmp_path).manifest("r1") or {})["status"] == "running"
+
+
+def test_a_dead_owner_or_airflow_retrying_its_own_run_may_reopen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from kafkalab.errors import ConfigError
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    _running_manifest(tmp_path, monkeypatch,
+                      {"host": socket.gethostname(), "pid": int(dead), "kind": "cli"})
+    assert runner.execute(_request(tmp_path, ["1kb"]), noop).status == "complete"
+    lab = LabData(tmp_path)
+    lab.write_manifest({**(lab.manifest("r1") or {}), "status": "running",
+                        "owner": {"host": "worker-2", "pid": 1, "kind": "airflow"}})
+    req = _request(tmp_path, ["1kb"])
+    req.owner_kind = "airflow"
+    assert runner.start_run(req)["run_id"] == "r1"       # Airflow re-running its own tasks
+    with pytest.raises(ConfigError, match="r1 is being measured by airflow process"):
+        runner.start_run(_request(tmp_path, ["1kb"]))    # ... but not a CLI beside it
+
+
+def test_a_run_whose_lock_another_process_holds_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from kafkalab import store
+    from kafkalab.errors import ConfigError
+
+    _use(monkeypatch, _Scenario(5))
+    runner.execute(_request(tmp_path, ["1kb"]), noop)
+    lock = store.lock_path(LabData(tmp_path).manifest_path("r1"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()", str(lock)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(store, "START_LOCK_WAIT_S", 0.2)
+        with pytest.raises(ConfigError, match="being started or closed by another process"):
+            runner.execute(_request(tmp_path, ["1kb"]), noop)
+        with pytest.raises(store.LockBusy):
+            with LabData(tmp_path).run_lock("r1", wait_s=0):
+                pass
+    finally:
+        holder.communicate("")
+    with LabData(tmp_path).run_lock("r1", wait_s=0), LabData(tmp_path).run_lock("r1", wait_s=0):
+        pass   # free again, and re-entrant within a process

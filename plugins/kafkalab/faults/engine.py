@@ -156,20 +156,23 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
     ``faults``, status ``running``; a re-opened run keeps its earlier trials). Returns
     ``{"run_id", "run_date", "trials"}``."""
     profiles = validate_trials(req.trials)
-    d = ensure_fault_cluster(req.cluster_lab, progress).descriptor
     lab = LabData(req.data_dir)
-    run_id, previous = reopened_run(lab, req.run_id, FAULTS, "fault")
-    specs = [t.model_dump() for t in req.trials]
-    manifest = parts_manifest(
-        run_id, previous, FAULTS, command=req.command,
-        workload={"kind": FAULTS.name, "name": "faults",
-                  "trials": planned_parts(previous, "trials", specs)},
-        profiles={t.profile: prof.model_dump() for t, prof in zip(req.trials, profiles, strict=True)},
-        scenarios=sorted({t.client for t in req.trials}),
-        payloads=sorted({t.payload for t in req.trials}),
-        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
-        broker_settings=broker_settings(d))
-    manifest.write(lab.root)
+    lab.refuse_live_owner(req.run_id, req.owner_kind)  # cheap checks before the cluster
+    d = ensure_fault_cluster(req.cluster_lab, progress).descriptor
+    with lab.starting(req.run_id, req.owner_kind):
+        run_id, previous = reopened_run(lab, req.run_id, FAULTS, "fault")
+        specs = [t.model_dump() for t in req.trials]
+        manifest = parts_manifest(
+            run_id, previous, FAULTS, command=req.command,
+            workload={"kind": FAULTS.name, "name": "faults",
+                      "trials": planned_parts(previous, "trials", specs)},
+            profiles={t.profile: prof.model_dump()
+                      for t, prof in zip(req.trials, profiles, strict=True)},
+            scenarios=sorted({t.client for t in req.trials}),
+            payloads=sorted({t.payload for t in req.trials}),
+            cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
+            broker_settings=broker_settings(d))
+        manifest.write(lab.root)
     return {"run_id": run_id, "run_date": manifest.run_date, "trials": specs}
 
 
@@ -576,11 +579,12 @@ def finish_fault_run(data_dir: Path | str | None, run_id: str, error: str | None
     """Merge every trial's summary into the manifest and close it: ``complete`` when every
     planned trial completed, ``failed`` when none did, else ``incomplete``."""
     lab = LabData(data_dir)
-    manifest = Manifest.load(lab.root, run_id)
-    planned = [FaultTrialSpec(**raw) for raw in manifest.workload.get("trials") or []]
-    trials = close_run(lab, manifest, (
-        _trial_part(lab.root, manifest.run_date, run_id, spec, prof.producer.acks)
-        for spec, prof in zip(planned, trial_profiles(planned), strict=True)), error)
+    with lab.run_lock(run_id):
+        manifest = Manifest.load(lab.root, run_id)
+        planned = [FaultTrialSpec(**raw) for raw in manifest.workload.get("trials") or []]
+        trials = close_run(lab, manifest, (
+            _trial_part(lab.root, manifest.run_date, run_id, spec, prof.producer.acks)
+            for spec, prof in zip(planned, trial_profiles(planned), strict=True)), error)
     return {"run_id": run_id, "status": manifest.status, "trials": trials}
 
 

@@ -102,26 +102,29 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     profiles = validate_cells(req.cells)  # budget and names first: before any connection
     d = cluster_descriptor(req.descriptor_path)
     validate_cells(req.cells, d, profiles)
+    lab = LabData(req.data_dir)
+    lab.refuse_live_owner(req.run_id, req.owner_kind)
     progress(f"checking {d.bootstrap_servers} …")
     check_reachable(d)
     if d.is_emulator:
         progress(f"NOTE: {emulator_note(d)}")
-    lab = LabData(req.data_dir)
-    run_id, previous = reopened_run(lab, req.run_id, LOAD, "load")
-    specs = [c.model_dump() for c in req.cells]
-    manifest = parts_manifest(
-        run_id, previous, LOAD, command=req.command,
-        workload={"kind": LOAD.name, "name": req.workload_name,
-                  "cells": planned_parts(previous, "cells", specs)},
-        profiles={c.profile: prof.model_dump() for c, prof in zip(req.cells, profiles, strict=True)},
-        scenarios=sorted({c.client for c in req.cells}),
-        payloads=sorted({c.payload for c in req.cells}),
-        cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
-        broker_settings=broker_settings(d))
-    if previous is not None:
-        manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
-                                        | set(lab.derived_outputs(run_id)))
-    manifest.write(lab.root)
+    with lab.starting(req.run_id, req.owner_kind):
+        run_id, previous = reopened_run(lab, req.run_id, LOAD, "load")
+        specs = [c.model_dump() for c in req.cells]
+        manifest = parts_manifest(
+            run_id, previous, LOAD, command=req.command,
+            workload={"kind": LOAD.name, "name": req.workload_name,
+                      "cells": planned_parts(previous, "cells", specs)},
+            profiles={c.profile: prof.model_dump()
+                      for c, prof in zip(req.cells, profiles, strict=True)},
+            scenarios=sorted({c.client for c in req.cells}),
+            payloads=sorted({c.payload for c in req.cells}),
+            cluster=public_view(d), owner_kind=req.owner_kind, logical_date=req.logical_date,
+            broker_settings=broker_settings(d))
+        if previous is not None:
+            manifest.stale_outputs = sorted(set(previous.get("stale_outputs") or [])
+                                            | set(lab.derived_outputs(run_id)))
+        manifest.write(lab.root)
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": specs}
 
 
@@ -129,10 +132,11 @@ def finish_load_run(data_dir: Path | str | None, run_id: str, error: str | None 
     """Merge every cell's ``cell.json`` summary into the manifest and close it: ``complete``
     when every planned cell completed, ``failed`` when none did, else ``incomplete``."""
     lab = LabData(data_dir)
-    manifest = Manifest.load(lab.root, run_id)
-    planned = [LoadCellSpec(**s) for s in (manifest.workload.get("cells") or [])]
-    cells = close_run(lab, manifest, (_cell_part(lab.root, manifest.run_date, run_id, spec)
-                                      for spec in planned), error)
+    with lab.run_lock(run_id):
+        manifest = Manifest.load(lab.root, run_id)
+        planned = [LoadCellSpec(**s) for s in (manifest.workload.get("cells") or [])]
+        cells = close_run(lab, manifest, (_cell_part(lab.root, manifest.run_date, run_id, spec)
+                                          for spec in planned), error)
     return {"run_id": run_id, "status": manifest.status, "cells": cells}
 
 
