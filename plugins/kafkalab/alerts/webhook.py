@@ -3,7 +3,10 @@ are delivered, as typed data (:class:`AlertWebhook`).
 
 The Airflow side (looking the Connection up, lazily, inside a task) is
 :class:`kafkalab.airflow.connections.AlertWebhookConnection`; this module only reads a
-Connection object it is given, so it imports nothing of Airflow.
+Connection object it is given, so it imports nothing of Airflow itself. Its secrets (the
+URL's path, ``extra.endpoint``, the password, secret headers) are kept out of
+``repr(AlertWebhook)`` and registered with Airflow's log masker when a Connection is read
+(:func:`kafkalab.redact.mask_in_airflow_logs`, a no-op without Airflow).
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from kafkalab.alerts.bodies import AlertFormat
 from kafkalab.errors import ConfigError
-from kafkalab.redact import redact_url
+from kafkalab.redact import looks_secret_header, mask_in_airflow_logs, redact_url
 from kafkalab.urls import report_http_url
 
 ALERT_CONN_ID = "kafkalab_alert_webhook"
@@ -44,10 +47,6 @@ LAB_EXTRA_KEYS: tuple[str, ...] = ("format", "report_base_url", "endpoint", "web
 refuse it). ``HttpHook`` would send every other key of ``extra`` as a request header, so
 these are taken out before it sees the Connection."""
 
-_SECRET_KEY_PARTS = ("auth", "token", "secret", "password", "key")
-"""An ``extra`` key containing one of these names a secret (e.g. an ``Authorization``
-header of an ``http`` Connection): its value is scrubbed from error messages."""
-
 SLACK_DEFAULT_HOST = "hooks.slack.com/services"
 """``SlackWebhookHook``'s host when the Connection names none."""
 
@@ -59,7 +58,8 @@ class AlertWebhook:
     Delivery goes through the Airflow hook of :attr:`conn_type`, which reads the
     Connection :attr:`conn_id` itself; :attr:`url` is what that hook posts to, kept only to
     print its redacted form and to scrub it (and :attr:`secrets`) out of error messages.
-    Neither is part of the ``repr``: never log them.
+    Neither is part of the ``repr``, nor is :attr:`endpoint` (the path, which carries the
+    token): never log them.
     """
 
     url: str = field(repr=False)
@@ -73,8 +73,8 @@ class AlertWebhook:
     """The Connection the hook reads."""
     conn_type: AlertConnType = "http"
     """``slackwebhook`` (``SlackWebhookHook``) or ``http`` (``HttpHook``)."""
-    endpoint: str | None = None
-    """``http`` only: the path ``HttpHook`` posts to (``extra.endpoint``)."""
+    endpoint: str | None = field(default=None, repr=False)
+    """``http`` only: the path ``HttpHook`` posts to (``extra.endpoint``; a secret)."""
     secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
     """Other secret values (the password, an ``Authorization`` header) to scrub from
     messages."""
@@ -100,6 +100,13 @@ class AlertWebhook:
                 login, the token path of a Slack webhook; a ``schema`` that is a URI path),
                 each with what to write instead.
         """
+        webhook = cls._parse(conn)
+        mask_in_airflow_logs(*webhook.secret_values())
+        return webhook
+
+    @classmethod
+    def _parse(cls, conn: Any) -> AlertWebhook:
+        """:meth:`from_connection` without registering the secrets with Airflow's masker."""
         conn_id = str(getattr(conn, "conn_id", None) or ALERT_CONN_ID)
         extra = connection_extra(conn)
         conn_type = str(getattr(conn, "conn_type", None) or "").strip().lower()
@@ -143,6 +150,21 @@ class AlertWebhook:
         return cls(_http_url(host, schema, getattr(conn, "port", None), endpoint), fmt,
                    report_base, conn_id, "http", endpoint, secrets)
 
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret this webhook holds: the URL when it has a path or query, that path
+        and query, :attr:`endpoint` and :attr:`secrets` (what Airflow's masker is given)."""
+        parts: list[str] = [*self.secrets]
+        if self.endpoint and len(self.endpoint) > 1:
+            parts.append(self.endpoint)
+        try:
+            split = urlsplit(self.url)
+        except ValueError:
+            return (self.url, *parts) if self.url else tuple(parts)
+        hidden = [p for p in (split.path, split.query, split.password or "") if len(p) > 1]
+        if hidden:
+            parts[:0] = [self.url, *hidden]
+        return tuple(dict.fromkeys(p for p in parts if p))
+
     @property
     def where(self) -> str:
         """The printable form of the target: ``scheme://host[:port]/***`` and the
@@ -165,10 +187,11 @@ class AlertWebhook:
 
 
 def _secret_extras(extra: Mapping[str, Any]) -> list[str]:
-    """Values of ``extra`` keys that name a secret (``_SECRET_KEY_PARTS``)."""
+    """Values of ``extra`` keys that name a secret header
+    (:func:`kafkalab.redact.looks_secret_header`)."""
     return [str(v) for k, v in extra.items()
             if k not in LAB_EXTRA_KEYS and isinstance(v, str | int)
-            and any(p in str(k).lower() for p in _SECRET_KEY_PARTS) and len(str(v)) > 3]
+            and looks_secret_header(str(k)) and len(str(v)) > 3]
 
 
 def _slack_url(host: str, schema: str, password: str) -> str:

@@ -7,7 +7,10 @@ lab knows and accept its ``protocol``.
 
 Secrets never live in the descriptor: ``secret_env`` maps a librdkafka property to the
 *name* of an environment variable; its value is read only when a client config is built
-(:func:`librdkafka_config`, :func:`kafka_python_config`) and never logged or written.
+(:func:`librdkafka_config`, :func:`kafka_python_config`) and never logged or written (and
+registered with Airflow's log masker in a task). What counts as a secret, and how a name
+typed there is shown, is :mod:`kafkalab.redact`'s rule. Property values are scalars: a
+nested list or mapping where one value is meant is refused, naming the key.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kafkalab.cluster.features import LEGACY_PROTOCOL, PROTOCOLS, kafka_features
 from kafkalab.errors import ClusterError, ConfigError
-from kafkalab.redact import looks_secret
+from kafkalab.redact import env_name_problem, looks_secret, mask_in_airflow_logs, shown_env_name
 from kafkalab.store import atomic_write
+from kafkalab.yamlio import scalar_texts
 
 EMULATOR_LABEL = "EMULATOR — not Kafka"
 """The label every table, chart and report shows beside a figure measured on an emulator
@@ -48,10 +52,13 @@ __all__ = [
 def string_properties(v: Any) -> Any:
     """Kafka properties as strings, as a validator sees them before checking: a mapping's
     keys and values become strings (``True`` -> ``"true"``, ``3`` -> ``"3"``); anything
-    else is returned as given (for the validator to refuse)."""
-    if isinstance(v, dict):
-        return {str(k): (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()}
-    return v
+    else is returned as given (for the validator to refuse).
+
+    Raises:
+        ValueError: a name or value that is not one scalar (a list, a mapping, nothing),
+            naming the key but not quoting the value (:func:`kafkalab.yamlio.scalar_texts`).
+    """
+    return scalar_texts(v)
 
 
 class ClusterDescriptor(BaseModel):
@@ -96,6 +103,8 @@ class ClusterDescriptor(BaseModel):
     @classmethod
     def _join_servers(cls, v: Any) -> Any:
         if isinstance(v, list | tuple):
+            if not all(isinstance(x, str | int) for x in v):
+                raise ValueError("expected host:port entries (text), got a nested value")
             return ",".join(str(x).strip() for x in v)
         return v
 
@@ -132,8 +141,9 @@ class ClusterDescriptor(BaseModel):
     @classmethod
     def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
         for key, env in v.items():
-            if not env or not all(c.isalnum() or c == "_" for c in env) or env[0].isdigit():
-                raise ValueError(f"{key!r}: {env!r} is not an environment variable name")
+            problem = env_name_problem(env)
+            if problem:
+                raise ValueError(f"{key!r}: the value {problem}")  # never echo the value
         return v
 
     @property
@@ -188,10 +198,11 @@ def _read_secrets(d: ClusterDescriptor) -> dict[str, str]:
         value = os.environ.get(env)
         if not value:
             raise ConfigError(
-                f"environment variable {env} is {'empty' if value == '' else 'not set'} "
-                f"(cluster descriptor secret_env: {prop})"
+                f"environment variable {shown_env_name(env)} is "
+                f"{'empty' if value == '' else 'not set'} (cluster descriptor secret_env: {prop})"
             )
         out[prop] = value
+    mask_in_airflow_logs(*out.values())
     return out
 
 

@@ -177,14 +177,15 @@ def remove_state(lab: Path, state: ClusterState | None,
 
 
 def _yaml_mapping(p: Path) -> dict[str, Any]:
-    """The YAML mapping in ``p``; empty when unreadable or not a mapping."""
-    try:
-        import yaml
+    """The YAML mapping in ``p`` (read, bounded, by :func:`kafkalab.yamlio.read_yaml`);
+    empty when unreadable, too large or not a mapping."""
+    from kafkalab.errors import ConfigError
+    from kafkalab.yamlio import read_yaml
 
-        data: Any = yaml.safe_load(p.read_text())
-    except Exception:
+    try:
+        return read_yaml(p)
+    except ConfigError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from pydantic import (
 
 from kafkalab.catalog import SCENARIOS
 from kafkalab.config.properties import KNOB_OF, validate_properties, value_text
+from kafkalab.yamlio import scalar_texts
 
 
 def acks_as_text(value: object) -> object:
@@ -187,9 +188,7 @@ class Profile(_Strict):
     @field_validator("broker_assumptions", mode="before")
     @classmethod
     def _values_as_text(cls, value: object) -> object:
-        if isinstance(value, dict):
-            return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-        return value
+        return scalar_texts(value)
 
 
 ConsumerMode = Literal["subscribe", "assign"]
