@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from kafkalab.alerts.bodies import HIGHEST_SEVERITY, Severity, build_body
 from kafkalab.alerts.delivery import scrub_secrets, send_alert
 from kafkalab.alerts.plan import plan_alerts
-from kafkalab.alerts.state import load_state, save_state
+from kafkalab.alerts.state import load_state, save_state, state_path
 from kafkalab.drift import load_drift_config_or_default, read_drift
 from kafkalab.kinds import FAULTS
-from kafkalab.store import LabData
+from kafkalab.store import LabData, locked
 
 if TYPE_CHECKING:
     from kafkalab.alerts.webhook import AlertWebhook
@@ -78,28 +78,29 @@ def alert_on_drift(
     config = load_drift_config_or_default()
     if worsen_margin_pct is None:
         worsen_margin_pct = config.alerts.worsen_margin_pct
-    state = load_state(data_dir)
-    to_alert, recoveries, new_state = plan_alerts(records, state, worsen_margin_pct)
-    n_drift = int(records["is_drift"].fillna(False).astype(bool).sum()) if len(records) else 0
-    summary.update(
-        drifts=len(to_alert), recoveries=len(recoveries), suppressed=n_drift - len(to_alert)
-    )
-    if not to_alert and not recoveries:
-        summary["reason"] = "nothing new to announce"
+    with locked(state_path(data_dir)):  # two notifiers never announce one drift twice
+        state = load_state(data_dir)
+        to_alert, recoveries, new_state = plan_alerts(records, state, worsen_margin_pct)
+        n_drift = int(records["is_drift"].fillna(False).astype(bool).sum()) if len(records) else 0
+        summary.update(
+            drifts=len(to_alert), recoveries=len(recoveries), suppressed=n_drift - len(to_alert)
+        )
+        if not to_alert and not recoveries:
+            summary["reason"] = "nothing new to announce"
+            return summary
+        if webhook is None or not webhook.url:
+            summary["reason"] = "no webhook configured"
+            log.info("drift alert for %s not sent: no webhook configured", run_id)
+            return summary
+        body = build_body(
+            webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
+            drifts=with_rule_thresholds(to_alert, config),
+            recoveries=with_rule_thresholds(recoveries, config),
+        )
+        send_alert(webhook, body, timeout_s=timeout_s)
+        save_state(data_dir, new_state)
+        summary["sent"] = True
         return summary
-    if webhook is None or not webhook.url:
-        summary["reason"] = "no webhook configured"
-        log.info("drift alert for %s not sent: no webhook configured", run_id)
-        return summary
-    body = build_body(
-        webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
-        drifts=with_rule_thresholds(to_alert, config),
-        recoveries=with_rule_thresholds(recoveries, config),
-    )
-    send_alert(webhook, body, timeout_s=timeout_s)
-    save_state(data_dir, new_state)
-    summary["sent"] = True
-    return summary
 
 
 def alert_run_failed(

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.store import LabData
+from kafkalab.store import LabData, locked
 
 if TYPE_CHECKING:
     from kafkalab.drift.acceptances import Acceptance
@@ -59,13 +59,14 @@ def forget_series(data_dir: str | os.PathLike[str], series_keys: Iterable[str]) 
     """Remove ``series_keys`` from the state (their new level was accepted: no recovery will
     be announced); returns the keys that were there. The file is written only when it
     changes."""
-    state = load_state(data_dir)
-    series = state["series"]
-    gone = [k for k in dict.fromkeys(series_keys) if k in series]
-    if gone:
-        for k in gone:
-            series.pop(k)
-        save_state(data_dir, state)
+    with locked(state_path(data_dir)):
+        state = load_state(data_dir)
+        series = state["series"]
+        gone = [k for k in dict.fromkeys(series_keys) if k in series]
+        if gone:
+            for k in gone:
+                series.pop(k)
+            save_state(data_dir, state)
     return gone
 
 

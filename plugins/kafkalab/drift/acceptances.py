@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.errors import ConfigError
-from kafkalab.store import LabData
+from kafkalab.store import LabData, locked
 from kafkalab.values import as_bool, is_missing
 
 ACCEPTANCES_SCHEMA = "kafkalab.drift-acceptances/v1"
@@ -185,12 +185,12 @@ def record_acceptance(data_dir: str | os.PathLike[str] | None, target: str,
     from kafkalab.drift.load import all_runs_order
 
     lab = LabData(data_dir)
-    existing = load_acceptances(lab.root)
     order = all_runs_order(lab.root)  # latency and load runs
     prior = load_prior_records(lab.root, order)
     stamp = (now or datetime.now(UTC)).isoformat()
     made = plan_acceptance(target, prior, order, stamp, _user(), note)
-    save_acceptances(lab.root, [*existing, *made])
+    with locked(lab.drift_acceptances_path()):  # read-modify-write: no acceptance lost
+        save_acceptances(lab.root, [*load_acceptances(lab.root), *made])
     return made
 
 
