@@ -12,7 +12,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help setup demo screenshots test test-serial test-fast lint bench clean airflow airflow-down nightly-demo spark-up spark-down
+.PHONY: help setup demo screenshots test test-serial test-fast lint bench clean clean-data airflow airflow-down nightly-demo spark-up spark-down
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -78,8 +78,11 @@ lint: setup  ## ruff + mypy + the import contracts (layers, no cycles: pyproject
 bench: setup  ## overhead vs a minimal loop, serial harness vs Kafka's tool, 1-10 MB, load (max rate vs bare loops and Kafka's perf tools, fan-out per core), Spark (1M/10M rows), one nightly run, consumer faults and ordering, the report's cost by history size, spark-submit vs Spark Connect; JSON in bench/results/
 	$(BIN)/python -m tools.bench --load --spark --nightly --faults --report --connect
 
-clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow, remove lab data and caches (keeps the venv)
+clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow, remove their files and the caches (keeps the venv and every measurement: see clean-data)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab faults down --wipe
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down --wipe
-	rm -rf lab-data .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
+	rm -rf .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
+
+clean-data:  ## DELETE every measurement, report, drift acceptance and the alert state (lab-data/ or $$KAFKALAB_DATA_DIR); asks first, CONFIRM=yes for scripts
+	@$(BIN)/python -m tools.clean_data $(if $(filter yes,$(CONFIRM)),--yes)
