@@ -149,10 +149,15 @@ def build_run_request(
             ctx = err.get("ctx") or {}
             if err["type"] == "greater_than_equal":
                 msg = f"{label} must be at least {ctx.get('ge')}, got {given.get(key)!r}"
+            elif err["type"] == "less_than_equal":
+                msg = f"{label} must be at most {ctx.get('le')}, got {given.get(key)!r}"
             else:
                 msg = f"{label}: {err['msg']} (got {given.get(key)!r})"
             raise ConfigError(msg) from None
     chosen = [str(s) for s in (scenarios or w.scenarios)]
+    chosen_payloads = [str(p) for p in (payloads or w.payloads)]
+    chosen_profiles = [str(p) for p in (profiles or w.profiles)]
+    _check_names(chosen, chosen_payloads, chosen_profiles)  # local, before the cluster's file
     descriptor = None
     if needs_kafka(chosen):
         descriptor = load_descriptor(Path(descriptor_path) if descriptor_path
@@ -161,8 +166,7 @@ def build_run_request(
     if command is not None:
         kwargs["command"] = command
     return RunRequest(
-        workload=w, profiles=[str(p) for p in (profiles or w.profiles)],
-        payloads=[str(p) for p in (payloads or w.payloads)], scenarios=chosen,
+        workload=w, profiles=chosen_profiles, payloads=chosen_payloads, scenarios=chosen,
         data_dir=Path(data_dir).absolute() if data_dir is not None else default_data_dir(),
         descriptor=descriptor, run_id=run_id, http_port=http_port, provision=provision,
         **kwargs,
@@ -177,16 +181,26 @@ class RunResult:
     cells: list[CellResult]
 
 
+def _check_names(scenarios: Sequence[str], payloads: Sequence[str],
+                 profiles: Sequence[str]) -> dict[str, Profile]:
+    """The scenarios, payloads and profiles exist (local files only); returns the profiles.
+
+    Raises:
+        ConfigError: the first unknown name.
+    """
+    for name in scenarios:
+        get_scenario(name)
+    known = payload_names()
+    for p in payloads:
+        if p not in known:
+            raise ConfigError(f"unknown payload {p!r} (known: {', '.join(known)})")
+    return {name: load_profile(name) for name in profiles}
+
+
 def validate_request(req: RunRequest) -> dict[str, Profile]:
     """Everything that can be refused before a byte is sent; returns the loaded profiles."""
     w = req.workload
-    for name in req.scenarios:
-        get_scenario(name)
-    known = payload_names()
-    for p in req.payloads:
-        if p not in known:
-            raise ConfigError(f"unknown payload {p!r} (known: {', '.join(known)})")
-    profiles = {name: load_profile(name) for name in req.profiles}
+    profiles = _check_names(req.scenarios, req.payloads, req.profiles)
     kafka = needs_kafka(req.scenarios)
     if kafka:
         if req.descriptor is None:

@@ -595,11 +595,16 @@ class LabData:
         (:meth:`refuse_live_owner`).
 
         Raises:
-            ConfigError: another process holds the run's lock for :data:`START_LOCK_WAIT_S`,
-                or measures the run.
+            ConfigError: ``run_id`` is not a safe run id
+                (:func:`kafkalab.run_ids.run_id_problem`), another process holds the run's
+                lock for :data:`START_LOCK_WAIT_S`, or measures the run.
         """
         from kafkalab.errors import ConfigError  # package side only (never on a Spark node)
+        from kafkalab.run_ids import run_id_problem
 
+        problem = run_id_problem(run_id) if run_id is not None else None
+        if problem:
+            raise ConfigError(problem)
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(self.run_lock(run_id, wait_s=START_LOCK_WAIT_S))

@@ -439,3 +439,24 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
             ("resilience_experiment", "run_fault_trial"))]
     assert sorted(labels) == ["durability kill-consumer commit after #1",
                               "durability sigkill-leader #1"]
+
+
+def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
+        cluster_yaml: Path, airflow_setup: dict[str, Any], tmp_path: Path) -> None:
+    """Airflow merges undeclared conf keys into params; the load DAG must not honour one
+    (``workload`` would plan any load file's cells; issue 26)."""
+    lab = LabData(airflow_setup["data"])
+    before = _run_ids(lab)
+    log = tmp_path / "dags-test.log"
+    conf = {"consumers": [1], "rates": [50], "duration_s": 2, "warmup_s": 1,
+            "cluster_descriptor": str(cluster_yaml), "workload": "/some/other/load.yaml"}
+    with log.open("w") as out:
+        rc = dags_test("load_experiment", "2026-11-23T00:00:00+00:00", conf,
+                       home=airflow_setup["home"], extra_env=airflow_setup["extra_env"],
+                       migrate=False, timeout_s=600, output=out,
+                       mark_success_pattern="^(aggregate_load|validate_load)$")
+    text = log.read_text()
+    assert rc != 0
+    assert "conf key 'workload' is not a param of DAG load_experiment" in text
+    assert _run_ids(lab) == before                       # no run was started
+    assert not list(lab.measured_dir("load").glob("run_date=*/run_id=*/*cell=*"))

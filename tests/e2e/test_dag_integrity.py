@@ -343,6 +343,35 @@ def test_load_params_form(parsed: dict[str, Any]) -> None:
     with pytest.raises(ParamValidationError, match="is not one of"):
         form["acks"] = ["2"]
     form["pause_at_s"], form["pause_for_s"] = 4, 3
+    # bounds a trigger cannot pass (issue 26): Airflow's own param validation refuses them
+    for key, value in (("rates", [1e9]), ("consumers", [1001]), ("duration_s", 86_400),
+                       ("consumers", list(range(1, 60)))):
+        with pytest.raises(ParamValidationError):
+            form[key] = value
+
+
+def test_latency_params_have_maxima(parsed: dict[str, Any]) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from kafkalab.config.models import MAX_MESSAGES
+
+    form = parsed["bag"].dags["latency_experiment"].params
+    for key, value in (("messages", 10**15), ("messages", MAX_MESSAGES + 1),
+                       ("warmup_messages", 10**9), ("first_message_probes", 10**6)):
+        with pytest.raises(ParamValidationError):
+            form[key] = value
+    form["messages"] = MAX_MESSAGES
+
+
+def test_every_task_has_a_timeout_and_every_run_a_deadline(parsed: dict[str, Any]) -> None:
+    """No task can hold the one-slot measuring pool forever (issue 26)."""
+    from kafkalab.airflow.dag_args import DAG_RUN_TIMEOUT, TASK_TIMEOUT
+
+    for dag_id, dag in parsed["bag"].dags.items():
+        assert dag.dagrun_timeout == DAG_RUN_TIMEOUT, dag_id
+        for t in dag.tasks:
+            assert t.execution_timeout is not None, (dag_id, t.task_id)
+            assert t.execution_timeout <= TASK_TIMEOUT, (dag_id, t.task_id)
 
 
 @pytest.mark.parametrize("dag_id", LATENCY_DAGS)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from kafkalab.airflow import params
@@ -51,3 +52,15 @@ def test_latency_consumer_modes_are_the_workload_models() -> None:
     from kafkalab.config.models import ConsumerMode
 
     assert get_args(ConsumerMode) == params.LATENCY_CONSUMER_MODES
+
+
+def test_an_undeclared_conf_key_is_refused_by_name_not_value() -> None:
+    from kafkalab.airflow.params import refuse_undeclared
+    from kafkalab.errors import ConfigError
+
+    refuse_undeclared({"consumers": [1]}, ["consumers", "rates"], "load_experiment")
+    with pytest.raises(ConfigError) as err:
+        refuse_undeclared({"consumers": [1], "workload": "/etc/x.yaml"}, ["consumers"],
+                          "load_experiment")
+    assert str(err.value) == ("conf key 'workload' is not a param of DAG load_experiment (its "
+                              "params: consumers); drop it from the trigger's conf")

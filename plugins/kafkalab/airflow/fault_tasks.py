@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.tasks import outcome_problems
 from kafkalab.errors import ConfigError, RunError
+from kafkalab.faults.spec import MAX_TRIALS
 from kafkalab.kinds import FAULTS
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from kafkalab.faults.spec import FaultPlan, FaultTrialSpec
 
 log = logging.getLogger(__name__)
-
-MAX_TRIALS = 50
-"""Trials per profile × fault × acks cell the form accepts (the issue asks for at least 5)."""
 
 PARAM_OF_FIELD: dict[str, str] = {
     "profile": "profiles", "fault": "faults", "acks": "acks", "trial": "trials",

@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk import Param
 
-from kafkalab.airflow.fault_tasks import MAX_TRIALS, NIGHTLY_FAULT_PARAM
+from kafkalab.airflow.fault_tasks import NIGHTLY_FAULT_PARAM
 from kafkalab.airflow.load_tasks import NIGHTLY_FANOUT_PARAM
 from kafkalab.airflow.params import (
     ACKS_CHOICES,
@@ -30,6 +30,14 @@ from kafkalab.airflow.params import (
     WORKLOAD_CHOICES,
 )
 from kafkalab.airflow.tasks import ONE_SESSION_PARAM
+from kafkalab.config.models import MAX_FIRST_MESSAGE_PROBES, MAX_MESSAGES, MAX_WARMUP_MESSAGES
+from kafkalab.faults.spec import MAX_TRIALS
+from kafkalab.load.spec import (
+    MAX_CONSUMERS,
+    MAX_DURATION_S,
+    MAX_GRID_VALUES,
+    MAX_RATE_MSGS_PER_S,
+)
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -78,15 +86,16 @@ def run_params(*, workload: str, scenarios: list[str], payloads: list[str], prof
         "profiles": _array_param("profiles", profiles, PROFILE_CHOICES, "Profiles",
                                  "client/topic tuning profiles (include/profiles)"),
         "messages": Param(messages, type=["null", "integer"] if messages is None else "integer",
-                          minimum=1, title="Messages per cell",
+                          minimum=1, maximum=MAX_MESSAGES, title="Messages per cell",
                           description="measured messages per cell, after warm-up"
                           + ("; empty: the workload's" if messages is None else "")),
         "warmup_messages": Param(None, type=["null", "integer"], minimum=0,
-                                 title="Warm-up messages per cell",
+                                 maximum=MAX_WARMUP_MESSAGES, title="Warm-up messages per cell",
                                  description="messages each cell sends first and leaves out "
                                  "of every figure (the connection and the JIT warm up); "
                                  "empty: the workload's warmup_messages"),
         "first_message_probes": Param(None, type=["null", "integer"], minimum=0,
+                                      maximum=MAX_FIRST_MESSAGE_PROBES,
                                       title="First-message probes per client cell",
                                       description="how many times each Kafka client cell "
                                       "starts a fresh consumer (subscribe and assign) and "
@@ -114,9 +123,10 @@ def _one_session_param(aggregation: str, validation: str) -> Param:
 
 
 def _number(value: Any, title: str, what: str, minimum: float = 0,
-            nullable: bool = False) -> Param:
+            nullable: bool = False, maximum: float | None = None) -> Param:
+    bound: dict[str, Any] = {} if maximum is None else {"maximum": maximum}
     return Param(value, type=["null", "number"] if nullable else "number",
-                 minimum=minimum, title=title, description=what)
+                 minimum=minimum, title=title, description=what, **bound)
 
 
 def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
@@ -125,19 +135,21 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
     the settings every cell shares."""
     return {
         "consumers": Param(list(consumers), type="array", title="Consumers",
-                           items={"type": "integer", "minimum": 1, "maximum": 1000},
-                           minItems=1, uniqueItems=True,
+                           items={"type": "integer", "minimum": 1, "maximum": MAX_CONSUMERS},
+                           minItems=1, maxItems=MAX_GRID_VALUES, uniqueItems=True,
                            description="numbers of consumers, one cell each (× rates × acks); "
                            "every consumer receives every message"),
         "rates": Param(list(rates), type="array", title="Rates (msg/s)",
-                       items={"type": "number", "exclusiveMinimum": 0}, minItems=1,
-                       uniqueItems=True, description="target producer rates, one cell each"),
+                       items={"type": "number", "exclusiveMinimum": 0,
+                              "maximum": MAX_RATE_MSGS_PER_S},
+                       minItems=1, maxItems=MAX_GRID_VALUES, uniqueItems=True,
+                       description="target producer rates, one cell each"),
         "acks": _multi_select("acks", ["1"], ACKS_CHOICES, "Acks",
                               "producer acks, one cell each; empty: the profile's"),
         "duration_s": _number(duration_s, "Duration (s)", "producing time per cell, warm-up "
-                              "included"),
+                              "included", maximum=MAX_DURATION_S),
         "warmup_s": _number(warmup_s, "Warm-up (s)", "first seconds of a cell, measured but "
-                            "excluded from every figure"),
+                            "excluded from every figure", maximum=MAX_DURATION_S),
         "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload",
                          values_display=_labels("payload")),
         "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
@@ -162,9 +174,10 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                  "spread over the workers (needs a running scheduler and a "
                                  "data directory shared by the workers)"),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
-                              "the start (empty: no pause)", nullable=True),
+                              "the start (empty: no pause)", nullable=True,
+                              maximum=MAX_DURATION_S),
         "pause_for_s": _number(None, "Pause for (s)", "how long the consumers stay paused",
-                               nullable=True),
+                               nullable=True, maximum=MAX_DURATION_S),
         "cluster_descriptor": _cluster_descriptor_param(),
         ONE_SESSION_PARAM: _one_session_param("aggregate_load", "validate_load"),
     }

@@ -9,7 +9,7 @@ import: safe at DAG-parse time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalab.catalog import CATALOG, SCENARIOS
@@ -132,6 +132,22 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
 """The ``values_display`` of each choice param of the forms, by param name."""
 
 
+def refuse_undeclared(params: Mapping[str, Any], declared: Iterable[str], dag_id: str) -> None:
+    """Refuse a trigger conf key the DAG does not declare as a param: Airflow merges such
+    keys into ``params`` unchecked (its form and its validation know only the declared ones),
+    so a lab task never reads one (``{"workload": "/some/other/load.yaml"}`` on the load DAG).
+
+    Raises:
+        ConfigError: one line naming the first undeclared key (not its value) and the DAG's
+            params.
+    """
+    known = set(declared)
+    extra = sorted(str(k) for k in params if k not in known)
+    if extra:
+        raise ConfigError(f"conf key {extra[0]!r} is not a param of DAG {dag_id} (its params: "
+                          f"{', '.join(sorted(known))}); drop it from the trigger's conf")
+
+
 def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     """The boolean param ``name`` of a run (``default`` when absent).
 
@@ -144,9 +160,29 @@ def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     return value
 
 
-__all__ = ["ACKS_CHOICES", "ACKS_LABELS", "CHOICE_LABELS", "COMMIT_CHOICES", "COMMIT_LABELS",
-           "CONSUMER_MODE_CHOICES", "CONSUMER_MODE_LABELS", "FAULT_CHOICES", "FAULT_LABELS",
-           "LATENCY_CONSUMER_MODES", "LATENCY_WORKLOADS", "LOAD_CLIENT_CHOICES", "PAYLOAD_CHOICES", "PAYLOAD_LABELS",
-           "PROFILE_CHOICES", "PROFILE_LABELS", "SCENARIO_CHOICES", "SCENARIO_LABELS",
-           "SHARD_PLACEMENT_CHOICES", "SHARD_PLACEMENT_LABELS", "WORKLOAD_CHOICES",
-           "WORKLOAD_LABELS", "bool_param"]
+__all__ = [
+    "ACKS_CHOICES",
+    "ACKS_LABELS",
+    "CHOICE_LABELS",
+    "COMMIT_CHOICES",
+    "COMMIT_LABELS",
+    "CONSUMER_MODE_CHOICES",
+    "CONSUMER_MODE_LABELS",
+    "FAULT_CHOICES",
+    "FAULT_LABELS",
+    "LATENCY_CONSUMER_MODES",
+    "LATENCY_WORKLOADS",
+    "LOAD_CLIENT_CHOICES",
+    "PAYLOAD_CHOICES",
+    "PAYLOAD_LABELS",
+    "PROFILE_CHOICES",
+    "PROFILE_LABELS",
+    "SCENARIO_CHOICES",
+    "SCENARIO_LABELS",
+    "SHARD_PLACEMENT_CHOICES",
+    "SHARD_PLACEMENT_LABELS",
+    "WORKLOAD_CHOICES",
+    "WORKLOAD_LABELS",
+    "bool_param",
+    "refuse_undeclared",
+]

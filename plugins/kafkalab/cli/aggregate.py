@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, run_id_arg
 from kafkalab.cli.output import err, say, say_json
 
 
@@ -31,13 +31,13 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "  KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077 kafkalab aggregate",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pagg.set_defaults(handler=cmd_aggregate)
-    pagg.add_argument("--run-id", default=None, help="the run (default: the newest, by start time)")
+    pagg.add_argument("--run-id", type=run_id_arg, default=None, help="the run (default: the newest, by start time)")
     pagg.add_argument("--one-session", action="store_true",
                       help="a latency or load run: the aggregation also validates in its "
                       "own Spark session (one JVM start instead of two, as the DAG param "
                       "one_spark_session); a fault run runs both jobs")
     add_json_option(pagg, "print the outcome (jobs, validation, drift, report) as one JSON document")
-    add_data_option(pagg)
+    add_data_option(pagg, reads=True)
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:

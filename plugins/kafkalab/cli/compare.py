@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, run_id_arg
 from kafkalab.cli.output import say, say_json
 from kafkalab.errors import ConfigError
 
@@ -32,11 +32,11 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "  kafkalab compare RUN_A RUN_B --json | jq '.shared[].metrics[] | select(.verdict == \"regressed\")'",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pcmp.set_defaults(handler=cmd_compare)
-    pcmp.add_argument("run_a", metavar="RUN_A", help="the reference run (its id, as `kafkalab runs` lists it)")
-    pcmp.add_argument("run_b", metavar="RUN_B", help="the run judged against RUN_A")
+    pcmp.add_argument("run_a", type=run_id_arg, metavar="RUN_A", help="the reference run (its id, as `kafkalab runs` lists it)")
+    pcmp.add_argument("run_b", type=run_id_arg, metavar="RUN_B", help="the run judged against RUN_A")
     pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml, else the built-in rules; a file given must exist and parse)")
     add_json_option(pcmp, "print the comparison as one JSON document")
-    add_data_option(pcmp)
+    add_data_option(pcmp, reads=True)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cli.options import LabParser, SubParsers
+from kafkalab.cli.options import LabParser, SubParsers, existing_data_dir_arg, run_id_arg
 from kafkalab.cli.output import say, say_json
 
 
@@ -46,17 +46,17 @@ def add_parser(sub: SubParsers[Any]) -> None:
     dacc.add_argument("--note", default=None, help="why the level is accepted (kept in the file)")
     dacc.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                       help="print the acceptances as one JSON document")
-    dacc.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS,
+    dacc.add_argument("--data-dir", type=existing_data_dir_arg, default=argparse.SUPPRESS,
                       help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
 
 
 def _drift_check_args(p: argparse.ArgumentParser, default: Any) -> None:
     """The options of a drift check; ``default`` None on ``drift`` itself, SUPPRESS on
     ``drift check`` (so that an option given before ``check`` is not reset)."""
-    p.add_argument("--run-id", default=default, help="the run to check (default: the latest)")
+    p.add_argument("--run-id", type=run_id_arg, default=default, help="the run to check (default: the latest)")
     p.add_argument("--config", type=Path, default=default,
                    help="drift rules YAML (default include/drift.yaml)")
-    p.add_argument("--data-dir", type=Path, default=default,
+    p.add_argument("--data-dir", type=existing_data_dir_arg, default=default,
                    help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
     p.add_argument("--json", action="store_true", default=False if default is None else default,
                    help="print the records and counts as one JSON document")

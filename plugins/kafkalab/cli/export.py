@@ -34,7 +34,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
                        "kafkalab.prom); missing folders are created; written whole (a rename) "
                        "with mode 0644, so node_exporter's own user can read it")
     add_json_option(eprom, "print {path, samples per metric} as one JSON document")
-    add_data_option(eprom)
+    add_data_option(eprom, reads=True)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -7,7 +7,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, as_options, csv_list
+from kafkalab.cli.options import (
+    SubParsers,
+    add_data_option,
+    add_json_option,
+    as_options,
+    csv_list,
+    run_id_arg,
+)
 from kafkalab.cli.output import err, say, say_json, say_stopped
 
 if TYPE_CHECKING:
@@ -120,7 +127,7 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
                     help="the failed member comes back this many seconds after the fault (default: never)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
     pfr.add_argument("--keep-topics", action="store_true", help="keep each trial's topic (default: deleted after the check)")
-    pfr.add_argument("--run-id", default=None, help="run id (default: time-based)")
+    pfr.add_argument("--run-id", type=run_id_arg, default=None, help="run id (default: time-based)")
     pfr.add_argument("--json", action="store_true",
                      help="print {run_id, status, manifest, trials: [one object per trial]} as one JSON document")
     add_data_option(pfr)
@@ -164,6 +171,8 @@ def fault_request(args: argparse.Namespace) -> FaultRequest:
     Raises:
         ConfigError: one line naming the option.
     """
+    from pydantic import ValidationError
+
     from kafkalab.errors import ConfigError
     from kafkalab.faults.engine import FaultRequest
     from kafkalab.faults.spec import plan_trials
@@ -173,6 +182,8 @@ def fault_request(args: argparse.Namespace) -> FaultRequest:
         trials = plan_trials(fault_plan(args))
     except PlanRefused as exc:
         raise ConfigError(as_options(exc.error, OPTION_OF_FIELD)) from None
+    except ValidationError as exc:  # the grid's own bounds (FaultPlan)
+        raise ConfigError(as_options(exc, {**OPTION_OF_FIELD, "trials": "--trials"})) from None
     return FaultRequest(trials=trials, data_dir=args.data_dir, run_id=args.run_id,
                         cluster_lab=args.cluster_lab, keep_topics=args.keep_topics,
                         command="kafkalab faults " + " ".join(sys.argv[2:]))

@@ -15,6 +15,7 @@ from kafkalab.cli.options import (
     csv_list,
     float_list,
     int_list,
+    run_id_arg,
 )
 from kafkalab.cli.output import err, say, say_json
 
@@ -64,7 +65,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pl.add_argument("--drain", type=float, default=5.0, help="seconds consumers may catch up after the producer stops (default 5)")
     pl.add_argument("--pause-at", type=float, default=None, help="consumers pause at this second …")
     pl.add_argument("--pause-for", type=float, default=None, help="… for this many seconds (lag grows, then drains)")
-    pl.add_argument("--run-id", default=None, help="run id (default: time-based); re-running one replaces the cells it measures")
+    pl.add_argument("--run-id", type=run_id_arg, default=None, help="run id (default: time-based); re-running one replaces the cells it measures")
     pl.add_argument("--json", action="store_true",
                     help="print {run_id, status, cells: [one object per cell]} as one JSON document")
     add_cluster_option(pl)
@@ -93,7 +94,7 @@ def _add_maxrate_parser(sub: SubParsers[Any]) -> None:
     pm.add_argument("--step-duration", type=float, default=6.0, help="seconds per step, warm-up included (default 6)")
     pm.add_argument("--objective-p99-ms", type=float, default=100.0, help="e2e p99 objective in ms (default 100)")
     pm.add_argument("--repeats", type=int, default=3, help="repeats at the found rate (default 3)")
-    pm.add_argument("--run-id", default=None, help="run id (default: time-based)")
+    pm.add_argument("--run-id", type=run_id_arg, default=None, help="run id (default: time-based)")
     pm.add_argument("--json", action="store_true", help="print the result as JSON")
     add_cluster_option(pm)
     add_data_option(pm)
@@ -126,10 +127,15 @@ def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:
 
         w = load_load_workload(args.workload)
         return w.cells(), w.name
+    from pydantic import ValidationError
+
     try:
         return plan_cells(load_plan(args)), "adhoc"
     except PlanRefused as exc:
         raise ConfigError(as_options(exc.error, OPTION_OF_FIELD)) from None
+    except ValidationError as exc:  # the grid's own bounds (LoadPlan)
+        raise ConfigError(as_options(exc, {**OPTION_OF_FIELD, "rates_msgs_per_s": "--rate"})) \
+            from None
 
 
 def load_request(args: argparse.Namespace) -> LoadRequest:

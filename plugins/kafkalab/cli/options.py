@@ -56,6 +56,16 @@ def add_down_action(actions: SubParsers[Any], description: str,
     return down
 
 
+def run_id_arg(value: str) -> str:
+    """A run id given on the command line (:func:`kafkalab.run_ids.run_id_problem`)."""
+    from kafkalab.run_ids import run_id_problem
+
+    problem = run_id_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def csv_list(value: str) -> list[str]:
     """``a,b,c`` as ``["a", "b", "c"]`` (blanks dropped; at least one item)."""
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -91,9 +101,29 @@ def add_json_option(p: argparse.ArgumentParser, text: str = "print the result as
     p.add_argument("--json", action="store_true", help=text)
 
 
-def add_data_option(p: argparse.ArgumentParser) -> None:
-    """``--data-dir``: the lab data directory."""
-    p.add_argument("--data-dir", type=Path, default=None, help="lab data directory (default: $KAFKALAB_DATA_DIR, else lab-data/ in the project)")
+def data_dir_arg(value: str) -> Path:
+    """``--data-dir`` of a command that writes: a directory, or a path where one can be made
+    (not a file)."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a directory")
+    return path
+
+
+def existing_data_dir_arg(value: str) -> Path:
+    """``--data-dir`` of a command that reads: an existing directory."""
+    path = data_dir_arg(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value}: no such directory")
+    return path
+
+
+def add_data_option(p: argparse.ArgumentParser, *, reads: bool = False) -> None:
+    """``--data-dir``: the lab data directory; ``reads``: the command only reads it, so a
+    directory given must exist (a typo must not read as "no runs")."""
+    p.add_argument("--data-dir", type=existing_data_dir_arg if reads else data_dir_arg,
+                   default=None, help="lab data directory (default: $KAFKALAB_DATA_DIR, else "
+                   "lab-data/ in the project)")
 
 
 def as_options(exc: ValidationError, option_of_field: Mapping[str, str]) -> str:
@@ -104,7 +134,7 @@ def as_options(exc: ValidationError, option_of_field: Mapping[str, str]) -> str:
     key, _, message = describe_validation_error(exc).partition(": ")
     if key == "(top level)":
         return message
-    return f"{option_of_field.get(key, key)}: {message}"
+    return f"{option_of_field.get(key, option_of_field.get(key.split('.')[0], key))}: {message}"
 
 
 __all__ = ["Command", "LabParser", "SubParsers", "add_cluster_option", "add_data_option", "add_down_action", "add_group", "add_json_option", "as_options", "csv_list", "float_list", "int_list", "subcommands"]

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from kafkalab.cli.options import SubParsers, add_data_option, add_json_option
+from kafkalab.cli.options import SubParsers, add_data_option, add_json_option, run_id_arg
 from kafkalab.cli.output import say
 
 
@@ -17,17 +17,20 @@ def add_parser(sub: SubParsers[Any]) -> None:
                           "self-contained (opens offline). Reads the aggregates written by the "
                           "Spark job (spark_jobs/aggregate_metrics.py).")
     prep.set_defaults(handler=cmd_report)
-    prep.add_argument("--run-id", default=None, help="the run to feature (default: the latest)")
+    prep.add_argument("--run-id", type=run_id_arg, default=None, help="the run to feature (default: the latest)")
     add_json_option(prep, "print {report, index} as one JSON document")
-    add_data_option(prep)
+    add_data_option(prep, reads=True)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Build the report; print the featured page's path (or ``--json``)."""
+    from kafkalab.errors import ConfigError
     from kafkalab.report.build import build_report
     from kafkalab.store import LabData
 
     lab = LabData(args.data_dir)
+    if args.run_id is not None and not lab.manifest_path(args.run_id).is_file():
+        raise ConfigError(f"no run {args.run_id} in {lab.root} (`kafkalab runs` lists them)")
     path = build_report(lab.root, run_id=args.run_id)
     if args.json:
         say(json.dumps({"report": str(path), "index": str(lab.report_index_path())}, indent=2))

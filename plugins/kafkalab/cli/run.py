@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.cli.options import SubParsers, add_cluster_option, add_data_option, csv_list
+from kafkalab.cli.options import (
+    SubParsers,
+    add_cluster_option,
+    add_data_option,
+    csv_list,
+    run_id_arg,
+)
 from kafkalab.cli.output import err, say, say_json
 from kafkalab.config.loader import DEFAULT_WORKLOAD
 
@@ -38,7 +44,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pr.add_argument("--encoding", choices=("raw", "base64"), default=None, help="payload encoding (default: the workload's)")
     pr.add_argument("--consumer-mode", choices=("subscribe", "assign"), default=None,
                     help="how the measuring consumer gets its partitions")
-    pr.add_argument("--run-id", default=None, help="run id (default: time-based); re-running one replaces its rows")
+    pr.add_argument("--run-id", type=run_id_arg, default=None, help="run id (default: time-based); re-running one replaces its rows")
     pr.add_argument("--http-port", type=int, default=0, help="port of the rest scenario's server (default: any free)")
     pr.add_argument("--no-provision", action="store_true", help="do not create/alter topics first")
     pr.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")

@@ -17,7 +17,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
                            "command, and its outputs that are stale after a cell was re-measured.")
     pruns.set_defaults(handler=cmd_runs)
     add_json_option(pruns, "print the runs as one JSON document")
-    add_data_option(pruns)
+    add_data_option(pruns, reads=True)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -35,8 +35,19 @@ def acks_as_text(value: object) -> object:
     return value
 
 
+MAX_MESSAGES = 100_000
+"""The most measured messages a latency cell may ask for: a closed loop sends one at a time
+(at 50 ms a 10 MB round trip, ~1.4 h); more belongs to ``kafkalab load``."""
+
+MAX_WARMUP_MESSAGES = 10_000
+"""The most warm-up messages a latency cell may send."""
+
+MAX_FIRST_MESSAGE_PROBES = 100
+"""The most first-message probes a client cell may run (each starts a fresh consumer)."""
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ProducerSettings(_Strict):
@@ -203,17 +214,17 @@ class Workload(_Strict):
     payloads: list[str] = Field(default_factory=lambda: ["1mb"])
     profiles: list[str] = Field(default_factory=lambda: ["default"])
     encoding: Literal["raw", "base64"] = "base64"
-    partitions: int = Field(1, ge=1)
-    messages: int = Field(20, ge=1)
-    warmup_messages: int = Field(2, ge=0)
+    partitions: int = Field(1, ge=1, le=1024)
+    messages: int = Field(20, ge=1, le=MAX_MESSAGES)
+    warmup_messages: int = Field(2, ge=0, le=MAX_WARMUP_MESSAGES)
     consumer_mode: ConsumerMode = "subscribe"
-    first_message_probes: int = Field(1, ge=0)
+    first_message_probes: int = Field(1, ge=0, le=MAX_FIRST_MESSAGE_PROBES)
     first_message_probes_at: Literal["every-payload", "first-payload"] = "every-payload"
     """Which Kafka cells take the probes: every payload's, or only those of the first payload
     the run (or a re-run of some of its cells) is given, per scenario and profile: a new
     consumer's wait for its group is the same at every size, and each subscribe probe waits
     the broker's initial rebalance delay."""
-    message_timeout_s: float = Field(30.0, gt=0)
+    message_timeout_s: float = Field(30.0, gt=0, le=3600)
     topic_prefix: str = Field("klab", pattern=r"^[A-Za-z0-9._-]+$")
 
     @model_validator(mode="before")

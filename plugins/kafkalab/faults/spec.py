@@ -107,10 +107,13 @@ RECOVERY_MARGIN_S = 4.0
 NEEDS_FOLLOWER = ("kill-follower", "lossy-leader-crash")
 
 
+MAX_TRIALS = 50
+"""Trials of one profile × fault × acks cell a fault run may ask for (each takes ~30 s)."""
+
 class FaultTrialSpec(BaseModel):
     """One trial: a profile, a fault, a rate and a timeline."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     profile: str = "durability"
     fault: FaultName = "sigkill-leader"
@@ -298,7 +301,7 @@ class FaultPlan(BaseModel):
     :class:`FaultTrialSpec`, in :func:`plan_trials`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     profiles: list[str] = Field(min_length=1)
     faults: list[str] = Field(min_length=1)
@@ -306,7 +309,7 @@ class FaultPlan(BaseModel):
     max_in_flight: list[int] = Field(default_factory=list)
     commits: list[str] = Field(default_factory=list)
     """The consumer faults' commit strategies (broker faults have none)."""
-    trials: int = Field(1, ge=1)
+    trials: int = Field(1, ge=1, le=MAX_TRIALS)
     rate_msgs_per_s: float | None = None
     duration_s: float | None = None
     warmup_s: float | None = None

@@ -50,12 +50,26 @@ PRODUCER_MSGS_PER_S_MAX = 120_000.0
 msg/s over three ``make bench`` runs, part ``load``): a higher target rate cannot be honoured
 by one producer process and is refused."""
 
+MAX_RATE_MSGS_PER_S = 1_000_000.0
+"""The highest target rate a cell may name (far above what one producer sends,
+:data:`PRODUCER_MSGS_PER_S_MAX`, which the budget check then refuses with the reason)."""
+
+MAX_GRID_VALUES = 50
+"""The most values one axis of a load grid (consumers, rates) may list."""
+
+MAX_DURATION_S = 3600.0
+"""The longest cell (warm-up included) and drain: one hour."""
+
+MAX_INTENDED_MESSAGES = 20_000_000
+"""The most messages one cell's schedule holds (the producer keeps ~40 bytes of timing per
+message in memory: ~800 MB at this bound)."""
+
 BUDGET_ENV = "KAFKALAB_LOAD_BUDGET_DELIVERIES_PER_S"
 """Environment override of the whole deliveries-per-second budget (a bigger client host)."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LoadCellSpec(_Strict):
@@ -70,8 +84,8 @@ class LoadCellSpec(_Strict):
     max_in_flight: int | None = Field(None, ge=1, le=5)
     """Overrides the profile's ``producer.max_in_flight`` (None: the profile's)."""
     consumers: int = Field(1, ge=1, le=MAX_CONSUMERS)
-    rate_msgs_per_s: float = Field(100.0, gt=0)
-    duration_s: float = Field(10.0, gt=0)
+    rate_msgs_per_s: float = Field(100.0, gt=0, le=MAX_RATE_MSGS_PER_S)
+    duration_s: float = Field(10.0, gt=0, le=MAX_DURATION_S)
     """Total length of the producing schedule, warm-up included."""
     warmup_s: float = Field(2.0, ge=0)
     partitions: int = Field(1, ge=1, le=64)
@@ -80,21 +94,21 @@ class LoadCellSpec(_Strict):
     consumer group per consumer (each still receives every message)."""
     consumers_per_shard: int = Field(10, ge=1, le=200)
     """Consumers per consumer process (threads in one process)."""
-    drain_s: float = Field(5.0, ge=0)
+    drain_s: float = Field(5.0, ge=0, le=MAX_DURATION_S)
     """After the producer stops, how long consumers may still catch up (bounded)."""
     pause_at_s: float | None = Field(None, ge=0)
     pause_for_s: float | None = Field(None, gt=0)
-    lag_interval_s: float = Field(1.0, gt=0)
+    lag_interval_s: float = Field(1.0, gt=0, le=60)
     e2e_p99_objective_ms: float = Field(1000.0, gt=0)
     """The workload's latency objective (the maximum-rate search's pass criterion)."""
-    message_timeout_s: float = Field(30.0, gt=0)
+    message_timeout_s: float = Field(30.0, gt=0, le=3600)
     """How long the producer waits for its last acks before calling them indeterminate."""
     trial: int = Field(0, ge=0)
     """Repeat number of an otherwise identical cell (maxrate's repeats, fault trials)."""
     slow_consumer: int | None = Field(None, ge=0)
     """Fault injection: the index of one consumer that sleeps ``slow_consumer_ms_per_record``
     after each record (a client that cannot keep up; it must end up ``failing``)."""
-    slow_consumer_ms_per_record: float = Field(0.0, ge=0)
+    slow_consumer_ms_per_record: float = Field(0.0, ge=0, le=60_000)
     seq_header: bool = False
     """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
     fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
@@ -123,6 +137,10 @@ class LoadCellSpec(_Strict):
         if self.slow_consumer is not None and self.slow_consumer >= self.consumers:
             raise ValueError(f"slow_consumer={self.slow_consumer} is not one of the "
                              f"{self.consumers} consumers (0-based)")
+        if self.intended_messages > MAX_INTENDED_MESSAGES:
+            raise ValueError(f"rate {self.rate_msgs_per_s:g} msg/s × {self.duration_s:g} s is "
+                             f"{self.intended_messages:,} messages, more than one cell holds "
+                             f"({MAX_INTENDED_MESSAGES:,}): lower the rate or the duration")
         if self.measured_messages < 1:
             raise ValueError(f"rate {self.rate_msgs_per_s:g} msg/s × {self.window_s:g} s "
                              "measures no message")
@@ -245,8 +263,8 @@ class LoadPlan(_Strict):
     here; every value is validated once, by :class:`LoadCellSpec`, in :func:`plan_cells`.
     """
 
-    consumers: list[int] = Field(min_length=1)
-    rates_msgs_per_s: list[float] = Field(min_length=1)
+    consumers: list[int] = Field(min_length=1, max_length=MAX_GRID_VALUES)
+    rates_msgs_per_s: list[float] = Field(min_length=1, max_length=MAX_GRID_VALUES)
     acks: list[str | int] = Field(default_factory=list)
     """``0``, ``1`` or ``all`` (empty: the profile's)."""
     payloads: list[str] = Field(default_factory=list)

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 from airflow.sdk import Asset, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import run_ids
+from kafkalab.airflow.params import refuse_undeclared
 from kafkalab.errors import RunError
 from kafkalab.store import LabData
 
@@ -45,8 +46,18 @@ def lab_assets() -> LabAssets:
 
 
 def context_params() -> dict[str, Any]:
-    """The running DAG run's params (its form with the trigger's conf)."""
-    return dict(get_current_context()["params"])
+    """The running DAG run's params (its form with the trigger's conf).
+
+    Raises:
+        ConfigError: the trigger's conf holds a key the DAG does not declare
+            (:func:`kafkalab.airflow.params.refuse_undeclared`).
+    """
+    ctx = get_current_context()
+    params = dict(ctx["params"])
+    dag = ctx.get("dag")
+    if dag is not None:
+        refuse_undeclared(params, dag.params.keys(), dag.dag_id)
+    return params
 
 
 def current_run_id(prefix: str) -> str:
