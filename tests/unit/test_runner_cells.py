@@ -268,9 +268,8 @@ def test_a_run_whose_lock_another_process_holds_is_refused(
         monkeypatch.setattr(store, "START_LOCK_WAIT_S", 0.2)
         with pytest.raises(ConfigError, match="being started or closed by another process"):
             runner.execute(_request(tmp_path, ["1kb"]), noop)
-        with pytest.raises(store.LockBusy):
-            with LabData(tmp_path).run_lock("r1", wait_s=0):
-                pass
+        with pytest.raises(store.LockBusy), LabData(tmp_path).run_lock("r1", wait_s=0):
+            pass
     finally:
         holder.communicate("")
     with LabData(tmp_path).run_lock("r1", wait_s=0), LabData(tmp_path).run_lock("r1", wait_s=0):

@@ -29,8 +29,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from kafkalab.store import LabData
 
     lab = LabData(args.data_dir)
-    if args.run_id is not None and not lab.manifest_path(args.run_id).is_file():
-        raise ConfigError(f"no run {args.run_id} in {lab.root} (`kafkalab runs` lists them)")
+    if args.run_id is not None:
+        try:
+            manifest = lab.manifest(args.run_id)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"run {args.run_id}: its manifest is unreadable ({exc})") from None
+        if manifest is None:
+            raise ConfigError(f"no run {args.run_id} in {lab.root} (`kafkalab runs` lists them)")
     path = build_report(lab.root, run_id=args.run_id)
     if args.json:
         say(json.dumps({"report": str(path), "index": str(lab.report_index_path())}, indent=2))
