@@ -10,10 +10,17 @@ Airflow 3.1+ loads this file from its plugins folder (the lab's launcher links i
   report page (``kafkalab/runs/{DAG_ID}/{RUN_ID}`` redirects to it);
 * "Lab reports" (destination ``nav``, under Browse): the overview of every run.
 
+Both views open inside the UI's same-origin ``<iframe>``. Every route of the app is behind
+Airflow's own login (the UI's token cookie, or ``Authorization: Bearer <jwt>`` as for the
+REST API; :func:`kafkalab.airflow.report_app.airflow_user`), which Airflow does not apply to
+plugin apps by itself; every response carries ``nosniff``, frame rules and a CSP (sandboxed
+for the Data Docs). See docs/security.md.
+
 The static report under ``<data_dir>/reports/`` still opens offline (``file://``); this is
 the same file over http, which is what the alerts link to
 (:func:`kafkalab.urls.report_http_url`). Importing this module does no I/O:
-the data directory is read at request time.
+the data directory is read at request time, and Airflow's auth modules are imported at the
+first request.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a C
 5. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
    consumer shard of its two cells is a ``consume_load_shard`` task of its own.
 
-Run 1 also checks the report plugin on the real api-server (``/kafkalab/reports/…``, the DAG
+Run 1 also checks the report plugin on the real api-server (``/kafkalab/reports/…`` behind
+Airflow's login: 401 without a token, the page with the REST API's Bearer JWT; the DAG
 run page's ``/kafkalab/runs/<dag>/<run>`` redirect, the external views in
 ``/api/v2/plugins``) and that lab run ids and manifests carry the runs' logical dates.
 
@@ -202,14 +203,17 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert validation is not None and validation["success"] is True
     assert (lab.report_page_dir(lab_run) / "index.html").is_file()
 
-    # ---- the report inside Airflow: the plugin's app on the api-server (no login needed)
-    page = requests.get(f"{API}/kafkalab/reports/{lab_run}/index.html", timeout=30)
+    # ---- the report inside Airflow: the plugin's app on the api-server, behind its login
+    anonymous = requests.get(f"{API}/kafkalab/reports/{lab_run}/index.html", timeout=30)
+    assert anonymous.status_code == 401 and lab_run not in anonymous.text
+    page = s.get(f"{API}/kafkalab/reports/{lab_run}/index.html", timeout=30)  # Bearer JWT
     assert page.status_code == 200, page.text[:500]
     assert page.text == (lab.report_page_dir(lab_run) / "index.html").read_text()
-    assert requests.get(f"{API}/kafkalab/reports/index.html", timeout=30).status_code == 200
-    assert requests.get(f"{API}/kafkalab/reports/no-such-run/index.html",
-                        timeout=30).status_code == 404
-    moved = requests.get(f"{API}/kafkalab/runs/{DAG}/{good}", timeout=30, allow_redirects=False)
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'self'" in page.headers["content-security-policy"]
+    assert s.get(f"{API}/kafkalab/reports/index.html", timeout=30).status_code == 200
+    assert s.get(f"{API}/kafkalab/reports/no-such-run/index.html", timeout=30).status_code == 404
+    moved = s.get(f"{API}/kafkalab/runs/{DAG}/{good}", timeout=30, allow_redirects=False)
     assert moved.status_code == 307, moved.text[:500]
     assert moved.headers["location"] == f"../../reports/{lab_run}/index.html"
     plugins = s.get(f"{API}/api/v2/plugins", timeout=30).json()["plugins"]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
 from kafkalab.airflow.report_app import create_app, served_file
@@ -37,11 +37,17 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LabData:
     return data
 
 
+async def _anyone(request: Request) -> str:
+    """A login check that lets every request in (Airflow's own: test_report_app_access.py)."""
+    return "tester"
+
+
 def _client(dates: dict[tuple[str, str], datetime] | None = None) -> TestClient:
     """The app mounted at /kafkalab (as the plugin has the api-server do); the logical dates
     the metadata DB would give."""
     parent = FastAPI()
-    parent.mount(APP_PREFIX, create_app(logical_date_of=lambda d, r: (dates or {}).get((d, r))))
+    parent.mount(APP_PREFIX, create_app(logical_date_of=lambda d, r: (dates or {}).get((d, r)),
+                                        authenticate=_anyone))
     return TestClient(parent, follow_redirects=False)
 
 

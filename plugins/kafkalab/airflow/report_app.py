@@ -2,14 +2,15 @@
 :data:`~kafkalab.urls.APP_PREFIX` (``/kafkalab``) through the lab's plugin
 (``plugins/kafkalab_report_plugin.py``).
 
-Routes (relative to the mount; see :mod:`kafkalab.urls`):
+Routes (relative to the mount; see :mod:`kafkalab.urls`), all behind Airflow's login:
 
 * ``GET /reports/<path>``: a file of ``<data_dir>/reports/`` (the static trend report);
   a folder serves its ``index.html`` (``/reports/`` is the overview,
   ``/reports/<run_id>/`` a run's page); a folder named without its trailing slash is
   redirected to it, so the page's relative links resolve;
 * ``GET /data-docs/<path>``: a file of ``<data_dir>/validation/docs/`` (the Great
-  Expectations Data Docs), the same way;
+  Expectations Data Docs), the same way; an ``.html`` page made offline and self-contained
+  (:func:`kafkalab.airflow.data_docs.offline_file`);
 * ``GET /runs/<dag_id>/<airflow_run_id>``: redirects to the report page of that DAG run's lab
   run (what the "Lab report" tab of the DAG run page opens); 404 with a link to the
   overview when the run has no page yet (``publish_report`` builds it);
@@ -25,23 +26,46 @@ The lab run id of a DAG run comes from its logical date
 metadata database (the api-server has one); without it (a DB that does not answer) the run
 is found by its manifest's ``command`` (``airflow dag <dag_id> run <airflow_run_id>``).
 
-The files are served without Airflow's authentication (plugin apps are not behind it): the
-lab's api-server listens on 127.0.0.1 only. On a shared deployment, put the api-server's
-``/kafkalab`` behind the same login as the UI (docs/airflow.md).
+**Login.** Airflow mounts plugin apps without its authentication, so the app checks it
+itself, on every route, before anything else (no metadata-DB query, no manifest or file
+read): :func:`airflow_user` runs Airflow's own core-API dependency
+(``airflow.api_fastapi.core_api.security.get_user``: an ``Authorization: Bearer <jwt>``
+header, else the UI's ``_token`` cookie; the auth manager validates the token and checks
+it is not revoked). No token, or an expired one: 401; a token Airflow does not accept: 403
+(as the REST API answers). A browser's page request (``Sec-Fetch-Mode: navigate``) gets
+the 401 as a small HTML page: it reloads the same address once
+(``?kafkalab_login=retry``), which carries the cookie when the first request could not (a
+link followed inside a sandboxed Data Docs page: see below), then links to Airflow's login.
+
+**Headers** (:class:`SecurityHeaders`, every response): ``X-Content-Type-Options:
+nosniff``, ``X-Frame-Options: SAMEORIGIN``, ``Referrer-Policy: same-origin`` and a
+Content-Security-Policy with ``frame-ancestors 'self'`` (the UI shows the report in a
+same-origin ``<iframe>``). The lab's report pages are self-contained (inline CSS, one inline
+script, inline SVG): :data:`PAGE_CSP` (no network, no plugins, no forms). Any other file of
+``reports/`` (an ``.svg`` opened alone) adds ``sandbox``. The Data Docs get
+:data:`DATA_DOCS_CSP`: ``sandbox allow-scripts allow-popups`` (GX's scripts run in an
+opaque origin: they cannot read the api-server's pages or call its API with the user's
+cookie), inline scripts, styles, ``data:`` images and fonts only. Their pages are served
+self-contained (:mod:`kafkalab.airflow.data_docs`: the CDN assets they reference are
+vendored and inlined), since a sandboxed page's own sub-resource requests carry no cookie.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import datetime
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kafkalab.airflow.data_docs import offline_file
 from kafkalab.airflow.run_ids import RUN_PREFIXES, dag_lab_run_id
 from kafkalab.store import LabData, safe_name
 from kafkalab.urls import APP_PREFIX, DATA_DOCS_PATH, REPORTS_PATH
@@ -59,6 +83,24 @@ RUNS_ROUTE = "/runs"
 
 LogicalDateOf = Callable[[str, str], "datetime | None"]
 """``(dag_id, airflow_run_id) -> logical date`` (else ``run_after``; None: unknown)."""
+
+Authenticate = Callable[[Request], Awaitable[Any]]
+"""``request -> user``: raises ``HTTPException`` (401/403) when the request has no valid
+login (default :func:`airflow_user`)."""
+
+_FRAMES = "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+PAGE_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+            f"img-src 'self' data:; {_FRAMES}")
+"""The CSP of the lab's own pages (self-contained: see :mod:`kafkalab.report.build`) and of
+the app's own answers."""
+
+DATA_DOCS_CSP = ("sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; "
+                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                 f"img-src data:; font-src data:; {_FRAMES}")
+"""The CSP of everything under ``/data-docs/`` (see the module)."""
+
+RETRY_PARAM = "kafkalab_login"
+"""The query parameter of the one reload a browser's 401 page makes (``=retry``)."""
 
 
 def served_file(base: Path, path: str) -> Path | None:
@@ -80,9 +122,10 @@ def served_file(base: Path, path: str) -> Path | None:
     return target if target.is_file() else None
 
 
-def _serve(base: Path, path: str) -> Response:
+def _serve(base: Path, path: str, offline_html: bool = False) -> Response:
     """A file of ``base`` (see :func:`served_file`), a redirect from a folder named without
-    its trailing slash, or 404."""
+    its trailing slash, or 404. ``offline_html``: an ``.html`` file is served through
+    :func:`kafkalab.airflow.data_docs.offline_file` (the Data Docs)."""
     found = served_file(base, path)
     if found is None:
         raise HTTPException(status_code=404, detail="not found")
@@ -90,7 +133,120 @@ def _serve(base: Path, path: str) -> Response:
             and not path.endswith("index.html"):
         # relative links of <folder>/index.html resolve only under <folder>/
         return RedirectResponse(f"./{quote(path.rsplit('/', 1)[-1])}/", status_code=307)
+    if offline_html and found.suffix.lower() in (".html", ".htm"):
+        return HTMLResponse(offline_file(base, found))
     return FileResponse(found)
+
+
+# --------------------------------------------------------------------------- login
+
+
+async def airflow_user(request: Request) -> Any:
+    """The Airflow user who sent ``request``, as Airflow's REST API finds it: its own
+    ``get_user`` dependency (a ``Bearer`` token, else the UI's ``_token`` cookie, validated
+    by the auth manager, revoked tokens refused). Raises ``HTTPException`` 401 (no or an
+    expired token) or 403 (a token Airflow does not accept); 503 when Airflow's auth manager
+    is not set up in this process (never open)."""
+    try:
+        from airflow.api_fastapi.core_api.security import bearer_scheme, get_user
+
+        credentials = await bearer_scheme(request)
+        return await get_user(request, None, credentials)
+    except HTTPException:
+        raise
+    except Exception as exc:  # no auth manager, no metadata DB: refuse, never serve
+        log.warning("report app: cannot check the login: %s", exc)
+        raise HTTPException(status_code=503, detail="Airflow's login cannot be checked") \
+            from exc
+
+
+def _is_page_request(request: Request) -> bool:
+    """A browser loading a page (not a script, an image, curl or the REST client)."""
+    mode = request.headers.get("sec-fetch-mode")
+    if mode is not None:
+        return mode == "navigate"
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _login_url(request: Request) -> str | None:
+    """Airflow's login page, back to this address after it; None without an auth manager."""
+    try:
+        from airflow.api_fastapi.app import get_auth_manager
+
+        return str(get_auth_manager().get_url_login(next_url=request.url.path))
+    except Exception:  # no auth manager here: the 401 page links nowhere
+        return None
+
+
+def _login_page(request: Request, status: int, detail: str) -> HTMLResponse:
+    """The 401/403 of a browser's page request: one reload of the same address (a request
+    made from a sandboxed page had no cookie; the reload from this page has it), then a
+    link to Airflow's login."""
+    params = parse_qsl(request.url.query, keep_blank_values=True)
+    head = ""
+    if status == 401 and all(k != RETRY_PARAM for k, _ in params):
+        # a query-only URL: the same path, never another site
+        again = "?" + urlencode([*params, (RETRY_PARAM, "retry")])
+        head = f"<meta http-equiv='refresh' content='0;url={escape(again)}'>"
+    login = _login_url(request)
+    link = f"<p><a href='{escape(login)}'>Log in to Airflow</a></p>" if login else ""
+    body = (f"<!doctype html><meta charset='utf-8'>{head}<title>Log in to Airflow</title>"
+            f"<p>The Kafka Latency Lab report needs your Airflow login ({escape(detail)}).</p>"
+            f"{link}")
+    return HTMLResponse(body, status_code=status,
+                        headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's own JSON error (a 401 says ``WWW-Authenticate: Bearer``), except a login
+    error of a browser's page request (:func:`_login_page`)."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code in (401, 403) and _is_page_request(request):
+        return _login_page(request, exc.status_code, str(exc.detail))
+    from fastapi.exception_handlers import http_exception_handler
+
+    response = await http_exception_handler(request, exc)
+    if exc.status_code == 401:
+        response.headers.setdefault("WWW-Authenticate", "Bearer")
+    return response
+
+
+class SecurityHeaders:
+    """ASGI middleware: the headers of every response (see the module): the CSP by route
+    (``/data-docs/``: :data:`DATA_DOCS_CSP`, its login page excepted) and by type (a
+    non-HTML file is sandboxed)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path") or "")
+        root = str(scope.get("root_path") or "")
+        route = path[len(root):] if root and path.startswith(root) else path
+        data_docs = route == DATA_DOCS_ROUTE or route.startswith(DATA_DOCS_ROUTE + "/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: MutableMapping[str, str] = {}
+                for key, value in message.get("headers", []):
+                    headers[key.decode("latin-1").lower()] = value.decode("latin-1")
+                html = headers.get("content-type", "").startswith("text/html")
+                if data_docs and message["status"] not in (401, 403):
+                    csp = DATA_DOCS_CSP
+                else:
+                    csp = PAGE_CSP if html or message["status"] >= 300 else f"{PAGE_CSP}; sandbox"
+                extra = {"content-security-policy": csp, "x-content-type-options": "nosniff",
+                         "x-frame-options": "SAMEORIGIN", "referrer-policy": "same-origin"}
+                message["headers"] = [
+                    *((k, v) for k, v in message.get("headers", [])
+                      if k.decode("latin-1").lower() not in extra),
+                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in extra.items())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def airflow_logical_date(dag_id: str, airflow_run_id: str) -> datetime | None:
@@ -145,10 +301,12 @@ def _no_page(dag_id: str, airflow_run_id: str, tried: str) -> HTMLResponse:
 
 
 def create_app(data_dir: Callable[[], Path] | None = None,
-               logical_date_of: LogicalDateOf | None = None) -> FastAPI:
+               logical_date_of: LogicalDateOf | None = None,
+               authenticate: Authenticate | None = None) -> FastAPI:
     """The app (see the module). ``data_dir``: where the lab's data is, called at every
     request (default :func:`kafkalab.paths.data_dir`); ``logical_date_of``: how a DAG run's
-    logical date is found (default :func:`airflow_logical_date`). No I/O."""
+    logical date is found (default :func:`airflow_logical_date`); ``authenticate``: who sent
+    a request, checked before every route (default :func:`airflow_user`). No I/O."""
 
     def lab() -> LabData:
         if data_dir is not None:
@@ -158,8 +316,15 @@ def create_app(data_dir: Callable[[], Path] | None = None,
         return LabData(default_data_dir())
 
     find_date = logical_date_of or airflow_logical_date
+    check = authenticate or airflow_user
+
+    async def require_login(request: Request) -> None:
+        await check(request)
+
     app = FastAPI(title="Kafka Latency Lab report", docs_url=None, redoc_url=None,
-                  openapi_url=None)
+                  openapi_url=None, dependencies=[Depends(require_login)])
+    app.add_middleware(SecurityHeaders)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.get("/", include_in_schema=False)
     def overview(request: Request) -> RedirectResponse:
@@ -180,7 +345,7 @@ def create_app(data_dir: Callable[[], Path] | None = None,
 
     @app.get(DATA_DOCS_ROUTE + "/{path:path}", include_in_schema=False)
     def data_docs_file(path: str) -> Response:
-        return _serve(lab().validation_docs_dir, path)
+        return _serve(lab().validation_docs_dir, path, offline_html=True)
 
     @app.get(RUNS_ROUTE + "/{dag_id}/{airflow_run_id}", include_in_schema=False)
     def dag_run_report(dag_id: str, airflow_run_id: str) -> Response:
@@ -195,5 +360,6 @@ def create_app(data_dir: Callable[[], Path] | None = None,
     return app
 
 
-__all__ = ["DATA_DOCS_ROUTE", "REPORTS_ROUTE", "RUNS_ROUTE", "airflow_logical_date",
-           "create_app", "find_lab_run", "served_file"]
+__all__ = ["DATA_DOCS_CSP", "DATA_DOCS_ROUTE", "PAGE_CSP", "REPORTS_ROUTE", "RETRY_PARAM",
+           "RUNS_ROUTE", "Authenticate", "SecurityHeaders", "airflow_logical_date",
+           "airflow_user", "create_app", "find_lab_run", "served_file"]
