@@ -46,7 +46,7 @@ screenshots: setup  ## retake docs/images/*.png (the report; Airflow's grid and 
 	$(BIN)/python -m tools.screenshots
 
 EXECUTOR ?= local
-airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler on a private PostgreSQL, api-server/UI, triggerer, dag-processor; EXECUTOR=celery adds Redis + a Celery worker; prints the login
+airflow: setup  ## Airflow on 127.0.0.1:8080: scheduler on a private PostgreSQL, api-server/UI, triggerer, dag-processor; EXECUTOR=celery adds Redis + a Celery worker; prints the login user and the path of its 0600 password file (never the password)
 	$(BIN)/kafkalab cluster up
 	$(BIN)/python -m kafkalab.airflow.launcher up --executor $(EXECUTOR)
 

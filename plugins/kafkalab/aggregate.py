@@ -153,8 +153,10 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
                          master: str, extra_args: Sequence[str] = ()) -> list[str]:
     """The ``spark-submit`` command line of ``job`` for one run: the DAG task's
     application, arguments (then ``extra_args``), py-files and conf (class-data archive
-    included when built)."""
+    included when built), and the cluster's secret as ``--properties-file`` when the master
+    has one (:func:`kafkalab.spark.submit.auth_properties_file`)."""
     from kafkalab.spark.submit import (
+        auth_properties_file,
         runtime_conf,
         spark_application,
         spark_conf,
@@ -163,8 +165,10 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
     )
 
     conf = runtime_conf(spark_conf())
+    secret_file = auth_properties_file(master)
     return [str(spark_submit_binary()), "--master", master,
             "--name", f"kafkalab-{job.replace('_', '-')}",
+            *(["--properties-file", secret_file] if secret_file else []),
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
             "--py-files", spark_py_files(),
             spark_application(job), *(str(a) for a in spark_job_args(job, run_id, data_dir)),

@@ -6,6 +6,9 @@ arguments, py-files, conf and env (``kafkalab.spark.submit``). The aggregates eq
 a ``local[2]`` run of the same job cell by cell, and the master and the workers' work dirs
 show that the executors really ran on the workers.
 
+The cluster authenticates: a submission with the lab's secret file runs, one without it is
+refused by the master (issue 26).
+
 Own ports (master 27077, workers 27078-27079; web UIs 28180-28182) and lab dir; the module
 fixture stops everything it started, also when a test fails.
 """
@@ -16,8 +19,11 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from kafkalab.paths import project_root
 from kafkalab.spark import spark_down, spark_status
 from kafkalab.spark.master_api import MasterView, fetch_master
 from kafkalab.spark.submit import (
+    auth_properties_file,
     spark_application,
     spark_conf,
     spark_env,
@@ -85,15 +92,16 @@ def _as_airflow_task(master: str, airflow_home: Path) -> Iterator[None]:
         yield
 
 
-def _submit(job: str, master: str, data: Path, airflow_home: Path) -> None:
-    """``job`` of run :data:`RUN` over ``data``, as the DAG's task submits it."""
+def _submit(job: str, master: str, data: Path, airflow_home: Path, lab: Path) -> None:
+    """``job`` of run :data:`RUN` over ``data``, as the DAG's task submits it (the cluster's
+    secret file as ``--properties-file``: ``operators.run_spark_job``)."""
     with _as_airflow_task(master, airflow_home):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         hook = SparkSubmitHook(
             conn_id="spark_default", application_args=spark_job_args(job, RUN, data),
             py_files=spark_py_files(), conf=spark_conf(), env_vars=spark_env(),
-            name=APP_NAMES[job])
+            name=APP_NAMES[job], properties_file=auth_properties_file(master, env={}, lab=lab))
         assert hook._connection["master"] == master  # the switch reached spark-submit
         hook.submit(spark_application(job))
 
@@ -147,9 +155,10 @@ def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
     write_fake_samples(on_cluster, ROWS, RUN, seed=21)
     shutil.copytree(on_cluster / "samples", local / "samples")
 
-    _submit("aggregate", MASTER_URL, on_cluster, tmp_path / "airflow")
-    _submit("validate", MASTER_URL, on_cluster, tmp_path / "airflow")
-    _submit("aggregate", "local[2]", local, tmp_path / "airflow")
+    lab = standalone["lab"]
+    _submit("aggregate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
+    _submit("validate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
+    _submit("aggregate", "local[2]", local, tmp_path / "airflow", lab)
 
     # the same aggregates, cell by cell (the exact percentiles exactly)
     got, want = _aggregates(on_cluster), _aggregates(local)
@@ -171,6 +180,64 @@ def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
             executor_logs = list((Path(worker["work_dir"]) / apps[name].app_id).glob("*/stderr"))
             assert executor_logs, (worker["work_dir"], name)
             assert any("Finished task" in p.read_text(errors="replace") for p in executor_logs)
+
+
+PROBE = "from pyspark.sql import SparkSession\n" \
+        "spark = SparkSession.builder.getOrCreate()\n" \
+        "print('PROBE RAN', spark.range(7).count(), flush=True)\n"
+REFUSED = ("Failed to connect to master", "All masters are unresponsive")
+
+
+def _probe(script: Path, name: str, env: dict[str, str], *extra: str,
+           wait_s: float = 240.0) -> tuple[int | None, list[str]]:
+    """``spark-submit`` of a tiny job to the cluster; its output until it exits, or until it
+    says the master refused it (then it is stopped: the driver would retry for a minute)."""
+    cmd = [str(VENV_BIN / "spark-submit"), "--master", MASTER_URL, "--name", name,
+           "--conf", "spark.ui.enabled=false", *extra, str(script)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, start_new_session=True)
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stdout or []:
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + wait_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(r in line for line in list(lines) for r in REFUSED):
+            break
+        time.sleep(0.5)
+    code = proc.poll()
+    if code is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    reader.join(10)
+    return code, lines
+
+
+def test_the_master_refuses_a_submission_without_the_secret(
+        standalone: dict[str, Any], tmp_path: Path) -> None:
+    lab = standalone["lab"]
+    secret_file = auth_properties_file(MASTER_URL, env={}, lab=lab)
+    assert secret_file == str(lab / "spark" / "auth.properties")
+    assert (Path(secret_file).stat().st_mode & 0o777) == 0o600
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    env = {**{k: v for k, v in standalone["env"].items() if not k.startswith("PYSPARK_GATEWAY")},
+           **spark_env(), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # without the secret: the driver never reaches the master, the job never runs
+    code, out = _probe(script, "kafkalab-probe-no-secret", env)
+    assert not any("PROBE RAN" in line for line in out), out[-20:]
+    assert any(r in line for line in out for r in REFUSED), out[-20:]
+    # with it, as every lab submission passes it: it runs on the cluster
+    code, out = _probe(script, "kafkalab-probe-secret", env, "--properties-file", secret_file)
+    assert code == 0 and any("PROBE RAN 7" in line for line in out), out[-20:]
+    view = fetch_master(f"http://127.0.0.1:{WEBUI_PORT}")
+    assert isinstance(view, MasterView)
+    names = {a.name for a in [*view.active_apps, *view.completed_apps]}
+    assert "kafkalab-probe-secret" in names and "kafkalab-probe-no-secret" not in names
 
 
 def test_down_stops_exactly_what_up_started(standalone: dict[str, Any]) -> None:

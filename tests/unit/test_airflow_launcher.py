@@ -190,3 +190,30 @@ def test_install_plugins_links_the_report_plugin_into_airflows_folder(tmp_path: 
     link.write_text("# an old copy")
     launcher.install_plugins(home)
     assert link.is_symlink() and "class KafkaLabReportPlugin" in link.read_text()
+
+
+def test_up_prints_the_password_files_path_never_the_password(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``airflow_up``'s whole run with its processes stood in for: what it prints (make's
+    and CI's logs) names the 0600 password file, not the password (issue 26)."""
+    home = tmp_path / "af"
+    monkeypatch.setattr(launcher.postgres, "pg_up", lambda *a, **k: {"port": 15999})
+    monkeypatch.setattr(launcher.postgres, "sqlalchemy_url", lambda *a: "postgresql://x")
+    for name in ("prepare_db", "install_plugins"):
+        monkeypatch.setattr(launcher, name, lambda *a, **k: None)
+    started: list[list[str]] = []
+    monkeypatch.setattr(launcher.procs, "spawn", lambda cmd, *a, **k: started.append(cmd) or 4242)
+    monkeypatch.setattr(launcher, "_runs", lambda h, name: any(name in c for c in started))
+    monkeypatch.setattr(launcher, "health", lambda **k: {
+        "metadatabase": {"status": "healthy"}, "scheduler": {"status": "healthy"}})
+    monkeypatch.setattr(launcher, "airflow_status", lambda *a: {"status": "up"})
+    printed: list[str] = []
+    launcher.airflow_up(home, progress=printed.append, base_env={"PATH": "/usr/bin"},
+                        executor="local")
+    password = launcher.admin_password(home)
+    assert password and len(started) == 4
+    assert not any(password in line for line in printed)
+    path = home / launcher.PASSWORD_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert printed[-1] == (f"Airflow UI: http://127.0.0.1:8080  login: admin, password in "
+                           f"{path} (mode 0600)  (executor: LocalExecutor)")

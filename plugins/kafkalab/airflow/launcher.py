@@ -36,7 +36,9 @@ plugins folder, holding only a link to the lab's one Airflow plugin,
 the api-server at ``/kafkalab``; the ``kafkalab`` package is imported from ``PYTHONPATH``). The components run in
 that folder, with the Python (and its ``bin/``) that runs this launcher. The UI login comes
 from the simple auth manager: user ``admin``, password in
-``simple_auth_manager_passwords.json.generated`` (printed by :func:`airflow_up`).
+``simple_auth_manager_passwords.json.generated`` (mode 0600; :func:`airflow_up` prints the
+file's path, never the password: its output ends up in terminals' scroll-back, make and CI
+logs).
 
 Usage: ``python -m kafkalab.airflow.launcher up [--executor local|celery]|down|status|env|``
 ``dags-test DAG_ID [DATE] [--conf JSON]``.
@@ -365,9 +367,13 @@ def admin_password(home: Path) -> str | None:
 
 
 def _ensure_password(home: Path) -> str:
-    """Create the password file (mode 0600) with a random admin password unless one exists."""
+    """Create the password file (mode 0600) with a random admin password unless one exists
+    (then made mode 0600 if it was wider: Airflow writes it 0644)."""
     existing = admin_password(home)
     if existing:
+        path = home / PASSWORD_FILE
+        if path.stat().st_mode & 0o077:
+            os.chmod(path, 0o600)
         return existing
     pw = secrets.token_urlsafe(12)
     atomic_write_json(home / PASSWORD_FILE, {ADMIN_USER: pw})
@@ -406,7 +412,8 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
                base_env: Mapping[str, str] | None = None,
                executor: str | None = None) -> dict[str, Any]:
     """Start the lab's PostgreSQL, migrate the DB, create the measuring pool, start the four
-    components (each once), wait for health, print the login.
+    components (each once), wait for health, print where the login is
+    (:func:`login_lines`).
 
     ``base_env``: the environment to start from (default ``os.environ``; see
     :func:`airflow_env`), e.g. a test's own ports and data dir. ``executor``: ``local``
@@ -442,7 +449,7 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
              f"{HOST}:{pg['port']}), pools {MEASURE_POOL} and {SHARD_POOL} …")
     prepare_db(env)
     install_plugins(af_home)  # the report at /kafkalab on the api-server
-    password = _ensure_password(af_home)
+    _ensure_password(af_home)
     airflow = _airflow_bin(env)
     wanted = components(executor)
     for name in wanted:
@@ -470,10 +477,16 @@ def airflow_up(home: Path | str | None = None, timeout_s: float = 180.0,
     else:
         raise RuntimeError(f"airflow api-server not healthy within {timeout_s:.0f} s: {h}; "
                            f"see {af_home}/api-server.log")
-    progress(f"Airflow UI: http://{HOST}:{port}  login: {ADMIN_USER} / {password}  "
-             f"(executor: {EXECUTORS[executor]})")
-    progress(f"(password file {af_home / PASSWORD_FILE})")
+    for line in login_lines(af_home, port, executor):
+        progress(line)
     return airflow_status(af_home, base)
+
+
+def login_lines(af_home: Path, port: int, executor: str) -> list[str]:
+    """What :func:`airflow_up` prints once Airflow is healthy: the UI's address, the login
+    user and the path of the password file (mode 0600), never the password itself."""
+    return [f"Airflow UI: http://{HOST}:{port}  login: {ADMIN_USER}, password in "
+            f"{af_home / PASSWORD_FILE} (mode 0600)  (executor: {EXECUTORS[executor]})"]
 
 
 def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,

@@ -35,7 +35,8 @@ SPARK_CONN_ID = "spark_default"
 
 def run_spark_job(op: SparkSubmitOperator, context: Any) -> None:
     """Run ``op``'s job through its connection: spark-submit (the operator's own
-    ``execute``), or, when the connection is the provider's ``spark_connect`` type
+    ``execute``, with the cluster's secret as ``--properties-file`` when it has one:
+    :func:`kafkalab.spark.submit.auth_properties_file`), or, when the connection is the provider's ``spark_connect`` type
     (``KAFKALAB_SPARK_MASTER=sc://…``), as a client of that Spark Connect server in a Python
     process of its own (:func:`kafkalab.spark.connect.run_job`: no driver JVM to start; its
     output goes to the task log line by line). A non-zero exit fails the task, as a failed
@@ -45,10 +46,14 @@ def run_spark_job(op: SparkSubmitOperator, context: Any) -> None:
 
     conn_id = getattr(op, "_conn_id", SPARK_CONN_ID)
     try:
-        conn_type = SparkConnectHook.get_connection(conn_id).conn_type
+        conn = SparkConnectHook.get_connection(conn_id)
     except AirflowNotFoundException:  # spark-submit has a default for a missing connection
-        conn_type = None
-    if conn_type != SparkConnectHook.conn_type:
+        conn = None
+    if conn is None or conn.conn_type != SparkConnectHook.conn_type:
+        # the master as SparkSubmitHook makes it from the connection (host, then :port)
+        master = None if conn is None else (f"{conn.host}:{conn.port}" if conn.port
+                                            else conn.host)
+        op.properties_file = op.properties_file or spark_submit.auth_properties_file(master)
         SparkSubmitOperator.execute(op, context)
         return
     from kafkalab.spark import connect

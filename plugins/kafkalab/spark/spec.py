@@ -15,13 +15,22 @@ left to a user's own Spark):
 Files under ``<lab_dir>/spark/`` (:class:`SparkLayout`)::
 
     state.json, .lock          what `up` started (pids, ports, markers) and its lock
-    conf/                      SPARK_CONF_DIR: master.properties, worker-<i>.properties
+    auth.properties            the shared secret (mode 0600): spark.authenticate, its secret
+    conf/                      SPARK_CONF_DIR: master.properties, worker-<i>.properties (0600)
     logs/master.log, logs/worker-<i>.log   stdout + stderr of each daemon
     work/worker-<i>/           SPARK_WORKER_DIR: one app-*/<executor id>/ folder per executor
 
 Each daemon's ``--properties-file`` path is in its command line from the first instant
 (``spark-class`` is a bash script that ``exec``s Java with the same arguments): it is the
 process's ownership *marker* (:func:`kafkalab.procs.runs`).
+
+**Authentication.** The master, the workers and every application authenticate each other
+with a shared secret (Spark's ``spark.authenticate``): without it, any local process could
+submit code to the cluster's RPC port. ``up`` generates the secret once
+(:func:`auth_properties`, ``auth.properties``, mode 0600) and writes it into every daemon's
+properties file (mode 0600, never on a command line); each lab submission passes that file to
+``spark-submit --properties-file`` (:func:`kafkalab.spark.submit.auth_properties_file`).
+Executors get it from their worker (Spark passes it in their environment).
 """
 
 from __future__ import annotations
@@ -49,9 +58,11 @@ __all__ = [
     "MASTER_CLASS",
     "MAX_WORKERS",
     "MIN_WORKER_MEMORY_MB",
+    "SECRET_BYTES",
     "WORKER_CLASS",
     "SparkLayout",
     "StandaloneSpec",
+    "auth_properties",
     "daemon_env",
     "master_command",
     "master_properties",
@@ -80,6 +91,10 @@ DAEMON_JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.net.preferIP
 """``SPARK_DAEMON_JAVA_OPTS`` of the master and workers (not the executors): they schedule,
 they do not compute, so the quick-starting C1 compiler and the serial collector do (a
 daemon's start-up on two cores is mostly JIT work)."""
+
+SECRET_BYTES = 32
+"""Random bytes of the cluster's shared secret (written as hex: 256 bits, Spark's default
+``spark.authenticate.secretBitLength``)."""
 
 _MEMORY = re.compile(r"^([1-9][0-9]*)([mMgG])$")
 
@@ -198,6 +213,12 @@ class SparkLayout:
         return self.root / ".lock"
 
     @property
+    def auth_path(self) -> Path:
+        """``<lab>/spark/auth.properties``: the shared secret (mode 0600), a Spark properties
+        file that ``spark-submit --properties-file`` reads (:func:`auth_properties`)."""
+        return self.root / "auth.properties"
+
+    @property
     def conf_dir(self) -> Path:
         """``SPARK_CONF_DIR`` of the daemons (no user ``spark-env.sh`` leaks in)."""
         return self.root / "conf"
@@ -240,19 +261,28 @@ def spark_home() -> Path:
     return home
 
 
-def master_properties() -> str:
-    """``conf/master.properties``: no REST submission server (it would listen on 6066)."""
+def auth_properties(secret: str) -> str:
+    """The Spark properties that turn on authentication with the shared ``secret``: the
+    whole of ``auth.properties``, and part of every daemon's properties file."""
+    if not re.fullmatch(r"[0-9a-f]{32,}", secret):
+        raise ValueError("the Spark secret must be 32 or more lower-case hex digits")
+    return f"spark.authenticate=true\nspark.authenticate.secret={secret}\n"
+
+
+def master_properties(secret: str) -> str:
+    """``conf/master.properties``: authentication with ``secret`` (:func:`auth_properties`),
+    no REST submission server (it would listen on 6066)."""
     return ("# written by kafkalab spark up; rewritten on every start\n"
-            "spark.master.rest.enabled=false\n")
+            "spark.master.rest.enabled=false\n" + auth_properties(secret))
 
 
-def worker_properties() -> str:
-    """``conf/worker-<i>.properties``: finished applications' folders are removed after a
-    day (the work dir does not grow without end)."""
+def worker_properties(secret: str) -> str:
+    """``conf/worker-<i>.properties``: authentication with ``secret``; finished
+    applications' folders are removed after a day (the work dir does not grow without end)."""
     return ("# written by kafkalab spark up; rewritten on every start\n"
             "spark.worker.cleanup.enabled=true\n"
             "spark.worker.cleanup.interval=3600\n"
-            "spark.worker.cleanup.appDataTtl=86400\n")
+            "spark.worker.cleanup.appDataTtl=86400\n" + auth_properties(secret))
 
 
 def master_command(home: Path, spec: StandaloneSpec, layout: SparkLayout) -> list[str]:

@@ -14,6 +14,12 @@ a different one is refused, state whose processes are all gone is dropped.
 
 Point the lab at it with ``KAFKALAB_SPARK_MASTER=spark://127.0.0.1:7077`` (the Airflow
 ``spark_default`` connection and ``spark_jobs/_session.py`` both follow it).
+
+The cluster authenticates every connection (``spark.authenticate``) with a secret ``up``
+generates once into ``<lab_dir>/spark/auth.properties`` (mode 0600, :func:`ensure_secret`);
+the lab's submissions pass that file (:func:`kafkalab.spark.submit.auth_properties_file`),
+anything else is refused by the master. A cluster started before authentication existed is
+refused by ``up`` (one line: ``spark down`` first).
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
+import re
+import secrets
 import shutil
 import signal
 import time
@@ -35,8 +44,10 @@ from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
 from kafkalab.spark.master_api import MasterView, fetch_master
 from kafkalab.spark.spec import (
+    SECRET_BYTES,
     SparkLayout,
     StandaloneSpec,
+    auth_properties,
     daemon_env,
     master_command,
     master_properties,
@@ -51,7 +62,9 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "SparkProcess",
     "SparkState",
+    "ensure_secret",
     "export_line",
+    "kept_secret",
     "spark_down",
     "spark_status",
     "spark_up",
@@ -183,10 +196,39 @@ def _spawn(layout: SparkLayout, state: SparkState, env: dict[str, str], *, role:
     return proc
 
 
+_SECRET_LINE = re.compile(r"^spark\.authenticate\.secret=([0-9a-f]{32,})$", re.M)
+
+
+def kept_secret(layout: SparkLayout) -> str | None:
+    """The shared secret in ``auth.properties``; None when there is none (or unreadable)."""
+    try:
+        found = _SECRET_LINE.search(layout.auth_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found.group(1) if found else None
+
+
+def ensure_secret(layout: SparkLayout) -> str:
+    """The cluster's shared secret: the one kept in ``<lab>/spark/auth.properties``, else a
+    new one (:data:`~kafkalab.spark.spec.SECRET_BYTES` random bytes, hex) written there. The
+    file is mode 0600 (made so if it was wider)."""
+    secret = kept_secret(layout)
+    if secret is None:
+        secret = secrets.token_hex(SECRET_BYTES)
+        atomic_write(layout.auth_path, "# written by kafkalab spark up: the cluster's shared "
+                     "secret; spark-submit --properties-file reads it\n"
+                     + auth_properties(secret))
+    elif layout.auth_path.stat().st_mode & 0o077:
+        os.chmod(layout.auth_path, 0o600)
+    return secret
+
+
 def _write_conf(layout: SparkLayout, spec: StandaloneSpec) -> None:
-    atomic_write(layout.properties("master"), master_properties())
+    """The daemons' properties files (mode 0600: they hold the secret)."""
+    secret = ensure_secret(layout)
+    atomic_write(layout.properties("master"), master_properties(secret))
     for i in range(1, spec.workers + 1):
-        atomic_write(layout.properties("worker", i), worker_properties())
+        atomic_write(layout.properties("worker", i), worker_properties(secret))
         layout.work_dir(i).mkdir(parents=True, exist_ok=True)
 
 
@@ -266,6 +308,8 @@ def _start_fresh(layout: SparkLayout, spec: StandaloneSpec, timeout_s: float,
     _write_state(layout, state)
     progress(f"Spark standalone is up in {state['startup_s']:.1f} s: {spec.master_url}, "
              f"{spec.workers} worker(s); logs in {layout.logs_dir}")
+    progress(f"it accepts only submissions with its secret: spark-submit --properties-file "
+             f"{layout.auth_path} (the lab's own submissions pass it)")
     return state
 
 
@@ -329,6 +373,10 @@ def spark_up(spec: StandaloneSpec | None = None, lab_dir: Path | str | None = No
                     f"{running.master_url} (web UI port {running.webui_port}, "
                     f"{running.workers} worker(s) × {running.worker_cores} core(s), "
                     f"{running.worker_memory}); run `kafkalab spark down` first")
+            if kept_secret(layout) is None:
+                raise ClusterError(
+                    f"the Spark standalone cluster up here ({running.master_url}) was started "
+                    "without authentication; run `kafkalab spark down`, then `up` again")
             _heal(layout, state, spec, timeout_s, progress)
         else:
             if state is not None:

@@ -3,19 +3,34 @@
 
 The scripts live in :func:`kafkalab.paths.spark_jobs_dir`; the data folders they read and
 write are named by :class:`kafkalab.store.LabData`. Pure functions (environment only, no
-file access), so :mod:`kafkalab.airflow.operators` calls them while a DAG file is parsed.
+file access), so :mod:`kafkalab.airflow.operators` calls them while a DAG file is parsed;
+:func:`runtime_conf` and :func:`auth_properties_file` look at files, and are called when a
+task runs.
+
+**The cluster's secret.** A Spark standalone cluster that authenticates
+(``spark.authenticate``; the lab's own always does: :mod:`kafkalab.spark.spec`) refuses a
+submission without its shared secret. Every lab ``spark-submit`` (the DAGs' tasks,
+``kafkalab aggregate``) passes :func:`auth_properties_file` as ``--properties-file``: the
+file named by ``$KAFKALAB_SPARK_AUTH_FILE`` (a user's own cluster: a Spark properties file,
+mode 0600, with ``spark.authenticate=true`` and ``spark.authenticate.secret=<its secret>``),
+else the lab's ``<lab_dir>/spark/auth.properties`` when the master is the lab's own
+standalone master. The secret never appears on a command line or in the conf passed with
+``--conf``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kafkalab import store
+from kafkalab.errors import ConfigError
 from kafkalab.kinds import RUN_KINDS, kind_of_job
-from kafkalab.paths import PACKAGE_DIR, data_dir, spark_jobs_dir
+from kafkalab.paths import PACKAGE_DIR, data_dir, lab_dir, spark_jobs_dir
 from kafkalab.spark.cds import DRIVER_JAVA_OPTIONS, LAUNCHER_OPTS, with_archive
 
 SPARK_JOBS: dict[str, str] = {
@@ -136,6 +151,51 @@ def runtime_conf(conf: Mapping[str, str] | None) -> dict[str, str]:
     return with_archive(conf or {})
 
 
+AUTH_FILE_ENV = "KAFKALAB_SPARK_AUTH_FILE"
+"""A Spark properties file with the shared secret of a user's own cluster (see the module)."""
+
+
+def _lab_master(lab: Path) -> str | None:
+    """The master URL of the lab's standalone cluster (its ``state.json``), if recorded."""
+    from kafkalab.spark.spec import SparkLayout
+
+    try:
+        state = json.loads(SparkLayout(lab).state_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    url = state.get("master_url") if isinstance(state, dict) else None
+    return url if isinstance(url, str) else None
+
+
+def auth_properties_file(master: str | None, env: Mapping[str, str] | None = None,
+                         lab: Path | None = None) -> str | None:
+    """The properties file that carries the secret of ``master`` to ``spark-submit
+    --properties-file`` (see the module): ``$KAFKALAB_SPARK_AUTH_FILE`` of ``env`` (default
+    ``os.environ``) when set, else ``<lab>/spark/auth.properties`` (``lab``: default
+    :func:`kafkalab.paths.lab_dir`) when ``master`` is the lab's own standalone master; None
+    otherwise (``local[*]``, YARN, a cluster without authentication). Reads files: call it
+    when the job runs.
+
+    Raises:
+        ConfigError: ``$KAFKALAB_SPARK_AUTH_FILE`` names no readable file.
+    """
+    named = (os.environ if env is None else env).get(AUTH_FILE_ENV, "").strip()
+    if named:
+        if not os.access(named, os.R_OK) or not Path(named).is_file():
+            raise ConfigError(f"${AUTH_FILE_ENV} {named!r} is not a readable file (a Spark "
+                              "properties file with spark.authenticate.secret)")
+        return named
+    if not master or not master.strip().startswith("spark://"):
+        return None
+    from kafkalab.spark.spec import SparkLayout
+
+    lab = lab or lab_dir()
+    path = SparkLayout(lab).auth_path
+    if path.is_file() and _lab_master(lab) == master.strip():
+        return str(path)
+    return None
+
+
 def spark_env() -> dict[str, str]:
     """Environment of ``spark-submit``: the Python that runs the jobs, no GX analytics, a
     quick launcher JVM (:data:`LAUNCHER_OPTS`, unless ``$SPARK_LAUNCHER_OPTS`` is set)."""
@@ -149,9 +209,11 @@ def spark_env() -> dict[str, str]:
 
 
 __all__ = [
+    "AUTH_FILE_ENV",
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",
+    "auth_properties_file",
     "one_session_args",
     "runtime_conf",
     "spark_application",
