@@ -401,3 +401,34 @@ def test_slack_body_caps_lines_per_section() -> None:
     section = body["blocks"][1]["text"]["text"]
     assert section.startswith("*Drift*") and section.endswith("… and 5 more")
     assert section.count("• ") == alerts.MAX_SLACK_DRIFT_BLOCKS
+
+
+def test_the_alert_state_is_locked_from_read_to_write(tmp_path: Path, receiver: Receiver,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one notifier plans and delivers, another process cannot take the state's lock
+    (it would read the old state and announce the same drift again; issue 26)."""
+    import subprocess
+    import sys
+
+    from kafkalab.alerts import notify
+    from kafkalab.store import lock_path
+
+    lock = lock_path(alerts.state_path(tmp_path))
+    probe = ("import fcntl, sys; f = open(sys.argv[1], 'a')\n"
+             "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+             "except BlockingIOError:\n    print('held')")
+    seen: list[str] = []
+    real_send = notify.send_alert
+
+    def send_and_probe(*args: Any, **kwargs: Any) -> None:
+        seen.append(subprocess.run([sys.executable, "-c", probe, str(lock)], text=True,
+                                   capture_output=True, check=True).stdout.strip())
+        real_send(*args, **kwargs)
+
+    monkeypatch.setattr(notify, "send_alert", send_and_probe)
+    _write_run(tmp_path, "r2", [_rec(run_id="r2")])
+    assert alerts.alert_on_drift(tmp_path, "r2", _webhook(monkeypatch, receiver.port))["sent"]
+    assert seen == ["held"] and len(receiver.posts) == 1
+    free = subprocess.run([sys.executable, "-c", probe, str(lock)], text=True,
+                          capture_output=True, check=True).stdout.strip()
+    assert free == "free"   # released once the state is written
