@@ -698,3 +698,45 @@ def test_every_task_records_its_own_failure(parsed: dict[str, Any]) -> None:
             callbacks = t.on_failure_callback
             callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
             assert record_task_failure in callbacks, (dag_id, t.task_id)
+
+
+BAD_PARAMS: list[tuple[str, str, Any]] = [
+    ("latency_experiment", "messages", 0), ("latency_experiment", "messages", 10**15),
+    ("latency_experiment", "messages", "many"), ("latency_experiment", "messages", 1.5),
+    ("latency_experiment", "warmup_messages", -1), ("latency_experiment", "warmup_messages", 10**9),
+    ("latency_experiment", "first_message_probes", 10**6),
+    ("latency_experiment", "scenarios", ["carrier-pigeon"]),
+    ("latency_experiment", "payloads", ["3gb"]), ("latency_experiment", "profiles", ["nosuch"]),
+    ("latency_experiment", "workload", "/etc/passwd"),
+    ("latency_experiment", "consumer_mode", "psychic"),
+    ("latency_experiment", "cluster_descriptor", 7),
+    ("nightly_latency_regression", "messages", 10**15),
+    ("nightly_latency_regression", "fanout_cell", "yes"),
+    ("load_experiment", "consumers", [0]), ("load_experiment", "consumers", [1001]),
+    ("load_experiment", "consumers", list(range(1, 60))), ("load_experiment", "consumers", []),
+    ("load_experiment", "rates", [0]), ("load_experiment", "rates", [1e9]),
+    ("load_experiment", "rates", ["fast"]), ("load_experiment", "duration_s", 86_400),
+    ("load_experiment", "duration_s", -1), ("load_experiment", "warmup_s", 10**6),
+    ("load_experiment", "pause_at_s", 10**6), ("load_experiment", "partitions", 65),
+    ("load_experiment", "consumers_per_shard", 0), ("load_experiment", "payload", "7mb"),
+    ("load_experiment", "shard_placement", "everywhere"), ("load_experiment", "acks", ["2"]),
+    ("resilience_experiment", "trials", 51), ("resilience_experiment", "trials", 0),
+    ("resilience_experiment", "rate_msgs_per_s", 20_001),
+    ("resilience_experiment", "duration_s", 3601), ("resilience_experiment", "faults", ["meteor"]),
+    ("resilience_experiment", "consumers", 13), ("resilience_experiment", "session_timeout_ms", 1),
+]
+"""Bad values for the DAGs' forms (issue 26's bad-input tier, on the Airflow side): each is
+refused by Airflow's own param validation when the run is triggered."""
+
+
+@pytest.mark.parametrize(("dag_id", "key", "value"), BAD_PARAMS,
+                         ids=[f"{d}-{k}-{i}" for i, (d, k, _) in enumerate(BAD_PARAMS)])
+def test_a_bad_param_is_refused_by_airflows_validation(parsed: dict[str, Any], dag_id: str,
+                                                       key: str, value: Any) -> None:
+    import copy
+
+    from airflow.sdk.exceptions import ParamValidationError
+
+    form = copy.deepcopy(parsed["bag"].dags[dag_id].params)
+    with pytest.raises(ParamValidationError):
+        form[key] = value
