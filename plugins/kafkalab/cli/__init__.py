@@ -37,7 +37,7 @@ from kafkalab.errors import LabError
 
 EPILOG = """\
 examples:
-  kafkalab cluster up                       # real Apache Kafka 0.9.0.1 + ZooKeeper on 127.0.0.1
+  kafkalab cluster up                       # real Apache Kafka 4.x on KRaft, on 127.0.0.1
   kafkalab topics provision --workload images-http-vs-kafka --profile latency
   kafkalab run --scenario rest,kafka-python,confluent-kafka,jvm-e2e \\
                --payload 1mb,10mb --profile latency --messages 20
