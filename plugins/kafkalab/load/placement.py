@@ -181,10 +181,15 @@ def shard_turn(cell: Path, shard: int, token: str) -> str:
     return "join"
 
 
-def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict[str, Any]:
+def run_shard_process(cell: Path, shard: int, progress: Progress = noop,
+                      settled: Path | None = None) -> dict[str, Any]:
     """Run shard ``shard`` of the cell in ``cell`` as a child process
     (``python -m kafkalab.load.shard``) until it ends; its output goes to ``progress`` line by
-    line. Returns its result file (``status`` ``complete``, ``failed`` or ``interrupted``)."""
+    line. Returns its result file (``status`` ``complete``, ``failed`` or ``interrupted``).
+
+    ``settled``: where the cell's files are once its producer has ended the attempt
+    (:mod:`kafkalab.attempts`: ``cell`` is the attempt directory, renamed to ``settled`` as
+    soon as every shard's result is in, which may be before this reads it)."""
     env = _shard_env()
     proc = subprocess.Popen([sys.executable, "-m", "kafkalab.load.shard", str(plan_path(cell)),
                              str(shard)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -199,6 +204,8 @@ def run_shard_process(cell: Path, shard: int, progress: Progress = noop) -> dict
         _wait_or_kill(proc, 20)
         raise
     doc = read_json(result_path(cell, shard))
+    if doc is None and settled is not None:  # the cell ended and its attempt took its place
+        doc = read_json(result_path(settled, shard))
     if isinstance(doc, dict):
         return doc
     return {"shard": shard, "status": "failed",
