@@ -93,7 +93,7 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     assert "validated in aggregate_metrics's Spark session" in log_text
     # every Spark job ran against the demo's one Spark Connect server (none was submitted),
     # the load run's jobs too; the server is gone after the demo
-    url = f"sc://127.0.0.1:{SPARK_CONNECT_PORT}"
+    url = f"sc://localhost:{SPARK_CONNECT_PORT}"
     assert f"Spark Connect server at {url}: one Spark driver" in out
     assert "Spark-Submit cmd" not in log_text
     for script in ("aggregate_metrics.py", "aggregate_load.py"):

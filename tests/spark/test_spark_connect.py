@@ -49,7 +49,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert proc.stdout is not None and proc.stderr is not None
     lines = [proc.stdout.readline(), proc.stdout.readline()]  # `# ...`, then the export line
     try:
-        url = f"sc://127.0.0.1:{PORT}"
+        url = f"sc://localhost:{PORT}"
         assert lines[0].startswith(f"# Spark Connect server on {url} "), lines
         assert lines[1] == f"export KAFKALAB_SPARK_MASTER={url}\n", lines
         yield url
@@ -58,6 +58,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     assert f"stopped the server on {url}" in proc.stderr.read()
     assert port_free(PORT)
+    from kafkalab.spark.connect import token_path
+
+    assert not token_path(PORT).exists()   # the token goes with its server
     assert (home / "logs" / f"spark-connect-{PORT}.log").is_file()
 
 
@@ -140,3 +143,24 @@ def test_a_run_without_samples_is_the_jobs_one_line(server: str,
     assert len(errors) == 1 and "aggregate_metrics: error: " in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (data / "aggregates" / f"run_id={other}").exists()
+
+
+def test_a_client_without_the_servers_token_is_refused(server: str) -> None:
+    """The server runs any code a client sends: only the lab's clients, which read its token
+    from the 0600 file, get in; the token is on no command line."""
+    from kafkalab.spark.connect import token_path
+
+    token_file = token_path(PORT)
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    token = token_file.read_text().strip()
+    code = ("from pyspark.sql import SparkSession\n"
+            f"print(SparkSession.builder.remote({server!r}).create().range(3).count())")
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONNECT_AUTHENTICATE_TOKEN"}
+    refused = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, timeout=120)
+    assert refused.returncode != 0 and "UNAUTHENTICATED" in refused.stderr
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert token.encode() not in cmdline.read_bytes(), cmdline
+        except OSError:  # a process that ended meanwhile
+            continue

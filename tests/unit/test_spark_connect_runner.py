@@ -83,16 +83,16 @@ def test_a_url_nothing_answers_at_is_one_line(job: Path) -> None:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]  # bound, not listening: refuses connections
         with pytest.raises(ClusterError, match=rf"^no Spark Connect server answers at "
-                                               rf"sc://127.0.0.1:{free}: start one"):
+                                               rf"sc://localhost:{free}: start one"):
             connect.run_job(job, ["0"], connect.connect_url(free))
 
 
 def test_urls_and_the_airflow_connection() -> None:
     assert connect.is_connect_url("sc://127.0.0.1:15102")
     assert not connect.is_connect_url("local[*]") and not connect.is_connect_url(None)
-    assert connect.connect_url(30799) == "sc://127.0.0.1:30799"
+    assert connect.connect_url(30799) == "sc://localhost:30799"
     assert json.loads(spark_conn(connect.connect_url(30799))) == {
-        "conn_type": "spark_connect", "host": "127.0.0.1", "port": 30799}
+        "conn_type": "spark_connect", "host": "localhost", "port": 30799}
 
 
 def test_a_taken_port_is_one_line_before_anything_starts(tmp_path: Path) -> None:
@@ -111,3 +111,25 @@ def test_the_server_command_binds_loopback_on_its_port() -> None:
     assert "spark.connect.grpc.binding.address=127.0.0.1" in cmd
     assert "spark.connect.grpc.binding.port=30799" in cmd
     assert "spark.ui.enabled=false" in cmd
+
+
+def test_a_lab_client_gets_its_servers_token_through_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setenv(connect.TOKEN_ENV, "a-stale-token-of-the-caller")
+    assert connect.client_url("sc://127.0.0.1:30798") == ("sc://127.0.0.1:30798", None)
+    path = connect.token_path(30798)
+    assert path.is_relative_to(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("tok\n")
+    for given in ("sc://127.0.0.1:30798", "sc://localhost:30798", "sc://localhost:30798/"):
+        url, token = connect.client_url(given)
+        assert token == "tok" and url.startswith("sc://localhost:30798"), given
+    # a server of the user's: its own URL, its own parameters, nothing added
+    for other in ("sc://spark.example:30798", "sc://localhost:30798/;token=theirs",
+                  "sc://localhost:15002"):
+        assert connect.client_url(other) == (other, None)
+    env = connect.job_env("sc://127.0.0.1:30798")
+    assert env["KAFKALAB_SPARK_MASTER"] == "sc://localhost:30798"
+    assert env[connect.TOKEN_ENV] == "tok"
+    assert connect.TOKEN_ENV not in connect.job_env("sc://spark.example:1")   # never leaked

@@ -47,7 +47,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
         description="One warm Spark driver for the lab's jobs (docs/spark.md): Spark's "
         "SparkConnectServer from the installed PySpark, local[2], on 127.0.0.1:PORT; its log "
         "under .lab/logs/. When it listens, prints `# ...` and the export line on stdout "
-        "(export KAFKALAB_SPARK_MASTER=sc://127.0.0.1:PORT: `kafkalab aggregate` and the DAGs "
+        "(export KAFKALAB_SPARK_MASTER=sc://localhost:PORT: `kafkalab aggregate` and the DAGs "
         "then run their jobs as its clients); on Ctrl-C or SIGTERM stops it and exits 0. For "
         "a terminal beside `make airflow`, or a service manager.")
     skc.add_argument("--port", type=int, default=None,

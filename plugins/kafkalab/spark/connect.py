@@ -19,7 +19,17 @@ session of its own on it.
   not inherit Spark's and Great Expectations' imports, threads, logging settings and
   environment; the job's exit code and output come back as a spark-submit's do.
 
-Where it is used: ``KAFKALAB_SPARK_MASTER=sc://127.0.0.1:<port>`` (the lab's one Spark switch)
+**Only the lab's jobs get in.** Each server is started with a new random token
+(``spark.connect.authenticate.token``, given to the server through its environment,
+``SPARK_CONNECT_AUTHENTICATE_TOKEN``, never on its command line) kept in a 0600 file of the
+user's runtime folder (:func:`token_path`) while it runs. A client
+without it is refused (``UNAUTHENTICATED``): the server runs any code it is sent. The lab's
+clients (:func:`job_env`) read the file for a server on this machine and hand the token to
+PySpark the same way, through the environment; the URL they connect to names ``localhost``,
+the one host PySpark sends a token to without TLS (gRPC local credentials). No URL, command
+line or output of the lab's holds the token.
+
+Where it is used: ``KAFKALAB_SPARK_MASTER=sc://localhost:<port>`` (the lab's one Spark switch)
 makes ``kafkalab aggregate`` and the DAGs' Spark tasks (the ``spark_default`` connection
 becomes the provider's ``spark_connect`` type) run their jobs this way. The jobs read and
 write the data directory from both sides (the server's executors write Parquet, the client
@@ -31,8 +41,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -47,6 +59,7 @@ from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
 from kafkalab.spark.spec import spark_home
 from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env
+from kafkalab.store import atomic_write
 
 __all__ = [
     "DEFAULT_PORT",
@@ -62,6 +75,7 @@ __all__ = [
     "server_port",
     "start_server",
     "stop_server",
+    "token_path",
 ]
 
 DEFAULT_PORT = 15102
@@ -87,6 +101,14 @@ STOP_TIMEOUT_S = 15.0
 
 _POLL_S = 0.1
 
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""Where Spark's Connect server and PySpark's client read the server's token."""
+
+CLIENT_HOST = "localhost"
+"""The host of the lab's ``sc://`` URLs: PySpark sends a token in clear only to it."""
+
+_LOCAL_HOSTS = (CLIENT_HOST, HOST)
+
 
 @dataclass(frozen=True)
 class ConnectServer:
@@ -107,9 +129,43 @@ def is_connect_url(master: str | None) -> bool:
     return bool(master) and str(master).strip().startswith(SCHEME)
 
 
-def connect_url(port: int, host: str = HOST) -> str:
+def connect_url(port: int, host: str = CLIENT_HOST) -> str:
     """``sc://<host>:<port>``."""
     return f"{SCHEME}{host}:{port}"
+
+
+def token_path(port: int) -> Path:
+    """The 0600 file holding the token of the lab's server on ``port`` while it runs: in the
+    user's runtime folder (``$XDG_RUNTIME_DIR``, else ``<tmp>/kafkalab-<uid>``, mode 0700),
+    which every lab client of this user on this machine finds whatever its ``KAFKALAB_HOME``
+    (a port names one server on a machine)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "kafkalab" if runtime else Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
+    return base / f"spark-connect-{port}.token"
+
+
+def _write_token(port: int, token: str) -> None:
+    """Write the server's token to :func:`token_path` (folder 0700 and ours, file 0600).
+
+    Raises:
+        ClusterError: the folder exists and belongs to someone else or others may enter it.
+    """
+    folder = token_path(port).parent
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise ClusterError(f"{folder} is not a private folder of this user (owner uid "
+                           f"{st.st_uid}, mode {st.st_mode & 0o777:o}): the Spark Connect "
+                           "server's token cannot be kept there")
+    atomic_write(token_path(port), token)  # 0600
+
+
+def _local_port(url: str) -> int | None:
+    """The port of an ``sc://`` URL naming this machine, else None."""
+    parsed = urlparse(url.split(";", 1)[0])
+    if parsed.hostname not in _LOCAL_HOSTS:
+        return None
+    return parsed.port or 15002
 
 
 def server_port() -> int:
@@ -146,10 +202,16 @@ def start_server(port: int, log_path: Path, workdir: Path,
     say = progress or noop
     procs.check_ports_free([port])
     workdir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **spark_env()}
+    token = secrets.token_urlsafe(32)
+    _write_token(port, token)
+    env = {**os.environ, **spark_env(), TOKEN_ENV: token}
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
-    pid = procs.spawn(server_command(port), log_path, workdir, env)
+    try:
+        pid = procs.spawn(server_command(port), log_path, workdir, env)
+    except BaseException:
+        token_path(port).unlink(missing_ok=True)
+        raise
     server = ConnectServer(pid=pid, port=port, log=log_path)
     say(f"Spark Connect server starting on {server.url} (pid {pid}, log {log_path})")
     started = time.monotonic()
@@ -176,6 +238,7 @@ def stop_server(server: ConnectServer) -> str:
     :data:`STOP_TIMEOUT_S`); returns what :func:`kafkalab.procs.stop` did."""
     outcome = procs.stop(server.pid, timeout_s=STOP_TIMEOUT_S, group=True)
     procs.wait_port_released(server.port)
+    token_path(server.port).unlink(missing_ok=True)
     return outcome
 
 
@@ -210,14 +273,37 @@ _SESSION_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_CONNECT
 """Variables of a PySpark session in the caller that must not reach the job's process."""
 
 
+def client_url(url: str) -> tuple[str, str | None]:
+    """The URL a lab client connects to and the token it sends: for a server of the lab's on
+    this machine (its :func:`token_path` exists), the token, and the URL's host as
+    ``localhost`` (PySpark sends a token over a plain channel only there); else ``url`` as
+    given and None (a server of the user's: its own URL parameters apply)."""
+    port = _local_port(url)
+    if port is None or ";token=" in url:
+        return url, None
+    try:
+        token = token_path(port).read_text(encoding="utf-8").strip()
+    except OSError:
+        return url, None
+    base, sep, params = url.partition(";")
+    parsed = urlparse(base)
+    local = base.replace(f"{parsed.hostname}:", f"{CLIENT_HOST}:", 1) \
+        if parsed.port else f"{SCHEME}{CLIENT_HOST}:{port}"
+    return local + sep + params, token or None
+
+
 def job_env(url: str) -> dict[str, str]:
-    """The job process's environment: ours, ``$KAFKALAB_SPARK_MASTER`` = ``url``, no GX
+    """The job process's environment: ours, ``$KAFKALAB_SPARK_MASTER`` the server's URL and
+    its token in ``$SPARK_CONNECT_AUTHENTICATE_TOKEN`` (:func:`client_url`), no GX
     analytics, the lab's package importable, no PySpark session of the caller's."""
-    env = {k: v for k, v in os.environ.items() if k not in _SESSION_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in (*_SESSION_ENV, TOKEN_ENV)}
     paths = [str(PACKAGE_DIR.parent),
              *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    url, token = client_url(url)
     env.update(KAFKALAB_SPARK_MASTER=url, GX_ANALYTICS_ENABLED="false",
                PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)))
+    if token:
+        env[TOKEN_ENV] = token
     return env
 
 
