@@ -447,6 +447,7 @@ def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
     (``workload`` would plan any load file's cells; issue 26)."""
     lab = LabData(airflow_setup["data"])
     before = _run_ids(lab)
+    cells_before = set(lab.measured_dir("load").glob("run_date=*/run_id=*/*cell=*"))
     log = tmp_path / "dags-test.log"
     conf = {"consumers": [1], "rates": [50], "duration_s": 2, "warmup_s": 1,
             "cluster_descriptor": str(cluster_yaml), "workload": "/some/other/load.yaml"}
@@ -459,4 +460,4 @@ def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
     assert rc != 0
     assert "conf key 'workload' is not a param of DAG load_experiment" in text
     assert _run_ids(lab) == before                       # no run was started
-    assert not list(lab.measured_dir("load").glob("run_date=*/run_id=*/*cell=*"))
+    assert set(lab.measured_dir("load").glob("run_date=*/run_id=*/*cell=*")) == cells_before

@@ -55,13 +55,21 @@ def test_doc_example_loads(doc_descriptor: ClusterDescriptor) -> None:
     assert d.secret_env == {"sasl.password": "KAFKALAB_SASL_PASSWORD"}
 
 
-def test_missing_file_is_cluster_error(tmp_path: Path) -> None:
+def test_a_missing_lab_descriptor_is_a_cluster_not_up(tmp_path: Path) -> None:
     with pytest.raises(ClusterError) as ei:
-        load_descriptor(tmp_path / "nope.yaml")
+        load_descriptor(tmp_path / "cluster.yaml")
     assert str(ei.value) == (
-        f"cluster not up: no descriptor at {tmp_path / 'nope.yaml'}; "
+        f"cluster not up: no descriptor at {tmp_path / 'cluster.yaml'}; "
         "run `kafkalab cluster up` or pass --cluster FILE"
     )
+
+
+def test_a_missing_descriptor_of_the_users_is_their_error(tmp_path: Path) -> None:
+    """A file of another name (``--cluster prod.yaml``, a DAG's ``cluster_descriptor``) that
+    is not there is a typo: exit 2, not "cluster not up" (issue 26)."""
+    with pytest.raises(ConfigError) as ei:
+        load_descriptor(tmp_path / "nope.yaml")
+    assert str(ei.value) == f"cluster descriptor {tmp_path / 'nope.yaml'}: no such file"
 
 
 def test_unknown_key_names_the_key(tmp_path: Path) -> None:

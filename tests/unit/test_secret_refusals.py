@@ -145,6 +145,19 @@ def test_the_webhook_token_is_out_of_repr_and_masked_by_airflow(http_connection:
     assert TOKEN not in masked and API_KEY not in masked and "***" in masked
 
 
+def test_a_secret_that_is_a_prefix_of_the_webhook_url_leaves_no_token_visible(
+        http_connection: Any) -> None:
+    """Airflow's masker joins its patterns in no set order: another webhook's URL on the same
+    host, a prefix of this one, may match first (``***s/<token>``). The token is masked on
+    its own too."""
+    from airflow.sdk.log import mask_secret, redact
+
+    mask_secret("http://127.0.0.1:8123/hook")   # another Connection's, registered first
+    AlertWebhook.from_connection(http_connection)
+    masked = redact(f"POST http://127.0.0.1:8123/hooks/{TOKEN}")
+    assert TOKEN not in masked and "***" in masked
+
+
 def test_the_alerts_work_without_airflow(monkeypatch: pytest.MonkeyPatch) -> None:
     # the masker cannot be imported: the webhook is still read, nothing raised
     monkeypatch.setitem(sys.modules, "airflow.sdk.log", None)
@@ -153,7 +166,7 @@ def test_the_alerts_work_without_airflow(monkeypatch: pytest.MonkeyPatch) -> Non
                            extra_dejson={"endpoint": f"/hooks/{TOKEN}"})
     hook = AlertWebhook.from_connection(conn)
     assert hook.url == f"http://127.0.0.1:8123/hooks/{TOKEN}" and TOKEN not in repr(hook)
-    assert hook.secret_values() == (hook.url, f"/hooks/{TOKEN}")
+    assert hook.secret_values() == (hook.url, f"/hooks/{TOKEN}", TOKEN)
     # and a process without Airflow never imports it to mask
     probe = ("import sys; from kafkalab.redact import mask_in_airflow_logs; "
              "mask_in_airflow_logs('x' * 12); assert 'airflow' not in sys.modules")

@@ -152,17 +152,23 @@ class AlertWebhook:
 
     def secret_values(self) -> tuple[str, ...]:
         """Every secret this webhook holds: the URL when it has a path or query, that path
-        and query, :attr:`endpoint` and :attr:`secrets` (what Airflow's masker is given)."""
+        and query, :attr:`endpoint`, the token-like segments of the path
+        (:func:`_token_segments`) and :attr:`secrets` (what Airflow's masker is given).
+
+        The segments are given on their own because Airflow's masker joins its patterns in
+        no set order: another secret that is a prefix of this URL (another webhook on the
+        same host) may match first and leave the rest of the URL, token included, unmasked.
+        """
         parts: list[str] = [*self.secrets]
         if self.endpoint and len(self.endpoint) > 1:
-            parts.append(self.endpoint)
+            parts += [self.endpoint, *_token_segments(self.endpoint)]
         try:
             split = urlsplit(self.url)
         except ValueError:
             return (self.url, *parts) if self.url else tuple(parts)
         hidden = [p for p in (split.path, split.query, split.password or "") if len(p) > 1]
         if hidden:
-            parts[:0] = [self.url, *hidden]
+            parts[:0] = [self.url, *hidden, *_token_segments(split.path)]
         return tuple(dict.fromkeys(p for p in parts if p))
 
     @property
@@ -184,6 +190,14 @@ class AlertWebhook:
         if self.report_base_url:
             return f"{self.report_base_url.rstrip('/')}/{quote(run_id, safe='')}/index.html"
         return report_http_url(run_id)
+
+
+def _token_segments(path: str) -> list[str]:
+    """The segments of a URL path that look like tokens: 8 characters or more with a digit
+    in them, or 20 or more (``T0001/B0002/xoxb…`` of a Slack webhook; not ``hooks`` or
+    ``services``)."""
+    return [seg for seg in path.split("/")
+            if (len(seg) >= 8 and any(c.isdigit() for c in seg)) or len(seg) >= 20]
 
 
 def _secret_extras(extra: Mapping[str, Any]) -> list[str]:

@@ -136,15 +136,16 @@ def load_descriptor(path: Path | str) -> ClusterDescriptor:
     resolved against the descriptor's folder, then the project root).
 
     Raises:
-        ClusterError: no file at the default path (``cluster not up: no descriptor at ...``).
-        ConfigError: a path given that names no file (a typo is the user's, exit 2), or an
-            invalid descriptor.
+        ClusterError: no ``cluster.yaml`` there, the file ``kafkalab cluster up`` writes in a
+            lab's folder (``cluster not up: no descriptor at ...``).
+        ConfigError: a descriptor of another name that is not there (a typo is the user's,
+            exit 2), or an invalid descriptor.
     """
     from kafkalab.paths import default_descriptor_path
 
     p = Path(path)
     if not p.is_file():
-        if p.absolute() != default_descriptor_path().absolute():
+        if p.name != default_descriptor_path().name or p.is_dir():
             raise ConfigError(f"cluster descriptor {p}: "
                               + ("a directory, not a file" if p.is_dir() else "no such file"))
         raise ClusterError(
