@@ -618,7 +618,8 @@ class LabData:
         """Refuse to start or re-open ``run_id`` while another process measures it: its
         manifest is ``running`` and its owner is alive (:meth:`run_state`). An Airflow run
         re-opening an Airflow-owned run is let through: that is Airflow retrying or clearing
-        its own tasks, which its pools and ``max_active_runs`` already serialise.
+        its own tasks, which its pools and ``max_active_runs`` already serialise; so is the
+        owning process itself.
 
         Raises:
             ConfigError: the run has a live owner (one line: who, and what to do).
@@ -633,6 +634,10 @@ class LabData:
         owner = doc.get("owner") or {}
         if owner.get("kind") == "airflow" and owner_kind == "airflow":
             return
+        import socket
+
+        if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
+            return  # this process re-opens its own run (kafkalab maxrate's steps)
         raise ConfigError(
             f"run {run_id} is being measured by {owner.get('kind') or 'a'} process "
             f"{owner.get('pid')} on {owner.get('host')}: wait for it to end (or, if that process "

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from kafkalab.attempts import attempt_path
 from kafkalab.cluster import cluster_status
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
 from kafkalab.load import files
@@ -355,14 +356,16 @@ def test_shards_started_elsewhere_join_the_barrier_and_another_clock_is_labelled
 
     cell_thread = threading.Thread(target=producer)
     cell_thread.start()
-    cell = files.cell_dir(data, Manifest.load(data, "tasks").run_date, "tasks", spec.cell_id("1"))
+    final = files.cell_dir(data, Manifest.load(data, "tasks").run_date, "tasks", spec.cell_id("1"))
+    cell = attempt_path(final)  # where the cell is measured until it ends (kafkalab.attempts)
     deadline = time.monotonic() + 60
     while shard_turn(cell, 0, "dagrun-1") != "join":
         assert time.monotonic() < deadline and cell_thread.is_alive(), out
         time.sleep(0.05)
     assert shard_turn(cell, 0, "another-dag-run") == "wait"
     results: dict[int, Any] = {}
-    shard0 = threading.Thread(target=lambda: results.update({0: run_shard_process(cell, 0)}))
+    shard0 = threading.Thread(target=lambda: results.update(
+        {0: run_shard_process(cell, 0, settled=final)}))
     shard0.start()
     env = {**os.environ, clock.DOMAIN_ENV: "elsewhere",
            "PYTHONPATH": os.pathsep.join([str(Path(files.__file__).parents[2]),
@@ -380,6 +383,8 @@ def test_shards_started_elsewhere_join_the_barrier_and_another_clock_is_labelled
     assert (s["failing_clients"], s["loss_pct"], s["duplicates"]) == (0, 0.0, 0)
     assert s["cross_host_clock"] is True and "cross_host_clock" in format_load_table([s])
     assert s["barrier_wait_s"] is not None and s["barrier_wait_s"] > 0
+    assert not cell.exists()  # the complete attempt took the cell's place
+    cell = final
     meta = json.loads(files.cell_json_path(cell).read_text())
     bases = {r["shard"]: r["clock"]["basis"] for r in meta["shards"]}
     assert bases == {0: clock.SAME_HOST, 1: clock.WALL_CLOCK}
