@@ -244,8 +244,11 @@ def test_a_dead_owner_or_airflow_retrying_its_own_run_may_reopen(
     req = _request(tmp_path, ["1kb"])
     req.owner_kind = "airflow"
     assert runner.start_run(req)["run_id"] == "r1"       # Airflow re-running its own tasks
-    with pytest.raises(ConfigError, match="r1 is being measured by airflow process"):
-        runner.start_run(_request(tmp_path, ["1kb"]))    # ... but not a CLI beside it
+    assert runner.start_run(req)["run_id"] == "r1"       # the owning process itself, again
+    lab.write_manifest({**(lab.manifest("r1") or {}),  # ... but not a CLI beside Airflow
+                        "owner": {"host": "worker-2", "pid": 1, "kind": "airflow"}})
+    with pytest.raises(ConfigError, match="r1 is being measured by airflow process 1 on worker-2"):
+        runner.start_run(_request(tmp_path, ["1kb"]))
 
 
 def test_a_run_whose_lock_another_process_holds_is_refused(
