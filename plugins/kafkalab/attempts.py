@@ -42,6 +42,13 @@ def attempt_path(final: Path) -> Path:
     return final.with_name(ATTEMPT_PREFIX + final.name)
 
 
+def final_path(attempt: Path) -> Path:
+    """Where the attempt written at ``attempt`` (an :func:`attempt_path`) lands when it
+    replaces: the inverse of :func:`attempt_path`."""
+    attempt = Path(attempt)
+    return attempt.with_name(attempt.name.removeprefix(ATTEMPT_PREFIX))
+
+
 def replaces(*, earlier_complete: bool, attempt_complete: bool, attempt_has_data: bool) -> bool:
     """Whether an attempt takes the place of the earlier measurement (see the module's rule).
 
@@ -124,5 +131,5 @@ def recover(final: Path) -> Path | None:
     return _set_aside(attempt, final)
 
 
-__all__ = ["ATTEMPT_PREFIX", "FAILED_PREFIX", "REPLACED_PREFIX", "attempt_path", "recover",
-           "replaces", "settle"]
+__all__ = ["ATTEMPT_PREFIX", "FAILED_PREFIX", "REPLACED_PREFIX", "attempt_path", "final_path",
+           "recover", "replaces", "settle"]

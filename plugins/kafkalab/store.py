@@ -37,13 +37,16 @@ No I/O happens at import time or in :class:`LabData`'s constructor.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
 import secrets
+import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -167,6 +170,11 @@ class LockBusy(TimeoutError):
     """Another process holds the lock (:func:`locked`) longer than the caller would wait."""
 
 
+_LOCK_POLL_S = 0.05
+"""How often :func:`locked` retries a lock another process holds: ``flock`` has no timeout
+of its own (a blocking call would wait forever, and ``SIGALRM`` is not for a library called
+from any thread)."""
+
 _LOCKS_GUARD = threading.Lock()
 _LOCKS: dict[str, tuple[threading.RLock, list[int]]] = {}
 """Per lock file: a re-entrant lock for this process's threads, and ``[fd, depth]``."""
@@ -189,9 +197,6 @@ def locked(path: str | os.PathLike[str], *, wait_s: float = 120.0) -> Iterator[N
     Raises:
         LockBusy: another process still holds it after ``wait_s``.
     """
-    import fcntl
-    import time as _time
-
     key = str(lock_path(path).absolute())
     with _LOCKS_GUARD:
         rlock, state = _LOCKS.setdefault(key, (threading.RLock(), [-1, 0]))
@@ -199,17 +204,17 @@ def locked(path: str | os.PathLike[str], *, wait_s: float = 120.0) -> Iterator[N
         if state[1] == 0:
             Path(key).parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(key, os.O_RDWR | os.O_CREAT, 0o600)
-            deadline = _time.monotonic() + wait_s
+            deadline = time.monotonic() + wait_s
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
                 except BlockingIOError:
-                    if _time.monotonic() >= deadline:
+                    if time.monotonic() >= deadline:
                         os.close(fd)
                         raise LockBusy(f"{path} is locked by another process "
                                        f"(lock file {key})") from None
-                    _time.sleep(0.05)
+                    time.sleep(_LOCK_POLL_S)
             state[0] = fd
         state[1] += 1
         try:
@@ -634,8 +639,6 @@ class LabData:
         owner = doc.get("owner") or {}
         if owner.get("kind") == "airflow" and owner_kind == "airflow":
             return
-        import socket
-
         if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
             return  # this process re-opens its own run (kafkalab maxrate's steps)
         raise ConfigError(
@@ -673,9 +676,6 @@ class LabData:
                 if doc.get("status") == "running" and self.run_state(rid, now) == "stale"]
 
     def _state(self, run_id: str, now: float | None) -> tuple[str, str]:
-        import socket
-        import time
-
         from kafkalab.procs import pid_alive  # package side only (never on a Spark node)
 
         doc = self.manifest(run_id)

@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,18 +196,21 @@ def _probe(script: Path, name: str, env: dict[str, str], *extra: str,
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=env, start_new_session=True)
     lines: list[str] = []
+    over = threading.Event()  # the master refused it, or its output ended (it exited)
 
     def read() -> None:
         for line in proc.stdout or []:
             lines.append(line)
+            if any(r in line for r in REFUSED):
+                over.set()
+        over.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    deadline = time.monotonic() + wait_s
-    while proc.poll() is None and time.monotonic() < deadline:
-        if any(r in line for line in list(lines) for r in REFUSED):
-            break
-        time.sleep(0.5)
+    over.wait(wait_s)
+    if not any(r in line for line in lines for r in REFUSED):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)  # its output ended: let it exit
     code = proc.poll()
     if code is None:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
 from kafkalab.airflow.tasks import verify_outcome
-from kafkalab.attempts import ATTEMPT_PREFIX, attempt_path
+from kafkalab.attempts import attempt_path, final_path
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD
 from kafkalab.store import LabData, read_json
@@ -303,8 +303,7 @@ def consume_load_shard(run_id: str, slot: Mapping[str, Any], token: str) -> dict
         result = dict(doc) if isinstance(doc, dict) else {"status": "failed"}
     else:
         log.info("joining cell %s as shard %d", slot["cell_id"], k)
-        settled = cell.with_name(cell.name.removeprefix(ATTEMPT_PREFIX))
-        result = run_shard_process(cell, k, progress=log.info, settled=settled)
+        result = run_shard_process(cell, k, progress=log.info, settled=final_path(cell))
     log.info("shard %d of %s: %s, unique %s", k, slot["cell_id"], result.get("status"),
              result.get("unique"))
     if result.get("status") != "complete":

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from kafkalab.attempts import ATTEMPT_PREFIX, attempt_path, recover, replaces, settle
+from kafkalab.attempts import attempt_path, final_path, recover, replaces, settle
 from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import public_view
 from kafkalab.cluster.embedded import EmbeddedCluster
@@ -412,7 +412,7 @@ def _close_trial(t: _Trial, keep_topic: bool, progress: Progress) -> None:
 def _settle_trial(t: _Trial, progress: Progress) -> None:
     """The attempt takes the trial's place unless an earlier complete trial would be lost
     (:mod:`kafkalab.attempts`); ``t.tdir`` then names where the attempt's files are."""
-    final = t.tdir.with_name(t.tdir.name.removeprefix(ATTEMPT_PREFIX))
+    final = final_path(t.tdir)
     earlier = read_json(files.trial_json_path(final)) if final.is_dir() else None
     earlier_complete = isinstance(earlier, dict) and earlier.get("status") == "complete"
     replace = replaces(earlier_complete=earlier_complete,
