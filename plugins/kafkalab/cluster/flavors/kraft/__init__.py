@@ -21,15 +21,16 @@ from typing import Any
 
 from kafkalab import procs
 from kafkalab.cluster.admin import admin_client
-from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
+from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath, save_descriptor
 from kafkalab.cluster.features import MODERN_PROTOCOL
 from kafkalab.cluster.flavors.base import EmbeddedFlavor
-from kafkalab.cluster.flavors.kraft import launcher, quorum, security
+from kafkalab.cluster.flavors.kraft import cds, launcher, quorum, security
 from kafkalab.cluster.flavors.kraft.distribution import (
     DEFAULT_KAFKA_VERSION,
     ensure_kafka,
     kafka_version,
 )
+from kafkalab.cluster.java import ensure_java
 from kafkalab.cluster.state import ClusterState, secure_descriptor_path
 from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
@@ -62,9 +63,14 @@ class KRaft(EmbeddedFlavor):
     def install(self, lab: Path, progress: Progress) -> str | None:
         """Kafka's jars under ``<lab home>/kafka4/<version>/libs`` (Maven, sha256-checked):
         the lab home's (:func:`kafkalab.paths.lab_dir`), shared by every cluster lab under it
-        whatever ``lab`` is."""
+        whatever ``lab`` is; and the nodes' class-data archive beside them
+        (:func:`kafkalab.cluster.flavors.kraft.cds.ensure_archive`, recorded once)."""
         home = ensure_kafka(lab_dir(), None, progress)
-        return f"Kafka {home.name} (KRaft) at {home}"
+        java = ensure_java()
+        archive = cds.ensure_archive(home, java, jvm_classpath(home), launcher.NODE_JVM_OPTS,
+                                     launcher.LOG4J2_CONFIG, progress)
+        shared = f", class-data archive {archive.name}" if archive else ""
+        return f"Kafka {home.name} (KRaft) at {home}{shared}"
 
     default_sasl_ssl_port = 19792
 

@@ -26,7 +26,7 @@ from typing import Any
 from kafkalab import procs
 from kafkalab.cluster.descriptor import ClusterDescriptor, jvm_classpath
 from kafkalab.cluster.features import MODERN_PROTOCOL
-from kafkalab.cluster.flavors.kraft import security
+from kafkalab.cluster.flavors.kraft import cds, security
 from kafkalab.cluster.flavors.kraft.distribution import ensure_kafka, kafka_version
 from kafkalab.cluster.java import ensure_java, properties_text
 from kafkalab.cluster.processes import start_process
@@ -177,8 +177,10 @@ def _topology(lab: Path, n: int, ports: list[int], controller_ports: list[int],
 
 
 def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Path,
-            progress: Progress) -> None:
-    """Format every node whose directory has no ``meta.properties`` yet, side by side.
+            progress: Progress, shared: list[str]) -> None:
+    """Format every node whose directory has no ``meta.properties`` yet, side by side
+    (``shared``: the class-data archive's JVM options, :func:`kafkalab.cluster.flavors.kraft.
+    cds.jvm_options`).
 
     Raises:
         ClusterError: a format failed (its last line).
@@ -189,7 +191,7 @@ def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Pa
     progress(f"formatting {len(todo)} KRaft node director{'y' if len(todo) == 1 else 'ies'}")
     running = {
         i: subprocess.Popen(
-            [java, "-Xmx256m", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", cp,
+            [java, "-Xmx256m", *shared, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", cp,
              "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(conf)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i, conf in todo.items()}
@@ -243,7 +245,8 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
                                                            node_data_dir(lab, i), secured),
                                            "embedded KRaft cluster"))
         confs[i] = conf
-    _format(java, cp, cluster_id, confs, lab, progress)
+    shared = cds.jvm_options(home, java, cp)
+    _format(java, cp, cluster_id, confs, lab, progress, shared)
     state.update({"flavor": FLAVOR_NAME, "brokers": n, "kafka_home": str(home),
                   "kafka_version": version, "cluster_id": cluster_id, "broker_ports": ports,
                   "controller_ports": controller_ports})
@@ -255,7 +258,7 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
         logs_dir.mkdir(parents=True, exist_ok=True)
         progress(f"starting KRaft node {i} (broker {procs.HOST}:{port}, controller "
                  f"{procs.HOST}:{controller_ports[i]})")
-        cmd = [java, *NODE_JVM_OPTS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+        cmd = [java, *NODE_JVM_OPTS, *shared, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
                f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, "kafka.Kafka", str(confs[i])]
         start_process(lab, state, role="broker", proc_id=i, port=port, marker=str(confs[i]),
                       config=str(confs[i]), cmd=cmd, logs_dir=logs_dir)
