@@ -188,3 +188,17 @@ def test_sasl_ssl_needs_the_password_variable_and_the_kraft_flavor(
 
     with pytest.raises(ClusterError, match="port 33193 is also a broker or controller port"):
         security.check_ports(33192, 2, [33092, 33193])
+
+
+def test_broker_settings_come_last_and_never_replace_what_the_lab_owns(tmp_path: Path) -> None:
+    props = launcher.node_properties(0, 33092, [33192], tmp_path / "n0", None,
+                                     {"group.initial.rebalance.delay.ms": "0",
+                                      "message.max.bytes": "2097152"})
+    assert props["group.initial.rebalance.delay.ms"] == "0"
+    assert props["message.max.bytes"] == "2097152"  # over the lab's own override too
+    assert launcher.broker_setting_problem({"num.partitions": "3"}) is None
+    for key in ("node.id", "listeners", "log.dirs", "controller.quorum.voters",
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"):
+        problem = launcher.broker_setting_problem({key: "x"})
+        assert problem is not None and "set by the lab" in problem, key
+    assert "line break" in str(launcher.broker_setting_problem({"num.partitions": "3\nx=y"}))

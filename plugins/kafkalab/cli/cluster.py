@@ -67,6 +67,11 @@ def add_parser(sub: SubParsers[Any]) -> None:
     up.add_argument("--sasl-ssl-port", type=int, default=None,
                     help="first SASL_SSL port (default " + _port_defaults("default_sasl_ssl_port")
                     + "; implies --sasl-ssl)")
+    up.add_argument("--broker-setting", dest="broker_settings", action="append",
+                    metavar="KEY=VALUE", default=None,
+                    help="a broker property over Kafka's default, on every node (repeatable; "
+                    "kraft only; not the node's identity, listeners, directories or quorum), "
+                    "e.g. group.initial.rebalance.delay.ms=0")
     add_json_option(up, "print the cluster's public descriptor as one JSON document")
     cst = csub.add_parser("status", help="show processes, ports, log files",
                           description="Show whether the embedded cluster is up, its processes "
@@ -93,6 +98,28 @@ def _sasl_ssl_port(args: argparse.Namespace) -> int | None:
     return port
 
 
+def _broker_settings(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--broker-setting KEY=VALUE`` options as a mapping; None without any.
+
+    Raises:
+        ConfigError: an option without ``=`` or a key given twice.
+    """
+    if not args.broker_settings:
+        return None
+    from kafkalab.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for item in args.broker_settings:
+        key, sep, value = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--broker-setting {item[:60]!r}: expected KEY=VALUE")
+        if key in out:
+            raise ConfigError(f"--broker-setting: {key} is given twice")
+        out[key] = value.strip()
+    return out
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     """``cluster up`` (exit 0), ``cluster status`` (exit 0 only when up), ``cluster down``."""
     from kafkalab.cluster.embedded import cluster_down, cluster_status, cluster_up
@@ -100,7 +127,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if args.cluster_command == "up":
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
                        control_port=args.control_port, progress=err,
-                       sasl_ssl_port=_sasl_ssl_port(args))
+                       sasl_ssl_port=_sasl_ssl_port(args),
+                       broker_settings=_broker_settings(args))
         from kafkalab.paths import default_descriptor_path
 
         if args.json:
@@ -160,6 +188,9 @@ def format_cluster_status(st: dict[str, Any]) -> str:
         lines.append("  " + "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
     if st.get("sasl_ssl"):
         lines.append(f"SASL_SSL (SCRAM-SHA-512 over TLS): {st['sasl_ssl']}")
+    if st.get("broker_settings"):
+        lines.append("broker settings: " + ", ".join(f"{k}={v}" for k, v in
+                                                     sorted(st["broker_settings"].items())))
     if st.get("descriptor_path"):
         lines.append(f"descriptor: {st['descriptor_path']}")
     lines.append(f"state: {st.get('state_path')}")

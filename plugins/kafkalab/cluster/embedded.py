@@ -27,6 +27,7 @@ import os
 import shutil
 import signal as _signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,7 @@ def _start_fresh(
     timeout_s: float,
     progress: Progress,
     sasl_ssl_port: int | None = None,
+    broker_settings: Mapping[str, str] | None = None,
 ) -> ClusterDescriptor:
     """Start a new cluster; on any failure stop what was started and forget it. What the
     flavor runs is installed first: a first download's time does not count against
@@ -165,7 +167,8 @@ def _start_fresh(
     try:
         descriptor = flavor.start(
             lab, brokers, base_port or flavor.default_base_port,
-            control_port or flavor.default_control_port, state, progress, sasl_ssl_port)
+            control_port or flavor.default_control_port, state, progress, sasl_ssl_port,
+            broker_settings)
         wait_ready(flavor, state, descriptor, t0 + timeout_s, progress)
         flavor.after_ready(lab, state, progress)
     except BaseException:
@@ -196,6 +199,7 @@ def cluster_up(
     timeout_s: float = 60.0,
     progress: Progress | None = None,
     sasl_ssl_port: int | None = None,
+    broker_settings: Mapping[str, str] | None = None,
 ) -> ClusterDescriptor:
     """Start the embedded cluster of ``flavor`` (:func:`kafkalab.cluster.flavors.
     embedded_flavor_names`; default :data:`kafkalab.cluster.flavors.DEFAULT_EMBEDDED`), or
@@ -209,13 +213,17 @@ def cluster_up(
     ``sasl_ssl_port + i``, its descriptor in ``<lab_dir>/cluster-sasl-ssl.yaml``
     (:mod:`kafkalab.cluster.flavors.kraft.security`; the password from
     ``$KAFKALAB_SASL_PASSWORD``).
+    ``broker_settings``: broker properties over Kafka's defaults and the lab's overrides
+    (``cluster up --broker-setting``; a flavor refuses what it cannot take:
+    :meth:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.broker_setting_problem`); kept in the
+    cluster's state, so a node started again runs with them too.
     A different cluster already up → ClusterError. Dead processes of the same cluster
     (e.g. after :func:`kill_broker`) are started again. Stale state (all pids gone or
     reused by other programs) is removed and the cluster starts fresh.
     """
     progress = progress or noop
     kind = embedded_flavor(flavor)
-    kind.check_request(brokers, base_port, control_port, sasl_ssl_port)
+    kind.check_request(brokers, base_port, control_port, sasl_ssl_port, broker_settings)
     lab = resolve_lab(lab_dir)
 
     with locked(lab):
@@ -233,6 +241,11 @@ def cluster_up(
                 raise ClusterError(
                     f"{_describe_cluster(flavor, brokers)} is already up without a SASL_SSL "
                     "listener; run `kafkalab cluster down` first")
+            if alive and broker_settings is not None and \
+                    state.get("broker_settings", {}) != dict(broker_settings):
+                raise ClusterError(
+                    f"{_describe_cluster(flavor, brokers)} is already up with other broker "
+                    "settings; run `kafkalab cluster down` first")
             if alive:
                 if base_port is not None and int(state["broker_ports"][0]) != base_port:
                     raise ClusterError(
@@ -244,7 +257,7 @@ def cluster_up(
             progress("removing stale cluster state (its processes are gone)")
             remove_state(lab, state, is_embedded_descriptor)
         return _start_fresh(lab, kind, brokers, base_port, control_port, timeout_s, progress,
-                            sasl_ssl_port)
+                            sasl_ssl_port, broker_settings)
 
 
 def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:

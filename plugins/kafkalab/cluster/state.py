@@ -88,6 +88,8 @@ class ClusterState(TypedDict, total=False):
     """A KRaft cluster: node i's controller listener (a voter of the quorum)."""
     sasl_ssl_ports: list[int]
     """A cluster started with ``--sasl-ssl``: node i's SASL_SSL listener."""
+    broker_settings: dict[str, str]
+    """A cluster started with ``--broker-setting``: those properties (kraft)."""
     tls_ca: str | None
     """A cluster started with ``--sasl-ssl``: the CA certificate its clients trust."""
     startup_s: float

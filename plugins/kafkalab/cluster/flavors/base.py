@@ -15,6 +15,7 @@ tests; ``docs/architecture.md`` has the checklist.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,8 +107,10 @@ class EmbeddedFlavor(Flavor, ABC):
         return None
 
     def check_request(self, brokers: int, base_port: int | None,
-                      control_port: int | None, sasl_ssl_port: int | None = None) -> None:
-        """Refuse a broker count, ports or a SASL_SSL listener ``cluster up`` cannot honour.
+                      control_port: int | None, sasl_ssl_port: int | None = None,
+                      broker_settings: Mapping[str, str] | None = None) -> None:
+        """Refuse a broker count, ports, a SASL_SSL listener or broker settings ``cluster
+        up`` cannot honour.
 
         Raises:
             ConfigError: one line naming the option.
@@ -127,6 +130,15 @@ class EmbeddedFlavor(Flavor, ABC):
                              ("--sasl-ssl-port", sasl_ssl_port)):
             if port is not None and not (1024 <= int(port) <= 65535 - brokers):
                 raise ConfigError(f"{option} {port} is outside 1024..{65535 - brokers}")
+        if broker_settings:
+            problem = self.broker_setting_problem(dict(broker_settings))
+            if problem:
+                raise ConfigError(f"--broker-setting: {problem}")
+
+    def broker_setting_problem(self, settings: dict[str, str]) -> str | None:
+        """Why the brokers cannot start with ``settings`` (``cluster up --broker-setting``),
+        or None. A flavor that takes them overrides this."""
+        return f"the {self.name} flavor takes no broker settings (the kraft flavor does)"
 
     default_sasl_ssl_port: ClassVar[int | None] = None
     """Port of broker 0's SASL_SSL listener (``cluster up --sasl-ssl``); None when the flavor
@@ -135,11 +147,14 @@ class EmbeddedFlavor(Flavor, ABC):
     @abstractmethod
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
-              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
+              sasl_ssl_port: int | None = None,
+              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
         """Start the cluster's processes (not waiting until they serve), each recorded in
         ``state`` (and the state file) as soon as it is spawned; the cluster's descriptor.
         ``sasl_ssl_port``: also a SASL_SSL listener on broker i at ``sasl_ssl_port + i``
-        (only asked of a flavor with a :attr:`default_sasl_ssl_port`).
+        (only asked of a flavor with a :attr:`default_sasl_ssl_port`). ``broker_settings``:
+        broker properties that replace Kafka's defaults (only given when
+        :meth:`broker_setting_problem` accepted them).
 
         Raises:
             ClusterError: a port is in use, or a process could not be started.

@@ -14,6 +14,7 @@ ZooKeeper with Kafka's own TopicCommand, the classic group protocol. Its pieces:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from kafkalab.cluster import zookeeper
@@ -59,8 +60,10 @@ class Kafka09(EmbeddedFlavor):
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
-              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
-        """ZooKeeper (on ``control_port``), then ``brokers`` brokers from ``base_port``."""
+              sasl_ssl_port: int | None = None,
+              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
+        """ZooKeeper (on ``control_port``), then ``brokers`` brokers from ``base_port``
+        (``broker_settings`` are refused before: :meth:`broker_setting_problem`)."""
         zk_port = self.default_control_port if control_port is None else control_port
         assert zk_port is not None
         return launcher.start(lab, brokers, zk_port, base_port, state, progress)

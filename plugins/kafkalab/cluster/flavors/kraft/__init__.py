@@ -16,6 +16,7 @@ transactions, the ``consumer`` group protocol of KIP-848). Its pieces:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +77,22 @@ class KRaft(EmbeddedFlavor):
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
-              sasl_ssl_port: int | None = None) -> ClusterDescriptor:
+              sasl_ssl_port: int | None = None,
+              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
         """``brokers`` nodes: clients on ``base_port + i`` (SASL_SSL clients on
         ``sasl_ssl_port + i``), the quorum on ``control_port + i``."""
         port = self.default_control_port if control_port is None else control_port
         assert port is not None
         if sasl_ssl_port is not None:
             security.read_password()  # before anything starts: one line when unset
-        return launcher.start(lab, brokers, base_port, port, state, progress, sasl_ssl_port)
+        return launcher.start(lab, brokers, base_port, port, state, progress, sasl_ssl_port,
+                              broker_settings)
+
+    def broker_setting_problem(self, settings: dict[str, str]) -> str | None:
+        """Any broker property but those the lab sets for a node's identity, listeners,
+        directories and quorum (:data:`~kafkalab.cluster.flavors.kraft.launcher.
+        LAB_OWNED_SETTINGS`)."""
+        return launcher.broker_setting_problem(settings)
 
     def after_ready(self, lab: Path, state: ClusterState, progress: Progress) -> None:
         """With a SASL_SSL listener: the SCRAM user gets ``$KAFKALAB_SASL_PASSWORD`` (Admin
@@ -125,14 +134,16 @@ class KRaft(EmbeddedFlavor):
 
     def status_details(self, state: ClusterState) -> dict[str, Any]:
         """The Kafka version, ``KRaft``, the quorum's leader and epoch as the nodes last
-        wrote them, and the SASL_SSL listeners when it has them."""
+        wrote them, the SASL_SSL listeners and ``--broker-setting`` properties when it has
+        them."""
         found = quorum.leader(self._data_dirs(state))
         secure = [f"{procs.HOST}:{p}" for p in state.get("sasl_ssl_ports") or []]
         return {"kafka_version": state.get("kafka_version"), "mode": "KRaft",
                 "cluster_id": state.get("cluster_id"),
                 "quorum_leader": None if found is None else found.node_id,
                 "quorum_epoch": None if found is None else found.epoch,
-                "sasl_ssl": ",".join(secure) or None}
+                "sasl_ssl": ",".join(secure) or None,
+                "broker_settings": dict(state.get("broker_settings", {})) or None}
 
     def _data_dirs(self, state: ClusterState) -> list[Path]:
         lab = Path(state["lab_dir"])

@@ -17,9 +17,11 @@ nodes); ``docs/clusters.md`` lists them and why.
 from __future__ import annotations
 
 import base64
+import re
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +117,38 @@ def descriptor_of(n: int, ports: list[int], home: Path, version: str) -> Cluster
     )
 
 
+LAB_OWNED_SETTINGS = frozenset({
+    "process.roles", "node.id", "broker.id", "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers", "listeners", "advertised.listeners",
+    "controller.listener.names", "inter.broker.listener.name",
+    "listener.security.protocol.map", "log.dirs", "log.dir", "metadata.log.dir"})
+"""Broker properties ``cluster up --broker-setting`` may not change: a node's identity, its
+listeners, directories and quorum are the lab's (its ports, its folders, its state file)."""
+
+_SETTING_KEY = re.compile(r"^[a-z][a-z0-9]*([._-][a-z0-9]+)*$")
+
+
+def broker_setting_problem(settings: Mapping[str, str]) -> str | None:
+    """Why ``settings`` cannot be given to the nodes, or None: a key that is not a property
+    name, one the lab owns (:data:`LAB_OWNED_SETTINGS`, the SASL_SSL listener's ``listener.
+    name.*``), or a value with a line break."""
+    for key, value in settings.items():
+        if not _SETTING_KEY.match(key):
+            return f"{key[:60]!r} is not a broker property name"
+        if key in LAB_OWNED_SETTINGS or key.startswith("listener.name."):
+            return f"{key} is set by the lab (node identity, listeners, directories, quorum)"
+        if "\n" in value or "\r" in value:
+            return f"the value of {key} has a line break"
+    return None
+
+
 def node_properties(node_id: int, port: int, controller_ports: list[int],
-                    log_dir: Path, sasl_ssl: tuple[int, TlsMaterial] | None = None
-                    ) -> dict[str, Any]:
+                    log_dir: Path, sasl_ssl: tuple[int, TlsMaterial] | None = None,
+                    broker_settings: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``nodeN.properties`` of node ``node_id`` in a quorum on ``controller_ports``; with
     ``sasl_ssl`` = ``(port, TLS material)`` also a SASL_SSL listener on that port
-    (:mod:`~kafkalab.cluster.flavors.kraft.security`)."""
+    (:mod:`~kafkalab.cluster.flavors.kraft.security`); ``broker_settings`` (``cluster up
+    --broker-setting``) last, over Kafka's defaults and the lab's overrides."""
     n = len(controller_ports)
     voters = ",".join(f"{i}@{procs.HOST}:{c}" for i, c in enumerate(controller_ports))
     client = f"PLAINTEXT://{procs.HOST}:{port}"
@@ -148,6 +176,7 @@ def node_properties(node_id: int, port: int, controller_ports: list[int],
         "share.coordinator.state.topic.replication.factor": min(3, n),
         "share.coordinator.state.topic.min.isr": min(2, n),
         **LAB_OVERRIDES,
+        **(broker_settings or {}),
     }
 
 
@@ -209,7 +238,8 @@ def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Pa
 
 
 def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterState,
-          progress: Progress, sasl_ssl_port: int | None = None) -> ClusterDescriptor:
+          progress: Progress, sasl_ssl_port: int | None = None,
+          broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
     """Format (when new) and start ``n`` combined nodes (not waiting for them to serve):
     node i serves clients on ``base_port + i`` (and SASL_SSL clients on ``sasl_ssl_port +
     i`` when given) and the quorum on ``control_port + i``.
@@ -242,7 +272,8 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
         conf = config / f"node{i}.properties"
         secured = None if tls is None else (secure_ports[i], tls)
         atomic_write(conf, properties_text(node_properties(i, port, controller_ports,
-                                                           node_data_dir(lab, i), secured),
+                                                           node_data_dir(lab, i), secured,
+                                                           broker_settings),
                                            "embedded KRaft cluster"))
         confs[i] = conf
     shared = cds.jvm_options(home, java, cp)
@@ -250,6 +281,8 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     state.update({"flavor": FLAVOR_NAME, "brokers": n, "kafka_home": str(home),
                   "kafka_version": version, "cluster_id": cluster_id, "broker_ports": ports,
                   "controller_ports": controller_ports})
+    if broker_settings:
+        state["broker_settings"] = dict(broker_settings)
     if secure_ports:
         state["sasl_ssl_ports"] = secure_ports
         state["tls_ca"] = str(tls.ca_path) if tls else None
