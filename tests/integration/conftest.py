@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
+from kafkalab.cluster.descriptor import save_descriptor
 from tests.labs import REPO_TARBALL, prepare_lab
 
 KAFKA09_ZK_PORT = 22181
@@ -72,3 +73,11 @@ def make_lab() -> object:
 @pytest.fixture(scope="session")
 def repo_tarball() -> Path:
     return REPO_TARBALL
+
+
+@pytest.fixture(scope="module")
+def desc(kraft_cluster: ClusterDescriptor, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session KRaft node as a descriptor file (the load engine's tests)."""
+    path = tmp_path_factory.mktemp("desc") / "kraft.yaml"
+    save_descriptor(kraft_cluster, path)
+    return path

@@ -11,8 +11,11 @@ from tools import run_tests
 def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests.check_lanes(project_root()) == []
     assert "tests/integration/test_load.py" in run_tests.test_files(project_root())
-    # the load-timing tests run alone, after the lanes (the module doc says why)
-    assert run_tests._steps_of("tests/integration/test_load.py") == ["alone"]
+    # the load-timing tests run alone, after the lanes (the module doc says why); the rest
+    # of the load engine's tests beside the other integration tests
+    assert run_tests._steps_of("tests/integration/test_load_timing.py") == ["alone"]
+    assert run_tests._steps_of("tests/integration/test_loss.py") == ["alone"]
+    assert run_tests._steps_of("tests/integration/test_load.py") == ["integration"]
     assert run_tests._steps_of("tests/integration/test_run.py") == ["integration"]
     # the Airflow end-to-end tests are split over two lanes, each starting at once or after
     # the integration tests
@@ -23,7 +26,7 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
     assert run_tests._steps_of("tests/integration/test_sasl_ssl.py") == ["integration"]
     assert run_tests._ignores(("tests/integration",)) == [
-        f"--ignore={run_tests.LOAD_IT}", f"--ignore={run_tests.LOSS_IT}",
+        f"--ignore={run_tests.LOAD_TIMING_IT}", f"--ignore={run_tests.LOSS_IT}",
         f"--ignore={run_tests.SPARK_STANDALONE}"]
     assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
     names = [name for name, _ in run_tests.steps()]
@@ -35,7 +38,7 @@ def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
         (tmp_path / "tests" / name).mkdir(parents=True)
         (tmp_path / "tests" / name / "test_x.py").write_text("")
     for named in ("integration/test_spark_standalone.py", "e2e/test_airflow_scheduler.py",
-                  "e2e/test_make_demo.py", "integration/test_load.py",
+                  "e2e/test_make_demo.py", "integration/test_load_timing.py",
                   "integration/test_loss.py", "integration/test_sasl_ssl.py"):
         (tmp_path / "tests" / named).write_text("")
     (tmp_path / "tests" / "fixtures").mkdir()  # no test files: nothing to run
