@@ -14,6 +14,12 @@ and a local HTTP webhook receiver.
 5. run 2 (same matrix): its drift against that baseline is POSTed to the receiver, which is
    registered as the ``kafkalab_alert_webhook`` Connection (``AIRFLOW_CONN_...`` env var).
 
+Every ``airflow dags test`` of the module runs in one process (:mod:`tests.e2e.airflow_cli`:
+Airflow's own command, with the arguments and environment of
+:func:`kafkalab.airflow.launcher.dags_test`), which saves each later run the start of Python
+and Airflow and the build of the in-process execution API (~30 s a run on the loaded 2-core
+machine).
+
 Runtime ~2-3 min (two ``dags test`` runs, three Spark jobs; more on a loaded machine).
 """
 
@@ -27,18 +33,20 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from kafkalab.airflow.launcher import airflow_env, dags_test, prepare_db, spark_conn
+from kafkalab.airflow.launcher import airflow_env, dags_test_args, prepare_db, spark_conn
 from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.cluster.flavors.kafka09.distribution import NPM_TARBALL
 from kafkalab.paths import lab_dir
 from kafkalab.spark import connect
 from kafkalab.store import LabData, atomic_write_json
+from tests.e2e.airflow_cli import AirflowCli
 from tests.labs import prepare_lab
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
@@ -110,9 +118,11 @@ def spark_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[connect.C
 @pytest.fixture(scope="module")
 def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
                   receiver: tuple[str, list[dict[str, Any]]],
-                  spark_server: connect.ConnectServer) -> dict[str, Any]:
+                  request: pytest.FixtureRequest) -> dict[str, Any]:
     """Temporary AIRFLOW_HOME (migrated, with the measuring pool) and data dir; the webhook
-    Connection and the Spark Connect server's ``spark_default`` as env."""
+    Connection and the Spark Connect server's ``spark_default`` as env. The database is
+    prepared (in a thread: ``airflow`` subprocesses) while the server starts."""
+    url = connect.connect_url(SPARK_CONNECT_PORT)
     root = tmp_path_factory.mktemp("af-e2e")
     home, data = root / "airflow", root / "data"
     home.mkdir()
@@ -124,15 +134,47 @@ def airflow_setup(tmp_path_factory: pytest.TempPathFactory,
             "conn_type": "http", "host": host, "port": int(port), "schema": "http",
             "extra": {"endpoint": "/hooks/kafkalab", "format": "generic"},
         }),
-        "KAFKALAB_SPARK_MASTER": spark_server.url,
-        "AIRFLOW_CONN_SPARK_DEFAULT": spark_conn(spark_server.url),
+        "KAFKALAB_SPARK_MASTER": url,
+        "AIRFLOW_CONN_SPARK_DEFAULT": spark_conn(url),
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
     }
     env = airflow_env(home, base={**os.environ, **extra_env})
     t0 = time.monotonic()
-    prepare_db(env)
-    print(f"airflow db migrate + pool: {time.monotonic() - t0:.1f} s")
-    return {"home": home, "data": data, "extra_env": extra_env}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        prepared = pool.submit(prepare_db, env)
+        server: connect.ConnectServer = request.getfixturevalue("spark_server")
+        prepared.result()
+    assert server.url == url, server
+    print(f"airflow db migrate + pool, Spark Connect server: {time.monotonic() - t0:.1f} s")
+    return {"root": root, "home": home, "data": data, "extra_env": extra_env}
+
+
+@pytest.fixture(scope="module")
+def airflow_cli(airflow_setup: dict[str, Any]) -> Iterator[AirflowCli]:
+    """The one process every ``airflow dags test`` of the module runs in, with the
+    environment :func:`kafkalab.airflow.launcher.dags_test` gives it (the lab's Airflow
+    environment of the module's home, the module's env laid over it)."""
+    env = airflow_env(airflow_setup["home"])
+    env.update(airflow_setup["extra_env"])
+    cli = AirflowCli(env, airflow_setup["root"] / "airflow-cli.stderr.log")
+    try:
+        yield cli
+    finally:
+        cli.close()
+
+
+def _dags_test(cli: AirflowCli, log: Path, dag_id: str, logical_date: str,
+               conf: dict[str, Any], mark_success: str | None = None,
+               env: dict[str, str] | None = None, timeout_s: float = 600) -> int:
+    """``airflow dags test`` as :func:`kafkalab.airflow.launcher.dags_test` runs it, in the
+    module's process; its output goes to ``log`` and is printed (pytest shows it when the
+    test fails). Returns its exit code."""
+    t0 = time.monotonic()
+    rc = cli.run(dags_test_args(dag_id, logical_date, conf, mark_success), log, env=env,
+                 timeout_s=timeout_s)
+    print(log.read_text(errors="replace"))
+    print(f"dags test {dag_id} {logical_date}: exit {rc} in {time.monotonic() - t0:.1f} s")
+    return rc
 
 
 def test_the_set_up_creates_the_one_slot_measuring_pool(airflow_setup: dict[str, Any]) -> None:
@@ -148,13 +190,10 @@ def _conf(cluster_yaml: Path) -> dict[str, Any]:
             "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster_yaml)}
 
 
-def _run(setup: dict[str, Any], conf: dict[str, Any], logical_date: str,
-         mark_success: str | None = None) -> tuple[int, float]:
-    t0 = time.monotonic()
-    rc = dags_test("latency_experiment", logical_date, conf, home=setup["home"],
-                   extra_env=setup["extra_env"], migrate=False, timeout_s=600,
-                   mark_success_pattern=mark_success)
-    return rc, time.monotonic() - t0
+def _run(cli: AirflowCli, setup: dict[str, Any], conf: dict[str, Any], logical_date: str,
+         mark_success: str | None = None) -> int:
+    return _dags_test(cli, setup["root"] / f"latency-{logical_date[:10]}.log",
+                      "latency_experiment", logical_date, conf, mark_success)
 
 
 def _run_ids(lab: LabData) -> set[str]:
@@ -199,17 +238,18 @@ def _inject_baseline(lab: LabData, template_run: str, n: int = 3) -> list[str]:
     return made
 
 
-def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any],
+def test_latency_experiment_end_to_end(airflow_cli: AirflowCli, cluster_yaml: Path,
+                                       airflow_setup: dict[str, Any],
                                        receiver: tuple[str, list[dict[str, Any]]]) -> None:
+    # airflow_cli first: its process imports Airflow while the cluster starts
     lab = LabData(airflow_setup["data"])
     _, received = receiver
 
     # ---- run 1: the whole chain, no history -> no alert. validate_metrics runs for real in
     # tests/e2e/test_airflow_scheduler.py (and in tests/spark): here it is marked successful
     # (saves a ~30-70 s Spark job; drift and report do not read its output).
-    rc, took = _run(airflow_setup, _conf(cluster_yaml), "2026-11-20T00:00:00+00:00",
-                    mark_success="^validate_metrics$")
-    print(f"dags test run 1: exit {rc} in {took:.1f} s")
+    rc = _run(airflow_cli, airflow_setup, _conf(cluster_yaml), "2026-11-20T00:00:00+00:00",
+              mark_success="^validate_metrics$")
     assert rc == 0, "airflow dags test latency_experiment (run 1) failed; see the output above"
     runs = _run_ids(lab)
     assert len(runs) == 1, runs
@@ -235,9 +275,8 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
     baseline = _inject_baseline(lab, run1)
 
     # ---- run 2: drifts against the baseline -> POSTed to the webhook receiver.
-    rc, took = _run(airflow_setup, _conf(cluster_yaml), "2026-11-21T00:00:00+00:00",
-                    mark_success="^validate_metrics$")
-    print(f"dags test run 2: exit {rc} in {took:.1f} s")
+    rc = _run(airflow_cli, airflow_setup, _conf(cluster_yaml), "2026-11-21T00:00:00+00:00",
+              mark_success="^validate_metrics$")
     assert rc == 0, "airflow dags test latency_experiment (run 2) failed; see the output above"
     run2 = (_run_ids(lab) - {run1, *baseline}).pop()
     assert re.fullmatch(r"experiment-\d{8}T\d{6}Z-[0-9a-f]{6}", run2), run2
@@ -283,7 +322,8 @@ def test_latency_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[s
             browser.close()
 
 
-def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any]) -> None:
+def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str, Any],
+                                    airflow_cli: AirflowCli) -> None:
     """``airflow dags test load_experiment`` on a small grid (2 cells: 1 and 3 consumers ×
     100 msg/s × 4 s): the engine measures, Spark aggregates and validates in one session
     (``one_spark_session``: validate_load judges the result aggregate_load wrote), drift and
@@ -293,10 +333,8 @@ def test_load_experiment_end_to_end(cluster_yaml: Path, airflow_setup: dict[str,
     conf = {"consumers": [1, 3], "rates": [100], "acks": ["1"], "duration_s": 4,
             "warmup_s": 1, "payload": "1kb", "profile": "default",
             "cluster_descriptor": str(cluster_yaml), "one_spark_session": True}
-    t0 = time.monotonic()
-    rc = dags_test("load_experiment", "2026-11-22T00:00:00+00:00", conf, home=airflow_setup["home"],
-                   extra_env=airflow_setup["extra_env"], migrate=False, timeout_s=900)
-    print(f"dags test load_experiment: exit {rc} in {time.monotonic() - t0:.1f} s")
+    rc = _dags_test(airflow_cli, airflow_setup["root"] / "load.log", "load_experiment",
+                    "2026-11-22T00:00:00+00:00", conf, timeout_s=900)
     assert rc == 0, "airflow dags test load_experiment failed; see the output above"
     (run,) = set(lab.manifests()) - before
     assert re.fullmatch(r"load-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
@@ -340,7 +378,8 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cluster_down(lab_dir=lab / "faults")
 
 
-def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any]) -> None:
+def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any],
+                                          airflow_cli: AirflowCli) -> None:
     """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
     durability profile (200 msg/s × 16 s) and one kill-consumer trial (a group of 2 members,
     commit after, session timeout 3 s): the engine starts the fault cluster, kills the leader,
@@ -354,18 +393,15 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
 
     lab = LabData(airflow_setup["data"])
     before = set(lab.manifests())
-    extra_env = {**airflow_setup["extra_env"],
-                 "KAFKALAB_HOME": str(fault_lab),
+    extra_env = {"KAFKALAB_HOME": str(fault_lab),  # over the module's, for this run only
                  "KAFKALAB_FAULTS_CONTROL_PORT": str(FAULTS_ZK_PORT),
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
     conf = {"profiles": ["durability"], "faults": ["sigkill-leader", "kill-consumer"], "trials": 1,
             "rate_msgs_per_s": 200, "duration_s": 16, "commits": ["after"], "consumers": 2,
             "session_timeout_ms": 3000}
-    t0 = time.monotonic()
-    rc = dags_test("resilience_experiment", "2026-11-23T00:00:00+00:00", conf,
-                   home=airflow_setup["home"], extra_env=extra_env, migrate=False,
-                   timeout_s=900)
-    print(f"dags test resilience_experiment: exit {rc} in {time.monotonic() - t0:.1f} s")
+    rc = _dags_test(airflow_cli, airflow_setup["root"] / "resilience.log",
+                    "resilience_experiment", "2026-11-23T00:00:00+00:00", conf, env=extra_env,
+                    timeout_s=900)
     assert rc == 0, "airflow dags test resilience_experiment failed; see the output above"
     (run,) = set(lab.manifests()) - before
     assert re.fullmatch(r"faults-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
@@ -442,7 +478,8 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
 
 
 def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
-        cluster_yaml: Path, airflow_setup: dict[str, Any], tmp_path: Path) -> None:
+        cluster_yaml: Path, airflow_setup: dict[str, Any], airflow_cli: AirflowCli,
+        tmp_path: Path) -> None:
     """Airflow merges undeclared conf keys into params; the load DAG must not honour one
     (``workload`` would plan any load file's cells; issue 26)."""
     lab = LabData(airflow_setup["data"])
@@ -451,11 +488,8 @@ def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
     log = tmp_path / "dags-test.log"
     conf = {"consumers": [1], "rates": [50], "duration_s": 2, "warmup_s": 1,
             "cluster_descriptor": str(cluster_yaml), "workload": "/some/other/load.yaml"}
-    with log.open("w") as out:
-        rc = dags_test("load_experiment", "2026-11-23T00:00:00+00:00", conf,
-                       home=airflow_setup["home"], extra_env=airflow_setup["extra_env"],
-                       migrate=False, timeout_s=600, output=out,
-                       mark_success_pattern="^(aggregate_load|validate_load)$")
+    rc = _dags_test(airflow_cli, log, "load_experiment", "2026-11-23T00:00:00+00:00", conf,
+                    mark_success="^(aggregate_load|validate_load)$")
     text = log.read_text()
     assert rc != 0
     assert "conf key 'workload' is not a param of DAG load_experiment" in text

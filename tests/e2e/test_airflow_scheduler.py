@@ -13,17 +13,19 @@ triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a C
    names a cluster whose broker is down: the Celery worker runs its tasks, it must fail at
    ``check_cluster`` with the clear message (read from the task's log through the API) and
    send the ``run_failed`` alert (the DAG's failure callback, run by the dag-processor);
-4. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
-
-5. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
-   consumer shard of its two cells is a ``consume_load_shard`` task of its own.
+4. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
+   consumer shard of its two cells is a ``consume_load_shard`` task of its own. It is
+   triggered together with run 2 (another DAG, so neither waits for the other; run 2 spends
+   most of its time in the retry delays of ``check_cluster`` and ``close_run``) and awaited
+   by its own test;
+5. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
 
 Run 1 also checks the report plugin on the real api-server (``/kafkalab/reports/…`` behind
 Airflow's login: 401 without a token, the page with the REST API's Bearer JWT; the DAG
 run page's ``/kafkalab/runs/<dag>/<run>`` redirect, the external views in
 ``/api/v2/plugins``) and that lab run ids and manifests carry the runs' logical dates.
 
-Runtime ~5-6 min (two start-ups, four Spark jobs, one retry of check_cluster).
+Runtime ~5-6 min (two start-ups, four Spark jobs, the retries of run 2 beside the shard run).
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ ZK_PORT, BROKER_PORT, DEAD_BROKER_PORT = 31581, 31592, 31599
 API_PORT, PG_PORT, REDIS_PORT = 31080, 31432, 31479
 API = f"http://127.0.0.1:{API_PORT}"
 DAG = "latency_experiment"
+SHARD_DAG = "load_experiment"
 RUN_TIMEOUT_S = 600.0
+POLL_S = 1.0
+"""How often a run's state (and the alert receiver) is polled: each poll is one cheap API
+call (or a list read), so a short interval costs nothing and ends each wait sooner."""
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -144,7 +150,7 @@ def _wait(s: requests.Session, run_id: str, dag: str = DAG) -> dict[str, Any]:
         if run["state"] in ("success", "failed"):
             return dict(run)
         assert time.monotonic() < deadline, f"run {run_id} still {run['state']}"
-        time.sleep(3)
+        time.sleep(POLL_S)
 
 
 def _task_instances(s: requests.Session, run_id: str, dag: str = DAG) -> dict[tuple[str, int], str]:
@@ -157,7 +163,7 @@ def _unpause(s: requests.Session, dag: str) -> None:
     deadline = time.monotonic() + 120
     while (resp := s.get(f"{API}/api/v2/dags/{dag}", timeout=30)).status_code != 200:
         assert time.monotonic() < deadline, resp.text
-        time.sleep(2)
+        time.sleep(POLL_S)
     assert s.patch(f"{API}/api/v2/dags/{dag}", json={"is_paused": False},
                    timeout=30).status_code == 200
 
@@ -165,6 +171,18 @@ def _unpause(s: requests.Session, dag: str) -> None:
 def _conf(cluster: Path) -> dict[str, Any]:
     return {"workload": "seed000", "scenarios": ["confluent-kafka"], "payloads": ["1kb"],
             "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster)}
+
+
+def _shard_run(stack: dict[str, Any], s: requests.Session) -> str:
+    """The Airflow run id of the ``load_experiment`` run with shard placement ``tasks`` (two
+    cells of 2 consumers, one per shard), triggered on the first call."""
+    if "shard_run" not in stack:
+        _unpause(s, SHARD_DAG)
+        conf = {"consumers": [2], "rates": [40, 60], "acks": ["1"], "duration_s": 4,
+                "warmup_s": 1, "consumers_per_shard": 1, "shard_placement": "tasks",
+                "cluster_descriptor": str(stack["lab"] / "cluster.yaml")}
+        stack["shard_run"] = _trigger(s, "2026-11-22T00:00:00Z", conf, dag=SHARD_DAG)
+    return str(stack["shard_run"])
 
 
 def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None:
@@ -225,7 +243,7 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
 def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -> None:
     """The same home restarted with ``--executor celery``: Redis and a Celery worker join;
     run 2 (broker down) is executed by the worker and fails at check_cluster, with the clear
-    message and the alert."""
+    message and the alert. The next test's shard run is triggered beside it."""
     launcher.airflow_down(stack["home"], progress=lambda _: None)
     t0 = time.monotonic()
     launcher.airflow_up(stack["home"], base_env=stack["base"], executor="celery")
@@ -239,6 +257,7 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
 
     s = _session(stack["home"])
     bad = _trigger(s, "2026-11-21T00:00:00Z", _conf(stack["root"] / "down.yaml"))
+    _shard_run(stack, s)  # beside run 2, on the same worker; awaited by the next test
     run = _wait(s, bad)
     states = _task_instances(s, bad)
     assert run["state"] == "failed", states
@@ -253,7 +272,7 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
     deadline = time.monotonic() + 120  # the dag-processor runs the failure callback
     while not [b for b in stack["received"] if b.get("kind") == "run_failed"]:
         assert time.monotonic() < deadline, stack["received"]
-        time.sleep(2)
+        time.sleep(POLL_S)
     alert = next(b for b in stack["received"] if b.get("kind") == "run_failed")
     assert alert["dag_id"] == DAG and alert["severity"] == "error"
     assert alert["run_id"] == dag_lab_run_id(DAG, bad, "2026-11-21T00:00:00Z"), alert
@@ -269,21 +288,18 @@ def test_celery_runs_a_cells_consumer_shards_as_tasks_of_their_own(stack: dict[s
     """load_experiment with shard placement "tasks" on the Celery stack: two cells (2
     consumers, one per shard) one at a time; each shard is a consume_load_shard task that
     waits (rescheduled) for its cell's plan, joins the start barrier and consumes, in a task
-    process of its own; every consumer holds every acked message; Spark and GX pass."""
+    process of its own; every consumer holds every acked message; Spark and GX pass.
+    Triggered beside run 2 by the test before (or here, if that test did not get to it)."""
     s = _session(stack["home"])
-    _unpause(s, "load_experiment")
-    conf = {"consumers": [2], "rates": [40, 60], "acks": ["1"], "duration_s": 4,
-            "warmup_s": 1, "consumers_per_shard": 1, "shard_placement": "tasks",
-            "cluster_descriptor": str(stack["lab"] / "cluster.yaml")}
-    run_id = _trigger(s, "2026-11-22T00:00:00Z", conf, dag="load_experiment")
-    run = _wait(s, run_id, dag="load_experiment")
-    states = _task_instances(s, run_id, dag="load_experiment")
+    run_id = _shard_run(stack, s)  # triggered with run 2 by the test before
+    run = _wait(s, run_id, dag=SHARD_DAG)
+    states = _task_instances(s, run_id, dag=SHARD_DAG)
     assert run["state"] == "success", states
     assert {k: v for k, v in states.items() if k[0] == "consume_load_shard"} == {
         ("consume_load_shard", i): "success" for i in range(4)}, states
     assert states[("run_load_cell", 0)] == states[("run_load_cell", 1)] == "success"
     lab = LabData(stack["data"])
-    lab_run = dag_lab_run_id("load_experiment", run_id, "2026-11-22T00:00:00Z")
+    lab_run = dag_lab_run_id(SHARD_DAG, run_id, "2026-11-22T00:00:00Z")
     manifest = lab.manifest(lab_run)
     assert manifest is not None and manifest["status"] == "complete", manifest
     cells = sorted(lab.root.glob(f"load/run_date=*/run_id={lab_run}/cell=*/cell.json"))

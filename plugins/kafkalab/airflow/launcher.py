@@ -515,6 +515,21 @@ def airflow_down(home: Path | str | None = None, timeout_s: float = 30.0,
     return stopped
 
 
+def dags_test_args(dag_id: str, logical_date: str | None = None,
+                   conf: Mapping[str, Any] | None = None,
+                   mark_success_pattern: str | None = None) -> list[str]:
+    """The arguments of ``airflow`` that :func:`dags_test` runs: ``dags test DAG_ID [DATE]
+    [-c JSON] [--mark-success-pattern REGEX]``."""
+    args = ["dags", "test", dag_id]
+    if logical_date:
+        args.append(logical_date)
+    if conf:
+        args += ["-c", json.dumps(dict(conf))]
+    if mark_success_pattern:
+        args += ["--mark-success-pattern", mark_success_pattern]
+    return args
+
+
 def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, Any] | None = None,
               home: Path | str | None = None, extra_env: Mapping[str, str] | None = None,
               timeout_s: float = 1800, migrate: bool = True,
@@ -534,13 +549,7 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: Mapping[str, A
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     if migrate:
         prepare_db(env, output=output)
-    cmd = [_airflow_bin(env), "dags", "test", dag_id]
-    if logical_date:
-        cmd.append(logical_date)
-    if conf:
-        cmd += ["-c", json.dumps(dict(conf))]
-    if mark_success_pattern:
-        cmd += ["--mark-success-pattern", mark_success_pattern]
+    cmd = [_airflow_bin(env), *dags_test_args(dag_id, logical_date, conf, mark_success_pattern)]
     print("+", shlex.join(cmd), file=output if output is not None else sys.stdout, flush=True)
     return subprocess.run(cmd, env=env, timeout=timeout_s, stdout=output,
                           stderr=subprocess.STDOUT if output is not None else None).returncode
