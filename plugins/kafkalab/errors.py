@@ -30,6 +30,10 @@ class RunError(LabError):
     exit_code = 4
 
 
+class RunNeverStartedError(RunError):
+    """A step that needs a started run found none (no manifest): waiting cannot change that."""
+
+
 class CellFailedError(RunError):
     """One cell's measurement failed; its samples and fragment are kept (run incomplete)."""
 

@@ -12,7 +12,7 @@ import pytest
 
 from kafkalab.airflow import tasks
 from kafkalab.airflow.connections import ClusterConnection
-from kafkalab.errors import ClusterError, ConfigError, RunError
+from kafkalab.errors import ClusterError, ConfigError, RunError, RunNeverStartedError
 from kafkalab.store import LabData, atomic_write_json
 
 
@@ -65,8 +65,19 @@ def test_verify_outcome_without_a_run(lab: LabData) -> None:
 
 
 def test_close_run_refuses_a_run_never_started(lab: LabData) -> None:
-    with pytest.raises(RunError, match="was never started"):
+    with pytest.raises(RunNeverStartedError, match="was never started"):
         tasks.close_run("never-ran")
+
+
+def test_a_failure_no_retry_can_change_fails_the_task_for_good() -> None:
+    """close_run of a run never started, and a trigger conf the DAG refuses, are not retried:
+    Airflow's AirflowFailException ends the task without waiting its retry_delay."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafkalab.airflow.chains import parts
+
+    with pytest.raises(AirflowFailException, match=r"^RunNeverStartedError: run x was never"):
+        parts.fail_without_retry(RunNeverStartedError("run x was never started"))
 
 
 def test_resolve_scenarios_loads_the_workload_from_include(lab: LabData) -> None:

@@ -34,7 +34,7 @@ from kafkalab.airflow.connections import AlertWebhookConnection, ClusterConnecti
 from kafkalab.alerts.webhook import ALERT_CONN_ID
 from kafkalab.catalog import needs_kafka
 from kafkalab.config.loader import DEFAULT_WORKLOAD
-from kafkalab.errors import CellFailedError, RunError
+from kafkalab.errors import CellFailedError, RunError, RunNeverStartedError
 from kafkalab.kinds import LATENCY, RunKind
 from kafkalab.store import LabData
 from kafkalab.values import jsonable
@@ -231,13 +231,14 @@ def close_run(run_id: str) -> dict[str, Any]:
         ``{"run_id", "status", "error", "cells"}``.
 
     Raises:
-        RunError: the run was never started (no manifest).
+        RunNeverStartedError: the run was never started (no manifest).
     """
     from kafkalab.runner import finish_run
 
     lab = LabData()
     if not lab.manifest_path(run_id).is_file():
-        raise RunError(f"run {run_id} was never started: no {lab.manifest_path(run_id)}")
+        raise RunNeverStartedError(
+            f"run {run_id} was never started: no {lab.manifest_path(run_id)}")
     manifest = finish_run(lab.root, run_id)
     out = {"run_id": run_id, "status": manifest.get("status"), "error": manifest.get("error"),
            "cells": jsonable(manifest.get("cells") or [])}

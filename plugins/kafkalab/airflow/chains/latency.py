@@ -22,6 +22,7 @@ from kafkalab.airflow import fault_tasks, load_tasks, tasks
 from kafkalab.airflow.chains import parts
 from kafkalab.airflow.operators import lab_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL
+from kafkalab.errors import RunNeverStartedError
 
 
 def _started(prefix: str | None, started: Callable[[str], bool]) -> str | None:
@@ -108,8 +109,12 @@ def _measure_tasks(run_prefix: str, assets: parts.LabAssets) -> list[Any]:
 
     @task(trigger_rule=TriggerRule.ALL_DONE, outlets=[assets.samples])
     def close_run(lab_run_id: str) -> dict[str, Any]:
-        """Merge the cells' results into the run manifest, even when some cells failed."""
-        return tasks.close_run(lab_run_id)
+        """Merge the cells' results into the run manifest, even when some cells failed; a run
+        that never started (its check_cluster or prepare_run failed) fails without a retry."""
+        try:
+            return tasks.close_run(lab_run_id)
+        except RunNeverStartedError as exc:
+            parts.fail_without_retry(exc)
 
     lab_run: Any = parts.name_run(run_prefix)
     cluster = check_cluster()

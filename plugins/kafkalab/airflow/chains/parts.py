@@ -17,7 +17,7 @@ from airflow.sdk import Asset, TriggerRule, get_current_context, task
 
 from kafkalab.airflow import run_ids
 from kafkalab.airflow.params import refuse_undeclared
-from kafkalab.errors import RunError
+from kafkalab.errors import ConfigError, LabError, RunError
 from kafkalab.store import LabData
 
 
@@ -49,15 +49,27 @@ def context_params() -> dict[str, Any]:
     """The running DAG run's params (its form with the trigger's conf).
 
     Raises:
-        ConfigError: the trigger's conf holds a key the DAG does not declare
-            (:func:`kafkalab.airflow.params.refuse_undeclared`).
+        AirflowFailException: the trigger's conf holds a key the DAG does not declare
+            (:func:`kafkalab.airflow.params.refuse_undeclared`): no retry.
     """
     ctx = get_current_context()
     params = dict(ctx["params"])
     dag = ctx.get("dag")
     if dag is not None:
-        refuse_undeclared(params, dag.params.keys(), dag.dag_id)
+        try:
+            refuse_undeclared(params, dag.params.keys(), dag.dag_id)
+        except ConfigError as exc:
+            fail_without_retry(exc)
     return params
+
+
+def fail_without_retry(exc: LabError) -> NoReturn:
+    """Fail the running task for good, with ``exc``'s one line: a failure no retry can
+    change (a trigger's conf the DAG refuses, a run that was never started), where a retry
+    would only hold the DAG run for its ``retry_delay``."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
 
 
 def current_run_id(prefix: str) -> str:
