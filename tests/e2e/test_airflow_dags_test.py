@@ -97,8 +97,10 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (lab / "downloads").mkdir()
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
     try:
+        # a new group's first assignment without the 3 s wait: nothing here measures it
         cluster_up("kraft", 1, lab_dir=prepare_lab(lab), base_port=BROKER_PORT,
-                   control_port=ZK_PORT)
+                   control_port=ZK_PORT,
+                   broker_settings={"group.initial.rebalance.delay.ms": "0"})
         yield lab / "cluster.yaml"
     finally:
         cluster_down(lab)
