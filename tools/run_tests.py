@@ -7,13 +7,12 @@ balanced so that each takes about a third of the suite's time:
 
 1. ``scheduler``: ``e2e-scheduler`` (the scheduler stack on PostgreSQL and Celery, and
    ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only);
-2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test),
-   then ``e2e-dags`` (``airflow dags test`` of every DAG, the DAG-parse integrity tests;
-   their Spark tasks run against a Spark Connect server of their own, which took ~3 min
-   off this lane);
-3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test. (The SASL_SSL
-   test ran here while ``measure`` was the longest lane; it is back in ``integration`` since
-   ``e2e-dags`` got shorter and ``tests/spark`` got the Spark Connect test.)
+2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test and
+   the ``alone`` files; the longest step, ~11 min in CI);
+3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test, then
+   ``e2e-dags`` (``airflow dags test`` of every DAG in one process, the DAG-parse integrity
+   tests; their Spark tasks run against a Spark Connect server of their own). ``e2e-dags``
+   followed ``integration`` until this session's cuts made ``spark`` the shorter lane.
 
 4. then, once every lane has ended, ``alone``: the load and loss integration tests
    (:data:`ALONE`), with nothing beside them.
@@ -73,9 +72,9 @@ ALONE: tuple[Step, ...] = (("alone", (LOAD_TIMING_IT, LOSS_IT)),)
 LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("scheduler", (("e2e-scheduler", (SCHEDULER_E2E, DEMO_E2E)),
                    ("unit", ("tests/unit",)))),
-    ("measure", (("integration", ("tests/integration",)),
-                 ("e2e-dags", ("tests/e2e",)))),
-    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),)),
+    ("measure", (("integration", ("tests/integration",)),)),
+    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),
+               ("e2e-dags", ("tests/e2e",)))),
 )
 """The lanes, started together: (name, its steps in order). A file named in one step is left
 out of its folder's step (``--ignore``)."""

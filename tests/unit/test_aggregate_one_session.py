@@ -1,6 +1,7 @@
 """``kafkalab aggregate --one-session``: the validation the aggregation wrote in its own Spark
 session is read back as the outcome of a validation job (no spark-submit of its own), and the
-lines printed say so. The spark-submit path itself runs for real in ``make demo``'s test."""
+lines printed say so. The spark-submit path itself runs for real in ``tests/spark/test_cli_aggregate.py``
+(``kafkalab aggregate --one-session``); the demo runs it through Spark Connect."""
 
 from __future__ import annotations
 
