@@ -45,10 +45,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
     before = os.environ.get(PASSWORD_ENV)
     os.environ[PASSWORD_ENV] = password
     try:
-        # no 3 s wait for a new group's first assignment (as conftest's session node)
         cluster_up("kraft", 1, lab_dir=lab, base_port=BASE_PORT, control_port=CONTROLLER_PORT,
-                   sasl_ssl_port=SASL_SSL_PORT,
-                   broker_settings={"group.initial.rebalance.delay.ms": "0"})
+                   sasl_ssl_port=SASL_SSL_PORT)
         yield {"lab": lab, "descriptor": secure_descriptor_path(lab), "password": password}
     finally:
         cluster_down(lab)
