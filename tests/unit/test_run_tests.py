@@ -18,7 +18,7 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests._steps_of("tests/integration/test_load.py") == ["integration"]
     assert run_tests._steps_of("tests/integration/test_run.py") == ["integration"]
     # the Airflow end-to-end tests are split over two lanes: the scheduler's at once, the
-    # dags-test ones after the Spark tests
+    # dags-test ones after the integration tests
     assert run_tests._steps_of(run_tests.SCHEDULER_E2E) == ["e2e-scheduler"]
     assert run_tests._steps_of("tests/e2e/test_airflow_dags_test.py") == ["e2e-dags"]
     assert len(run_tests.LANES) == 3
