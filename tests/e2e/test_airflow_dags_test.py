@@ -261,6 +261,11 @@ def test_latency_experiment_end_to_end(airflow_cli: AirflowCli, cluster_yaml: Pa
     manifest = lab.manifest(run1)
     assert manifest is not None and manifest["status"] == "complete", manifest.get("error")
     assert manifest["owner"]["kind"] == "airflow"
+    # the cluster's broker_settings reached the broker: it reports the override, read through
+    # the Admin API when the run started, as set in its static configuration
+    b = manifest["broker_settings"]
+    assert b["settings"]["group.initial.rebalance.delay.ms"] == "0"
+    assert b["sources"]["group.initial.rebalance.delay.ms"] == "static_broker_config"
     assert manifest.get("stale_outputs") == []  # every derived output is fresh
     assert lab.run_state(run1) == "complete"
     assert {c["scenario"] for c in manifest["cells"]} == set(SCENARIOS)

@@ -215,8 +215,9 @@ def cluster_up(
     ``$KAFKALAB_SASL_PASSWORD``).
     ``broker_settings``: broker properties over Kafka's defaults and the lab's overrides
     (``cluster up --broker-setting``; a flavor refuses what it cannot take:
-    :meth:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.broker_setting_problem`); kept in the
-    cluster's state, so a node started again runs with them too.
+    :meth:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.broker_setting_problem`). They are in
+    the nodes' configuration files, so a node started again has them; the state records them
+    for ``status`` and to refuse other settings while the cluster runs.
     A different cluster already up → ClusterError. Dead processes of the same cluster
     (e.g. after :func:`kill_broker`) are started again. Stale state (all pids gone or
     reused by other programs) is removed and the cluster starts fresh.

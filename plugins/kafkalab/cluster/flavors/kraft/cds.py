@@ -57,6 +57,10 @@ RECORD_TIMEOUT_S = 120.0
 
 _RECORD_CLUSTER_ID = "kafkalab-cds-record0"
 
+_SERVE_POLL_S = 0.2
+"""How often the recording node's client port is tried until it serves (within
+:data:`RECORD_TIMEOUT_S`; a node gives no other sign that it has started)."""
+
 
 def enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether the archive is used and recorded (``$KAFKALAB_KAFKA_CDS`` is not ``off``)."""
@@ -133,7 +137,7 @@ def _record(java: str, classpath: str, node_opts: list[str], log4j2: Path, parti
                     return f"the node exited {node.returncode} before it served"
                 if time.monotonic() > deadline:
                     return f"the node did not serve within {RECORD_TIMEOUT_S:.0f} s"
-                time.sleep(0.2)
+                time.sleep(_SERVE_POLL_S)
             node.send_signal(signal.SIGTERM)
             code = node.wait(timeout=RECORD_TIMEOUT_S)
         finally:
