@@ -56,22 +56,21 @@ DEMO_NIGHTLY_CONF: dict[str, Any] = {
     "payloads": ["1kb"],
     "profiles": ["latency"],
     "messages": 200,
-    "first_message_probes": 1,
+    "first_message_probes": 0,
     "consumer_mode": "assign",
     "fanout_cell": False,
     "fault_trial": False,
     "one_spark_session": True,
 }
 """The demo's nightly matrix: HTTP and a Kafka client at 1 KB (Kafka's own tool is in seed
-000's part), 200 measured messages a cell (p50 and p99 defined), one first-message probe
-(the scheduled nightly takes three; each subscribe probe waits the broker's 3 s initial
-rebalance delay), a measuring consumer that is assigned its partition (``consumer_mode``:
-no group to join, so the cell does not wait that delay a second time; the probes still time
-both modes), no fan-out cell (its load
-run and two Spark jobs add ~60 s a night: see ``kafkalab load``) and no fault trial (~100 s a
-night: see ``kafkalab faults run``); ``aggregate_metrics`` validates in its own Spark session
-(``one_spark_session``: one JVM start a night instead of two), and ``validate_metrics``
-judges its result."""
+000's part), 200 measured messages a cell (p50 and p99 defined), no first-message probe
+(seed 000's part probes both modes; each subscribe probe waits the broker's 3 s initial
+rebalance delay, ~3 s a night; the scheduled nightly takes three), a measuring consumer that
+is assigned its partition (``consumer_mode``: no group to join, so the cell does not wait
+that delay either), no fan-out cell (its load run and two Spark jobs add ~60 s a night: see
+``kafkalab load``) and no fault trial (~100 s a night: see ``kafkalab faults run``);
+``aggregate_metrics`` validates in its own Spark session (``one_spark_session``: one JVM
+start a night instead of two), and ``validate_metrics`` judges its result."""
 
 LOG_DIR_NAME = "logs"
 """``<lab_dir>/logs/``: the demo's log files (``demo-<UTC time>.log``)."""
@@ -262,11 +261,10 @@ def _write(log: IO[str], text: str) -> None:
     log.flush()
 
 
-def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
-                spark: DemoSpark | None = None) -> int:
-    """Seed 000's comparison: a line per cell, then the table as ``kafkalab run`` prints it;
-    then its aggregation (on ``spark``'s master) when the plan asks for it. Returns 0, or 4
-    when a cell failed (as ``kafkalab run``)."""
+def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> tuple[int, str]:
+    """Seed 000's comparison: a line per cell, then the table as ``kafkalab run`` prints it.
+    Returns its exit code (0, or 4 when a cell failed, as ``kafkalab run``) and its run id;
+    :func:`aggregate_seed000` aggregates it."""
     from kafkalab.runner import build_run_request, execute
     from kafkalab.summary import format_run_summary
 
@@ -283,11 +281,7 @@ def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
     say("")
     say(format_run_summary(result.cells))
     say(f"run {result.run_id}: {result.status}")
-    rc = 0 if result.status == "complete" else 4
-    if plan.aggregate_seed000:
-        master = spark.master_url() if spark is not None else None
-        rc = max(rc, aggregate_seed000(result.run_id, lab, log, say, master))
-    return rc
+    return (0 if result.status == "complete" else 4), result.run_id
 
 
 class DemoSpark:
@@ -378,29 +372,37 @@ def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say,
 
 
 def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
-                spark: DemoSpark | None = None) -> list[DateOutcome]:
+                spark: DemoSpark | None = None,
+                meanwhile: Callable[[], None] | None = None) -> list[DateOutcome]:
     """The nightly DAG once per date, a line per date as each ends; Airflow's output goes
     to ``log``. The DB migration and the dates run one after the other in one process
     (:func:`kafkalab.airflow.launcher.dags_test_dates`), its Spark tasks on ``spark``'s
-    master."""
+    master. ``meanwhile`` runs while that process starts, prepares the DB and warms up (seed
+    000's aggregation: nothing that measures); the first date starts after it."""
     from kafkalab.airflow.dags_test_dates import PREPARE_MARKER, date_marker
     from kafkalab.airflow.launcher import dags_test_dates
 
     conf = dict(plan.nightly_conf)
     if plan.descriptor_path is not None:
         conf["cluster_descriptor"] = str(plan.descriptor_path)
-    say("")
     nights = f"{len(plan.dates)} night{'s' if len(plan.dates) != 1 else ''}"
-    say(f"The nightly DAG ({DEMO_DAG}) for {nights}: "
-        f"{', '.join(conf.get('scenarios') or [])} × {', '.join(conf.get('payloads') or [])}, "
-        f"{conf.get('messages')} messages a cell, then Spark + Great Expectations, drift, report")
+
+    def before_dates() -> None:
+        if meanwhile is not None:
+            meanwhile()
+        say("")
+        say(f"The nightly DAG ({DEMO_DAG}) for {nights}: "
+            f"{', '.join(conf.get('scenarios') or [])} × "
+            f"{', '.join(conf.get('payloads') or [])}, {conf.get('messages')} messages a "
+            "cell, then Spark + Great Expectations, drift, report")
+
     extra_env = {"KAFKALAB_DATA_DIR": str(lab.root),
                  **(spark.nightly_env() if spark is not None else {})}
     home = plan.airflow_home or demo_airflow_home(lab.root)
     outcomes: list[DateOutcome] = []
     seen = set(lab.manifests())
     for step in dags_test_dates(DEMO_DAG, plan.dates, conf, log, home=home,
-                                extra_env=extra_env):
+                                extra_env=extra_env, meanwhile=before_dates):
         log.flush()
         text = ""
         if step.exit_code != 0:
@@ -449,14 +451,26 @@ def run_demo(plan: DemoPlan, say: Say = print, lab: LabData | None = None) -> in
                 f"(ready in {time.monotonic() - t0:.0f} s)")
         spark = DemoSpark(plan, log, say)
         try:
+            seed_run: str | None = None
             if plan.seed000:
-                rc = max(rc, run_seed000(plan, lab, log, say, spark))
+                seed_rc, seed_run = run_seed000(plan, lab, log, say)
+                rc = max(rc, seed_rc)
+            aggregated: list[int] = []
+
+            def aggregate() -> None:
+                if seed_run is not None and plan.aggregate_seed000:
+                    aggregated.append(aggregate_seed000(seed_run, lab, log, say,
+                                                        spark.master_url()))
+
             if plan.nightly:
-                outcomes = run_nightly(plan, lab, log, say, spark)
+                # seed 000's aggregation runs while the nightly's Airflow process starts
+                outcomes = run_nightly(plan, lab, log, say, spark, meanwhile=aggregate)
                 if any(o.exit_code != 0 for o in outcomes):
                     rc = max(rc, 1)
             else:
+                aggregate()
                 build_report(lab.root)  # the seed-000 run's page (else the nightly builds it)
+            rc = max([rc, *aggregated])
         finally:
             spark.close()
     closing_summary(lab, log_path, say)

@@ -99,3 +99,73 @@ def test_the_demo_gets_an_airflow_home_per_data_dir(monkeypatch: pytest.MonkeyPa
     assert one != two and one.parent == tmp_path / "lab"
     assert one.name.startswith("airflow-demo-")
     assert demo_airflow_home(tmp_path / "a") == one  # stable
+
+
+class _GatedChild(_FakeChild):
+    """A child started with --gate: it takes the go on standard input."""
+
+    def __init__(self, lines: list[str], code: int) -> None:
+        super().__init__(lines, code)
+        self.stdin = io.StringIO()
+        self.killed = False
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def test_meanwhile_runs_while_the_child_waits_at_its_gate_then_the_go(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The caller's work runs once the child is spawned (with --gate), before any step is
+    read; then the child gets its go and the steps follow."""
+    events: list[str] = []
+    children: list[_GatedChild] = []
+
+    def popen(cmd: list[str], **kwargs: Any) -> _GatedChild:
+        assert "--gate" in cmd and kwargs["stdin"] == subprocess.PIPE
+        events.append("spawned")
+        child = _GatedChild([json.dumps({"step": "prepare", "name": "prepare", "exit_code": 0,
+                                         "wall_s": 1.0}) + "\n"], 0)
+        child.stdin.close = lambda: events.append("go: " + child.stdin.getvalue())  # type: ignore[method-assign]
+        children.append(child)
+        return child
+
+    monkeypatch.setattr(launcher.subprocess, "Popen", popen)
+    steps = launcher.dags_test_dates("d", [], None, io.StringIO(), home=tmp_path / "home",
+                                     meanwhile=lambda: events.append("meanwhile"))
+    assert next(steps) == launcher.TestStep("prepare", "prepare", 0, 1.0)
+    assert events == ["spawned", "meanwhile", "go: go\n"]
+
+    def fails() -> None:
+        raise RuntimeError("the caller's work failed")
+
+    with pytest.raises(RuntimeError, match="caller's work failed"):
+        list(launcher.dags_test_dates("d", [], None, io.StringIO(), home=tmp_path / "home",
+                                      meanwhile=fails))
+    assert children[-1].killed  # no child left waiting at its gate
+
+
+def test_the_gate_opens_on_a_line_and_end_of_input_is_no_go() -> None:
+    assert child.wait_for_gate(io.StringIO("go\n")) is True
+    assert child.wait_for_gate(io.StringIO("")) is False
+
+
+def test_only_the_dag_test_loops_sleep_is_shortened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """poll_dag_test_faster shortens the sleeps of one function's own code (DAG.test's loop;
+    here a stand-in): a sleep called from any other code (a task's) keeps its length."""
+    import time
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)  # restored after the test
+
+    def loop() -> None:
+        time.sleep(1)
+
+    def a_task() -> None:
+        time.sleep(1)
+
+    assert child.poll_dag_test_faster(0.05, loop_code=loop.__code__) is True
+    loop()
+    a_task()
+    assert slept == [0.05, 1]
+    monkeypatch.setattr(time, "sleep", slept.append)
+    assert child.poll_dag_test_faster() is True  # Airflow's DAG.test is found

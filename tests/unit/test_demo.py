@@ -88,6 +88,7 @@ def test_each_night_is_read_as_it_ends_and_a_failed_one_shows_its_own_log(
 
     def fake(dag_id: str, dates_: Any, conf: Any, log: Any, **kwargs: Any) -> Any:
         assert dag_id == DEMO_DAG and tuple(dates_) == dates and conf["fanout_cell"] is False
+        kwargs["meanwhile"]()  # as the real one: once the process is spawned, before a step
         log.write(f"{PREPARE_MARKER}\n")
         log.flush()
         yield launcher.TestStep("prepare", "prepare", 0, 1.2)
@@ -106,8 +107,10 @@ def test_each_night_is_read_as_it_ends_and_a_failed_one_shows_its_own_log(
     said: list[str] = []
     with (tmp_path / "demo.log").open("w") as log:
         outcomes = run_nightly(DemoPlan(dates=dates, airflow_home=tmp_path / "home"), lab, log,
-                               said.append)
+                               said.append, meanwhile=lambda: said.append("seed 000 aggregated"))
     assert [o.exit_code for o in outcomes] == [0, 1]
+    # seed 000's aggregation (meanwhile) is said first, then the nightly's header
+    assert said[0] == "seed 000 aggregated" and said[2].startswith("The nightly DAG")
     assert "  Airflow database ready in 1 s" in said
     assert any(line.startswith("  2026-11-18  nightly-20261122T000001Z-aaaaaa  1/1 cells  "
                                "complete") for line in said)

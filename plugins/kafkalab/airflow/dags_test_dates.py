@@ -1,6 +1,7 @@
 """``airflow dags test`` for several logical dates in one process (what ``make demo`` runs).
 
-``python -m kafkalab.airflow.dags_test_dates DAG_ID --dates D1,D2,... [--conf JSON] [--prepare]``
+``python -m kafkalab.airflow.dags_test_dates DAG_ID --dates D1,D2,... [--conf JSON] [--prepare]
+[--gate]``
 
 Each date is one ``airflow dags test DAG_ID DATE -c JSON``: the same Airflow command
 function (``airflow.cli.commands.dag_command.dag_test``, through Airflow's own CLI parser),
@@ -9,6 +10,13 @@ called once per date, one date after the other. One process saves what every
 the in-process execution API (~10 s a date on the 2-core machine). ``--prepare`` first runs
 ``airflow db migrate`` and ``airflow pools import`` of the lab's pools
 (:func:`kafkalab.airflow.pools.write_pools_file`) the same way, in the same process.
+
+``--gate`` lets the caller use the start-up: after the prepare step the process pays what
+the first date would pay before its first task (:func:`warm_up`: Airflow's DAG command, the
+DAG files' imports, the in-process execution API), then waits for one line on standard input
+before the first date. End of input without a line (the caller gave up) ends the process
+with exit 1 and no date run. ``make demo`` starts it while seed 000's Spark aggregation
+runs, after seed 000's measurement: nothing of it overlaps a measurement.
 
 Output: Airflow's own output (every task's log) goes to standard error, each step preceded
 by a line ``===== DAG_ID DATE =====`` (``===== prepare =====``); standard output carries one
@@ -33,7 +41,8 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from types import CodeType
+from typing import IO, SupportsIndex
 
 PREPARE_MARKER = "===== prepare ====="
 """The log line that opens the output of ``--prepare``."""
@@ -87,6 +96,75 @@ def prepare(parser: argparse.ArgumentParser, status: IO[str]) -> int:
     return 1 if code else 0
 
 
+def warm_up(dags_folder: str | None = None) -> float:
+    """Pay now what the first ``dags test`` pays before its first task runs: import
+    Airflow's DAG command, parse the DAG files once (their imports stay), build the
+    in-process execution API its tasks talk to and send it one request (its first request
+    starts the app: ~3 s on the 2-core machine, paid by the first task otherwise). Returns the
+    seconds it took. A failure is printed (standard error) and left to the first date, which
+    pays the same again."""
+    started = time.monotonic()
+    try:
+        import httpx
+        from airflow.cli.commands import dag_command  # noqa: F401  (imported for its cost)
+        from airflow.dag_processing.dagbag import DagBag
+        from airflow.sdk.execution_time.supervisor import in_process_api_server
+        from airflow.settings import DAGS_FOLDER
+
+        DagBag(dag_folder=dags_folder or DAGS_FOLDER)
+        api = in_process_api_server()
+        api.app  # noqa: B018  (a cached property: built now, used by every task)
+        # not closed: the transport is the one every task's client uses
+        httpx.Client(transport=api.transport,
+                     base_url="http://in-process.invalid./").get("health").raise_for_status()
+    except Exception:  # a warm-up is an optimisation: the dates still run without it
+        print("warm-up failed; the first date pays it:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+    return time.monotonic() - started
+
+
+DAG_TEST_POLL_S = 0.05
+"""How long ``DAG.test``'s loop waits when no task is ready, in this process (Airflow's
+own: 1 s)."""
+
+
+def poll_dag_test_faster(poll_s: float = DAG_TEST_POLL_S,
+                         loop_code: CodeType | None = None) -> bool:
+    """Shorten the 1 s wait of ``DAG.test``'s scheduling loop (Airflow 3.3, fixed in its
+    code) to ``poll_s``; returns whether it could.
+
+    That loop waits 1 s whenever a pass finds no task ready, which happens once for each
+    skipped branch: the nightly skips its fan-out and fault parts unless asked (2 s a date),
+    and the tasks downstream of a skip become ready only on the next pass. Here nothing
+    outside the loop changes the database (no scheduler, executor or triggerer), so a short
+    wait loses nothing. Only ``time.sleep`` calls made by ``DAG.test`` itself are shortened
+    (the caller's code object is checked); every other sleep in the process, the tasks'
+    included, is untouched. If Airflow's ``DAG.test`` is not found, nothing is changed.
+    ``loop_code``: the code whose sleeps are shortened instead of ``DAG.test``'s (tests)."""
+    if loop_code is None:
+        try:
+            from airflow.sdk.definitions.dag import DAG
+        except ImportError:
+            return False
+        loop_code = getattr(DAG.test, "__code__", None)
+        if loop_code is None:
+            return False
+    real_sleep = time.sleep
+
+    def sleep(seconds: float | SupportsIndex) -> None:
+        if sys._getframe(1).f_code is loop_code:
+            seconds = min(float(seconds), poll_s)
+        real_sleep(seconds)
+
+    time.sleep = sleep
+    return True
+
+
+def wait_for_gate(stream: IO[str]) -> bool:
+    """Block until the caller writes a line on ``stream``; ``False`` at end of input."""
+    return bool(stream.readline())
+
+
 def run_dates(parser: argparse.ArgumentParser, dag_id: str, dates: Sequence[str],
               conf: str | None, status: IO[str]) -> int:
     """Run ``airflow dags test`` for each date in turn; one JSON line per date on ``status``.
@@ -111,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conf", default=None, help="the DAG run conf (JSON), for every date")
     p.add_argument("--prepare", action="store_true",
                    help="first migrate the metadata DB and import the lab's pools")
+    p.add_argument("--gate", action="store_true",
+                   help="after --prepare, warm up, then wait for a line on standard input "
+                   "before the first date")
     args = p.parse_args(argv)
     dates = [d.strip() for d in args.dates.split(",") if d.strip()]
     if not dates:
@@ -128,8 +209,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from airflow.cli.cli_parser import get_parser
 
         parser = get_parser()
+        poll_dag_test_faster()
         if args.prepare and prepare(parser, status):
             return 1
+        if args.gate:
+            print(f"warm-up: {warm_up():.1f} s; waiting for the caller's go",
+                  file=sys.stderr, flush=True)
+            if not wait_for_gate(sys.stdin):
+                print("standard input closed before the go: no date run", file=sys.stderr)
+                return 1
         return run_dates(parser, args.dag_id, dates, args.conf, status)
     finally:
         status.close()

@@ -57,7 +57,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -569,14 +569,36 @@ class TestStep:
     wall_s: float
 
 
+def _open_gate(proc: subprocess.Popen[str], meanwhile: Callable[[], None]) -> None:
+    """Run ``meanwhile``, then tell the gated child to start its dates (a child already
+    gone is reported by its missing steps). Kills the child if ``meanwhile`` raises."""
+    assert proc.stdin is not None
+    try:
+        meanwhile()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+    except OSError:
+        pass
+
+
 def dags_test_dates(dag_id: str, dates: Sequence[str], conf: Mapping[str, Any] | None,
                     output: IO[str], home: Path | str | None = None,
                     extra_env: Mapping[str, str] | None = None, prepare: bool = True,
-                    timeout_s_per_date: float = 1800) -> Iterator[TestStep]:
+                    timeout_s_per_date: float = 1800,
+                    meanwhile: Callable[[], None] | None = None) -> Iterator[TestStep]:
     """``airflow dags test DAG_ID DATE`` for each of ``dates``, in one process
     (:mod:`kafkalab.airflow.dags_test_dates`), yielding each step as it ends: first the
     ``prepare`` step (``prepare``: what :func:`prepare_db` does, in that process), then one
     per date. Airflow's output goes to ``output`` (a file).
+
+    ``meanwhile``: the caller's work to do while the process starts, prepares and warms up
+    (its ``--gate``), called once the process is spawned; the first date starts when it
+    returns. It must not measure anything: the process uses the CPU meanwhile.
 
     A step the process never reported (it died, or the whole run outlived
     ``timeout_s_per_date`` × the dates and was killed) is yielded with exit code -1.
@@ -591,8 +613,13 @@ def dags_test_dates(dag_id: str, dates: Sequence[str], conf: Mapping[str, Any] |
         cmd += ["--conf", json.dumps(dict(conf))]
     if prepare:
         cmd.append("--prepare")
+    if meanwhile is not None:
+        cmd.append("--gate")
     print("+", shlex.join(cmd), file=output, flush=True)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=output, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=output, text=True,
+                            stdin=subprocess.PIPE if meanwhile is not None else None)
+    if meanwhile is not None:
+        _open_gate(proc, meanwhile)
     watchdog = threading.Timer(timeout_s_per_date * max(1, len(dates)), proc.kill)
     watchdog.daemon = True
     watchdog.start()
