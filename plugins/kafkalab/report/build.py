@@ -113,8 +113,9 @@ def build_report(
     data = load_report_data(lab, config_path)
     written: Path | None = None
     pages = [run_id] if run_id is not None else list(data.order)
+    views: dict[str, RunView] = {}  # a run's view once: its page and the mirror
     for rid in pages:
-        view = run_view(data, rid)
+        view = views[rid] = run_view(data, rid)
         page_dir = lab.report_page_dir(rid, out)
         nav = _nav(f'<a href="{rel_href(lab.report_index_path(out), page_dir)}">← all runs</a>',
                    data_docs_link(lab, page_dir))
@@ -130,7 +131,9 @@ def build_report(
         latest = data.order[-1]
         href = rel_href(lab.report_page_dir(latest, out) / "index.html", out)
         parts.append(f'<h2 class="mirror">Newest run: <a href="{href}">{esc(latest)}</a></h2>')
-        parts.append(run_sections(run_view(data, latest), out))
+        latest_view = views.get(latest)
+        parts.append(run_sections(latest_view if latest_view is not None
+                                  else run_view(data, latest), out))
     else:
         parts.append('<p class="empty">No data yet. Run <code>kafkalab run</code>, then the '
                      "aggregation job, then rebuild this report.</p>")
