@@ -363,8 +363,21 @@ def environment() -> dict[str, Any]:
             "platform": platform.platform(), "machine": platform.machine()}
 
 
+JVM_OPTION_ENVS = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS")
+"""Environment variables every JVM started from here picks up (``java`` says so on its
+standard error, ``Picked up …``)."""
+
+
+def java_options() -> str | None:
+    """The JVM options the environment adds to every JVM (:data:`JVM_OPTION_ENVS`, as
+    ``NAME=value`` joined by ``; ``), or ``None``."""
+    found = [f"{k}={os.environ[k].strip()}" for k in JVM_OPTION_ENVS if os.environ.get(k, "").strip()]
+    return "; ".join(found) or None
+
+
 def java_version() -> str:
-    """The first line of ``java -version`` (``missing`` when there is no Java)."""
+    """The first line of ``java -version`` (``missing`` when there is no Java), past the
+    ``Picked up …`` notes of :data:`JVM_OPTION_ENVS`."""
     import shutil
     import subprocess
 
@@ -375,7 +388,8 @@ def java_version() -> str:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    lines = (out.stderr or out.stdout).strip().splitlines()
+    lines = [line for line in (out.stderr or out.stdout).strip().splitlines()
+             if not line.removeprefix("NOTE: ").startswith("Picked up ")]
     return lines[0] if lines else "unknown"
 
 
@@ -401,4 +415,7 @@ def runtime_versions(java: bool = False) -> dict[str, str]:
         pass
     if java:
         out["java"] = java_version()
+        options = java_options()
+        if options:
+            out["java_options"] = options
     return out

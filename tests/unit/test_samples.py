@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from kafkalab.samples import (
     Sample,
     read_cell,
     read_samples,
+    runtime_versions,
     settings_json,
 )
 from kafkalab.store import LabData
@@ -106,3 +108,16 @@ def test_files_of_schema_1_read_with_the_new_columns_null(tmp_path: Path) -> Non
     table = read_samples(tmp_path)
     assert table.num_rows == 1 and table.column("planned_messages").to_pylist() == [None]
     assert table.column("run_id").to_pylist() == ["r1"]
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH (make setup installs it)")
+def test_the_java_version_skips_the_picked_up_note_and_the_options_are_recorded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    versions = runtime_versions(java=True)
+    assert "version" in versions["java"] and not versions["java"].startswith("Picked up")
+    assert versions["java_options"] == "JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1"
+    monkeypatch.delenv("JDK_JAVA_OPTIONS")
+    assert "java_options" not in runtime_versions(java=True)
+    assert "java" not in runtime_versions()
