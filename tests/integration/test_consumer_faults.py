@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,28 +97,55 @@ def _processed(tdir: Path) -> list[tuple[int, int]]:
     return list(zip(t["partition"], t["offset"], strict=True))
 
 
+def _victims_last_rows(processed: dict[str, list[Any]], n: int) -> list[tuple[int, int]]:
+    """The (partition, offset) of the last ``n`` records the killed member processed: the
+    member whose last processing came first (the others went on after the kill)."""
+    last: dict[tuple[int, int], int] = {}
+    for m, inc, ts in zip(processed["member"], processed["incarnation"],
+                          processed["processed_ts_ns"], strict=True):
+        last[(m, inc)] = max(last.get((m, inc), 0), ts)
+    victim = min(last, key=last.__getitem__)
+    rows = sorted((ts, p, o) for m, inc, p, o, ts in zip(
+        processed["member"], processed["incarnation"], processed["partition"],
+        processed["offset"], processed["processed_ts_ns"], strict=True) if (m, inc) == victim)
+    return [(p, o) for _ts, p, o in rows[-n:]]
+
+
 @pytest.mark.parametrize(("commit", "dup", "lost"), [("after", 3, 0), ("before", 0, 7)])
 def test_a_member_dying_mid_batch_makes_exactly_the_duplicates_or_the_gap_its_commit_allows(
         env: dict[str, Any], commit: str, dup: int, lost: int) -> None:
+    """The killed member's own share is exact: the 3 records it processed of its dying batch
+    are processed again (``after``) or the 7 it had not are never processed (``before``).
+    Under ``after`` a survivor adds duplicates only when its own commit met the rebalance the
+    kill started (a busy machine): its processed batch then goes uncommitted to the next
+    owner as well. The checker explains every duplicate from the commits either way."""
     spec = FaultTrialSpec(**HOOK, commit=commit)
     s, tdir = _trial(env, spec, keep_topic=True)
     assert s["status"] == "complete", s["error"]
     assert s["self_kill"]["batch_len"] == 10 and s["self_kill"]["processed_in_batch"] == 3
-    assert (s["redelivered"], s["lost_unprocessed"]) == (dup, lost)
-    assert (s["expected_redelivered"], s["expected_lost"], s["offsets_explain"]) == (dup, lost, True)
+    assert s["lost_unprocessed"] == s["expected_lost"] == lost
+    assert s["redelivered"] == s["expected_redelivered"] and s["offsets_explain"] is True
+    proc = pq.read_table(files.processed_path(tdir)).to_pydict()
+    times = Counter(zip(proc["partition"], proc["offset"], strict=True))
+    assert [times[r] for r in _victims_last_rows(proc, 3)] == [1 + (commit == "after")] * 3
+    commits = pq.read_table(files.commits_path(tdir)).to_pydict()
+    assert set(commits["source"]) == {"sync"}
+    if commit == "before" or all(commits["ok"]):  # a failed commit-before drops its batch
+        assert s["redelivered"] == dup
+    else:  # a survivor's commit-after met the rebalance: its processed batch comes again too
+        assert s["redelivered"] >= dup and s["failed_commits"] > 0
     d = pq.read_table(files.deliveries_path(tdir)).to_pydict()
-    assert d["delivery"].count("duplicated") == dup and d["delivery"].count("lost") == lost
-    assert d["delivery"].count("once") == s["intended"] - dup - lost
+    assert d["delivery"].count("duplicated") == s["redelivered"]
+    assert d["delivery"].count("lost") == lost
+    assert d["delivery"].count("once") == s["intended"] - s["redelivered"] - lost
     # The counts agree with a re-read of the topic that shares no code with the checker.
     topic = read_json(files.trial_json_path(tdir))["topic"]
     in_topic = _topic_records(env, topic, spec.partitions)
     processed = _processed(tdir)
     assert len(in_topic) == s["acked"] == s["intended"]
     assert len(in_topic - set(processed)) == lost
-    assert len(processed) - len(set(processed)) == dup
+    assert len(processed) - len(set(processed)) == s["redelivered"]
     assert set(processed) <= in_topic
-    commits = pq.read_table(files.commits_path(tdir)).to_pydict()
-    assert all(commits["ok"]) and set(commits["source"]) == {"sync"}
 
 
 def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once_loses_nothing(
