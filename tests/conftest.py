@@ -18,12 +18,39 @@ seconds to minutes, and the C2 compiler's background work is most of their CPU o
 2026-11-27). No test asserts a speed; figures the tests measure are never published, and
 their manifests name the options (``versions.java_options``). ``make bench`` and
 ``make demo`` run outside pytest with the JVMs' defaults. ``KAFKALAB_TEST_JVM_OPTIONS``
-replaces the options (empty: none)."""
+replaces the options (empty: none).
 
-_jvm_options = os.environ.get("KAFKALAB_TEST_JVM_OPTIONS", TEST_JVM_OPTIONS).strip()
-if _jvm_options and _jvm_options not in os.environ.get("JDK_JAVA_OPTIONS", ""):
-    os.environ["JDK_JAVA_OPTIONS"] = " ".join(
-        filter(None, (os.environ.get("JDK_JAVA_OPTIONS", "").strip(), _jvm_options)))
+Tests that time a broker (the load engine's open loop against the closed loop, a broker
+stall against its own times, a frozen broker against the clients' timeouts) are marked
+``jvm_defaults``: when a
+pytest process collects one, none of its JVMs gets the options (C1-only code shifts such
+comparisons: a low-rate open-loop p50 once fell outside the closed loop's band)."""
+
+_JVM_ENV = "JDK_JAVA_OPTIONS"
+_saved_jvm_env: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Add the test JVM options to ``JDK_JAVA_OPTIONS`` (before any test starts a JVM)."""
+    global _saved_jvm_env
+    options = os.environ.get("KAFKALAB_TEST_JVM_OPTIONS", TEST_JVM_OPTIONS).strip()
+    current = os.environ.get(_JVM_ENV, "")
+    if options and options not in current:
+        _saved_jvm_env = current
+        os.environ[_JVM_ENV] = " ".join(filter(None, (current.strip(), options)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A ``jvm_defaults`` test among the collected ones: no test JVM options in this process
+    (fixtures and tests start JVMs only after collection)."""
+    if _saved_jvm_env is None:
+        return
+    if any(item.get_closest_marker("jvm_defaults") for item in session.items):
+        if _saved_jvm_env:
+            os.environ[_JVM_ENV] = _saved_jvm_env
+        else:
+            os.environ.pop(_JVM_ENV, None)
+
 
 _MARK_BY_FOLDER = {"unit": "unit", "integration": "integration", "spark": "spark",
                    "browser": "browser", "e2e": "airflow"}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from kafkalab.cluster import cluster_status
 from kafkalab.cluster.descriptor import ClusterDescriptor
@@ -27,6 +28,9 @@ from tests.integration.loadkit import one_cell as _one_cell
 from tests.integration.loadkit import receipts as _receipts
 
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
+
+pytestmark = pytest.mark.jvm_defaults  # compares latencies: JVMs as users run them
+
 
 
 def _broker_pid(lab: Path) -> int:

@@ -42,6 +42,9 @@ END_PAUSE_S = 3.2
 """The freeze at the end: longer than the last three messages' timeouts plus the 0.5 s
 grace period, shorter than the producer's final flush (10 s) and ZooKeeper's 6 s."""
 
+pytestmark = pytest.mark.jvm_defaults  # times a frozen broker against timeouts: JVMs as users run them
+
+
 
 class _FreezingSink(ListSink):
     """A sink that freezes the broker (SIGSTOP) *synchronously* when it holds ``at`` rows —
