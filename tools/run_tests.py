@@ -36,7 +36,10 @@ with three lanes of KRaft JVMs on two cores, the broker-stall and low-rate open-
 (now ``test_load_timing.py``) and the frozen-broker test of ``test_loss.py`` failed in two CI
 runs out of two (a single KRaft node frozen with SIGSTOP freezes its controller as well; the
 open loop's p50 rose to 30-40 ms), and passed whenever they ran alone. Until that cause is
-fixed in the tests or the engine, those two files run in the ``alone`` step. The rest of the
+fixed in the tests or the engine, those two files run in the ``alone`` step. Every other
+step's JVMs run C1 only (``tests/conftest.py``: ``TEST_JVM_OPTIONS``, a quarter to two fifths
+less CPU); the ``alone`` step's tests are marked ``jvm_defaults`` and run theirs with the
+JVM's defaults, as users do. The rest of the
 load engine's tests (``test_load.py``, ~2 min) run in the ``integration`` step: their
 verdicts were made independent of the machine's speed in issue 24.
 
