@@ -16,7 +16,9 @@ balanced so that each takes about a third of the suite's time:
 Clean-clone CI runs: a041a35 (e2e-dags after spark) scheduler 9:41 + 3:59, integration
 11:52, spark 14:10 + e2e-dags 2:43, alone 0:48; 642cffa (this layout) scheduler 9:26 + 4:26,
 integration 12:42 + e2e-dags 3:20, spark 14:30, alone 0:54: 16.9 min of lanes, 18.8 min from
-clone to exit.
+clone to exit; 399abc8 (the tests' JVMs C1 only, the demo's nightly quicker) scheduler 7:32 +
+3:27, integration 11:09 + e2e-dags 2:28, spark 11:40, alone 0:53: 14.5 min of lanes, 16.1 min
+from clone to exit.
 
 4. then, once every lane has ended, ``alone``: the load and loss integration tests
    (:data:`ALONE`), with nothing beside them.
