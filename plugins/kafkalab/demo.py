@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
-from kafkalab.paths import airflow_home, data_dir, lab_dir
+from kafkalab.paths import airflow_home, default_data_dir, lab_dir
 from kafkalab.store import LabData
 
 if TYPE_CHECKING:
@@ -130,8 +130,11 @@ def default_log_path() -> Path:
 
 def demo_airflow_home(data_root: Path) -> Path:
     """The ``AIRFLOW_HOME`` the demo's ``dags test`` runs use for the data dir ``data_root``
-    (resolves paths, creates nothing): :func:`kafkalab.paths.airflow_home` for the default data dir, else one home per
-    data dir, ``<lab_dir>/airflow-demo-<hash>``.
+    (resolves paths, creates nothing): :func:`kafkalab.paths.airflow_home` for the lab's
+    default data dir (:func:`kafkalab.paths.default_data_dir`), else one home per data dir,
+    ``<lab_dir>/airflow-demo-<hash>``, a data dir named by ``$KAFKALAB_DATA_DIR`` included
+    (that one once shared the default home, and a demo there after a demo in the default
+    data dir failed every task that writes an asset).
 
     The DAGs' assets carry the data dir in their URIs, and an asset name may have only one
     active URI per Airflow database. Only the scheduler re-activates an asset whose URI
@@ -139,7 +142,7 @@ def demo_airflow_home(data_root: Path) -> Path:
     task that writes an asset (``AirflowInactiveAssetInInletOrOutletException``).
     """
     root = data_root.resolve()
-    if root == data_dir().resolve():
+    if root == default_data_dir().resolve():
         return airflow_home()
     digest = hashlib.sha256(str(root).encode("utf-8")).hexdigest()[:10]
     return lab_dir() / f"airflow-demo-{digest}"

@@ -76,9 +76,14 @@ def lab_dir() -> Path:
     return _env_path("KAFKALAB_HOME") or project_root() / ".lab"
 
 
+def default_data_dir() -> Path:
+    """``<root>/lab-data``: the data dir when ``$KAFKALAB_DATA_DIR`` does not name another."""
+    return project_root() / "lab-data"
+
+
 def data_dir() -> Path:
-    """``$KAFKALAB_DATA_DIR`` or ``<root>/lab-data``: every measurement the lab writes."""
-    return _env_path("KAFKALAB_DATA_DIR") or project_root() / "lab-data"
+    """``$KAFKALAB_DATA_DIR`` or :func:`default_data_dir`: every measurement the lab writes."""
+    return _env_path("KAFKALAB_DATA_DIR") or default_data_dir()
 
 
 def default_descriptor_path(lab: Path | None = None) -> Path:
@@ -102,6 +107,7 @@ __all__ = [
     "airflow_home",
     "dags_dir",
     "data_dir",
+    "default_data_dir",
     "default_descriptor_path",
     "drift_config_path",
     "images_dir",

@@ -99,6 +99,10 @@ def test_the_demo_gets_an_airflow_home_per_data_dir(monkeypatch: pytest.MonkeyPa
     assert one != two and one.parent == tmp_path / "lab"
     assert one.name.startswith("airflow-demo-")
     assert demo_airflow_home(tmp_path / "a") == one  # stable
+    # a data dir named by $KAFKALAB_DATA_DIR gets its own home too (it shared the default one,
+    # whose assets carry the default data dir's URIs: every asset-writing task failed)
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "a"))
+    assert demo_airflow_home(data_dir()) == one != airflow_home()
 
 
 class _GatedChild(_FakeChild):

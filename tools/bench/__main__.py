@@ -50,12 +50,13 @@ def _positive(text: str) -> int:
 
 
 PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report", "connect",
-                          "nodes")
+                          "nodes", "demo")
 """The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
 faults = (g) (consumer faults and ordering under a leader failover), report = (h) (the
 report's cost as the history grows, on fabricated nights), connect = (i) (one night's Spark
 work through spark-submit vs a warm Spark Connect server), nodes = (j) (a 3-node KRaft
-cluster's start without and with the nodes' class-data archive)."""
+cluster's start without and with the nodes' class-data archive), demo = (k) (``make demo`` by
+phase against issue 25's budget)."""
 
 
 def _parts(text: str) -> frozenset[str]:
@@ -106,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--nodes", action="store_true",
                         help="also run part (j): a 3-node KRaft cluster's start without and "
                              "with the nodes' class-data archive")
+    parser.add_argument("--demo", action="store_true",
+                        help="also run part (k): make demo twice, by phase, against its budget")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -128,14 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
-                                  or args.faults or args.report or args.connect or args.nodes):
+                                  or args.faults or args.report or args.connect or args.nodes
+                                  or args.demo):
         parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
-                     "--nightly, --faults, --report, --connect and --nodes")
+                     "--nightly, --faults, --report, --connect, --nodes and --demo")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
                               ("spark", args.spark), ("nightly", args.nightly),
                               ("faults", args.faults), ("report", args.report),
-                              ("connect", args.connect), ("nodes", args.nodes)) if on)
+                              ("connect", args.connect), ("nodes", args.nodes),
+                              ("demo", args.demo)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -193,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
 
             result["nodes"] = bench_nodes(work / "nodes")
             print_nodes(result["nodes"])
+        if "demo" in parts:
+            from tools.bench.demo import bench_demo, print_demo
+
+            result["demo"] = bench_demo()
+            print_demo(result["demo"])
         if "report" in parts:
             from tools.bench.report import ReportBenchConfig, bench_report, print_report
 
