@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,13 +109,12 @@ def test_files_of_schema_1_read_with_the_new_columns_null(tmp_path: Path) -> Non
     assert table.column("run_id").to_pylist() == ["r1"]
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH (make setup installs it)")
 def test_the_java_version_skips_the_picked_up_note_and_the_options_are_recorded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
     monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
     versions = runtime_versions(java=True)
-    assert "version" in versions["java"] and not versions["java"].startswith("Picked up")
+    assert "version" in versions["java"] and "Picked up" not in versions["java"]
     assert versions["java_options"] == "JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1"
     monkeypatch.delenv("JDK_JAVA_OPTIONS")
     assert "java_options" not in runtime_versions(java=True)

@@ -96,7 +96,7 @@ def prepare(parser: argparse.ArgumentParser, status: IO[str]) -> int:
     return 1 if code else 0
 
 
-def warm_up(dags_folder: str | None = None) -> float:
+def warm_up() -> float:
     """Pay now what the first ``dags test`` pays before its first task runs: import
     Airflow's DAG command, parse the DAG files once (their imports stay), build the
     in-process execution API its tasks talk to and send it one request (its first request
@@ -111,7 +111,7 @@ def warm_up(dags_folder: str | None = None) -> float:
         from airflow.sdk.execution_time.supervisor import in_process_api_server
         from airflow.settings import DAGS_FOLDER
 
-        DagBag(dag_folder=dags_folder or DAGS_FOLDER)
+        DagBag(dag_folder=DAGS_FOLDER)
         api = in_process_api_server()
         api.app  # noqa: B018  (a cached property: built now, used by every task)
         # not closed: the transport is the one every task's client uses
