@@ -24,7 +24,6 @@ import pytest
 from kafkalab.attempts import attempt_path
 from kafkalab.load import files
 from kafkalab.load.cell import run_load_cell
-from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
 from kafkalab.load.run import LoadRequest, execute_load, finish_load_run, start_load_run
 from kafkalab.load.shard import start_path
 from kafkalab.load.spec import LoadCellSpec
@@ -152,32 +151,6 @@ def test_ctrl_c_keeps_what_was_measured(desc: Path, tmp_path: Path) -> None:
     assert len(_receipts(cell)) >= 400 * 2 * 0.9
     manifest = LabData(data).manifest("ctrlc")
     assert manifest is not None and manifest["status"] != "running"
-
-
-def test_maxrate_finds_a_rate_repeats_it_and_fails_above_it(desc: Path, tmp_path: Path) -> None:
-    req = MaxRateRequest(start_rate=200, step_duration_s=3, warmup_s=1, objective_p99_ms=1000,
-                         publish_delay_bound_ms=50, repeats=1, max_steps=4,
-                         data_dir=tmp_path, descriptor_path=desc)
-    result = find_max_rate(req)
-    assert result["steps"][0]["rate_msgs_per_s"] == 200
-    assert result["max_rate_msgs_per_s"] is not None
-    # doubling while the steps pass, halving from the first that fails: the search's rule,
-    # whichever step this machine's speed (or its load) lets pass
-    first, second = result["steps"][:2]
-    assert second["rate_msgs_per_s"] == (400 if first["passed"] else 100)
-    assert result["repeats"] and result["repeats"][-1]["passed"]
-    assert result["repeats_agree"] is True
-    assert result["max_rate_msgs_per_s"] >= result["repeats"][-1]["rate_msgs_per_s"]  # or climbed
-    # 1.1× is repeated: when it fails the answer stands; when it holds it becomes the answer
-    # (at most four climbs), so the last 1.1× tried is either above the answer or the answer
-    if result["over_rate_fails"]:
-        assert result["over_rate_msgs_per_s"] == pytest.approx(result["max_rate_msgs_per_s"] * 1.1, rel=0.01)
-    else:
-        assert result["over_rate_msgs_per_s"] == result["max_rate_msgs_per_s"]
-    assert (LabData(tmp_path).run_work_dir(result["run_id"]) / "maxrate.json").exists()
-    manifest = LabData(tmp_path).manifest(result["run_id"])
-    assert manifest is not None and manifest["kind"] == "load"
-    assert len(manifest["cells"]) == len(result["steps"])
 
 
 def test_execute_load_over_a_sweep_runs_every_cell(desc: Path, tmp_path: Path) -> None:

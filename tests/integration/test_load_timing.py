@@ -1,7 +1,8 @@
-"""The load engine's two timing tests against a real Kafka 4.x KRaft node: a broker stall
-lands in the latencies corrected to the intended send times (coordinated omission), and the
-open loop at a low rate measures what the closed loop does. They compare latencies measured
-at different moments, so they run with nothing beside them (``tools/run_tests.py``, the
+"""The load engine's timing tests against a real Kafka 4.x KRaft node: a broker stall
+lands in the latencies corrected to the intended send times (coordinated omission), the
+open loop at a low rate measures what the closed loop does, and the max-rate search finds a
+rate within its bounds. Their verdicts depend on the broker's pace, so they run with nothing
+beside them (``tools/run_tests.py``, the
 ``alone`` step); the rest of the load engine's tests are in ``test_load.py``."""
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import pytest
 
 from kafkalab.cluster import cluster_status
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
 from kafkalab.load.spec import LoadCellSpec
+from kafkalab.store import LabData
 from tests.integration.loadkit import cell_dir as _cell_dir
 from tests.integration.loadkit import one_cell as _one_cell
 from tests.integration.loadkit import receipts as _receipts
@@ -134,3 +137,32 @@ def test_one_consumer_at_a_low_rate_agrees_with_the_closed_loop(desc: Path, tmp_
     low = min(c["p50_ms"] - (c["p90_ms"] - c["p50_ms"] + 0.2) for c in (before, after))
     high = max(c["p50_ms"] + (c["p90_ms"] - c["p50_ms"] + 0.2) for c in (before, after))
     assert low <= s["e2e_p50_ms"] <= high, (s["e2e_p50_ms"], before, after)
+
+
+def test_maxrate_finds_a_rate_repeats_it_and_fails_above_it(desc: Path, tmp_path: Path) -> None:
+    """Here, not in test_load.py: the search needs one step within its bounds (publish delay
+    ≤ 50 ms), and beside two lanes of C1-only JVMs every step down to 25 msg/s missed it once
+    (clean-clone CI of d70aec2)."""
+    req = MaxRateRequest(start_rate=200, step_duration_s=3, warmup_s=1, objective_p99_ms=1000,
+                         publish_delay_bound_ms=50, repeats=1, max_steps=4,
+                         data_dir=tmp_path, descriptor_path=desc)
+    result = find_max_rate(req)
+    assert result["steps"][0]["rate_msgs_per_s"] == 200
+    assert result["max_rate_msgs_per_s"] is not None
+    # doubling while the steps pass, halving from the first that fails: the search's rule,
+    # whichever step this machine's speed (or its load) lets pass
+    first, second = result["steps"][:2]
+    assert second["rate_msgs_per_s"] == (400 if first["passed"] else 100)
+    assert result["repeats"] and result["repeats"][-1]["passed"]
+    assert result["repeats_agree"] is True
+    assert result["max_rate_msgs_per_s"] >= result["repeats"][-1]["rate_msgs_per_s"]  # or climbed
+    # 1.1× is repeated: when it fails the answer stands; when it holds it becomes the answer
+    # (at most four climbs), so the last 1.1× tried is either above the answer or the answer
+    if result["over_rate_fails"]:
+        assert result["over_rate_msgs_per_s"] == pytest.approx(result["max_rate_msgs_per_s"] * 1.1, rel=0.01)
+    else:
+        assert result["over_rate_msgs_per_s"] == result["max_rate_msgs_per_s"]
+    assert (LabData(tmp_path).run_work_dir(result["run_id"]) / "maxrate.json").exists()
+    manifest = LabData(tmp_path).manifest(result["run_id"])
+    assert manifest is not None and manifest["kind"] == "load"
+    assert len(manifest["cells"]) == len(result["steps"])
