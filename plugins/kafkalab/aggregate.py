@@ -162,9 +162,10 @@ def spark_submit_command(job: str, run_id: str, data_dir: str | os.PathLike[str]
         spark_conf,
         spark_job_args,
         spark_py_files,
+        with_worker_daemon,
     )
 
-    conf = runtime_conf(spark_conf())
+    conf = with_worker_daemon(runtime_conf(spark_conf()), master)
     secret_file = auth_properties_file(master)
     return [str(spark_submit_binary()), "--master", master,
             "--name", f"kafkalab-{job.replace('_', '-')}",

@@ -43,7 +43,7 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     nightly task submits, the class-data archive included; two shuffle partitions for two
     cores); ``py_files`` are shipped with ``--py-files``; ``java_options`` are added to the
     driver's JVM options."""
-    from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env
+    from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env, with_worker_daemon
 
     python = VENV_BIN / "python"
     py = str(python) if python.exists() else sys.executable
@@ -56,7 +56,8 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     }
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
-    conf = {**runtime_conf(spark_conf()), "spark.sql.shuffle.partitions": "2"}
+    conf = {**with_worker_daemon(runtime_conf(spark_conf()), "local[2]"),
+            "spark.sql.shuffle.partitions": "2"}
     if java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf.get(key, '')} {java_options}".strip()

@@ -59,3 +59,30 @@ def test_count_if_counts_the_rows_where_the_condition_holds(spark: Any) -> None:
                                   shared.count_if(F.col("v") > 9).alias("none"))
     assert dict(counted.dtypes)["n"] == "bigint"
     assert {r["k"]: (r["n"], r["none"]) for r in counted.collect()} == {"a": (1, 0), "b": (1, 0)}
+
+
+def test_python_workers_come_from_the_labs_daemon_without_pysparks_zips(spark: Any) -> None:
+    """The session's Python workers are forked from ``kafkalab.spark.worker_daemon``: a
+    Python function runs on them and gives its result, and their import path holds neither
+    of the zips Spark puts first on it (each would be re-read by every task on CPython 3.11),
+    while PySpark and py4j are imported from the installation those zips copy."""
+    from pyspark.sql import functions as F
+
+    def where(_: int) -> str:
+        import sys
+
+        import py4j
+        import pyspark
+        zips = [p for p in sys.path if p.endswith(".zip") and "pyspark" in p]
+        return "|".join([",".join(zips), pyspark.__file__, py4j.__file__])
+
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == \
+        "kafkalab.spark.worker_daemon"
+    rows = spark.range(4).select(F.udf(where, "string")("id").alias("w")).collect()
+    seen = {r.w for r in rows}
+    assert len(seen) == 1
+    zips, pyspark_file, py4j_file = seen.pop().split("|")
+    assert zips == ""
+    assert ".zip" not in pyspark_file and ".zip" not in py4j_file
+    import pyspark
+    assert pyspark_file == pyspark.__file__

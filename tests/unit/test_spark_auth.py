@@ -102,6 +102,10 @@ def test_the_cli_spark_submit_passes_the_file_and_no_secret(
     assert cmd[at + 1] == str(layout.auth_path) and cmd[cmd.index("--master") + 1] == MASTER
     assert not any(secret in arg for arg in cmd)
     assert "--properties-file" not in spark_submit_command("aggregate", "R1", tmp_path, "local[2]")
+    # the lab's own executors run the lab's worker daemon; a user's cluster keeps PySpark's
+    daemon = "spark.python.daemon.module=kafkalab.spark.worker_daemon"
+    assert daemon in cmd and daemon in spark_submit_command("aggregate", "R1", tmp_path, "local[2]")
+    assert daemon not in spark_submit_command("aggregate", "R1", tmp_path, "spark://10.0.0.5:7077")
 
 
 def test_the_dags_spark_submit_passes_the_file_and_no_secret(
@@ -130,5 +134,6 @@ def test_the_dags_spark_submit_passes_the_file_and_no_secret(
     [cmd] = commands
     assert cmd[cmd.index("--master") + 1] == MASTER
     assert cmd[cmd.index("--properties-file") + 1] == str(layout.auth_path)
+    assert "spark.python.daemon.module=kafkalab.spark.worker_daemon" in cmd
     secret = standalone.kept_secret(layout)
     assert secret is not None and not any(secret in arg for arg in cmd)

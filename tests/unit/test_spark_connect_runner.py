@@ -111,6 +111,7 @@ def test_the_server_command_binds_loopback_on_its_port() -> None:
     assert "spark.connect.grpc.binding.address=127.0.0.1" in cmd
     assert "spark.connect.grpc.binding.port=30799" in cmd
     assert "spark.ui.enabled=false" in cmd
+    assert "spark.python.daemon.module=kafkalab.spark.worker_daemon" in cmd  # local[2]
 
 
 def test_a_lab_client_gets_its_servers_token_through_the_environment(

@@ -54,6 +54,7 @@ def run_spark_job(op: SparkSubmitOperator, context: Any) -> None:
         master = None if conn is None else (f"{conn.host}:{conn.port}" if conn.port
                                             else conn.host)
         op.properties_file = op.properties_file or spark_submit.auth_properties_file(master)
+        op.conf = spark_submit.with_worker_daemon(op.conf or {}, master)
         SparkSubmitOperator.execute(op, context)
         return
     from kafkalab.spark import connect

@@ -10,6 +10,7 @@
 | :mod:`~kafkalab.spark.cds` | the driver JVM's class-data archive: faster ``spark-submit`` starts |
 | :mod:`~kafkalab.spark.cds_warmup` | the job that archive is recorded from |
 | :mod:`~kafkalab.spark.submit` | what a lab Spark job is submitted with (script, args, conf, env, py-files): the DAGs' ``SparkSubmitOperator`` tasks and ``kafkalab aggregate`` |
+| :mod:`~kafkalab.spark.worker_daemon` | the Python workers' daemon of executors that run from the lab's venv (PySpark's, minus a per-task cost of CPython 3.11) |
 | :mod:`~kafkalab.spark.connect` | a Spark Connect server (one warm driver) and a job run as its client in the caller's process (``KAFKALAB_SPARK_MASTER=sc://…``, ``make demo``) |
 """
 

@@ -58,7 +58,7 @@ from kafkalab.paths import PACKAGE_DIR
 from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
 from kafkalab.spark.spec import spark_home
-from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env
+from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env, with_worker_daemon
 from kafkalab.store import atomic_write
 
 __all__ = [
@@ -181,7 +181,7 @@ def server_command(port: int) -> list[str]:
     """The ``spark-submit`` command line of a server on ``127.0.0.1:port``: the jobs' Spark
     settings (:func:`kafkalab.spark.submit.spark_conf`, class-data archive included when
     built) plus the Connect service's address."""
-    conf = {**runtime_conf(spark_conf()),
+    conf = {**with_worker_daemon(runtime_conf(spark_conf()), SERVER_MASTER),
             "spark.connect.grpc.binding.address": HOST,
             "spark.connect.grpc.binding.port": str(port)}
     return [str(spark_home() / "bin" / "spark-submit"), "--master", SERVER_MASTER,

@@ -196,6 +196,35 @@ def auth_properties_file(master: str | None, env: Mapping[str, str] | None = Non
     return None
 
 
+WORKER_DAEMON_CONF = "spark.python.daemon.module"
+"""The Spark setting that names the module Python workers are forked from."""
+
+WORKER_DAEMON = "kafkalab.spark.worker_daemon"
+"""The lab's daemon (:mod:`kafkalab.spark.worker_daemon`): PySpark's own, minus a per-task
+cost of CPython 3.11 that the zips Spark puts on the workers' path bring."""
+
+
+def lab_executors(master: str | None, lab: Path | None = None) -> bool:
+    """Whether the executors of a job on ``master`` run from the lab's own virtualenv: a
+    ``local[*]`` master, or the lab's standalone master (``<lab>/spark/state.json``). Reads
+    that file: call it when the job runs."""
+    master = (master or "").strip()
+    if master == "local" or master.startswith("local["):
+        return True
+    return master.startswith("spark://") and _lab_master(lab or lab_dir()) == master
+
+
+def with_worker_daemon(conf: Mapping[str, str], master: str | None,
+                       lab: Path | None = None) -> dict[str, str]:
+    """``conf`` with :data:`WORKER_DAEMON` as the Python workers' daemon when
+    :func:`lab_executors` (a user's cluster keeps PySpark's: its workers may not have the
+    lab installed); a daemon ``conf`` already names is kept."""
+    out = dict(conf)
+    if WORKER_DAEMON_CONF not in out and lab_executors(master, lab):
+        out[WORKER_DAEMON_CONF] = WORKER_DAEMON
+    return out
+
+
 def spark_env() -> dict[str, str]:
     """Environment of ``spark-submit``: the Python that runs the jobs, no GX analytics, a
     quick launcher JVM (:data:`LAUNCHER_OPTS`, unless ``$SPARK_LAUNCHER_OPTS`` is set)."""
@@ -213,7 +242,10 @@ __all__ = [
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",
+    "WORKER_DAEMON",
+    "WORKER_DAEMON_CONF",
     "auth_properties_file",
+    "lab_executors",
     "one_session_args",
     "runtime_conf",
     "spark_application",
@@ -221,4 +253,5 @@ __all__ = [
     "spark_env",
     "spark_job_args",
     "spark_py_files",
+    "with_worker_daemon",
 ]
