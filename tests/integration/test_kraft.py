@@ -41,7 +41,7 @@ def _topic(d: ClusterDescriptor, partitions: int = 1, replicas: int = 1) -> str:
 def test_idempotence_headers_and_timestamps_round_trip_through_both_clients(
         kraft_cluster: ClusterDescriptor) -> None:
     from confluent_kafka import Consumer, Producer
-    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     features = flavor_of(kraft_cluster).features(kraft_cluster)
     assert features.idempotence and features.record_headers and features.record_timestamps
@@ -68,9 +68,18 @@ def test_idempotence_headers_and_timestamps_round_trip_through_both_clients(
     assert got == [(b"from-librdkafka", [("origin", b"c")], ts_ms),
                    (b"from-kafka-python", [("origin", b"k")], ts_ms + 1)]
 
-    kc = KafkaConsumer(topic, **kafka_python_config(kraft_cluster), group_id=f"k-{topic}",
-                       auto_offset_reset="earliest", consumer_timeout_ms=30000)
-    read = [(m.value, list(m.headers), m.timestamp) for _, m in zip(range(2), kc, strict=False)]
+    # kafka-python reads its partition assigned, with no group: what this test checks is the
+    # records' round trip; kafka-python's group members are tested in test_load.py and
+    # test_consumer_faults.py. (Here a new group of it once read nothing for 30 s right after
+    # the cluster's first group had met "coordinator load in progress": noted in the stop note.)
+    kc = KafkaConsumer(**kafka_python_config(kraft_cluster), auto_offset_reset="earliest",
+                       enable_auto_commit=False)
+    kc.assign([TopicPartition(topic, 0)])
+    read = []
+    deadline = time.monotonic() + 60
+    while len(read) < 2 and time.monotonic() < deadline:
+        for batch in kc.poll(timeout_ms=1000).values():
+            read += [(m.value, list(m.headers), m.timestamp) for m in batch]
     kc.close()
     assert read == [(b"from-librdkafka", [("origin", b"c")], ts_ms),
                     (b"from-kafka-python", [("origin", b"k")], ts_ms + 1)]
