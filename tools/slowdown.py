@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -34,6 +35,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+READY_TIMEOUT_S = 10.0
+"""How long a busy loop may take to start and become real-time."""
+
 PERIOD_S = 0.002
 """The burner's cycle on its core: busy ``PERIOD_S * (1 - 1/factor)``, then asleep."""
 
@@ -41,6 +45,7 @@ BURN = """import os, sys, time
 core, busy, idle, parent = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), os.getppid()
 os.sched_setaffinity(0, {core})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+os.write(1, b"ready\\n")
 while os.getppid() == parent:
     end = time.perf_counter() + busy
     while time.perf_counter() < end:
@@ -48,16 +53,20 @@ while os.getppid() == parent:
     time.sleep(idle)
 """
 """The real-time busy loop of one core (its arguments: the core, the busy and idle seconds of
-a cycle); it ends when the process that started it is gone."""
+a cycle); it writes ``ready`` once real-time and ends when the process that started it is
+gone."""
 
 
 class SlowdownError(Exception):
     """The machine cannot be slowed down this way (one line for the user)."""
 
 
-LOOP = ("import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nn = 0\n"
-        "while time.monotonic() < end:\n    n += 1\nprint(n)\n")
-"""Counts loop turns for the seconds its argument names: a core's speed as the loop sees it."""
+LOOP = ("import os, time\nend = time.monotonic() + float(__import__('sys').argv[1])\nn = 0\n"
+        "while time.monotonic() < end:\n    n += 1\nos.write(1, f'{n}\\n'.encode())\n")
+"""Counts loop turns for the seconds its argument names: a core's speed as the loop sees it.
+The count and its newline go out in one ``write`` (atomic on a pipe): the loops share one
+standard output, and ``print`` writes the number and the newline apart, so two counts could
+interleave into one ("1708249" "1656558" "\\n" "\\n", seen about one run in four)."""
 
 
 def calibration_command(processes: int, seconds: float = 3.0) -> list[str]:
@@ -72,15 +81,16 @@ def _burners(factor: float) -> list[subprocess.Popen[bytes]]:
     cannot become real-time."""
     busy, idle = PERIOD_S * (1 - 1 / factor), PERIOD_S / factor
     procs = [subprocess.Popen([sys.executable, "-c", BURN, str(core), str(busy), str(idle)],
-                              stderr=subprocess.PIPE)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for core in sorted(os.sched_getaffinity(0))]
-    time.sleep(0.3)
-    failed = [p for p in procs if p.poll() is not None]
-    if failed:
-        _stop(procs)
-        err = (failed[0].stderr.read() if failed[0].stderr else b"").decode().strip()
-        raise SlowdownError("could not start a real-time busy loop (root needed): "
-                            + (err.splitlines()[-1] if err else "it exited"))
+    for p in procs:
+        assert p.stdout is not None and p.stderr is not None
+        ready, _, _ = select.select([p.stdout], [], [], READY_TIMEOUT_S)
+        if not ready or p.stdout.readline() != b"ready\n":
+            _stop(procs)
+            err = p.stderr.read().decode().strip() if p.poll() is not None else ""
+            raise SlowdownError("could not start a real-time busy loop (root needed): "
+                                + (err.splitlines()[-1] if err else "it did not say ready"))
     return procs
 
 
