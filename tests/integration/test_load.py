@@ -82,7 +82,10 @@ def test_a_slowed_consumer_is_failing_and_the_others_are_not(desc: Path, tmp_pat
     assert detail[1]["unique_msgs"] < 0.6 * s["expected_msgs"]
     assert not detail[0]["failing"] and not detail[2]["failing"]
     assert s["failing_clients"] == 1
-    assert detail[1]["rx_rate_msgs_per_s"] < 0.5 * detail[0]["rx_rate_msgs_per_s"]
+    # It takes a record only 20 ms after the one before: at most 50 a second, +1 in the
+    # window. (Not "slower than consumer 0": on a starved machine, a twice-slower one under
+    # the whole suite, neither consumer took a record before the stop, both rates were 0.)
+    assert detail[1]["rx_rate_msgs_per_s"] <= 51
 
 
 def test_a_slowed_consumer_that_catches_up_in_the_drain_is_late_but_complete(
