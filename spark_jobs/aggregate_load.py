@@ -493,12 +493,16 @@ def _in_window() -> Column:
 def _lag_figures(lag_joined: DataFrame) -> DataFrame:
     """One row per (cell, consumer) with lag samples (rows of :func:`_lag_rows` with their
     cell's constants and ``_total``, the lag with an unknown partition as 0): peak lag, peak
-    during the pause (to one interval after it), the first sample after the pause with lag
-    <= the drain threshold and the time to it, the lag at its last sample of the window, the
-    peak client backlog."""
+    during the pause (to one interval after it; null when no sample of the consumer fell in
+    the pause's last interval, as ``kafkalab.load.summary.pause_sampled`` rules), the first
+    sample after the pause with lag <= the drain threshold and the time to it, the lag at
+    its last sample of the window, the peak client backlog."""
     ts = F.col("sample_ts_ns")
     in_pause = ts.between(F.col("_pause_start_ns"),
                           F.col("_pause_end_ns") + F.col("_lag_interval_ns"))
+    in_last = ts.between(F.greatest(F.col("_pause_start_ns"),
+                                    F.col("_pause_end_ns") - F.col("_lag_interval_ns")),
+                         F.col("_pause_end_ns"))
     drained = (ts > F.col("_pause_end_ns")) & (F.col("_total") <= F.col("_drain_threshold"))
     return (lag_joined.groupBy("cell_id", "consumer").agg(
         F.max("shard").alias("_lag_shard"),
@@ -508,7 +512,10 @@ def _lag_figures(lag_joined: DataFrame) -> DataFrame:
         F.min(F.when(drained, ts)).alias("_drained_ns"),
         F.max_by(F.col("_total"), F.when(_in_window(), ts)).alias("_end_lag"),
         F.max("client_backlog_msgs").alias("_backlog_peak"),
-        F.first("_pause_end_ns").alias("_pause_end"))
+        F.first("_pause_end_ns").alias("_pause_end"),
+        F.max(F.when(in_last, F.lit(True))).alias("_pause_seen"))
+        .withColumn("_pause_peak", F.when(F.col("_pause_seen"), F.col("_pause_peak")))
+        .drop("_pause_seen")
         .withColumn("time_to_drain_s",
                     (F.col("_drained_ns") - F.col("_pause_end")) / F.lit(1e9)))
 

@@ -149,6 +149,19 @@ def test_lag_peak_growth_and_drain_after_a_pause(tmp_path: Path) -> None:
     assert s["drain_rate_msgs_per_s"] == 250.0
 
 
+def test_a_pause_no_sample_saw_the_end_of_has_no_peak(tmp_path: Path) -> None:
+    """The shard took no sample in the pause's last interval (110-160 ms; it stalled from
+    50 to 180 ms): the sample at 180 ms, after the consumer resumed and drained, is not the
+    pause's peak. No peak, no drain figures; the cell's other lag figures stay."""
+    lag = [(0, t, v) for t, v in ((50, 0), (180, 1), (250, 0))]
+    every = [(s, 3.0) for s in range(20)]
+    s = summarize_cell(_cell(tmp_path, receipts={0: every}, consumers=1, lag=lag,
+                             pause=(80.0, 160.0), stop_after_ms=230))
+    assert s["pause_lag_peak_msgs"] is None
+    assert s["time_to_drain_s"] is None and s["drain_rate_msgs_per_s"] is None
+    assert s["lag_peak_msgs"] == 1
+
+
 def test_percentiles_need_enough_samples_and_treat_censored_as_infinite() -> None:
     values = np.arange(1, 100, dtype=float)  # 99 values + 1 censored = 100
     p = percentiles(values, 1, "e2e")

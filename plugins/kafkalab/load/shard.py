@@ -307,6 +307,10 @@ class _Shard:
         while True:
             now = self.now()
             if now >= next_sample:
+                if now - next_sample > 2 * interval_ns:
+                    # The evidence of a stalled shard (its pause figures then say "no peak").
+                    print(f"shard {self.shard}: the lag sample due at +{(next_sample - t0) / 1e9:.2f} s "
+                          f"was taken at +{(now - t0) / 1e9:.2f} s", file=sys.stderr, flush=True)
                 self.sample_lag(now, t0)
                 next_sample += interval_ns * max(1, (now - next_sample) // interval_ns + 1)
             if self.targets is None:

@@ -406,13 +406,30 @@ def _client_backlog_peak(samples: _LagSamples, sends: _Sends, receipts: _Receipt
     return backlog_peak
 
 
+def pause_sampled(sample_ts_ns: np.ndarray, start_ns: int, end_ns: int,
+                  interval_ns: int) -> bool:
+    """Whether one consumer's lag samples saw its pause's end: one falls in the pause's last
+    sampling interval (``[max(start, end - interval), end]``). A shard that took no sample
+    then (a process stalled for seconds on a starved machine: none from 0.0 to 5.2 s of a
+    2 to 5 s pause, 2026-11-28) has no measure of the peak, which builds up to the end; a
+    sample taken after the consumers resumed would show a drained lag as the peak."""
+    lo = max(start_ns, end_ns - interval_ns)
+    return bool(((sample_ts_ns >= lo) & (sample_ts_ns <= end_ns)).any())
+
+
 def _pause_drain(meta: CellDoc, pause: PauseWindow, samples: _LagSamples) -> dict[str, Any]:
-    """The lag's peak during the pause (up to one sampling interval after it), and when and
-    how fast every consumer drained it after (down to one interval of messages)."""
+    """The lag's peak during the pause (up to one sampling interval after it) over the
+    consumers whose samples saw the pause's end (:func:`pause_sampled`; none: no peak), and
+    when and how fast every consumer drained it after (down to one interval of messages)."""
     uniq, total = samples.keys, samples.total
     rate, interval_s = meta.spec.rate_msgs_per_s, meta.spec.lag_interval_s
     start, end = pause.start_ns, pause.end_ns
-    during = (uniq[1] >= start) & (uniq[1] <= end + int(interval_s * 1e9))
+    interval_ns = int(interval_s * 1e9)
+    sampled = np.zeros(len(uniq[0]), dtype=bool)
+    for c in np.unique(uniq[0]):
+        mine = uniq[0] == c
+        sampled |= mine & pause_sampled(uniq[1][mine], start, end, interval_ns)
+    during = sampled & (uniq[1] >= start) & (uniq[1] <= end + interval_ns)
     peak = int(total[during].max()) if during.any() else None
     out: dict[str, Any] = {"pause_lag_peak_msgs": peak}
     threshold = max(1.0, rate * interval_s)
