@@ -36,8 +36,9 @@ from kafkalab.store import read_json
 ZK_PORT, BASE_PORT = 23591, 30902
 
 # 200 msg/s over 4 partitions and 2 members: a batch of 10 fills in ~0.1 s, far inside its
-# 5 s wait, so the dying batch holds exactly 10 records.
-HOOK = {"profile": "default", "fault": "kill-consumer", "consumers": 2, "partitions": 4,
+# 5 s wait, so the dying batch holds exactly 10 records. Trial 2: its own trial id, so the
+# later kill trial of GROUP (t1) does not replace its files (a failure's evidence).
+HOOK = {"trial": 2, "profile": "default", "fault": "kill-consumer", "consumers": 2, "partitions": 4,
         "rate_msgs_per_s": 200, "duration_s": 10, "warmup_s": 1, "fault_at_s": 3,
         "session_timeout_ms": 1000, "heartbeat_interval_ms": 300, "batch_msgs": 10,
         "batch_wait_ms": 5000, "victim_dies_after_records": 3}
