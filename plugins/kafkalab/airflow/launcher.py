@@ -253,10 +253,10 @@ def airflow_env(home: Path | str | None = None, base: Mapping[str, str] | None =
         "AIRFLOW__API__BASE_URL": f"http://{HOST}:{port}",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         # The lab's DAG files are static (nothing is read at parse time), and a file whose
-        # mtime changed is re-parsed at the next refresh (30 s) whatever this interval
-        # (file_parsing_sort_mode modified_time, the default). Airflow's 30 s re-parsed the
-        # four unchanged files every 30 s: an idle stack took 5.3 CPU s a 30 s, with 600
-        # 2.2 (2026-11-28; docs/airflow.md).
+        # mtime changed is re-parsed within about a second whatever this interval
+        # (file_parsing_sort_mode modified_time, the default; checked by touching one).
+        # Airflow's 30 s re-parsed the four unchanged files every 30 s: an idle stack took
+        # 5.3 CPU s a 30 s, with 600 2.2 (2026-11-28; docs/airflow.md).
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
