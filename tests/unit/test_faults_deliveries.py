@@ -233,8 +233,31 @@ def test_a_partition_given_back_to_its_member_restarts_at_the_commit_only_where_
     # keeps its position.
     events = [_ev("assigned", 0, 0, partitions=[0]), _ev("commit", 0, 15, offsets={"0": 2}, ok=True),
               _ev("revoked", 0, 50, partitions=[0]), _ev("assigned", 0, 60, partitions=[0])]
-    proc = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21)])
+    first = [(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21)]
+    again = [(0, 4, 0, 2, 70), (0, 6, 0, 3, 71)] if not keeps_position else []
+    proc = _processed([*first, *again, (0, 8, 0, 4, 72)])
     assert expected_from_offsets(events, proc, keeps_position=keeps_position) == expected
+
+
+def test_an_owner_revoked_before_its_first_fetch_leaves_the_re_reading_to_the_next_one() -> None:
+    # Member 0 processed offsets 0-3 of partition 0, committed 2 and died. On a starved machine
+    # the group rebalanced twice: member 1 was given partition 0 at 500 ms and revoked before it
+    # read anything; member 2, given it at 700 ms, starts at the commit: offsets 2 and 3 come
+    # again once, not once per assignment. A commit that skipped records counts them once too.
+    events = [_ev("assigned", 0, 0, partitions=[0]), _ev("commit", 0, 15, offsets={"0": 2}, ok=True),
+              _ev("assigned", 1, 500, partitions=[0]), _ev("revoked", 1, 600, partitions=[0]),
+              _ev("assigned", 2, 700, partitions=[0])]
+    proc = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21),
+                       (2, 4, 0, 2, 710), (2, 6, 0, 3, 711), (2, 8, 0, 4, 712)])
+    assert expected_from_offsets(events, proc) == (2, 0)
+    # member 1 re-read offset 2 before it was revoked: offset 2 comes a third time at member 2
+    proc1 = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21),
+                        (1, 4, 0, 2, 510), (2, 4, 0, 2, 710), (2, 6, 0, 3, 711)])
+    assert expected_from_offsets(events, proc1) == (3, 0)
+    skipped = [_ev("assigned", 0, 0, partitions=[0]), _ev("commit", 0, 15, offsets={"0": 5}, ok=True),
+               _ev("assigned", 1, 500, partitions=[0]), _ev("assigned", 2, 700, partitions=[0])]
+    proc2 = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (2, 10, 0, 5, 710)])
+    assert expected_from_offsets(skipped, proc2) == (0, 3)
 
 
 def test_when_some_commits_leave_no_trace_the_offsets_are_not_asked_to_explain() -> None:

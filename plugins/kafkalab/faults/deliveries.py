@@ -18,8 +18,10 @@ The offsets tell the same story from the other side (``offsets_explain``). Each 
 group hands a partition to a member (an ``assigned`` event), the member starts at the group's
 committed offset (Seed 002: offsets live in ``__consumer_offsets``; without a commit, the
 next owner re-reads). What had been processed there at or past that offset is processed
-again (``expected_redelivered``); what was committed past the processed is never processed
-(``expected_lost``). The committed offset is the highest of the members' logged commits and
+again (``expected_redelivered``), as far as that owner gets before the partition's next
+assignment (an owner revoked before its first fetch re-reads nothing; the next one does);
+what was committed past the processed is never processed (``expected_lost``, each record
+once). The committed offset is the highest of the members' logged commits and
 the broker's own answers sampled in ``group_lag.parquet``, before the assignment. A
 partition given back to the member that had it restarts at the committed offset under
 librdkafka's eager assign; kafka-python 3 keeps its position there.
@@ -105,10 +107,29 @@ def _victim_partitions(events: list[dict[str, Any]], victim: tuple[int, int], un
     return sorted(parts)
 
 
+def _reached(processed: dict[str, np.ndarray], partition: int, owner: tuple[int, int],
+             start_ns: int, end_ns: int | None) -> int | None:
+    """One past the highest offset of ``partition`` that ``owner`` processed from ``start_ns``
+    until ``end_ns`` (its next assignment to anyone); None when it processed none there."""
+    mask = ((processed["partition"] == partition) & (processed["member"] == owner[0])
+            & (processed["incarnation"] == owner[1]) & (processed["processed_ts_ns"] >= start_ns))
+    if end_ns is not None:
+        mask &= processed["processed_ts_ns"] < end_ns
+    return int(processed["offset"][mask].max()) + 1 if mask.any() else None
+
+
 def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.ndarray],
                           lag_rows: list[dict[str, Any]] | None = None,
                           keeps_position: bool = False) -> tuple[int, int]:
     """``(expected_redelivered, expected_lost)`` by the rule of the module's docstring.
+
+    An owner that starts a partition at the committed offset ``c`` with ``done`` records
+    already processed there processes ``[c, done)`` again, as far as it gets before the
+    partition's next assignment: an owner revoked before it read anything re-reads nothing,
+    and the next owner, starting at the same commit, re-reads those records once (counted
+    there, not twice; a starved machine rebalances a second time before the first owner's
+    first fetch). Records a commit skipped (``[done, c)``) are counted once however many owners
+    start past them.
 
     ``keeps_position``: the client keeps its position on a partition a rebalance gives back
     to the same member (kafka-python 3 preserves the partition's state); librdkafka's eager
@@ -125,10 +146,20 @@ def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.
         if r.get("committed_offset") is not None:
             marks.append((int(r["sample_ts_ns"]), 0, "commit",
                           {int(r["partition"]): int(r["committed_offset"])}))
+    marks.sort(key=lambda m: (m[0], m[1]))
+    next_assigned: dict[tuple[int, int], int | None] = {}  # (mark index, partition) -> ts
+    upcoming: dict[int, int] = {}
+    for i in range(len(marks) - 1, -1, -1):
+        ts, _order, kind, payload = marks[i]
+        if kind == "assigned":
+            for p in payload[1]:
+                next_assigned[(i, p)] = upcoming.get(p)
+                upcoming[p] = ts
     committed: dict[int, int] = {}
     owner: dict[int, tuple[int, int]] = {}
+    skipped_to: dict[int, int] = {}  # partition -> end of the skipped offsets already counted
     dup = lost = 0
-    for ts, _order, kind, payload in sorted(marks, key=lambda m: (m[0], m[1])):
+    for i, (ts, _order, kind, payload) in enumerate(marks):
         if kind == "commit":
             for p, o in payload.items():
                 committed[p] = max(committed.get(p, 0), o)
@@ -142,8 +173,11 @@ def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.
             mask = (processed["partition"] == p) & (processed["processed_ts_ns"] < ts)
             done = int(processed["offset"][mask].max()) + 1 if mask.any() else 0
             c = committed.get(p, 0)
-            dup += max(0, done - c)
-            lost += max(0, c - done)
+            if done > c:
+                reached = _reached(processed, p, member, ts, next_assigned[(i, p)])
+                dup += max(0, min(done, reached if reached is not None else c) - c)
+            lost += max(0, c - max(done, skipped_to.get(p, 0)))
+            skipped_to[p] = max(skipped_to.get(p, 0), c)
     return dup, lost
 
 
