@@ -21,6 +21,7 @@ A loss is a finding: nothing is retried or dropped to make it go away.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -227,6 +228,30 @@ class _Trial:
         return default_descriptor_path(self.cluster.lab)
 
 
+def _refuse_another_spec(final: Path, run_id: str, trial_id: str, spec: FaultTrialSpec) -> None:
+    """A trial id names one measurement of a run: re-running the same spec replaces it (a
+    retry), another spec under the same id would replace a different experiment's evidence.
+
+    Raises:
+        ConfigError: ``final`` holds a trial of this id measured with another spec (the fields
+            that differ are named; fields only one of the two specs has are not compared).
+    """
+    path = files.trial_json_path(final)
+    if not path.is_file():
+        return
+    try:
+        earlier = json.loads(path.read_text()).get("spec") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # unreadable: the attempt rules (recover/settle) decide what happens to it
+    now = json.loads(json.dumps(spec.model_dump()))
+    differ = sorted(k for k in earlier.keys() & now.keys() if earlier[k] != now[k])
+    if differ:
+        raise ConfigError(
+            f"trial {trial_id} of run {run_id} was measured with another spec (differs in "
+            f"{', '.join(differ)}): give this one a trial number of its own (trial=N), "
+            "or a new run")
+
+
 def _open_trial(lab: LabData, run_id: str, spec: FaultTrialSpec, prof: Profile,
                 cluster: EmbeddedCluster) -> _Trial:
     """The trial's attempt directory (:func:`kafkalab.attempts.attempt_path` of its
@@ -238,6 +263,7 @@ def _open_trial(lab: LabData, run_id: str, spec: FaultTrialSpec, prof: Profile,
     final = files.trial_dir(lab.root, manifest.run_date, run_id, trial_id)
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)
+    _refuse_another_spec(final, run_id, trial_id, spec)
     tdir = attempt_path(final)
     tdir.mkdir()
     topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
