@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -118,12 +117,23 @@ def test_pause_grows_lag_at_the_produce_rate_then_it_drains(desc: Path, tmp_path
         last = lag["sample_ts_ns"].between(pe - 0.5e9, pe)
         assert not last.any() and s["time_to_drain_s"] is None
         return
-    assert s["pause_lag_peak_msgs"] >= 0.7 * rate * 3
+    # The produce rate is what the producer got acked, not the nominal 200 msg/s: on a starved
+    # machine it falls behind and catches up, and a stalled shard (4.4 s once, 2x machine)
+    # leaves two samples 0.1 s apart, whose slope is the producer's batching, not a rate.
+    sends = pq.read_table(str(_cell_dir(tmp_path, "pause") / "sends.parquet")).to_pandas()
+    acked = sends.loc[sends["outcome"] == "acked", "ack_ts_ns"]
+    assert s["pause_lag_peak_msgs"] >= 0.7 * acked.between(ps, pe).sum()
     assert s["time_to_drain_s"] is not None and s["drain_rate_msgs_per_s"] > rate
-    inside = lag[(lag["sample_ts_ns"] > ps + 0.5e9) & (lag["sample_ts_ns"] < pe)]
+    inside = lag[(lag["sample_ts_ns"] > ps + 0.5e9) & (lag["sample_ts_ns"] < pe) & lag["paused"]
+                 & lag["lag_msgs"].notna()]
     for _, g in inside.groupby("consumer"):
-        slope = np.polyfit(g["sample_ts_ns"] / 1e9, g["lag_msgs"], 1)[0]
-        assert slope == pytest.approx(rate, rel=0.25)  # grows at about the produce rate
+        first, last = g.iloc[0], g.iloc[-1]
+        assert last["position"] == first["position"]  # a paused consumer takes nothing
+        grown = last["lag_msgs"] - first["lag_msgs"]
+        assert grown == last["log_end_offset"] - first["log_end_offset"]
+        # grows at the produce rate: by what was acked in between, within one interval's worth
+        appended = ((acked > first["sample_ts_ns"]) & (acked <= last["sample_ts_ns"])).sum()
+        assert abs(grown - appended) <= rate * 0.5 + 2
     # the broker's lag and the client backlog agree within one interval × rate
     assert abs(s["lag_peak_msgs"] - s["client_backlog_peak_msgs"]) <= rate * 0.5 + 2
 
