@@ -258,6 +258,12 @@ def test_an_owner_revoked_before_its_first_fetch_leaves_the_re_reading_to_the_ne
                _ev("assigned", 1, 500, partitions=[0]), _ev("assigned", 2, 700, partitions=[0])]
     proc2 = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (2, 10, 0, 5, 710)])
     assert expected_from_offsets(skipped, proc2) == (0, 3)
+    # a client that keeps its position (kafka-python 3): given the partition back before its
+    # first fetch, member 1 still re-reads from the commit it started at
+    again = [*events[:3], _ev("revoked", 1, 505, partitions=[0]), _ev("assigned", 1, 510, partitions=[0])]
+    proc3 = _processed([(0, 0, 0, 0, 10), (0, 2, 0, 1, 11), (0, 4, 0, 2, 20), (0, 6, 0, 3, 21),
+                        (1, 4, 0, 2, 600), (1, 6, 0, 3, 601)])
+    assert expected_from_offsets(again, proc3, keeps_position=True) == (2, 0)
 
 
 def test_when_some_commits_leave_no_trace_the_offsets_are_not_asked_to_explain() -> None:

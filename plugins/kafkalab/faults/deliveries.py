@@ -147,16 +147,24 @@ def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.
             marks.append((int(r["sample_ts_ns"]), 0, "commit",
                           {int(r["partition"]): int(r["committed_offset"])}))
     marks.sort(key=lambda m: (m[0], m[1]))
-    next_assigned: dict[tuple[int, int], int | None] = {}  # (mark index, partition) -> ts
-    upcoming: dict[int, int] = {}
-    for i in range(len(marks) - 1, -1, -1):
-        ts, _order, kind, payload = marks[i]
-        if kind == "assigned":
-            for p in payload[1]:
-                next_assigned[(i, p)] = upcoming.get(p)
-                upcoming[p] = ts
-    committed: dict[int, int] = {}
+    # Which assignments restart a partition at the commit: all, but a partition given back
+    # to its owner by a client that keeps its position there.
+    restarts: list[tuple[int, int, tuple[int, int], bool]] = []  # (mark, partition, member, restarts)
     owner: dict[int, tuple[int, int]] = {}
+    for i, (_ts, _order, kind, payload) in enumerate(marks):
+        if kind == "assigned":
+            member, parts = payload
+            for p in parts:
+                restarts.append((i, p, member, not (keeps_position and owner.get(p) == member)))
+                owner[p] = member
+    # Each restart's owner reads until the partition's next restart (anyone's).
+    next_restart: dict[tuple[int, int], int | None] = {}  # (mark, partition) -> ts
+    upcoming: dict[int, int] = {}
+    for i, p, _member, restart in reversed(restarts):
+        if restart:
+            next_restart[(i, p)] = upcoming.get(p)
+            upcoming[p] = marks[i][0]
+    committed: dict[int, int] = {}
     skipped_to: dict[int, int] = {}  # partition -> end of the skipped offsets already counted
     dup = lost = 0
     for i, (ts, _order, kind, payload) in enumerate(marks):
@@ -166,15 +174,13 @@ def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.
             continue
         member, parts = payload
         for p in parts:
-            kept = owner.get(p) == member
-            owner[p] = member
-            if kept and keeps_position:
-                continue
+            if (i, p) not in next_restart:
+                continue  # given back to a client that keeps its position there
             mask = (processed["partition"] == p) & (processed["processed_ts_ns"] < ts)
             done = int(processed["offset"][mask].max()) + 1 if mask.any() else 0
             c = committed.get(p, 0)
             if done > c:
-                reached = _reached(processed, p, member, ts, next_assigned[(i, p)])
+                reached = _reached(processed, p, member, ts, next_restart[(i, p)])
                 dup += max(0, min(done, reached if reached is not None else c) - c)
             lost += max(0, c - max(done, skipped_to.get(p, 0)))
             skipped_to[p] = max(skipped_to.get(p, 0), c)
