@@ -149,18 +149,18 @@ def expected_from_offsets(events: list[dict[str, Any]], processed: dict[str, np.
     marks.sort(key=lambda m: (m[0], m[1]))
     # Which assignments restart a partition at the commit: all, but a partition given back
     # to its owner by a client that keeps its position there.
-    restarts: list[tuple[int, int, tuple[int, int], bool]] = []  # (mark, partition, member, restarts)
+    restarts: list[tuple[int, int, bool]] = []  # (mark, partition, restarts there)
     owner: dict[int, tuple[int, int]] = {}
     for i, (_ts, _order, kind, payload) in enumerate(marks):
         if kind == "assigned":
             member, parts = payload
             for p in parts:
-                restarts.append((i, p, member, not (keeps_position and owner.get(p) == member)))
+                restarts.append((i, p, not (keeps_position and owner.get(p) == member)))
                 owner[p] = member
     # Each restart's owner reads until the partition's next restart (anyone's).
     next_restart: dict[tuple[int, int], int | None] = {}  # (mark, partition) -> ts
     upcoming: dict[int, int] = {}
-    for i, p, _member, restart in reversed(restarts):
+    for i, p, restart in reversed(restarts):
         if restart:
             next_restart[(i, p)] = upcoming.get(p)
             upcoming[p] = marks[i][0]

@@ -21,7 +21,6 @@ A loss is a finding: nothing is retried or dropped to make it go away.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -236,14 +235,14 @@ def _refuse_another_spec(final: Path, run_id: str, trial_id: str, spec: FaultTri
         ConfigError: ``final`` holds a trial of this id measured with another spec (the fields
             that differ are named; fields only one of the two specs has are not compared).
     """
-    path = files.trial_json_path(final)
-    if not path.is_file():
-        return
     try:
-        earlier = json.loads(path.read_text()).get("spec") or {}
-    except (OSError, ValueError, AttributeError):
+        doc = read_json(files.trial_json_path(final))
+    except (OSError, ValueError):
         return  # unreadable: the attempt rules (recover/settle) decide what happens to it
-    now = json.loads(json.dumps(spec.model_dump()))
+    earlier = doc.get("spec") if isinstance(doc, dict) else None
+    if not isinstance(earlier, dict):
+        return
+    now = spec.model_dump(mode="json")
     differ = sorted(k for k in earlier.keys() & now.keys() if earlier[k] != now[k])
     if differ:
         raise ConfigError(
