@@ -486,8 +486,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return validate_run(spark, args.samples, args.aggregates, args.run_id, args.out,
                             durable_list(args.profiles_durable))
 
-    # GX is imported while the JVM starts
-    return shared.run_job("validate_metrics", validate_in, warm_up=_gx.preload_gx)
+    # a missing input path is refused before the JVM starts; GX is imported while it starts
+    return shared.run_job("validate_metrics", validate_in,
+                          inputs={"samples": args.samples, "aggregates": args.aggregates},
+                          warm_up=_gx.preload_gx)
 
 
 if __name__ == "__main__":
