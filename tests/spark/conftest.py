@@ -19,17 +19,31 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 VENV_BIN = project_root() / ".venv" / "bin"
 
 
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
+               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""Spark SQL settings of the tests' shared session and of their spark-submits: expressions
+and operators are interpreted instead of compiled to Java (Spark's own test setting
+``factoryMode``; the results are the same by Spark's contract, which Spark's suite checks
+in both modes). The tests' data are tiny, so compiling each new plan's code with Janino
+(and the class lookups it makes on a ~250-jar classpath) was most of the work: a fifth
+less CPU for the same aggregations (2026-11-28, four load and fault runs: 40-42 CPU-s
+against 49-52). The jobs themselves never set these; ``make demo``, the DAGs' tasks in the
+e2e tests, ``kafkalab aggregate`` (``test_cli_aggregate.py``) and the Spark Connect and
+standalone tests run Spark's defaults."""
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A loopback-only local[2] SparkSession shared by all Spark tests (the jobs' builder)."""
+    """A loopback-only local[2] SparkSession shared by all Spark tests (the jobs' builder,
+    with :data:`INTERPRETED`)."""
     from spark_jobs._session import local_builder
 
-    session = (
-        local_builder("kafkalab-tests", "local[2]")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .getOrCreate()
-    )
+    builder = (local_builder("kafkalab-tests", "local[2]")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2"))
+    for key, value in INTERPRETED.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -41,8 +55,8 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     """Run ``script`` (relative to the repo, or absolute) through the venv's spark-submit on
     local[2] with the DAGs' settings (``runtime_conf(spark_conf())``, ``spark_env()``: what a
     nightly task submits, the class-data archive included; two shuffle partitions for two
-    cores); ``py_files`` are shipped with ``--py-files``; ``java_options`` are added to the
-    driver's JVM options."""
+    cores; :data:`INTERPRETED`); ``py_files`` are shipped with ``--py-files``;
+    ``java_options`` are added to the driver's JVM options."""
     from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env, with_worker_daemon
 
     python = VENV_BIN / "python"
@@ -57,7 +71,7 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
     conf = {**with_worker_daemon(runtime_conf(spark_conf()), "local[2]"),
-            "spark.sql.shuffle.partitions": "2"}
+            "spark.sql.shuffle.partitions": "2", **INTERPRETED}
     if java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf.get(key, '')} {java_options}".strip()

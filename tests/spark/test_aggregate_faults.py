@@ -4,7 +4,8 @@ The counts are checked against the values the fake was told to produce (hand-cou
 against the trial summaries the fake computed from its own rows by the contract's
 definitions; the availability figures and event times against trial.json; the cells against
 hand-computed medians (complete trials only); the timeline against a pandas reference built
-straight from the files. One in-process aggregation per module; one spark-submit run.
+straight from the files. One in-process aggregation per module; one run of the job's command
+line in the same session (spark-submit itself: ``test_job_scripts.py``).
 """
 
 from __future__ import annotations
@@ -215,16 +216,18 @@ def test_timeline_shows_the_outage(lab: dict[str, Any]) -> None:
     assert list(lossy.index) == [i / 10 for i in range(30)]
 
 
-def test_spark_submit_aggregate_faults(spark_submit: Any, lab: dict[str, Any],
-                                       tmp_path: Path) -> None:
-    """The CLI writes the same tables (and replaces them on a re-run); a missing path or a
-    run id without trials exits 2."""
+def test_the_command_line_writes_the_same_tables(spark: Any, lab: dict[str, Any],
+                                                 tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The job's command line (in the shared session; spark-submit itself:
+    ``test_job_scripts.py``) writes the same tables; a missing path exits 2."""
     out = tmp_path / "agg"
-    proc = spark_submit("spark_jobs/aggregate_faults.py", "--faults",
-                        str(lab["root"] / "faults"), "--out", str(out), "--run-id", RUN)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    code = af.main(["--faults", str(lab["root"] / "faults"), "--out", str(out),
+                    "--run-id", RUN])
+    printed = capsys.readouterr()
+    assert code == 0, (printed.out + printed.err)[-3000:]
     assert ("wrote 8 fault_trials, 5 fault_cells, 240 fault_timeline, 0 group_lag rows"
-            in proc.stdout)
+            in printed.out)
     run_dir = out / f"run_id={RUN}"
     got = pd.read_parquet(run_dir / "fault_trials.parquet").set_index("trial_id")
     pd.testing.assert_frame_equal(got.sort_index(), lab["trials"].sort_index())

@@ -5,8 +5,11 @@ straight from the files (``_reference``), percentiles through ``kafkalab.stats.s
 (the engine's definition), and the special cases against hand-counted values: censoring,
 duplicates not counted as unique, late vs missing, gaps, the outcomes sum, unexpected
 arrivals, consumers that receive nothing, lag and client backlog, pause and drain.
-One in-process aggregation per module; one spark-submit run (the re-run of the module's
-other run, which must replace its tables and leave the rest).
+One in-process aggregation per module; one run of the job's command line (the re-run of
+the module's other run, which must replace its tables and leave the rest), in the shared
+session: spark-submit itself is tested once for every job in ``test_job_scripts.py`` and by
+``test_aggregate_metrics.py``; a spark-submit here cost a cold JVM for what the warm one
+checks as well.
 """
 
 from __future__ import annotations
@@ -362,24 +365,24 @@ def test_input_errors(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert err.count("\n") == 1 and "load samples path not found" in err
 
 
-def test_spark_submit_aggregate_load_replaces_the_run_and_leaves_others(
-        spark_submit: Any, lab: dict[str, Any]) -> None:
-    """Through spark-submit, with ``--validate-out`` (the DAG param ``one_spark_session``),
-    a re-run of the module's other run (aggregated in-process by :func:`lab`): its tables
-    are replaced as a set (not added to), the module's run is left as it was, no staging
-    folder is left; then the load suite's result is written in the same session; the exit
-    code is the aggregation's whatever the verdict (here failed: a complete cell lost
-    messages)."""
+def test_the_command_line_replaces_the_run_and_leaves_others(
+        spark: Any, lab: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """The job's command line, with ``--validate-out`` (the DAG param
+    ``one_spark_session``), re-runs the module's other run (aggregated by :func:`lab`): its
+    tables are replaced as a set (not added to), the module's run is left as it was, no
+    staging folder is left; then the load suite's result is written in the same session;
+    the exit code is the aggregation's whatever the verdict (here failed: a complete cell
+    lost messages)."""
     out: Path = lab["out"]
     other = out / f"run_id={OTHER_RUN}"
     before = sorted(p.name for p in other.rglob("part-*.parquet"))
     assert len(before) == 3
     validation = lab["root"] / "validation"
-    proc = spark_submit("spark_jobs/aggregate_load.py", "--load", str(lab["root"] / "load"),
-                        "--out", str(out), "--run-id", OTHER_RUN,
-                        "--validate-out", str(validation))
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert "wrote 1 load_cells, 3 load_consumers" in proc.stdout
+    code = al.main(["--load", str(lab["root"] / "load"), "--out", str(out),
+                    "--run-id", OTHER_RUN, "--validate-out", str(validation)])
+    printed = capsys.readouterr()
+    assert code == 0, (printed.out + printed.err)[-3000:]
+    assert "wrote 1 load_cells, 3 load_consumers" in printed.out
     after = pd.read_parquet(other / "load_cells.parquet")
     assert after.cell_id.tolist() == [LOSSY.cell_id] and after.run_id.tolist() == [OTHER_RUN]
     assert len(list(other.rglob("part-*.parquet"))) == 3        # replaced, not added to
@@ -389,7 +392,7 @@ def test_spark_submit_aggregate_load_replaces_the_run_and_leaves_others(
     assert doc["run_id"] == OTHER_RUN and doc["suite"] == "load"
     assert set(doc["suites"]) == {"load_cells", "load_consumers"}
     assert doc["success"] is False
-    assert f"aggregate_load --validate-out: run {OTHER_RUN} failed" in proc.stdout + proc.stderr
+    assert f"aggregate_load --validate-out: run {OTHER_RUN} failed" in printed.out + printed.err
 
 
 def test_spark_equals_the_engine_summary(lab: dict[str, Any]) -> None:

@@ -133,22 +133,23 @@ def test_one_consumer_row_per_consumer(broken: dict[str, Any]) -> None:
     assert broken["by_check"][vl.CELL_CHECKS["consumer_rows_ok"]] == {C}
 
 
-def test_spark_submit_validate_load(spark_submit: Any, broken: dict[str, Any],
-                                    tmp_path: Path) -> None:
-    """The CLI on the broken tables written to disk: exit 1, the report and page written,
-    one FAILED line per failed expectation."""
+def test_the_command_line_fails_the_broken_tables(broken: dict[str, Any], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The job's command line (in the shared session; spark-submit itself:
+    ``test_job_scripts.py``) on the broken tables written to disk: exit 1, the report and
+    page written, one FAILED line per failed expectation."""
     agg = tmp_path / "aggregates" / "load"
     for name in ("cells", "consumers"):
         broken[name].coalesce(1).write.parquet(str(agg / f"run_id={RUN}" /
                                                    f"load_{name}.parquet"))
     out = tmp_path / "validation"
-    proc = spark_submit("spark_jobs/validate_load.py", "--aggregates", str(agg),
-                        "--run-id", RUN, "--out", str(out))
-    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+    code = vl.main(["--aggregates", str(agg), "--run-id", RUN, "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 1, (printed.out + printed.err)[-3000:]
     doc = json.loads((out / f"{RUN}-load.json").read_text())
     assert doc["success"] is False
     assert len(doc["failed_expectations"]) == len(broken["doc"]["failed_expectations"])
-    text = proc.stdout + proc.stderr
+    text = printed.out + printed.err
     assert text.count("FAILED load_") == len(doc["failed_expectations"])
     page = (out / f"{RUN}-load.html").read_text()
     assert f"{A} consumer 1" in page and "http" not in page.split("<body>")[1]

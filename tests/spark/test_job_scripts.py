@@ -1,0 +1,53 @@
+"""Every Spark job as a script, the way spark-submit and a Spark Connect task start it: run by
+path (no package: its helpers ``_session.py`` and ``_gx.py`` are imported from beside it),
+in a bare environment and another working directory.
+
+Its command line answers ``--help`` and refuses a missing input path with its own one line
+and exit 2, before any JVM starts. The jobs' work through spark-submit itself is tested by
+``test_aggregate_metrics.py`` (with and without ``--py-files``), ``test_validate_metrics.py``,
+``test_validate_faults.py``, ``test_cli_aggregate.py`` and ``test_spark_cds_archive.py``;
+the other job files run their command lines in the tests' shared session.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab.paths import project_root
+
+JOBS = {
+    "aggregate_metrics": ["--samples", "{missing}", "--out", "{out}"],
+    "aggregate_load": ["--load", "{missing}", "--out", "{out}", "--run-id", "r"],
+    "aggregate_faults": ["--faults", "{missing}", "--out", "{out}", "--run-id", "r"],
+    "validate_metrics": ["--samples", "{missing}", "--aggregates", "{missing}",
+                         "--run-id", "r", "--out", "{out}"],
+    "validate_load": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
+    "validate_faults": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
+}
+"""Each job and a command line whose input path does not exist."""
+
+
+def _script(job: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python spark_jobs/<job>.py args`` from ``cwd`` with nothing but PATH and HOME."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
+    return subprocess.run([sys.executable, str(project_root() / "spark_jobs" / f"{job}.py"),
+                           *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_a_job_run_as_a_script_has_its_command_line(job: str, tmp_path: Path) -> None:
+    helped = _script(job, "--help", cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr[-2000:]
+    assert helped.stdout.startswith(f"usage: {job} ")
+    args = [a.format(missing=tmp_path / "missing", out=tmp_path / "out") for a in JOBS[job]]
+    refused = _script(job, *args, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"{job}: error: ")
+    assert f"path not found: {tmp_path / 'missing'}" in refused.stderr
+    assert not (tmp_path / "out").exists()
