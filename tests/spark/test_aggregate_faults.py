@@ -5,7 +5,7 @@ against the trial summaries the fake computed from its own rows by the contract'
 definitions; the availability figures and event times against trial.json; the cells against
 hand-computed medians (complete trials only); the timeline against a pandas reference built
 straight from the files. One in-process aggregation per module; one run of the job's command
-line in the same session (spark-submit itself: ``test_job_scripts.py``).
+line in the same session (the file as a script: ``test_job_scripts.py``).
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def test_timeline_shows_the_outage(lab: dict[str, Any]) -> None:
 def test_the_command_line_writes_the_same_tables(spark: Any, lab: dict[str, Any],
                                                  tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """The job's command line (in the shared session; spark-submit itself:
+    """The job's command line (in the shared session; the file as a script:
     ``test_job_scripts.py``) writes the same tables; a missing path exits 2."""
     out = tmp_path / "agg"
     code = af.main(["--faults", str(lab["root"] / "faults"), "--out", str(out),

@@ -7,9 +7,9 @@ duplicates not counted as unique, late vs missing, gaps, the outcomes sum, unexp
 arrivals, consumers that receive nothing, lag and client backlog, pause and drain.
 One in-process aggregation per module; one run of the job's command line (the re-run of
 the module's other run, which must replace its tables and leave the rest), in the shared
-session: spark-submit itself is tested once for every job in ``test_job_scripts.py`` and by
-``test_aggregate_metrics.py``; a spark-submit here cost a cold JVM for what the warm one
-checks as well.
+session: a spark-submit here cost a cold JVM for what the warm one checks as well (the job
+file run as a script: ``test_job_scripts.py``; spark-submit itself:
+``test_aggregate_metrics.py``, ``test_validate_metrics.py``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ in a bare environment and another working directory.
 Its command line answers ``--help`` and refuses a missing input path with its own one line
 and exit 2, before any JVM starts. The jobs' work through spark-submit itself is tested by
 ``test_aggregate_metrics.py`` (with and without ``--py-files``), ``test_validate_metrics.py``,
-``test_validate_faults.py``, ``test_cli_aggregate.py`` and ``test_spark_cds_archive.py``;
-the other job files run their command lines in the tests' shared session.
+``test_cli_aggregate.py`` (``kafkalab aggregate``) and ``test_spark_cds_archive.py``, and
+by the DAGs' tasks in the scheduler tests (``tests/e2e``); the other job files run their
+command lines in the tests' shared session.
 """
 
 from __future__ import annotations

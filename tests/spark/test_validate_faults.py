@@ -2,7 +2,7 @@
 
 The standard fake fault run passes (its lossy trial is of the default profile). The same
 run whose durability trial lost two acked messages fails exactly the durability check,
-naming the trial, through the real spark-submit; its report makes the highest-severity
+naming the trial, through its command line; its report makes the highest-severity
 alert. A copy of the aggregates with every other check broken in known trials fails exactly
 those checks (and is an ``error``, not ``critical``).
 """
@@ -59,14 +59,16 @@ def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
 
 
 def test_durability_loss_fails_the_cli_with_a_critical_alert(
-        spark_submit: Any, lab: dict[str, Any], tmp_path: Path) -> None:
-    """spark-submit on the run whose durability trial lost 2 acked messages: exit 1, the one
-    failed expectation is the durability check naming the trial, the report's durability
-    block lists it, and the alert severity is the highest there is."""
+        lab: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The job's command line (in the shared session; spark-submit itself:
+    ``test_validate_metrics.py``, script mode: ``test_job_scripts.py``) on the run whose
+    durability trial lost 2 acked messages: exit 1, the one failed expectation is the
+    durability check naming the trial, the report's durability block lists it, and the alert
+    severity is the highest there is."""
     out = tmp_path / "validation"
-    proc = spark_submit("spark_jobs/validate_faults.py", "--aggregates", str(lab["out"]),
-                        "--run-id", LOSS_RUN, "--out", str(out))
-    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]
+    code = vf.main(["--aggregates", str(lab["out"]), "--run-id", LOSS_RUN, "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 1, (printed.out + printed.err)[-3000:]
     doc = json.loads((out / f"{LOSS_RUN}-faults.json").read_text())
     assert doc["success"] is False
     assert [(f["check"], f["unexpected_rows"], f["column"])
@@ -76,7 +78,7 @@ def test_durability_loss_fails_the_cli_with_a_critical_alert(
         "trials": [{"trial_id": DUR, "fault": "sigkill-leader", "acks": "all",
                     "status": "complete", "acked_lost": 2, "acked_lost_in_broker_logs": 0,
                     "acked_lost_absent_from_logs": 2}]}
-    text = proc.stdout + proc.stderr  # spark-submit may pass the job's stderr to stdout
+    text = printed.out + printed.err
     assert f"DURABILITY BROKEN: 2 acked message(s) lost under the durability profile in {DUR}" \
         in text
     assert text.count("FAILED fault_trials") == 1

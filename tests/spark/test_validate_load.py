@@ -135,7 +135,7 @@ def test_one_consumer_row_per_consumer(broken: dict[str, Any]) -> None:
 
 def test_the_command_line_fails_the_broken_tables(broken: dict[str, Any], tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """The job's command line (in the shared session; spark-submit itself:
+    """The job's command line (in the shared session; the file as a script:
     ``test_job_scripts.py``) on the broken tables written to disk: exit 1, the report and
     page written, one FAILED line per failed expectation."""
     agg = tmp_path / "aggregates" / "load"
