@@ -134,8 +134,21 @@ def test_pause_grows_lag_at_the_produce_rate_then_it_drains(desc: Path, tmp_path
         # grows at the produce rate: by what was acked in between, within one interval's worth
         appended = ((acked > first["sample_ts_ns"]) & (acked <= last["sample_ts_ns"])).sum()
         assert abs(grown - appended) <= rate * 0.5 + 2
-    # the broker's lag and the client backlog agree within one interval × rate
-    assert abs(s["lag_peak_msgs"] - s["client_backlog_peak_msgs"]) <= rate * 0.5 + 2
+    # The broker's lag and the client backlog agree within one interval × rate once the
+    # warm-up is counted: the backlog is of the expected set E (docs/aggregates-schema.md),
+    # the lag of every record in the log. When the group's first assignment comes late (a
+    # twice-slower machine: 12 records read by the peak, 5.5 s in) the peak lag still holds
+    # the warm-up records (there 189 above the backlog, 188 of them warm-up).
+    peak = lag.loc[lag["lag_msgs"].idxmax()]
+    receipts = pq.read_table([str(p) for p in _cell_dir(tmp_path, "pause").glob("receipts-*.parquet")]
+                             ).to_pandas()
+    warm_acked = (sends["is_warmup"] & (sends["ack_ts_ns"] <= peak["sample_ts_ns"])).sum()
+    warm_read = (receipts["is_warmup"] & ~receipts["duplicate"]
+                 & (receipts["consumer"] == peak["consumer"])
+                 & (receipts["receive_ts_ns"] <= peak["sample_ts_ns"])).sum()
+    assert s["lag_peak_msgs"] == peak["lag_msgs"]
+    assert abs(s["lag_peak_msgs"] - s["client_backlog_peak_msgs"] - (warm_acked - warm_read)
+               ) <= rate * 0.5 + 2
 
 
 def _sigint_default() -> None:
