@@ -25,9 +25,10 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
 and operators are interpreted instead of compiled to Java (Spark's own test setting
 ``factoryMode``; the results are the same by Spark's contract, which Spark's suite checks
 in both modes). The tests' data are tiny, so compiling each new plan's code with Janino
-(and the class lookups it makes on a ~250-jar classpath) was most of the work: a fifth
-less CPU for the same aggregations (2026-11-28, four load and fault runs: 40-42 CPU-s
-against 49-52). The jobs themselves never set these; ``make demo``, the DAGs' tasks in the
+(and the class lookups it makes on PySpark's classpath) was much of the work: 15 % less
+CPU for the same four load and fault aggregations in one JVM (2026-11-28: 50.6 CPU-s against
+59.7; with local[1] as well 40-42 against 49-52, not taken: it would stop exercising the
+jobs' multi-partition paths). The jobs themselves never set these; ``make demo``, the DAGs' tasks in the
 e2e tests, ``kafkalab aggregate`` (``test_cli_aggregate.py``) and the Spark Connect and
 standalone tests run Spark's defaults."""
 
