@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.paths import project_root
+from kafkalab.spark.submit import SPARK_JOBS, spark_application
 
-JOBS = {
+MISSING_INPUT = {
     "aggregate_metrics": ["--samples", "{missing}", "--out", "{out}"],
     "aggregate_load": ["--load", "{missing}", "--out", "{out}", "--run-id", "r"],
     "aggregate_faults": ["--faults", "{missing}", "--out", "{out}", "--run-id", "r"],
@@ -29,26 +29,33 @@ JOBS = {
     "validate_load": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
     "validate_faults": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
 }
-"""Each job and a command line whose input path does not exist."""
+"""Each job script's name (its ``prog``) and a command line whose input path does not exist."""
 
 
 def _script(job: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python spark_jobs/<job>.py args`` from ``cwd`` with nothing but PATH and HOME."""
+    """The job's script (``spark_application``) run by python from ``cwd`` with ``args`` and
+    nothing in the environment but PATH and HOME."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}
-    return subprocess.run([sys.executable, str(project_root() / "spark_jobs" / f"{job}.py"),
-                           *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run([sys.executable, spark_application(job), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_job_has_a_command_line_here() -> None:
+    """A job added to ``SPARK_JOBS`` without a row here fails, instead of going untested."""
+    assert {Path(script).stem for script in SPARK_JOBS.values()} == set(MISSING_INPUT)
+
+
+@pytest.mark.parametrize("job", sorted(SPARK_JOBS))
 def test_a_job_run_as_a_script_has_its_command_line(job: str, tmp_path: Path) -> None:
+    prog = Path(SPARK_JOBS[job]).stem
     helped = _script(job, "--help", cwd=tmp_path)
     assert helped.returncode == 0, helped.stderr[-2000:]
-    assert helped.stdout.startswith(f"usage: {job} ")
-    args = [a.format(missing=tmp_path / "missing", out=tmp_path / "out") for a in JOBS[job]]
+    assert helped.stdout.startswith(f"usage: {prog} ")
+    args = [a.format(missing=tmp_path / "missing", out=tmp_path / "out")
+            for a in MISSING_INPUT[prog]]
     refused = _script(job, *args, cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert refused.stderr.count("\n") == 1
-    assert refused.stderr.startswith(f"{job}: error: ")
+    assert refused.stderr.startswith(f"{prog}: error: ")
     assert f"path not found: {tmp_path / 'missing'}" in refused.stderr
     assert not (tmp_path / "out").exists()
