@@ -112,7 +112,10 @@ def percentile_columns(metric: str) -> tuple[str, ...]:
 def local_builder(app_name: str, master: str) -> SparkSession.Builder:
     """A builder for a loopback-only local session: no UI, no console progress bar; on a
     ``local[*]`` master with the lab's package installed, the lab's Python worker daemon
-    (``kafkalab.spark.worker_daemon``: PySpark's, without a per-task cost of CPython 3.11)."""
+    (``kafkalab.spark.worker_daemon``: PySpark's, without a per-task cost of CPython 3.11);
+    with the lab installed, the driver settings every lab driver starts with
+    (``kafkalab.spark.submit.DRIVER_STATIC_CONF``: they cannot be changed once the session
+    runs)."""
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)
@@ -121,6 +124,11 @@ def local_builder(app_name: str, master: str) -> SparkSession.Builder:
         .config("spark.driver.host", LOOPBACK_HOST)
         .config("spark.driver.bindAddress", LOOPBACK_HOST)
     )
+    if _LAB_INSTALLED:
+        from kafkalab.spark.submit import DRIVER_STATIC_CONF
+
+        for key, value in DRIVER_STATIC_CONF.items():
+            builder = builder.config(key, value)
     if _LAB_INSTALLED and (master == "local" or master.startswith("local[")):
         builder = builder.config("spark.python.daemon.module", "kafkalab.spark.worker_daemon")
     return builder

@@ -14,6 +14,20 @@ SCHEMA = {"broker_version": "string", "rate_msgs_per_s": "double", "acked_msgs":
           "error": "string"}
 
 
+def test_the_session_starts_without_pysparks_call_site_capture(spark: Any) -> None:
+    """The tests' session comes from the jobs' ``local_builder``, which gives a driver the
+    settings every lab driver starts with (``kafkalab.spark.submit.DRIVER_STATIC_CONF``):
+    PySpark then records no Python call site per DataFrame call (several py4j round trips
+    each)."""
+    from pyspark.errors.utils import is_debugging_enabled
+
+    from kafkalab.spark.submit import DRIVER_STATIC_CONF
+
+    assert {k: spark.conf.get(k) for k in DRIVER_STATIC_CONF} == DRIVER_STATIC_CONF
+    assert DRIVER_STATIC_CONF["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+    assert is_debugging_enabled() is False
+
+
 def test_driver_rows_take_their_columns_types(spark: Any) -> None:
     """A row built on the driver from a JSON document (a ``cell.json``, a ``trial.json``)
     holds what JSON held. A number becomes its column's numeric type (an int in a double

@@ -164,3 +164,20 @@ def test_a_client_without_the_servers_token_is_refused(server: str) -> None:
             assert token.encode() not in cmdline.read_bytes(), cmdline
         except OSError:  # a process that ended meanwhile
             continue
+
+
+def test_the_servers_sessions_start_without_pysparks_call_site_capture(server: str) -> None:
+    """The server's driver starts with ``kafkalab.spark.submit.DRIVER_STATIC_CONF`` (as every
+    lab driver does): a client's session reads the call-site capture off, so a job's
+    DataFrame calls do not inspect the Python stack one by one."""
+    from kafkalab.spark.connect import token_path
+    from kafkalab.spark.submit import DRIVER_STATIC_CONF
+
+    code = ("from pyspark.sql import SparkSession\n"
+            f"s = SparkSession.builder.remote({server!r}).create()\n"
+            f"print(repr({{k: s.conf.get(k) for k in {sorted(DRIVER_STATIC_CONF)!r}}}))")
+    env = {**os.environ, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token_path(PORT).read_text().strip()}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == repr(DRIVER_STATIC_CONF)

@@ -9,6 +9,7 @@ import pytest
 from kafkalab.paths import spark_jobs_dir
 from kafkalab.spark.cds import DRIVER_JAVA_OPTIONS, LAUNCHER_OPTS
 from kafkalab.spark.submit import (
+    DRIVER_STATIC_CONF,
     spark_application,
     spark_conf,
     spark_env,
@@ -49,6 +50,13 @@ def test_conf_and_env_bind_loopback_unless_told(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("KAFKALAB_SPARK_DRIVER_HOST", "10.0.0.5")
     assert spark_conf()["spark.driver.host"] == "10.0.0.5"
     assert "SPARK_LOCAL_IP" not in spark_env()
+
+
+def test_every_submitted_driver_starts_with_the_static_settings() -> None:
+    """spark-submit (a job, the Spark Connect server) gives each driver the settings a
+    running session cannot change (``DRIVER_STATIC_CONF``: PySpark's call-site capture off)."""
+    assert DRIVER_STATIC_CONF == {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+    assert DRIVER_STATIC_CONF.items() <= spark_conf().items()
 
 
 def test_driver_and_launcher_jvms_start_quickly_unless_told(

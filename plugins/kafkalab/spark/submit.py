@@ -113,12 +113,29 @@ def spark_job_args(job: str, run_id: Any,
     return ["--samples", measured, *args] if kind.validate_reads_measured else args
 
 
+DRIVER_STATIC_CONF: dict[str, str] = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+"""Settings every driver of the lab's jobs starts with (static: a running session cannot
+change them): :func:`spark_conf` gives them to each spark-submit (a job, the Spark Connect
+server), ``spark_jobs/_session.py``'s ``local_builder`` to a job run by plain python.
+
+``spark.python.sql.dataFrameDebugging.enabled`` off. With it on (PySpark's default) every
+DataFrame and Column call of a classic session asks the JVM for the active session and a
+setting, and sets and clears the Python call site it keeps for error messages: several py4j
+round trips per call, ~10,000 per validation of a run (GX builds its checks from thousands
+of such calls); a Connect client inspects the Python stack at every call instead. The jobs
+are the lab's own code and report their errors by job, table and check, not by a Python
+line. Measured on the 2-core machine (2026-11-28; one local[2] JVM, a fake run of 800
+samples aggregated and validated twice; the same rows): 36.7 -> 30.9 CPU-s for the whole
+process, a warm aggregation 3.1 -> 1.65 s, a warm validation 5.0 -> 3.65 s."""
+
+
 def spark_conf() -> dict[str, str]:
     """Spark settings for the jobs: no UI, loopback driver (``$KAFKALAB_SPARK_DRIVER_HOST``
     overrides the driver address when executors run on other hosts), a quick-starting
-    driver JVM (:data:`DRIVER_JAVA_OPTIONS`)."""
+    driver JVM (:data:`DRIVER_JAVA_OPTIONS`), :data:`DRIVER_STATIC_CONF`."""
     host = os.environ.get("KAFKALAB_SPARK_DRIVER_HOST", "127.0.0.1")
     conf = {
+        **DRIVER_STATIC_CONF,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": host,
@@ -239,6 +256,7 @@ def spark_env() -> dict[str, str]:
 
 __all__ = [
     "AUTH_FILE_ENV",
+    "DRIVER_STATIC_CONF",
     "SESSION_MODULE",
     "SPARK_JOBS",
     "SPARK_JOB_OUTPUTS",
