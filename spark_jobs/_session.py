@@ -51,6 +51,7 @@ except ImportError:  # ... or, on a Spark node without it, the files shipped wit
 
 __all__ = [
     "CELL_KEYS",
+    "DRIVER_STATIC_CONF",
     "LOOPBACK_HOST",
     "METRIC_PERCENTILES",
     "SAMPLES_RUN_GLOB",
@@ -109,13 +110,19 @@ def percentile_columns(metric: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- sessions
 
 
+DRIVER_STATIC_CONF: dict[str, str] = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+"""The settings a driver starts with, for a job run by plain python (:func:`local_builder`): a
+copy of ``kafkalab.spark.submit.DRIVER_STATIC_CONF`` (which says why; spark-submit gives it
+to every other driver), since a job imports only kafkalab's lone files
+(``tests/unit/test_tools.py``); ``tests/unit/test_spark_submit.py`` keeps the two equal."""
+
+
 def local_builder(app_name: str, master: str) -> SparkSession.Builder:
     """A builder for a loopback-only local session: no UI, no console progress bar; on a
     ``local[*]`` master with the lab's package installed, the lab's Python worker daemon
     (``kafkalab.spark.worker_daemon``: PySpark's, without a per-task cost of CPython 3.11);
-    with the lab installed, the driver settings every lab driver starts with
-    (``kafkalab.spark.submit.DRIVER_STATIC_CONF``: they cannot be changed once the session
-    runs)."""
+    the settings every lab driver starts with (:data:`DRIVER_STATIC_CONF`: they cannot be
+    changed once the session runs)."""
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)
@@ -124,11 +131,8 @@ def local_builder(app_name: str, master: str) -> SparkSession.Builder:
         .config("spark.driver.host", LOOPBACK_HOST)
         .config("spark.driver.bindAddress", LOOPBACK_HOST)
     )
-    if _LAB_INSTALLED:
-        from kafkalab.spark.submit import DRIVER_STATIC_CONF
-
-        for key, value in DRIVER_STATIC_CONF.items():
-            builder = builder.config(key, value)
+    for key, value in DRIVER_STATIC_CONF.items():
+        builder = builder.config(key, value)
     if _LAB_INSTALLED and (master == "local" or master.startswith("local[")):
         builder = builder.config("spark.python.daemon.module", "kafkalab.spark.worker_daemon")
     return builder

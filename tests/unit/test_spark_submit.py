@@ -57,6 +57,10 @@ def test_every_submitted_driver_starts_with_the_static_settings() -> None:
     running session cannot change (``DRIVER_STATIC_CONF``: PySpark's call-site capture off)."""
     assert DRIVER_STATIC_CONF == {"spark.python.sql.dataFrameDebugging.enabled": "false"}
     assert DRIVER_STATIC_CONF.items() <= spark_conf().items()
+    # and a job run by plain python: the jobs' copy (they import no kafkalab.spark module)
+    from spark_jobs._session import DRIVER_STATIC_CONF as jobs_copy
+
+    assert jobs_copy == DRIVER_STATIC_CONF
 
 
 def test_driver_and_launcher_jvms_start_quickly_unless_told(

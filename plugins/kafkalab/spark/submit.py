@@ -116,7 +116,8 @@ def spark_job_args(job: str, run_id: Any,
 DRIVER_STATIC_CONF: dict[str, str] = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 """Settings every driver of the lab's jobs starts with (static: a running session cannot
 change them): :func:`spark_conf` gives them to each spark-submit (a job, the Spark Connect
-server), ``spark_jobs/_session.py``'s ``local_builder`` to a job run by plain python.
+server), ``spark_jobs/_session.py``'s ``local_builder`` its copy (a job may import only
+kafkalab's lone files) to a job run by plain python.
 
 ``spark.python.sql.dataFrameDebugging.enabled`` off. With it on (PySpark's default) every
 DataFrame and Column call of a classic session asks the JVM for the active session and a
