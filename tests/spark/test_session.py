@@ -16,9 +16,9 @@ SCHEMA = {"broker_version": "string", "rate_msgs_per_s": "double", "acked_msgs":
 
 def test_the_session_starts_without_pysparks_call_site_capture(spark: Any) -> None:
     """The tests' session comes from the jobs' ``local_builder``, which gives a driver the
-    settings every lab driver starts with (``kafkalab.spark.submit.DRIVER_STATIC_CONF``):
-    PySpark then records no Python call site per DataFrame call (several py4j round trips
-    each)."""
+    settings every lab driver starts with (its copy ``spark_jobs._session.DRIVER_STATIC_CONF``,
+    kept equal to ``kafkalab.spark.submit.DRIVER_STATIC_CONF`` by a unit test): PySpark then
+    records no Python call site per DataFrame call (several py4j round trips each)."""
     from pyspark.errors.utils import is_debugging_enabled
 
     from kafkalab.spark.submit import DRIVER_STATIC_CONF

@@ -27,6 +27,7 @@ def test_phases_come_from_the_demos_own_lines() -> None:
     assert p["nights"] == [{"date": "2026-11-18", "wall_s": 18.0, "cells_ok": 2, "cells": 2},
                            {"date": "2026-11-19", "wall_s": 16.0, "cells_ok": 1, "cells": 2}]
     assert p["total_s"] == 114 and p["ok"] is True
+    assert p["broker"] == "Kafka 4.4.0"
     assert DEMO_BUDGET_HERE_S == 90.0
 
 

@@ -398,7 +398,9 @@ def test_the_nightly_wall_is_first_task_start_to_last_task_end(tmp_path: Path) -
 def test_bench_faults_prints_trials_that_failed_before_measuring(capsys: pytest.CaptureFixture[str]) -> None:
     from tools.bench.faults import KEYS_GROUP, KEYS_ORDER, print_faults
 
-    print_faults({"group": {"trials": [dict.fromkeys(KEYS_GROUP)]},
+    print_faults({"cluster": {"flavor": "kraft", "version": "4.4.0", "brokers": 3},
+                  "group": {"trials": [dict.fromkeys(KEYS_GROUP)]},
                   "ordering": {"trials": [dict.fromkeys(KEYS_ORDER)]}})
     out = capsys.readouterr().out
     assert "(g1)" in out and "(g2)" in out and out.count("None") > 4
+    assert "on kraft 4.4.0 (3 brokers)" in out  # every figure names its broker

@@ -24,7 +24,7 @@
     bare confluent-kafka produce loop (goal ≥ 0.8×) with Kafka's ProducerPerformance beside
     them; consumer throughput against a bare consume loop and ConsumerPerformance; fan-out
     deliveries per second per client core for N = 1, 5, 10 consumers in one process.
-(g) with ``--faults``: seed 002 on the fault cluster (``<lab>/faults``): a consumer group's
+(g) with ``--faults``: seed 002 on a 3-node fault cluster of its own (ports 32492/26981): a consumer group's
     rebalance pause, redeliveries and losses per client × kill/leave × commit strategy, and
     reordering under a leader failover with max.in.flight 1 vs 5 (:mod:`tools.bench.faults`).
 (h) with ``--report``: what the report's on-call features cost as the history grows, on
@@ -50,3 +50,17 @@ Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkalab.cluster.descriptor import ClusterDescriptor
+
+
+def cluster_facts(descriptor: ClusterDescriptor) -> dict[str, Any]:
+    """What a part's figures were measured on: ``{"flavor", "version", "brokers"}`` of the
+    cluster (every bench figure names its broker and version)."""
+    return {"flavor": descriptor.flavor, "version": descriptor.version,
+            "brokers": descriptor.broker_count}

@@ -5,6 +5,15 @@ The parts are described in :mod:`tools.bench`. Results go to
 runs' cells, the fake Spark samples, the nightly run's Airflow home, the report part's
 fabricated history) to
 ``<lab_dir>/bench/<utc>/``.
+
+The result file is one JSON object: ``started_at`` (ISO 8601 UTC), ``host``, ``python``,
+``complete`` (false until every chosen part finished without error), ``wall_s`` (monotonic
+seconds so far), ``error`` (one line, only when a part failed), and one key per part that ran
+(``overhead`` and ``kafka`` for (a)-(c), ``load``, ``spark_aggregation`` and ``spark_goals``,
+``nightly``, ``faults``, ``connect``, ``nodes``, ``demo``, ``report``), each as its module
+documents it. A part that measures a broker names its flavor and Kafka version in its
+``cluster``. The file is rewritten after every part, so what was measured before a failure or
+a Ctrl-C stays written.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from typing import Any
 from kafkalab.errors import LabError
 from kafkalab.paths import lab_dir, project_root
 from kafkalab.store import atomic_write
+from tools.bench import cluster_facts
 
 
 def results_dir() -> Path:
@@ -145,8 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"started_at": datetime.now(UTC).isoformat(), "host": platform.node(),
-                              "python": platform.python_version()}
+                              "python": platform.python_version(), "complete": False}
+    out = args.out or results_dir() / f"bench-{stamp}.json"
     t0 = time.perf_counter()
+
+    def save() -> None:
+        """Write what is measured so far: a part that fails or a Ctrl-C loses none before it."""
+        result["wall_s"] = time.perf_counter() - t0
+        atomic_write(out, json.dumps(result, indent=2, default=str) + "\n")
+
     try:
         if "kafka" in parts:
             from kafkalab.cluster.embedded import cluster_up
@@ -155,18 +172,20 @@ def main(argv: list[str] | None = None) -> int:
             from tools.bench.overhead import bench_overhead, print_overhead
 
             d = cluster_up(DEFAULT_EMBEDDED.name, 1, progress=lambda m: print(m, file=sys.stderr))
-            result["overhead"] = bench_overhead(d, args.overhead_rounds,
-                                                args.overhead_messages_1kb,
-                                                args.overhead_messages_1mb, work / "overhead")
-            print_overhead(result["overhead"])
+            result["overhead"] = {"cluster": cluster_facts(d), "rows": bench_overhead(
+                d, args.overhead_rounds, args.overhead_messages_1kb, args.overhead_messages_1mb,
+                work / "overhead")}
+            print_overhead(result["overhead"]["rows"])
             result["kafka"] = bench_kafka(args.messages_1kb, args.messages_mb, work / "data")
             print_kafka(result["kafka"])
+            save()
         if "load" in parts:
             from tools.bench.load import LoadBenchConfig, bench_load, print_load
 
             result["load"] = bench_load(work / "load", LoadBenchConfig(
                 messages=args.load_messages, rounds=args.load_rounds))
             print_load(result["load"])
+            save()
         if "spark" in parts:
             from tools.bench.spark import bench_aggregation, format_results, goals
 
@@ -176,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             result["spark_goals"] = goals(result["spark_aggregation"])
             print("\n(d) Spark aggregation on local[2] against pandas/numpy")
             print("\n".join(format_results(result["spark_aggregation"])))
+            save()
         if "nightly" in parts:
             from tools.bench.nightly import bench_nightly_run
 
@@ -183,38 +203,47 @@ def main(argv: list[str] | None = None) -> int:
             print("\n(e) one nightly run, wall time by task")
             for r in result["nightly"].get("tasks", []):
                 print(f"  {r['task_id']:<28} {r['duration_s']:8.2f} s")
+            save()
         if "faults" in parts:
             from tools.bench.faults import bench_faults, print_faults
 
             result["faults"] = bench_faults(work / "faults")
             print_faults(result["faults"])
+            save()
         if "connect" in parts:
             from tools.bench.connect import bench_connect, print_connect
 
             result["connect"] = bench_connect(work / "connect")
             print_connect(result["connect"])
+            save()
         if "nodes" in parts:
             from tools.bench.nodes import bench_nodes, print_nodes
 
             result["nodes"] = bench_nodes(work / "nodes")
             print_nodes(result["nodes"])
+            save()
         if "demo" in parts:
             from tools.bench.demo import bench_demo, print_demo
 
             result["demo"] = bench_demo()
             print_demo(result["demo"])
+            save()
         if "report" in parts:
             from tools.bench.report import ReportBenchConfig, bench_report, print_report
 
             result["report"] = bench_report(work / "report", ReportBenchConfig(
                 nights=tuple(args.report_nights), all_pages_max_nights=args.report_all_pages_max))
             print_report(result["report"])
+            save()
     except LabError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         result["error"] = str(exc)
-    result["wall_s"] = time.perf_counter() - t0
-    out = args.out or results_dir() / f"bench-{stamp}.json"
-    atomic_write(out, json.dumps(result, indent=2, default=str) + "\n")
+    except BaseException:
+        save()  # an unexpected failure or Ctrl-C: the parts measured before it stay written
+        print(f"\nresults so far: {out}", file=sys.stderr)
+        raise
+    result["complete"] = "error" not in result
+    save()
     print(f"\nresults: {out}")
     return 1 if "error" in result else 0
 

@@ -38,7 +38,9 @@ _TOTAL = re.compile(r"^demo (done|FAILED) in (\d+) min (\d+) s")
 
 def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     """The phases of one demo from its printed lines, each ``(seconds since the start,
-    line)``: ``cluster_s`` (to the cluster's line), ``seed000_measure_s`` (from there to
+    line)``: ``broker`` (the Kafka it ran on: the cluster's line up to its first colon, as
+    ``Kafka 4.4.0``),
+    ``cluster_s`` (to the cluster's line), ``seed000_measure_s`` (from there to
     seed 000's ``run …: complete`` line), ``seed000_aggregate_s`` (from there to its
     ``validation …`` line), ``nights`` (``{date, wall_s, cells_ok, cells}`` from each
     night's line), ``total_s`` (the demo's own figure) and ``ok``. A phase whose lines are
@@ -46,7 +48,12 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     def at(pred: Any) -> float | None:
         return next((t for t, line in stamped if pred(line)), None)
 
-    cluster = at(lambda line: line.startswith("Kafka ") and "ready in" in line)
+    def is_cluster_line(line: str) -> bool:
+        return line.startswith("Kafka ") and "ready in" in line
+
+    cluster = at(is_cluster_line)
+    broker = next((line.split(": ", 1)[0] for _t, line in stamped if is_cluster_line(line)),
+                  None)
     seed_done = at(lambda line: re.match(r"^run \S+: ", line) is not None)
     aggregated = at(lambda line: line.startswith("  validation "))
     nights = []
@@ -60,7 +67,8 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     def span(a: float | None, b: float | None) -> float | None:
         return round(b - a, 2) if a is not None and b is not None else None
 
-    return {"cluster_s": None if cluster is None else round(cluster, 2),
+    return {"broker": broker,
+            "cluster_s": None if cluster is None else round(cluster, 2),
             "seed000_measure_s": span(cluster, seed_done),
             "seed000_aggregate_s": span(seed_done, aggregated),
             "nights": nights,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import ClusterError, LabError
+from tools.bench import cluster_facts
 
 BENCH_FAULTS_ZK_PORT, BENCH_FAULTS_BASE_PORT = 25981, 31992
 """Ports of the bench's own fault cluster (the nightly's sigkill-leader trial)."""
@@ -164,7 +165,10 @@ def bench_nightly_run(work_dir: Path, logical_date: str | None = None,
                        key=lambda r: -float(r["duration_s"]))
     share = spark_share(task_rows, dag_wall_s if dag_wall_s is not None else wall_s)
     print(format_spark_share(share))
+    from kafkalab.cluster import load_descriptor
+
     return {
-        "exit_code": rc, "cluster_descriptor": str(cluster), "wall_s": wall_s,
+        "exit_code": rc, "cluster_descriptor": str(cluster),
+        "cluster": cluster_facts(load_descriptor(cluster)), "wall_s": wall_s,
         "dag_wall_s": dag_wall_s, "logical_date": date, "tasks": task_rows, "spark_share": share,
     }

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tools.bench import cluster_facts
+
 BENCH_NODES_BASE_PORT = 32092
 BENCH_NODES_CONTROL_PORT = 32192
 """Part (j)'s ports (3 nodes each), apart from every test's and the lab's defaults."""
@@ -39,8 +41,8 @@ def _one_start(lab: Path, archive: bool) -> dict[str, Any]:
     os.environ[cds.CDS_ENV] = "on" if archive else "off"
     try:
         t0 = time.perf_counter()
-        cluster_up("kraft", 3, lab_dir=lab, base_port=BENCH_NODES_BASE_PORT,
-                   control_port=BENCH_NODES_CONTROL_PORT)
+        d = cluster_up("kraft", 3, lab_dir=lab, base_port=BENCH_NODES_BASE_PORT,
+                       control_port=BENCH_NODES_CONTROL_PORT)
         wall_s = time.perf_counter() - t0
         cpu = [_cpu_s(int(p["pid"])) for p in cluster_status(lab)["processes"]]
     finally:
@@ -49,7 +51,8 @@ def _one_start(lab: Path, archive: bool) -> dict[str, Any]:
             os.environ.pop(cds.CDS_ENV, None)
         else:
             os.environ[cds.CDS_ENV] = saved
-    return {"archive": archive, "up_s": round(wall_s, 2), "node_cpu_s": cpu}
+    return {"archive": archive, "up_s": round(wall_s, 2), "node_cpu_s": cpu,
+            "cluster": cluster_facts(d)}
 
 
 def bench_nodes(work: Path, rounds: int = 3) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def bench_nodes(work: Path, rounds: int = 3) -> dict[str, Any]:
 
     med = {arm: {"up_s": median(on, "up_s"), "node_cpu_s": median(on, "node_cpu_s")}
            for arm, on in (("none", False), ("archive", True))}
-    return {"rounds": rounds, "runs": runs, "median": med,
+    return {"cluster": runs[0]["cluster"], "rounds": rounds, "runs": runs, "median": med,
             "archive_over_none": {k: round(med["archive"][k] / med["none"][k], 3)
                                   for k in ("up_s", "node_cpu_s")}}
 
