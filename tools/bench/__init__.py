@@ -40,14 +40,24 @@
     in one session by ``kafkalab aggregate``, a fresh process each time) through spark-submit
     against the same through a warm Spark Connect server, alternating rounds; the server's
     start and its cold first job apart; aggregates compared (:mod:`tools.bench.connect`).
+(j) with ``--nodes``: a 3-node KRaft cluster's start (wall time, each node's CPU seconds)
+    without and with the nodes' class-data archive, alternating rounds, on ports of its own
+    (:mod:`tools.bench.nodes`).
+(k) with ``--demo``: ``make demo`` twice in a data dir of its own, by phase (cluster, seed
+    000's measurement and aggregation, each night), against issue 25's budget
+    (:mod:`tools.bench.demo`).
 
-``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect) runs just those, e.g.
-``python -m tools.bench --only load``.
+``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect, nodes, demo) runs just
+those, e.g. ``python -m tools.bench --only load``.
+
+Every part that measures a broker names it (``cluster``: flavor, Kafka version, brokers;
+part (k): the demo's own ``Kafka <version>`` line), and the result file is written again after
+each part (its keys: ``tools.bench.__main__``).
 
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 :mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
-:mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h), :mod:`tools.bench.connect` (i);
-the command line is ``__main__``.
+:mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h), :mod:`tools.bench.connect` (i),
+:mod:`tools.bench.nodes` (j), :mod:`tools.bench.demo` (k); the command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """
 
