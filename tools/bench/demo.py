@@ -48,12 +48,10 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     def at(pred: Any) -> float | None:
         return next((t for t, line in stamped if pred(line)), None)
 
-    def is_cluster_line(line: str) -> bool:
-        return line.startswith("Kafka ") and "ready in" in line
-
-    cluster = at(is_cluster_line)
-    broker = next((line.split(": ", 1)[0] for _t, line in stamped if is_cluster_line(line)),
-                  None)
+    cluster_line = next(((t, line) for t, line in stamped
+                         if line.startswith("Kafka ") and "ready in" in line), None)
+    cluster = None if cluster_line is None else cluster_line[0]
+    broker = None if cluster_line is None else cluster_line[1].split(": ", 1)[0]
     seed_done = at(lambda line: re.match(r"^run \S+: ", line) is not None)
     aggregated = at(lambda line: line.startswith("  validation "))
     nights = []
