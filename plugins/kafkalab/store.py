@@ -8,6 +8,7 @@ knows where those files live. Layout under the data directory (:func:`kafkalab.p
     samples/run_date=<YYYY-MM-DD>/run_id=<id>/part-<scenario>-<payload>-<profile>.parquet
     load/run_date=<YYYY-MM-DD>/run_id=<id>/cell=<cell>/      a load run's cells
     faults/run_date=<YYYY-MM-DD>/run_id=<id>/trial=<trial>/  a fault run's trials
+    startup/run_date=<YYYY-MM-DD>/run_id=<id>/  a start-up run: probes.parquet, run.json
     runs/<id>.json                          run manifest
     runs/<id>/cells/<scenario>-<payload>-<profile>.json   one fragment per measured cell
     runs/<id>/                              scratch of the run's scenarios (tool settings, logs)
@@ -67,6 +68,7 @@ VALIDATION_DIR = "validation"
 DRIFT_DIR = "drift"
 ALERTS_DIR = "alerts"
 REPORTS_DIR = "reports"
+STARTUP_DIR = "startup"
 
 DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
 """A run's outputs computed from its samples (``stale_outputs`` in the manifest)."""
@@ -297,6 +299,12 @@ class LabData:
     def validation_docs_dir(self) -> Path:
         """``validation/docs/``: the GX Data Docs site."""
         return self.validation_dir / "docs"
+
+    @property
+    def startup_dir(self) -> Path:
+        """``startup/``: start-up (first-message) runs, partitioned ``run_date=<day>/
+        run_id=<id>/`` (:mod:`kafkalab.startup.files`)."""
+        return self.root / STARTUP_DIR
 
     # -- the folders of a kind of run ---------------------------------------------------
 

@@ -6,7 +6,7 @@ no traceback. Anything else is a bug and keeps its traceback.
 
 One module per command group adds its sub-command and holds its command: ``cluster``,
 ``topics``, ``run``, ``load`` (``load`` and ``maxrate``), ``faults``, ``spark``, ``demo``,
-``runs``, ``compare``, ``aggregate``, ``export``, ``report``, ``drift``; ``options`` holds
+``runs``, ``compare``, ``aggregate``, ``export``, ``report``, ``drift``, ``startup``; ``options`` holds
 what they share to read arguments, ``output`` how they print. :func:`build_parser` only
 assembles them, in the order ``--help`` lists them.
 """
@@ -29,6 +29,7 @@ from kafkalab.cli import (
     run,
     runs,
     spark,
+    startup,
     topics,
 )
 from kafkalab.cli.options import LabParser, subcommands
@@ -52,8 +53,8 @@ docs/metrics-schema.md. --json on any command that prints results gives one JSON
 (docs/cli.md).
 """
 
-COMMAND_GROUPS = (cluster, topics, run, load, faults, spark, demo, runs, compare, aggregate,
-                  export, report, drift)
+COMMAND_GROUPS = (cluster, topics, run, load, faults, startup, spark, demo, runs, compare,
+                  aggregate, export, report, drift)
 """The command modules, in the order ``kafkalab --help`` lists their commands."""
 
 

@@ -1,0 +1,361 @@
+"""Start-up runs: where a new consumer's first-message delay goes, on real Kafka 4.x (seed 000).
+
+Seed 000 measured ~1.4 s before a new consumer's first record with ``subscribe()`` and asked
+which setting causes it. A start-up run (:func:`execute_startup`) measures the parts of that
+delay in every case of its :class:`~kafkalab.startup.spec.StartupSpec`:
+
+1. for each broker ``group.initial.rebalance.delay.ms`` asked for (a static setting), and each
+   trial, the run's own one-node cluster of the lab's default flavor (KRaft) is started
+   fresh, its data wiped, in ``<lab_dir>/startup`` on ports of its own (default
+   :data:`DEFAULT_BASE_PORT` and :data:`DEFAULT_CONTROL_PORT`), never the user's cluster;
+   the setting in effect is read back through the Admin API;
+2. a topic with one partition per member of the largest case gets one record per partition;
+3. each *cold* case runs on a cluster whose ``__consumer_offsets`` does not exist yet (checked):
+   a fresh cluster per cold probe, while a watcher reads the metadata every
+   :data:`WATCH_INTERVAL_S` to date when that topic's partitions are led;
+4. the trial's *warm* cases then run on the last of those clusters, in an order that rotates
+   with the trial (no case always pays for another's warm-up);
+5. every member of every probe is a row of ``probes.parquet`` and ``run.json`` is rewritten
+   after each probe (:mod:`kafkalab.startup.files`); the cluster is stopped and wiped at the
+   end, also after an error or Ctrl-C, and what was measured is kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kafkalab.cluster.descriptor import ClusterDescriptor, kafka_python_config, librdkafka_config
+from kafkalab.cluster.embedded import cluster_down, cluster_up
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
+from kafkalab.errors import ClusterError, RunError
+from kafkalab.progress import Progress, noop
+from kafkalab.run_ids import new_run_id
+from kafkalab.startup import files
+from kafkalab.startup.probe import ProbeMarks, new_group_id, now_ns, run_probe
+from kafkalab.startup.spec import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS, StartupCase, StartupSpec
+from kafkalab.startup.summary import answer_lines, summarize
+from kafkalab.store import atomic_write_json
+
+__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "StartupRequest", "StartupResult",
+           "execute_startup", "startup_cluster_lab"]
+
+DEFAULT_BASE_PORT = 19492
+"""The start-up cluster's broker port (the lab's other clusters: 19292, 19392-19394)."""
+DEFAULT_CONTROL_PORT = 19692
+"""The start-up cluster's KRaft controller port."""
+WATCH_INTERVAL_S = 0.01
+"""How often a cold probe's watcher reads the metadata for ``__consumer_offsets``."""
+TOPIC = "kafkalab-startup"
+OFFSETS_TOPIC = "__consumer_offsets"
+DELAY_SETTING = "group.initial.rebalance.delay.ms"
+
+
+def startup_cluster_lab() -> Path:
+    """``<lab_dir>/startup``: the start-up runs' own cluster (wiped by every cold probe)."""
+    from kafkalab.paths import lab_dir
+
+    return lab_dir() / "startup"
+
+
+@dataclass(frozen=True)
+class StartupRequest:
+    """A start-up run to make (``kafkalab startup run``)."""
+
+    spec: StartupSpec = field(default_factory=StartupSpec)
+    data_dir: Path | str | None = None
+    run_id: str | None = None
+    base_port: int = DEFAULT_BASE_PORT
+    control_port: int = DEFAULT_CONTROL_PORT
+    cluster_lab: Path | None = None
+    """Where its cluster lives (default :func:`startup_cluster_lab`); wiped by every cold
+    probe, so never a lab directory holding another cluster."""
+    command: str = "kafkalab startup run"
+
+
+@dataclass
+class StartupResult:
+    """What a start-up run left: its id, status, files, per-case figures and answer."""
+
+    run_id: str
+    status: str
+    """``complete`` (every probe ran; some may have timed out: see ``failed_probes``) or
+    ``interrupted`` / ``failed`` (what was measured is kept)."""
+    run_dir: Path
+    cases: list[dict[str, Any]]
+    answer: list[str]
+    failed_probes: int
+
+
+def _client_versions(spec: StartupSpec) -> dict[str, str]:
+    versions = {}
+    if "confluent-kafka" in spec.clients:
+        import confluent_kafka
+
+        versions["confluent-kafka"] = (f"{confluent_kafka.version()[0]} (librdkafka "
+                                       f"{confluent_kafka.libversion()[0]})")
+    if "kafka-python" in spec.clients:
+        import kafka
+
+        versions["kafka-python"] = str(kafka.__version__)
+    return versions
+
+
+class _Cluster:
+    """The run's cluster for one delay: started fresh, its admin client, its topic."""
+
+    def __init__(self, req: StartupRequest, delay_ms: int, progress: Progress) -> None:
+        self.lab = req.cluster_lab or startup_cluster_lab()
+        cluster_down(self.lab, wipe_data=True)
+        self.descriptor: ClusterDescriptor = cluster_up(
+            DEFAULT_EMBEDDED.name, 1, self.lab, base_port=req.base_port,
+            control_port=req.control_port, progress=progress,
+            broker_settings={DELAY_SETTING: str(delay_ms)})
+        from confluent_kafka.admin import AdminClient
+
+        self.admin = AdminClient(dict(librdkafka_config(self.descriptor)))
+        self.delay_ms = self._delay_in_effect()
+        if self.delay_ms != delay_ms:
+            raise RunError(f"the start-up cluster runs with {DELAY_SETTING}={self.delay_ms}, "
+                           f"not the {delay_ms} asked for")
+
+    def _delay_in_effect(self) -> int:
+        from confluent_kafka.admin import ConfigResource
+
+        res = ConfigResource("BROKER", "0")
+        config = self.admin.describe_configs([res])[res].result(timeout=30)
+        return int(config[DELAY_SETTING].value)
+
+    def prepare_topic(self, partitions: int) -> None:
+        """The topic with one record in each of its ``partitions`` (acks=all)."""
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import NewTopic
+
+        self.admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(timeout=30)
+        producer = Producer({**librdkafka_config(self.descriptor), "acks": "all"})
+        for p in range(partitions):
+            producer.produce(TOPIC, value=b"first", partition=p)
+        if producer.flush(30) != 0:
+            raise RunError("the start-up topic's records were not acknowledged in 30 s")
+
+    def offsets_topic_led(self) -> bool:
+        """``__consumer_offsets`` exists and every partition has a leader (metadata of all
+        topics: asking for the topic by name could create it)."""
+        meta = self.admin.list_topics(timeout=5)
+        topic = meta.topics.get(OFFSETS_TOPIC)
+        return bool(topic is not None and topic.error is None and topic.partitions and
+                    all(p.leader >= 0 for p in topic.partitions.values()))
+
+    def close(self) -> None:
+        """Drop its admin client (before the next cluster stops this one's broker)."""
+        del self.admin
+
+    def client_conf(self, client: str) -> dict[str, Any]:
+        if client == "confluent-kafka":
+            return dict(librdkafka_config(self.descriptor))
+        return kafka_python_config(self.descriptor)
+
+
+class _Watcher:
+    """A cold probe's watcher, in its own thread: dates when ``__consumer_offsets`` is led
+    (metadata of all topics, which creates nothing), then when the probe's group coordinator
+    answers for the group (DescribeGroups without a load-in-progress or not-coordinator
+    error). It asks for the group only once the topic is led: the consumer's own
+    FindCoordinator is what creates the topic, and the watcher must not do it first."""
+
+    _NOT_READY = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+                  "_TIMED_OUT", "_TRANSPORT")
+
+    def __init__(self, cluster: _Cluster, group: str | None) -> None:
+        self.cluster = cluster
+        self.group = group
+        self.ready_ns: int | None = None
+        self.coordinator_ready_ns: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="startup-offsets-watch",
+                                         daemon=True)
+
+    def __enter__(self) -> _Watcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set() and self.ready_ns is None:
+            try:
+                if self.cluster.offsets_topic_led():
+                    self.ready_ns = now_ns()
+            except Exception:  # a slow metadata answer: ask again
+                pass
+            self._stop.wait(WATCH_INTERVAL_S)
+        while not self._stop.is_set() and self.group is not None:
+            if self._group_answered():
+                self.coordinator_ready_ns = now_ns()
+                return
+            self._stop.wait(WATCH_INTERVAL_S)
+
+    def _group_answered(self) -> bool:
+        assert self.group is not None
+        try:
+            self.cluster.admin.describe_consumer_groups(
+                [self.group], request_timeout=5)[self.group].result(timeout=6)
+            return True
+        except Exception as exc:  # the group's answer: an error until its coordinator is ready
+            return not any(code in str(exc) for code in self._NOT_READY)
+
+
+class _Run:
+    """One run's state: rows so far, its files, its clusters."""
+
+    def __init__(self, req: StartupRequest, progress: Progress) -> None:
+        self.req = req
+        self.spec = req.spec
+        self.progress = progress
+        self.run_id = req.run_id or new_run_id()
+        self.started = datetime.now(UTC)
+        self.dir = files.run_dir(req.data_dir, self.started.strftime("%Y-%m-%d"), self.run_id)
+        self.rows: list[dict[str, Any]] = []
+        self.clusters: list[dict[str, Any]] = []
+        self.clients = _client_versions(self.spec)
+        self.status = "running"
+        self.error: str | None = None
+        self.probes = 0
+        self.stream = files.open_probes(self.dir)
+
+    def probe(self, cluster: _Cluster, case: StartupCase, trial: int) -> None:
+        d = cluster.descriptor
+        started_at_ns = time.time_ns()
+        group = new_group_id(case)
+        conf = cluster.client_conf(case.client)
+        ready: tuple[int | None, int | None] = (None, None)
+        if case.cluster_state == "cold":
+            if cluster.offsets_topic_led():
+                raise RunError("the start-up cluster already has __consumer_offsets before a "
+                               "cold probe")
+            with _Watcher(cluster, group) as watcher:
+                marks = run_probe(case, TOPIC, conf, self.spec.timeout_s, group)
+            ready = (watcher.ready_ns, watcher.coordinator_ready_ns)
+        else:
+            marks = run_probe(case, TOPIC, conf, self.spec.timeout_s, group)
+        for m in marks:
+            self._row(case, trial, m, started_at_ns, ready, d)
+        self.stream.flush()
+        self.probes += 1
+        firsts = ", ".join("-" if m.first_record_ns is None else
+                           f"{m.since_start_ms(m.first_record_ns):.0f}" for m in marks)
+        self.progress(f"{case.key} trial {trial}: first record after {firsts} ms")
+        self.write_run_doc()
+
+    def _row(self, case: StartupCase, trial: int, m: ProbeMarks, started_at_ns: int,
+             ready: tuple[int | None, int | None], d: ClusterDescriptor) -> None:
+        row = {
+            "run_id": self.run_id, "probe": self.probes, "trial": trial, "member": m.member,
+            "case_key": case.key, "client": case.client,
+            "client_version": self.clients.get(case.client, ""), "join": case.join,
+            "group_protocol": case.group_protocol, "members": case.members,
+            "cluster_state": case.cluster_state,
+            "initial_rebalance_delay_ms": case.initial_rebalance_delay_ms,
+            "kafka_version": d.version, "broker_flavor": d.flavor, "status": m.status,
+            "error": m.error, "started_at_ns": started_at_ns,
+            "created_ms": m.since_start_ms(m.created_ns),
+            "connected_ms": m.since_start_ms(m.connected_ns),
+            "assigned_ms": m.since_start_ms(m.assigned_ns),
+            "first_record_ms": m.since_start_ms(m.first_record_ns),
+            "offsets_topic_ready_ms": m.since_start_ms(ready[0]) if m.start_ns else None,
+            "coordinator_ready_ms": m.since_start_ms(ready[1]) if m.start_ns else None,
+        }
+        self.rows.append(row)
+        self.stream.append(row)
+
+    def write_run_doc(self) -> None:
+        cases = summarize(self.rows)
+        atomic_write_json(self.dir / "run.json", {
+            "schema_version": files.STARTUP_SCHEMA_VERSION, "run_id": self.run_id,
+            "started_at": self.started.isoformat(), "status": self.status,
+            "error": self.error, "command": self.req.command,
+            "spec": {**asdict(self.spec)}, "unsupported": self.spec.unsupported(),
+            "clients": self.clients, "clusters": self.clusters, "probes": len(self.rows),
+            "failed_probes": sum(1 for r in self.rows if r["status"] != "ok"),
+            "cases": cases,
+            "answer": answer_lines(cases, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS),
+        })
+
+
+def _rotated(cases: list[StartupCase], trial: int) -> list[StartupCase]:
+    k = trial % len(cases) if cases else 0
+    return cases[k:] + cases[:k]
+
+
+def _measure(run: _Run) -> None:
+    spec = run.spec
+    for delay in spec.delays_ms:
+        for trial in range(spec.trials):
+            cluster: _Cluster | None = None
+            for case in _rotated(spec.cold_cases(delay), trial):
+                if cluster is not None:
+                    cluster.close()
+                cluster = _fresh_cluster(run, delay)
+                run.probe(cluster, case, trial)
+            if cluster is None:
+                cluster = _fresh_cluster(run, delay)
+            for case in _rotated(spec.warm_cases(delay), trial):
+                run.probe(cluster, case, trial)
+            cluster.close()
+
+
+def _fresh_cluster(run: _Run, delay_ms: int) -> _Cluster:
+    cluster = _Cluster(run.req, delay_ms, run.progress)
+    _note_cluster(run, cluster)
+    cluster.prepare_topic(run.spec.max_members)
+    return cluster
+
+
+def _note_cluster(run: _Run, cluster: _Cluster) -> None:
+    d = cluster.descriptor
+    entry = {"flavor": d.flavor, "kafka_version": d.version, "brokers": d.broker_count,
+             DELAY_SETTING: cluster.delay_ms}
+    if entry not in run.clusters:
+        run.clusters.append(entry)
+
+
+def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupResult:
+    """Measure every case of ``req.spec`` (see the module docstring); the result and the
+    run's files.
+
+    Raises:
+        ClusterError: the run's cluster cannot start (its ports taken, no Java, ...).
+        RunError: the cluster does not behave as the run needs.
+        KeyboardInterrupt: after the files are written (status ``interrupted``).
+    """
+    run = _Run(req, progress)
+    progress(f"start-up run {run.run_id}: {run.spec.probe_count()} probe(s); files in {run.dir}")
+    for item in run.spec.unsupported():
+        progress(f"not measured: {item['client']} with group.protocol={item['group_protocol']}: "
+                 f"{item['reason']}")
+    try:
+        _measure(run)
+        run.status = "complete"
+    except KeyboardInterrupt:
+        run.status = "interrupted"
+        raise
+    except (ClusterError, RunError) as exc:
+        run.status, run.error = "failed", str(exc)
+        raise
+    except Exception as exc:
+        run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        run.stream.close()
+        run.write_run_doc()
+        cluster_down(req.cluster_lab or startup_cluster_lab(), wipe_data=True)
+    cases = summarize(run.rows)
+    return StartupResult(run.run_id, run.status, run.dir, cases,
+                         answer_lines(cases, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS),
+                         sum(1 for r in run.rows if r["status"] != "ok"))

@@ -1,0 +1,210 @@
+"""One start-up probe: new consumers of a case, timed from their construction to their first
+record (:func:`run_probe`).
+
+Every mark is a ``time.monotonic_ns()`` reading (CLOCK_MONOTONIC) of the consumer's own thread:
+
+* ``start``: just before the consumer object is made (the interval holds the client's start);
+* ``created``: its constructor returned (kafka-python connects to a bootstrap broker here;
+  librdkafka connects in the background);
+* ``connected``: the first broker connection was up (librdkafka's statistics: a broker's
+  ``stateage`` on librdkafka's clock, which is CLOCK_MONOTONIC; kafka-python exposes none, and
+  connects inside its constructor). The group coordinator's own mark (``cgrp.stateage``) is
+  not used: in probes of several members it dated the coordinator before the first
+  connection, which cannot be;
+* ``assigned``: the consumer was given a non-empty assignment (its rebalance callback, or the
+  ``assign()`` call);
+* ``first_record``: its first record was returned to the application.
+
+Statistics are asked every :data:`STATS_INTERVAL_MS` and read after the first record; a
+state change is dated ``ts - stateage`` of any later snapshot, so the interval does not limit
+the resolution. A probe that sees no record within the timeout is ``timeout``; one that
+fails is ``error`` with the client's message: both are rows, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.startup.spec import StartupCase
+
+__all__ = ["STATS_INTERVAL_MS", "ProbeMarks", "new_group_id", "run_probe"]
+
+STATS_INTERVAL_MS = 10
+"""librdkafka's ``statistics.interval.ms`` during a probe."""
+
+POLL_S = 0.1
+"""Each poll's timeout while a probe waits, as an application polls: a poll returns as soon
+as a record is there, so it does not delay the mark. (kafka-python 3.0 with a 5 ms poll never
+finished joining a group on a warm Kafka 4.4 broker with no initial rebalance delay.)"""
+
+STATS_WAIT_S = 0.5
+"""After the first record, how long a librdkafka probe waits for one more statistics snapshot
+(outside every timed interval)."""
+
+_LOGICAL_BROKERS = ("GroupCoordinator",)
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in ns: every mark of a probe."""
+    return time.monotonic_ns()
+
+
+@dataclass
+class ProbeMarks:
+    """What one member of a probe saw, on CLOCK_MONOTONIC (ns; None: not reached or not
+    exposed by the client)."""
+
+    member: int
+    start_ns: int = 0
+    created_ns: int | None = None
+    connected_ns: int | None = None
+    assigned_ns: int | None = None
+    first_record_ns: int | None = None
+    status: str = "ok"
+    """``ok``, ``timeout`` (no record within the probe's timeout) or ``error``."""
+    error: str | None = None
+
+    def since_start_ms(self, mark_ns: int | None) -> float | None:
+        """``mark_ns`` in ms after this member's start (None stays None)."""
+        return None if mark_ns is None else (mark_ns - self.start_ns) / 1e6
+
+
+def _first_connection_up(snapshots: list[dict[str, Any]]) -> int | None:
+    """When the first broker connection was up (ns), from librdkafka's snapshots."""
+    connected: int | None = None
+    for snap in snapshots:
+        ts_ns = int(snap.get("ts", 0)) * 1000
+        for name, broker in (snap.get("brokers") or {}).items():
+            if broker.get("state") == "UP" and name not in _LOGICAL_BROKERS:
+                up = ts_ns - int(broker.get("stateage", 0)) * 1000  # µs
+                connected = up if connected is None else min(connected, up)
+    return connected
+
+
+def _confluent_member(conf: Mapping[str, Any], topic: str, case: StartupCase, group: str | None,
+                      marks: ProbeMarks, timeout_s: float) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    raw: list[str] = []
+    settings = {**conf, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                "statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": raw.append,
+                # a consumer without a group still needs a group.id in confluent-kafka; it
+                # never joins it (assign() and no commit)
+                "group.id": group or f"kafkalab-startup-unused-{uuid.uuid4().hex[:8]}"}
+    if case.join == "subscribe":
+        settings["group.protocol"] = case.group_protocol
+    marks.start_ns = now_ns()
+    consumer = Consumer(settings)
+    marks.created_ns = now_ns()
+    try:
+        if case.join == "subscribe":
+            def on_assign(_c: Any, parts: list[Any]) -> None:
+                if parts and marks.assigned_ns is None:
+                    marks.assigned_ns = now_ns()
+
+            consumer.subscribe([topic], on_assign=on_assign)
+        else:
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            marks.assigned_ns = now_ns()
+        deadline = marks.start_ns + int(timeout_s * 1e9)
+        while now_ns() < deadline:
+            msg = consumer.poll(POLL_S)
+            if msg is not None and msg.error() is None:
+                marks.first_record_ns = now_ns()
+                break
+        if marks.first_record_ns is None:
+            marks.status = "timeout"
+        seen = len(raw)
+        wait_until = time.monotonic() + STATS_WAIT_S
+        while len(raw) == seen and time.monotonic() < wait_until:
+            consumer.poll(POLL_S)
+        marks.connected_ns = _first_connection_up([json.loads(s) for s in raw])
+    finally:
+        consumer.close()
+
+
+def _kafka_python_member(conf: Mapping[str, Any], topic: str, case: StartupCase,
+                         group: str | None, marks: ProbeMarks, timeout_s: float) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            pass
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            if assigned and marks.assigned_ns is None:
+                marks.assigned_ns = now_ns()
+
+    marks.start_ns = now_ns()
+    consumer = KafkaConsumer(group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, **conf)
+    marks.created_ns = now_ns()
+    try:
+        if case.join == "subscribe":
+            consumer.subscribe([topic], listener=Listener())
+        else:
+            tp = TopicPartition(topic, 0)
+            consumer.assign([tp])
+            consumer.seek_to_beginning(tp)
+            marks.assigned_ns = now_ns()
+        deadline = marks.start_ns + int(timeout_s * 1e9)
+        while now_ns() < deadline:
+            got = consumer.poll(timeout_ms=int(POLL_S * 1000), max_records=1)
+            if any(got.values()):
+                marks.first_record_ns = now_ns()
+                break
+        if marks.first_record_ns is None:
+            marks.status = "timeout"
+    finally:
+        consumer.close()
+
+
+_MEMBERS: dict[str, Callable[..., None]] = {
+    "confluent-kafka": _confluent_member,
+    "kafka-python": _kafka_python_member,
+}
+
+
+def new_group_id(case: StartupCase) -> str | None:
+    """A new consumer group for a ``subscribe`` case (None for ``assign``)."""
+    return f"kafkalab-startup-{uuid.uuid4().hex[:12]}" if case.join == "subscribe" else None
+
+
+def run_probe(case: StartupCase, topic: str, client_conf: Mapping[str, Any],
+              timeout_s: float, group: str | None) -> list[ProbeMarks]:
+    """Start ``case.members`` consumers of ``case`` at once (one thread each, released
+    together) and return each one's marks, in member order.
+
+    ``client_conf``: the client's connection settings (librdkafka properties for
+    confluent-kafka, keyword arguments for kafka-python). A ``subscribe`` case's members share
+    the new group ``group`` (:func:`new_group_id`). A member that raises is an ``error`` row
+    with the message.
+    """
+    member_fn = _MEMBERS[case.client]
+    marks = [ProbeMarks(member=i) for i in range(case.members)]
+    gate = threading.Barrier(case.members)
+
+    def member(m: ProbeMarks) -> None:
+        try:
+            gate.wait()
+            member_fn(client_conf, topic, case, group, m, timeout_s)
+        except Exception as exc:  # the row records it
+            m.status = "error"
+            m.error = f"{type(exc).__name__}: {exc}"[:500]
+
+    threads = [threading.Thread(target=member, args=(m,), name=f"startup-member-{m.member}",
+                                daemon=True) for m in marks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s + 30.0)
+    for t, m in zip(threads, marks, strict=True):
+        if t.is_alive():
+            m.status, m.error = "error", "the member did not finish (client hung)"
+    return marks

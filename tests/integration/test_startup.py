@@ -1,0 +1,64 @@
+"""Start-up runs on real Kafka 4.x (KRaft): every case of a small spec measured through both
+clients on the run's own cluster, the files written as documented, the cold cluster's offsets
+topic dated, and the cluster gone afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kafkalab.cluster.embedded import cluster_status
+from kafkalab.startup.engine import StartupRequest, execute_startup
+from kafkalab.startup.files import PROBES_SCHEMA
+from kafkalab.startup.spec import StartupSpec
+from kafkalab.store import read_json
+
+pytestmark = pytest.mark.integration
+
+BASE_PORT = 28592
+CONTROL_PORT = 28692
+
+
+def test_every_case_reaches_its_first_record_and_the_files_say_how(tmp_path: Path) -> None:
+    spec = StartupSpec(trials=1, delays_ms=(0,), members=(1, 2), timeout_s=30.0)
+    lab = tmp_path / "startup-lab"
+    result = execute_startup(StartupRequest(spec=spec, data_dir=tmp_path / "data",
+                                            base_port=BASE_PORT, control_port=CONTROL_PORT,
+                                            cluster_lab=lab))
+    assert result.status == "complete" and result.failed_probes == 0
+    table = pq.read_table(result.run_dir / "probes.parquet")
+    assert table.schema.names == PROBES_SCHEMA.names
+    rows = table.to_pylist()
+    assert len(rows) == spec.probe_count() == 14  # 3 cold + 9 warm subscribe members + 2 assign
+    assert {r["kafka_version"] for r in rows} == {"4.4.0"} and {r["broker_flavor"] for r in rows} == {"kraft"}
+    assert {r["initial_rebalance_delay_ms"] for r in rows} == {0}  # as the broker reports it
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert 0 <= r["created_ms"] <= r["first_record_ms"]
+        assert r["assigned_ms"] <= r["first_record_ms"]
+        assert (r["connected_ms"] is not None) == (r["client"] == "confluent-kafka")
+        cold = r["cluster_state"] == "cold"
+        # the watcher dates the offsets topic on cold clusters only, before the first record
+        assert (r["offsets_topic_ready_ms"] is not None) == cold
+        assert (r["coordinator_ready_ms"] is not None) == cold
+        if cold:
+            assert r["offsets_topic_ready_ms"] <= r["coordinator_ready_ms"] <= r["assigned_ms"]
+    # kafka-python has no KIP-848 protocol: said, not measured
+    assert not [r for r in rows if r["client"] == "kafka-python" and r["group_protocol"] == "consumer"]
+    doc = read_json(result.run_dir / "run.json")
+    assert doc["status"] == "complete" and doc["probes"] == 14
+    assert doc["unsupported"] == [{"client": "kafka-python", "group_protocol": "consumer",
+                                   "reason": spec.unsupported()[0]["reason"]}]
+    assert doc["clusters"] == [{"flavor": "kraft", "kafka_version": "4.4.0", "brokers": 1,
+                                "group.initial.rebalance.delay.ms": 0}]
+    by_case = {c["case_key"]: c for c in doc["cases"]}
+    assert len(by_case) == 11
+    two = by_case["warm/delay=0/confluent-kafka/subscribe/classic/m2"]
+    assert two["probes"] == 2 and two["first_record_ms_n"] == 2
+    for case in (c for c in doc["cases"] if c["members"] == 1):  # one probe: parts add up
+        parts = [case[p] for p in ("client_start_ms", "join_ms", "fetch_ms") if case[p] is not None]
+        assert sum(parts) == pytest.approx(case["first_record_ms"], abs=0.01)
+    assert [line.split(":")[0] for line in doc["answer"]] == ["confluent-kafka", "kafka-python"]
+    assert cluster_status(lab)["state"] == "down"
