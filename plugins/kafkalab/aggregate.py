@@ -7,7 +7,8 @@ runs for one run, on this machine, exactly what the DAGs run after the measureme
 * latency run: ``aggregate_metrics`` -> ``validate_metrics`` (Spark + Great Expectations)
   -> ``check_drift`` -> ``publish_report``;
 * load run: ``aggregate_load`` -> ``validate_load`` -> ``check_drift`` -> ``publish_report``;
-* fault run: ``aggregate_faults`` -> ``validate_faults`` -> ``publish_report``.
+* fault run: ``aggregate_faults`` -> ``validate_faults`` -> ``publish_report``;
+* start-up run: ``aggregate_startup`` -> ``validate_startup`` -> ``publish_report``.
 
 The Spark jobs go through ``spark-submit`` with the DAGs' own application, arguments,
 py-files, conf and environment (:mod:`kafkalab.spark.submit`); the master is

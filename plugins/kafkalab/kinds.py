@@ -1,6 +1,6 @@
 """The kinds of run the lab makes: the one registry of what differs between them.
 
-A *run* is a manifest (``runs/<run_id>.json``) plus the files its engine measured. Three
+A *run* is a manifest (``runs/<run_id>.json``) plus the files its engine measured. Four
 kinds exist today:
 
 | kind | engine | measured files | aggregates | validation | drift |
@@ -8,6 +8,7 @@ kinds exist today:
 | ``latency`` | :mod:`kafkalab.runner` (closed loop) | ``samples/`` | ``aggregates/run_id=<id>/`` | ``validation/<id>.json`` | ``metrics`` |
 | ``load`` | :mod:`kafkalab.load` (open loop, fan-out) | ``load/`` | ``aggregates/load/run_id=<id>/`` | ``validation/<id>-load.json`` | ``load_metrics`` |
 | ``faults`` | :mod:`kafkalab.faults` (broker and consumer faults) | ``faults/`` | ``aggregates/faults/run_id=<id>/`` | ``validation/<id>-faults.json`` | not judged |
+| ``startup`` | :mod:`kafkalab.startup` (a new consumer's first record) | ``startup/`` | ``aggregates/startup/run_id=<id>/`` | ``validation/<id>-startup.json`` | not judged |
 
 Everything that must tell the kinds apart asks this module — the data directory's paths
 (:class:`kafkalab.store.LabData`), ``kafkalab aggregate`` and the DAGs (which Spark jobs),
@@ -107,7 +108,15 @@ FAULTS = RunKind(
     validates_in_session=False, measured_unit="trial")
 """Fault runs (``kafkalab faults run``, ``resilience_experiment``, the nightly's trial)."""
 
-RUN_KINDS: dict[str, RunKind] = {k.name: k for k in (LATENCY, LOAD, FAULTS)}
+STARTUP = RunKind(
+    name="startup", label="consumer start-up", measured_dir="startup",
+    aggregates_subdir="startup", validation_suffix="-startup", aggregate_job="aggregate_startup",
+    validate_job="validate_startup", validate_reads_measured=False, drift_metrics=None,
+    report_sections="kafkalab.report.startup_sections:startup_sections", marks_stale=False,
+    validates_in_session=True, measured_unit="case")
+"""Start-up runs: seed 000's first-message delay per case (``kafkalab startup run``)."""
+
+RUN_KINDS: dict[str, RunKind] = {k.name: k for k in (LATENCY, LOAD, FAULTS, STARTUP)}
 """Every kind by name, in the order pages and exports list them."""
 
 DEFAULT_KIND = LATENCY
@@ -161,7 +170,7 @@ def kind_of_run(manifest: Mapping[str, Any] | None,
 
 
 def kind_name(manifest: Mapping[str, Any] | None) -> str:
-    """``kind_of(manifest).name``: ``latency``, ``load`` or ``faults``."""
+    """``kind_of(manifest).name``: ``latency``, ``load``, ``faults`` or ``startup``."""
     return kind_of(manifest).name
 
 
@@ -183,6 +192,7 @@ __all__ = [
     "LATENCY",
     "LOAD",
     "RUN_KINDS",
+    "STARTUP",
     "RunKind",
     "kind_name",
     "kind_of",

@@ -68,7 +68,6 @@ VALIDATION_DIR = "validation"
 DRIFT_DIR = "drift"
 ALERTS_DIR = "alerts"
 REPORTS_DIR = "reports"
-STARTUP_DIR = "startup"
 
 DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
 """A run's outputs computed from its samples (``stale_outputs`` in the manifest)."""
@@ -300,17 +299,11 @@ class LabData:
         """``validation/docs/``: the GX Data Docs site."""
         return self.validation_dir / "docs"
 
-    @property
-    def startup_dir(self) -> Path:
-        """``startup/``: start-up (first-message) runs, partitioned ``run_date=<day>/
-        run_id=<id>/`` (:mod:`kafkalab.startup.files`)."""
-        return self.root / STARTUP_DIR
-
     # -- the folders of a kind of run ---------------------------------------------------
 
     def measured_dir(self, kind: RunKind | str) -> Path:
         """The folder of a kind's measured files: ``samples/`` (latency), ``load/``,
-        ``faults/`` (partitioned ``run_date=<day>/run_id=<id>/``)."""
+        ``faults/``, ``startup/`` (partitioned ``run_date=<day>/run_id=<id>/``)."""
         return self.root / _kind(kind).measured_dir
 
     def kind_aggregates_dir(self, kind: RunKind | str) -> Path:

@@ -12,13 +12,23 @@ from kafkalab import kinds
 from kafkalab.drift.config import DriftConfig
 from kafkalab.drift.detect import KINDS as DRIFT_SERIES
 from kafkalab.export.prometheus import KINDS as EXPORT_KINDS
-from kafkalab.kinds import FAULTS, LATENCY, LOAD, RUN_KINDS, kind_of, kind_of_job, run_kind
+from kafkalab.kinds import (
+    FAULTS,
+    LATENCY,
+    LOAD,
+    RUN_KINDS,
+    STARTUP,
+    kind_of,
+    kind_of_job,
+    run_kind,
+)
 from kafkalab.spark.submit import SPARK_JOB_OUTPUTS, SPARK_JOBS, spark_job_args
 from kafkalab.store import LabData, atomic_write_json
 
 
 def test_a_manifest_says_its_kind_and_old_or_missing_ones_are_latency() -> None:
     assert kind_of({"kind": "faults"}) is FAULTS
+    assert kind_of({"kind": "startup"}) is STARTUP
     assert kind_of({"kind": "load"}) is LOAD
     assert kind_of({"workload": {"kind": "load", "cells": []}}) is LOAD  # before manifests had one
     assert kind_of({"kind": "latency"}) is LATENCY
@@ -58,7 +68,7 @@ def test_drift_judges_exactly_the_kinds_the_registry_says() -> None:
 
 
 def test_the_export_labels_every_kind() -> None:
-    assert EXPORT_KINDS == tuple(RUN_KINDS) == ("latency", "load", "faults")
+    assert EXPORT_KINDS == tuple(RUN_KINDS) == ("latency", "load", "faults", "startup")
 
 
 def test_the_data_directory_places_each_kind_where_its_entry_says(tmp_path: Path) -> None:
@@ -66,6 +76,8 @@ def test_the_data_directory_places_each_kind_where_its_entry_says(tmp_path: Path
     assert lab.measured_dir(LATENCY) == lab.samples_dir
     assert lab.measured_dir("load") == tmp_path / "load"
     assert lab.measured_dir(FAULTS) == tmp_path / "faults"
+    assert lab.measured_dir(STARTUP) == tmp_path / "startup"
+    assert lab.validation_path("r1", STARTUP) == tmp_path / "validation" / "r1-startup.json"
     assert lab.run_aggregates_dir("r1") == tmp_path / "aggregates" / "run_id=r1"
     assert lab.run_aggregates_dir("r1", LOAD) == tmp_path / "aggregates" / "load" / "run_id=r1"
     assert lab.validation_path("r1") == tmp_path / "validation" / "r1.json"

@@ -3,12 +3,14 @@ not to be, and how the parts of a first record's delay are counted."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafkalab.cli import main
 from kafkalab.errors import ConfigError
 from kafkalab.startup.spec import StartupSpec
-from kafkalab.startup.summary import answer_lines, format_table, summarize
+from kafkalab.startup_figures import answer_lines, format_table, summarize
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +93,15 @@ def test_bad_input_is_one_line_and_exit_2_before_any_cluster(
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "error:" in err[0]
+
+
+def test_an_existing_run_id_is_refused_before_any_cluster(tmp_path: Path) -> None:
+    from kafkalab.startup.engine import StartupRequest, execute_startup
+    from kafkalab.store import LabData
+
+    lab = LabData(tmp_path)
+    lab.write_manifest({"run_id": "20261128T000000Z-abcdef", "kind": "latency"})
+    with pytest.raises(ConfigError, match="already exists"):
+        execute_startup(StartupRequest(data_dir=tmp_path, run_id="20261128T000000Z-abcdef",
+                                       cluster_lab=tmp_path / "never"))
+    assert not (tmp_path / "never").exists() and not (tmp_path / "startup").exists()

@@ -20,7 +20,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "$KAFKALAB_SPARK_MASTER, default local[*]), then the drift check and the report. "
         "Latency runs: aggregate_metrics, validate_metrics, drift, report; load runs: "
         "aggregate_load, validate_load, drift, report; fault runs: aggregate_faults, "
-        "validate_faults, report. A failed validation is shown and drift and the report still "
+        "validate_faults, report; start-up runs: aggregate_startup, validate_startup, "
+        "report. A failed validation is shown and drift and the report still "
         "run, as in the DAG. A run still being measured is refused (aggregate it once it has "
         "ended). Exit 0 when validated, 1 when the validation failed, 2 on bad input (no "
         "such run, a run still running, no samples), 4 when a Spark job failed. Job logs: "
@@ -33,9 +34,9 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pagg.set_defaults(handler=cmd_aggregate)
     pagg.add_argument("--run-id", type=run_id_arg, default=None, help="the run (default: the newest, by start time)")
     pagg.add_argument("--one-session", action="store_true",
-                      help="a latency or load run: the aggregation also validates in its "
-                      "own Spark session (one JVM start instead of two, as the DAG param "
-                      "one_spark_session); a fault run runs both jobs")
+                      help="a latency, load or start-up run: the aggregation also validates "
+                      "in its own Spark session (one JVM start instead of two, as the DAG "
+                      "param one_spark_session); a fault run runs both jobs")
     add_json_option(pagg, "print the outcome (jobs, validation, drift, report) as one JSON document")
     add_data_option(pagg, reads=True)
 

@@ -55,7 +55,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help=f"the start-up cluster's broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=_port, default=DEFAULT_CONTROL_PORT,
                     help=f"its KRaft controller port (default {DEFAULT_CONTROL_PORT})")
-    pr.add_argument("--run-id", type=run_id_arg, default=None, help="the run's id (default new)")
+    pr.add_argument("--run-id", type=run_id_arg, default=None,
+                    help="the run's id (default a new one; an existing run is refused)")
     add_data_option(pr)
     add_json_option(pr)
 
@@ -65,7 +66,7 @@ def cmd_startup(args: argparse.Namespace) -> int:
     timed out or failed."""
     from kafkalab.startup.engine import StartupRequest, execute_startup
     from kafkalab.startup.spec import StartupSpec
-    from kafkalab.startup.summary import format_table
+    from kafkalab.startup_figures import format_table
 
     spec = StartupSpec(clients=tuple(args.client), delays_ms=tuple(args.delay_ms),
                        protocols=tuple(args.protocol), members=tuple(args.members),

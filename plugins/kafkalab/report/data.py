@@ -39,7 +39,7 @@ from kafkalab.drift import (
 from kafkalab.drift.acceptances import Acceptance
 from kafkalab.drift.history import run_measured_at
 from kafkalab.drift.load import load_cells_history
-from kafkalab.kinds import FAULTS, LATENCY, LOAD, RunKind, kind_of, kind_of_run
+from kafkalab.kinds import FAULTS, LATENCY, LOAD, STARTUP, RunKind, kind_of, kind_of_run
 from kafkalab.report.fault_data import FaultTables, read_fault_table, read_fault_tables
 from kafkalab.report.load_data import LoadTables, read_load_tables
 from kafkalab.stats import MIN_SAMPLES
@@ -451,6 +451,34 @@ def fault_run_view(data: ReportData, run_id: str) -> RunView:
                  faults=tables)
 
 
+STARTUP_CASES = "startup_cases"
+"""The start-up run's table its page shows (``spark_jobs/aggregate_startup.py``)."""
+
+
+def read_startup_cases(lab: LabData, run_id: str) -> pd.DataFrame | None:
+    """A start-up run's ``startup_cases`` table; None when it is absent or unreadable
+    (logged)."""
+    import pyarrow.parquet as pq
+
+    path = lab.run_aggregates_dir(run_id, STARTUP) / f"{STARTUP_CASES}.parquet"
+    if not path.exists():
+        return None
+    try:
+        return pq.read_table(path).to_pandas()
+    except (OSError, ValueError) as exc:
+        log.warning("start-up table %s unreadable (%s)", path, exc)
+        return None
+
+
+def startup_run_view(data: ReportData, run_id: str) -> RunView:
+    """The view of start-up run ``run_id``: its cases as ``rows`` (empty before its Spark
+    aggregation), its validation; no history and no drift (start-up runs are not judged)."""
+    cases = read_startup_cases(data.lab, run_id)
+    rows = cases if cases is not None else pd.DataFrame()
+    return _view(data, run_id, STARTUP, rows, rows, table_drift=pd.DataFrame(),
+                 drift_records=pd.DataFrame(), drift_stored=False)
+
+
 def run_view(data: ReportData, run_id: str) -> RunView:
     """The view of ``run_id`` as of that run (later runs are left out of its trends), built
     for its kind (:meth:`ReportData.run_kind`, :data:`VIEWS`)."""
@@ -541,7 +569,8 @@ def run_summaries(data: ReportData, pages_built: frozenset[str] | set[str] = fro
 
 
 VIEWS: dict[str, Callable[[ReportData, str], RunView]] = {
-    LATENCY.name: latency_run_view, LOAD.name: load_run_view, FAULTS.name: fault_run_view}
+    LATENCY.name: latency_run_view, LOAD.name: load_run_view, FAULTS.name: fault_run_view,
+    STARTUP.name: startup_run_view}
 """How a run's view is built, by its kind (:data:`kafkalab.kinds.RUN_KINDS`)."""
 
 
@@ -554,6 +583,7 @@ SUMMARY_ROWS: dict[str, Callable[[ReportData, str], pd.DataFrame]] = {
     LATENCY.name: lambda data, rid: _rows_of(data.history, [rid]),
     LOAD.name: lambda data, rid: _rows_of(data.load_history, [rid]),
     FAULTS.name: _fault_rows,
+    STARTUP.name: lambda data, rid: startup_run_view(data, rid).rows,
 }
 """A run's rows in the overview (its cells, or its trials), by its kind."""
 
@@ -562,6 +592,7 @@ __all__ = [
     "NOTE_COLUMN",
     "PERCENTILE_NAMES",
     "RENAMED_V1",
+    "STARTUP_CASES",
     "SUMMARY_ROWS",
     "TABLE_DRIFT_METRICS",
     "VIEWS",
@@ -578,9 +609,11 @@ __all__ = [
     "numbers",
     "parse_percentile_note",
     "percentile_reasons",
+    "read_startup_cases",
     "run_state",
     "run_summaries",
     "run_view",
     "stale_outputs",
+    "startup_run_view",
     "strings",
 ]

@@ -40,6 +40,8 @@ SPARK_JOBS: dict[str, str] = {
     "validate_load": "validate_load.py",
     "aggregate_faults": "aggregate_faults.py",
     "validate_faults": "validate_faults.py",
+    "aggregate_startup": "aggregate_startup.py",
+    "validate_startup": "validate_startup.py",
 }
 """The Spark jobs by name: their script in :func:`kafkalab.paths.spark_jobs_dir` (the
 ``_load`` ones for load runs: ``load/`` samples, ``aggregates/load/`` tables; the

@@ -16,8 +16,10 @@ delay in every case of its :class:`~kafkalab.startup.spec.StartupSpec`:
 4. the trial's *warm* cases then run on the last of those clusters, in an order that rotates
    with the trial (no case always pays for another's warm-up);
 5. every member of every probe is a row of ``probes.parquet`` and ``run.json`` is rewritten
-   after each probe (:mod:`kafkalab.startup.files`); the cluster is stopped and wiped at the
-   end, also after an error or Ctrl-C, and what was measured is kept.
+   after each probe (:mod:`kafkalab.startup.files`); the run's manifest (``runs/<id>.json``,
+   kind ``startup``) is written at the start, names the cluster once one is up, and is closed
+   with one summary per case; the cluster is stopped and wiped at the end, also after an
+   error or Ctrl-C, and what was measured is kept.
 """
 
 from __future__ import annotations
@@ -25,21 +27,33 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kafkalab.cluster.descriptor import ClusterDescriptor, kafka_python_config, librdkafka_config
+from kafkalab.cluster.broker_config import broker_settings
+from kafkalab.cluster.descriptor import (
+    ClusterDescriptor,
+    kafka_python_config,
+    librdkafka_config,
+    public_view,
+)
 from kafkalab.cluster.embedded import cluster_down, cluster_up
 from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
-from kafkalab.errors import ClusterError, RunError
+from kafkalab.errors import ClusterError, ConfigError, RunError
+from kafkalab.kinds import STARTUP
+from kafkalab.load.run import parts_manifest
 from kafkalab.progress import Progress, noop
 from kafkalab.run_ids import new_run_id
 from kafkalab.startup import files
 from kafkalab.startup.probe import ProbeMarks, new_group_id, now_ns, run_probe
-from kafkalab.startup.spec import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS, StartupCase, StartupSpec
-from kafkalab.startup.summary import answer_lines, summarize
-from kafkalab.store import atomic_write_json
+from kafkalab.startup.spec import StartupCase, StartupSpec
+from kafkalab.startup_figures import (
+    KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+    answer_lines,
+    summarize,
+)
+from kafkalab.store import LabData, atomic_write_json
 
 __all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "StartupRequest", "StartupResult",
            "execute_startup", "startup_cluster_lab"]
@@ -75,6 +89,10 @@ class StartupRequest:
     """Where its cluster lives (default :func:`startup_cluster_lab`); wiped by every cold
     probe, so never a lab directory holding another cluster."""
     command: str = "kafkalab startup run"
+    owner_kind: str = "cli"
+    """Who runs it (``cli`` or ``airflow``: the manifest's ``owner.kind``)."""
+    logical_date: str | None = None
+    """The Airflow logical date of the DAG run that makes it (the manifest's)."""
 
 
 @dataclass
@@ -83,8 +101,9 @@ class StartupResult:
 
     run_id: str
     status: str
-    """``complete`` (every probe ran; some may have timed out: see ``failed_probes``) or
-    ``interrupted`` / ``failed`` (what was measured is kept)."""
+    """The manifest's: ``complete`` (every probe saw its first record), ``incomplete`` (some
+    cases had a probe time out or fail: ``failed_probes``) or ``failed``; what was measured
+    is kept whatever the status."""
     run_dir: Path
     cases: list[dict[str, Any]]
     answer: list[str]
@@ -218,9 +237,20 @@ class _Run:
         self.req = req
         self.spec = req.spec
         self.progress = progress
+        self.lab = LabData(req.data_dir)
+        if req.run_id is not None and self.lab.manifest(req.run_id) is not None:
+            raise ConfigError(f"run {req.run_id} already exists: a start-up run is measured "
+                              "whole, so use a new --run-id (or none)")
         self.run_id = req.run_id or new_run_id()
-        self.started = datetime.now(UTC)
-        self.dir = files.run_dir(req.data_dir, self.started.strftime("%Y-%m-%d"), self.run_id)
+        self.manifest = parts_manifest(
+            self.run_id, None, STARTUP, command=req.command,
+            workload={"kind": STARTUP.name, "name": STARTUP.name, "spec": asdict(self.spec),
+                      "unsupported": self.spec.unsupported()},
+            profiles={}, scenarios=list(self.spec.clients), payloads=[], cluster={},
+            owner_kind=req.owner_kind, logical_date=req.logical_date)
+        self.manifest.write(self.lab.root)
+        self.started = datetime.fromisoformat(self.manifest.started_at)
+        self.dir = files.run_dir(req.data_dir, self.manifest.run_date, self.run_id)
         self.rows: list[dict[str, Any]] = []
         self.clusters: list[dict[str, Any]] = []
         self.clients = _client_versions(self.spec)
@@ -318,11 +348,26 @@ def _fresh_cluster(run: _Run, delay_ms: int) -> _Cluster:
 
 
 def _note_cluster(run: _Run, cluster: _Cluster) -> None:
+    """Record a cluster the run measures on (the manifest names the first one and its broker
+    settings, read through the Admin API)."""
     d = cluster.descriptor
     entry = {"flavor": d.flavor, "kafka_version": d.version, "brokers": d.broker_count,
              DELAY_SETTING: cluster.delay_ms}
     if entry not in run.clusters:
         run.clusters.append(entry)
+    if not run.manifest.cluster:
+        run.manifest.cluster = public_view(d)
+        run.manifest.broker_settings = broker_settings(d)
+        run.manifest.write(run.lab.root)
+
+
+def _close_manifest(run: _Run, cases: list[dict[str, Any]]) -> None:
+    """The manifest closed with one summary per case: ``complete`` when every probe of every
+    case saw its first record (:meth:`kafkalab.samples.Manifest.close`)."""
+    run.manifest.cells = cases
+    run.manifest.close(["complete" if not c["failed"] else "failed" for c in cases],
+                       None if run.status == "complete" else (run.error or run.status))
+    run.manifest.write(run.lab.root)
 
 
 def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupResult:
@@ -354,8 +399,9 @@ def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupRe
     finally:
         run.stream.close()
         run.write_run_doc()
+        _close_manifest(run, summarize(run.rows))
         cluster_down(req.cluster_lab or startup_cluster_lab(), wipe_data=True)
     cases = summarize(run.rows)
-    return StartupResult(run.run_id, run.status, run.dir, cases,
+    return StartupResult(run.run_id, run.manifest.status, run.dir, cases,
                          answer_lines(cases, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS),
                          sum(1 for r in run.rows if r["status"] != "ok"))

@@ -6,7 +6,7 @@
   each probe ends (:class:`kafkalab.parquet_stream.ParquetStream`, one row group per probe);
   a probe that timed out or failed is a row too;
 * ``run.json``: the run's settings, clusters, clients, the unsupported combinations, its
-  status and the summary per case (:func:`kafkalab.startup.summary.summarize`), rewritten
+  status and the summary per case (:func:`kafkalab.startup_figures.summarize`), rewritten
   after every probe so an interrupted run keeps what it measured.
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from kafkalab.kinds import STARTUP
 from kafkalab.parquet_stream import ParquetStream
 from kafkalab.store import LabData
 
@@ -56,7 +57,7 @@ expose it."""
 
 def run_dir(data_dir: Path | str | None, run_date: str, run_id: str) -> Path:
     """``<data>/startup/run_date=<run_date>/run_id=<run_id>/``."""
-    return LabData(data_dir).startup_dir / f"run_date={run_date}" / f"run_id={run_id}"
+    return LabData(data_dir).measured_dir(STARTUP) / f"run_date={run_date}" / f"run_id={run_id}"
 
 
 def open_probes(directory: Path) -> ParquetStream:

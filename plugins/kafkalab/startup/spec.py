@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkalab.errors import ConfigError
+from kafkalab.startup_figures import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS
 
 __all__ = [
     "CLIENTS",
@@ -38,9 +39,6 @@ CLIENTS: tuple[str, ...] = ("confluent-kafka", "kafka-python")
 
 GROUP_PROTOCOLS: tuple[str, ...] = ("classic", "consumer")
 """``group.protocol`` values of a ``subscribe`` probe."""
-
-KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3000
-"""Kafka's default ``group.initial.rebalance.delay.ms`` (its sample configs set 0)."""
 
 _UNSUPPORTED: dict[tuple[str, str], str] = {
     ("kafka-python", "consumer"): "kafka-python speaks only the classic group protocol "

@@ -1,5 +1,7 @@
 """A start-up run's figures per case, its answer to seed 000 in one line per client, and its
-table (from the rows of ``probes.parquet``, as dicts).
+table (from the rows of ``probes.parquet``, as dicts, or the cases of its ``startup_cases``
+aggregate): shared by the engine (:mod:`kafkalab.startup`), which prints them, and the report,
+which draws them, so it sits below both.
 
 Each figure is a median over the case's members that reached the mark (``n`` of them), with
 the smallest and largest value beside it: a case has a few probes, too few for any other
@@ -29,7 +31,11 @@ from typing import Any
 
 from kafkalab.stats import median_or_none
 
-__all__ = ["FIGURES", "answer_lines", "format_table", "summarize"]
+__all__ = ["FIGURES", "KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS", "answer_lines", "format_table",
+           "summarize"]
+
+KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3000
+"""Kafka's default ``group.initial.rebalance.delay.ms`` (its sample configs set 0)."""
 
 FIGURES: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_ms", "fetch_ms",
                             "offsets_topic_ready_ms", "coordinator_ready_ms")
