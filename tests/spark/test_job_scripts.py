@@ -24,10 +24,12 @@ MISSING_INPUT = {
     "aggregate_metrics": ["--samples", "{missing}", "--out", "{out}"],
     "aggregate_load": ["--load", "{missing}", "--out", "{out}", "--run-id", "r"],
     "aggregate_faults": ["--faults", "{missing}", "--out", "{out}", "--run-id", "r"],
+    "aggregate_startup": ["--startup", "{missing}", "--out", "{out}", "--run-id", "r"],
     "validate_metrics": ["--samples", "{missing}", "--aggregates", "{missing}",
                          "--run-id", "r", "--out", "{out}"],
     "validate_load": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
     "validate_faults": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
+    "validate_startup": ["--aggregates", "{missing}", "--run-id", "r", "--out", "{out}"],
 }
 """Each job script's name (its ``prog``) and a command line whose input path does not exist."""
 

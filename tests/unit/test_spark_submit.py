@@ -23,7 +23,8 @@ def test_application_and_py_files_are_absolute_job_files() -> None:
     assert spark_application("validate") == str(spark_jobs_dir() / "validate_metrics.py")
     shipped = spark_py_files().split(",")
     assert [Path(f).name for f in shipped] == ["_session.py", "_gx.py", "validate_metrics.py",
-                                              "validate_load.py", "store.py", "stats.py"]
+                                              "validate_load.py", "validate_startup.py", "store.py",
+                                              "stats.py"]
     assert Path(shipped[0]) == spark_jobs_dir() / "_session.py"
     for script in (spark_application("aggregate"), spark_application("validate"), *shipped):
         assert Path(script).is_absolute() and Path(script).is_file(), script

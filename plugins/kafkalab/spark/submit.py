@@ -74,9 +74,9 @@ def spark_application(job: str) -> str:
 def spark_py_files() -> str:
     """The ``py_files`` of every job, comma-separated: ``spark_jobs/_session.py`` (the shared
     Spark session and job plumbing), ``spark_jobs/_gx.py`` (the validations' shared Great
-    Expectations helpers), ``spark_jobs/validate_metrics.py`` and
-    ``spark_jobs/validate_load.py`` (``aggregate_metrics --validate-out`` and
-    ``aggregate_load --validate-out`` import them), and the lab's two lone-file modules, standard library only
+    Expectations helpers), ``spark_jobs/validate_metrics.py``, ``spark_jobs/validate_load.py``
+    and ``spark_jobs/validate_startup.py`` (``aggregate_metrics``, ``aggregate_load`` and
+    ``aggregate_startup --validate-out`` import them), and the lab's two lone-file modules, standard library only
     and importable as ``store`` and ``stats`` where the package is not installed:
     ``kafkalab/store.py`` (the atomic writer) and ``kafkalab/stats.py`` (percentiles, minimum
     samples, confidence intervals). Spark puts them on the driver's and executors'
@@ -84,7 +84,7 @@ def spark_py_files() -> str:
     jobs = spark_jobs_dir()
     return ",".join([str(jobs / SESSION_MODULE), str(jobs / "_gx.py"),
                      str(jobs / "validate_metrics.py"), str(jobs / "validate_load.py"),
-                     str(PACKAGE_DIR / "store.py"), str(PACKAGE_DIR / "stats.py")])
+                     str(jobs / "validate_startup.py"), str(PACKAGE_DIR / "store.py"), str(PACKAGE_DIR / "stats.py")])
 
 
 def spark_job_args(job: str, run_id: Any,
