@@ -484,6 +484,67 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
                               "durability sigkill-leader #1"]
 
 
+STARTUP_BASE_PORT = 30492
+STARTUP_CONTROL_PORT = 32481
+"""The start-up cluster of this test (given in the form, as a user whose worker has the
+defaults taken would)."""
+
+
+def test_startup_experiment_end_to_end(tmp_path_factory: pytest.TempPathFactory,
+                                       airflow_setup: dict[str, Any],
+                                       airflow_cli: AirflowCli) -> None:
+    """``airflow dags test startup_experiment`` from the form: confluent-kafka, no broker
+    rebalance delay, the classic and the KIP-848 protocol, one member, one trial. The engine
+    starts its own one-node Kafka 4.x cluster on the form's ports (fresh for each cold probe),
+    times every case and wipes it; Spark aggregates and, in the same session, validates; the
+    report has the run's page with the answer."""
+    import pandas as pd
+
+    from kafkalab.cluster.embedded import cluster_status
+
+    lab = LabData(airflow_setup["data"])
+    home = prepare_lab(tmp_path_factory.mktemp("af-startup-lab"))
+    before = set(lab.manifests())
+    conf = {"clients": ["confluent-kafka"], "delays_ms": [0],
+            "protocols": ["classic", "consumer"], "members": [1], "trials": 1,
+            "timeout_s": 30, "base_port": STARTUP_BASE_PORT,
+            "control_port": STARTUP_CONTROL_PORT}
+    rc = _dags_test(airflow_cli, airflow_setup["root"] / "startup.log", "startup_experiment",
+                    "2026-11-24T00:00:00+00:00", conf, env={"KAFKALAB_HOME": str(home)},
+                    timeout_s=600)
+    assert rc == 0, "airflow dags test startup_experiment failed; see the output above"
+    assert cluster_status(home / "startup")["state"] == "down"
+    (run,) = set(lab.manifests()) - before
+    assert re.fullmatch(r"startup-\d{8}T\d{6}Z-[0-9a-f]{6}", run), run
+    manifest = lab.manifest(run)
+    assert manifest is not None and manifest["kind"] == "startup"
+    assert manifest["status"] == "complete", manifest.get("error")
+    assert manifest["owner"]["kind"] == "airflow"
+    assert manifest["workload"]["spec"]["protocols"] == ["classic", "consumer"]
+    assert manifest["broker_settings"]["settings"]["group.initial.rebalance.delay.ms"] == "0"
+    cases = {"cold/delay=0/confluent-kafka/subscribe/classic/m1",
+             "cold/delay=0/confluent-kafka/subscribe/consumer/m1",
+             "warm/delay=0/confluent-kafka/subscribe/classic/m1",
+             "warm/delay=0/confluent-kafka/subscribe/consumer/m1",
+             "warm/delay=0/confluent-kafka/assign/none/m1"}
+    (probes,) = (lab.root / "startup").glob(f"run_date=*/run_id={run}/probes.parquet")
+    rows = pd.read_parquet(probes)
+    assert set(rows["case_key"]) == cases and set(rows["status"]) == {"ok"}
+    assert (rows["first_record_ms"] >= rows["assigned_ms"]).all()
+
+    # Spark: one row per case, as the engine summarized it; validated in the same session
+    agg = pd.read_parquet(lab.run_aggregates_dir(run, "startup") / "startup_cases.parquet")
+    assert set(agg["case_key"]) == cases
+    assert {c["case_key"] for c in manifest["cells"]} == cases
+    validation = lab.validation(run, "startup")
+    assert validation is not None and validation["success"] is True, validation
+
+    # the report: the run's page answers seed 000, listed in the index
+    page = (lab.report_page_dir(run) / "index.html").read_text()
+    assert '<section id="startup">' in page and "confluent-kafka: " in page
+    assert run in lab.report_index_path().read_text()
+
+
 def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
         cluster_yaml: Path, airflow_setup: dict[str, Any], airflow_cli: AirflowCli,
         tmp_path: Path) -> None:

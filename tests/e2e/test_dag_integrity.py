@@ -21,7 +21,7 @@ DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
 """What the lab would read or write with this environment (none of it may be opened)."""
 LATENCY_DAGS = ("latency_experiment", "nightly_latency_regression")
-DAG_IDS = (*LATENCY_DAGS, "load_experiment", "resilience_experiment")
+DAG_IDS = (*LATENCY_DAGS, "load_experiment", "resilience_experiment", "startup_experiment")
 CHAIN = ("name_run", "check_cluster", "prepare_run", "measure_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
          "send_alerts", "verify_outcome")
@@ -38,6 +38,8 @@ TASKS = {
                         "verify_outcome"),
     "resilience_experiment": ("name_run", *FAULT_PART, "publish_report", "send_alerts",
                               "verify_outcome"),
+    "startup_experiment": ("name_run", "run_startup", "aggregate_startup", "validate_startup",
+                           "publish_report", "verify_outcome"),
 }
 """Every DAG's task ids, in definition order."""
 IN_POOL = {
@@ -46,6 +48,7 @@ IN_POOL = {
                                    "run_load_cell", "start_fault_run", "run_fault_trial"},
     "load_experiment": {"start_load_run", "run_load_cell"},
     "resilience_experiment": {"start_fault_run", "run_fault_trial"},
+    "startup_experiment": {"run_startup"},
 }
 """The cluster-loading tasks of each DAG (the measuring pool's)."""
 
@@ -108,7 +111,8 @@ def test_dag_ids(parsed: dict[str, Any]) -> None:
 def test_tags_owner_retries_docs(parsed: dict[str, Any], dag_id: str) -> None:
     dag = parsed["bag"].dags[dag_id]
     assert "kafkalab" in dag.tags
-    kind = {"load_experiment": "load", "resilience_experiment": "faults"}.get(dag_id, "latency")
+    kind = {"load_experiment": "load", "resilience_experiment": "faults",
+            "startup_experiment": "startup"}.get(dag_id, "latency")
     assert kind in dag.tags
     assert dag.doc_md and "verify_outcome" in dag.doc_md
     for t in dag.tasks:
@@ -310,6 +314,40 @@ def test_a_fault_spark_task_is_skipped_when_the_run_never_started(
         with pytest.raises(AirflowSkipException, match="not started"):
             op.execute({})
         assert submitted == []
+
+
+def test_startup_chain_trigger_rules_and_form(parsed: dict[str, Any]) -> None:
+    """startup_experiment: the run measured whole (never retried, in the measuring pool), one
+    Spark job that aggregates and validates in its session, the report and the aggregation
+    run after failed probes (all_done), the watcher after everything; the form is
+    ``kafkalab startup run``'s defaults."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, StartupSpec
+
+    dag = parsed["bag"].dags["startup_experiment"]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    assert up["run_startup"] == {"name_run"}
+    assert up["aggregate_startup"] == {"run_startup", "name_run"}
+    assert up["validate_startup"] == {"aggregate_startup", "name_run"}
+    assert up["publish_report"] == {"validate_startup", "name_run"}
+    assert up["verify_outcome"] == set(TASKS["startup_experiment"]) - {"verify_outcome"}
+    rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
+    assert rules["aggregate_startup"] == rules["publish_report"] == "all_done"
+    assert rules["validate_startup"] == "all_success"
+    assert rules["verify_outcome"] == "one_failed"
+    assert dag.get_task("run_startup").retries == 0
+    agg = dag.get_task("aggregate_startup")
+    assert isinstance(agg, SparkSubmitOperator)
+    assert agg.application == str(spark_jobs_dir() / "aggregate_startup.py")
+    args = [a for a in agg.application_args if isinstance(a, str)]
+    assert args[-2:] == ["--validate-out", f"{parsed['data']}/validation"]
+    form = {key: dag.params[key] for key in dag.params}
+    spec = StartupSpec()
+    assert form["clients"] == list(spec.clients) and form["protocols"] == list(spec.protocols)
+    assert form["delays_ms"] == list(spec.delays_ms) and form["members"] == list(spec.members)
+    assert (form["trials"], form["timeout_s"]) == (spec.trials, spec.timeout_s)
+    assert (form["base_port"], form["control_port"]) == (DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT)
 
 
 def test_load_params_form(parsed: dict[str, Any]) -> None:
@@ -724,6 +762,11 @@ BAD_PARAMS: list[tuple[str, str, Any]] = [
     ("resilience_experiment", "rate_msgs_per_s", 20_001),
     ("resilience_experiment", "duration_s", 3601), ("resilience_experiment", "faults", ["meteor"]),
     ("resilience_experiment", "consumers", 13), ("resilience_experiment", "session_timeout_ms", 1),
+    ("startup_experiment", "clients", ["kafka-go"]), ("startup_experiment", "clients", []),
+    ("startup_experiment", "protocols", ["eager"]), ("startup_experiment", "members", [0]),
+    ("startup_experiment", "members", [9]), ("startup_experiment", "delays_ms", [-1]),
+    ("startup_experiment", "delays_ms", [60_001]), ("startup_experiment", "trials", 101),
+    ("startup_experiment", "timeout_s", 0), ("startup_experiment", "base_port", 80),
 ]
 """Bad values for the DAGs' forms (issue 26's bad-input tier, on the Airflow side): each is
 refused by Airflow's own param validation when the run is triggered."""

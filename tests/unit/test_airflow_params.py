@@ -29,7 +29,9 @@ def test_every_choice_has_a_readable_label() -> None:
                "acks": params.ACKS_CHOICES, "faults": params.FAULT_CHOICES,
                "commits": params.COMMIT_CHOICES,
                "consumer_mode": params.CONSUMER_MODE_CHOICES,
-               "shard_placement": params.SHARD_PLACEMENT_CHOICES}
+               "shard_placement": params.SHARD_PLACEMENT_CHOICES,
+               "clients": params.STARTUP_CLIENT_CHOICES,
+               "protocols": params.GROUP_PROTOCOL_CHOICES}
     assert set(params.CHOICE_LABELS) == set(choices)
     for name, values in choices.items():
         labels = params.CHOICE_LABELS[name]

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.airflow.tasks import outcome_problems
+from kafkalab.airflow.tasks import outcome_problems, run_started
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.faults.spec import MAX_TRIALS
 from kafkalab.kinds import FAULTS
@@ -223,7 +223,7 @@ def run_trial(run_id: str, trial: Mapping[str, Any]) -> dict[str, Any]:
 def fault_run_started(run_id: str) -> bool:
     """Whether ``run_id`` was started (its manifest exists): a nightly whose fault trial is
     turned off, or whose ``start_fault_run`` failed, has none."""
-    return LabData().manifest_path(run_id).is_file()
+    return run_started(run_id)
 
 
 def close_faults(run_id: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@ of :mod:`kafkalab.airflow.params` (which the tasks re-validate against the lab's
 
 Each builder returns ``{name: Param}`` for a DAG's ``params``: :func:`run_params` (a latency
 run), :func:`load_params` (a load run), :func:`fault_params` (a fault run) and
-:func:`nightly_switch_params` (the nightly's fan-out cell and fault trial). Cheap at DAG-parse
+:func:`startup_params` (a start-up run) and :func:`nightly_switch_params` (the nightly's
+fan-out cell and fault trial). Cheap at DAG-parse
 time: no file, network or database access.
 """
 
@@ -21,12 +22,14 @@ from kafkalab.airflow.params import (
     COMMIT_CHOICES,
     CONSUMER_MODE_CHOICES,
     FAULT_CHOICES,
+    GROUP_PROTOCOL_CHOICES,
     LATENCY_CONSUMER_MODES,
     LOAD_CLIENT_CHOICES,
     PAYLOAD_CHOICES,
     PROFILE_CHOICES,
     SCENARIO_CHOICES,
     SHARD_PLACEMENT_CHOICES,
+    STARTUP_CLIENT_CHOICES,
     WORKLOAD_CHOICES,
 )
 from kafkalab.airflow.tasks import ONE_SESSION_PARAM
@@ -38,6 +41,7 @@ from kafkalab.load.spec import (
     MAX_GRID_VALUES,
     MAX_RATE_MSGS_PER_S,
 )
+from kafkalab.startup import spec as startup_spec
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -228,6 +232,48 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
     }
 
 
+def startup_params(*, clients: list[str], delays_ms: list[int], protocols: list[str],
+                   members: list[int], trials: int) -> dict[str, Param]:
+    """The params (the trigger form) of a start-up run: what ``kafkalab startup run`` takes
+    (:class:`kafkalab.startup.spec.StartupSpec`), and the start-up cluster's two ports."""
+    def ints(default: list[int], title: str, maximum: int, description: str) -> Param:
+        return Param(list(default), type="array", title=title, minItems=1, uniqueItems=True,
+                     items={"type": "integer", "minimum": 0, "maximum": maximum},
+                     description=description)
+
+    def port(default: int, title: str, what: str) -> Param:
+        return Param(default, type="integer", minimum=1024, maximum=65000, title=title,
+                     description=f"{what} of the start-up cluster (its own, started fresh and "
+                     "wiped by the run on the worker that runs run_startup); change it when "
+                     "the default is taken there")
+
+    return {
+        "clients": _multi_select("clients", clients, STARTUP_CLIENT_CHOICES, "Clients",
+                                 "the consumers timed, every case each", min_items=1),
+        "delays_ms": ints(delays_ms, "Broker rebalance delays (ms)", startup_spec.MAX_DELAY_MS,
+                          "the broker's group.initial.rebalance.delay.ms, a cluster each "
+                          "(Kafka's default 3000; its sample configs set 0)"),
+        "protocols": _multi_select("protocols", protocols, GROUP_PROTOCOL_CHOICES,
+                                   "Group protocols", "group.protocol of the subscribe cases "
+                                   "(kafka-python has no consumer protocol: listed as not "
+                                   "measured)", min_items=1),
+        "members": Param(list(members), type="array", title="Members", minItems=1,
+                         uniqueItems=True,
+                         items={"type": "integer", "minimum": 1,
+                                "maximum": startup_spec.MAX_MEMBERS},
+                         description="consumers of one new group started at once, a case each"),
+        "trials": Param(trials, type="integer", minimum=1, maximum=startup_spec.MAX_TRIALS,
+                        title="Trials per case", description="probes of every case (a cold "
+                        "probe starts a fresh cluster: ~10 s each)"),
+        "timeout_s": Param(30.0, type="number", minimum=1, maximum=600, title="Probe timeout (s)",
+                           description="how long a consumer waits for its first record "
+                           "before its probe counts as timed out"),
+        "base_port": port(startup_spec.DEFAULT_BASE_PORT, "Broker port", "the broker port"),
+        "control_port": port(startup_spec.DEFAULT_CONTROL_PORT, "Controller port",
+                             "the KRaft controller port"),
+    }
+
+
 def nightly_switch_params() -> dict[str, Param]:
     """The nightly's switches for its fan-out cell and its fault trial (both on by default;
     ``make demo`` turns both off)."""
@@ -244,4 +290,5 @@ def nightly_switch_params() -> dict[str, Param]:
     }
 
 
-__all__ = ["fault_params", "load_params", "nightly_switch_params", "run_params"]
+__all__ = ["fault_params", "load_params", "nightly_switch_params", "run_params",
+           "startup_params"]

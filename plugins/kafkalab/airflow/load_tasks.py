@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkalab.airflow.connections import ClusterConnection
-from kafkalab.airflow.tasks import verify_outcome
+from kafkalab.airflow.tasks import run_started, verify_outcome
 from kafkalab.attempts import attempt_path, final_path
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD
@@ -76,7 +76,7 @@ def nightly_fanout_on(params: Mapping[str, Any]) -> bool:
 def load_run_started(run_id: str) -> bool:
     """Whether the load run ``run_id`` was started (its manifest exists): a nightly whose
     fan-out cell is turned off, or whose ``start_load_run`` failed, has none."""
-    return LabData().manifest_path(run_id).is_file()
+    return run_started(run_id)
 
 
 def _listed(params: Mapping[str, Any], key: str) -> list[Any]:

@@ -5,13 +5,13 @@
   ``one_spark_session`` the aggregation (latency or load) also validates, and the validation
   task judges that result instead of starting Spark again; optionally *skipped* when the run
   never started.
-- :class:`FaultSparkSubmitOperator`: a fault run's Spark job, *skipped* when the run never
-  started.
+- :class:`StartedRunSparkSubmitOperator`: a fault or start-up run's Spark job, *skipped*
+  when the run never started.
 
 Both run their job through :func:`run_spark_job`: spark-submit, or a Spark Connect server
 when the connection is one (``KAFKALAB_SPARK_MASTER=sc://…``).
 
-:func:`lab_spark_task` and :func:`fault_spark_task` build them with the script, arguments,
+:func:`lab_spark_task` and :func:`started_run_spark_task` build them with the script, arguments,
 py-files, conf and environment of :mod:`kafkalab.spark.submit`, through the ``spark_default``
 Connection. Building one reads no file (DAG-parse time); the run's state is read when the
 task runs.
@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from kafkalab.airflow import fault_tasks, load_tasks, tasks
+from kafkalab.airflow import load_tasks, tasks
 from kafkalab.kinds import RunKind, kind_of_job
 from kafkalab.spark import submit as spark_submit
 
@@ -147,10 +147,11 @@ class LabSparkSubmitOperator(SparkSubmitOperator):
         return None
 
 
-class FaultSparkSubmitOperator(SparkSubmitOperator):
-    """A spark-submit over one fault run, *skipped* when that run was never started (the
-    nightly's fault trial turned off, or a failed ``start_fault_run`` that already fails the
-    DAG run): there is nothing to aggregate or validate."""
+class StartedRunSparkSubmitOperator(SparkSubmitOperator):
+    """A spark-submit over one fault or start-up run, *skipped* when that run was never
+    started (the nightly's fault trial turned off, or a failed ``start_fault_run`` /
+    ``run_startup`` that already fails the DAG run): there is nothing to aggregate or
+    validate."""
 
     template_fields = (*SparkSubmitOperator.template_fields, "lab_run_id")
 
@@ -160,8 +161,8 @@ class FaultSparkSubmitOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         """Skip when the run was never started, else run the job."""
-        if not fault_tasks.fault_run_started(str(self.lab_run_id)):
-            _skip(f"fault run {self.lab_run_id} was not started")
+        if not tasks.run_started(str(self.lab_run_id)):
+            _skip(f"run {self.lab_run_id} was not started")
         self.conf = spark_submit.runtime_conf(self.conf)
         run_spark_job(self, context)
 
@@ -188,12 +189,21 @@ def lab_spark_task(job: str, task_id: str, lab_run_id: Any, data_dir: Path,
                                   data_dir=data_dir, kind=kind_of_job(job), **kwargs)
 
 
-def fault_spark_task(job: str, lab_run_id: Any, data_dir: Path,
-                     **kwargs: Any) -> FaultSparkSubmitOperator:
-    """``aggregate_faults`` / ``validate_faults`` (task id: the job's name) over the fault run
-    ``lab_run_id``."""
-    return FaultSparkSubmitOperator(**_submit_kwargs(job, job, lab_run_id, data_dir), **kwargs)
+def started_run_spark_task(job: str, lab_run_id: Any, data_dir: Path,
+                           validate_in_session: bool = False,
+                           **kwargs: Any) -> StartedRunSparkSubmitOperator:
+    """``aggregate_faults`` / ``validate_faults`` / ``aggregate_startup`` (task id: the job's
+    name) over the run ``lab_run_id``. ``validate_in_session``: the aggregation also validates
+    the run in its Spark session (``--validate-out``, a kind that
+    :attr:`~kafkalab.kinds.RunKind.validates_in_session`), so no second Spark job is started."""
+    submit = _submit_kwargs(job, job, lab_run_id, data_dir)
+    if validate_in_session:
+        if not kind_of_job(job).validates_in_session or job != kind_of_job(job).aggregate_job:
+            raise ValueError(f"{job} cannot validate in its Spark session")
+        submit["application_args"] = [*submit["application_args"],
+                                      *spark_submit.one_session_args(data_dir)]
+    return StartedRunSparkSubmitOperator(**submit, **kwargs)
 
 
-__all__ = ["SPARK_CONN_ID", "FaultSparkSubmitOperator", "LabSparkSubmitOperator",
-           "fault_spark_task", "lab_spark_task"]
+__all__ = ["SPARK_CONN_ID", "LabSparkSubmitOperator", "StartedRunSparkSubmitOperator",
+           "lab_spark_task", "started_run_spark_task"]

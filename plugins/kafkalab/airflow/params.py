@@ -17,6 +17,8 @@ from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LOAD_CLIENTS
 from kafkalab.payloads import IMAGE_SPECS, payload_names
+from kafkalab.startup.spec import CLIENTS as STARTUP_CLIENTS
+from kafkalab.startup.spec import GROUP_PROTOCOLS
 
 SCENARIO_CHOICES: tuple[str, ...] = SCENARIOS
 """Every scenario of :data:`kafkalab.catalog.CATALOG`."""
@@ -123,11 +125,26 @@ SHARD_PLACEMENT_LABELS: dict[str, str] = {
     "tasks": "consume_load_shard tasks of their own (needs a scheduler)",
 }
 
+STARTUP_CLIENT_CHOICES: tuple[str, ...] = STARTUP_CLIENTS
+"""The clients a start-up probe uses (:data:`kafkalab.startup.spec.CLIENTS`)."""
+
+GROUP_PROTOCOL_CHOICES: tuple[str, ...] = GROUP_PROTOCOLS
+"""``group.protocol`` values of a start-up run's subscribe cases."""
+
+STARTUP_CLIENT_LABELS: dict[str, str] = {"confluent-kafka": "confluent-kafka (librdkafka)",
+                                         "kafka-python": "kafka-python (classic protocol only)"}
+
+GROUP_PROTOCOL_LABELS: dict[str, str] = {
+    "classic": "classic (JoinGroup/SyncGroup; the broker's initial rebalance delay applies)",
+    "consumer": "consumer (KIP-848: the broker assigns through heartbeats)",
+}
+
 CHOICE_LABELS: dict[str, dict[str, str]] = {
     "workload": WORKLOAD_LABELS, "scenarios": SCENARIO_LABELS, "payloads": PAYLOAD_LABELS,
     "payload": PAYLOAD_LABELS, "profiles": PROFILE_LABELS, "profile": PROFILE_LABELS,
     "acks": ACKS_LABELS, "faults": FAULT_LABELS, "commits": COMMIT_LABELS,
     "consumer_mode": CONSUMER_MODE_LABELS, "shard_placement": SHARD_PLACEMENT_LABELS,
+    "clients": STARTUP_CLIENT_LABELS, "protocols": GROUP_PROTOCOL_LABELS,
 }
 """The ``values_display`` of each choice param of the forms, by param name."""
 
@@ -170,6 +187,8 @@ __all__ = [
     "CONSUMER_MODE_LABELS",
     "FAULT_CHOICES",
     "FAULT_LABELS",
+    "GROUP_PROTOCOL_CHOICES",
+    "GROUP_PROTOCOL_LABELS",
     "LATENCY_CONSUMER_MODES",
     "LATENCY_WORKLOADS",
     "LOAD_CLIENT_CHOICES",
@@ -181,6 +200,8 @@ __all__ = [
     "SCENARIO_LABELS",
     "SHARD_PLACEMENT_CHOICES",
     "SHARD_PLACEMENT_LABELS",
+    "STARTUP_CLIENT_CHOICES",
+    "STARTUP_CLIENT_LABELS",
     "WORKLOAD_CHOICES",
     "WORKLOAD_LABELS",
     "bool_param",

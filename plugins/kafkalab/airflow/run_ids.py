@@ -24,6 +24,7 @@ RUN_PREFIXES: dict[str, str] = {
     "nightly_latency_regression": "nightly",
     "load_experiment": "load",
     "resilience_experiment": "faults",
+    "startup_experiment": "startup",
 }
 """Prefix of the lab run ids of each DAG (``nightly-20261121T000000Z``)."""
 

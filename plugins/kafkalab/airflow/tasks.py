@@ -437,6 +437,12 @@ def judge_validation(run_id: str, kind: RunKind = LATENCY) -> dict[str, Any]:
                    f"(see {path})")
 
 
+def run_started(run_id: str) -> bool:
+    """Whether the lab run ``run_id`` was started (its manifest exists): a nightly part that
+    is turned off, or a run whose starting task failed, has none."""
+    return LabData().manifest_path(run_id).is_file()
+
+
 def outcome_problems(run_id: str, kind: RunKind = LATENCY
                      ) -> tuple[str | None, dict[str, Any] | None, list[str]]:
     """What a run's files say so far about its outcome: its manifest's status, its validation
@@ -493,6 +499,7 @@ __all__ = [
     "prepare_run",
     "publish_report",
     "resolve_scenarios",
+    "run_started",
     "send_alerts",
     "validation_written_since",
     "verify_outcome",

@@ -26,7 +26,7 @@ def _port(value: str) -> int:
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``startup`` and its action ``run``."""
-    from kafkalab.startup.engine import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT
+    from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT
 
     ps = sub.add_parser("startup", help="seed 000: where a new consumer's first-message delay "
                         "goes (cold/warm cluster, rebalance delay, group protocol, assign)",

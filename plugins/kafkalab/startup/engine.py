@@ -47,7 +47,12 @@ from kafkalab.progress import Progress, noop
 from kafkalab.run_ids import new_run_id
 from kafkalab.startup import files
 from kafkalab.startup.probe import ProbeMarks, new_group_id, now_ns, run_probe
-from kafkalab.startup.spec import StartupCase, StartupSpec
+from kafkalab.startup.spec import (
+    DEFAULT_BASE_PORT,
+    DEFAULT_CONTROL_PORT,
+    StartupCase,
+    StartupSpec,
+)
 from kafkalab.startup_figures import (
     KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS,
     answer_lines,
@@ -58,10 +63,6 @@ from kafkalab.store import LabData, atomic_write_json
 __all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "StartupRequest", "StartupResult",
            "execute_startup", "startup_cluster_lab"]
 
-DEFAULT_BASE_PORT = 19492
-"""The start-up cluster's broker port (the lab's other clusters: 19292, 19392-19394)."""
-DEFAULT_CONTROL_PORT = 19692
-"""The start-up cluster's KRaft controller port."""
 WATCH_INTERVAL_S = 0.01
 """How often a cold probe's watcher reads the metadata for ``__consumer_offsets``."""
 TOPIC = "kafkalab-startup"

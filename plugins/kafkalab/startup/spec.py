@@ -28,6 +28,8 @@ from kafkalab.startup_figures import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS
 
 __all__ = [
     "CLIENTS",
+    "DEFAULT_BASE_PORT",
+    "DEFAULT_CONTROL_PORT",
     "GROUP_PROTOCOLS",
     "KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS",
     "StartupCase",
@@ -44,6 +46,11 @@ _UNSUPPORTED: dict[tuple[str, str], str] = {
     ("kafka-python", "consumer"): "kafka-python speaks only the classic group protocol "
     "(KIP-848's consumer protocol is in librdkafka and the Java client)",
 }
+
+DEFAULT_BASE_PORT = 19492
+"""The start-up cluster's broker port (the lab's other clusters: 19292, 19392-19394)."""
+DEFAULT_CONTROL_PORT = 19692
+"""The start-up cluster's KRaft controller port."""
 
 MAX_TRIALS = 100
 MAX_MEMBERS = 8

@@ -17,7 +17,7 @@ from airflow.sdk import TriggerRule, get_current_context, task
 
 from kafkalab.airflow import fault_tasks, tasks
 from kafkalab.airflow.chains import parts
-from kafkalab.airflow.operators import fault_spark_task
+from kafkalab.airflow.operators import started_run_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL
 
 
@@ -69,11 +69,11 @@ def fault_part(fault_run_id: Any, assets: parts.LabAssets, nightly: bool = False
     started = start_fault_run(fault_run_id)
     measured = run_fault_trial.partial(lab_run_id=fault_run_id).expand(trial=started)
     finished = finish_fault_run(fault_run_id)
-    aggregated = fault_spark_task(
+    aggregated = started_run_spark_task(
         "aggregate_faults", fault_run_id, assets.data_dir, outlets=[assets.aggregates],
         doc_md="Spark: the fault run's trials -> fault_trials, fault_cells, fault_timeline "
         "(aggregates/faults/run_id=<id>/). Skipped when the run was never started.")
-    validated = fault_spark_task(
+    validated = started_run_spark_task(
         "validate_faults", fault_run_id, assets.data_dir, retries=0,
         doc_md="Spark + Great Expectations, suite faults: counts add up; under the durability "
         "profile no acked message is lost (a failure names the trial). Result: "
