@@ -6,11 +6,14 @@ What it prints, and nothing else (Airflow's own logs go to a file):
 2. seed 000's comparison (``include/workloads/images-quick.yaml``): one line per cell, then
    the table and its two-line reading exactly as ``kafkalab run`` prints them
    (:func:`kafkalab.summary.format_run_summary`);
-3. the nightly DAG (``nightly_latency_regression``) through ``airflow dags test`` once per
+3. seed 000's question answered on Kafka 4.x: a small start-up run (:data:`DEMO_STARTUP`,
+   ``kafkalab startup run`` on its own one-node cluster, started fresh and wiped): its cases'
+   table and the answer line (:func:`kafkalab.startup_figures.answer_lines`);
+4. the nightly DAG (``nightly_latency_regression``) through ``airflow dags test`` once per
    logical date (the dates one after the other, in one process), one line per date: date,
    lab run id, cells, status, wall time, drift verdicts. A date whose DAG run fails prints the failing task's log (its traceback) from
    the log file and the demo goes on with the next date;
-4. a closing summary: where the samples, aggregates, validation results and report are, and
+5. a closing summary: where the samples, aggregates, validation results and report are, and
    the next commands to try.
 
 Every Spark job of the demo (seed 000's aggregation, each night's) runs against one Spark
@@ -39,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
 from kafkalab.paths import airflow_home, default_data_dir, lab_dir
+from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, StartupSpec
 from kafkalab.store import LabData
 
 if TYPE_CHECKING:
@@ -72,6 +76,13 @@ that delay either), no fan-out cell (its load run and two Spark jobs add ~60 s a
 ``aggregate_metrics`` validates in its own Spark session (``one_spark_session``: one JVM
 start a night instead of two), and ``validate_metrics`` judges its result."""
 
+DEMO_STARTUP = StartupSpec(clients=("confluent-kafka",), delays_ms=(3000,),
+                           protocols=("classic", "consumer"), members=(1,), trials=1)
+"""The demo's start-up run: one consumer of confluent-kafka, the broker's default initial
+rebalance delay (3000 ms), cold and warm, the classic and the KIP-848 protocol, and
+``assign``; one probe each (2 cold, 3 warm: two fresh clusters, ~20 s). What each figure
+means, and the full run: docs/first-message.md (``kafkalab startup run``)."""
+
 LOG_DIR_NAME = "logs"
 """``<lab_dir>/logs/``: the demo's log files (``demo-<UTC time>.log``)."""
 
@@ -89,6 +100,10 @@ class DemoPlan:
     dates: tuple[str, ...] = DEMO_DATES
     nightly_conf: Mapping[str, Any] = field(default_factory=lambda: dict(DEMO_NIGHTLY_CONF))
     seed000: bool = True
+    startup: bool = True
+    """Run :data:`DEMO_STARTUP` and print seed 000's answer (aggregated with seed 000's run)."""
+    startup_ports: tuple[int, int] = (DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT)
+    """The start-up cluster's broker and controller ports."""
     aggregate_seed000: bool = True
     """Aggregate, validate and judge seed 000's run with Spark (``kafkalab aggregate``), so
     its report page shows its cells; else the page says it has no aggregates."""
@@ -236,6 +251,8 @@ def next_steps() -> list[tuple[str, str]]:
         (f"{k} maxrate", "the highest rate the cluster sustains within a latency bound"),
         (f"{k} faults run --fault sigkill-leader --trials 1", "kill the partition leader "
          "under load: acked messages lost, time without acks"),
+        (f"{k} startup run", "seed 000's question in full: every start-up case, both "
+         "clients, 5 trials (~10 min)"),
         (f"{k} runs", "every run in the data dir and its state"),
     ]
 
@@ -285,6 +302,41 @@ def run_seed000(plan: DemoPlan, lab: LabData, log: IO[str], say: Say) -> tuple[i
     say(format_run_summary(result.cells))
     say(f"run {result.run_id}: {result.status}")
     return (0 if result.status == "complete" else 4), result.run_id
+
+
+def run_startup_part(plan: DemoPlan, lab: LabData, log: IO[str], say: Say
+                     ) -> tuple[int, str | None]:
+    """Seed 000's question on Kafka 4.x (:data:`DEMO_STARTUP`): the cases' table and the answer
+    as ``kafkalab startup run`` prints them. Returns its exit code (0; 4 when a probe timed
+    out or failed, or the run could not measure) and its run id (None when it never
+    started)."""
+    from kafkalab.errors import LabError
+    from kafkalab.startup.engine import StartupRequest, execute_startup
+    from kafkalab.startup_figures import format_table
+
+    spec = DEMO_STARTUP
+    say("")
+    say("Seed 000's question on Kafka 4.x: where does a new consumer's first second go? "
+        "(kafkalab startup run --client confluent-kafka --delay-ms 3000 --members 1 "
+        "--trials 1; its own one-node cluster)")
+    base_port, control_port = plan.startup_ports
+    try:
+        result = execute_startup(StartupRequest(
+            spec=spec, data_dir=lab.root, base_port=base_port, control_port=control_port,
+            command="kafkalab demo (start-up part)"), progress=lambda m: _write(log, m))
+    except LabError as exc:
+        say(f"  not measured: {exc}")
+        return 4, None
+    say("")
+    say(format_table(result.cases))
+    say("(ms after the consumer's start, one probe each: first = first record; start = first "
+        "connection up; join = to partitions assigned; fetch = to the first record; led / "
+        "ready = cold cluster: __consumer_offsets led / the group coordinator answering)")
+    for line in result.answer:
+        say(line)
+    say(f"run {result.run_id}: {result.status} (docs/first-message.md: every case, 5 trials, "
+        "both clients)")
+    return (0 if result.failed_probes == 0 else 4), result.run_id
 
 
 class DemoSpark:
@@ -346,6 +398,25 @@ class DemoSpark:
 
             connect.stop_server(self._server)
             self._server = None
+
+
+def aggregate_startup(run_id: str, lab: LabData, log: IO[str], say: Say,
+                      master: str | None = None) -> int:
+    """The start-up run through Spark and Great Expectations (``kafkalab aggregate
+    --one-session``) and its report page. Returns 0, 1 when validation failed, 4 when a job
+    failed or refused the run."""
+    from kafkalab.aggregate import aggregate_run
+    from kafkalab.errors import LabError
+
+    try:
+        outcome = aggregate_run(lab.root, run_id, master=master,
+                                progress=lambda m: _write(log, m), one_session=True)
+    except LabError as exc:
+        say(f"Start-up run {run_id} not aggregated: {exc}")
+        return 4
+    say(f"Start-up run {run_id} → Spark, Great Expectations: validation "
+        f"{'passed' if outcome.validation_success else 'FAILED'}; report {outcome.report}")
+    return 0 if outcome.validation_success else 1
 
 
 def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say,
@@ -455,14 +526,21 @@ def run_demo(plan: DemoPlan, say: Say = print, lab: LabData | None = None) -> in
         spark = DemoSpark(plan, log, say)
         try:
             seed_run: str | None = None
+            startup_run: str | None = None
             if plan.seed000:
                 seed_rc, seed_run = run_seed000(plan, lab, log, say)
                 rc = max(rc, seed_rc)
+            if plan.startup:
+                startup_rc, startup_run = run_startup_part(plan, lab, log, say)
+                rc = max(rc, startup_rc)
             aggregated: list[int] = []
 
             def aggregate() -> None:
                 if seed_run is not None and plan.aggregate_seed000:
                     aggregated.append(aggregate_seed000(seed_run, lab, log, say,
+                                                        spark.master_url()))
+                if startup_run is not None and plan.aggregate_seed000:
+                    aggregated.append(aggregate_startup(startup_run, lab, log, say,
                                                         spark.master_url()))
 
             if plan.nightly:
@@ -505,6 +583,7 @@ def parse_conf(text: str | None) -> dict[str, Any]:
 __all__ = [
     "DEMO_DATES",
     "DEMO_NIGHTLY_CONF",
+    "DEMO_STARTUP",
     "DEMO_WORKLOAD",
     "DateOutcome",
     "DemoPlan",
@@ -518,5 +597,6 @@ __all__ = [
     "next_steps",
     "parse_conf",
     "run_demo",
+    "run_startup_part",
     "summarize_date",
 ]

@@ -32,6 +32,8 @@ TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 CONTROLLER_PORT = 30781
 BROKER_PORT = 30792
 SPARK_CONNECT_PORT = 30702
+STARTUP_PORTS = (30992, 30981)
+"""The demo's start-up run's own cluster: broker, controller."""
 AIRFLOW_LOG_LINE = re.compile(r"\[(debug|info|warning|error|critical)\s*\]|^\d{4}-\d\d-\d\dT\d\d:")
 
 WORKLOAD = """\
@@ -76,7 +78,8 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
            "--dates", "2026-11-18",
            "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5,
                                          "fanout_cell": True}),
-           "--cluster", str(demo_lab / "cluster.yaml")]
+           "--cluster", str(demo_lab / "cluster.yaml"),
+           "--startup-ports", ",".join(map(str, STARTUP_PORTS))]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     out = proc.stdout
     print(out)
@@ -116,6 +119,24 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     assert seed_lab.validation(seed_run)["success"] is True
     seed_page = (seed_lab.report_page_dir(seed_run) / "index.html").read_text()
     assert "No aggregates for this run" not in seed_page
+
+    # seed 000's question on Kafka 4.x: the start-up run's cases and the answer, aggregated
+    head = next(i for i, line in enumerate(lines) if line.split()[:3] == ["state", "delay",
+                                                                          "client"])
+    assert [lines[head + k].split()[:5] for k in range(1, 6)] == [
+        ["cold", "3000", "confluent-kafka", "subscribe", "classic"],
+        ["cold", "3000", "confluent-kafka", "subscribe", "consumer"],
+        ["warm", "3000", "confluent-kafka", "subscribe", "classic"],
+        ["warm", "3000", "confluent-kafka", "subscribe", "consumer"],
+        ["warm", "3000", "confluent-kafka", "assign", "none"]]
+    (answer,) = [line for line in lines if line.startswith("confluent-kafka: cold cluster: ")]
+    assert "warm: classic with the default delay (3000 ms) " in answer and "n/a" not in answer
+    (startup_run,) = [line.split()[1].rstrip(":") for line in lines
+                      if re.match(r"run \S+: complete \(docs/first-message\.md", line)]
+    assert LabData(data).manifest(startup_run)["kind"] == "startup"
+    assert LabData(data).validation(startup_run, "startup")["success"] is True
+    assert any(line.startswith(f"Start-up run {startup_run} → Spark") for line in lines)
+    assert port_free(STARTUP_PORTS[0]) and port_free(STARTUP_PORTS[1])  # its cluster stopped
 
     # the nightly: one line for its one date, read from what the DAG run wrote
     (date_line,) = [line for line in lines if line.startswith("  2026-11-18  ")]
