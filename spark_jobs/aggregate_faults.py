@@ -7,7 +7,8 @@ Extract the run's "fault samples" (``docs/metrics-schema.md``, "Fault samples": 
 the definitions of ``docs/aggregates-schema.md`` ("Fault aggregates") and load::
 
     <out>/run_id=<id>/fault_trials.parquet    one row per trial
-    <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks, commit)
+    <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks, commit,
+                                              client, max in flight, idempotence)
     <out>/run_id=<id>/fault_timeline.parquet  one row per (trial, 100 ms bin of elapsed time)
     <out>/run_id=<id>/group_lag.parquet       one row per (trial, offset sample, partition)
                                               of the consumer-fault trials (else no rows)
@@ -149,7 +150,8 @@ TRIAL_SCHEMA: dict[str, str] = {
     "fault": "string", "acks": "string", "trial": "int", "status": "string", "error": "string",
     "rate_msgs_per_s": "double", "duration_s": "double", "warmup_s": "double",
     "fault_at_s": "double", "down_s": "double", "payload": "string", "partitions": "int",
-    "client": "string", "topic": "string", "target_broker": "int", "target_role": "string",
+    "client": "string", "max_in_flight": "int", "idempotence": "boolean", "topic": "string",
+    "target_broker": "int", "target_role": "string",
     "broker_version": "string", "broker_is_emulator": "boolean",
     **dict.fromkeys(COUNT_COLUMNS, "bigint"),
     **AVAILABILITY_COLUMNS,
@@ -161,12 +163,14 @@ TRIAL_SCHEMA: dict[str, str] = {
     "reread_agrees": "boolean",
 }
 
-CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks", "commit")
+CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks", "commit", "client", "max_in_flight",
+                               "idempotence")
 """The columns that name a ``fault_cells`` row."""
 
 #: Per-cell figures: the ``fault_trials`` column -> its statistics (over complete trials).
 CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "acked_lost": ("sum", "median", "max"), "duplicates": ("median", "max"),
+    "reordered": ("median", "max"),
     "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
     "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
     "controller_elected_ms": ("median", "max"),
@@ -177,7 +181,8 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
 #: ``fault_cells``: column -> Spark type, in order.
 CELL_SCHEMA: dict[str, str] = {
     "run_id": "string", "run_date": "string", "profile": "string", "fault": "string",
-    "acks": "string", "commit": "string", "broker_is_emulator": "boolean", "trials": "int",
+    "acks": "string", "commit": "string", "client": "string", "max_in_flight": "int",
+    "idempotence": "boolean", "broker_is_emulator": "boolean", "trials": "int",
     "trials_complete": "int", "trials_with_loss": "int",
     **{f"{col}_{stat}": ("bigint" if stat == "sum" else "double")
        for col, stats in CELL_FIGURES.items() for stat in stats},
@@ -388,6 +393,8 @@ def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
         "duration_s": pick("duration_s"), "warmup_s": pick("warmup_s"),
         "fault_at_s": pick("fault_at_s"), "down_s": summary.get("down_s", spec.get("down_s")),
         "payload": pick("payload"), "partitions": pick("partitions"), "client": pick("client"),
+        "max_in_flight": summary.get("max_in_flight"),
+        "idempotence": summary.get("idempotence"),
         "topic": doc.get("topic"),
         "target_broker": target.get("broker", summary.get("target_broker")),
         "target_role": target.get("role") or summary.get("target_role"),
@@ -411,8 +418,10 @@ def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
 
 
 def _cells(trials: DataFrame) -> DataFrame:
-    """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks, commit; the
-    commit null for broker faults); the figures are over the complete trials (exact
+    """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks, commit,
+    client, max in flight, idempotence; the commit null for broker faults; max in flight and
+    idempotence as the trial's producer ran: null for a consumer fault's trial and for
+    trials measured before 2026-11-29, which did not record them); the figures are over the complete trials (exact
     medians: the mean of the middle two when even)."""
     complete = F.col("status") == "complete"
     aggs: list[Column] = [

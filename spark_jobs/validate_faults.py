@@ -110,7 +110,7 @@ TRIAL_CHECKS: dict[str, str] = {
 TRIAL_NOT_NULL: tuple[str, ...] = ("trial_id", "profile", "fault", "acks", "status")
 COMPLETE_HAS_COUNTS = "a complete trial has its counts (verdicts.parquet was read)"
 
-CELL_FIGURES: tuple[str, ...] = ("acked_lost", "duplicates", "unavailable_ms",
+CELL_FIGURES: tuple[str, ...] = ("acked_lost", "duplicates", "reordered", "unavailable_ms",
                                  "leader_elected_ms", "isr_full_ms", "consumer_gap_ms",
                                  "redelivered", "lost_unprocessed", "rebalance_pause_ms",
                                  "controller_elected_ms")
@@ -166,12 +166,19 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
 
 def with_cell_checks(cells: DataFrame) -> DataFrame:
     """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``, plus
-    ``/commit-<c>`` for a consumer fault) and the boolean columns of :data:`CELL_CHECKS`."""
-    cells = _with_columns(cells, {"commit": "string", **{
+    ``/commit-<c>`` for a consumer fault, ``/<client>``, ``/mif<n>`` and ``/idem-on|off``
+    where known) and the boolean columns of :data:`CELL_CHECKS`."""
+    cells = _with_columns(cells, {"commit": "string", "client": "string", "max_in_flight": "int",
+                                  "idempotence": "boolean", **{
         f"{fig}_{stat}": "double" for fig in CELL_FIGURES for stat in ("median", "max")}})
+    idem = F.when(F.col("idempotence"), F.lit("idem-on")).when(~F.col("idempotence"),
+                                                                 F.lit("idem-off"))
     out = cells.withColumn("cell", F.concat_ws("/", "profile", "fault",
                                                F.concat(F.lit("acks-"), F.col("acks")),
-                                               F.concat(F.lit("commit-"), F.col("commit"))))
+                                               F.concat(F.lit("commit-"), F.col("commit")),
+                                               "client",
+                                               F.concat(F.lit("mif"), F.col("max_in_flight")),
+                                               idem))
     counts = ((F.col("trials_with_loss") <= F.col("trials_complete"))
               & (F.col("trials_complete") <= F.col("trials")))
     medians = F.lit(True)

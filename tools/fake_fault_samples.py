@@ -132,6 +132,11 @@ class FakeFaultTrial:
     payload: str = "1kb"
     partitions: int = 1
     client: str = "confluent-kafka"
+    max_in_flight: int | None = None
+    """The producer's max in flight as the trial's summary records it (None: not recorded)."""
+    idempotence: bool | None = None
+    """The producer's idempotence as the summary records it (None: not recorded, as before
+    2026-11-29)."""
     status: str = "complete"
     outage_s: float = 0.4
     election_s: float = 0.3
@@ -180,8 +185,11 @@ class FakeFaultTrial:
         """``kafkalab.faults.spec.FaultTrialSpec.trial_id`` (not built from the spec itself:
         the fake's trials are shorter than the engine's spec allows)."""
         commit = f"-commit-{self.commit}" if self.is_consumer_fault else ""
+        client = "-kafka-python" if self.client == "kafka-python" else ""
+        idem = "" if self.idempotence is None else (
+            "-idem-on" if self.idempotence else "-idem-off")
         return safe_name(f"{self.profile}-{self.fault}{commit}-acks-{self.effective_acks}"
-                         f"-t{self.trial}")
+                         f"{client}{idem}-t{self.trial}")
 
     @property
     def effective_down_s(self) -> float | None:
@@ -501,6 +509,8 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
         "controller_elected_ms": ms_since_fault(ev["controller_elected_ts_ns"]),
         "lag_recovered_ms": ms_since_fault(ev["lag_recovered_ts_ns"]),
         "errors_by_type": errors, "verdict": verdict,
+        **({} if t.max_in_flight is None else {"max_in_flight": t.max_in_flight}),
+        **({} if t.idempotence is None else {"idempotence": t.idempotence}),
     }
 
 

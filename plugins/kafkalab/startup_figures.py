@@ -105,8 +105,9 @@ def _s(ms: float | None) -> str:
 def answer_lines(cases: list[dict[str, Any]], default_delay_ms: int) -> list[str]:
     """Seed 000's answer, one line per client that was measured: the cold cluster's first
     record and the offsets topic's share of it; on a warm cluster the classic protocol with
-    the broker's default delay, the consumer protocol, and ``assign``. A part not measured in
-    this run reads ``n/a``."""
+    the broker's default delay (``default_delay_ms``: 0 for a broker without the setting, before
+    Kafka 0.11), the consumer protocol, and ``assign``. A part not measured in this run reads
+    ``n/a``."""
     lines = []
     for client in dict.fromkeys(str(c["client"]) for c in cases):
         delay = default_delay_ms
@@ -122,9 +123,11 @@ def answer_lines(cases: list[dict[str, Any]], default_delay_ms: int) -> list[str
             f"{_s(cold['first_record_ms'])} (delay {cold['initial_rebalance_delay_ms']} ms); "
             f"__consumer_offsets led after {_s(cold['offsets_topic_ready_ms'])}, its group "
             f"coordinator ready after {_s(cold['coordinator_ready_ms'])}")
+        classic = (f"classic with the default delay ({delay} ms)" if delay else
+                   "classic (the broker has no initial rebalance delay)")
         lines.append(
-            f"{client}: cold cluster: {cold_text}; warm: classic with the default delay "
-            f"({delay} ms) {_s(None if warm is None else warm['first_record_ms'])}, consumer "
+            f"{client}: cold cluster: {cold_text}; warm: {classic} "
+            f"{_s(None if warm is None else warm['first_record_ms'])}, consumer "
             f"protocol {_s(None if kip848 is None else kip848['first_record_ms'])}, assign "
             f"{_s(None if assign is None else assign['first_record_ms'])}")
     return lines

@@ -254,7 +254,8 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     assert type(dag.timetable).__name__ == "NullTimetable"
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s",
-                      "commits", "consumers", "session_timeout_ms"}
+                      "commits", "consumers", "session_timeout_ms", "clients", "idempotence"}
+    assert p["clients"].value == [] and p["idempotence"].value == []
     assert p["commits"].value == ["after"] and p["session_timeout_ms"].value is None
     assert p["trials"].value == 5
     assert p["faults"].schema["items"]["enum"] == list(FAULTS)
@@ -277,6 +278,10 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
         form["session_timeout_ms"] = 500
     form["commits"] = ["auto", "after", "before"]
     form["session_timeout_ms"] = 6000
+    form["clients"] = ["confluent-kafka", "kafka-python"]
+    form["idempotence"] = ["on", "off"]
+    with pytest.raises(ParamValidationError, match="is not one of"):
+        form["idempotence"] = ["maybe"]
     nightly = parsed["bag"].dags["nightly_latency_regression"]
     switch = nightly.params.get_param("fault_trial")
     assert switch.value is True and switch.schema["type"] == "boolean"
@@ -348,6 +353,7 @@ def test_startup_chain_trigger_rules_and_form(parsed: dict[str, Any]) -> None:
     assert form["delays_ms"] == list(spec.delays_ms) and form["members"] == list(spec.members)
     assert (form["trials"], form["timeout_s"]) == (spec.trials, spec.timeout_s)
     assert (form["base_port"], form["control_port"]) == (DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT)
+    assert form["flavor"] == "kraft"
 
 
 def test_load_params_form(parsed: dict[str, Any]) -> None:
@@ -767,6 +773,7 @@ BAD_PARAMS: list[tuple[str, str, Any]] = [
     ("startup_experiment", "members", [9]), ("startup_experiment", "delays_ms", [-1]),
     ("startup_experiment", "delays_ms", [60_001]), ("startup_experiment", "trials", 101),
     ("startup_experiment", "timeout_s", 0), ("startup_experiment", "base_port", 80),
+    ("startup_experiment", "flavor", "redpanda"),
 ]
 """Bad values for the DAGs' forms (issue 26's bad-input tier, on the Airflow side): each is
 refused by Airflow's own param validation when the run is triggered."""

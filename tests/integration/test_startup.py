@@ -69,3 +69,47 @@ def test_every_case_reaches_its_first_record_and_the_files_say_how(tmp_path: Pat
     settings = manifest["broker_settings"]["settings"]  # read back through the Admin API
     assert settings["group.initial.rebalance.delay.ms"] == "0"
     assert cluster_status(lab)["state"] == "down"
+
+
+BASE_PORT_09 = 28792
+ZOOKEEPER_PORT_09 = 28892
+
+
+def test_the_same_decomposition_on_kafka_0_9_for_contrast(tmp_path: Path) -> None:
+    """Kafka 0.9.0.1 (ZooKeeper): no initial rebalance delay to set (its groups rebalance at
+    once: measured as 0), no KIP-848 protocol (listed for both clients, not measured), no
+    DescribeConfigs (no broker settings in the manifest); librdkafka joins only because its
+    45 s default session timeout is lowered to the broker's 30 s limit."""
+    spec = StartupSpec(trials=1, delays_ms=(0,), members=(1,), timeout_s=30.0)
+    lab = tmp_path / "startup-lab-09"
+    result = execute_startup(StartupRequest(spec=spec, data_dir=tmp_path / "data",
+                                            flavor="kafka09", base_port=BASE_PORT_09,
+                                            control_port=ZOOKEEPER_PORT_09, cluster_lab=lab))
+    assert result.status == "complete" and result.failed_probes == 0
+    rows = pq.read_table(result.run_dir / "probes.parquet").to_pylist()
+    assert {r["case_key"] for r in rows} == {
+        "cold/delay=0/confluent-kafka/subscribe/classic/m1",
+        "cold/delay=0/kafka-python/subscribe/classic/m1",
+        "warm/delay=0/confluent-kafka/subscribe/classic/m1",
+        "warm/delay=0/kafka-python/subscribe/classic/m1",
+        "warm/delay=0/confluent-kafka/assign/none/m1", "warm/delay=0/kafka-python/assign/none/m1"}
+    assert {(r["broker_flavor"], r["kafka_version"]) for r in rows} == {("kafka09", "0.9.0.1")}
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert r["assigned_ms"] <= r["first_record_ms"]
+        if r["cluster_state"] == "cold":  # 0.9 creates __consumer_offsets too
+            assert 0 <= r["offsets_topic_ready_ms"] <= r["coordinator_ready_ms"]
+    doc = read_json(result.run_dir / "run.json")
+    assert [(u["client"], u["group_protocol"]) for u in doc["unsupported"]] == [
+        ("confluent-kafka", "consumer"), ("kafka-python", "consumer")]
+    assert all("Kafka 0.9.0.1" in u["reason"] for u in doc["unsupported"])
+    assert doc["clusters"] == [{"flavor": "kafka09", "kafka_version": "0.9.0.1", "brokers": 1,
+                                "group.initial.rebalance.delay.ms": None}]
+    assert doc["broker_default_delay_ms"] == 0
+    assert all("classic (the broker has no initial rebalance delay)" in line
+               for line in doc["answer"])
+    manifest = LabData(tmp_path / "data").manifest(result.run_id)
+    assert manifest is not None and manifest["status"] == "complete"
+    assert manifest["broker_settings"] is None  # no DescribeConfigs before Kafka 0.11
+    assert cluster_status(lab)["state"] == "down"
+

@@ -195,6 +195,29 @@ def _timeline_reference(trial_dir: Path, t0: int) -> pd.DataFrame:
         f"{k}_per_s": [float(b.get(i, 0)) * 10.0 for i in idx] for k, b in bins.items()}})
 
 
+def test_trials_of_different_producers_are_different_cells(spark: Any,
+                                                          lab: dict[str, Any]) -> None:
+    """The same profile × fault × acks with another client, max in flight or idempotence is
+    another experiment: a cell of its own (they were one cell before 2026-11-29)."""
+    run = "20261129T000000Z-idem"
+    trials = [FakeFaultTrial(client=client, max_in_flight=5, idempotence=idem, duplicates=dup,
+                             trial=k)
+              for client in ("confluent-kafka", "kafka-python") for idem, dup in
+              ((True, 0), (False, 3)) for k in (1, 2)]
+    write_fake_fault_run(lab["root"], run, trials)
+    out = lab["root"] / "aggregates" / "faults"
+    counts = af.run(spark, str(lab["root"] / "faults"), str(out), run)
+    assert counts["fault_cells"] == 4
+    cells = pd.read_parquet(out / f"run_id={run}" / "fault_cells.parquet")
+    got = {(r.client, int(r.max_in_flight), bool(r.idempotence)): (r.trials, r.duplicates_max)
+           for r in cells.itertuples()}
+    assert got == {(c, 5, True): (2, 0.0) for c in ("confluent-kafka", "kafka-python")} | {
+        (c, 5, False): (2, 3.0) for c in ("confluent-kafka", "kafka-python")}
+    rows = pd.read_parquet(out / f"run_id={run}" / "fault_trials.parquet")
+    assert set(rows["trial_id"]) == {t.trial_id for t in trials}
+    assert pd.isna(lab["trials"]["idempotence"]).all()  # not recorded by the older fakes
+
+
 def test_timeline_matches_a_reference_from_the_files(lab: dict[str, Any]) -> None:
     tl = lab["timeline"]
     for tid, d in lab["dirs"].items():

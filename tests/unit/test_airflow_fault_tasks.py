@@ -93,6 +93,22 @@ def test_mapped_trials_have_readable_names() -> None:
     assert fault_tasks.trial_label({"profile": "default", "fault": "kill-follower",
                                     "acks": "all", "trial": 3}
                                    ) == "default kill-follower acks all #3"
+    assert fault_tasks.trial_label({"profile": "durability", "fault": "sigkill-leader",
+                                    "acks": None, "client": "kafka-python", "max_in_flight": 5,
+                                    "idempotence": False, "trial": 2}
+                                   ) == "durability sigkill-leader kafka-python in-flight 5 idempotence off #2"
+
+
+def test_the_form_s_clients_and_idempotence_make_cells() -> None:
+    specs = fault_tasks.fault_trials({"profiles": ["durability"], "faults": ["sigkill-leader"],
+                                      "clients": ["confluent-kafka", "kafka-python"],
+                                      "idempotence": ["on", "off"], "trials": 1})
+    assert [(s.client, s.idempotence) for s in specs] == [
+        ("confluent-kafka", True), ("confluent-kafka", False), ("kafka-python", True),
+        ("kafka-python", False)]
+    with pytest.raises(ConfigError, match="param idempotence: 'maybe' is not on or off"):
+        fault_tasks.fault_trials({"profiles": ["durability"], "faults": ["none"],
+                                  "idempotence": ["maybe"]})
 
 
 def test_the_forms_fault_choices_are_the_engines() -> None:

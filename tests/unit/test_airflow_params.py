@@ -22,6 +22,12 @@ def test_the_workload_dropdown_lists_every_latency_workload_with_its_description
         assert load_workload(name).name in latency
 
 
+def test_the_start_up_flavors_are_the_embedded_ones() -> None:
+    from kafkalab.cluster.flavors import embedded_flavor_names
+
+    assert embedded_flavor_names() == params.STARTUP_FLAVOR_CHOICES
+
+
 def test_every_choice_has_a_readable_label() -> None:
     choices = {"workload": params.WORKLOAD_CHOICES, "scenarios": params.SCENARIO_CHOICES,
                "payloads": params.PAYLOAD_CHOICES, "payload": params.PAYLOAD_CHOICES,
@@ -31,7 +37,9 @@ def test_every_choice_has_a_readable_label() -> None:
                "consumer_mode": params.CONSUMER_MODE_CHOICES,
                "shard_placement": params.SHARD_PLACEMENT_CHOICES,
                "clients": params.STARTUP_CLIENT_CHOICES,
-               "protocols": params.GROUP_PROTOCOL_CHOICES}
+               "protocols": params.GROUP_PROTOCOL_CHOICES,
+               "flavor": params.STARTUP_FLAVOR_CHOICES,
+               "idempotence": params.IDEMPOTENCE_CHOICES}
     assert set(params.CHOICE_LABELS) == set(choices)
     for name, values in choices.items():
         labels = params.CHOICE_LABELS[name]

@@ -19,7 +19,8 @@ from tests.unit.test_airflow_tasks import as_a_task
 
 FORM: dict[str, Any] = {"clients": ["confluent-kafka", "kafka-python"], "delays_ms": [0, 3000],
                         "protocols": ["classic", "consumer"], "members": [1, 3], "trials": 5,
-                        "timeout_s": 30.0, "base_port": 19492, "control_port": 19692}
+                        "timeout_s": 30.0, "flavor": "kraft", "base_port": 19492,
+                        "control_port": 19692}
 """The DAG's form as Airflow hands it over (its defaults)."""
 
 
@@ -70,6 +71,8 @@ def test_kafka_python_alone_with_the_consumer_protocol_is_refused() -> None:
     ({"base_port": 80}, "param base_port: 80 is not a port"),
     ({"control_port": 19492}, "params base_port and control_port"),
     ({"members": [0]}, "param members"),
+    ({"flavor": "redpanda"}, "param flavor: 'redpanda' is not one of kraft, kafka09"),
+    ({"flavor": "kafka09"}, "Kafka 0.9.0.1 has no group.initial.rebalance.delay.ms"),
 ])
 def test_run_startup_refuses_bad_params_before_anything_starts(
         lab: LabData, change: dict[str, Any], named: str) -> None:

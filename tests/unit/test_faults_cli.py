@@ -33,6 +33,11 @@ pytestmark = pytest.mark.unit
         (["--fault", "kill-consumer", "--session-timeout-ms", "3000", "--heartbeat-ms", "3000"],
          "heartbeat_interval_ms=3000 must be shorter than session_timeout_ms=3000"),
         (["--max-in-flight", "9"], "--max-in-flight: Input should be less than or equal to 5"),
+        (["--client", "kafka-go"], "--client: unknown client 'kafka-go'"),
+        (["--idempotence", "maybe"], "--idempotence: 'maybe' is not on or off"),
+        (["--profile", "default", "--idempotence", "on"],
+         "profile default with idempotence on: producer: producer_properties sets "
+         "enable.idempotence=true, which needs acks=all"),
     ],
 )
 def test_bad_fault_input_is_one_line_and_starts_nothing(

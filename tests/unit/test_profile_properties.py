@@ -139,6 +139,19 @@ def test_idempotence_needs_acks_all(tmp_path: Path) -> None:
     assert kafka_python_producer_config({}, p)["enable_idempotence"] is True
 
 
+def test_both_clients_get_the_same_idempotence_unless_a_profile_asks() -> None:
+    """kafka-python 3 turns idempotence on by itself when acks is all (KIP-679); the lab sets
+    it off for both clients, so an acks=all profile (availability) compares the same
+    producers, and a profile that asks for it (durability) turns it on for both."""
+    availability = load_profile("availability")
+    assert availability.producer.acks == "all"
+    assert confluent_producer_config({}, availability)["enable.idempotence"] is False
+    assert kafka_python_producer_config({}, availability)["enable_idempotence"] is False
+    durability = load_profile("durability")
+    assert confluent_producer_config({}, durability)["enable.idempotence"] == "true"
+    assert kafka_python_producer_config({}, durability)["enable_idempotence"] is True
+
+
 # -- mapped per client -------------------------------------------------------------------
 
 

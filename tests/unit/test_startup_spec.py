@@ -105,3 +105,37 @@ def test_an_existing_run_id_is_refused_before_any_cluster(tmp_path: Path) -> Non
         execute_startup(StartupRequest(data_dir=tmp_path, run_id="20261128T000000Z-abcdef",
                                        cluster_lab=tmp_path / "never"))
     assert not (tmp_path / "never").exists() and not (tmp_path / "startup").exists()
+
+
+def test_a_delay_on_kafka_0_9_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from kafkalab.startup.engine import StartupRequest, execute_startup
+
+    with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1 has no group\.initial\.rebalance"):
+        execute_startup(StartupRequest(spec=StartupSpec(delays_ms=(0, 3000)),
+                                       data_dir=tmp_path / "data", flavor="kafka09",
+                                       cluster_lab=tmp_path / "lab"))
+    assert not (tmp_path / "data").exists() and not (tmp_path / "lab").exists()
+
+
+def test_a_broker_without_kip_848_leaves_its_protocol_unsupported_for_every_client() -> None:
+    from kafkalab.cluster.flavors import embedded_flavor
+    from kafkalab.startup.engine import broker_spec
+
+    k09 = embedded_flavor("kafka09")
+    features = k09.embedded_features()
+    assert not features.initial_rebalance_delay and not features.describe_configs
+    assert features.group_protocols == ("classic",) and features.max_session_timeout_ms == 30000
+    spec = broker_spec(StartupSpec(delays_ms=(0,)), k09, features)
+    assert {(c.client, c.group_protocol) for c in spec.warm_cases(0) if c.join == "subscribe"} == {
+        ("confluent-kafka", "classic"), ("kafka-python", "classic")}
+    reasons = {(u["client"], u["group_protocol"]): u["reason"] for u in spec.unsupported()}
+    assert set(reasons) == {("confluent-kafka", "consumer"), ("kafka-python", "consumer")}
+    assert reasons[("confluent-kafka", "consumer")].startswith(
+        "the broker (Kafka 0.9.0.1) serves only the classic group protocol")
+    with pytest.raises(ConfigError, match=r"protocols leave no client a group protocol both it "
+                       r"and the broker \(Kafka 0.9.0.1\) speak"):
+        broker_spec(StartupSpec(delays_ms=(0,), protocols=("consumer",)), k09, features)
+    kraft = embedded_flavor("kraft")
+    modern = kraft.embedded_features()
+    assert modern.initial_rebalance_delay and modern.max_session_timeout_ms is None
+    assert broker_spec(StartupSpec(), kraft, modern).broker_protocols == ("classic", "consumer")

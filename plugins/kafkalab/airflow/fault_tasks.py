@@ -38,6 +38,7 @@ PARAM_OF_FIELD: dict[str, str] = {
     "profile": "profiles", "fault": "faults", "acks": "acks", "trial": "trials",
     "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s", "commit": "commits",
     "consumers": "consumers", "session_timeout_ms": "session_timeout_ms",
+    "client": "clients", "idempotence": "idempotence",
 }
 """The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
 value is reported under the param's name)."""
@@ -76,6 +77,14 @@ def _trials_count(params: Mapping[str, Any]) -> int:
     return n
 
 
+def _switch(value: Any) -> bool:
+    if value in ("on", True):
+        return True
+    if value in ("off", False):
+        return False
+    raise ConfigError(f"param idempotence: {value!r} is not on or off")
+
+
 def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
     """The trials DAG params ask for (:class:`~kafkalab.faults.spec.FaultPlan`): every
     ``profiles`` × ``faults`` (× ``commits`` for a consumer fault) × ``acks`` cell (``acks``
@@ -100,7 +109,7 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
         if unknown:
             raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
                               f"{', '.join(known)})")
-    for key in ("profiles", "faults", "acks", "commits"):
+    for key in ("profiles", "faults", "acks", "commits", "clients", "idempotence"):
         values = _listed(params, key)
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
@@ -108,6 +117,8 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
         return FaultPlan(profiles=profiles, faults=faults,
                          acks=[str(a) for a in _listed(params, "acks")],
                          commits=[str(c) for c in _listed(params, "commits")],
+                         clients=[str(c) for c in _listed(params, "clients")],
+                         idempotence=[_switch(v) for v in _listed(params, "idempotence")],
                          trials=_trials_count(params),
                          **{k: params.get(k) for k in ("rate_msgs_per_s", "duration_s",
                                                        "consumers", "session_timeout_ms")})
@@ -149,11 +160,18 @@ def _spec_error(exc: Any, label: str) -> str:
 def trial_label(spec: Mapping[str, Any]) -> str:
     """The readable name of a mapped trial (its ``map_index_template``):
     ``durability sigkill-leader #1``, ``default kill-follower acks all #3``,
-    ``durability kill-consumer commit after #2``."""
+    ``durability kill-consumer commit after #2``, ``durability sigkill-leader kafka-python
+    in-flight 5 idempotence off #1`` (the client when not confluent-kafka, and max in flight
+    and idempotence when the form overrides them)."""
     acks, commit = spec.get("acks"), spec.get("commit")
+    client, mif, idem = spec.get("client"), spec.get("max_in_flight"), spec.get("idempotence")
     return (f"{spec.get('profile')} {spec.get('fault')}"
             + (f" commit {commit}" if commit is not None else "")
-            + (f" acks {acks}" if acks is not None else "") + f" #{spec.get('trial')}")
+            + (f" acks {acks}" if acks is not None else "")
+            + (f" {client}" if client not in (None, "confluent-kafka") else "")
+            + (f" in-flight {mif}" if mif is not None else "")
+            + (f" idempotence {'on' if idem else 'off'}" if idem is not None else "")
+            + f" #{spec.get('trial')}")
 
 
 def build_fault_request(params: Mapping[str, Any], run_id: str, command: str | None = None,

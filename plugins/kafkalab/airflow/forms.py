@@ -23,6 +23,7 @@ from kafkalab.airflow.params import (
     CONSUMER_MODE_CHOICES,
     FAULT_CHOICES,
     GROUP_PROTOCOL_CHOICES,
+    IDEMPOTENCE_CHOICES,
     LATENCY_CONSUMER_MODES,
     LOAD_CLIENT_CHOICES,
     PAYLOAD_CHOICES,
@@ -30,6 +31,7 @@ from kafkalab.airflow.params import (
     SCENARIO_CHOICES,
     SHARD_PLACEMENT_CHOICES,
     STARTUP_CLIENT_CHOICES,
+    STARTUP_FLAVOR_CHOICES,
     WORKLOAD_CHOICES,
 )
 from kafkalab.airflow.tasks import ONE_SESSION_PARAM
@@ -189,7 +191,8 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
 
 def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                  rate_msgs_per_s: float, duration_s: float | None) -> dict[str, Param]:
-    """The params (the trigger form) of a fault run: profiles × faults × acks, each cell
+    """The params (the trigger form) of a fault run: profiles × faults × acks × clients ×
+    idempotence, each cell
     ``trials`` times, at one rate and duration (``duration_s`` None: empty in the form, the
     planner's default, as ``kafkalab faults run`` without ``--duration``)."""
     return {
@@ -215,6 +218,12 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                             "(a kill-consumer ≥ 6 s after the session timeout); empty: 20 s, "
                             "for a consumer fault at least 6 s past the session timeout and "
                             "the rejoin"),
+        "clients": _multi_select("clients", [], LOAD_CLIENT_CHOICES, "Clients",
+                                 "the producer's (and a consumer fault's members') client, one "
+                                 "cell each; empty: confluent-kafka"),
+        "idempotence": _multi_select("idempotence", [], IDEMPOTENCE_CHOICES, "Idempotence",
+                                     "the producer's enable.idempotence, one cell each; empty: "
+                                     "the profile's (durability: on; the others: off)"),
         "commits": _multi_select("commits", ["after"], COMMIT_CHOICES,
                                  "Commit strategies (consumer faults)",
                                  "for kill-consumer and leave-consumer, one cell each: auto "
@@ -268,6 +277,12 @@ def startup_params(*, clients: list[str], delays_ms: list[int], protocols: list[
         "timeout_s": Param(30.0, type="number", minimum=1, maximum=600, title="Probe timeout (s)",
                            description="how long a consumer waits for its first record "
                            "before its probe counts as timed out"),
+        "flavor": Param(STARTUP_FLAVOR_CHOICES[0], type="string",
+                        enum=list(STARTUP_FLAVOR_CHOICES), title="Broker",
+                        values_display=_labels("flavor"),
+                        description="the broker of the run's own cluster: Kafka 4.x (KRaft), "
+                        "or Kafka 0.9.0.1 for contrast (no initial rebalance delay: delays "
+                        "[0] only; no consumer protocol: listed as not measured)"),
         "base_port": port(startup_spec.DEFAULT_BASE_PORT, "Broker port", "the broker port"),
         "control_port": port(startup_spec.DEFAULT_CONTROL_PORT, "Controller port",
                              "the KRaft controller port"),

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafkalab.catalog import CATALOG, SCENARIOS
+from kafkalab.cluster.flavors import embedded_flavor, embedded_flavor_names
 from kafkalab.config.loader import WORKLOAD_ALIASES
 from kafkalab.errors import ConfigError
 from kafkalab.load.spec import LOAD_CLIENTS
@@ -128,11 +129,26 @@ SHARD_PLACEMENT_LABELS: dict[str, str] = {
 STARTUP_CLIENT_CHOICES: tuple[str, ...] = STARTUP_CLIENTS
 """The clients a start-up probe uses (:data:`kafkalab.startup.spec.CLIENTS`)."""
 
+STARTUP_FLAVOR_CHOICES: tuple[str, ...] = embedded_flavor_names()
+"""The embedded flavors a start-up run's own cluster can be, the default first (the
+registry's)."""
+
+STARTUP_FLAVOR_LABELS: dict[str, str] = {name: embedded_flavor(name).label
+                                         for name in STARTUP_FLAVOR_CHOICES}
+
 GROUP_PROTOCOL_CHOICES: tuple[str, ...] = GROUP_PROTOCOLS
 """``group.protocol`` values of a start-up run's subscribe cases."""
 
-STARTUP_CLIENT_LABELS: dict[str, str] = {"confluent-kafka": "confluent-kafka (librdkafka)",
-                                         "kafka-python": "kafka-python (classic protocol only)"}
+CLIENT_LABELS: dict[str, str] = {"confluent-kafka": "confluent-kafka (librdkafka)",
+                                 "kafka-python": "kafka-python"}
+"""The ``clients`` params' labels (the start-up and the fault forms)."""
+
+IDEMPOTENCE_CHOICES: tuple[str, ...] = ("on", "off")
+"""The fault form's producer idempotence values (empty: the profile's)."""
+
+IDEMPOTENCE_LABELS: dict[str, str] = {
+    "on": "on (enable.idempotence=true: no duplicate or reorder from a retry; acks=all)",
+    "off": "off (a retry after a lost response may write a duplicate)"}
 
 GROUP_PROTOCOL_LABELS: dict[str, str] = {
     "classic": "classic (JoinGroup/SyncGroup; the broker's initial rebalance delay applies)",
@@ -144,7 +160,9 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
     "payload": PAYLOAD_LABELS, "profiles": PROFILE_LABELS, "profile": PROFILE_LABELS,
     "acks": ACKS_LABELS, "faults": FAULT_LABELS, "commits": COMMIT_LABELS,
     "consumer_mode": CONSUMER_MODE_LABELS, "shard_placement": SHARD_PLACEMENT_LABELS,
-    "clients": STARTUP_CLIENT_LABELS, "protocols": GROUP_PROTOCOL_LABELS,
+    "clients": CLIENT_LABELS, "protocols": GROUP_PROTOCOL_LABELS,
+    "idempotence": IDEMPOTENCE_LABELS,
+    "flavor": STARTUP_FLAVOR_LABELS,
 }
 """The ``values_display`` of each choice param of the forms, by param name."""
 
@@ -181,6 +199,7 @@ __all__ = [
     "ACKS_CHOICES",
     "ACKS_LABELS",
     "CHOICE_LABELS",
+    "CLIENT_LABELS",
     "COMMIT_CHOICES",
     "COMMIT_LABELS",
     "CONSUMER_MODE_CHOICES",
@@ -189,6 +208,8 @@ __all__ = [
     "FAULT_LABELS",
     "GROUP_PROTOCOL_CHOICES",
     "GROUP_PROTOCOL_LABELS",
+    "IDEMPOTENCE_CHOICES",
+    "IDEMPOTENCE_LABELS",
     "LATENCY_CONSUMER_MODES",
     "LATENCY_WORKLOADS",
     "LOAD_CLIENT_CHOICES",
@@ -201,7 +222,8 @@ __all__ = [
     "SHARD_PLACEMENT_CHOICES",
     "SHARD_PLACEMENT_LABELS",
     "STARTUP_CLIENT_CHOICES",
-    "STARTUP_CLIENT_LABELS",
+    "STARTUP_FLAVOR_CHOICES",
+    "STARTUP_FLAVOR_LABELS",
     "WORKLOAD_CHOICES",
     "WORKLOAD_LABELS",
     "bool_param",

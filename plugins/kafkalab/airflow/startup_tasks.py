@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kafkalab.airflow.params import STARTUP_FLAVOR_CHOICES
 from kafkalab.airflow.tasks import judge_validation, outcome_problems
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import STARTUP
@@ -101,8 +102,12 @@ def run_startup(params: Mapping[str, Any], run_id: str, command: str | None = No
     control_port = _port(params, "control_port", DEFAULT_CONTROL_PORT)
     if base_port == control_port:
         raise ConfigError("params base_port and control_port: give two different ports")
+    flavor = str(params.get("flavor") or STARTUP_FLAVOR_CHOICES[0])
+    if flavor not in STARTUP_FLAVOR_CHOICES:
+        raise ConfigError(f"param flavor: {flavor!r} is not one of "
+                          f"{', '.join(STARTUP_FLAVOR_CHOICES)}")
     result = execute_startup(StartupRequest(
-        spec=spec, data_dir=LabData().root, run_id=run_id, base_port=base_port,
+        spec=spec, data_dir=LabData().root, run_id=run_id, flavor=flavor, base_port=base_port,
         control_port=control_port, command=command or "airflow startup_experiment",
         owner_kind="airflow", logical_date=logical_date), progress=log.info)
     for line in result.answer:

@@ -30,7 +30,8 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                    "heartbeat_interval_ms": "--heartbeat-ms",
                    "auto_commit_interval_ms": "--auto-commit-interval-ms",
                    "batch_msgs": "--batch-msgs", "rejoin_after_s": "--rejoin-after",
-                   "max_in_flight": "--max-in-flight"}
+                   "max_in_flight": "--max-in-flight", "client": "--client",
+                   "idempotence": "--idempotence"}
 """The option that sets each field of a fault trial (a refused value is named by it)."""
 
 
@@ -100,8 +101,13 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
     pfr.add_argument("--payload", default="1kb", help="payload (default 1kb)")
     pfr.add_argument("--partitions", type=int, default=None,
                      help="partitions of each trial's topic (default 1; consumer faults: 2 per consumer)")
-    pfr.add_argument("--client", choices=["confluent-kafka", "kafka-python"], default="confluent-kafka",
-                     help="the producer's and the group members' client (default confluent-kafka)")
+    pfr.add_argument("--client", type=csv_list, default=None,
+                     help="the producer's and the group members' client: confluent-kafka, "
+                     "kafka-python, comma-separated for one trial set each (default "
+                     "confluent-kafka)")
+    pfr.add_argument("--idempotence", type=csv_list, default=None,
+                     help="the producer's enable.idempotence: on, off, comma-separated for one "
+                     "trial set each (default: the profile's; on needs acks=all and Kafka 0.11+)")
     pfr.add_argument("--max-in-flight", type=csv_list, default=None,
                      help="producer max.in.flight.requests.per.connection, 1-5, comma-separated for "
                      "one trial set each (default: the profile's); 1 keeps order through retries")
@@ -139,7 +145,8 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
 
     Raises:
         ConfigError: ``--trials`` below 1, ``--commit`` without a consumer fault, a
-            ``--max-in-flight`` that is not whole numbers.
+            ``--max-in-flight`` that is not whole numbers, an unknown ``--client`` or
+            ``--idempotence`` value.
     """
     from kafkalab.errors import ConfigError
     from kafkalab.faults.spec import CONSUMER_FAULTS, FaultPlan
@@ -153,11 +160,22 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
         in_flight = [int(x) for x in args.max_in_flight or []]
     except ValueError:
         raise ConfigError(f"--max-in-flight must be whole numbers, got {','.join(args.max_in_flight)}") from None
+    clients = list(args.client or [])
+    unknown = [c for c in clients if c not in ("confluent-kafka", "kafka-python")]
+    if unknown:
+        raise ConfigError(f"--client: unknown client {unknown[0]!r} (known: confluent-kafka, "
+                          "kafka-python)")
+    switch = {"on": True, "off": False}
+    bad = [v for v in args.idempotence or [] if v not in switch]
+    if bad:
+        raise ConfigError(f"--idempotence: {bad[0]!r} is not on or off")
     return FaultPlan(profiles=args.profile, faults=args.fault, acks=args.acks or [],
-                     max_in_flight=in_flight, commits=args.commit or [], trials=args.trials,
+                     max_in_flight=in_flight,
+                     idempotence=[switch[v] for v in args.idempotence or []],
+                     clients=clients, commits=args.commit or [], trials=args.trials,
                      rate_msgs_per_s=args.rate, duration_s=args.duration, warmup_s=args.warmup,
                      fault_at_s=args.fault_at, down_s=args.down, payload=args.payload,
-                     partitions=args.partitions, client=args.client, consumers=args.consumers,
+                     partitions=args.partitions, consumers=args.consumers,
                      session_timeout_ms=args.session_timeout_ms,
                      heartbeat_interval_ms=args.heartbeat_ms,
                      auto_commit_interval_ms=args.auto_commit_interval_ms,

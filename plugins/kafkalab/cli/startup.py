@@ -26,6 +26,7 @@ def _port(value: str) -> int:
 
 def add_parser(sub: SubParsers[Any]) -> None:
     """Add ``startup`` and its action ``run``."""
+    from kafkalab.cluster.flavors import embedded_flavor_names
     from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT
 
     ps = sub.add_parser("startup", help="seed 000: where a new consumer's first-message delay "
@@ -41,9 +42,10 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pr = ssub.add_parser("run", help="measure every case and print its table and the answer")
     pr.add_argument("--client", type=csv_list, default=["confluent-kafka", "kafka-python"],
                     help="clients (default confluent-kafka,kafka-python)")
-    pr.add_argument("--delay-ms", type=int_list, default=[0, 3000],
+    pr.add_argument("--delay-ms", type=int_list, default=None,
                     help="the broker's group.initial.rebalance.delay.ms values, a cluster each "
-                    "(default 0,3000: Kafka's sample configs and its default)")
+                    "(default 0,3000: Kafka's sample configs and its default; 0 on a broker "
+                    "without the setting, before Kafka 0.11)")
     pr.add_argument("--protocol", type=csv_list, default=["classic", "consumer"],
                     help="group.protocol values of the subscribe cases (default classic,consumer)")
     pr.add_argument("--members", type=int_list, default=[1, 3],
@@ -51,6 +53,10 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pr.add_argument("--trials", type=int, default=5, help="probes per case (default 5)")
     pr.add_argument("--timeout", type=float, default=30.0,
                     help="seconds a probe waits for its first record (default 30)")
+    pr.add_argument("--flavor", choices=embedded_flavor_names(), default=embedded_flavor_names()[0],
+                    help="the broker of the run's own cluster (default %(default)s; an older "
+                    "broker for contrast: on Kafka 0.9.0.1 only --delay-ms 0 and the classic "
+                    "protocol apply)")
     pr.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT,
                     help=f"the start-up cluster's broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=_port, default=DEFAULT_CONTROL_PORT,
@@ -64,15 +70,21 @@ def add_parser(sub: SubParsers[Any]) -> None:
 def cmd_startup(args: argparse.Namespace) -> int:
     """``startup run``: the cases' table and the answer (or ``--json``); exit 4 when a probe
     timed out or failed."""
+    from kafkalab.cluster.flavors import embedded_flavor
     from kafkalab.startup.engine import StartupRequest, execute_startup
-    from kafkalab.startup.spec import StartupSpec
+    from kafkalab.startup.spec import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS, StartupSpec
     from kafkalab.startup_figures import format_table
 
-    spec = StartupSpec(clients=tuple(args.client), delays_ms=tuple(args.delay_ms),
+    delays = args.delay_ms
+    if delays is None:
+        has_delay = embedded_flavor(args.flavor).embedded_features().initial_rebalance_delay
+        delays = [0, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS] if has_delay else [0]
+    spec = StartupSpec(clients=tuple(args.client), delays_ms=tuple(delays),
                        protocols=tuple(args.protocol), members=tuple(args.members),
                        trials=args.trials, timeout_s=args.timeout)
     result = execute_startup(StartupRequest(
-        spec=spec, data_dir=args.data_dir, run_id=args.run_id, base_port=args.base_port,
+        spec=spec, data_dir=args.data_dir, run_id=args.run_id, flavor=args.flavor,
+        base_port=args.base_port,
         control_port=args.control_port, command="kafkalab startup " + " ".join(sys.argv[2:])),
         progress=err)
     if args.json:

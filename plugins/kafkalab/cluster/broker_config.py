@@ -13,7 +13,7 @@ from typing import Any
 
 from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import ClusterDescriptor
-from kafkalab.cluster.features import LEGACY_PROTOCOL
+from kafkalab.cluster.features import kafka_features, parse_version
 
 __all__ = ["WATCHED", "broker_settings"]
 
@@ -32,10 +32,10 @@ consumer group's start."""
 
 def broker_settings(d: ClusterDescriptor, timeout_s: float = 10.0) -> dict[str, Any] | None:
     """``{"broker_id": N, "settings": {name: value}, "sources": {name: source}}`` of the
-    first broker the cluster's metadata lists; None on a Kafka 0.9 cluster, or when the
-    cluster does not answer (the run goes on: the settings are context, not a measurement).
+    first broker the cluster's metadata lists; None when the broker cannot tell (before Kafka
+    0.11: no DescribeConfigs), or when the cluster does not answer (the run goes on: the settings are context, not a measurement).
     """
-    if d.protocol == LEGACY_PROTOCOL:
+    if not kafka_features(d.protocol, parse_version(d.version)).describe_configs:
         return None
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 

@@ -99,6 +99,15 @@ class Features:
     """Consumer-group protocols it serves: ``classic``; and ``consumer`` (KIP-848, 4.0)."""
     zstd: bool
     """zstd compression (KIP-110, 2.1)."""
+    initial_rebalance_delay: bool = True
+    """The broker's ``group.initial.rebalance.delay.ms`` (KIP-134, 0.11): a new classic group
+    waits it before its first rebalance. Before it, a new group rebalances at once."""
+    describe_configs: bool = True
+    """Broker settings can be read through the Admin API (DescribeConfigs, KIP-133, 0.11)."""
+    max_session_timeout_ms: int | None = None
+    """The broker's default ``group.max.session.timeout.ms`` when a client's default session
+    timeout exceeds it (Kafka 0.9: 30000, below librdkafka 2.x's 45000, so a librdkafka
+    consumer left at its defaults is refused at JoinGroup); None when no client default does."""
     record_crc_in_log: bool = False
     """Each record in the log carries its own CRC (message formats v0/v1, before 0.11's
     record batches of KIP-98, whose CRC covers a whole batch): the fault checker can then
@@ -154,6 +163,8 @@ def kafka_features(protocol: str, version: tuple[int, ...] | None) -> Features:
             topic_admin="zookeeper", partition_state="zookeeper", record_headers=False,
             record_timestamps=False, idempotence=False, transactions=False,
             group_protocols=("classic",), zstd=False, record_crc_in_log=True,
+            initial_rebalance_delay=False, describe_configs=False,
+            max_session_timeout_ms=30000,
             librdkafka_defaults={"api.version.request": "false",
                                  "broker.version.fallback": "0.9.0.1"},
             kafka_python_api_version=(0, 9), tools=_tools((0, 9)))
@@ -170,4 +181,5 @@ def kafka_features(protocol: str, version: tuple[int, ...] | None) -> Features:
         record_headers=version >= (0, 11), idempotence=version >= (0, 11),
         record_crc_in_log=version < (0, 11),
         transactions=version >= (0, 11), zstd=version >= (2, 1),
+        initial_rebalance_delay=version >= (0, 11), describe_configs=version >= (0, 11),
         group_protocols=("classic", "consumer") if version >= (4,) else ("classic",))

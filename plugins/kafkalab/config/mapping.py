@@ -198,6 +198,9 @@ def kafka_python_producer_layers(profile: Profile) -> Layered:
         "max_in_flight_requests_per_connection": (p.max_in_flight, k("max_in_flight")),
         "max_request_size": (max_msg + _FETCH_HEADROOM_BYTES,
                              knob_origin(profile, "topic", "max_message_bytes", True)),
+        # the lab's, as for librdkafka: kafka-python 3 turns idempotence on by itself when acks
+        # is all (KIP-679), so the two clients would measure different producers side by side
+        "enable_idempotence": (False, LAB),
         **_properties(profile, "producer_properties", "kafka-python"),
     }
 

@@ -267,7 +267,9 @@ def _open_trial(lab: LabData, run_id: str, spec: FaultTrialSpec, prof: Profile,
     tdir.mkdir()
     topic = f"klab-fault-{trial_id}-{os.urandom(3).hex()}"
     summary = _summary_head(spec, run_id, trial_id, acks)
-    summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries)
+    summary.update(max_in_flight=prof.producer.max_in_flight, retries=prof.producer.retries,
+                   idempotence=str(prof.producer_properties.get("enable.idempotence",
+                                                                "false")).lower() == "true")
     d = cluster.descriptor
     doc: dict[str, Any] = {"schema_version": files.FAULT_SCHEMA_VERSION, "trial_id": trial_id,
                            "run_id": run_id, "run_date": manifest.run_date, "status": "running",

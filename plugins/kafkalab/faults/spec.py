@@ -18,6 +18,7 @@ nightly's fault trial (:func:`kafkalab.airflow.fault_tasks.fault_trials`).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -137,6 +138,10 @@ class FaultTrialSpec(BaseModel):
     max_in_flight: int | None = Field(None, ge=1, le=5)
     """Overrides the profile's ``producer.max_in_flight`` (None: the profile's): 1 keeps order
     through retries, 5 may reorder under a leader failover (seed 002)."""
+    idempotence: bool | None = None
+    """Overrides the profile's ``enable.idempotence`` for the trial's producer (None: the
+    profile's, else the lab's off): on, a retry after a lost response cannot write a
+    duplicate or reorder (KIP-98, Kafka 0.11); it needs acks=all."""
     # -- consumer faults only -------------------------------------------------------------
     commit: CommitName | None = None
     """The group's commit strategy (consumer faults; None there means ``after``)."""
@@ -252,12 +257,15 @@ class FaultTrialSpec(BaseModel):
     def trial_id(self, profile_acks: str) -> str:
         """The trial's directory name: ``<profile>-<fault>-acks-<a>-t<k>``; a consumer fault
         adds ``-commit-<strategy>`` after the fault, a client other than confluent-kafka and
-        a ``max_in_flight`` override add theirs before the trial number."""
+        a ``max_in_flight`` and an ``idempotence`` override add theirs before the trial
+        number."""
         commit = f"-commit-{self.effective_commit}" if self.is_consumer_fault else ""
         client = "-kafka-python" if self.client == "kafka-python" else ""
         mif = f"-mif{self.max_in_flight}" if self.max_in_flight is not None else ""
+        idem = "" if self.idempotence is None else (
+            "-idem-on" if self.idempotence else "-idem-off")
         return safe_name(f"{self.profile}-{self.fault}{commit}-acks-"
-                         f"{self.effective_acks(profile_acks)}{client}{mif}-t{self.trial}")
+                         f"{self.effective_acks(profile_acks)}{client}{mif}{idem}-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
         """The load cell the trial runs: one producer, one live consumer (assign mode)."""
@@ -266,7 +274,8 @@ class FaultTrialSpec(BaseModel):
                             duration_s=self.duration_s, warmup_s=self.warmup_s,
                             partitions=self.partitions, drain_s=10.0,
                             message_timeout_s=self.message_timeout_s, trial=self.trial,
-                            lag_interval_s=0.5, max_in_flight=self.max_in_flight)
+                            lag_interval_s=0.5, max_in_flight=self.max_in_flight,
+                            idempotence=self.idempotence)
 
 
 def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
@@ -283,12 +292,13 @@ def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
 class FaultPlan(BaseModel):
     """What one fault run measures, as ``kafkalab faults run``'s options, the
     ``resilience_experiment`` form or the nightly's fault trial give it: every profile ×
-    fault (× commit strategy, for a consumer fault) × acks × max in flight cell, ``trials``
+    fault (× commit strategy, for a consumer fault) × acks × client × idempotence × max in
+    flight cell, ``trials``
     times, with the settings every trial shares.
 
-    An empty list is the default (acks and max in flight: the profile's; commit strategies:
-    ``after``), a None setting the trial's default (:class:`FaultTrialSpec`), with two
-    rules of the planner's own:
+    An empty list is the default (acks, idempotence and max in flight: the profile's;
+    clients: confluent-kafka; commit strategies: ``after``), a None setting the trial's
+    default (:class:`FaultTrialSpec`), with two rules of the planner's own:
 
     - ``duration_s`` None: 20 s, and for a consumer fault at least the shortest schedule
       that shows the successor reading (:func:`group_duration_s`: the fault, the session
@@ -307,6 +317,10 @@ class FaultPlan(BaseModel):
     faults: list[str] = Field(min_length=1)
     acks: list[str | int] = Field(default_factory=list)
     max_in_flight: list[int] = Field(default_factory=list)
+    idempotence: list[bool] = Field(default_factory=list)
+    """The producer's idempotence, a cell each (empty: the profile's)."""
+    clients: list[str] = Field(default_factory=list)
+    """The producer's and the group members' client, a cell each (empty: confluent-kafka)."""
     commits: list[str] = Field(default_factory=list)
     """The consumer faults' commit strategies (broker faults have none)."""
     trials: int = Field(1, ge=1, le=MAX_TRIALS)
@@ -317,7 +331,6 @@ class FaultPlan(BaseModel):
     down_s: float | None = None
     payload: str | None = None
     partitions: int | None = None
-    client: str | None = None
     # -- consumer faults only ---------------------------------------------------------------
     consumers: int | None = None
     session_timeout_ms: int | None = None
@@ -327,7 +340,7 @@ class FaultPlan(BaseModel):
     rejoin_after_s: float | None = None
 
 
-_SHARED = ("rate_msgs_per_s", "warmup_s", "fault_at_s", "down_s", "payload", "client")
+_SHARED = ("rate_msgs_per_s", "warmup_s", "fault_at_s", "down_s", "payload")
 """The :class:`FaultPlan` settings every trial takes as they are."""
 
 _GROUP = ("consumers", "session_timeout_ms", "heartbeat_interval_ms", "auto_commit_interval_ms",
@@ -364,6 +377,8 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     group = {k: getattr(plan, k) for k in _GROUP if getattr(plan, k) is not None}
     acks: list[str | int | None] = [*plan.acks] or [None]
     in_flight: list[int | None] = [*plan.max_in_flight] or [None]
+    idempotence: list[bool | None] = [*plan.idempotence] or [None]
+    clients: list[str | None] = [*plan.clients] or [None]
     for profile in plan.profiles:
         for fault in plan.faults:
             consumer_fault = fault in CONSUMER_FAULTS
@@ -375,13 +390,11 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
                       "duration_s": _duration_s(plan, profile, fault),
                       **({} if partitions is None else {"partitions": partitions}),
                       **(group if consumer_fault else {})}
-            for commit in commits:
-                for a in acks:
-                    for mif in in_flight:
-                        coords = {"profile": profile, "fault": fault, "commit": commit,
-                                  "acks": a, "max_in_flight": mif}
-                        yield coords, {**fields, **{k: v for k, v in coords.items()
-                                                    if v is not None}}
+            for commit, a, client, idem, mif in itertools.product(
+                    commits, acks, clients, idempotence, in_flight):
+                coords = {"profile": profile, "fault": fault, "commit": commit, "acks": a,
+                          "client": client, "idempotence": idem, "max_in_flight": mif}
+                yield coords, {**fields, **{k: v for k, v in coords.items() if v is not None}}
 
 
 def _trial(coords: dict[str, Any], fields: dict[str, Any], trial: int) -> FaultTrialSpec:
@@ -396,7 +409,8 @@ def plan_trials(plan: FaultPlan) -> list[FaultTrialSpec]:
     then every cell's trial 2, … — so a slow drift of the machine (heat, page cache, a
     neighbour) spreads over the cells instead of landing on the last one, and a run cut
     short still has a trial of every cell. Within a round: profiles, then faults, then a
-    consumer fault's commit strategies, then acks, max in flight inner.
+    consumer fault's commit strategies, then acks, clients, idempotence, max in flight
+    inner.
 
     Raises:
         PlanRefused: the first trial :class:`FaultTrialSpec` refuses, with its coordinates.

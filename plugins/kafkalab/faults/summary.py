@@ -125,15 +125,17 @@ def _fmt(v: Any) -> str:
 
 
 def format_fault_table(trials: list[dict[str, Any]]) -> str:
-    """One line per trial, then the median and max per profile × fault × acks."""
+    """One line per trial, then the median and max per profile × fault × acks × client × max
+    in flight × idempotence (a cell)."""
     cols = [("trial_id", "trial"), ("acked", "acked"), ("acked_lost", "lost"),
             ("acked_lost_in_broker_logs", "in logs"), ("failed_but_present", "fail+present"),
-            ("max_in_flight", "in-flight"), ("duplicates", "dup"), ("reordered", "reord"),
-            ("unseen", "unseen"),
+            ("max_in_flight", "in-flight"), ("idempotence", "idem"), ("duplicates", "dup"),
+            ("reordered", "reord"), ("unseen", "unseen"),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"),
             ("controller_elected_ms", "ctrl"), ("verdict", "verdict")]
-    return _table(trials, cols, ("profile", "fault", "acks", "max_in_flight"))
+    return _table(trials, cols, ("profile", "fault", "acks", "client", "max_in_flight",
+                                 "idempotence"))
 
 
 def format_consumer_table(trials: list[dict[str, Any]]) -> str:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kafkalab.attempts import attempt_path, recover, replaces, settle
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config
 from kafkalab.cluster.flavors import load_descriptor
@@ -63,6 +65,7 @@ from kafkalab.progress import Progress, noop
 from kafkalab.samples import Manifest, utc_now_iso
 from kafkalab.scenarios.base import now_ns, steady_heap
 from kafkalab.store import LabData, atomic_write_json, read_json
+from kafkalab.yamlio import describe_validation_error
 
 PRODUCER_ID = 0
 """One producer per cell (the id is in every message, for multi-producer cells later)."""
@@ -82,12 +85,28 @@ def topic_name(spec: LoadCellSpec, profile: Profile) -> str:
 
 
 def effective_profile(spec: LoadCellSpec) -> Profile:
-    """The cell's profile with its acks and max-in-flight overrides applied."""
+    """The cell's profile with its acks, max-in-flight and idempotence overrides applied,
+    checked again as a profile (idempotence on needs acks=all, retries >= 1 and at most 5
+    in flight).
+
+    Raises:
+        ConfigError: an unknown or invalid profile, or overrides that make it invalid.
+    """
     prof = load_profile(spec.profile)
     update: dict[str, object] = {"acks": spec.effective_acks(prof.producer.acks)}
     if spec.max_in_flight is not None:
         update["max_in_flight"] = spec.max_in_flight
-    return prof.model_copy(update={"producer": prof.producer.model_copy(update=update)})
+    out = prof.model_copy(update={"producer": prof.producer.model_copy(update=update)})
+    if spec.idempotence is None:
+        return out
+    props = {**out.producer_properties,
+             "enable.idempotence": "true" if spec.idempotence else "false"}
+    try:
+        return Profile.model_validate({**out.model_dump(), "producer_properties": props})
+    except ValidationError as exc:
+        raise ConfigError(f"profile {spec.profile} with idempotence "
+                          f"{'on' if spec.idempotence else 'off'}: "
+                          f"{describe_validation_error(exc)}") from None
 
 
 def cluster_descriptor(path: Path | None) -> ClusterDescriptor:

@@ -83,6 +83,9 @@ class LoadCellSpec(_Strict):
     """Overrides the profile's ``producer.acks`` (None: the profile's)."""
     max_in_flight: int | None = Field(None, ge=1, le=5)
     """Overrides the profile's ``producer.max_in_flight`` (None: the profile's)."""
+    idempotence: bool | None = None
+    """Overrides the profile's ``producer_properties`` ``enable.idempotence`` for both clients
+    (None: the profile's, else the lab's off)."""
     consumers: int = Field(1, ge=1, le=MAX_CONSUMERS)
     rate_msgs_per_s: float = Field(100.0, gt=0, le=MAX_RATE_MSGS_PER_S)
     duration_s: float = Field(10.0, gt=0, le=MAX_DURATION_S)
@@ -191,7 +194,9 @@ class LoadCellSpec(_Strict):
         trial = f".t{self.trial}" if self.trial else ""
         slow = f".slow{self.slow_consumer}" if self.slow_consumer is not None else ""
         mif = f".mif{self.max_in_flight}" if self.max_in_flight is not None else ""
-        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}."
+        idem = "" if self.idempotence is None else (".idem-on" if self.idempotence
+                                                     else ".idem-off")
+        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
                          f"{mode}{pause}{slow}{trial}")
 

@@ -63,6 +63,7 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("trials", "count"), ("trials_complete", "count"), ("trials_with_loss", "count"),
     ("acked_lost_sum", "count"), ("acked_lost_median", "num"), ("acked_lost_max", "count"),
     ("duplicates_median", "num"), ("duplicates_max", "count"),
+    ("reordered_median", "num"), ("reordered_max", "count"),
     ("unavailable_ms_median", "num"), ("unavailable_ms_max", "num"),
     ("leader_elected_ms_median", "num"), ("leader_elected_ms_max", "num"),
     ("isr_full_ms_median", "num"), ("isr_full_ms_max", "num"),
@@ -282,6 +283,22 @@ def _shown(columns: Sequence[T], rows: pd.DataFrame, key: Callable[[T], str]) ->
     return [c for c in columns if not key(c).startswith("controller_elected_ms")]
 
 
+def _producer(r: Any) -> str:
+    """The producer a cell ran, as far as its row knows: ``kafka-python · in-flight 5 ·
+    idempotent`` (empty for rows that recorded none of it)."""
+    bits = []
+    client = field_text(r, "client")
+    if client:
+        bits.append(client)
+    mif = as_float(r.get("max_in_flight"))
+    if mif is not None:
+        bits.append(f"in-flight {mif:g}")
+    idem = r.get("idempotence")
+    if not is_missing(idem):
+        bits.append("idempotent" if as_bool(idem) else "not idempotent")
+    return " · ".join(bits)
+
+
 def _cells_table(tables: FaultTables, emu: bool) -> str:
     h = ["<h3>Per profile × fault × acks</h3>"]
     cells = tables.cells
@@ -290,6 +307,7 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
         return "".join(h)
     columns = _shown(CELL_COLUMNS, cells, key=lambda c: c[0])
     head = ('<th class="t">profile</th><th class="t">fault</th><th class="t">acks</th>'
+            '<th class="t">producer</th>'
             + "".join(f"<th>{esc(k)}</th>" for k, _ in columns))
     rows = []
     for (profile, fault, acks), grp in cell_groups(cells):
@@ -297,12 +315,15 @@ def _cells_table(tables: FaultTables, emu: bool) -> str:
             finding = is_durability_loss(r)
             cls = ' class="finding"' if finding else ""
             commit = field_text(r, "commit")
-            key = f"{profile}|{fault}|{acks}" + (f"|{commit}" if commit else "")
+            producer = _producer(r)
+            key = (f"{profile}|{fault}|{acks}" + (f"|{commit}" if commit else "")
+                   + (f"|{producer}" if producer else ""))
             shown = fault + (f" (commit {commit})" if commit else "")
             rows.append(
                 f'<tr{cls} data-cell="{esc(key)}">'
                 f'<td class="t">{esc(profile)}</td><td class="t">{esc(shown)}</td>'
                 f'<td class="t">{esc(acks or MISSING)}</td>'
+                f'<td class="t">{esc(producer or MISSING)}</td>'
                 + "".join(f"<td>{_value_cell(r, k, kind)}</td>" for k, kind in columns)
                 + "</tr>")
     cap = ("Trials per profile × fault × acks: median and max over the trials (ms, messages)"

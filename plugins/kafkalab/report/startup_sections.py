@@ -66,9 +66,16 @@ def _section_startup(v: RunView) -> str:
         return "".join(h)
     versions = sorted({str(x) for x in cases.get("kafka_version", pd.Series(dtype=str)).dropna()})
     h.append(f"<p>Measured on Kafka {esc(', '.join(versions) or 'unknown')}.</p>")
-    lines = answer_lines(cases.to_dict(orient="records"), KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS)
+    workload = (v.manifest or {}).get("workload") or {}
+    default_delay = workload.get("broker_default_delay_ms", KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS)
+    lines = answer_lines(cases.to_dict(orient="records"), int(default_delay))
     h.append("<ul class=\"answer\">" + "".join(f"<li>{esc(line)}</li>" for line in lines)
              + "</ul>")
+    unsupported = [u for u in workload.get("unsupported") or [] if isinstance(u, dict)]
+    if unsupported:
+        h.append('<p class="note">Not measured: ' + "; ".join(
+            f"{esc(u.get('client'))} with group.protocol={esc(u.get('group_protocol'))} "
+            f"({esc(u.get('reason'))})" for u in unsupported) + ".</p>")
     h.append(_cases_table(cases))
     h.append("</section>")
     return "".join(h)

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.broker_config import broker_settings
 from kafkalab.cluster.descriptor import (
     ClusterDescriptor,
@@ -39,7 +40,8 @@ from kafkalab.cluster.descriptor import (
     public_view,
 )
 from kafkalab.cluster.embedded import cluster_down, cluster_up
-from kafkalab.cluster.flavors import DEFAULT_EMBEDDED
+from kafkalab.cluster.features import Features
+from kafkalab.cluster.flavors import DEFAULT_EMBEDDED, EmbeddedFlavor, embedded_flavor
 from kafkalab.errors import ClusterError, ConfigError, RunError
 from kafkalab.kinds import STARTUP
 from kafkalab.load.run import parts_manifest
@@ -50,6 +52,7 @@ from kafkalab.startup.probe import ProbeMarks, new_group_id, now_ns, run_probe
 from kafkalab.startup.spec import (
     DEFAULT_BASE_PORT,
     DEFAULT_CONTROL_PORT,
+    GROUP_PROTOCOLS,
     StartupCase,
     StartupSpec,
 )
@@ -86,6 +89,9 @@ class StartupRequest:
     run_id: str | None = None
     base_port: int = DEFAULT_BASE_PORT
     control_port: int = DEFAULT_CONTROL_PORT
+    flavor: str = DEFAULT_EMBEDDED.name
+    """The embedded flavor of its cluster (Kafka 0.9.0.1's: the field notes' era, for contrast;
+    where the broker lacks a case's feature, the case is listed as unsupported)."""
     cluster_lab: Path | None = None
     """Where its cluster lives (default :func:`startup_cluster_lab`); wiped by every cold
     probe, so never a lab directory holding another cluster."""
@@ -128,35 +134,44 @@ def _client_versions(spec: StartupSpec) -> dict[str, str]:
 class _Cluster:
     """The run's cluster for one delay: started fresh, its admin client, its topic."""
 
-    def __init__(self, req: StartupRequest, delay_ms: int, progress: Progress) -> None:
+    def __init__(self, req: StartupRequest, flavor: EmbeddedFlavor, features: Features,
+                 delay_ms: int, progress: Progress) -> None:
         self.lab = req.cluster_lab or startup_cluster_lab()
+        self.features = features
         cluster_down(self.lab, wipe_data=True)
         self.descriptor: ClusterDescriptor = cluster_up(
-            DEFAULT_EMBEDDED.name, 1, self.lab, base_port=req.base_port,
+            flavor.name, 1, self.lab, base_port=req.base_port,
             control_port=req.control_port, progress=progress,
-            broker_settings={DELAY_SETTING: str(delay_ms)})
-        from confluent_kafka.admin import AdminClient
-
-        self.admin = AdminClient(dict(librdkafka_config(self.descriptor)))
+            broker_settings=({DELAY_SETTING: str(delay_ms)} if features.initial_rebalance_delay
+                             else None))
+        self.admin = admin_client(self.descriptor)
         self.delay_ms = self._delay_in_effect()
         if self.delay_ms != delay_ms:
             raise RunError(f"the start-up cluster runs with {DELAY_SETTING}={self.delay_ms}, "
                            f"not the {delay_ms} asked for")
 
     def _delay_in_effect(self) -> int:
+        """The broker's setting read back through the Admin API; 0 for a broker that has no
+        such setting (before Kafka 0.11: a new group rebalances at once)."""
         from confluent_kafka.admin import ConfigResource
 
+        if not self.features.initial_rebalance_delay:
+            return 0
         res = ConfigResource("BROKER", "0")
         config = self.admin.describe_configs([res])[res].result(timeout=30)
         return int(config[DELAY_SETTING].value)
 
     def prepare_topic(self, partitions: int) -> None:
-        """The topic with one record in each of its ``partitions`` (acks=all)."""
+        """The topic with one record in each of its ``partitions`` (acks=all), created by
+        the lab's topic owner (the Admin API, or ZooKeeper's tool on Kafka 0.9)."""
         from confluent_kafka import Producer
-        from confluent_kafka.admin import NewTopic
 
-        self.admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(timeout=30)
-        producer = Producer({**librdkafka_config(self.descriptor), "acks": "all"})
+        from kafkalab.topics.api import provision_topics
+        from kafkalab.topics.model import TopicSpec
+
+        provision_topics(self.descriptor, [TopicSpec(name=TOPIC, partitions=partitions)])
+        producer = Producer({**librdkafka_config(self.descriptor), "acks": "all",
+                             "log_level": "3"})
         for p in range(partitions):
             producer.produce(TOPIC, value=b"first", partition=p)
         if producer.flush(30) != 0:
@@ -175,8 +190,16 @@ class _Cluster:
         del self.admin
 
     def client_conf(self, client: str) -> dict[str, Any]:
+        """The client's settings for this cluster: its defaults, except a session timeout
+        above what the broker accepts (librdkafka's 45 s on Kafka 0.9, whose limit is 30 s:
+        the JoinGroup would be refused forever), which is lowered to the broker's limit."""
         if client == "confluent-kafka":
-            return dict(librdkafka_config(self.descriptor))
+            conf = dict(librdkafka_config(self.descriptor))
+            conf.setdefault("log_level", "3")  # errors only: not 0.9's deprecation warnings
+            limit = self.features.max_session_timeout_ms
+            if limit is not None:
+                conf.setdefault("session.timeout.ms", str(limit))
+            return conf
         return kafka_python_config(self.descriptor)
 
 
@@ -236,7 +259,11 @@ class _Run:
 
     def __init__(self, req: StartupRequest, progress: Progress) -> None:
         self.req = req
-        self.spec = req.spec
+        self.flavor = embedded_flavor(req.flavor)
+        self.features = self.flavor.embedded_features()
+        self.spec = broker_spec(req.spec, self.flavor, self.features)
+        self.default_delay_ms = (KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS
+                                 if self.features.initial_rebalance_delay else 0)
         self.progress = progress
         self.lab = LabData(req.data_dir)
         if req.run_id is not None and self.lab.manifest(req.run_id) is not None:
@@ -246,7 +273,8 @@ class _Run:
         self.manifest = parts_manifest(
             self.run_id, None, STARTUP, command=req.command,
             workload={"kind": STARTUP.name, "name": STARTUP.name, "spec": asdict(self.spec),
-                      "unsupported": self.spec.unsupported()},
+                      "unsupported": self.spec.unsupported(),
+                      "broker_default_delay_ms": self.default_delay_ms},
             profiles={}, scenarios=list(self.spec.clients), payloads=[], cluster={},
             owner_kind=req.owner_kind, logical_date=req.logical_date)
         self.manifest.write(self.lab.root)
@@ -315,8 +343,25 @@ class _Run:
             "clients": self.clients, "clusters": self.clusters, "probes": len(self.rows),
             "failed_probes": sum(1 for r in self.rows if r["status"] != "ok"),
             "cases": cases,
-            "answer": answer_lines(cases, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS),
+            "broker_default_delay_ms": self.default_delay_ms,
+            "answer": answer_lines(cases, self.default_delay_ms),
         })
+
+
+def broker_spec(spec: StartupSpec, flavor: EmbeddedFlavor, features: Features) -> StartupSpec:
+    """``spec`` for the broker the run starts: the group protocols it serves (a case it
+    cannot serve is listed as unsupported), and a broker without
+    ``group.initial.rebalance.delay.ms`` (before Kafka 0.11) measured at its behaviour, 0.
+
+    Raises:
+        ConfigError: a delay other than 0 for such a broker, or no case left.
+    """
+    if not features.initial_rebalance_delay and spec.delays_ms != (0,):
+        raise ConfigError(f"startup: Kafka {flavor.version} has no {DELAY_SETTING} (KIP-134, "
+                          "Kafka 0.11): its new groups rebalance at once; ask for delay 0 only")
+    return replace(spec, broker_protocols=tuple(p for p in GROUP_PROTOCOLS
+                                                if p in features.group_protocols),
+                   broker=f"Kafka {flavor.version}")
 
 
 def _rotated(cases: list[StartupCase], trial: int) -> list[StartupCase]:
@@ -342,7 +387,7 @@ def _measure(run: _Run) -> None:
 
 
 def _fresh_cluster(run: _Run, delay_ms: int) -> _Cluster:
-    cluster = _Cluster(run.req, delay_ms, run.progress)
+    cluster = _Cluster(run.req, run.flavor, run.features, delay_ms, run.progress)
     _note_cluster(run, cluster)
     cluster.prepare_topic(run.spec.max_members)
     return cluster
@@ -353,7 +398,7 @@ def _note_cluster(run: _Run, cluster: _Cluster) -> None:
     settings, read through the Admin API)."""
     d = cluster.descriptor
     entry = {"flavor": d.flavor, "kafka_version": d.version, "brokers": d.broker_count,
-             DELAY_SETTING: cluster.delay_ms}
+             DELAY_SETTING: cluster.delay_ms if run.features.initial_rebalance_delay else None}
     if entry not in run.clusters:
         run.clusters.append(entry)
     if not run.manifest.cluster:
@@ -404,5 +449,5 @@ def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupRe
         cluster_down(req.cluster_lab or startup_cluster_lab(), wipe_data=True)
     cases = summarize(run.rows)
     return StartupResult(run.run_id, run.manifest.status, run.dir, cases,
-                         answer_lines(cases, KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS),
+                         answer_lines(cases, run.default_delay_ms),
                          sum(1 for r in run.rows if r["status"] != "ok"))

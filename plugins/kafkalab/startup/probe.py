@@ -113,13 +113,17 @@ def _confluent_member(conf: Mapping[str, Any], topic: str, case: StartupCase, gr
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
             marks.assigned_ns = now_ns()
         deadline = marks.start_ns + int(timeout_s * 1e9)
+        last_error: str | None = None
         while now_ns() < deadline:
             msg = consumer.poll(POLL_S)
             if msg is not None and msg.error() is None:
                 marks.first_record_ns = now_ns()
                 break
+            if msg is not None:  # the client's error events: the timeout's likely cause
+                last_error = str(msg.error())
         if marks.first_record_ns is None:
             marks.status = "timeout"
+            marks.error = last_error
         seen = len(raw)
         wait_until = time.monotonic() + STATS_WAIT_S
         while len(raw) == seen and time.monotonic() < wait_until:

@@ -91,6 +91,11 @@ class StartupSpec:
     """Probes of each case; a cold case needs a fresh cluster per probe."""
     timeout_s: float = 30.0
     """How long a probe waits for its first record before it is counted as timed out."""
+    broker_protocols: tuple[str, ...] = GROUP_PROTOCOLS
+    """The group protocols the run's broker serves (its flavor's features; Kafka 0.9-3.x:
+    ``classic`` only); a protocol it lacks is listed as unsupported, not measured."""
+    broker: str = "Kafka 4.x"
+    """The broker as reasons name it (``Kafka 0.9.0.1``)."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, field: str, what: str) -> None:
@@ -114,11 +119,18 @@ class StartupSpec:
             values = getattr(self, name)
             need(len(set(values)) == len(values), name, f"repeats a value: {list(values)}")
         need(any(self._supported(c, p) for c in self.clients for p in self.protocols),
-             "protocols", "leave no client a group protocol it speaks")
+             "protocols", f"leave no client a group protocol both it and the broker "
+             f"({self.broker}) speak")
 
-    @staticmethod
-    def _supported(client: str, protocol: str) -> bool:
-        return (client, protocol) not in _UNSUPPORTED
+    def _supported(self, client: str, protocol: str) -> bool:
+        return (client, protocol) not in _UNSUPPORTED and protocol in self.broker_protocols
+
+    def _reason(self, client: str, protocol: str) -> str:
+        if protocol not in self.broker_protocols:
+            return (f"the broker ({self.broker}) serves only the "
+                    f"{' and '.join(self.broker_protocols)} group protocol (KIP-848's consumer "
+                    "protocol came with Kafka 4.0)")
+        return _UNSUPPORTED[(client, protocol)]
 
     def _subscribe(self, state: str, delay_ms: int, members: tuple[int, ...]) -> list[StartupCase]:
         return [StartupCase(c, "subscribe", p, m, state, delay_ms)
@@ -143,7 +155,7 @@ class StartupSpec:
 
     def unsupported(self) -> list[dict[str, str]]:
         """The (client, group protocol) pairs asked for that the client cannot do, with why."""
-        return [{"client": c, "group_protocol": p, "reason": _UNSUPPORTED[(c, p)]}
+        return [{"client": c, "group_protocol": p, "reason": self._reason(c, p)}
                 for c in self.clients for p in self.protocols if not self._supported(c, p)]
 
     def probe_count(self) -> int:

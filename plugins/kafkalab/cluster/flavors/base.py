@@ -100,6 +100,11 @@ class EmbeddedFlavor(Flavor, ABC):
     def version(self) -> str:
         """The version of what it runs (its descriptors' ``version``)."""
 
+    def embedded_features(self) -> Features:
+        """What a cluster of this flavor will be able to do, known before it starts (its
+        protocol and the version it runs)."""
+        return kafka_features(self.protocols[0], parse_version(self.version))
+
     def install(self, lab: Path, progress: Progress) -> str | None:
         """Fetch and verify what it runs (idempotent; ``make setup`` calls it for every
         embedded flavor); a line saying what is installed where, or None when it needs
