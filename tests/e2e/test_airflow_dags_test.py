@@ -388,7 +388,8 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any],
                                           airflow_cli: AirflowCli) -> None:
     """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
-    durability profile (200 msg/s × 16 s) and one kill-consumer trial (a group of 2 members,
+    durability profile (200 msg/s × 16 s; the form turns its idempotence off, a cell of its
+    own) and one kill-consumer trial (a group of 2 members,
     commit after, session timeout 3 s): the engine starts the fault cluster, kills the leader,
     heals and checks, then kills a group member and judges every record; Spark aggregates and
     validates (at-least-once lost nothing); the report has the run's page with both sections.
@@ -405,7 +406,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
     conf = {"profiles": ["durability"], "faults": ["sigkill-leader", "kill-consumer"], "trials": 1,
             "rate_msgs_per_s": 200, "duration_s": 16, "commits": ["after"], "consumers": 2,
-            "session_timeout_ms": 3000}
+            "session_timeout_ms": 3000, "idempotence": ["off"]}
     rc = _dags_test(airflow_cli, airflow_setup["root"] / "resilience.log",
                     "resilience_experiment", "2026-11-23T00:00:00+00:00", conf, env=extra_env,
                     timeout_s=900)
@@ -419,14 +420,14 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
 
     # the trial's own files: what the engine measured and judged
     trial_jsons = sorted((lab.root / "faults").glob(f"run_date=*/run_id={run}/trial=*/trial.json"))
-    assert [p.parent.name for p in trial_jsons] == [
-        "trial=durability-kill-consumer-commit-after-acks-all-t1",
-        "trial=durability-sigkill-leader-acks-all-t1"]
+    assert [p.parent.name for p in trial_jsons] == [  # the form's idempotence: a cell's name
+        "trial=durability-kill-consumer-commit-after-acks-all-idem-off-t1",
+        "trial=durability-sigkill-leader-acks-all-idem-off-t1"]
     group_json, trial_json = trial_jsons
     trial = json.loads(trial_json.read_text())
     assert trial["status"] == "complete", trial.get("error")
     assert trial_json.parent.name == f"trial={trial['trial_id']}"
-    assert trial["trial_id"] == "durability-sigkill-leader-acks-all-t1"
+    assert trial["trial_id"] == "durability-sigkill-leader-acks-all-idem-off-t1"
     assert trial["target"]["role"] == "leader"
     events = trial["events"]
     assert events["fault_ts_ns"] and events["heal_ts_ns"] > events["fault_ts_ns"]
@@ -435,6 +436,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
         "durability", "sigkill-leader", "all", 1)
     assert s["verdict"] == "ok" and s["recovered"] is True and s["acks_after_fault"] > 0
     assert s["acked"] > 0 and s["acked_lost"] == 0
+    assert s["idempotence"] is False  # the form's off over the durability profile's on
     assert s["acked"] + s["failed"] + s["indeterminate"] + s["unsent"] == s["intended"]
     assert s["leader_elected_ms"] is not None and s["leader_elected_ms"] > 0
     assert s["unavailable_ms"] is not None and s["unavailable_ms"] > 0
@@ -457,7 +459,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
     row = trials.loc[trial["trial_id"]]
     assert (row["intended_msgs"], row["acked_msgs"], row["acked_lost"]) == (
         s["intended"], s["acked"], 0)
-    assert row["verdict"] == "ok"
+    assert row["verdict"] == "ok" and bool(row["idempotence"]) is False
     grow = trials.loc[g["trial_id"]]
     assert (grow["commit"], grow["redelivered"], grow["lost_unprocessed"]) == (
         "after", g["redelivered"], 0)
@@ -480,8 +482,8 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
         labels = [r[0] for r in con.execute(
             "SELECT rendered_map_index FROM task_instance WHERE dag_id = ? AND task_id = ?",
             ("resilience_experiment", "run_fault_trial"))]
-    assert sorted(labels) == ["durability kill-consumer commit after #1",
-                              "durability sigkill-leader #1"]
+    assert sorted(labels) == ["durability kill-consumer commit after idempotence off #1",
+                              "durability sigkill-leader idempotence off #1"]
 
 
 STARTUP_BASE_PORT = 30492
