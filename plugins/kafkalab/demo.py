@@ -46,6 +46,7 @@ from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, Start
 from kafkalab.store import LabData
 
 if TYPE_CHECKING:
+    from kafkalab.aggregate import AggregateOutcome
     from kafkalab.spark.connect import ConnectServer
 
 Say = Callable[[str], None]
@@ -400,19 +401,28 @@ class DemoSpark:
             self._server = None
 
 
+def _aggregate(run_id: str, lab: LabData, log: IO[str], master: str | None
+               ) -> AggregateOutcome | str:
+    """``kafkalab aggregate --one-session`` of ``run_id`` (the jobs' output to the demo's
+    log): its outcome, or why it was not aggregated."""
+    from kafkalab.aggregate import aggregate_run
+    from kafkalab.errors import LabError
+
+    try:
+        return aggregate_run(lab.root, run_id, master=master,
+                             progress=lambda m: _write(log, m), one_session=True)
+    except LabError as exc:
+        return str(exc)
+
+
 def aggregate_startup(run_id: str, lab: LabData, log: IO[str], say: Say,
                       master: str | None = None) -> int:
     """The start-up run through Spark and Great Expectations (``kafkalab aggregate
     --one-session``) and its report page. Returns 0, 1 when validation failed, 4 when a job
     failed or refused the run."""
-    from kafkalab.aggregate import aggregate_run
-    from kafkalab.errors import LabError
-
-    try:
-        outcome = aggregate_run(lab.root, run_id, master=master,
-                                progress=lambda m: _write(log, m), one_session=True)
-    except LabError as exc:
-        say(f"Start-up run {run_id} not aggregated: {exc}")
+    outcome = _aggregate(run_id, lab, log, master)
+    if isinstance(outcome, str):
+        say(f"Start-up run {run_id} not aggregated: {outcome}")
         return 4
     say(f"Start-up run {run_id} → Spark, Great Expectations: validation "
         f"{'passed' if outcome.validation_success else 'FAILED'}; report {outcome.report}")
@@ -425,18 +435,13 @@ def aggregate_seed000(run_id: str, lab: LabData, log: IO[str], say: Say,
     ``kafkalab aggregate`` does (:func:`kafkalab.aggregate.aggregate_run`; the jobs' output
     goes to the demo's log). Returns 0, 1 when validation failed, 4 when a job failed or
     refused the run."""
-    from kafkalab.aggregate import aggregate_run
-    from kafkalab.errors import LabError
-
     say(f"Seed 000's run → Spark aggregation, Great Expectations, drift, report "
         f"(kafkalab aggregate --one-session --run-id {run_id})")
     if master is not None:
         say(f"  (KAFKALAB_SPARK_MASTER={master})")
-    try:
-        outcome = aggregate_run(lab.root, run_id, master=master,
-                                progress=lambda m: _write(log, m), one_session=True)
-    except LabError as exc:
-        say(f"  not aggregated: {exc}")
+    outcome = _aggregate(run_id, lab, log, master)
+    if isinstance(outcome, str):
+        say(f"  not aggregated: {outcome}")
         return 4
     took_s = sum(j.seconds for j in outcome.jobs)
     say(f"  validation {'passed' if outcome.validation_success else 'FAILED'} "

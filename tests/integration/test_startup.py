@@ -113,3 +113,36 @@ def test_the_same_decomposition_on_kafka_0_9_for_contrast(tmp_path: Path) -> Non
     assert manifest["broker_settings"] is None  # no DescribeConfigs before Kafka 0.11
     assert cluster_status(lab)["state"] == "down"
 
+
+
+TAKEN_PORT = 28993
+TAKEN_CONTROL_PORT = 28994
+
+
+def test_a_taken_port_is_one_line_exit_3_and_a_closed_failed_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Someone listens on the start-up cluster's broker port: the command says so in one
+    line and exits 3; the run it had opened is closed as failed with that reason, and no
+    process of the cluster is left."""
+    import socket
+
+    from kafkalab.cli import main
+
+    monkeypatch.setenv("KAFKALAB_HOME", str(tmp_path / "lab"))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", TAKEN_PORT))
+        holder.listen()
+        code = main(["startup", "run", "--client", "confluent-kafka", "--delay-ms", "0",
+                     "--members", "1", "--trials", "1", "--base-port", str(TAKEN_PORT),
+                     "--control-port", str(TAKEN_CONTROL_PORT), "--run-id", "taken-port",
+                     "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 3, captured.err
+    assert lines[-1].startswith("kafkalab: error: ") and str(TAKEN_PORT) in lines[-1]
+    assert "Traceback" not in captured.err
+    manifest = LabData(tmp_path / "data").manifest("taken-port")
+    assert manifest is not None and manifest["status"] == "failed"
+    assert str(TAKEN_PORT) in str(manifest.get("error"))
+    assert cluster_status(tmp_path / "lab" / "startup")["state"] == "down"

@@ -64,14 +64,9 @@ def _trials_count(params: Mapping[str, Any]) -> int:
     value = params.get("trials", 1)
     if value is None:
         return 1
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ConfigError(f"param trials: expected a whole number, got {value!r}")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(f"param trials: expected a whole number, got {value!r}") from None
-    if n != float(value):
-        raise ConfigError(f"param trials: expected a whole number, got {value!r}")
+    from kafkalab.airflow.params import whole_param
+
+    n = whole_param("trials", value)
     if not 1 <= n <= MAX_TRIALS:
         raise ConfigError(f"param trials: must be between 1 and {MAX_TRIALS}, got {n}")
     return n

@@ -183,6 +183,24 @@ def refuse_undeclared(params: Mapping[str, Any], declared: Iterable[str], dag_id
                           f"{', '.join(sorted(known))}); drop it from the trigger's conf")
 
 
+def whole_param(name: str, value: Any) -> int:
+    """``value`` of the param ``name`` as a whole number (``3``, ``3.0``, ``"3"``).
+
+    Raises:
+        ConfigError: ``param <name>: expected a whole number, got <value>`` (a boolean, a
+            fraction, text that is no number).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError(f"param {name}: expected a whole number, got {value!r}")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"param {name}: expected a whole number, got {value!r}") from None
+    if n != float(value):
+        raise ConfigError(f"param {name}: expected a whole number, got {value!r}")
+    return n
+
+
 def bool_param(params: Mapping[str, Any], name: str, default: bool) -> bool:
     """The boolean param ``name`` of a run (``default`` when absent).
 
@@ -228,4 +246,5 @@ __all__ = [
     "WORKLOAD_LABELS",
     "bool_param",
     "refuse_undeclared",
+    "whole_param",
 ]

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kafkalab.airflow.params import STARTUP_FLAVOR_CHOICES
-from kafkalab.airflow.tasks import judge_validation, outcome_problems
+from kafkalab.airflow.params import STARTUP_FLAVOR_CHOICES, whole_param
+from kafkalab.airflow.tasks import judge_validation, verify_outcome
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import STARTUP
 from kafkalab.startup.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, StartupSpec
@@ -28,18 +28,6 @@ from kafkalab.store import LabData
 from kafkalab.values import jsonable
 
 log = logging.getLogger(__name__)
-
-def _whole(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ConfigError(f"param {name}: expected a whole number, got {value!r}")
-    try:
-        n = int(value)
-    except ValueError:
-        raise ConfigError(f"param {name}: expected a whole number, got {value!r}") from None
-    if n != float(value):
-        raise ConfigError(f"param {name}: expected a whole number, got {value!r}")
-    return n
-
 
 def _listed(params: Mapping[str, Any], name: str) -> list[Any]:
     value = params.get(name)
@@ -58,10 +46,10 @@ def startup_spec(params: Mapping[str, Any]) -> StartupSpec:
         ConfigError: one line naming the param, e.g. ``param members: must be values in 1..8``.
     """
     clients = tuple(str(c) for c in _listed(params, "clients"))
-    delays_ms = tuple(_whole("delays_ms", d) for d in _listed(params, "delays_ms"))
+    delays_ms = tuple(whole_param("delays_ms", d) for d in _listed(params, "delays_ms"))
     protocols = tuple(str(p) for p in _listed(params, "protocols"))
-    members = tuple(_whole("members", m) for m in _listed(params, "members"))
-    trials = _whole("trials", params.get("trials", 5))
+    members = tuple(whole_param("members", m) for m in _listed(params, "members"))
+    trials = whole_param("trials", params.get("trials", 5))
     try:
         timeout_s = float(params.get("timeout_s") or 30.0)
     except (TypeError, ValueError):
@@ -77,7 +65,7 @@ def startup_spec(params: Mapping[str, Any]) -> StartupSpec:
 
 def _port(params: Mapping[str, Any], name: str, default: int) -> int:
     value = params.get(name)
-    port = default if value is None else _whole(name, value)
+    port = default if value is None else whole_param(name, value)
     if not 1024 <= port <= 65000:
         raise ConfigError(f"param {name}: {port} is not a port in 1024..65000")
     return port
@@ -138,12 +126,7 @@ def verify_startup_outcome(run_id: str) -> dict[str, Any]:
     Raises:
         RunError: naming what is wrong.
     """
-    status, validation, problems = outcome_problems(run_id, STARTUP)
-    if validation is not None and not validation.get("success"):
-        problems.append(f"validation failed (see {LabData().validation_path(run_id, STARTUP)})")
-    if problems:
-        raise RunError(f"start-up run {run_id}: " + "; ".join(problems))
-    return {"run_id": run_id, "status": status, "validation_success": True}
+    return verify_outcome(run_id, STARTUP, what="start-up run")
 
 
 __all__ = ["judge_startup_validation", "run_startup", "startup_spec",

@@ -412,7 +412,8 @@ def _close_manifest(run: _Run, cases: list[dict[str, Any]]) -> None:
     case saw its first record (:meth:`kafkalab.samples.Manifest.close`)."""
     run.manifest.cells = cases
     run.manifest.close(["complete" if not c["failed"] else "failed" for c in cases],
-                       None if run.status == "complete" else (run.error or run.status))
+                       None if run.status in ("complete", "incomplete")
+                       else (run.error or run.status))
     run.manifest.write(run.lab.root)
 
 
@@ -432,7 +433,9 @@ def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupRe
                  f"{item['reason']}")
     try:
         _measure(run)
-        run.status = "complete"
+        # as the manifest will say: every probe saw its first record, or some did not
+        run.status = ("complete" if all(r["status"] == "ok" for r in run.rows)
+                      else "incomplete")
     except KeyboardInterrupt:
         run.status = "interrupted"
         raise
