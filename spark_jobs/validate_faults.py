@@ -166,9 +166,10 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
 
 def with_cell_checks(cells: DataFrame) -> DataFrame:
     """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``, plus
-    ``/commit-<c>`` for a consumer fault, ``/<client>``, ``/mif<n>`` and ``/idem-on|off``
-    where known) and the boolean columns of :data:`CELL_CHECKS`."""
-    cells = _with_columns(cells, {"commit": "string", "client": "string", "max_in_flight": "int",
+    ``/commit-<c>`` (and ``/static``) for a consumer fault, ``/<client>``, ``/mif<n>`` and
+    ``/idem-on|off`` where known) and the boolean columns of :data:`CELL_CHECKS`."""
+    cells = _with_columns(cells, {"commit": "string", "static_membership": "boolean",
+                                  "client": "string", "max_in_flight": "int",
                                   "idempotence": "boolean", **{
         f"{fig}_{stat}": "double" for fig in CELL_FIGURES for stat in ("median", "max")}})
     idem = F.when(F.col("idempotence"), F.lit("idem-on")).when(~F.col("idempotence"),
@@ -176,6 +177,8 @@ def with_cell_checks(cells: DataFrame) -> DataFrame:
     out = cells.withColumn("cell", F.concat_ws("/", "profile", "fault",
                                                F.concat(F.lit("acks-"), F.col("acks")),
                                                F.concat(F.lit("commit-"), F.col("commit")),
+                                               F.when(F.col("static_membership"),
+                                                      F.lit("static")),
                                                "client",
                                                F.concat(F.lit("mif"), F.col("max_in_flight")),
                                                idem))

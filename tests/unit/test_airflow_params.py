@@ -39,7 +39,8 @@ def test_every_choice_has_a_readable_label() -> None:
                "clients": params.STARTUP_CLIENT_CHOICES,
                "protocols": params.GROUP_PROTOCOL_CHOICES,
                "flavor": params.STARTUP_FLAVOR_CHOICES,
-               "idempotence": params.IDEMPOTENCE_CHOICES}
+               "idempotence": params.IDEMPOTENCE_CHOICES,
+               "static_membership": params.IDEMPOTENCE_CHOICES}
     assert set(params.CHOICE_LABELS) == set(choices)
     for name, values in choices.items():
         labels = params.CHOICE_LABELS[name]

@@ -35,6 +35,10 @@ pytestmark = pytest.mark.unit
         (["--max-in-flight", "9"], "--max-in-flight: Input should be less than or equal to 5"),
         (["--client", "kafka-go"], "--client: unknown client 'kafka-go'"),
         (["--idempotence", "maybe"], "--idempotence: 'maybe' is not on or off"),
+        (["--fault", "sigkill-leader", "--static-membership", "on"],
+         "--static-membership applies to the consumer faults"),
+        (["--fault", "kill-consumer", "--static-membership", "yes"],
+         "--static-membership: 'yes' is not on or off"),
         (["--profile", "default", "--idempotence", "on"],
          "profile default with idempotence on: producer: producer_properties sets "
          "enable.idempotence=true, which needs acks=all"),

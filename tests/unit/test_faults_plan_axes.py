@@ -4,11 +4,13 @@ and the producer each trial's effective profile gives both clients."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafkalab.config.mapping import confluent_producer_config, kafka_python_producer_config
 from kafkalab.faults.engine import trial_profiles
-from kafkalab.faults.spec import FaultPlan, plan_trials
+from kafkalab.faults.spec import FaultPlan, FaultTrialSpec, plan_trials
 
 pytestmark = pytest.mark.unit
 
@@ -37,3 +39,26 @@ def test_no_axis_keeps_the_profile_and_the_old_trial_ids() -> None:
     assert trial.trial_id("all") == "durability-sigkill-leader-acks-all-t1"
     (prof,) = trial_profiles([trial])
     assert prof.producer_properties["enable.idempotence"] == "true"  # the profile's
+
+
+def test_static_membership_is_a_consumer_fault_cell_and_names_each_member() -> None:
+    from kafkalab.cluster.descriptor import ClusterDescriptor
+    from kafkalab.faults.group import member_plan
+
+    plan = FaultPlan(profiles=["durability"], faults=["kill-consumer", "sigkill-leader"],
+                     static_membership=[True, False], rejoin_after_s=3.0, trials=1)
+    trials = plan_trials(plan)
+    assert [t.trial_id("all") for t in trials] == [
+        "durability-kill-consumer-commit-after-static-acks-all-t1",
+        "durability-kill-consumer-commit-after-dynamic-acks-all-t1",
+        "durability-sigkill-leader-acks-all-t1"]  # a broker fault has no membership
+    assert trials[2].static_membership is None
+    d = ClusterDescriptor(name="x", flavor="kraft", version="4.4.0",
+                          bootstrap_servers="127.0.0.1:1", protocol="modern", broker_count=1)
+    (prof,) = trial_profiles([trials[0]])
+    static = member_plan(trials[0], d, Path("c.yaml"), "t", Path("g"), 10000, 3000, prof)
+    dynamic = member_plan(trials[1], d, Path("c.yaml"), "t", Path("g"), 10000, 3000, prof)
+    assert static["group_instance_prefix"] == f"{static['group_id']}-m"
+    assert dynamic["group_instance_prefix"] is None
+    with pytest.raises(ValueError, match="static_membership applies to the consumer faults"):
+        FaultTrialSpec(fault="sigkill-leader", static_membership=True)

@@ -39,6 +39,7 @@ PARAM_OF_FIELD: dict[str, str] = {
     "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s", "commit": "commits",
     "consumers": "consumers", "session_timeout_ms": "session_timeout_ms",
     "client": "clients", "idempotence": "idempotence",
+    "static_membership": "static_membership",
 }
 """The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
 value is reported under the param's name)."""
@@ -72,12 +73,12 @@ def _trials_count(params: Mapping[str, Any]) -> int:
     return n
 
 
-def _switch(value: Any) -> bool:
+def _switch(value: Any, param: str = "idempotence") -> bool:
     if value in ("on", True):
         return True
     if value in ("off", False):
         return False
-    raise ConfigError(f"param idempotence: {value!r} is not on or off")
+    raise ConfigError(f"param {param}: {value!r} is not on or off")
 
 
 def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
@@ -104,7 +105,8 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
         if unknown:
             raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
                               f"{', '.join(known)})")
-    for key in ("profiles", "faults", "acks", "commits", "clients", "idempotence"):
+    for key in ("profiles", "faults", "acks", "commits", "clients", "idempotence",
+                "static_membership"):
         values = _listed(params, key)
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
@@ -114,6 +116,8 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
                          commits=[str(c) for c in _listed(params, "commits")],
                          clients=[str(c) for c in _listed(params, "clients")],
                          idempotence=[_switch(v) for v in _listed(params, "idempotence")],
+                         static_membership=[_switch(v, "static_membership")
+                                            for v in _listed(params, "static_membership")],
                          trials=_trials_count(params),
                          **{k: params.get(k) for k in ("rate_msgs_per_s", "duration_s",
                                                        "consumers", "session_timeout_ms")})

@@ -230,6 +230,11 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                                  "(the client's auto commit), after processing "
                                  "(at-least-once), before it (at-most-once); see "
                                  "docs/consumer-faults.md"),
+        "static_membership": _multi_select(
+            "static_membership", [], IDEMPOTENCE_CHOICES, "Static membership (consumer faults)",
+            "on: each member has a group.instance.id (KIP-345) kept when it comes back, so a "
+            "return within the session timeout causes no rebalance; off: dynamic; one cell "
+            "each; empty: off"),
         "consumers": Param(3, type="integer", minimum=2, maximum=12,
                            title="Group members (consumer faults)",
                            description="members of the consumer group, one process each; the "

@@ -162,6 +162,7 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
     "consumer_mode": CONSUMER_MODE_LABELS, "shard_placement": SHARD_PLACEMENT_LABELS,
     "clients": CLIENT_LABELS, "protocols": GROUP_PROTOCOL_LABELS,
     "idempotence": IDEMPOTENCE_LABELS,
+    "static_membership": {"on": "on (static: group.instance.id)", "off": "off (dynamic)"},
     "flavor": STARTUP_FLAVOR_LABELS,
 }
 """The ``values_display`` of each choice param of the forms, by param name."""

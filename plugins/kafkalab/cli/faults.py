@@ -31,7 +31,7 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                    "auto_commit_interval_ms": "--auto-commit-interval-ms",
                    "batch_msgs": "--batch-msgs", "rejoin_after_s": "--rejoin-after",
                    "max_in_flight": "--max-in-flight", "client": "--client",
-                   "idempotence": "--idempotence"}
+                   "idempotence": "--idempotence", "static_membership": "--static-membership"}
 """The option that sets each field of a fault trial (a refused value is named by it)."""
 
 
@@ -129,6 +129,10 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
                     help="auto.commit.interval.ms of --commit auto (default 5000)")
     pg.add_argument("--batch-msgs", type=int, default=100,
                     help="records a member processes (and commits) per batch (default 100)")
+    pg.add_argument("--static-membership", type=csv_list, default=None,
+                    help="the members' group membership: on (static: a group.instance.id each, "
+                    "KIP-345), off (dynamic), comma-separated for one trial set each (default "
+                    "off)")
     pg.add_argument("--rejoin-after", type=float, default=None,
                     help="the failed member comes back this many seconds after the fault (default: never)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
@@ -166,12 +170,18 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
         raise ConfigError(f"--client: unknown client {unknown[0]!r} (known: confluent-kafka, "
                           "kafka-python)")
     switch = {"on": True, "off": False}
-    bad = [v for v in args.idempotence or [] if v not in switch]
-    if bad:
-        raise ConfigError(f"--idempotence: {bad[0]!r} is not on or off")
+    for option, values in (("--idempotence", args.idempotence),
+                           ("--static-membership", args.static_membership)):
+        bad = [v for v in values or [] if v not in switch]
+        if bad:
+            raise ConfigError(f"{option}: {bad[0]!r} is not on or off")
+    if args.static_membership and not any(f in CONSUMER_FAULTS for f in args.fault):
+        raise ConfigError(f"--static-membership applies to the consumer faults "
+                          f"({', '.join(CONSUMER_FAULTS)}); --fault is {','.join(args.fault)}")
     return FaultPlan(profiles=args.profile, faults=args.fault, acks=args.acks or [],
                      max_in_flight=in_flight,
                      idempotence=[switch[v] for v in args.idempotence or []],
+                     static_membership=[switch[v] for v in args.static_membership or []],
                      clients=clients, commits=args.commit or [], trials=args.trials,
                      rate_msgs_per_s=args.rate, duration_s=args.duration, warmup_s=args.warmup,
                      fault_at_s=args.fault_at, down_s=args.down, payload=args.payload,

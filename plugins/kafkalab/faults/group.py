@@ -124,7 +124,9 @@ def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Pat
             "auto_commit_interval_ms": spec.auto_commit_interval_ms,
             "intended": spec.load_cell().intended_messages, "group_dir": str(gdir),
             "descriptor_path": str(descriptor_path), "client_config": base,
-            "die_after_records": spec.victim_dies_after_records}
+            "die_after_records": spec.victim_dies_after_records,
+            # KIP-345: member i is "<group>-m<i>" in every incarnation
+            "group_instance_prefix": f"{group_id}-m" if spec.static_membership else None}
 
 
 def read_events(gdir: Path) -> list[dict[str, Any]]:

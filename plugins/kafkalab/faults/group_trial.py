@@ -70,6 +70,7 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
                 "auto_commit_interval_ms": spec.auto_commit_interval_ms if spec.effective_commit == "auto" else None,
                 "batch_msgs": spec.batch_msgs, "batch_wait_ms": spec.batch_wait_ms,
                 "rejoin_after_s": spec.rejoin_after_s, "partitions": spec.partitions,
+                "static_membership": bool(spec.static_membership),
                 "group_protocol": group_protocol_note(flavor_of(d).features(d).version)}
     summary.update(settings)
     doc["group"] = dict(settings)

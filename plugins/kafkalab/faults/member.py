@@ -248,6 +248,8 @@ class _Confluent(_Client):
             "auto.offset.reset": "earliest", "enable.partition.eof": False,
             "on_commit": self._on_commit,
         })
+        if plan.get("group_instance_prefix"):
+            cfg["group.instance.id"] = f"{plan['group_instance_prefix']}{member.member}"
         self.c = Consumer(cfg)
 
     def _on_commit(self, err: Any, parts: list[Any]) -> None:
@@ -315,6 +317,8 @@ class _KafkaPython(_Client):
             "auto_offset_reset": "earliest",
             "default_offset_commit_callback": self._on_auto_commit,
         })
+        if plan.get("group_instance_prefix"):
+            cfg["group_instance_id"] = f"{plan['group_instance_prefix']}{member.member}"
         self.c = KafkaConsumer(**cfg)
 
     def _on_auto_commit(self, offsets: dict[Any, Any], res_or_exc: Any) -> None:

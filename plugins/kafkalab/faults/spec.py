@@ -161,6 +161,10 @@ class FaultTrialSpec(BaseModel):
     """... or what arrived within this long of the batch's first record."""
     rejoin_after_s: float | None = Field(None, gt=0)
     """The failed member comes back (a new process, same group) this long after the fault."""
+    static_membership: bool | None = None
+    """Static membership (KIP-345, Kafka 2.3): each member has a ``group.instance.id`` of its
+    own, kept by a member that comes back, so its return within the session timeout causes
+    no rebalance (and a static member leaving sends no LeaveGroup). None: off, as before."""
     victim_dies_after_records: int | None = Field(None, ge=0)
     """Test hook for exact counts: instead of being killed from outside, the victim kills
     itself (SIGKILL) right after processing this many records of the first batch it takes at
@@ -174,7 +178,8 @@ class FaultTrialSpec(BaseModel):
     @model_validator(mode="after")
     def _timeline(self) -> FaultTrialSpec:
         consumer_only = {"commit": self.commit, "rejoin_after_s": self.rejoin_after_s,
-                         "victim_dies_after_records": self.victim_dies_after_records}
+                         "victim_dies_after_records": self.victim_dies_after_records,
+                         "static_membership": self.static_membership}
         if not self.is_consumer_fault:
             given = [k for k, v in consumer_only.items() if v is not None]
             if given:
@@ -264,7 +269,9 @@ class FaultTrialSpec(BaseModel):
         mif = f"-mif{self.max_in_flight}" if self.max_in_flight is not None else ""
         idem = "" if self.idempotence is None else (
             "-idem-on" if self.idempotence else "-idem-off")
-        return safe_name(f"{self.profile}-{self.fault}{commit}-acks-"
+        static = "" if self.static_membership is None else (
+            "-static" if self.static_membership else "-dynamic")
+        return safe_name(f"{self.profile}-{self.fault}{commit}{static}-acks-"
                          f"{self.effective_acks(profile_acks)}{client}{mif}{idem}-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
@@ -323,6 +330,9 @@ class FaultPlan(BaseModel):
     """The producer's and the group members' client, a cell each (empty: confluent-kafka)."""
     commits: list[str] = Field(default_factory=list)
     """The consumer faults' commit strategies (broker faults have none)."""
+    static_membership: list[bool] = Field(default_factory=list)
+    """The consumer faults' group membership, static or dynamic, a cell each (empty:
+    dynamic; broker faults have none)."""
     trials: int = Field(1, ge=1, le=MAX_TRIALS)
     rate_msgs_per_s: float | None = None
     duration_s: float | None = None
@@ -383,6 +393,8 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         for fault in plan.faults:
             consumer_fault = fault in CONSUMER_FAULTS
             commits: list[str | None] = [*(plan.commits or ["after"])] if consumer_fault else [None]
+            statics: list[bool | None] = ([*plan.static_membership] or [None]) if consumer_fault \
+                else [None]
             partitions = plan.partitions
             if partitions is None and consumer_fault:
                 partitions = 2 * int(group.get("consumers", _default("consumers")))
@@ -390,10 +402,11 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
                       "duration_s": _duration_s(plan, profile, fault),
                       **({} if partitions is None else {"partitions": partitions}),
                       **(group if consumer_fault else {})}
-            for commit, a, client, idem, mif in itertools.product(
-                    commits, acks, clients, idempotence, in_flight):
-                coords = {"profile": profile, "fault": fault, "commit": commit, "acks": a,
-                          "client": client, "idempotence": idem, "max_in_flight": mif}
+            for commit, static, a, client, idem, mif in itertools.product(
+                    commits, statics, acks, clients, idempotence, in_flight):
+                coords = {"profile": profile, "fault": fault, "commit": commit,
+                          "static_membership": static, "acks": a, "client": client,
+                          "idempotence": idem, "max_in_flight": mif}
                 yield coords, {**fields, **{k: v for k, v in coords.items() if v is not None}}
 
 

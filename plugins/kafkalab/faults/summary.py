@@ -140,7 +140,8 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
 
 def format_consumer_table(trials: list[dict[str, Any]]) -> str:
     """One line per consumer-fault trial: the group's settings, what it processed twice or
-    never, and the pauses; then the median and max per profile × fault × commit."""
+    never, and the pauses; then the median and max per profile × fault × commit × static
+    membership × client (a cell)."""
     cols = [("trial_id", "trial"), ("session_timeout_ms", "session"),
             ("heartbeat_interval_ms", "hb"), ("processed_records", "processed"),
             ("redelivered", "redeliv"), ("expected_redelivered", "exp"),
@@ -148,7 +149,24 @@ def format_consumer_table(trials: list[dict[str, Any]]) -> str:
             ("rebalance_pause_ms", "pause"), ("successor_assigned_ms", "assigned"),
             ("survivors_pause_ms", "others"), ("rejoin_pause_ms", "rejoin"),
             ("verdict", "verdict")]
-    return _table(trials, cols, ("profile", "fault", "commit"))
+    return _table(trials, cols, ("profile", "fault", "commit", "static_membership", "client"))
+
+
+_SWITCH_TEXT: dict[str, tuple[str, str]] = {
+    "static_membership": ("static", "dynamic"), "idempotence": ("idem-on", "idem-off")}
+"""How a cell's boolean settings read in its label (True, False)."""
+
+
+def _key_text(field: str, value: Any) -> str:
+    """A group key's part as the label shows it: nothing for an unset value, ``mif5``,
+    ``static`` / ``dynamic``, ``idem-on`` / ``idem-off``, else the value."""
+    if value is None:
+        return ""
+    if field in _SWITCH_TEXT:
+        return _SWITCH_TEXT[field][0 if value else 1]
+    if field == "max_in_flight":
+        return f"mif{value}"
+    return str(value)
 
 
 def _table(trials: list[dict[str, Any]], cols: list[tuple[str, str]],
@@ -156,7 +174,8 @@ def _table(trials: list[dict[str, Any]], cols: list[tuple[str, str]],
     rows = [[_fmt(t.get(k)) for k, _ in cols] for t in trials]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for t in trials:
-        groups.setdefault(tuple(str(t.get(k)) for k in group_by), []).append(t)
+        key = tuple(_key_text(k, t.get(k)) for k in group_by)
+        groups.setdefault(tuple(k for k in key if k), []).append(t)
     for key, ts in groups.items():
         if len(ts) < 2:
             continue

@@ -184,7 +184,8 @@ def _delivery_table(trials: pd.DataFrame) -> str:
             "<th>redelivered sum</th><th>redelivered max</th><th>expected_redelivered sum</th>"
             "<th>lost sum</th><th>lost max</th><th>expected_lost sum</th>"
             '<th class="t">offsets explain</th><th class="t">re-read agrees</th>')
-    keyed = sorted(consumer_groups(trials), key=lambda kv: order_rank(kv[0][1], COMMIT_ORDER))
+    keyed = sorted(consumer_groups(trials),
+                   key=lambda kv: order_rank(kv[0][1].split(" · ")[0], COMMIT_ORDER))
     rows = []
     for (fault, commit), grp in keyed:
         def total(col: str, how: str = "sum", g: pd.DataFrame = grp) -> str:

@@ -284,11 +284,29 @@ def cell_groups(df: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
 
 
 def consumer_groups(trials: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
-    """Consumer trials grouped by (fault, commit), faults and commit strategies in page order
-    (:data:`FAULT_ORDER`, :data:`COMMIT_ORDER`)."""
-    return _groups(trials, ("fault", "commit"),
-                   lambda fault, commit: (order_rank(fault, FAULT_ORDER),
-                                          order_rank(commit, COMMIT_ORDER)))
+    """Consumer trials grouped by (fault, commit label), faults and commit strategies in
+    page order (:data:`FAULT_ORDER`, :data:`COMMIT_ORDER`). The label is the commit strategy,
+    then what else makes the group a different experiment: ``after · static members ·
+    kafka-python`` (static membership, a client other than confluent-kafka)."""
+    if trials.empty:
+        return []
+    labelled = trials.assign(_group_label=[_group_label(r) for _, r in trials.iterrows()])
+    out = _groups(labelled, ("fault", "_group_label"),
+                  lambda fault, label: (order_rank(fault, FAULT_ORDER),
+                                        order_rank(label.split(" · ")[0], COMMIT_ORDER), label))
+    return [(k, g.drop(columns="_group_label")) for k, g in out]
+
+
+def _group_label(r: Any) -> str:
+    commit = r.get("commit")
+    bits = ["" if is_missing(commit) else str(commit)]
+    static = r.get("static_membership")
+    if not is_missing(static) and bool(static):
+        bits.append("static members")
+    client = r.get("client")
+    if not is_missing(client) and client != "confluent-kafka":
+        bits.append(str(client))
+    return " · ".join(bits)
 
 
 def representative_trials(trials: pd.DataFrame) -> dict[tuple[str, ...], str]:
