@@ -34,6 +34,8 @@ DEMO_BUDGET_HERE_S = DEMO_BUDGET_S / 2
 
 _NIGHT = re.compile(r"^  (\d{4}-\d\d-\d\d)  \S+  (\d+)/(\d+) cells.*  (\d+) s  drift")
 _TOTAL = re.compile(r"^demo (done|FAILED) in (\d+) min (\d+) s")
+_STARTUP_RUN = re.compile(r"^run \S+: \S+ \(docs/first-message\.md")
+"""The start-up part's closing line (seed 000's question on Kafka 4.x)."""
 
 
 def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
@@ -41,8 +43,11 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     line)``: ``broker`` (the Kafka it ran on: the cluster's line up to its first colon, as
     ``Kafka 4.4.0``),
     ``cluster_s`` (to the cluster's line), ``seed000_measure_s`` (from there to
-    seed 000's ``run …: complete`` line), ``seed000_aggregate_s`` (from there to its
-    ``validation …`` line), ``nights`` (``{date, wall_s, cells_ok, cells}`` from each
+    seed 000's ``run …: complete`` line), ``startup_measure_s`` (from there to the start-up
+    run's ``run …: complete (docs/first-message.md …`` line), ``seed000_aggregate_s`` (from
+    there, or from seed 000's line without a start-up part, to its ``validation …`` line),
+    ``startup_aggregate_s`` (from there to the start-up run's ``Start-up run … → Spark``
+    line), ``nights`` (``{date, wall_s, cells_ok, cells}`` from each
     night's line), ``total_s`` (the demo's own figure) and ``ok``. A phase whose lines are
     missing is ``None``."""
     def at(pred: Any) -> float | None:
@@ -52,8 +57,12 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
                          if line.startswith("Kafka ") and "ready in" in line), None)
     cluster = None if cluster_line is None else cluster_line[0]
     broker = None if cluster_line is None else cluster_line[1].split(": ", 1)[0]
-    seed_done = at(lambda line: re.match(r"^run \S+: ", line) is not None)
+    seed_done = at(lambda line: re.match(r"^run \S+: ", line) is not None
+                   and _STARTUP_RUN.match(line) is None)
+    startup_done = at(lambda line: _STARTUP_RUN.match(line) is not None)
     aggregated = at(lambda line: line.startswith("  validation "))
+    startup_aggregated = at(lambda line: line.startswith("Start-up run ")
+                            and "→ Spark" in line)
     nights = []
     for _t, line in stamped:
         m = _NIGHT.match(line)
@@ -68,7 +77,10 @@ def phases(stamped: Sequence[tuple[float, str]]) -> dict[str, Any]:
     return {"broker": broker,
             "cluster_s": None if cluster is None else round(cluster, 2),
             "seed000_measure_s": span(cluster, seed_done),
-            "seed000_aggregate_s": span(seed_done, aggregated),
+            "startup_measure_s": span(seed_done, startup_done),
+            "seed000_aggregate_s": span(startup_done if startup_done is not None else seed_done,
+                                        aggregated),
+            "startup_aggregate_s": span(aggregated, startup_aggregated),
             "nights": nights,
             "total_s": None if total is None else int(total.group(2)) * 60 + int(total.group(3)),
             "ok": total is not None and total.group(1) == "done"}
@@ -114,6 +126,8 @@ def print_demo(result: dict[str, Any]) -> None:
     for i, r in enumerate(result["runs"], 1):
         nights = ", ".join(f"{n['wall_s']:.0f}" for n in r["nights"])
         print(f"  run {i}: {r['total_s']} s (x{r['budget_ratio']} of the budget here)  "
-              f"cluster {r['cluster_s']} s, seed 000 {r['seed000_measure_s']} s, its "
-              f"aggregation {r['seed000_aggregate_s']} s, nights [{nights}] s, "
+              f"cluster {r['cluster_s']} s, seed 000 {r['seed000_measure_s']} s, start-up run "
+              f"{r.get('startup_measure_s')} s, seed 000's aggregation "
+              f"{r['seed000_aggregate_s']} s, the start-up run's "
+              f"{r.get('startup_aggregate_s')} s, nights [{nights}] s, "
               f"exit {r['exit_code']}")
