@@ -49,9 +49,9 @@ PROBES_INPUT = (
     "client_version string, join string, group_protocol string, members int, "
     "cluster_state string, initial_rebalance_delay_ms int, kafka_version string, "
     "broker_flavor string, status string, error string, created_ms double, "
-    "connected_ms double, assigned_ms double, first_record_ms double, "
+    "metadata_ms double, assigned_ms double, first_record_ms double, "
     "offsets_topic_ready_ms double, coordinator_ready_ms double")
-"""The columns of ``probes.parquet`` this job reads (schema version 1)."""
+"""The columns of ``probes.parquet`` this job reads (schema version 2)."""
 
 CASE_KEYS = ("case_key", "client", "join", "group_protocol", "members", "cluster_state",
              "initial_rebalance_delay_ms", "kafka_version", "broker_flavor")
@@ -89,7 +89,7 @@ def _minus(end: Column, begin: Column) -> Column:
 
 def with_parts(probes: DataFrame) -> DataFrame:
     """The probes with their parts and ``marks_in_order`` (see the module docstring)."""
-    ready = F.when(F.col("client") == "confluent-kafka", F.col("connected_ms")).otherwise(
+    ready = F.when(F.col("client") == "confluent-kafka", F.col("metadata_ms")).otherwise(
         F.col("created_ms"))
     subscribe = F.col("join") == "subscribe"
     marks = [F.col(c) for c in ("created_ms", "assigned_ms", "first_record_ms")]

@@ -313,7 +313,7 @@ def run_startup_part(plan: DemoPlan, lab: LabData, log: IO[str], say: Say
     started)."""
     from kafkalab.errors import LabError
     from kafkalab.startup.engine import StartupRequest, execute_startup
-    from kafkalab.startup_figures import format_table
+    from kafkalab.startup_figures import LEGEND, format_table
 
     spec = DEMO_STARTUP
     say("")
@@ -330,9 +330,7 @@ def run_startup_part(plan: DemoPlan, lab: LabData, log: IO[str], say: Say
         return 4, None
     say("")
     say(format_table(result.cases))
-    say("(ms after the consumer's start, one probe each: first = first record; start = first "
-        "connection up; join = to partitions assigned; fetch = to the first record; led / "
-        "ready = cold cluster: __consumer_offsets led / the group coordinator answering)")
+    say(f"(ms after the consumer's start, one probe each: {LEGEND})")
     for line in result.answer:
         say(line)
     say(f"run {result.run_id}: {result.status} (docs/first-message.md: every case, 5 trials, "

@@ -11,8 +11,8 @@ in ``failed`` and never enters a median.
 The parts of a first record's delay, each a difference of two marks of the same member, so
 that they add up to ``first_record_ms``:
 
-* ``client_start_ms``: start → the client can talk to the cluster (librdkafka: its first
-  broker connection up; kafka-python: its constructor returned, having connected);
+* ``client_start_ms``: start → the client knows the cluster (librdkafka: its first Metadata
+  response arrived; kafka-python: its constructor returned, having connected);
 * ``join_ms``: that → partitions assigned (``subscribe``: finding the group coordinator,
   the classic protocol's JoinGroup and SyncGroup with the broker's initial rebalance delay, or
   KIP-848's heartbeats);
@@ -31,11 +31,17 @@ from typing import Any
 
 from kafkalab.stats import median_or_none
 
-__all__ = ["FIGURES", "KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS", "answer_lines", "format_table",
-           "summarize"]
+__all__ = ["FIGURES", "KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS", "LEGEND", "answer_lines",
+           "format_table", "summarize"]
 
 KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS = 3000
 """Kafka's default ``group.initial.rebalance.delay.ms`` (its sample configs set 0)."""
+
+LEGEND = ("first = first record; start = the client knows the cluster (librdkafka: its first "
+          "Metadata answer; kafka-python: its constructor done); join = to partitions assigned; "
+          "fetch = to the first record; led / ready = cold cluster: __consumer_offsets led / the "
+          "group's coordinator answering")
+"""What each column of :func:`format_table` means, for the lines that print it."""
 
 FIGURES: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_ms", "fetch_ms",
                             "offsets_topic_ready_ms", "coordinator_ready_ms")
@@ -43,7 +49,7 @@ FIGURES: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_ms", "fe
 
 
 def _parts(row: Mapping[str, Any]) -> dict[str, float | None]:
-    ready = row.get("connected_ms") if row.get("client") == "confluent-kafka" else row.get(
+    ready = row.get("metadata_ms") if row.get("client") == "confluent-kafka" else row.get(
         "created_ms")
     subscribe = row.get("join") == "subscribe"
     fetch_from = row.get("assigned_ms") if subscribe else ready

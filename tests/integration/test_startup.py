@@ -51,7 +51,9 @@ def test_every_case_is_measured_and_the_files_say_how(tmp_path: Path) -> None:
     for r in (r for r in rows if r["status"] == "ok"):
         assert 0 <= r["created_ms"] <= r["first_record_ms"]
         assert r["assigned_ms"] <= r["first_record_ms"]
-        assert (r["connected_ms"] is not None) == (r["client"] == "confluent-kafka")
+        assert (r["metadata_ms"] is not None) == (r["client"] == "confluent-kafka")
+        if r["metadata_ms"] is not None and r["join"] == "subscribe":  # no group without it
+            assert r["metadata_ms"] <= r["assigned_ms"]
         cold = r["cluster_state"] == "cold"
         # the watcher dates the offsets topic on cold clusters only, before the first record
         assert (r["offsets_topic_ready_ms"] is not None) == cold

@@ -30,7 +30,7 @@ def _probe(probe: int, member: int, case: str, client: str, join: str, protocol:
         "client": client, "client_version": "x", "join": join, "group_protocol": protocol,
         "members": members, "cluster_state": state, "initial_rebalance_delay_ms": 3000,
         "kafka_version": "4.4.0", "broker_flavor": "kraft", "status": "ok", "error": None,
-        "started_at_ns": 1, "created_ms": 1.0, "connected_ms": None, "assigned_ms": None,
+        "started_at_ns": 1, "created_ms": 1.0, "metadata_ms": None, "assigned_ms": None,
         "first_record_ms": None, "offsets_topic_ready_ms": None, "coordinator_ready_ms": None}
     row.update(marks)
     return row
@@ -40,14 +40,14 @@ COLD = "cold/delay=3000/confluent-kafka/subscribe/classic/m1"
 WARM3 = "warm/delay=3000/kafka-python/subscribe/classic/m3"
 ASSIGN = "warm/delay=3000/confluent-kafka/assign/none/m1"
 ROWS = [
-    _probe(0, 0, COLD, "confluent-kafka", "subscribe", "classic", 1, "cold", connected_ms=50.0,
+    _probe(0, 0, COLD, "confluent-kafka", "subscribe", "classic", 1, "cold", metadata_ms=50.0,
            assigned_ms=5050.0, first_record_ms=5200.0, offsets_topic_ready_ms=60.0,
            coordinator_ready_ms=600.0),
     *(_probe(1, m, WARM3, "kafka-python", "subscribe", "classic", 3, "warm", created_ms=6.0 + m,
              assigned_ms=6000.0 + 10 * m, first_record_ms=6100.0 + 10 * m) for m in range(3)),
     _probe(2, 0, WARM3, "kafka-python", "subscribe", "classic", 3, "warm", status="timeout",
            created_ms=5.0),
-    _probe(3, 0, ASSIGN, "confluent-kafka", "assign", "none", 1, "warm", connected_ms=40.0,
+    _probe(3, 0, ASSIGN, "confluent-kafka", "assign", "none", 1, "warm", metadata_ms=40.0,
            assigned_ms=1.5, first_record_ms=540.0),
 ]
 

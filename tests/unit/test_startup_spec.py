@@ -49,7 +49,7 @@ def _row(case: str, client: str, join: str, **marks: float | None) -> dict[str, 
     base: dict[str, object] = {
         "case_key": case, "client": client, "join": join, "group_protocol": "classic",
         "members": 1, "cluster_state": state, "initial_rebalance_delay_ms": delay,
-        "kafka_version": "4.4.0", "status": "ok", "created_ms": 1.0, "connected_ms": None,
+        "kafka_version": "4.4.0", "status": "ok", "created_ms": 1.0, "metadata_ms": None,
         "assigned_ms": None, "first_record_ms": None, "offsets_topic_ready_ms": None,
         "coordinator_ready_ms": None}
     base.update(marks)
@@ -59,9 +59,9 @@ def _row(case: str, client: str, join: str, **marks: float | None) -> dict[str, 
 def test_parts_add_up_and_a_failed_probe_is_counted_not_averaged() -> None:
     cold = "cold/delay=3000/confluent-kafka/subscribe/classic/m1"
     rows = [
-        _row(cold, "confluent-kafka", "subscribe", connected_ms=50.0, assigned_ms=5050.0,
+        _row(cold, "confluent-kafka", "subscribe", metadata_ms=50.0, assigned_ms=5050.0,
              first_record_ms=5200.0, offsets_topic_ready_ms=60.0, coordinator_ready_ms=600.0),
-        _row(cold, "confluent-kafka", "subscribe", status="timeout", connected_ms=40.0),
+        _row(cold, "confluent-kafka", "subscribe", status="timeout", metadata_ms=40.0),
         _row("warm/delay=3000/kafka-python/assign/none/m1", "kafka-python", "assign",
              created_ms=6.0, assigned_ms=6.5, first_record_ms=120.0),
     ]

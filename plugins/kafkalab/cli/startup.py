@@ -73,7 +73,7 @@ def cmd_startup(args: argparse.Namespace) -> int:
     from kafkalab.cluster.flavors import embedded_flavor
     from kafkalab.startup.engine import StartupRequest, execute_startup
     from kafkalab.startup.spec import KAFKA_DEFAULT_INITIAL_REBALANCE_DELAY_MS, StartupSpec
-    from kafkalab.startup_figures import format_table
+    from kafkalab.startup_figures import LEGEND, format_table
 
     delays = args.delay_ms
     if delays is None:
@@ -95,10 +95,7 @@ def cmd_startup(args: argparse.Namespace) -> int:
         say("")
         say(format_table(result.cases))
         say("")
-        say("medians in ms after each consumer's start (n = members × trials): first = first "
-            "record; start = client ready (librdkafka: first connection up; kafka-python: "
-            "constructor done); join = → partitions assigned; fetch = → first record; led / "
-            "ready = cold cluster: __consumer_offsets led / the group's coordinator answering.")
+        say(f"medians in ms after each consumer's start (n = members × trials): {LEGEND}.")
         say("")
         for line in result.answer:
             say(line)

@@ -324,7 +324,7 @@ class _Run:
             "kafka_version": d.version, "broker_flavor": d.flavor, "status": m.status,
             "error": m.error, "started_at_ns": started_at_ns,
             "created_ms": m.since_start_ms(m.created_ns),
-            "connected_ms": m.since_start_ms(m.connected_ns),
+            "metadata_ms": m.since_start_ms(m.metadata_ns),
             "assigned_ms": m.since_start_ms(m.assigned_ns),
             "first_record_ms": m.since_start_ms(m.first_record_ns),
             "offsets_topic_ready_ms": m.since_start_ms(ready[0]) if m.start_ns else None,

@@ -22,7 +22,7 @@ from kafkalab.store import LabData
 
 __all__ = ["PROBES_SCHEMA", "STARTUP_SCHEMA_VERSION", "open_probes", "run_dir"]
 
-STARTUP_SCHEMA_VERSION = 1
+STARTUP_SCHEMA_VERSION = 2
 """Version of ``probes.parquet`` and ``run.json`` (``run.json``'s ``schema_version``)."""
 
 PROBES_SCHEMA = pa.schema([
@@ -44,7 +44,7 @@ PROBES_SCHEMA = pa.schema([
     ("error", pa.string()),
     ("started_at_ns", pa.int64()),              # wall clock (time.time_ns) at the probe's start
     ("created_ms", pa.float64()),               # each *_ms: ms after the member's start
-    ("connected_ms", pa.float64()),
+    ("metadata_ms", pa.float64()),
     ("assigned_ms", pa.float64()),
     ("first_record_ms", pa.float64()),
     ("offsets_topic_ready_ms", pa.float64()),   # cold probes: __consumer_offsets led

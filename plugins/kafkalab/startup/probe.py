@@ -6,11 +6,15 @@ Every mark is a ``time.monotonic_ns()`` reading (CLOCK_MONOTONIC) of the consume
 * ``start``: just before the consumer object is made (the interval holds the client's start);
 * ``created``: its constructor returned (kafka-python connects to a bootstrap broker here;
   librdkafka connects in the background);
-* ``connected``: the first broker connection was up (librdkafka's statistics: a broker's
-  ``stateage`` on librdkafka's clock, which is CLOCK_MONOTONIC; kafka-python exposes none, and
-  connects inside its constructor). The group coordinator's own mark (``cgrp.stateage``) is
-  not used: in probes of several members it dated the coordinator before the first
-  connection, which cannot be;
+* ``metadata``: the client knew the cluster, its first Metadata response had arrived
+  (librdkafka only: the creation of the first broker that response named, dated by that
+  broker's ``stateage`` in state ``INIT`` in its statistics, on librdkafka's clock, which is
+  CLOCK_MONOTONIC; kafka-python exposes none, and connects inside its constructor). Not the
+  first connection's own mark: since librdkafka 2.10 the bootstrap broker that carried it is
+  removed as soon as the response names the real ones, ~1-2 ms after it came up, between two
+  snapshots; a learned broker then waits in ``INIT`` until it is needed (~50 ms on Kafka
+  4.4), long enough for every probe measured so far to show it. The first learned broker's *connection* is no start-up mark: it can come
+  after the assignment (KIP-848), and dating by it put the client's start ~50 ms late;
 * ``assigned``: the consumer was given a non-empty assignment (its rebalance callback, or the
   ``assign()`` call);
 * ``first_record``: its first record was returned to the application.
@@ -33,7 +37,7 @@ from typing import Any
 
 from kafkalab.startup.spec import StartupCase
 
-__all__ = ["STATS_INTERVAL_MS", "ProbeMarks", "new_group_id", "run_probe"]
+__all__ = ["STATS_INTERVAL_MS", "ProbeMarks", "cluster_known_ns", "new_group_id", "run_probe"]
 
 STATS_INTERVAL_MS = 10
 """librdkafka's ``statistics.interval.ms`` during a probe."""
@@ -63,7 +67,7 @@ class ProbeMarks:
     member: int
     start_ns: int = 0
     created_ns: int | None = None
-    connected_ns: int | None = None
+    metadata_ns: int | None = None
     assigned_ns: int | None = None
     first_record_ns: int | None = None
     status: str = "ok"
@@ -75,16 +79,19 @@ class ProbeMarks:
         return None if mark_ns is None else (mark_ns - self.start_ns) / 1e6
 
 
-def _first_connection_up(snapshots: list[dict[str, Any]]) -> int | None:
-    """When the first broker connection was up (ns), from librdkafka's snapshots."""
-    connected: int | None = None
+def cluster_known_ns(snapshots: list[dict[str, Any]]) -> int | None:
+    """When the client's first Metadata response arrived (ns), from librdkafka's snapshots:
+    the earliest creation of a broker it learned (node id >= 0) seen in state ``INIT``, the
+    state a broker is created in and never returns to; None if no snapshot saw one there."""
+    known: int | None = None
     for snap in snapshots:
-        ts_ns = int(snap.get("ts", 0)) * 1000
+        ts_ns = int(snap.get("ts", 0)) * 1000  # µs
         for name, broker in (snap.get("brokers") or {}).items():
-            if broker.get("state") == "UP" and name not in _LOGICAL_BROKERS:
-                up = ts_ns - int(broker.get("stateage", 0)) * 1000  # µs
-                connected = up if connected is None else min(connected, up)
-    return connected
+            if (broker.get("state") == "INIT" and int(broker.get("nodeid", -1)) >= 0
+                    and name not in _LOGICAL_BROKERS):
+                created = ts_ns - int(broker.get("stateage", 0)) * 1000  # µs
+                known = created if known is None else min(known, created)
+    return known
 
 
 def _confluent_member(conf: Mapping[str, Any], topic: str, case: StartupCase, group: str | None,
@@ -128,7 +135,7 @@ def _confluent_member(conf: Mapping[str, Any], topic: str, case: StartupCase, gr
         wait_until = time.monotonic() + STATS_WAIT_S
         while len(raw) == seen and time.monotonic() < wait_until:
             consumer.poll(POLL_S)
-        marks.connected_ns = _first_connection_up([json.loads(s) for s in raw])
+        marks.metadata_ns = cluster_known_ns([json.loads(s) for s in raw])
     finally:
         consumer.close()
 
