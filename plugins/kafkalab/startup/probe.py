@@ -28,6 +28,7 @@ fails is ``error`` with the client's message: both are rows, never dropped.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -211,11 +212,45 @@ def run_probe(case: StartupCase, topic: str, client_conf: Mapping[str, Any],
 
     threads = [threading.Thread(target=member, args=(m,), name=f"startup-member-{m.member}",
                                 daemon=True) for m in marks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout_s + 30.0)
+    warnings = _ClientWarnings(case.client)
+    with warnings:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout_s + 30.0)
     for t, m in zip(threads, marks, strict=True):
         if t.is_alive():
             m.status, m.error = "error", "the member did not finish (client hung)"
+        elif m.status == "timeout" and m.error is None and warnings.seen:
+            m.error = f"{case.client} logged during the probe: {warnings.text()}"[:500]
     return marks
+
+
+class _ClientWarnings(logging.Handler):
+    """The warnings kafka-python logs during a probe (its logger ``kafka``): a timed-out
+    member's row gives them as its likely cause (kafka-python reports no error to the
+    application while it fails to join). Any member's: a log record does not say which
+    consumer logged it. librdkafka's errors come through ``poll`` instead."""
+
+    def __init__(self, client: str) -> None:
+        super().__init__(logging.WARNING)
+        self.logger = logging.getLogger("kafka") if client == "kafka-python" else None
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message not in self.seen:
+            self.seen.append(message)
+
+    def text(self) -> str:
+        """The distinct messages, in the order first logged."""
+        return "; ".join(self.seen)
+
+    def __enter__(self) -> _ClientWarnings:
+        if self.logger is not None:
+            self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.logger is not None:
+            self.logger.removeHandler(self)
