@@ -8,8 +8,8 @@ the definitions of ``docs/aggregates-schema.md`` ("Fault aggregates") and load::
 
     <out>/run_id=<id>/fault_trials.parquet    one row per trial
     <out>/run_id=<id>/fault_cells.parquet     one row per (profile, fault, acks, commit,
-                                              static membership, client, max in flight,
-                                              idempotence)
+                                              static membership, rebalance protocol, client,
+                                              max in flight, idempotence)
     <out>/run_id=<id>/fault_timeline.parquet  one row per (trial, 100 ms bin of elapsed time)
     <out>/run_id=<id>/group_lag.parquet       one row per (trial, offset sample, partition)
                                               of the consumer-fault trials (else no rows)
@@ -127,7 +127,7 @@ DEFAULT_COMMIT = "after"
 GROUP_COLUMNS: dict[str, str] = {
     "commit": "string", "consumers": "int", "session_timeout_ms": "int",
     "heartbeat_interval_ms": "int", "auto_commit_interval_ms": "int", "batch_msgs": "int",
-    "rejoin_after_s": "double", "static_membership": "boolean",
+    "rejoin_after_s": "double", "static_membership": "boolean", "rebalance": "string",
 }
 
 #: A consumer trial's counts, recomputed from ``processed.parquet`` (records) and
@@ -165,7 +165,7 @@ TRIAL_SCHEMA: dict[str, str] = {
 }
 
 CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks", "commit", "static_membership",
-                               "client", "max_in_flight", "idempotence")
+                               "rebalance", "client", "max_in_flight", "idempotence")
 """The columns that name a ``fault_cells`` row."""
 
 #: Per-cell figures: the ``fault_trials`` column -> its statistics (over complete trials).
@@ -182,7 +182,8 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
 #: ``fault_cells``: column -> Spark type, in order.
 CELL_SCHEMA: dict[str, str] = {
     "run_id": "string", "run_date": "string", "profile": "string", "fault": "string",
-    "acks": "string", "commit": "string", "static_membership": "boolean", "client": "string",
+    "acks": "string", "commit": "string", "static_membership": "boolean", "rebalance": "string",
+    "client": "string",
     "max_in_flight": "int",
     "idempotence": "boolean", "broker_is_emulator": "boolean", "trials": "int",
     "trials_complete": "int", "trials_with_loss": "int",
@@ -421,8 +422,9 @@ def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
 
 def _cells(trials: DataFrame) -> DataFrame:
     """``fault_cells`` from ``fault_trials``: one row per (profile, fault, acks, commit,
-    static membership, client, max in flight, idempotence; the commit and the membership
-    null for broker faults; max in flight and
+    static membership, rebalance protocol, client, max in flight, idempotence; the commit, the
+    membership and the protocol null for broker faults (the protocol also where a trial left
+    the clients' default, eager); max in flight and
     idempotence as the trial's producer ran: null for a consumer fault's trial and for
     trials measured before 2026-11-29, which did not record them); the figures are over the complete trials (exact
     medians: the mean of the middle two when even)."""

@@ -166,9 +166,10 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
 
 def with_cell_checks(cells: DataFrame) -> DataFrame:
     """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``, plus
-    ``/commit-<c>`` (and ``/static``) for a consumer fault, ``/<client>``, ``/mif<n>`` and
+    ``/commit-<c>`` (and ``/static``, ``/<rebalance>``) for a consumer fault, ``/<client>``, ``/mif<n>`` and
     ``/idem-on|off`` where known) and the boolean columns of :data:`CELL_CHECKS`."""
     cells = _with_columns(cells, {"commit": "string", "static_membership": "boolean",
+                                  "rebalance": "string",
                                   "client": "string", "max_in_flight": "int",
                                   "idempotence": "boolean", **{
         f"{fig}_{stat}": "double" for fig in CELL_FIGURES for stat in ("median", "max")}})
@@ -179,7 +180,7 @@ def with_cell_checks(cells: DataFrame) -> DataFrame:
                                                F.concat(F.lit("commit-"), F.col("commit")),
                                                F.when(F.col("static_membership"),
                                                       F.lit("static")),
-                                               "client",
+                                               "rebalance", "client",
                                                F.concat(F.lit("mif"), F.col("max_in_flight")),
                                                idem))
     counts = ((F.col("trials_with_loss") <= F.col("trials_complete"))

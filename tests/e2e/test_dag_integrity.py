@@ -255,7 +255,7 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s",
                       "commits", "consumers", "session_timeout_ms", "clients", "idempotence",
-                      "static_membership"}
+                      "static_membership", "rebalance"}
     assert p["clients"].value == [] and p["idempotence"].value == []
     assert p["commits"].value == ["after"] and p["session_timeout_ms"].value is None
     assert p["trials"].value == 5

@@ -6,6 +6,8 @@ processes, the kill is a real SIGKILL, the leave a real LeaveGroup.
   of the topic;
 * a clean leave moves the partitions long before a kill does (the session timeout), and
   at-least-once loses nothing either way;
+* an incremental rebalance (cooperative-sticky, both clients; KIP-848's protocol) moves only
+  the leaver's partitions;
 * kafka-python's members, auto commit and a member that comes back.
 
 The fault cluster runs in its own lab dir on its own ports (controllers 23591-23593, brokers
@@ -29,6 +31,7 @@ from kafkalab.cluster.descriptor import librdkafka_config
 from kafkalab.cluster.flavors import load_descriptor
 from kafkalab.faults import files
 from kafkalab.faults.engine import FaultRequest, run_fault_trial, start_fault_run
+from kafkalab.faults.group import group_dir, read_events
 from kafkalab.faults.spec import FaultTrialSpec
 from kafkalab.paths import default_descriptor_path
 from kafkalab.store import read_json
@@ -93,6 +96,15 @@ def _topic_records(env: dict[str, Any], topic: str, partitions: int) -> set[tupl
         c.close()
 
 
+def _survivor_changes(tdir: Path, ev: str) -> list[dict[str, Any]]:
+    """Member 1's ``ev`` events (assigned, revoked) between the fault and its own leaving
+    at the end of the trial."""
+    fault_ns = read_json(files.trial_json_path(tdir))["events"]["fault_ts_ns"]
+    mine = [e for e in read_events(group_dir(tdir)) if e["member"] == 1]
+    left_ns = min(e["ts_ns"] for e in mine if e["ev"] == "leaving")
+    return [e for e in mine if e["ev"] == ev and fault_ns < e["ts_ns"] < left_ns]
+
+
 def _processed(tdir: Path) -> list[tuple[int, int]]:
     t = pq.read_table(files.processed_path(tdir), columns=["partition", "offset"]).to_pydict()
     return list(zip(t["partition"], t["offset"], strict=True))
@@ -152,7 +164,7 @@ def test_a_member_dying_mid_batch_makes_exactly_the_duplicates_or_the_gap_its_co
 def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once_loses_nothing(
         env: dict[str, Any]) -> None:
     kill, kdir = _trial(env, FaultTrialSpec(**GROUP, fault="kill-consumer", commit="after"))
-    leave, _ = _trial(env, FaultTrialSpec(**GROUP, fault="leave-consumer", commit="after"))
+    leave, ldir = _trial(env, FaultTrialSpec(**GROUP, fault="leave-consumer", commit="after"))
     for s in (kill, leave):
         assert s["status"] == "complete", s["error"]
         assert s["lost_unprocessed"] == 0 and s["verdict"] == "ok"
@@ -161,6 +173,9 @@ def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once
         assert len(s["moved_partitions"]) == 2
         assert (s["session_timeout_ms"], s["heartbeat_interval_ms"]) == (SESSION_MS, HEARTBEAT_MS)
     assert leave["redelivered"] == 0  # it finished and committed its batch before leaving
+    # eager (the clients' default): the survivor gave up its own partitions too
+    kept = set(range(4)) - set(leave["moved_partitions"])
+    assert kept <= set(_survivor_changes(ldir, "revoked")[0]["partitions"])
     # The coordinator cannot expire a silent member before its session timeout has run out
     # since its last heartbeat; a leaving member is gone at once.
     assert kill["rebalance_pause_ms"] >= SESSION_MS - HEARTBEAT_MS
@@ -169,6 +184,35 @@ def test_a_clean_leave_moves_the_partitions_long_before_a_kill_and_at_least_once
     assert set(lag["partition"]) == {0, 1, 2, 3} and max(lag["lag_msgs"]) > 0
     events = read_json(files.trial_json_path(kdir))["events"]
     assert events["fault_ts_ns"] > events["t0_ns"]
+
+
+@pytest.mark.parametrize(("client", "rebalance"), [("confluent-kafka", "cooperative"),
+                                                    ("confluent-kafka", "consumer"),
+                                                    ("kafka-python", "cooperative")])
+def test_an_incremental_rebalance_moves_only_the_leavers_partitions(
+        env: dict[str, Any], client: str, rebalance: str) -> None:
+    """Cooperative-sticky (KIP-429) and KIP-848's protocol: the survivor keeps its own
+    partitions through the leave and is given only the leaver's (the events list the change,
+    ``owned`` the whole); nothing is processed twice or never."""
+    spec = FaultTrialSpec(**GROUP, fault="leave-consumer", commit="after", client=client,
+                          rebalance=rebalance)
+    s, tdir = _trial(env, spec)
+    assert s["status"] == "complete", s["error"]
+    assert s["rebalance"] == rebalance and s["trial_id"].endswith(
+        f"-commit-after-{rebalance}-acks-1{'-kafka-python' if client == 'kafka-python' else ''}-t1")
+    assert (s["redelivered"], s["lost_unprocessed"], s["verdict"]) == (0, 0, "ok")
+    assert s["offsets_explain"] is True and s["reread_agrees"] and s["drained"]
+    moved = set(s["moved_partitions"])
+    assert len(moved) == 2
+    doc = read_json(files.trial_json_path(tdir))
+    if rebalance == "consumer":  # the broker holds the session: set on the group
+        assert doc["group"]["group_configs"] == {
+            "consumer.session.timeout.ms": str(SESSION_MS),
+            "consumer.heartbeat.interval.ms": str(HEARTBEAT_MS)}
+    kept = set(range(4)) - moved
+    assert not [e for e in _survivor_changes(tdir, "revoked") if set(e["partitions"]) & kept]
+    assert [e for e in _survivor_changes(tdir, "assigned")
+            if set(e["partitions"]) == moved and set(e["owned"]) == set(range(4))]
 
 
 def test_kafka_python_members_with_auto_commit_and_a_member_that_comes_back_from_the_cli(

@@ -381,6 +381,9 @@ def test_consumer_cells_split_by_commit(group_lab: dict[str, Any]) -> None:
     assert after.rebalance_pause_ms_median == pytest.approx(1350.0)  # (1500 + 1200) / 2
     before = keyed.loc[("durability", "kill-consumer", "all", "before")]
     assert (before.trials, before.lost_unprocessed_sum, before.redelivered_sum) == (1, 3, 0)
+    # the fake groups left the membership and the rebalance protocol at the clients' default
+    assert not cells["static_membership"].fillna(False).any()
+    assert cells["rebalance"].isna().all() and list(cells.columns) == list(af.CELL_SCHEMA)
     none = keyed.loc[("availability", "none", "all", "-")]
     assert pd.isna(none.redelivered_sum) and pd.isna(none.rebalance_pause_ms_max)
 

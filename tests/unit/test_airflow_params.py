@@ -40,7 +40,8 @@ def test_every_choice_has_a_readable_label() -> None:
                "protocols": params.GROUP_PROTOCOL_CHOICES,
                "flavor": params.STARTUP_FLAVOR_CHOICES,
                "idempotence": params.IDEMPOTENCE_CHOICES,
-               "static_membership": params.IDEMPOTENCE_CHOICES}
+               "static_membership": params.IDEMPOTENCE_CHOICES,
+               "rebalance": params.REBALANCE_CHOICES}
     assert set(params.CHOICE_LABELS) == set(choices)
     for name, values in choices.items():
         labels = params.CHOICE_LABELS[name]
@@ -52,9 +53,10 @@ def test_every_choice_has_a_readable_label() -> None:
 
 
 def test_fault_labels_cover_the_fault_engine() -> None:
-    from kafkalab.faults.spec import FAULTS
+    from kafkalab.faults.spec import FAULTS, REBALANCES
 
     assert set(params.FAULT_LABELS) == set(FAULTS)
+    assert tuple(REBALANCES) == params.REBALANCE_CHOICES
 
 
 def test_latency_consumer_modes_are_the_workload_models() -> None:

@@ -39,6 +39,12 @@ pytestmark = pytest.mark.unit
          "--static-membership applies to the consumer faults"),
         (["--fault", "kill-consumer", "--static-membership", "yes"],
          "--static-membership: 'yes' is not on or off"),
+        (["--fault", "sigkill-leader", "--rebalance", "cooperative"],
+         "--rebalance applies to the consumer faults"),
+        (["--fault", "kill-consumer", "--rebalance", "sticky"],
+         "--rebalance: Input should be 'eager', 'cooperative' or 'consumer'"),
+        (["--fault", "kill-consumer", "--client", "kafka-python", "--rebalance", "consumer"],
+         "kafka-python has no KIP-848 consumer protocol"),
         (["--profile", "default", "--idempotence", "on"],
          "profile default with idempotence on: producer: producer_properties sets "
          "enable.idempotence=true, which needs acks=all"),

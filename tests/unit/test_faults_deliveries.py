@@ -180,6 +180,34 @@ def test_a_leaving_member_moves_what_it_held_at_the_fault_though_it_revokes_on_c
     assert s["committed_at_fault"] == {"0": 4} == s["processed_at_fault"]
 
 
+def test_an_incremental_rebalance_moves_only_the_victims_partition_and_keeps_the_others() -> None:
+    # cooperative / KIP-848: events list the change, ``owned`` the whole; member 1 keeps
+    # partition 1 throughout and is only given partition 0 (at 320 ms), from its commit
+    events = [_ev("assigned", 0, 0, partitions=[0], owned=[0]),
+              _ev("assigned", 1, 0, partitions=[1], owned=[1]),
+              _ev("commit", 1, 50, offsets={"1": 1}, ok=True),
+              _ev("commit", 0, 104, offsets={"0": 4}, ok=True),
+              _ev("revoked", 0, 105, partitions=[0], owned=[]), _ev("closed", 0, 106),
+              _ev("assigned", 1, 320, partitions=[0], owned=[0, 1])]
+    proc = _processed([
+        (0, 0, 0, 0, 10), (0, 2, 0, 1, 12), (1, 1, 1, 0, 11), (0, 4, 0, 2, 90), (0, 6, 0, 3, 91),
+        (1, 3, 1, 1, 150), (1, 5, 1, 2, 200), (1, 8, 0, 4, 340), (1, 10, 0, 5, 341),
+        (1, 7, 1, 3, 342), (1, 9, 1, 4, 344), (1, 11, 1, 5, 345),
+    ])
+    s = group_summary(read=READ, processed=proc, events=events, fault_ts_ns=100 * MS,
+                      rejoin_ts_ns=None, fault="leave-consumer")
+    assert s["moved_partitions"] == [0] and s["rebalance_pause_ms"] == 240.0
+    assert s["successor_assigned_ms"] == 220.0
+    assert s["survivors_pause_ms"] == 142.0  # partition 1 read on through the rebalance
+    assert (s["redelivered"], s["lost_unprocessed"], s["offsets_explain"]) == (0, 0, True)
+    live = [(0, 0), (1, 0)]
+    # a member that gave up some partitions but kept others still counts as assigned
+    partial = [*events[:2], _ev("revoked", 0, 5, partitions=[], owned=[0])]
+    assert stable_assignment(partial, live, 2) == {(0, 0): [0], (1, 0): [1]}
+    assert stable_assignment(events, [(1, 0)], 2) == {(1, 0): [0, 1]}
+    assert stable_assignment(events[:6], [(1, 0)], 2) is None  # partition 0 unowned
+
+
 def test_the_consumer_table_shows_each_trial_and_the_median_and_max_per_strategy() -> None:
     from kafkalab.faults.summary import format_consumer_table
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.config.mapping import confluent_producer_config, kafka_python_producer_config
+from kafkalab.errors import RunError
 from kafkalab.faults.engine import trial_profiles
 from kafkalab.faults.spec import FaultPlan, FaultTrialSpec, plan_trials
 
@@ -62,3 +63,32 @@ def test_static_membership_is_a_consumer_fault_cell_and_names_each_member() -> N
     assert dynamic["group_instance_prefix"] is None
     with pytest.raises(ValueError, match="static_membership applies to the consumer faults"):
         FaultTrialSpec(fault="sigkill-leader", static_membership=True)
+
+
+def test_the_rebalance_protocol_is_a_consumer_fault_cell_refused_where_the_client_lacks_it() -> None:
+    from kafkalab.faults.group_trial import check_rebalance
+
+    plan = FaultPlan(profiles=["durability"], faults=["leave-consumer", "sigkill-leader"],
+                     rebalance=["eager", "cooperative", "consumer"], trials=1)
+    trials = plan_trials(plan)
+    assert [t.trial_id("all") for t in trials] == [
+        "durability-leave-consumer-commit-after-eager-acks-all-t1",
+        "durability-leave-consumer-commit-after-cooperative-acks-all-t1",
+        "durability-leave-consumer-commit-after-consumer-acks-all-t1",
+        "durability-sigkill-leader-acks-all-t1"]  # a broker fault has no group
+    assert [t.rebalance for t in trials] == ["eager", "cooperative", "consumer", None]
+    with pytest.raises(ValueError, match="rebalance applies to the consumer faults"):
+        FaultTrialSpec(fault="sigkill-leader", rebalance="cooperative")
+    with pytest.raises(ValueError, match="kafka-python has no KIP-848 consumer protocol"):
+        FaultTrialSpec(fault="kill-consumer", partitions=6, client="kafka-python",
+                       rebalance="consumer")
+    FaultTrialSpec(fault="kill-consumer", partitions=6, client="kafka-python",
+                   rebalance="cooperative", duration_s=30)
+    check_rebalance("consumer", (4, 0, 0))
+    check_rebalance("eager", (0, 9, 0))
+    check_rebalance("cooperative", None)  # a broker of unknown version: tried
+    with pytest.raises(RunError, match=r"rebalance=consumer: Kafka 3.9 has no such group "
+                                       r"protocol \(it came with Kafka 4.0\)"):
+        check_rebalance("consumer", (3, 9, 1))
+    with pytest.raises(RunError, match=r"it came with Kafka 2\.4"):
+        check_rebalance("cooperative", (0, 9, 0, 1))

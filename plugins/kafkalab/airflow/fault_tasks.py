@@ -39,7 +39,7 @@ PARAM_OF_FIELD: dict[str, str] = {
     "rate_msgs_per_s": "rate_msgs_per_s", "duration_s": "duration_s", "commit": "commits",
     "consumers": "consumers", "session_timeout_ms": "session_timeout_ms",
     "client": "clients", "idempotence": "idempotence",
-    "static_membership": "static_membership",
+    "static_membership": "static_membership", "rebalance": "rebalance",
 }
 """The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
 value is reported under the param's name)."""
@@ -106,7 +106,7 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
             raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
                               f"{', '.join(known)})")
     for key in ("profiles", "faults", "acks", "commits", "clients", "idempotence",
-                "static_membership"):
+                "static_membership", "rebalance"):
         values = _listed(params, key)
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
@@ -118,6 +118,7 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
                          idempotence=[_switch(v) for v in _listed(params, "idempotence")],
                          static_membership=[_switch(v, "static_membership")
                                             for v in _listed(params, "static_membership")],
+                         rebalance=[str(r) for r in _listed(params, "rebalance")],
                          trials=_trials_count(params),
                          **{k: params.get(k) for k in ("rate_msgs_per_s", "duration_s",
                                                        "consumers", "session_timeout_ms")})

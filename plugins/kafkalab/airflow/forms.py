@@ -28,6 +28,7 @@ from kafkalab.airflow.params import (
     LOAD_CLIENT_CHOICES,
     PAYLOAD_CHOICES,
     PROFILE_CHOICES,
+    REBALANCE_CHOICES,
     SCENARIO_CHOICES,
     SHARD_PLACEMENT_CHOICES,
     STARTUP_CLIENT_CHOICES,
@@ -235,6 +236,12 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
             "on: each member has a group.instance.id (KIP-345) kept when it comes back, so a "
             "return within the session timeout causes no rebalance; off: dynamic; one cell "
             "each; empty: off"),
+        "rebalance": _multi_select(
+            "rebalance", [], REBALANCE_CHOICES, "Rebalance protocol (consumer faults)",
+            "how the group rebalances, one cell each: eager (classic, range), cooperative "
+            "(classic, cooperative-sticky), consumer (KIP-848, confluent-kafka only); the "
+            "session timeout and heartbeat are the same under each; empty: the clients' "
+            "default, eager"),
         "consumers": Param(3, type="integer", minimum=2, maximum=12,
                            title="Group members (consumer faults)",
                            description="members of the consumer group, one process each; the "

@@ -48,6 +48,10 @@ COMMIT_CHOICES: tuple[str, ...] = ("auto", "after", "before")
 """Commit strategies of the consumer faults (:data:`kafkalab.faults.spec.COMMITS`, kept in step
 by a unit test)."""
 
+REBALANCE_CHOICES: tuple[str, ...] = ("eager", "cooperative", "consumer")
+"""How a consumer fault's group rebalances (:data:`kafkalab.faults.spec.REBALANCES`, kept in
+step by a unit test)."""
+
 LATENCY_CONSUMER_MODES: tuple[str, ...] = ("subscribe", "assign")
 """How a latency cell's measuring consumer gets its partition (the workload key
 ``consumer_mode``, :data:`kafkalab.config.models.ConsumerMode`, kept in step by a unit test)."""
@@ -118,6 +122,11 @@ COMMIT_LABELS: dict[str, str] = {"auto": "auto (the client's auto commit)",
                                  "after": "after processing (at-least-once)",
                                  "before": "before processing (at-most-once)"}
 
+REBALANCE_LABELS: dict[str, str] = {
+    "eager": "eager (classic protocol, range assignor: every member stops)",
+    "cooperative": "cooperative (classic protocol, cooperative-sticky: moved partitions stop)",
+    "consumer": "consumer (KIP-848 protocol, confluent-kafka only)"}
+
 CONSUMER_MODE_LABELS: dict[str, str] = {"assign": "assign every partition (no group)",
                                         "group": "one consumer group per consumer"}
 
@@ -163,6 +172,7 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
     "clients": CLIENT_LABELS, "protocols": GROUP_PROTOCOL_LABELS,
     "idempotence": IDEMPOTENCE_LABELS,
     "static_membership": {"on": "on (static: group.instance.id)", "off": "off (dynamic)"},
+    "rebalance": REBALANCE_LABELS,
     "flavor": STARTUP_FLAVOR_LABELS,
 }
 """The ``values_display`` of each choice param of the forms, by param name."""
@@ -236,6 +246,8 @@ __all__ = [
     "PAYLOAD_LABELS",
     "PROFILE_CHOICES",
     "PROFILE_LABELS",
+    "REBALANCE_CHOICES",
+    "REBALANCE_LABELS",
     "SCENARIO_CHOICES",
     "SCENARIO_LABELS",
     "SHARD_PLACEMENT_CHOICES",

@@ -31,7 +31,8 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                    "auto_commit_interval_ms": "--auto-commit-interval-ms",
                    "batch_msgs": "--batch-msgs", "rejoin_after_s": "--rejoin-after",
                    "max_in_flight": "--max-in-flight", "client": "--client",
-                   "idempotence": "--idempotence", "static_membership": "--static-membership"}
+                   "idempotence": "--idempotence", "static_membership": "--static-membership",
+                   "rebalance": "--rebalance"}
 """The option that sets each field of a fault trial (a refused value is named by it)."""
 
 
@@ -115,7 +116,7 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
         "consumer faults (kill-consumer, leave-consumer)",
         "A group of --consumers members (one process each) processes the stream; member 0 is "
         "SIGKILLed or leaves cleanly at --fault-at. Kafka 0.9: eager rebalancing, no static "
-        "membership, no cooperative rebalancing.")
+        "membership, no cooperative rebalancing; KIP-848's protocol needs Kafka 4.0.")
     pg.add_argument("--commit", type=csv_list, default=None,
                     help="commit strategy/ies, comma-separated: auto (the client's auto commit), after "
                     "(commit after processing: at-least-once), before (commit before processing: "
@@ -133,6 +134,12 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
                     help="the members' group membership: on (static: a group.instance.id each, "
                     "KIP-345), off (dynamic), comma-separated for one trial set each (default "
                     "off)")
+    pg.add_argument("--rebalance", type=csv_list, default=None,
+                    help="how the group rebalances, comma-separated for one trial set each: eager "
+                    "(classic protocol, range assignor), cooperative (classic, cooperative-sticky: "
+                    "only moved partitions stop), consumer (KIP-848's protocol, confluent-kafka "
+                    "only; the session and heartbeat are set on the group) (default: the clients' "
+                    "own, eager)")
     pg.add_argument("--rejoin-after", type=float, default=None,
                     help="the failed member comes back this many seconds after the fault (default: never)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
@@ -148,7 +155,8 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
     checks of its own options.
 
     Raises:
-        ConfigError: ``--trials`` below 1, ``--commit`` without a consumer fault, a
+        ConfigError: ``--trials`` below 1, ``--commit``, ``--static-membership`` or
+            ``--rebalance`` without a consumer fault, a
             ``--max-in-flight`` that is not whole numbers, an unknown ``--client`` or
             ``--idempotence`` value.
     """
@@ -157,9 +165,11 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
 
     if args.trials < 1:
         raise ConfigError(f"--trials must be at least 1, got {args.trials}")
-    if args.commit and not any(f in CONSUMER_FAULTS for f in args.fault):
-        raise ConfigError(f"--commit applies to the consumer faults ({', '.join(CONSUMER_FAULTS)}); "
-                          f"--fault is {','.join(args.fault)}")
+    for option, given in (("--commit", args.commit), ("--static-membership", args.static_membership),
+                          ("--rebalance", args.rebalance)):
+        if given and not any(f in CONSUMER_FAULTS for f in args.fault):
+            raise ConfigError(f"{option} applies to the consumer faults "
+                              f"({', '.join(CONSUMER_FAULTS)}); --fault is {','.join(args.fault)}")
     try:
         in_flight = [int(x) for x in args.max_in_flight or []]
     except ValueError:
@@ -175,13 +185,11 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
         bad = [v for v in values or [] if v not in switch]
         if bad:
             raise ConfigError(f"{option}: {bad[0]!r} is not on or off")
-    if args.static_membership and not any(f in CONSUMER_FAULTS for f in args.fault):
-        raise ConfigError(f"--static-membership applies to the consumer faults "
-                          f"({', '.join(CONSUMER_FAULTS)}); --fault is {','.join(args.fault)}")
     return FaultPlan(profiles=args.profile, faults=args.fault, acks=args.acks or [],
                      max_in_flight=in_flight,
                      idempotence=[switch[v] for v in args.idempotence or []],
                      static_membership=[switch[v] for v in args.static_membership or []],
+                     rebalance=list(args.rebalance or []),
                      clients=clients, commits=args.commit or [], trials=args.trials,
                      rate_msgs_per_s=args.rate, duration_s=args.duration, warmup_s=args.warmup,
                      fault_at_s=args.fault_at, down_s=args.down, payload=args.payload,

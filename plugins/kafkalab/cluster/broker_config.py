@@ -23,7 +23,9 @@ WATCHED: tuple[str, ...] = (
     "num.replica.fetchers", "num.network.threads", "num.io.threads",
     "log.flush.interval.messages", "log.flush.interval.ms", "compression.type",
     "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
-    "group.coordinator.rebalance.protocols", "offsets.topic.replication.factor",
+    "group.coordinator.rebalance.protocols", "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms", "group.consumer.min.session.timeout.ms",
+    "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "auto.create.topics.enable",
 )
 """Broker settings recorded even at Kafka's default: they shape latency, durability or a

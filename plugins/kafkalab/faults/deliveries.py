@@ -100,10 +100,8 @@ def _victim_partitions(events: list[dict[str, Any]], victim: tuple[int, int], un
             break
         if (int(e["member"]), int(e["incarnation"])) != victim:
             continue
-        if e["ev"] == "assigned":
-            parts = list(e["partitions"])
-        elif e["ev"] == "revoked":
-            parts = []
+        if e["ev"] in ("assigned", "revoked"):  # "owned": after an incremental change too
+            parts = list(e.get("owned", e["partitions"] if e["ev"] == "assigned" else []))
     return sorted(parts)
 
 

@@ -126,7 +126,39 @@ def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Pat
             "descriptor_path": str(descriptor_path), "client_config": base,
             "die_after_records": spec.victim_dies_after_records,
             # KIP-345: member i is "<group>-m<i>" in every incarnation
-            "group_instance_prefix": f"{group_id}-m" if spec.static_membership else None}
+            "group_instance_prefix": f"{group_id}-m" if spec.static_membership else None,
+            "rebalance": spec.rebalance}
+
+
+def configure_consumer_group(d: ClusterDescriptor, group_id: str, session_ms: int,
+                             heartbeat_ms: int, timeout_s: float = 30.0) -> dict[str, str]:
+    """Give a KIP-848 group the trial's session timeout and heartbeat interval before its
+    members start (a group config, KIP-848/KIP-1101: the consumer protocol's are the
+    broker's, not the client's; the lab's brokers accept down to 1 s and 100 ms). Returns the
+    values set.
+
+    Raises:
+        RunError: the broker refused them.
+    """
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from kafkalab.cluster.admin import admin_client
+
+    values = {"consumer.session.timeout.ms": str(session_ms),
+              "consumer.heartbeat.interval.ms": str(heartbeat_ms)}
+    res = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+    admin = admin_client(d, timeout_s)  # kept until the answer: a dropped handle aborts it
+    try:
+        admin.incremental_alter_configs([res])[res].result(timeout=timeout_s)
+    except Exception as exc:  # KafkaException: the broker's own message
+        raise RunError(f"the broker refused the consumer group's settings {values}: {exc}") from None
+    return values
 
 
 def read_events(gdir: Path) -> list[dict[str, Any]]:
@@ -142,16 +174,15 @@ def read_events(gdir: Path) -> list[dict[str, Any]]:
 def stable_assignment(events: list[dict[str, Any]], live: list[tuple[int, int]],
                       partitions: int) -> dict[tuple[int, int], list[int]] | None:
     """Each live member's current partitions when the group is stable (every live member
-    assigned after its last revocation, disjoint, covering ``0..partitions-1``), else None."""
+    assigned after its last revocation, or left owning some after an incremental one;
+    disjoint, covering ``0..partitions-1``), else None."""
     current: dict[tuple[int, int], list[int] | None] = {k: None for k in live}
     for e in events:
         k = (int(e["member"]), int(e["incarnation"]))
-        if k not in current:
+        if k not in current or e["ev"] not in ("assigned", "revoked"):
             continue
-        if e["ev"] == "assigned":
-            current[k] = list(e["partitions"])
-        elif e["ev"] == "revoked":
-            current[k] = None
+        owned = list(e.get("owned", e["partitions"] if e["ev"] == "assigned" else []))
+        current[k] = owned if e["ev"] == "assigned" or owned else None
     if any(v is None for v in current.values()):
         return None
     seen = [p for v in current.values() for p in (v or [])]

@@ -32,7 +32,7 @@ from kafkalab.load import files as load_files
 from kafkalab.load.cell import run_load_cell
 from kafkalab.progress import Progress
 
-__all__ = ["DRAIN_MARGIN_S", "group_protocol_note", "run_group_trial"]
+__all__ = ["DRAIN_MARGIN_S", "check_rebalance", "group_protocol_note", "run_group_trial"]
 
 DRAIN_MARGIN_S = 30.0
 """After the producer stops, the group may take the session timeout plus this long to commit
@@ -41,6 +41,21 @@ the log end (a member killed late is noticed only after its session timeout)."""
 STATIC_MEMBERSHIP_SINCE = (2, 3)
 """Static group membership (KIP-345) came with Kafka 2.3, cooperative rebalancing (KIP-429)
 with 2.4: a broker before them rebalances eagerly."""
+
+REBALANCE_SINCE: dict[str, tuple[int, int]] = {"cooperative": (2, 4), "consumer": (4, 0)}
+"""The first Kafka release of each rebalance protocol but eager (KIP-429; KIP-848's GA)."""
+
+
+def check_rebalance(rebalance: str | None, version: tuple[int, ...] | None) -> None:
+    """Refuse a rebalance protocol the trial's broker does not have (of unknown version: try).
+
+    Raises:
+        RunError: naming the protocol and the release it came with.
+    """
+    since = REBALANCE_SINCE.get(rebalance or "eager")
+    if since is not None and version is not None and version < since:
+        raise RunError(f"rebalance={rebalance}: Kafka {'.'.join(str(v) for v in version[:2])} "
+                       f"has no such group protocol (it came with Kafka {since[0]}.{since[1]})")
 
 
 def group_protocol_note(version: tuple[int, ...] | None) -> str | None:
@@ -62,6 +77,8 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     Raises:
         RunError: the group could not be started or the injection failed (files kept).
     """
+    version = flavor_of(d).features(d).version
+    check_rebalance(spec.rebalance, version)
     session_ms = spec.effective_session_timeout_ms(prof.consumer.session_timeout_ms)
     heartbeat_ms = spec.effective_heartbeat_ms(session_ms)
     settings = {"commit": spec.effective_commit, "client": spec.client,
@@ -71,12 +88,15 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
                 "batch_msgs": spec.batch_msgs, "batch_wait_ms": spec.batch_wait_ms,
                 "rejoin_after_s": spec.rejoin_after_s, "partitions": spec.partitions,
                 "static_membership": bool(spec.static_membership),
-                "group_protocol": group_protocol_note(flavor_of(d).features(d).version)}
+                "rebalance": spec.rebalance, "group_protocol": group_protocol_note(version)}
     summary.update(settings)
     doc["group"] = dict(settings)
     gdir = group.group_dir(tdir)
     plan = group.member_plan(spec, d, descriptor_path, topic, gdir, session_ms, heartbeat_ms, prof)
     doc["group"]["group_id"] = plan["group_id"]
+    if spec.rebalance == "consumer":
+        doc["group"]["group_configs"] = group.configure_consumer_group(
+            d, plan["group_id"], session_ms, heartbeat_ms)
     members = group.start_group(spec, plan, tdir, progress)
     monitor = group.OffsetMonitor(d, topic, plan["group_id"], spec.partitions).start()
     injector = group.GroupInjector(spec, members, progress)

@@ -34,6 +34,14 @@ processed first. A ``before`` batch whose commit fails is dropped unprocessed fo
 reason. (kafka-python 3 refuses a blocking commit inside a rebalance listener, so the rule is
 also the one both clients can follow.) A SIGKILL finishes nothing.
 
+**Rebalance protocols** (``rebalance`` in the plan, :data:`kafkalab.faults.spec.REBALANCES`):
+eager (range), cooperative (cooperative-sticky) or KIP-848's consumer protocol (librdkafka's
+``group.protocol=consumer``, whose session and heartbeat the broker holds per group). Under
+the last two a rebalance adds or takes away only some partitions: each ``assigned`` /
+``revoked`` event lists the change and ``owned``, the member's partitions after it. A batch
+being gathered when partitions are taken away is dropped whole; its records of partitions the
+member keeps are sought back and read again by it (neither twice nor never).
+
 **Events** (assignments, revocations, commits, leaving) are appended to a JSON-lines file,
 one ``write(2)`` per line, with CLOCK_MONOTONIC times (the trial's processes share the host's
 clock). Both files are read by :mod:`kafkalab.faults.group` after the trial.
@@ -113,6 +121,7 @@ class Member:
         self.pending: list[Record] = []
         self.foreign = 0
         self.processed_count = 0
+        self.owned: set[int] = set()
 
     # -- events -------------------------------------------------------------------------
     def event(self, ev: str, **fields: Any) -> None:
@@ -121,7 +130,10 @@ class Member:
         self.events.write((json.dumps(doc, separators=(",", ":")) + "\n").encode())
 
     def on_assign(self, partitions: list[int]) -> None:
-        self.event("assigned", partitions=sorted(partitions))
+        """``partitions``: what the rebalance gave (eager: the whole assignment; cooperative
+        and KIP-848: the added ones only); ``owned`` in the event: the whole after it."""
+        self.owned |= set(partitions)
+        self.event("assigned", partitions=sorted(partitions), owned=sorted(self.owned))
 
     def on_revoke(self, partitions: list[int], rewind: Callable[[dict[int, int]], None]) -> None:
         if self.commit_mode == "auto":
@@ -130,7 +142,8 @@ class Member:
         elif self.pending:
             self.drop(self.pending, "revoked", rewind)
             self.pending = []
-        self.event("revoked", partitions=sorted(partitions))
+        self.owned -= set(partitions)
+        self.event("revoked", partitions=sorted(partitions), owned=sorted(self.owned))
 
     def drop(self, batch: list[Record], why: str, rewind: Callable[[dict[int, int]], None]) -> None:
         """Give up a batch unprocessed and uncommitted: the client is moved back to its first
@@ -250,6 +263,15 @@ class _Confluent(_Client):
         })
         if plan.get("group_instance_prefix"):
             cfg["group.instance.id"] = f"{plan['group_instance_prefix']}{member.member}"
+        rebalance = plan.get("rebalance")
+        if rebalance == "consumer":  # KIP-848: the broker owns the session and the heartbeat
+            for classic_only in ("session.timeout.ms", "heartbeat.interval.ms",
+                                 "partition.assignment.strategy"):
+                cfg.pop(classic_only, None)
+            cfg["group.protocol"] = "consumer"
+        elif rebalance is not None:
+            cfg["partition.assignment.strategy"] = ("cooperative-sticky"
+                                                    if rebalance == "cooperative" else "range")
         self.c = Consumer(cfg)
 
     def _on_commit(self, err: Any, parts: list[Any]) -> None:
@@ -319,6 +341,15 @@ class _KafkaPython(_Client):
         })
         if plan.get("group_instance_prefix"):
             cfg["group_instance_id"] = f"{plan['group_instance_prefix']}{member.member}"
+        if plan.get("rebalance") is not None:  # eager or cooperative (no KIP-848: refused)
+            from kafka.coordinator.assignors.cooperative_sticky import (
+                CooperativeStickyAssignor,
+            )
+            from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+            cfg["partition_assignment_strategy"] = [
+                CooperativeStickyAssignor if plan["rebalance"] == "cooperative"
+                else RangePartitionAssignor]
         self.c = KafkaConsumer(**cfg)
 
     def _on_auto_commit(self, offsets: dict[Any, Any], res_or_exc: Any) -> None:

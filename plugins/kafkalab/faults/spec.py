@@ -29,8 +29,20 @@ from kafkalab.config.models import acks_as_text
 from kafkalab.load.spec import LoadCellSpec, PlanRefused
 from kafkalab.store import safe_name
 
-__all__ = ["COMMITS", "CONSUMER_FAULTS", "CONTROLLER_FAULTS", "DEFAULT_DOWN_S", "FAULTS", "FAULT_HELP", "RECOVERY_MARGIN_S",
-           "FaultPlan", "FaultTrialSpec", "group_duration_s", "plan_trials"]
+__all__ = [
+    "COMMITS",
+    "CONSUMER_FAULTS",
+    "CONTROLLER_FAULTS",
+    "DEFAULT_DOWN_S",
+    "FAULTS",
+    "FAULT_HELP",
+    "REBALANCES",
+    "RECOVERY_MARGIN_S",
+    "FaultPlan",
+    "FaultTrialSpec",
+    "group_duration_s",
+    "plan_trials",
+]
 
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                     "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer",
@@ -58,6 +70,18 @@ processing it: at-least-once), ``before`` (commit a batch before processing it:
 at-most-once)."""
 
 CommitName = Literal["auto", "after", "before"]
+
+REBALANCES: dict[str, str] = {
+    "eager": "the classic group protocol with the range assignor: every member gives up every "
+             "partition at each rebalance (the clients' default)",
+    "cooperative": "the classic protocol with the cooperative-sticky assignor (KIP-429, Kafka "
+                   "2.4): only the partitions that move are given up, over two rebalances",
+    "consumer": "KIP-848's consumer group protocol (Kafka 4.0): the broker assigns, members learn "
+                "of a change at their next heartbeat (confluent-kafka only)",
+}
+"""How a consumer fault's group rebalances, a cell each (``--rebalance``)."""
+
+RebalanceName = Literal["eager", "cooperative", "consumer"]
 
 SESSION_TIMEOUT_MS_RANGE = (1000, 30000)
 """Session timeouts the lab's brokers accept (``group.min.session.timeout.ms`` = 1000 in the
@@ -165,6 +189,11 @@ class FaultTrialSpec(BaseModel):
     """Static membership (KIP-345, Kafka 2.3): each member has a ``group.instance.id`` of its
     own, kept by a member that comes back, so its return within the session timeout causes
     no rebalance (and a static member leaving sends no LeaveGroup). None: off, as before."""
+    rebalance: RebalanceName | None = None
+    """How the group rebalances (:data:`REBALANCES`). The session timeout and heartbeat
+    interval are the same under every value: the classic protocol's are the members' own, the
+    consumer protocol's are set on the group (``consumer.session.timeout.ms``,
+    ``consumer.heartbeat.interval.ms``). None: the clients' default, ``eager``, as before."""
     victim_dies_after_records: int | None = Field(None, ge=0)
     """Test hook for exact counts: instead of being killed from outside, the victim kills
     itself (SIGKILL) right after processing this many records of the first batch it takes at
@@ -179,7 +208,8 @@ class FaultTrialSpec(BaseModel):
     def _timeline(self) -> FaultTrialSpec:
         consumer_only = {"commit": self.commit, "rejoin_after_s": self.rejoin_after_s,
                          "victim_dies_after_records": self.victim_dies_after_records,
-                         "static_membership": self.static_membership}
+                         "static_membership": self.static_membership,
+                         "rebalance": self.rebalance}
         if not self.is_consumer_fault:
             given = [k for k, v in consumer_only.items() if v is not None]
             if given:
@@ -190,6 +220,10 @@ class FaultTrialSpec(BaseModel):
                 raise ValueError(f"partitions={self.partitions} is fewer than the group's "
                                  f"{self.consumers} consumers: a member would have nothing to "
                                  "lose (give at least one partition per consumer)")
+            if self.rebalance == "consumer" and self.client == "kafka-python":
+                raise ValueError("rebalance=consumer: kafka-python has no KIP-848 consumer "
+                                 "protocol (confluent-kafka has; kafka-python does eager and "
+                                 "cooperative)")
             if self.victim_dies_after_records is not None and self.fault != "kill-consumer":
                 raise ValueError("victim_dies_after_records is a kill: use it with kill-consumer")
             if (self.victim_dies_after_records is not None
@@ -261,7 +295,8 @@ class FaultTrialSpec(BaseModel):
 
     def trial_id(self, profile_acks: str) -> str:
         """The trial's directory name: ``<profile>-<fault>-acks-<a>-t<k>``; a consumer fault
-        adds ``-commit-<strategy>`` after the fault, a client other than confluent-kafka and
+        adds ``-commit-<strategy>`` after the fault (and ``-static``/``-dynamic``, ``-<rebalance>``
+        when given), a client other than confluent-kafka and
         a ``max_in_flight`` and an ``idempotence`` override add theirs before the trial
         number."""
         commit = f"-commit-{self.effective_commit}" if self.is_consumer_fault else ""
@@ -271,7 +306,8 @@ class FaultTrialSpec(BaseModel):
             "-idem-on" if self.idempotence else "-idem-off")
         static = "" if self.static_membership is None else (
             "-static" if self.static_membership else "-dynamic")
-        return safe_name(f"{self.profile}-{self.fault}{commit}{static}-acks-"
+        rebalance = "" if self.rebalance is None else f"-{self.rebalance}"
+        return safe_name(f"{self.profile}-{self.fault}{commit}{static}{rebalance}-acks-"
                          f"{self.effective_acks(profile_acks)}{client}{mif}{idem}-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
@@ -299,9 +335,9 @@ def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
 class FaultPlan(BaseModel):
     """What one fault run measures, as ``kafkalab faults run``'s options, the
     ``resilience_experiment`` form or the nightly's fault trial give it: every profile ×
-    fault (× commit strategy, for a consumer fault) × acks × client × idempotence × max in
-    flight cell, ``trials``
-    times, with the settings every trial shares.
+    fault (× commit strategy × membership × rebalance protocol, for a consumer fault) × acks
+    × client × idempotence × max in flight cell, ``trials`` times, with the settings every
+    trial shares.
 
     An empty list is the default (acks, idempotence and max in flight: the profile's;
     clients: confluent-kafka; commit strategies: ``after``), a None setting the trial's
@@ -333,6 +369,9 @@ class FaultPlan(BaseModel):
     static_membership: list[bool] = Field(default_factory=list)
     """The consumer faults' group membership, static or dynamic, a cell each (empty:
     dynamic; broker faults have none)."""
+    rebalance: list[str] = Field(default_factory=list)
+    """The consumer faults' rebalance protocols (:data:`REBALANCES`), a cell each (empty: the
+    clients' default, eager)."""
     trials: int = Field(1, ge=1, le=MAX_TRIALS)
     rate_msgs_per_s: float | None = None
     duration_s: float | None = None
@@ -395,6 +434,8 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
             commits: list[str | None] = [*(plan.commits or ["after"])] if consumer_fault else [None]
             statics: list[bool | None] = ([*plan.static_membership] or [None]) if consumer_fault \
                 else [None]
+            rebalances: list[str | None] = ([*plan.rebalance] or [None]) if consumer_fault \
+                else [None]
             partitions = plan.partitions
             if partitions is None and consumer_fault:
                 partitions = 2 * int(group.get("consumers", _default("consumers")))
@@ -402,10 +443,11 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
                       "duration_s": _duration_s(plan, profile, fault),
                       **({} if partitions is None else {"partitions": partitions}),
                       **(group if consumer_fault else {})}
-            for commit, static, a, client, idem, mif in itertools.product(
-                    commits, statics, acks, clients, idempotence, in_flight):
+            for commit, static, rebalance, a, client, idem, mif in itertools.product(
+                    commits, statics, rebalances, acks, clients, idempotence, in_flight):
                 coords = {"profile": profile, "fault": fault, "commit": commit,
-                          "static_membership": static, "acks": a, "client": client,
+                          "static_membership": static, "rebalance": rebalance, "acks": a,
+                          "client": client,
                           "idempotence": idem, "max_in_flight": mif}
                 yield coords, {**fields, **{k: v for k, v in coords.items() if v is not None}}
 

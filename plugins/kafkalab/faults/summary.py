@@ -141,7 +141,7 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
 def format_consumer_table(trials: list[dict[str, Any]]) -> str:
     """One line per consumer-fault trial: the group's settings, what it processed twice or
     never, and the pauses; then the median and max per profile × fault × commit × static
-    membership × client (a cell)."""
+    membership × rebalance protocol × client (a cell)."""
     cols = [("trial_id", "trial"), ("session_timeout_ms", "session"),
             ("heartbeat_interval_ms", "hb"), ("processed_records", "processed"),
             ("redelivered", "redeliv"), ("expected_redelivered", "exp"),
@@ -149,7 +149,8 @@ def format_consumer_table(trials: list[dict[str, Any]]) -> str:
             ("rebalance_pause_ms", "pause"), ("successor_assigned_ms", "assigned"),
             ("survivors_pause_ms", "others"), ("rejoin_pause_ms", "rejoin"),
             ("verdict", "verdict")]
-    return _table(trials, cols, ("profile", "fault", "commit", "static_membership", "client"))
+    return _table(trials, cols, ("profile", "fault", "commit", "static_membership", "rebalance",
+                                 "client"))
 
 
 _SWITCH_TEXT: dict[str, tuple[str, str]] = {

@@ -287,7 +287,8 @@ def consumer_groups(trials: pd.DataFrame) -> list[tuple[tuple[str, ...], pd.Data
     """Consumer trials grouped by (fault, commit label), faults and commit strategies in
     page order (:data:`FAULT_ORDER`, :data:`COMMIT_ORDER`). The label is the commit strategy,
     then what else makes the group a different experiment: ``after · static members ·
-    kafka-python`` (static membership, a client other than confluent-kafka)."""
+    cooperative rebalancing · kafka-python`` (static membership, a rebalance protocol, a
+    client other than confluent-kafka)."""
     if trials.empty:
         return []
     labelled = trials.assign(_group_label=[_group_label(r) for _, r in trials.iterrows()])
@@ -303,6 +304,10 @@ def _group_label(r: Any) -> str:
     static = r.get("static_membership")
     if not is_missing(static) and bool(static):
         bits.append("static members")
+    rebalance = r.get("rebalance")
+    if not is_missing(rebalance):
+        bits.append(f"{rebalance} rebalancing" if rebalance != "consumer"
+                    else "KIP-848 consumer protocol")
     client = r.get("client")
     if not is_missing(client) and client != "confluent-kafka":
         bits.append(str(client))

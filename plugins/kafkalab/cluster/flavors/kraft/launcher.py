@@ -61,8 +61,11 @@ LAB_OVERRIDES: dict[str, Any] = {
     "message.max.bytes": BROKER_MESSAGE_MAX_BYTES,
     # the lab creates every topic it uses; a mistyped name must fail, not create a topic
     "auto.create.topics.enable": "false",
-    # the consumer-group fault experiments use session timeouts down to 1 s (default 6 s)
+    # the consumer-group fault experiments use session timeouts down to 1 s (default 6 s),
+    # under KIP-848's consumer protocol too, set per group (defaults 45 s and 5 s)
     "group.min.session.timeout.ms": 1000,
+    "group.consumer.min.session.timeout.ms": 1000,
+    "group.consumer.min.heartbeat.interval.ms": 100,
 }
 """Broker settings the lab changes from Kafka's defaults on purpose (besides a node's
 identity, listeners, directories and internal topics' replication factor)."""
