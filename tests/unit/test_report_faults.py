@@ -18,6 +18,7 @@ from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
 from kafkalab.report.durability_section import timeline_marks
 from kafkalab.report.fault_data import (
+    consumer_groups,
     errors_text,
     is_durability_loss,
     missing_reason,
@@ -612,3 +613,22 @@ def test_a_controller_fault_shows_its_new_quorum_leader_and_others_do_not_miss_i
     _, absent = timeline_marks(leader)
     assert all(not a.startswith("new quorum leader") for a in absent)  # not its event
     assert missing_reason(leader, "controller_elected_ms_median") == "not a controller fault"
+
+
+def test_consumer_groups_are_labelled_by_what_makes_each_a_different_experiment() -> None:
+    trials = pd.DataFrame([
+        {"fault": "kill-consumer", "commit": "after", "static_membership": False,
+         "rebalance": None, "client": "confluent-kafka"},
+        {"fault": "kill-consumer", "commit": "after", "static_membership": False,
+         "rebalance": "cooperative", "client": "kafka-python"},
+        {"fault": "kill-consumer", "commit": "after", "static_membership": True,
+         "rebalance": "consumer", "client": "confluent-kafka"},
+        {"fault": "leave-consumer", "commit": "before", "static_membership": None,
+         "rebalance": "eager", "client": "confluent-kafka"},
+    ])
+    labels = [key for key, _ in consumer_groups(trials)]
+    assert labels == [
+        ("kill-consumer", "after"),
+        ("kill-consumer", "after · cooperative rebalancing · kafka-python"),
+        ("kill-consumer", "after · static members · KIP-848 consumer protocol"),
+        ("leave-consumer", "before · eager rebalancing")]
