@@ -128,6 +128,7 @@ GROUP_COLUMNS: dict[str, str] = {
     "commit": "string", "consumers": "int", "session_timeout_ms": "int",
     "heartbeat_interval_ms": "int", "auto_commit_interval_ms": "int", "batch_msgs": "int",
     "rejoin_after_s": "double", "static_membership": "boolean", "rebalance": "string",
+    "fault_offset_ms": "double",
 }
 
 #: A consumer trial's counts, recomputed from ``processed.parquet`` (records) and

@@ -202,6 +202,8 @@ def test_an_incremental_rebalance_moves_only_the_leavers_partitions(
         f"-commit-after-{rebalance}-acks-1{'-kafka-python' if client == 'kafka-python' else ''}-t1")
     assert (s["redelivered"], s["lost_unprocessed"], s["verdict"]) == (0, 0, "ok")
     assert s["offsets_explain"] is True and s["reread_agrees"] and s["drained"]
+    # trial 1 strikes 0.618 of a heartbeat (1 s) before fault_at_s (the phase spread)
+    assert s["fault_offset_ms"] == pytest.approx(618.034, abs=0.001)
     moved = set(s["moved_partitions"])
     assert len(moved) == 2
     doc = read_json(files.trial_json_path(tdir))

@@ -3,6 +3,7 @@ rebalance pause, and the group's stable-assignment rule (synthetic, exactly know
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -350,3 +351,16 @@ def test_the_rejoin_pause_is_a_gap_that_starts_after_the_rejoin_not_the_kills() 
     s = group_summary(read=READ, processed=proc, events=EVENTS, fault_ts_ns=100 * MS,
                       rejoin_ts_ns=700 * MS, fault="kill-consumer")
     assert s["rejoin_pause_ms"] == 190.0
+
+
+def test_the_fault_phase_spreads_over_one_heartbeat_within_the_room_after_the_warm_up() -> None:
+    from kafkalab.faults.group import PHASE_STEP, fault_phase_offset_s
+
+    offsets = [fault_phase_offset_s(k, 3.0, 4.0) for k in range(1, 11)]
+    assert offsets[0] == pytest.approx(3.0 * PHASE_STEP, abs=1e-6)
+    assert all(0.0 <= o < 3.0 for o in offsets) and len(set(offsets)) == 10
+    # ten trials leave no gap of more than a fifth of the interval unsampled
+    edges = sorted([0.0, *offsets, 3.0])
+    assert max(b - a for a, b in itertools.pairwise(edges)) < 3.0 / 5
+    assert fault_phase_offset_s(1, 3.0, 1.0) == pytest.approx(PHASE_STEP, abs=1e-6)  # the room
+    assert fault_phase_offset_s(1, 3.0, -1.0) == 0.0

@@ -45,8 +45,9 @@ from kafkalab.progress import Progress, noop
 from kafkalab.scenarios.base import now_ns
 from kafkalab.store import atomic_write_json
 
-__all__ = ["GroupInjector", "Members", "OffsetMonitor", "collect", "drain_and_stop",
-           "read_events", "stable_assignment", "start_group"]
+__all__ = ["PHASE_STEP", "GroupInjector", "Members", "OffsetMonitor", "collect",
+           "configure_consumer_group", "drain_and_stop", "fault_phase_offset_s", "read_events",
+           "stable_assignment", "start_group"]
 
 VICTIM = 0
 """The member a consumer fault hits."""
@@ -235,6 +236,27 @@ def start_group(spec: FaultTrialSpec, plan: dict[str, Any], trial: Path,
         time.sleep(POLL_S)
 
 
+PHASE_STEP = (5 ** 0.5 - 1) / 2
+"""The golden ratio's fraction: trial k strikes ``frac(k * PHASE_STEP)`` of a heartbeat
+interval early, a sequence that covers the interval evenly for any number of trials."""
+
+
+def fault_phase_offset_s(trial: int, heartbeat_s: float, room_s: float) -> float:
+    """How much earlier than its ``fault_at_s`` a consumer fault's trial ``trial`` strikes:
+    a fraction ``frac(trial * PHASE_STEP)`` of one heartbeat interval (at most ``room_s``,
+    the time between the warm-up's end and ``fault_at_s``).
+
+    A group's members learn of a rebalance at their next heartbeat, and the classic
+    protocol's members heartbeat in step from the moment the group settled, a near-constant
+    time before the schedule starts; a fault at a fixed instant would meet the same phase of
+    the heartbeat cycle in every trial of a cell, and a different one in another cell. The
+    offset draws the phase across the trials instead; the pauses are measured from the
+    fault's actual instant either way.
+    """
+    fraction = (trial * PHASE_STEP) % 1.0
+    return round(fraction * min(heartbeat_s, max(0.0, room_s)), 6)
+
+
 @dataclass
 class GroupInjector(Scheduled):
     """Breaks member 0 on the trial's schedule (the load engine's ``on_start`` hook)."""
@@ -244,10 +266,12 @@ class GroupInjector(Scheduled):
     spec: FaultTrialSpec
     members: Members
     progress: Progress = noop
+    fault_offset_s: float = 0.0
+    """How much earlier than ``fault_at_s`` it strikes (:func:`fault_phase_offset_s`)."""
 
     def _run(self, t0_ns: int) -> None:
         spec = self.spec
-        fault_at = t0_ns + int(spec.fault_at_s * 1e9)
+        fault_at = t0_ns + int((spec.fault_at_s - self.fault_offset_s) * 1e9)
         self.events["fault_ts_ns"] = None
         self.events["rejoin_ts_ns"] = None
         try:

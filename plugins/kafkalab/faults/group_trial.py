@@ -5,7 +5,8 @@
    :class:`~kafkalab.faults.group.OffsetMonitor` samples the group's committed offsets;
 2. the load engine runs the fixed-rate producer (and its one live consumer, outside the
    group) while the :class:`~kafkalab.faults.group.GroupInjector` kills member 0 or makes it
-   leave, and optionally brings it back;
+   leave (at ``fault_at_s``, less a fraction of a heartbeat interval that differs per trial:
+   :func:`~kafkalab.faults.group.fault_phase_offset_s`), and optionally brings it back;
 3. after the producer stops, the group may drain until it has committed every partition's log
    end (up to the session timeout + 30 s), then every member leaves cleanly;
 4. the topic is re-read from offset 0 (the broker-side checker, ``verdicts.parquet``) and every
@@ -81,6 +82,8 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     check_rebalance(spec.rebalance, version)
     session_ms = spec.effective_session_timeout_ms(prof.consumer.session_timeout_ms)
     heartbeat_ms = spec.effective_heartbeat_ms(session_ms)
+    fault_offset_s = group.fault_phase_offset_s(spec.trial, heartbeat_ms / 1000,
+                                                spec.fault_at_s - spec.warmup_s)
     settings = {"commit": spec.effective_commit, "client": spec.client,
                 "consumers": spec.consumers, "session_timeout_ms": session_ms,
                 "heartbeat_interval_ms": heartbeat_ms,
@@ -88,7 +91,8 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
                 "batch_msgs": spec.batch_msgs, "batch_wait_ms": spec.batch_wait_ms,
                 "rejoin_after_s": spec.rejoin_after_s, "partitions": spec.partitions,
                 "static_membership": bool(spec.static_membership),
-                "rebalance": spec.rebalance, "group_protocol": group_protocol_note(version)}
+                "rebalance": spec.rebalance, "fault_offset_ms": round(fault_offset_s * 1000, 3),
+                "group_protocol": group_protocol_note(version)}
     summary.update(settings)
     doc["group"] = dict(settings)
     gdir = group.group_dir(tdir)
@@ -99,7 +103,7 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
             d, plan["group_id"], session_ms, heartbeat_ms)
     members = group.start_group(spec, plan, tdir, progress)
     monitor = group.OffsetMonitor(d, topic, plan["group_id"], spec.partitions).start()
-    injector = group.GroupInjector(spec, members, progress)
+    injector = group.GroupInjector(spec, members, progress, fault_offset_s=fault_offset_s)
     lag_rows: list[dict[str, Any]] = []
     try:
         try:
