@@ -83,7 +83,8 @@ VERDICTS = ("ok", "acked_lost", "failed_but_present", "indeterminate_present", "
 
 VERDICTS_INPUT = ("seq bigint, is_warmup boolean, outcome string, partition int, "
                   "acked_offset bigint, read_count int, first_read_offset bigint, "
-                  "reordered boolean, verdict string, in_broker_logs string")
+                  "reordered boolean, verdict string, in_broker_logs string, "
+                  "uncommitted_read_count int")
 SENDS_INPUT = "seq bigint, send_ts_ns bigint, ack_ts_ns bigint, outcome string"
 RECEIPTS_INPUT = "consumer int, seq bigint, receive_ts_ns bigint, duplicate boolean"
 PROCESSED_INPUT = "member int, incarnation int, seq bigint, partition int, offset bigint"
@@ -98,7 +99,7 @@ COUNT_COLUMNS: tuple[str, ...] = (
     "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
     "read_back_msgs", "ok_msgs", "acked_lost", "acked_lost_in_broker_logs",
     "acked_lost_absent_from_logs", "failed_but_present", "indeterminate_present", "unseen",
-    "duplicates", "reordered",
+    "duplicates", "reordered", "aborted_msgs", "aborted_visible", "aborted_read_uncommitted",
 )
 
 #: Availability figures copied from ``trial.json``'s summary: column -> type.
@@ -152,7 +153,8 @@ TRIAL_SCHEMA: dict[str, str] = {
     "fault": "string", "acks": "string", "trial": "int", "status": "string", "error": "string",
     "rate_msgs_per_s": "double", "duration_s": "double", "warmup_s": "double",
     "fault_at_s": "double", "down_s": "double", "payload": "string", "partitions": "int",
-    "client": "string", "max_in_flight": "int", "idempotence": "boolean", "topic": "string",
+    "client": "string", "max_in_flight": "int", "idempotence": "boolean",
+    "txn_msgs": "int", "txn_abort_every": "int", "topic": "string",
     "target_broker": "int", "target_role": "string",
     "broker_version": "string", "broker_is_emulator": "boolean",
     **dict.fromkeys(COUNT_COLUMNS, "bigint"),
@@ -166,7 +168,8 @@ TRIAL_SCHEMA: dict[str, str] = {
 }
 
 CELL_KEYS: tuple[str, ...] = ("profile", "fault", "acks", "commit", "static_membership",
-                               "rebalance", "client", "max_in_flight", "idempotence")
+                               "rebalance", "client", "max_in_flight", "idempotence",
+                               "txn_msgs")
 """The columns that name a ``fault_cells`` row."""
 
 #: Per-cell figures: the ``fault_trials`` column -> its statistics (over complete trials).
@@ -178,6 +181,8 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "controller_elected_ms": ("median", "max"),
     "redelivered": ("sum", "median", "max"), "lost_unprocessed": ("sum", "median", "max"),
     "rebalance_pause_ms": ("median", "max"),
+    "aborted_msgs": ("sum",), "aborted_visible": ("sum", "max"),
+    "aborted_read_uncommitted": ("sum",),
 }
 
 #: ``fault_cells``: column -> Spark type, in order.
@@ -186,7 +191,8 @@ CELL_SCHEMA: dict[str, str] = {
     "acks": "string", "commit": "string", "static_membership": "boolean", "rebalance": "string",
     "client": "string",
     "max_in_flight": "int",
-    "idempotence": "boolean", "broker_is_emulator": "boolean", "trials": "int",
+    "idempotence": "boolean", "txn_msgs": "int", "broker_is_emulator": "boolean",
+    "trials": "int",
     "trials_complete": "int", "trials_with_loss": "int",
     **{f"{col}_{stat}": ("bigint" if stat == "sum" else "double")
        for col, stats in CELL_FIGURES.items() for stat in stats},
@@ -285,6 +291,13 @@ def verdict_counts(verdicts: DataFrame) -> DataFrame:
           for v in ("failed_but_present", "indeterminate_present", "unseen")],
         F.sum(F.when(read > 0, read - 1).otherwise(0)).cast("long").alias("duplicates"),
         shared.count_if(F.col("reordered")).alias("reordered"),
+        shared.count_if(F.col("outcome") == "aborted").alias("aborted_msgs"),
+        shared.count_if(F.col("verdict") == "aborted_visible").alias("aborted_visible"),
+        # null unless the trial re-read read_uncommitted too (a transactional trial)
+        F.when(F.count("uncommitted_read_count") > 0,
+               shared.count_if((F.col("outcome") == "aborted")
+                               & (F.col("uncommitted_read_count") > 0)))
+        .alias("aborted_read_uncommitted"),
     )
 
 
@@ -327,7 +340,9 @@ def _trial_verdict(status: Any, counts: dict[str, Any] | None, recovered: Any) -
         return None
     if counts.get("acked_lost"):
         return "loss"
-    return "not recovered" if recovered is False else "ok"
+    if recovered is False:
+        return "not recovered"
+    return "aborted visible" if counts.get("aborted_visible") else "ok"
 
 
 def _group_row(doc: dict[str, Any], group_counts: dict[str, Any] | None) -> dict[str, Any]:
@@ -399,6 +414,7 @@ def _trial_row(run_id: str, trial_id: str, doc: dict[str, Any],
         "payload": pick("payload"), "partitions": pick("partitions"), "client": pick("client"),
         "max_in_flight": summary.get("max_in_flight"),
         "idempotence": summary.get("idempotence"),
+        "txn_msgs": pick("txn_msgs"), "txn_abort_every": pick("txn_abort_every"),
         "topic": doc.get("topic"),
         "target_broker": target.get("broker", summary.get("target_broker")),
         "target_role": target.get("role") or summary.get("target_role"),

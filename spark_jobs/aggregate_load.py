@@ -107,7 +107,7 @@ SPEC_COLUMNS: dict[str, str] = {
     "warmup_s": "double", "partitions": "int", "consumer_mode": "string",
     "consumers_per_shard": "int", "drain_s": "double", "pause_at_s": "double",
     "pause_for_s": "double", "lag_interval_s": "double", "e2e_p99_objective_ms": "double",
-    "message_timeout_s": "double",
+    "message_timeout_s": "double", "txn_msgs": "int", "txn_abort_every": "int",
 }
 
 
@@ -137,7 +137,8 @@ CELL_SCHEMA: dict[str, str] = {
     "target_rate_msgs_per_s": "double", "achieved_rate_msgs_per_s": "double",
     "achieved_mb_per_s": "double",
     "intended_msgs": "bigint", "acked_msgs": "bigint", "failed_msgs": "bigint",
-    "indeterminate_msgs": "bigint", "unsent_msgs": "bigint", "sent_msgs": "bigint",
+    "indeterminate_msgs": "bigint", "unsent_msgs": "bigint", "aborted_msgs": "bigint",
+    "sent_msgs": "bigint",
     "expected_msgs": "bigint", "warmup_msgs": "bigint",
     "rx_rate_msgs_per_s_avg": "double", "rx_rate_msgs_per_s_min": "double",
     "missing_msgs": "bigint", "late_msgs": "bigint", "unexpected_msgs": "bigint",
@@ -333,7 +334,7 @@ class _Cells:
 
 _ZERO_COUNTS: dict[str, Any] = {
     "intended_msgs": 0, "acked_msgs": 0, "failed_msgs": 0, "indeterminate_msgs": 0,
-    "unsent_msgs": 0, "sent_msgs": 0, "expected_msgs": 0, "warmup_msgs": 0, "_n_publish": 0,
+    "unsent_msgs": 0, "aborted_msgs": 0, "sent_msgs": 0, "expected_msgs": 0, "warmup_msgs": 0, "_n_publish": 0,
     "_n_ack": 0, "_first_intended_ns": None, "_last_send_ns": None}
 """The send counts of a cell without a send row."""
 
@@ -366,6 +367,7 @@ def _send_figures(sends: DataFrame) -> DataFrame:
         count_if(window & (F.col("outcome") == "failed")).alias("failed_msgs"),
         count_if(window & (F.col("outcome") == "indeterminate")).alias("indeterminate_msgs"),
         count_if(window & (F.col("outcome") == "unsent")).alias("unsent_msgs"),
+        count_if(window & (F.col("outcome") == "aborted")).alias("aborted_msgs"),
         count_if(sent).alias("sent_msgs"),
         count_if(expected).alias("expected_msgs"),
         count_if(~window).alias("warmup_msgs"),
@@ -729,7 +731,7 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         ci_confidence=shared.stats.CI_CONFIDENCE, percentile_method=PERCENTILE_METHOD,
     )
     for key in ("intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs",
-                "unsent_msgs", "sent_msgs", "expected_msgs", "warmup_msgs"):
+                "unsent_msgs", "aborted_msgs", "sent_msgs", "expected_msgs", "warmup_msgs"):
         row[key] = counts[key]
     sent = int(counts["sent_msgs"])
     if sent and rate and counts["_last_send_ns"] is not None:

@@ -77,7 +77,7 @@ COUNT_COLUMNS: tuple[str, ...] = (
     "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
     "read_back_msgs", "ok_msgs", "acked_lost", "acked_lost_in_broker_logs",
     "acked_lost_absent_from_logs", "failed_but_present", "indeterminate_present", "unseen",
-    "duplicates", "reordered",
+    "duplicates", "reordered", "aborted_msgs", "aborted_visible",
 )
 STATUSES = ["complete", "failed", "interrupted"]
 CONSUMER_COUNT_COLUMNS: tuple[str, ...] = (
@@ -93,18 +93,22 @@ REREAD_CHECK = ("a consumer trial's processed records are all in the re-read "
                 "(reread_agrees; a complete trial must have it)")
 #: Columns of newer aggregates, added as null when an older ``fault_trials`` lacks them.
 OPTIONAL_TRIAL_COLUMNS: dict[str, str] = {
-    "commit": "string", "reread_agrees": "boolean",
+    "commit": "string", "reread_agrees": "boolean", "txn_msgs": "int",
+    "aborted_msgs": "bigint", "aborted_visible": "bigint",
     **dict.fromkeys(CONSUMER_COUNT_COLUMNS, "bigint"),
 }
 
 #: Computed boolean columns of ``fault_trials`` (true on every row; a trial without counts
 #: passes them: "a complete trial has its counts" is checked on its own).
 TRIAL_CHECKS: dict[str, str] = {
-    "outcomes_add_up_ok": "acked + failed + indeterminate + unsent = intended_msgs",
+    "outcomes_add_up_ok": "acked + failed + indeterminate + unsent + aborted = intended_msgs",
     "verdicts_add_up_ok": "ok + acked_lost + failed_but_present + indeterminate_present + "
-                          "unseen = intended_msgs",
+                          "unseen + aborted + aborted_visible = intended_msgs",
     "acked_split_ok": "ok + acked_lost = acked_msgs",
-    "read_back_ok": "read_back = ok + failed_but_present + indeterminate_present",
+    "read_back_ok": "read_back = ok + failed_but_present + indeterminate_present + "
+                    "aborted_visible",
+    "no_aborted_visible_ok": "transactions: no record of an aborted transaction is visible to "
+                             "a read_committed reader (aborted_visible = 0)",
     "lost_in_logs_ok": "acked_lost_in_broker_logs + acked_lost_absent_from_logs <= acked_lost",
 }
 TRIAL_NOT_NULL: tuple[str, ...] = ("trial_id", "profile", "fault", "acks", "status")
@@ -146,15 +150,18 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
         "reread_ok", F.when(F.col("commit").isNull(), F.lit(True))
         .when(F.col("reread_agrees").isNotNull(), F.col("reread_agrees"))
         .otherwise(F.coalesce(F.col("status") != "complete", F.lit(False))))
+    aborted = F.coalesce(F.col("aborted_msgs"), F.lit(0))
+    visible = F.coalesce(F.col("aborted_visible"), F.lit(0))
     checks: dict[str, Column] = {
         "outcomes_add_up_ok": _sum(("acked_msgs", "failed_msgs", "indeterminate_msgs",
-                                    "unsent_msgs")) == F.col("intended_msgs"),
+                                    "unsent_msgs")) + aborted == F.col("intended_msgs"),
         "verdicts_add_up_ok": _sum(("ok_msgs", "acked_lost", "failed_but_present",
-                                    "indeterminate_present", "unseen"))
+                                    "indeterminate_present", "unseen")) + aborted
         == F.col("intended_msgs"),
         "acked_split_ok": _sum(("ok_msgs", "acked_lost")) == F.col("acked_msgs"),
         "read_back_ok": _sum(("ok_msgs", "failed_but_present", "indeterminate_present"))
-        == F.col("read_back_msgs"),
+        + visible == F.col("read_back_msgs"),
+        "no_aborted_visible_ok": visible == 0,
         "lost_in_logs_ok": _sum(("acked_lost_in_broker_logs", "acked_lost_absent_from_logs"))
         <= F.col("acked_lost"),
     }
@@ -166,12 +173,12 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
 
 def with_cell_checks(cells: DataFrame) -> DataFrame:
     """``fault_cells`` with a ``cell`` label (``profile/fault/acks-<a>``, plus
-    ``/commit-<c>`` (and ``/static``, ``/<rebalance>``) for a consumer fault, ``/<client>``, ``/mif<n>`` and
-    ``/idem-on|off`` where known) and the boolean columns of :data:`CELL_CHECKS`."""
+    ``/commit-<c>`` (and ``/static``, ``/<rebalance>``) for a consumer fault, ``/<client>``, ``/mif<n>``,
+    ``/idem-on|off`` and ``/txn<n>`` where known) and the boolean columns of :data:`CELL_CHECKS`."""
     cells = _with_columns(cells, {"commit": "string", "static_membership": "boolean",
                                   "rebalance": "string",
                                   "client": "string", "max_in_flight": "int",
-                                  "idempotence": "boolean", **{
+                                  "idempotence": "boolean", "txn_msgs": "int", **{
         f"{fig}_{stat}": "double" for fig in CELL_FIGURES for stat in ("median", "max")}})
     idem = F.when(F.col("idempotence"), F.lit("idem-on")).when(~F.col("idempotence"),
                                                                  F.lit("idem-off"))
@@ -182,7 +189,7 @@ def with_cell_checks(cells: DataFrame) -> DataFrame:
                                                       F.lit("static")),
                                                "rebalance", "client",
                                                F.concat(F.lit("mif"), F.col("max_in_flight")),
-                                               idem))
+                                               idem, F.concat(F.lit("txn"), F.col("txn_msgs"))))
     counts = ((F.col("trials_with_loss") <= F.col("trials_complete"))
               & (F.col("trials_complete") <= F.col("trials")))
     medians = F.lit(True)

@@ -59,11 +59,12 @@ SCHEMA_VERSION = 1
 SUITE = "load"
 LOAD_METRICS = ("e2e", "service_e2e", "publish_delay", "ack_latency")
 _ORDER = ("p50", "p90", "p99", "p999", "max")
-OUTCOME_COLUMNS = ("acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs")
+OUTCOME_COLUMNS = ("acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
+                   "aborted_msgs")
 
 #: Computed boolean columns of ``load_cells`` (each must be true on every row).
 CELL_CHECKS: dict[str, str] = {
-    "outcomes_add_up_ok": "acked + failed + indeterminate + unsent = intended_msgs",
+    "outcomes_add_up_ok": "acked + failed + indeterminate + unsent + aborted = intended_msgs",
     **{f"{m}_percentiles_ordered_ok":
        f"{m} p50 <= p90 <= p99 <= p999 <= max (where not null)" for m in LOAD_METRICS},
     "e2e_ci_brackets_ok": "e2e ci_low <= p50 <= ci_high and ci_low <= p99 <= ci_high "

@@ -137,6 +137,13 @@ class FakeFaultTrial:
     idempotence: bool | None = None
     """The producer's idempotence as the summary records it (None: not recorded, as before
     2026-11-29)."""
+    txn_msgs: int | None = None
+    """Transactions of this many records (None: the plain producer); then ``aborted`` and
+    ``aborted_visible`` apply and the verdicts carry the read_uncommitted re-read's counts."""
+    aborted: int = 0
+    """Records of aborted transactions (the last ones acked after the fault otherwise)."""
+    aborted_visible: int = 0
+    """Of those, how many the read_committed re-read found (an isolation failure)."""
     status: str = "complete"
     outage_s: float = 0.4
     election_s: float = 0.3
@@ -188,8 +195,9 @@ class FakeFaultTrial:
         client = "-kafka-python" if self.client == "kafka-python" else ""
         idem = "" if self.idempotence is None else (
             "-idem-on" if self.idempotence else "-idem-off")
+        txn = "" if self.txn_msgs is None else f"-txn{self.txn_msgs}"
         return safe_name(f"{self.profile}-{self.fault}{commit}-acks-{self.effective_acks}"
-                         f"{client}{idem}-t{self.trial}")
+                         f"{client}{idem}{txn}-t{self.trial}")
 
     @property
     def effective_down_s(self) -> float | None:
@@ -342,6 +350,13 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
     lost = before[len(before) - t.acked_lost:] if t.acked_lost else []
     dup = after[:t.duplicates]
     reord = after[t.duplicates:t.duplicates + t.reordered]
+    if t.aborted and t.txn_msgs is None:
+        raise ValueError(f"{t.trial_id}: aborted records need txn_msgs")
+    plain = [i for i in after if i not in dup and i not in reord]
+    aborted = set(plain[len(plain) - t.aborted:]) if t.aborted else set()
+    visible = set(sorted(aborted)[:t.aborted_visible])
+    for i in aborted:
+        outcome[i], ack[i] = "aborted", None
     failed_idx = [i for i in range(n) if outcome[i] == "failed"]
     indet_idx = [i for i in range(n) if outcome[i] == "indeterminate"]
     present = set(failed_idx[:t.failed_present]) | set(indet_idx[:t.indeterminate_present])
@@ -355,7 +370,9 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
     for i in range(n):
         is_acked = outcome[i] == "acked"
         part = i % t.partitions
-        if is_acked and i in lost:
+        if i in aborted:
+            verdict, reads = ("aborted_visible", 1) if i in visible else ("aborted", 0)
+        elif is_acked and i in lost:
             verdict, reads = "acked_lost", 0
         elif is_acked:
             verdict, reads = "ok", 2 if i in dup else 1
@@ -371,6 +388,8 @@ def _trial_frames(t: FakeFaultTrial, t0: int) -> dict[str, Any]:
             "verdict": verdict,
             "in_broker_logs": ((target if lost.index(i) < t.lost_in_logs else "")
                                if verdict == "acked_lost" else None),
+            "uncommitted_read_count": (None if t.txn_msgs is None
+                                       else 1 if i in aborted else reads),
         }
         verdicts.append(row)
         if is_acked:
@@ -481,7 +500,8 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
             errors[s["error"]] = errors.get(s["error"], 0) + 1
     recovered = after > 0
     verdict = ("failed" if t.status != "complete" else "loss" if acked_lost
-               else "ok" if recovered else "not recovered")
+               else "not recovered" if not recovered
+               else "aborted visible" if count(verdict="aborted_visible") else "ok")
     return {
         "run_id": run_id, "trial_id": t.trial_id, "profile": t.profile, "fault": t.fault,
         "acks": t.effective_acks, "trial": t.trial, "status": t.status,
@@ -511,6 +531,9 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
         "errors_by_type": errors, "verdict": verdict,
         **({} if t.max_in_flight is None else {"max_in_flight": t.max_in_flight}),
         **({} if t.idempotence is None else {"idempotence": t.idempotence}),
+        "aborted": count(outcome="aborted"), "aborted_visible": count(verdict="aborted_visible"),
+        "aborted_read_uncommitted": None if t.txn_msgs is None else count(outcome="aborted"),
+        **({} if t.txn_msgs is None else {"txn_msgs": t.txn_msgs}),
     }
 
 

@@ -255,7 +255,7 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     p = {k: dag.params.get_param(k) for k in dag.params}
     assert set(p) == {"profiles", "faults", "acks", "trials", "rate_msgs_per_s", "duration_s",
                       "commits", "consumers", "session_timeout_ms", "clients", "idempotence",
-                      "static_membership", "rebalance"}
+                      "static_membership", "rebalance", "txn_msgs", "txn_abort_every"}
     assert p["clients"].value == [] and p["idempotence"].value == []
     assert p["commits"].value == ["after"] and p["session_timeout_ms"].value is None
     assert p["trials"].value == 5
@@ -283,6 +283,13 @@ def test_fault_params_form(parsed: dict[str, Any]) -> None:
     form["idempotence"] = ["on", "off"]
     with pytest.raises(ParamValidationError, match="is not one of"):
         form["idempotence"] = ["maybe"]
+    assert p["txn_msgs"].value == [] and p["txn_abort_every"].value is None
+    form["txn_msgs"] = [0, 10]
+    form["txn_abort_every"] = 3
+    with pytest.raises(ParamValidationError):
+        form["txn_msgs"] = [-1]
+    with pytest.raises(ParamValidationError):
+        form["txn_abort_every"] = 1
     nightly = parsed["bag"].dags["nightly_latency_regression"]
     switch = nightly.params.get_param("fault_trial")
     assert switch.value is True and switch.schema["type"] == "boolean"
@@ -370,7 +377,7 @@ def test_load_params_form(parsed: dict[str, Any]) -> None:
     assert set(p) == {"consumers", "rates", "acks", "duration_s", "warmup_s", "payload",
                       "profile", "client", "partitions", "consumer_mode", "pause_at_s",
                       "pause_for_s", "cluster_descriptor", "consumers_per_shard",
-                      "shard_placement", "one_spark_session"}
+                      "shard_placement", "one_spark_session", "txn_msgs", "txn_abort_every"}
     assert p["one_spark_session"].value is False
     assert p["shard_placement"].schema["enum"] == ["subprocess", "tasks"]
     assert p["shard_placement"].value == "subprocess"

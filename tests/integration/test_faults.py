@@ -37,6 +37,9 @@ LOSSY = FaultTrialSpec(profile="availability", acks="1", fault="lossy-leader-cra
                        rate_msgs_per_s=300, duration_s=12, warmup_s=1, fault_at_s=3, down_s=1.5)
 CRASH = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=300,
                        duration_s=12, warmup_s=1, fault_at_s=3, down_s=2)
+TXN = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=200,
+                     duration_s=12, warmup_s=1, fault_at_s=3, down_s=2, txn_msgs=10,
+                     txn_abort_every=3)
 CONTROLLER = FaultTrialSpec(profile="durability", fault="sigkill-controller",
                             rate_msgs_per_s=300, duration_s=16, warmup_s=1, fault_at_s=3,
                             down_s=6)
@@ -52,7 +55,7 @@ def fault_env(tmp_path_factory: pytest.TempPathFactory, make_lab: Any,
     monkeypatch_module.setenv("KAFKALAB_FAULTS_CONTROL_PORT", str(ZK_PORT))
     monkeypatch_module.setenv("KAFKALAB_FAULTS_BASE_PORT", str(BASE_PORT))
     clab = lab / "faults"
-    trials = [CONTROL, LOSSY, CRASH, CONTROLLER]
+    trials = [CONTROL, LOSSY, CRASH, TXN, CONTROLLER]
     try:
         started = start_fault_run(FaultRequest(trials=trials, data_dir=data, run_id="faults-it"))
         yield {"lab": lab, "data": data, "clab": clab, "run_id": Path(started["run_id"])}
@@ -174,6 +177,31 @@ def test_durability_keeps_every_acked_message_through_a_leader_crash(fault_env: 
     assert t["isr_size"].min() < 3 and t["isr_size"].iloc[-1] == 3
     done = finish_fault_run(fault_env["data"], str(fault_env["run_id"]))
     assert {x["trial_id"] for x in done["trials"]} >= {s["trial_id"]}
+
+
+def test_a_leader_crash_under_transactions_shows_no_aborted_record_to_committed_readers(
+        fault_env: dict[str, Path]) -> None:
+    """Transactions of 10 records, every third aborted after its records were written, and
+    the partition leader SIGKILLed: the read_committed re-read holds every acked record once
+    and no aborted one; the read_uncommitted re-read finds the deliberately aborted records in
+    the log."""
+    s, tdir = _trial(fault_env, TXN)
+    assert s["status"] == "complete" and s["verdict"] == "ok", s
+    assert (s["acked_lost"], s["duplicates"], s["aborted_visible"]) == (0, 0, 0)
+    assert s["txn_msgs"] == 10 and s["aborted"] > 0
+    assert s["acked"] + s["failed"] + s["indeterminate"] + s["unsent"] + s["aborted"] \
+        == s["intended"]
+    v = pq.read_table(files.verdicts_path(tdir)).to_pandas()
+    sends = pq.read_table(tdir / "sends.parquet").to_pandas().set_index("seq").sort_index()
+    aborted = v[v["outcome"] == "aborted"]
+    assert set(aborted["verdict"]) == {"aborted"}
+    # every deliberately aborted transaction (the 3rd, 6th, ...) that ended without an error
+    # was flushed before its abort: its records are in the log
+    deliberate = aborted[((aborted["seq"] // 10 + 1) % 3 == 0).to_numpy()
+                         & sends.loc[aborted["seq"], "error"].isna().to_numpy()]
+    assert len(deliberate) > 0 and (deliberate["uncommitted_read_count"] >= 1).all()
+    assert s["aborted_read_uncommitted"] >= len(deliberate)
+    assert (v.loc[v["outcome"] == "acked", "read_count"] == 1).all()
 
 
 def test_bad_requests_change_nothing(fault_env: dict[str, Path], kraft_lab: Any) -> None:

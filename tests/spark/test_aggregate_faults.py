@@ -42,32 +42,36 @@ TRIALS = [*standard_trials(), FAILED, *CONTROLLER]
 DUR, LOSSY, DUP1, DUP2, NONE = (t.trial_id for t in standard_trials())
 
 #: What the fake was told to produce (300 intended messages per trial).
-EXPECTED_COUNTS: dict[str, dict[str, int]] = {
+EXPECTED_COUNTS: dict[str, dict[str, int | None]] = {
     DUR: {"intended_msgs": 300, "acked_msgs": 298, "failed_msgs": 2, "indeterminate_msgs": 0,
           "unsent_msgs": 0, "read_back_msgs": 298, "ok_msgs": 298, "acked_lost": 0,
           "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
           "failed_but_present": 0, "indeterminate_present": 0, "unseen": 2, "duplicates": 0,
-          "reordered": 0},
+          "reordered": 0, "aborted_msgs": 0,
+          "aborted_visible": 0, "aborted_read_uncommitted": None},
     LOSSY: {"intended_msgs": 300, "acked_msgs": 293, "failed_msgs": 3, "indeterminate_msgs": 2,
             "unsent_msgs": 2, "read_back_msgs": 292, "ok_msgs": 290, "acked_lost": 3,
             "acked_lost_in_broker_logs": 1, "acked_lost_absent_from_logs": 2,
             "failed_but_present": 1, "indeterminate_present": 1, "unseen": 5,
-            "duplicates": 0, "reordered": 0},
+            "duplicates": 0, "reordered": 0, "aborted_msgs": 0,
+          "aborted_visible": 0, "aborted_read_uncommitted": None},
     DUP1: {"intended_msgs": 300, "acked_msgs": 300, "failed_msgs": 0, "indeterminate_msgs": 0,
            "unsent_msgs": 0, "read_back_msgs": 300, "ok_msgs": 300, "acked_lost": 0,
            "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
            "failed_but_present": 0, "indeterminate_present": 0, "unseen": 0, "duplicates": 4,
-           "reordered": 2},
+           "reordered": 2, "aborted_msgs": 0,
+          "aborted_visible": 0, "aborted_read_uncommitted": None},
     NONE: {"intended_msgs": 300, "acked_msgs": 300, "failed_msgs": 0, "indeterminate_msgs": 0,
            "unsent_msgs": 0, "read_back_msgs": 300, "ok_msgs": 300, "acked_lost": 0,
            "acked_lost_in_broker_logs": 0, "acked_lost_absent_from_logs": 0,
            "failed_but_present": 0, "indeterminate_present": 0, "unseen": 0, "duplicates": 0,
-           "reordered": 0},
+           "reordered": 0, "aborted_msgs": 0,
+          "aborted_visible": 0, "aborted_read_uncommitted": None},
 }
 #: The summary's names of the counts (trial.json / ``kafkalab faults run --json``).
 SUMMARY_NAMES = {"intended_msgs": "intended", "acked_msgs": "acked", "failed_msgs": "failed",
                  "indeterminate_msgs": "indeterminate", "unsent_msgs": "unsent",
-                 "read_back_msgs": "read_back"}
+                 "read_back_msgs": "read_back", "aborted_msgs": "aborted"}
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +109,8 @@ def test_tables_and_row_counts(lab: dict[str, Any]) -> None:
 @pytest.mark.parametrize("trial_id", list(EXPECTED_COUNTS))
 def test_counts_recomputed_from_verdicts(lab: dict[str, Any], trial_id: str) -> None:
     row = lab["trials"].loc[trial_id]
-    assert {c: int(row[c]) for c in af.COUNT_COLUMNS} == EXPECTED_COUNTS[trial_id]
+    assert {c: None if pd.isna(row[c]) else int(row[c])
+            for c in af.COUNT_COLUMNS} == EXPECTED_COUNTS[trial_id]
 
 
 def test_counts_agree_with_the_trial_summaries(lab: dict[str, Any]) -> None:
@@ -115,7 +120,8 @@ def test_counts_agree_with_the_trial_summaries(lab: dict[str, Any]) -> None:
         for col in af.COUNT_COLUMNS:
             if col == "ok_msgs":
                 continue
-            assert int(row[col]) == s[SUMMARY_NAMES.get(col, col)], (tid, col)
+            want = s[SUMMARY_NAMES.get(col, col)]
+            assert (None if pd.isna(row[col]) else int(row[col])) == want, (tid, col)
     assert lab["trials"].loc[FAILED.trial_id, "acked_lost"] == 5
 
 

@@ -51,7 +51,7 @@ def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
     assert doc["failed_expectations"] == []
     assert doc["success"] is True and doc["suite"] == "faults" and doc["run_id"] == RUN
     assert set(doc["suites"]) == {"fault_trials", "fault_cells"}
-    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 36
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 39
     assert doc["durability"] == {"check": vf.DURABILITY_CHECK, "success": True,
                                  "acked_lost": 0, "trials": []}
     assert alerts.validation_severity(doc) is None
@@ -156,7 +156,7 @@ def test_a_run_with_consumer_faults_passes(lab: dict[str, Any]) -> None:
     trials, cells = _tables(lab["spark"], lab["out"], CONSUMER_RUN)
     doc = vf.validate(trials, cells, {"run_id": CONSUMER_RUN})
     assert doc["failed_expectations"] == [] and doc["success"] is True
-    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 36
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 39
     lost = {r["trial_id"]: r["lost_unprocessed"]
             for r in trials.where("lost_unprocessed > 0").collect()}
     assert lost == {KB: 3}
@@ -190,3 +190,37 @@ def test_consumer_checks_fail_naming_their_trials(consumer_broken: dict[str, Any
     doc = consumer_broken["doc"]
     assert doc["success"] is False and doc["durability"]["success"] is True
     assert alerts.validation_severity(doc) == "error"
+
+
+def test_an_aborted_record_seen_by_a_committed_reader_fails_its_trial(
+        lab: dict[str, Any]) -> None:
+    """Transactional trials: their aborted records are counted (outcome, the committed
+    re-read, the uncommitted one), the cell is keyed by the transaction size, and one aborted
+    record the read_committed re-read saw fails exactly ``no_aborted_visible_ok`` for its
+    trial."""
+    from tools.fake_fault_samples import FakeFaultTrial
+
+    run = "20261129T000000Z-txn"
+    plain = FakeFaultTrial(trial=1, duration_s=4.0)
+    good = FakeFaultTrial(txn_msgs=10, aborted=20, trial=1, duration_s=4.0)
+    seen = FakeFaultTrial(txn_msgs=10, aborted=20, aborted_visible=1, trial=2, duration_s=4.0)
+    write_fake_fault_run(lab["root"], run, [plain, good, seen])
+    af.run(lab["spark"], str(lab["root"] / "faults"), str(lab["out"]), run)
+    trials, cells = _tables(lab["spark"], lab["out"], run)
+    rows = {r["trial_id"]: r for r in trials.collect()}
+    assert (rows[good.trial_id]["aborted_msgs"], rows[good.trial_id]["aborted_visible"],
+            rows[good.trial_id]["aborted_read_uncommitted"], rows[good.trial_id]["txn_msgs"]) \
+        == (20, 0, 20, 10)
+    assert rows[seen.trial_id]["aborted_visible"] == 1
+    assert rows[seen.trial_id]["verdict"] == "aborted visible"
+    assert (rows[plain.trial_id]["aborted_msgs"], rows[plain.trial_id]["txn_msgs"],
+            rows[plain.trial_id]["aborted_read_uncommitted"]) == (0, None, None)
+    by_txn = {r["txn_msgs"]: r for r in cells.collect()}
+    assert set(by_txn) == {None, 10}
+    assert (by_txn[10]["trials"], by_txn[10]["aborted_visible_sum"],
+            by_txn[10]["aborted_msgs_sum"]) == (2, 1, 40)
+    doc = vf.validate(trials, cells, {"run_id": run})
+    assert [(f["check"], f["unexpected_rows"]) for f in doc["failed_expectations"]] == [
+        (vf.TRIAL_CHECKS["no_aborted_visible_ok"], [seen.trial_id])]
+    labels = {r["cell"] for r in vf.with_cell_checks(cells).collect()}
+    assert "durability/sigkill-leader/acks-all/confluent-kafka/txn10" in labels

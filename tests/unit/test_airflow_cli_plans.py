@@ -79,6 +79,10 @@ LOAD_FORM = forms.load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s
       "partitions": 2, "consumer_mode": "group", "consumers_per_shard": 4, "pause_at_s": 2,
       "pause_for_s": 1}),
     (["--consumers", "1,5", "--rate", "100,500", "--acks", "1"], {}),  # the form's defaults
+    (["--consumers", "1", "--rate", "100", "--acks", "all", "--profile", "durability",
+      "--txn-msgs", "0,10,100", "--txn-abort-every", "3"],
+     {"consumers": [1], "rates": [100], "acks": ["all"], "profile": "durability",
+      "txn_msgs": [0, 10, 100], "txn_abort_every": 3}),
     (["--workload", "nightly-fanout"], {"workload": "nightly-fanout"}),  # the nightly's cell
 ])
 def test_a_load_run_is_planned_alike(argv: list[str], conf: dict[str, Any],
@@ -109,6 +113,10 @@ FAULT_FORM = forms.fault_params(profiles=["durability"], faults=["none", "sigkil
     (["--fault", "sigstop-leader", "--duration", "30", "--trials", "1"],
      {"faults": ["sigstop-leader"], "duration_s": 30, "trials": 1}),
     (["--fault", "none,sigkill-leader"], {}),  # the form's defaults
+    (["--fault", "sigkill-leader,kill-consumer", "--txn-msgs", "0,10", "--txn-abort-every",
+      "3", "--client", "confluent-kafka,kafka-python", "--trials", "2"],
+     {"faults": ["sigkill-leader", "kill-consumer"], "txn_msgs": [0, 10],
+      "txn_abort_every": 3, "clients": ["confluent-kafka", "kafka-python"], "trials": 2}),
     (["--fault", "sigkill-leader", "--trials", "1"], None),  # the nightly's fault trial
 ])
 def test_a_fault_run_is_planned_alike(argv: list[str], conf: dict[str, Any] | None,

@@ -172,3 +172,28 @@ def test_a_v2_dump_gives_each_tagged_records_seq() -> None:
 def test_lost_seqs_are_located_in_the_logs_that_hold_them() -> None:
     held = {0: {1, 2, 3}, 1: {2, 3}, 2: set()}
     assert locate_lost_seqs([1, 2, 9], held) == {1: "0", 2: "0,1", 9: ""}
+
+
+def test_an_aborted_record_a_committed_reader_sees_is_judged_visible() -> None:
+    """The transactional verdicts: an aborted record the read_committed re-read did not find
+    is ``aborted``, one it found is ``aborted_visible`` (the isolation failed); the
+    read_uncommitted re-read's copies are counted apart, so the summary can say the aborted
+    records were in the log."""
+    outcome = np.asarray(["acked", "aborted", "aborted", "aborted"], dtype=object)
+    committed = _read([(0, 0, 0), (0, 2, 2)])  # seq 2 aborted, yet read: a violation
+    uncommitted = _read([(0, 0, 0), (0, 1, 1), (0, 2, 2)])  # seq 3's records never written
+    v = judge(outcome, np.zeros(4, dtype=np.int32), np.arange(4), np.zeros(4, dtype=bool),
+              committed, uncommitted)
+    assert list(v["verdict"]) == ["ok", "aborted", "aborted_visible", "aborted"]
+    assert list(v["uncommitted_read_count"]) == [1, 1, 1, 0]
+    s = trial_summary(verdicts=v, sends={"ack_ts_ns": np.asarray([10, -1, -1, -1])},
+                      receipts_ts_ns=np.asarray([11]), lag_rows=[], events={}, errors=[None] * 4,
+                      rf=3, rate_msgs_per_s=100, lag_interval_s=0.5, in_broker_logs={})
+    assert (s["aborted"], s["aborted_visible"], s["aborted_read_uncommitted"]) == (3, 1, 2)
+    plain = judge(outcome[:1], np.zeros(1, dtype=np.int32), np.arange(1),
+                  np.zeros(1, dtype=bool), committed)
+    assert list(plain["uncommitted_read_count"]) == [None]
+    assert trial_summary(verdicts=plain, sends={"ack_ts_ns": np.asarray([10])},
+                         receipts_ts_ns=np.asarray([11]), lag_rows=[], events={},
+                         errors=[None], rf=3, rate_msgs_per_s=100, lag_interval_s=0.5,
+                         in_broker_logs={})["aborted_read_uncommitted"] is None

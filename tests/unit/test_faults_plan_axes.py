@@ -92,3 +92,32 @@ def test_the_rebalance_protocol_is_a_consumer_fault_cell_refused_where_the_clien
         check_rebalance("consumer", (3, 9, 1))
     with pytest.raises(RunError, match=r"it came with Kafka 2\.4"):
         check_rebalance("cooperative", (0, 9, 0, 1))
+
+
+def test_transaction_sizes_make_a_cell_each_for_broker_faults_only() -> None:
+    plan = FaultPlan(profiles=["durability"], faults=["sigkill-leader", "kill-consumer"],
+                     txn_msgs=[0, 10], txn_abort_every=3)
+    trials = plan_trials(plan)
+    ids = [t.trial_id("all") for t in trials]
+    assert ids == ["durability-sigkill-leader-acks-all-t1",
+                   "durability-sigkill-leader-acks-all-txn10-abort3-t1",
+                   "durability-kill-consumer-commit-after-acks-all-t1"]
+    assert [(t.txn_msgs, t.txn_abort_every) for t in trials] == [(None, None), (10, 3),
+                                                                 (None, None)]
+    cell = trials[1].load_cell()
+    assert (cell.txn_msgs, cell.txn_abort_every) == (10, 3)
+    (prof,) = trial_profiles([trials[1]])
+    assert prof.producer_properties["enable.idempotence"] == "true"
+
+
+def test_transactions_are_refused_where_they_cannot_run() -> None:
+    from pydantic import ValidationError
+
+    from kafkalab.errors import ConfigError
+
+    with pytest.raises(ValidationError, match="txn_msgs applies to the broker faults"):
+        FaultTrialSpec(fault="kill-consumer", txn_msgs=10, partitions=6)
+    with pytest.raises(ValidationError, match="give txn_msgs too"):
+        FaultTrialSpec(txn_abort_every=3)
+    with pytest.raises(ConfigError, match="needs acks=all, not acks=1"):
+        trial_profiles([FaultTrialSpec(profile="availability", acks="1", txn_msgs=10)])

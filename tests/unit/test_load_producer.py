@@ -101,7 +101,8 @@ def test_every_slot_is_sent_in_order_with_its_intended_time_and_send_time() -> N
         assert split_nonce(stamp[2]) == (b"abcd", 7)
         assert SEND_KEY.unpack(key) == (seq, log.send_ts_ns[seq])
         assert partition == seq % 2
-    assert log.counts() == {"acked": 50, "failed": 0, "indeterminate": 0, "unsent": 0}
+    assert log.counts() == {"acked": 50, "failed": 0, "indeterminate": 0, "unsent": 0,
+                            "aborted": 0}
 
 
 def test_records_carry_their_seq_header_only_when_asked() -> None:
@@ -153,7 +154,8 @@ def test_an_unanswered_message_is_indeterminate_and_a_timeout_too() -> None:
     log.record(0, now_ns(), None, 0, 0)
     log.record(1, now_ns(), "_MSG_TIMED_OUT", 0, None)
     log.record(2, now_ns(), "MSG_SIZE_TOO_LARGE", 0, None)
-    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 3, "unsent": 0}
+    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 3, "unsent": 0,
+                            "aborted": 0}
     assert log.outcome[0] == ACKED
     cols = log.columns(producer_id=0, warmup_messages=2)
     assert list(cols["outcome"]) == ["acked", "indeterminate", "failed", "indeterminate",
@@ -203,7 +205,8 @@ def test_queued_delivery_reports_are_filed_before_anything_reads_the_log() -> No
     log.report(0, 10, None, _Msg(1, 41))
     log.report(1, 11, _Err("_MSG_TIMED_OUT"), _Msg(1, -1))
     log.report(2, 12, _Err("NOT_LEADER_FOR_PARTITION"), _Msg(0, -1))
-    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 1, "unsent": 0}
+    assert log.counts() == {"acked": 1, "failed": 1, "indeterminate": 1, "unsent": 0,
+                            "aborted": 0}
     assert not log.reports
     cols = log.columns(producer_id=0, warmup_messages=0)
     assert cols["offset"].to_pylist() == [41, None, None]
@@ -216,7 +219,8 @@ def test_keyed_delivery_reports_find_their_message_by_the_key() -> None:
     log.key_reports.append((SEND_KEY.pack(1, 101), 201, _Err("_MSG_TIMED_OUT"), 0, -1))
     assert log.absorb() == 2
     assert log.outcome[3] == ACKED and log.ack_ts_ns[3] == 200 and log.offset[3] == 7
-    assert log.counts() == {"acked": 1, "failed": 0, "indeterminate": 3, "unsent": 0}
+    assert log.counts() == {"acked": 1, "failed": 0, "indeterminate": 3, "unsent": 0,
+                            "aborted": 0}
     assert log.errors == {1: "_MSG_TIMED_OUT"}
 
 

@@ -40,6 +40,7 @@ PARAM_OF_FIELD: dict[str, str] = {
     "consumers": "consumers", "session_timeout_ms": "session_timeout_ms",
     "client": "clients", "idempotence": "idempotence",
     "static_membership": "static_membership", "rebalance": "rebalance",
+    "txn_msgs": "txn_msgs", "txn_abort_every": "txn_abort_every",
 }
 """The form param that sets each :class:`~kafkalab.faults.spec.FaultTrialSpec` field (a bad
 value is reported under the param's name)."""
@@ -106,7 +107,7 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
             raise ConfigError(f"param {key}: unknown {key[:-1]} {unknown[0]!r} (known: "
                               f"{', '.join(known)})")
     for key in ("profiles", "faults", "acks", "commits", "clients", "idempotence",
-                "static_membership", "rebalance"):
+                "static_membership", "rebalance", "txn_msgs"):
         values = _listed(params, key)
         if len(set(map(str, values))) != len(values):
             raise ConfigError(f"param {key}: {values} repeats a value")
@@ -119,6 +120,8 @@ def fault_plan(params: Mapping[str, Any]) -> FaultPlan:
                          static_membership=[_switch(v, "static_membership")
                                             for v in _listed(params, "static_membership")],
                          rebalance=[str(r) for r in _listed(params, "rebalance")],
+                         txn_msgs=_listed(params, "txn_msgs"),
+                         txn_abort_every=params.get("txn_abort_every"),
                          trials=_trials_count(params),
                          **{k: params.get(k) for k in ("rate_msgs_per_s", "duration_s",
                                                        "consumers", "session_timeout_ms")})
@@ -161,8 +164,9 @@ def trial_label(spec: Mapping[str, Any]) -> str:
     """The readable name of a mapped trial (its ``map_index_template``):
     ``durability sigkill-leader #1``, ``default kill-follower acks all #3``,
     ``durability kill-consumer commit after #2``, ``durability sigkill-leader kafka-python
-    in-flight 5 idempotence off #1`` (the client when not confluent-kafka, and max in flight
-    and idempotence when the form overrides them)."""
+    in-flight 5 idempotence off #1``, ``durability sigkill-leader txn 10 #1`` (the client when
+    not confluent-kafka, and max in flight, idempotence and the transaction size when the form
+    sets them)."""
     acks, commit = spec.get("acks"), spec.get("commit")
     client, mif, idem = spec.get("client"), spec.get("max_in_flight"), spec.get("idempotence")
     return (f"{spec.get('profile')} {spec.get('fault')}"
@@ -171,6 +175,7 @@ def trial_label(spec: Mapping[str, Any]) -> str:
             + (f" {client}" if client not in (None, "confluent-kafka") else "")
             + (f" in-flight {mif}" if mif is not None else "")
             + (f" idempotence {'on' if idem else 'off'}" if idem is not None else "")
+            + (f" txn {spec.get('txn_msgs')}" if spec.get("txn_msgs") is not None else "")
             + f" #{spec.get('trial')}")
 
 

@@ -43,6 +43,7 @@ from kafkalab.load.spec import (
     MAX_DURATION_S,
     MAX_GRID_VALUES,
     MAX_RATE_MSGS_PER_S,
+    MAX_TXN_MSGS,
 )
 from kafkalab.startup import spec as startup_spec
 
@@ -136,6 +137,25 @@ def _number(value: Any, title: str, what: str, minimum: float = 0,
                  minimum=minimum, title=title, description=what, **bound)
 
 
+def txn_params(*, broker_faults: bool = False) -> dict[str, Param]:
+    """The transaction params of the load and the fault forms: ``txn_msgs`` (records per
+    transaction, a cell each; 0 the plain producer) and ``txn_abort_every``."""
+    which = " (broker faults)" if broker_faults else ""
+    return {
+        "txn_msgs": Param([], type="array", title=f"Records per transaction{which}",
+                          items={"type": "integer", "minimum": 0, "maximum": MAX_TXN_MSGS},
+                          maxItems=MAX_GRID_VALUES, uniqueItems=True,
+                          description="the producer sends in transactions of this many records "
+                          "and the consumers read read_committed, one cell each; 0: the plain "
+                          "producer; empty: no transactions (needs acks=all)"),
+        "txn_abort_every": Param(None, type=["null", "integer"], minimum=2, maximum=1000,
+                                 title=f"Abort every k-th transaction{which}",
+                                 description="abort every k-th transaction after its records "
+                                 "are written: no read_committed reader may see them (empty: "
+                                 "commit every one)"),
+    }
+
+
 def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                 warmup_s: float) -> dict[str, Param]:
     """The params (the trigger form) of a load run: the grid consumers × rates × acks and
@@ -180,6 +200,7 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                  "its task; tasks: each shard is a consume_load_shard task, "
                                  "spread over the workers (needs a running scheduler and a "
                                  "data directory shared by the workers)"),
+        **txn_params(),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
                               "the start (empty: no pause)", nullable=True,
                               maximum=MAX_DURATION_S),
@@ -242,6 +263,7 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
             "(classic, cooperative-sticky), consumer (KIP-848, confluent-kafka only); the "
             "session timeout and heartbeat are the same under each; empty: the clients' "
             "default, eager"),
+        **txn_params(broker_faults=True),
         "consumers": Param(3, type="integer", minimum=2, maximum=12,
                            title="Group members (consumer faults)",
                            description="members of the consumer group, one process each; the "

@@ -108,6 +108,8 @@ def load_plan(params: Mapping[str, Any]) -> LoadPlan:
     try:
         return LoadPlan(consumers=consumers, rates_msgs_per_s=rates, acks=_listed(params, "acks"),
                         payloads=_listed(params, "payload"),
+                        txn_msgs=_listed(params, "txn_msgs"),
+                        txn_abort_every=params.get("txn_abort_every"),
                         **{k: params.get(k) for k in CELL_PARAMS if k != "payload"})
     except ValidationError as exc:
         field, _, message = describe_validation_error(exc).partition(": ")

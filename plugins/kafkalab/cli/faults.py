@@ -11,6 +11,7 @@ from kafkalab.cli.options import (
     SubParsers,
     add_data_option,
     add_json_option,
+    add_txn_options,
     as_options,
     csv_list,
     run_id_arg,
@@ -31,6 +32,7 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration",
                    "auto_commit_interval_ms": "--auto-commit-interval-ms",
                    "batch_msgs": "--batch-msgs", "rejoin_after_s": "--rejoin-after",
                    "max_in_flight": "--max-in-flight", "client": "--client",
+                   "txn_msgs": "--txn-msgs", "txn_abort_every": "--txn-abort-every",
                    "idempotence": "--idempotence", "static_membership": "--static-membership",
                    "rebalance": "--rebalance"}
 """The option that sets each field of a fault trial (a refused value is named by it)."""
@@ -142,6 +144,7 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
                     "own, eager)")
     pg.add_argument("--rejoin-after", type=float, default=None,
                     help="the failed member comes back this many seconds after the fault (default: never)")
+    add_txn_options(pfr, what="broker faults (the checker re-reads committed and uncommitted)")
     pfr.add_argument("--cluster-lab", default=None, help="lab dir of the embedded cluster to break (default <lab>/faults)")
     pfr.add_argument("--keep-topics", action="store_true", help="keep each trial's topic (default: deleted after the check)")
     pfr.add_argument("--run-id", type=run_id_arg, default=None, help="run id (default: time-based)")
@@ -174,6 +177,9 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
         in_flight = [int(x) for x in args.max_in_flight or []]
     except ValueError:
         raise ConfigError(f"--max-in-flight must be whole numbers, got {','.join(args.max_in_flight)}") from None
+    txns = list(args.txn_msgs or [])
+    if (txns or args.txn_abort_every is not None) and all(f in CONSUMER_FAULTS for f in args.fault):
+        raise ConfigError(f"--txn-msgs applies to the broker faults; --fault is {','.join(args.fault)}")
     clients = list(args.client or [])
     unknown = [c for c in clients if c not in ("confluent-kafka", "kafka-python")]
     if unknown:
@@ -190,6 +196,7 @@ def fault_plan(args: argparse.Namespace) -> FaultPlan:
                      idempotence=[switch[v] for v in args.idempotence or []],
                      static_membership=[switch[v] for v in args.static_membership or []],
                      rebalance=list(args.rebalance or []),
+                     txn_msgs=txns, txn_abort_every=args.txn_abort_every,
                      clients=clients, commits=args.commit or [], trials=args.trials,
                      rate_msgs_per_s=args.rate, duration_s=args.duration, warmup_s=args.warmup,
                      fault_at_s=args.fault_at, down_s=args.down, payload=args.payload,

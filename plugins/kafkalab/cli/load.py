@@ -11,6 +11,7 @@ from kafkalab.cli.options import (
     SubParsers,
     add_cluster_option,
     add_data_option,
+    add_txn_options,
     as_options,
     csv_list,
     float_list,
@@ -44,7 +45,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                         epilog="examples:\n  kafkalab load --consumers 5 --rate 500 --duration 10\n"
                         "  kafkalab load --consumers 1,5,10 --rate 200,1000 --acks 0,1 --json\n"
                         "  kafkalab load --workload hydra-local\n"
-                        "  kafkalab load --consumers 3 --rate 300 --duration 20 --pause-at 5 --pause-for 3",
+                        "  kafkalab load --consumers 3 --rate 300 --duration 20 --pause-at 5 --pause-for 3\n"
+                        "  kafkalab load --rate 500 --acks all --txn-msgs 0,1,10,100 --duration 20",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     pl.set_defaults(handler=cmd_load)
     pl.add_argument("--workload", default=None, help="a load workload (include/workloads/, kind: load) instead of the options below")
@@ -59,6 +61,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pl.add_argument("--client", choices=("confluent-kafka", "kafka-python"), default="confluent-kafka",
                     help="the producer's client (consumers are confluent-kafka)")
     pl.add_argument("--partitions", type=int, default=1, help="partitions of the load topic (default 1)")
+    add_txn_options(pl, what="cells")
     pl.add_argument("--consumer-mode", choices=("assign", "group"), default="assign",
                     help="assign: no group (default); group: one consumer group per consumer")
     pl.add_argument("--consumers-per-process", type=int, default=10, help="consumers per consumer process (default 10)")
@@ -109,7 +112,8 @@ def load_plan(args: argparse.Namespace) -> LoadPlan:
                     profile=args.profile, duration_s=args.duration, warmup_s=args.warmup,
                     partitions=args.partitions, consumer_mode=args.consumer_mode,
                     consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
-                    pause_at_s=args.pause_at, pause_for_s=args.pause_for)
+                    pause_at_s=args.pause_at, pause_for_s=args.pause_for,
+                    txn_msgs=args.txn_msgs or [], txn_abort_every=args.txn_abort_every)
 
 
 def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:

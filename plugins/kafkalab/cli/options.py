@@ -90,6 +90,18 @@ def float_list(value: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {value!r}") from None
 
 
+def add_txn_options(p: argparse.ArgumentParser, *, what: str) -> None:
+    """``--txn-msgs`` (records per transaction, a cell or trial set each; 0 the plain
+    producer) and ``--txn-abort-every``, for ``what`` (the cells, the broker faults)."""
+    p.add_argument("--txn-msgs", type=int_list, default=None,
+                   help=f"{what}: the producer sends in transactions of this many records (0: "
+                   "the plain producer), comma-separated for one set each; consumers read "
+                   "read_committed (default: no transactions; needs acks=all)")
+    p.add_argument("--txn-abort-every", type=int, default=None,
+                   help="with --txn-msgs: abort every k-th transaction after its records are "
+                   "written (no read_committed reader may see them)")
+
+
 def add_cluster_option(p: argparse.ArgumentParser) -> None:
     """``--cluster``: the cluster descriptor to use."""
     p.add_argument("--cluster", type=Path, default=None,

@@ -203,7 +203,7 @@ LAB_OWNED: dict[str, str] = {
     "auto.offset.reset": "the lab (latest: the consumer is positioned before the first send)",
     "key.serializer": "the lab (bytes)", "value.serializer": "the lab (bytes)",
     "key.deserializer": "the lab (bytes)", "value.deserializer": "the lab (bytes)",
-    "transactional.id": "nothing: the lab's loop sends outside transactions",
+    "transactional.id": "the lab (a transactional cell's producer gets one of its own: txn_msgs)",
 }
 """Java names a profile may not set, and who sets them instead."""
 

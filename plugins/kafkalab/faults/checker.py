@@ -11,6 +11,12 @@ re-read found, and one verdict:
 | ``failed_but_present`` | failed | ≥ 1 copy |
 | ``indeterminate_present`` | indeterminate or unsent | ≥ 1 copy |
 | ``unseen`` | not acked | nothing |
+| ``aborted`` | aborted (its transaction was) | nothing |
+| ``aborted_visible`` | aborted | ≥ 1 copy: a ``read_committed`` reader saw an aborted record |
+
+The re-read is ``read_committed``. A transactional trial also re-reads ``read_uncommitted``
+(``uncommitted_read_count``): there the aborted records must be found, which proves the
+log holds them and the committed reader's filter, not their absence, hid them.
 
 ``duplicates`` counts the extra copies (``read_count − 1``); a message is ``reordered`` when
 its first copy comes after a first copy with a higher seq in the same partition.
@@ -69,15 +75,18 @@ class ReRead:
 
 
 def re_read(d: ClusterDescriptor, topic: str, partitions: int, nonce: bytes,
-            timeout_s: float = 60.0) -> ReRead:
+            timeout_s: float = 60.0, isolation: str = "read_committed") -> ReRead:
     """Read ``topic`` from offset 0 up to each partition's high watermark with a fresh
-    consumer (no group, no commit)."""
+    consumer (no group, no commit) of ``isolation`` level. The end of a partition is its
+    end-of-partition event at the high watermark, or its last record: a ``read_committed``
+    reader is handed no transaction marker and no aborted record, yet its position passes
+    them."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     cfg: dict[str, Any] = dict(librdkafka_config(d))
     cfg.update({"group.id": "kafkalab-fault-checker", "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", "enable.partition.eof": True,
-                "log_level": 3})
+                "isolation.level": isolation, "log_level": 3})
     c = Consumer(cfg)
     out = ReRead()
     try:
@@ -118,8 +127,11 @@ def re_read(d: ClusterDescriptor, topic: str, partitions: int, nonce: bytes,
 
 
 def judge(outcome: np.ndarray, partition: np.ndarray, acked_offset: np.ndarray,
-          is_warmup: np.ndarray, read: ReRead) -> dict[str, np.ndarray]:
-    """The verdict columns for ``n`` intended messages (``outcome`` as names)."""
+          is_warmup: np.ndarray, read: ReRead,
+          uncommitted: ReRead | None = None) -> dict[str, np.ndarray]:
+    """The verdict columns for ``n`` intended messages (``outcome`` as names; ``read`` the
+    ``read_committed`` re-read, ``uncommitted`` a transactional trial's ``read_uncommitted``
+    one)."""
     n = len(outcome)
     read_count = np.zeros(n, dtype=np.int32)
     first_off = np.full(n, -1, dtype=np.int64)
@@ -137,13 +149,22 @@ def judge(outcome: np.ndarray, partition: np.ndarray, acked_offset: np.ndarray,
     present = read_count > 0
     acked = outcome == "acked"
     failed = outcome == "failed"
+    aborted = outcome == "aborted"
     verdict = np.where(acked & present, "ok",
               np.where(acked, "acked_lost",
+              np.where(aborted & present, "aborted_visible",
+              np.where(aborted, "aborted",
               np.where(present & failed, "failed_but_present",
-              np.where(present, "indeterminate_present", "unseen")))).astype(object)
+              np.where(present, "indeterminate_present", "unseen")))))).astype(object)
+    uncommitted_count: list[int | None] = [None] * n
+    if uncommitted is not None:
+        counts = np.bincount(np.asarray([s for s in uncommitted.seq if 0 <= s < n],
+                                        dtype=np.int64), minlength=n)
+        uncommitted_count = [int(c) for c in counts]
     return {"seq": np.arange(n, dtype=np.int64), "is_warmup": is_warmup, "outcome": outcome,
             "partition": partition, "acked_offset": acked_offset, "read_count": read_count,
-            "first_read_offset": first_off, "reordered": reordered, "verdict": verdict}
+            "first_read_offset": first_off, "reordered": reordered, "verdict": verdict,
+            "uncommitted_read_count": np.asarray(uncommitted_count, dtype=object)}
 
 
 def message_crc(key: bytes | None, value: bytes | None) -> int:

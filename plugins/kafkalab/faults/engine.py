@@ -182,7 +182,8 @@ def _summary_head(spec: FaultTrialSpec, run_id: str, trial_id: str, acks: str) -
             "rate_msgs_per_s": spec.rate_msgs_per_s, "duration_s": spec.duration_s,
             "fault_at_s": spec.fault_at_s, "down_s": spec.effective_down_s,
             "target_broker": None, "target_role": None, "is_emulator": False,
-            "client": spec.client}
+            "client": spec.client, "txn_msgs": spec.txn_msgs,
+            "txn_abort_every": spec.txn_abort_every}
 
 
 def _verdict(s: dict[str, Any]) -> str:
@@ -197,7 +198,9 @@ def _verdict(s: dict[str, Any]) -> str:
         return "ok"
     if s.get("fault") != "none" and not s.get("recovered"):
         return "not recovered"
-    return "loss" if (s.get("acked_lost") or 0) > 0 else "ok"
+    if (s.get("acked_lost") or 0) > 0:
+        return "loss"
+    return "aborted visible" if (s.get("aborted_visible") or 0) > 0 else "ok"
 
 
 @dataclass
@@ -499,7 +502,14 @@ def _check(t: _Trial, events: dict[str, Any], progress: Progress = noop) -> chec
     read = checker.re_read(t.cluster.descriptor, t.topic, spec.partitions, nonce)
     if not read.complete:
         raise RunError(f"checker: {read.error}")
-    v = checker.judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], read)
+    uncommitted = None
+    if spec.txn_msgs is not None:
+        uncommitted = checker.re_read(t.cluster.descriptor, t.topic, spec.partitions, nonce,
+                                      isolation="read_uncommitted")
+        if not uncommitted.complete:
+            raise RunError(f"checker (read_uncommitted): {uncommitted.error}")
+    v = checker.judge(col["outcome"], col["partition"], col["offset"], col["is_warmup"], read,
+                      uncommitted)
     lost = np.flatnonzero(v["verdict"] == "acked_lost")
     in_logs: dict[int, str] | None = {}
     if len(lost):

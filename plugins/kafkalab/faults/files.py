@@ -60,10 +60,13 @@ VERDICTS_SCHEMA = pa.schema([
     ("reordered", pa.bool_()),
     ("verdict", pa.string()),
     ("in_broker_logs", pa.string()),
+    ("uncommitted_read_count", pa.int32()),
 ])
 
-VERDICTS = ("ok", "acked_lost", "failed_but_present", "indeterminate_present", "unseen")
-"""Every intended message gets exactly one (docs/metrics-schema.md)."""
+VERDICTS = ("ok", "acked_lost", "failed_but_present", "indeterminate_present", "unseen",
+            "aborted", "aborted_visible")
+"""Every intended message gets exactly one (docs/metrics-schema.md); the last two only in a
+transactional trial."""
 
 PROCESSED_SCHEMA = pa.schema([
     ("member", pa.int32()),

@@ -166,6 +166,13 @@ class FaultTrialSpec(BaseModel):
     """Overrides the profile's ``enable.idempotence`` for the trial's producer (None: the
     profile's, else the lab's off): on, a retry after a lost response cannot write a
     duplicate or reorder (KIP-98, Kafka 0.11); it needs acks=all."""
+    txn_msgs: int | None = Field(None, ge=1, le=100_000)
+    """The producer sends in transactions of this many records and the live consumer reads
+    ``read_committed`` (:attr:`kafkalab.load.spec.LoadCellSpec.txn_msgs`); the checker
+    re-reads both ``read_committed`` and ``read_uncommitted``. Broker faults only; None: no
+    transactions."""
+    txn_abort_every: int | None = Field(None, ge=2, le=1000)
+    """With ``txn_msgs``: every k-th transaction is aborted after its records were written."""
     # -- consumer faults only -------------------------------------------------------------
     commit: CommitName | None = None
     """The group's commit strategy (consumer faults; None there means ``after``)."""
@@ -210,6 +217,11 @@ class FaultTrialSpec(BaseModel):
                          "victim_dies_after_records": self.victim_dies_after_records,
                          "static_membership": self.static_membership,
                          "rebalance": self.rebalance}
+        if self.is_consumer_fault and self.txn_msgs is not None:
+            raise ValueError(f"txn_msgs applies to the broker faults, not to {self.fault} (the "
+                             "group's members do not read transactionally)")
+        if self.txn_abort_every is not None and self.txn_msgs is None:
+            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too")
         if not self.is_consumer_fault:
             given = [k for k, v in consumer_only.items() if v is not None]
             if given:
@@ -297,8 +309,8 @@ class FaultTrialSpec(BaseModel):
         """The trial's directory name: ``<profile>-<fault>-acks-<a>-t<k>``; a consumer fault
         adds ``-commit-<strategy>`` after the fault (and ``-static``/``-dynamic``, ``-<rebalance>``
         when given), a client other than confluent-kafka and
-        a ``max_in_flight`` and an ``idempotence`` override add theirs before the trial
-        number."""
+        a ``max_in_flight`` and an ``idempotence`` override and a transaction size
+        (``-txn<n>``, ``-abort<k>``) add theirs before the trial number."""
         commit = f"-commit-{self.effective_commit}" if self.is_consumer_fault else ""
         client = "-kafka-python" if self.client == "kafka-python" else ""
         mif = f"-mif{self.max_in_flight}" if self.max_in_flight is not None else ""
@@ -307,8 +319,12 @@ class FaultTrialSpec(BaseModel):
         static = "" if self.static_membership is None else (
             "-static" if self.static_membership else "-dynamic")
         rebalance = "" if self.rebalance is None else f"-{self.rebalance}"
+        txn = "" if self.txn_msgs is None else f"-txn{self.txn_msgs}"
+        if self.txn_abort_every is not None:
+            txn += f"-abort{self.txn_abort_every}"
         return safe_name(f"{self.profile}-{self.fault}{commit}{static}{rebalance}-acks-"
-                         f"{self.effective_acks(profile_acks)}{client}{mif}{idem}-t{self.trial}")
+                         f"{self.effective_acks(profile_acks)}{client}{mif}{idem}{txn}"
+                         f"-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
         """The load cell the trial runs: one producer, one live consumer (assign mode)."""
@@ -318,7 +334,8 @@ class FaultTrialSpec(BaseModel):
                             partitions=self.partitions, drain_s=10.0,
                             message_timeout_s=self.message_timeout_s, trial=self.trial,
                             lag_interval_s=0.5, max_in_flight=self.max_in_flight,
-                            idempotence=self.idempotence)
+                            idempotence=self.idempotence, txn_msgs=self.txn_msgs,
+                            txn_abort_every=self.txn_abort_every)
 
 
 def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
@@ -372,6 +389,11 @@ class FaultPlan(BaseModel):
     rebalance: list[str] = Field(default_factory=list)
     """The consumer faults' rebalance protocols (:data:`REBALANCES`), a cell each (empty: the
     clients' default, eager)."""
+    txn_msgs: list[int] = Field(default_factory=list)
+    """Records per transaction, a cell each; 0 is the plain producer (empty: no transactions;
+    broker faults only)."""
+    txn_abort_every: int | None = None
+    """Every transactional cell aborts every k-th transaction (None: none)."""
     trials: int = Field(1, ge=1, le=MAX_TRIALS)
     rate_msgs_per_s: float | None = None
     duration_s: float | None = None
@@ -428,6 +450,7 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     in_flight: list[int | None] = [*plan.max_in_flight] or [None]
     idempotence: list[bool | None] = [*plan.idempotence] or [None]
     clients: list[str | None] = [*plan.clients] or [None]
+    txns: list[int | None] = [t or None for t in plan.txn_msgs] or [None]
     for profile in plan.profiles:
         for fault in plan.faults:
             consumer_fault = fault in CONSUMER_FAULTS
@@ -443,13 +466,18 @@ def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
                       "duration_s": _duration_s(plan, profile, fault),
                       **({} if partitions is None else {"partitions": partitions}),
                       **(group if consumer_fault else {})}
-            for commit, static, rebalance, a, client, idem, mif in itertools.product(
-                    commits, statics, rebalances, acks, clients, idempotence, in_flight):
+            cell_txns = [None] if consumer_fault else txns
+            for commit, static, rebalance, a, client, idem, mif, txn in itertools.product(
+                    commits, statics, rebalances, acks, clients, idempotence, in_flight,
+                    cell_txns):
                 coords = {"profile": profile, "fault": fault, "commit": commit,
                           "static_membership": static, "rebalance": rebalance, "acks": a,
                           "client": client,
-                          "idempotence": idem, "max_in_flight": mif}
-                yield coords, {**fields, **{k: v for k, v in coords.items() if v is not None}}
+                          "idempotence": idem, "max_in_flight": mif, "txn_msgs": txn}
+                abort = ({"txn_abort_every": plan.txn_abort_every}
+                         if txn is not None and plan.txn_abort_every is not None else {})
+                yield coords, {**fields, **abort,
+                               **{k: v for k, v in coords.items() if v is not None}}
 
 
 def _trial(coords: dict[str, Any], fields: dict[str, Any], trial: int) -> FaultTrialSpec:
@@ -464,8 +492,8 @@ def plan_trials(plan: FaultPlan) -> list[FaultTrialSpec]:
     then every cell's trial 2, … — so a slow drift of the machine (heat, page cache, a
     neighbour) spreads over the cells instead of landing on the last one, and a run cut
     short still has a trial of every cell. Within a round: profiles, then faults, then a
-    consumer fault's commit strategies, then acks, clients, idempotence, max in flight
-    inner.
+    consumer fault's commit strategies, then acks, clients, idempotence, max in flight,
+    transaction size inner.
 
     Raises:
         PlanRefused: the first trial :class:`FaultTrialSpec` refuses, with its coordinates.

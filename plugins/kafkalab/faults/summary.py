@@ -86,9 +86,17 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
                     if lag <= thresh:
                         lag_recovered = _ms(fault, ts)
                         break
+    uncommitted = verdicts.get("uncommitted_read_count")
+    aborted = outcome == "aborted"
+    aborted_uncommitted: int | None = None
+    if uncommitted is not None and any(c is not None for c in uncommitted):
+        aborted_uncommitted = sum(1 for a, c in zip(aborted, uncommitted, strict=True) if a and c)
     return {
         "intended": len(v),
         "acked": int((outcome == "acked").sum()),
+        "aborted": int(aborted.sum()),
+        "aborted_visible": int((v == "aborted_visible").sum()),
+        "aborted_read_uncommitted": aborted_uncommitted,
         "failed": int((outcome == "failed").sum()),
         "indeterminate": int((outcome == "indeterminate").sum()),
         "unsent": int((outcome == "unsent").sum()),
@@ -126,16 +134,21 @@ def _fmt(v: Any) -> str:
 
 def format_fault_table(trials: list[dict[str, Any]]) -> str:
     """One line per trial, then the median and max per profile × fault × acks × client × max
-    in flight × idempotence (a cell)."""
+    in flight × idempotence × transaction size (a cell). The transactional columns (aborted,
+    aborted records a read_committed re-read saw, and a read_uncommitted one) only when a
+    trial has transactions."""
+    txn = any(t.get("txn_msgs") is not None for t in trials)
     cols = [("trial_id", "trial"), ("acked", "acked"), ("acked_lost", "lost"),
             ("acked_lost_in_broker_logs", "in logs"), ("failed_but_present", "fail+present"),
             ("max_in_flight", "in-flight"), ("idempotence", "idem"), ("duplicates", "dup"),
             ("reordered", "reord"), ("unseen", "unseen"),
+            *([("aborted", "aborted"), ("aborted_visible", "ab seen"),
+               ("aborted_read_uncommitted", "ab uncommitted")] if txn else []),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"),
             ("controller_elected_ms", "ctrl"), ("verdict", "verdict")]
     return _table(trials, cols, ("profile", "fault", "acks", "client", "max_in_flight",
-                                 "idempotence"))
+                                 "idempotence", "txn_msgs"))
 
 
 def format_consumer_table(trials: list[dict[str, Any]]) -> str:
@@ -167,6 +180,8 @@ def _key_text(field: str, value: Any) -> str:
         return _SWITCH_TEXT[field][0 if value else 1]
     if field == "max_in_flight":
         return f"mif{value}"
+    if field == "txn_msgs":
+        return f"txn{value}"
     return str(value)
 
 

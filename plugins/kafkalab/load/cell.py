@@ -87,7 +87,7 @@ def topic_name(spec: LoadCellSpec, profile: Profile) -> str:
 def effective_profile(spec: LoadCellSpec) -> Profile:
     """The cell's profile with its acks, max-in-flight and idempotence overrides applied,
     checked again as a profile (idempotence on needs acks=all, retries >= 1 and at most 5
-    in flight).
+    in flight). A transactional cell (``txn_msgs``) is idempotent and needs acks=all.
 
     Raises:
         ConfigError: an unknown or invalid profile, or overrides that make it invalid.
@@ -97,15 +97,21 @@ def effective_profile(spec: LoadCellSpec) -> Profile:
     if spec.max_in_flight is not None:
         update["max_in_flight"] = spec.max_in_flight
     out = prof.model_copy(update={"producer": prof.producer.model_copy(update=update)})
-    if spec.idempotence is None:
+    if spec.txn_msgs is not None and out.producer.acks != "all":
+        raise ConfigError(f"profile {spec.profile} with transactions (txn_msgs "
+                          f"{spec.txn_msgs}): a transactional producer needs acks=all, not "
+                          f"acks={out.producer.acks}")
+    idempotence = True if spec.txn_msgs is not None else spec.idempotence
+    if idempotence is None:
         return out
     props = {**out.producer_properties,
-             "enable.idempotence": "true" if spec.idempotence else "false"}
+             "enable.idempotence": "true" if idempotence else "false"}
+    what = "transactions" if spec.txn_msgs is not None else (
+        f"idempotence {'on' if idempotence else 'off'}")
     try:
         return Profile.model_validate({**out.model_dump(), "producer_properties": props})
     except ValidationError as exc:
-        raise ConfigError(f"profile {spec.profile} with idempotence "
-                          f"{'on' if spec.idempotence else 'off'}: "
+        raise ConfigError(f"profile {spec.profile} with {what}: "
                           f"{describe_validation_error(exc)}") from None
 
 
@@ -264,14 +270,27 @@ def cell_clients(setup: CellSetup) -> CellClients:
     consumer_cfg.update({"enable.auto.commit": False, "queued.min.messages": 1000,
                          "queued.max.messages.kbytes": fetch_kb + 1024,
                          "fetch.queue.backoff.ms": 1})
+    if spec.txn_msgs is not None:
+        consumer_cfg["isolation.level"] = "read_committed"
+    txn_id = transactional_id(setup.cell_id, nonce)
     if spec.client == "confluent-kafka":
         producer_cfg: dict[str, Any] = confluent_producer_config(librdkafka_config(d), prof)
         producer_cfg["message.timeout.ms"] = int(spec.message_timeout_s * 1000)
+        if spec.txn_msgs is not None:
+            producer_cfg["transactional.id"] = txn_id
     else:
         from kafkalab.cluster.descriptor import kafka_python_config
 
         producer_cfg = kafka_python_producer_config(kafka_python_config(d), prof)
+        if spec.txn_msgs is not None:
+            producer_cfg["transactional_id"] = txn_id
     return CellClients(nonce=nonce, consumer_config=consumer_cfg, producer_config=producer_cfg)
+
+
+def transactional_id(cell_id: str, nonce: bytes) -> str:
+    """A transactional cell's ``transactional.id``: the cell and this attempt's nonce, so no
+    two producers (another cell, a re-run) ever share one and fence each other."""
+    return f"kafkalab-{cell_id}-{nonce.hex()}"
 
 
 def provision_topic(setup: CellSetup) -> None:
@@ -345,7 +364,8 @@ class _CellRun:
         self.spec = setup.spec
         self.meta = meta
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.log = SendLog(self.spec.intended_messages, _schedule(self.spec, 0))
+        self.log = SendLog(self.spec.intended_messages, _schedule(self.spec, 0),
+                           transactional=self.spec.txn_msgs is not None)
 
     def measure(self, progress: Progress, on_start: Callable[[int], None] | None) -> dict[str, Any]:
         """Barrier, produce, drain; on any end, the cell's files and summary. Returns the
@@ -397,6 +417,13 @@ class _CellRun:
         setup, spec, log, config = self.setup, self.spec, self.log, self.clients.producer_config
         client = (ConfluentClient(config, log) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(config, log))
+        if spec.txn_msgs is not None:  # before the schedule: its time is no record's
+            try:
+                client.init_transactions(spec.message_timeout_s)
+            except Exception as exc:
+                client.close()
+                raise ClusterError(f"{setup.cell_id}: the transactional producer could not "
+                                   f"start (init_transactions): {exc}") from None
         cpu0 = cpu_start(setup.descriptor)
         t0 = self.start_schedule()
         if on_start is not None:
@@ -407,7 +434,8 @@ class _CellRun:
                             base64_body=spec.encoding == "base64", nonce=self.clients.nonce,
                             send_deadline_s=spec.duration_s + max(2.0, 0.1 * spec.duration_s),
                             message_timeout_s=spec.message_timeout_s,
-                            seq_header=spec.seq_header)
+                            seq_header=spec.seq_header, txn_msgs=spec.txn_msgs,
+                            txn_abort_every=spec.txn_abort_every)
 
         def tick(sent: int, t: int) -> None:
             c = log.counts()

@@ -77,8 +77,9 @@ LAG_SCHEMA = pa.schema([
     ("paused", pa.bool_()),
 ])
 
-OUTCOMES = ("acked", "failed", "indeterminate", "unsent")
-"""Every intended message ends as exactly one of these."""
+OUTCOMES = ("acked", "failed", "indeterminate", "unsent", "aborted")
+"""Every intended message ends as exactly one of these (``aborted``: its transaction was
+aborted; only a transactional cell's, ``txn_msgs``)."""
 
 FLUSH_ROWS = 50_000
 """A shard's receipts and lag files get a row group at least every this many rows ..."""

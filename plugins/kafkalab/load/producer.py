@@ -18,6 +18,17 @@ confirmed it; with acks=0 the client's own confirmation), ``failed`` (a definite
 ``indeterminate`` (no answer by the end, or a timeout: the broker may have written it) or
 ``unsent`` (the run ended or was interrupted before its turn). Book-keeping lives in
 preallocated arrays (40 bytes per intended message), written at the end.
+
+**Transactions** (``ProducerPlan.txn_msgs``). The loop begins a transaction before the first
+record of each run of ``txn_msgs`` records and ends it right after the last one is handed to
+the client, in the sending thread: a commit's wait is the next records' publish delay, as it
+is for an application with one producer thread. A record's outcome is its transaction's
+(:meth:`SendLog.end_transaction`): ``acked`` when the commit returned (its ack time is that
+return), ``aborted`` when the transaction was aborted (deliberately every
+``txn_abort_every``-th, after a flush so its records are in the log, or because the commit
+failed with an abortable error), ``indeterminate`` when neither is known (a fatal error, a
+commit that timed out: the coordinator may still complete it), whatever the record's own
+delivery report said. ``init_transactions`` runs before the schedule's t0.
 """
 
 from __future__ import annotations
@@ -48,9 +59,13 @@ SEQ_HEADER_PREFIX = "kafkalab.seq."
 (:attr:`kafkalab.load.spec.LoadCellSpec.seq_header`). The seq is in the header's *key*
 because DumpLogSegments prints header keys, not values."""
 
-PENDING, ACKED, FAILED, INDETERMINATE, UNSENT = 0, 1, 2, 3, 4
+PENDING, ACKED, FAILED, INDETERMINATE, UNSENT, ABORTED = 0, 1, 2, 3, 4, 5
 OUTCOME_NAMES = {ACKED: "acked", FAILED: "failed", INDETERMINATE: "indeterminate",
-                 UNSENT: "unsent", PENDING: "indeterminate"}
+                 UNSENT: "unsent", PENDING: "indeterminate", ABORTED: "aborted"}
+
+TXN_OPEN, TXN_COMMITTED, TXN_ABORTED, TXN_UNKNOWN = 0, 1, 2, 3
+"""How a record's transaction ended (:attr:`SendLog.txn_state`): not (yet) ended, committed,
+aborted, or unknown (a fatal error or a commit that timed out)."""
 
 _TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "KafkaTimeoutError")
 """Errors that leave a message's fate unknown (the broker may have written it)."""
@@ -88,6 +103,15 @@ class SendLog:
     key_reports: deque[tuple[bytes, int, Any, int, int]] = field(default_factory=deque)
     """Delivery reports named by their record key (:data:`SEND_KEY`), from the client-wide
     callback of :class:`ConfluentClient`."""
+    transactional: bool = False
+    """The records are sent in transactions: their outcome is their transaction's."""
+    txn_state: np.ndarray = field(init=False)
+    """Per seq, how its transaction ended (:data:`TXN_OPEN` …); only read when
+    ``transactional``."""
+    txn_end_ts_ns: np.ndarray = field(init=False)
+    """Per seq, when its transaction's commit or abort returned (-1: not ended)."""
+    txn_errors: dict[int, tuple[int, str]] = field(default_factory=dict)
+    """A transaction that did not commit as asked: its first seq -> (its end, why)."""
 
     def __post_init__(self) -> None:
         self.send_ts_ns = np.full(self.n, -1, dtype=np.int64)
@@ -95,6 +119,35 @@ class SendLog:
         self.outcome = np.zeros(self.n, dtype=np.int8)
         self.partition = np.full(self.n, -1, dtype=np.int32)
         self.offset = np.full(self.n, -1, dtype=np.int64)
+        self.txn_state = np.zeros(self.n if self.transactional else 0, dtype=np.int8)
+        self.txn_end_ts_ns = np.full(self.n if self.transactional else 0, -1, dtype=np.int64)
+
+    def end_transaction(self, first: int, end: int, state: int, ts_ns: int,
+                        error: str | None = None) -> None:
+        """Seqs ``first`` … ``end - 1`` were one transaction, which ended in ``state`` at
+        ``ts_ns`` (``error``: why it did not commit)."""
+        self.txn_state[first:end] = state
+        self.txn_end_ts_ns[first:end] = ts_ns
+        if error is not None:
+            self.txn_errors[first] = (end, error)
+
+    def final_outcomes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(outcome codes, ack_ts_ns)`` per seq: the delivery reports' for a plain producer;
+        for a transactional one each sent record's transaction decides (module docstring)."""
+        if not self.transactional:
+            return self.outcome, self.ack_ts_ns
+        outcome = self.outcome.copy()
+        ack = self.ack_ts_ns.copy()
+        sent = outcome != UNSENT
+        committed = sent & (self.txn_state == TXN_COMMITTED) & (outcome == ACKED)
+        ack[committed] = self.txn_end_ts_ns[committed]
+        aborted = sent & (self.txn_state == TXN_ABORTED)
+        outcome[aborted] = ABORTED
+        ack[aborted] = -1  # never acknowledged to a reader: no ack time
+        undecided = sent & ((self.txn_state == TXN_UNKNOWN) | (self.txn_state == TXN_OPEN))
+        outcome[undecided & (outcome != FAILED)] = INDETERMINATE
+        ack[undecided] = -1
+        return outcome, ack
 
     def record(self, seq: int, ack_ts_ns: int, error: str | None, partition: int | None,
                offset: int | None) -> None:
@@ -153,8 +206,8 @@ class SendLog:
     def counts(self) -> dict[str, int]:
         """Outcomes so far (files what is queued first; the pump keeps the queue short)."""
         self.absorb()
-        out = {name: 0 for name in ("acked", "failed", "indeterminate", "unsent")}
-        for code, k in zip(*np.unique(self.outcome, return_counts=True), strict=True):
+        out = {name: 0 for name in ("acked", "failed", "indeterminate", "unsent", "aborted")}
+        for code, k in zip(*np.unique(self.final_outcomes()[0], return_counts=True), strict=True):
             out[OUTCOME_NAMES[int(code)]] += int(k)
         return out
 
@@ -163,23 +216,28 @@ class SendLog:
         import pyarrow as pa
 
         self.absorb()
+        outcome, ack_ts_ns = self.final_outcomes()
         sent = self.send_ts_ns >= 0
-        answered = self.ack_ts_ns >= 0
+        answered = ack_ts_ns >= 0
         seq = np.arange(self.n, dtype=np.int64)
-        names = np.array([OUTCOME_NAMES[i] for i in range(5)], dtype=object)
+        names = np.array([OUTCOME_NAMES[i] for i in range(len(OUTCOME_NAMES))], dtype=object)
         publish = np.where(sent, (self.send_ts_ns - self.intended_ts_ns) / 1e6, np.nan)
-        ack_lat = np.where(sent & answered, (self.ack_ts_ns - self.send_ts_ns) / 1e6, np.nan)
+        ack_lat = np.where(sent & answered, (ack_ts_ns - self.send_ts_ns) / 1e6, np.nan)
         errors: list[str | None] = [None] * self.n
         for s, e in self.errors.items():
             errors[s] = e
+        for first, (end, why) in self.txn_errors.items():
+            for s in range(first, end):
+                errors[s] = f"{errors[s]}; transaction: {why}" if errors[s] else \
+                    f"transaction: {why}"
         return {
             "seq": seq,
             "producer_id": np.full(self.n, producer_id, dtype=np.int32),
             "is_warmup": seq < warmup_messages,
             "intended_ts_ns": self.intended_ts_ns,
             "send_ts_ns": pa.array(self.send_ts_ns, mask=~sent),
-            "ack_ts_ns": pa.array(self.ack_ts_ns, mask=~answered),
-            "outcome": names[self.outcome.astype(np.int64)],
+            "ack_ts_ns": pa.array(ack_ts_ns, mask=~answered),
+            "outcome": names[outcome.astype(np.int64)],
             "error": errors,
             "partition": pa.array(self.partition, mask=self.partition < 0),
             "offset": pa.array(self.offset, mask=self.offset < 0),
@@ -206,6 +264,10 @@ class ProducerPlan:
     message_timeout_s: float
     seq_header: bool = False
     """Tag each record with a :data:`SEQ_HEADER_PREFIX` header."""
+    txn_msgs: int | None = None
+    """Records per transaction (None: no transactions; the client was made transactional)."""
+    txn_abort_every: int | None = None
+    """Abort every k-th transaction (after flushing its records) instead of committing it."""
 
 
 class Client:
@@ -225,6 +287,21 @@ class Client:
 
     def close(self) -> None:
         pass
+
+    def init_transactions(self, timeout_s: float) -> None:
+        """Register the transactional id with its coordinator (before the schedule)."""
+        raise NotImplementedError
+
+    def begin_transaction(self) -> None:
+        raise NotImplementedError
+
+    def end_transaction(self, commit: bool, timeout_s: float) -> tuple[int, str | None]:
+        """Commit (``commit``) or abort the open transaction; returns how it ended
+        (:data:`TXN_COMMITTED`, :data:`TXN_ABORTED` or :data:`TXN_UNKNOWN`) and, unless it
+        committed as asked, why. An abort flushes first, so the aborted records are in the
+        log. A commit that fails with an abortable error is aborted; one that fails fatally
+        or times out is unknown, and the producer can send no more."""
+        raise NotImplementedError
 
 
 class ConfluentClient(Client):
@@ -259,6 +336,38 @@ class ConfluentClient(Client):
 
     def flush(self, timeout_s: float) -> None:
         self._p.flush(timeout_s)
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._p.init_transactions(timeout_s)
+
+    def begin_transaction(self) -> None:
+        self._p.begin_transaction()
+
+    def end_transaction(self, commit: bool, timeout_s: float) -> tuple[int, str | None]:
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout_s
+        why: str | None = None
+        if commit:
+            while True:
+                try:
+                    self._p.commit_transaction(max(0.1, deadline - time.monotonic()))
+                    return TXN_COMMITTED, None
+                except KafkaException as exc:
+                    err = exc.args[0]
+                    why = f"commit: {err.name()}"
+                    if err.retriable() and time.monotonic() < deadline:
+                        continue
+                    if not err.txn_requires_abort():
+                        return TXN_UNKNOWN, why
+                    break
+        else:
+            self._p.flush(timeout_s)
+        try:
+            self._p.abort_transaction(max(0.1, deadline - time.monotonic()))
+        except KafkaException as exc:
+            return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {exc.args[0].name()}"
+        return TXN_ABORTED, why
 
 
 class KafkaPythonClient(Client):
@@ -295,6 +404,30 @@ class KafkaPythonClient(Client):
 
     def close(self) -> None:
         self._p.close(timeout=1)
+
+    def init_transactions(self, timeout_s: float) -> None:
+        self._p.init_transactions()
+
+    def begin_transaction(self) -> None:
+        self._p.begin_transaction()
+
+    def end_transaction(self, commit: bool, timeout_s: float) -> tuple[int, str | None]:
+        # kafka-python's commit and abort wait without a timeout (its sender retries within
+        # request_timeout_ms) and raise the transaction's error.
+        why: str | None = None
+        if commit:
+            try:
+                self._p.commit_transaction()
+                return TXN_COMMITTED, None
+            except Exception as exc:  # kafka-python raises its KafkaError subclasses
+                why = f"commit: {type(exc).__name__}"
+        else:
+            self.flush(timeout_s)
+        try:
+            self._p.abort_transaction()
+        except Exception as exc:
+            return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {type(exc).__name__}"
+        return TXN_ABORTED, why
 
 
 def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
@@ -334,6 +467,22 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                                            plan.base64_body, plan.nonce)
     pack = SEND_KEY.pack
     tag = plan.seq_header
+    txn = plan.txn_msgs or 0
+    abort_every = plan.txn_abort_every or 0
+    txn_from = -1  # the first seq of the open transaction (-1: none open)
+
+    def end_txn(end: int, abort: bool, timeout_s: float = plan.message_timeout_s) -> bool:
+        """End the open transaction (seqs txn_from … end-1); False when the producer can
+        send no more."""
+        nonlocal txn_from
+        state, why = client.end_transaction(not abort, timeout_s)
+        log.end_transaction(txn_from, end, state, clock(), why)
+        if state == TXN_UNKNOWN:
+            progress(f"  the transaction of seqs {txn_from}-{end - 1} ended unknown ({why}): "
+                     "the transactional producer can send no more")
+        txn_from = -1
+        return state != TXN_UNKNOWN
+
     # The schedule is filled vectorised up front (the same double arithmetic as the loop's
     # t0 + int(seq × interval)); send times go to a plain int64 array.array, whose item
     # assignment costs a third of numpy's, copied into the log when the loop ends.
@@ -354,6 +503,9 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 break
             headers: list[tuple[str, str | bytes | None]] | None = \
                 [(f"{SEQ_HEADER_PREFIX}{seq}", b"")] if tag else None
+            if txn and txn_from < 0:
+                client.begin_transaction()
+                txn_from = seq
             while True:
                 t = clock()
                 if client.send(topic, value, pack(seq, t), part, seq, headers):
@@ -366,6 +518,9 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 break
             send_ts[seq] = t
             seq += 1
+            if txn and seq % txn == 0 and not end_txn(seq, abort_every > 0
+                                                      and (seq // txn) % abort_every == 0):
+                break  # the transaction's fate is unknown and the producer unusable
             if t >= next_report:
                 next_report = t + 1_000_000_000
                 if stop.is_set():  # asked to stop (or the pump failed): checked once a second
@@ -382,6 +537,9 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
         if seq < plan.n:
             log.outcome[seq:] = UNSENT
         try:  # after Ctrl-C, wait only briefly for the acks still due
+            if txn_from >= 0:  # the last, shorter transaction; aborted after Ctrl-C
+                end_txn(seq, interrupted, min(plan.message_timeout_s, 3.0) if interrupted
+                        else plan.message_timeout_s)
             client.flush(min(plan.message_timeout_s, 3.0) if interrupted else plan.message_timeout_s)
         finally:
             pump_stop.set()

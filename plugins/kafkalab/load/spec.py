@@ -14,6 +14,7 @@ gives the same cells in the same order wherever it comes from.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping
@@ -57,6 +58,9 @@ MAX_RATE_MSGS_PER_S = 1_000_000.0
 MAX_GRID_VALUES = 50
 """The most values one axis of a load grid (consumers, rates) may list."""
 
+MAX_TXN_MSGS = 100_000
+"""The most records one transaction may hold (``txn_msgs``)."""
+
 MAX_DURATION_S = 3600.0
 """The longest cell (warm-up included) and drain: one hour."""
 
@@ -86,6 +90,16 @@ class LoadCellSpec(_Strict):
     idempotence: bool | None = None
     """Overrides the profile's ``producer_properties`` ``enable.idempotence`` for both clients
     (None: the profile's, else the lab's off)."""
+    txn_msgs: int | None = Field(None, ge=1, le=MAX_TXN_MSGS)
+    """Transactions (KIP-98, Kafka 0.11): the producer sends in transactions of this many
+    records (begun before a transaction's first record, committed right after its last one is
+    handed to the client), and the consumers read ``read_committed``. A record is ``acked``
+    when its transaction's commit returned, so its ack latency runs from its send to that
+    commit. None: no transactions."""
+    txn_abort_every: int | None = Field(None, ge=2, le=1000)
+    """With ``txn_msgs``: every k-th transaction (the k-th, 2k-th, …) is aborted instead of
+    committed, after its records were written to the log (a flush first), so the log holds
+    aborted records a ``read_committed`` reader must never see (outcome ``aborted``)."""
     consumers: int = Field(1, ge=1, le=MAX_CONSUMERS)
     rate_msgs_per_s: float = Field(100.0, gt=0, le=MAX_RATE_MSGS_PER_S)
     duration_s: float = Field(10.0, gt=0, le=MAX_DURATION_S)
@@ -140,6 +154,11 @@ class LoadCellSpec(_Strict):
         if self.slow_consumer is not None and self.slow_consumer >= self.consumers:
             raise ValueError(f"slow_consumer={self.slow_consumer} is not one of the "
                              f"{self.consumers} consumers (0-based)")
+        if self.txn_abort_every is not None and self.txn_msgs is None:
+            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too")
+        if self.txn_msgs is not None and self.idempotence is False:
+            raise ValueError("txn_msgs: a transactional producer is idempotent (KIP-98); "
+                             "idempotence off cannot go with transactions")
         if self.intended_messages > MAX_INTENDED_MESSAGES:
             raise ValueError(f"rate {self.rate_msgs_per_s:g} msg/s × {self.duration_s:g} s is "
                              f"{self.intended_messages:,} messages, more than one cell holds "
@@ -196,7 +215,10 @@ class LoadCellSpec(_Strict):
         mif = f".mif{self.max_in_flight}" if self.max_in_flight is not None else ""
         idem = "" if self.idempotence is None else (".idem-on" if self.idempotence
                                                      else ".idem-off")
-        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}."
+        txn = "" if self.txn_msgs is None else f".txn{self.txn_msgs}"
+        if self.txn_abort_every is not None:
+            txn += f"-abort{self.txn_abort_every}"
+        return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}{txn}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
                          f"{mode}{pause}{slow}{trial}")
 
@@ -273,6 +295,10 @@ class LoadPlan(_Strict):
     acks: list[str | int] = Field(default_factory=list)
     """``0``, ``1`` or ``all`` (empty: the profile's)."""
     payloads: list[str] = Field(default_factory=list)
+    txn_msgs: list[int] = Field(default_factory=list, max_length=MAX_GRID_VALUES)
+    """Records per transaction, a cell each; 0 is the plain (non-transactional) producer
+    (empty: no transactions)."""
+    txn_abort_every: int | None = None
     client: str | None = None
     encoding: str | None = None
     profile: str | None = None
@@ -287,13 +313,13 @@ class LoadPlan(_Strict):
     e2e_p99_objective_ms: float | None = None
 
 
-_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads")
+_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs")
 """The fields of :class:`LoadPlan` that span the grid (the others are every cell's)."""
 
 
 def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
-    """The cells of ``plan``, in the order they run: payloads, then acks, then consumers,
-    rates inner (a sweep that overloads the machine fails at its end).
+    """The cells of ``plan``, in the order they run: payloads, then acks, then transaction
+    sizes, then consumers, rates inner (a sweep that overloads the machine fails at its end).
 
     Raises:
         PlanRefused: the first cell :class:`LoadCellSpec` refuses, with its coordinates.
@@ -301,18 +327,19 @@ def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
     shared = {k: v for k, v in plan.model_dump(exclude=set(_GRID)).items() if v is not None}
     payloads: list[str | None] = [*plan.payloads] or [None]
     acks_list: list[str | int | None] = [*plan.acks] or [None]
+    txns: list[int | None] = [t or None for t in plan.txn_msgs] or [None]
     cells = []
-    for payload in payloads:
-        for acks in acks_list:
-            for consumers in plan.consumers:
-                for rate in plan.rates_msgs_per_s:
-                    grid = {"payload": payload, "acks": acks, "consumers": consumers,
-                            "rate_msgs_per_s": rate}
-                    try:
-                        cells.append(LoadCellSpec(**shared, **{
-                            k: v for k, v in grid.items() if v is not None}))
-                    except ValidationError as exc:
-                        raise PlanRefused(exc, grid) from None
+    for payload, acks, txn, consumers, rate in itertools.product(
+            payloads, acks_list, txns, plan.consumers, plan.rates_msgs_per_s):
+        grid = {"payload": payload, "acks": acks, "txn_msgs": txn, "consumers": consumers,
+                "rate_msgs_per_s": rate}
+        cell = {**shared, **{k: v for k, v in grid.items() if v is not None}}
+        if txn is None:
+            cell.pop("txn_abort_every", None)  # the plain producer's cell aborts nothing
+        try:
+            cells.append(LoadCellSpec(**cell))
+        except ValidationError as exc:
+            raise PlanRefused(exc, grid) from None
     return cells
 
 

@@ -69,6 +69,8 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("isr_full_ms_median", "num"), ("isr_full_ms_max", "num"),
     ("consumer_gap_ms_median", "num"), ("consumer_gap_ms_max", "num"),
     ("controller_elected_ms_median", "num"), ("controller_elected_ms_max", "num"),
+    ("aborted_msgs_sum", "count"), ("aborted_visible_sum", "count"),
+    ("aborted_read_uncommitted_sum", "count"),
 )
 """The columns of the profile × fault × acks table (``fault_cells``), after its keys."""
 
@@ -76,7 +78,7 @@ TRIAL_COUNT_COLUMNS: tuple[str, ...] = (
     "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
     "read_back_msgs", "acked_lost", "acked_lost_in_broker_logs", "acked_lost_absent_from_logs",
     "failed_but_present", "indeterminate_present", "unseen", "duplicates", "reordered",
-    "acks_after_fault",
+    "aborted_msgs", "aborted_visible", "aborted_read_uncommitted", "acks_after_fault",
 )
 """Every count of a trial (``fault_trials``), recomputed from its verdicts."""
 
@@ -103,7 +105,8 @@ TIMES_NOTE = (
     "caught up.")
 VERDICT_NOTE = (
     "Verdict: ok; loss (an acknowledged message was not read back); not recovered (no ack "
-    "after the heal); failed (the trial itself failed). A loss under the durability profile "
+    "after the heal); aborted visible (transactions: a read_committed re-read found a record "
+    "of an aborted transaction); failed (the trial itself failed). A loss under the durability profile "
     "is a finding: it is shown as measured, and the trial is not repeated to make it go away.")
 
 KAFKA_0_9_NOTES: tuple[tuple[str, str], ...] = (
@@ -277,15 +280,19 @@ T = TypeVar("T")
 
 def _shown(columns: Sequence[T], rows: pd.DataFrame, key: Callable[[T], str]) -> list[T]:
     """``columns`` without the controller-fault figures when no row of ``rows`` is a fault of
-    the active controller (they would only say "not a controller fault" on every line)."""
-    if any(is_controller_fault(str(f)) for f in rows.get("fault", pd.Series(dtype=str))):
-        return list(columns)
-    return [c for c in columns if not key(c).startswith("controller_elected_ms")]
+    the active controller, and without the transaction counts when no row ran transactions
+    (they would only say "not a controller fault" or 0 on every line)."""
+    out = list(columns)
+    if not any(is_controller_fault(str(f)) for f in rows.get("fault", pd.Series(dtype=str))):
+        out = [c for c in out if not key(c).startswith("controller_elected_ms")]
+    if not rows.get("txn_msgs", pd.Series(dtype=float)).notna().any():
+        out = [c for c in out if not key(c).startswith("aborted_")]
+    return out
 
 
 def _producer(r: Any) -> str:
     """The producer a cell ran, as far as its row knows: ``kafka-python · in-flight 5 ·
-    idempotent`` (empty for rows that recorded none of it)."""
+    idempotent · transactions of 10`` (empty for rows that recorded none of it)."""
     bits = []
     client = field_text(r, "client")
     if client:
@@ -296,6 +303,9 @@ def _producer(r: Any) -> str:
     idem = r.get("idempotence")
     if not is_missing(idem):
         bits.append("idempotent" if as_bool(idem) else "not idempotent")
+    txn = as_float(r.get("txn_msgs"))
+    if txn is not None:
+        bits.append(f"transactions of {txn:g}")
     return " · ".join(bits)
 
 
@@ -343,10 +353,11 @@ def _trials_table(tables: FaultTables) -> str:
         return "".join(h)
     emu_any = bool(emulator_mask(trials).any())
     availability = _shown(AVAILABILITY_COLUMNS, trials, key=lambda c: c)
+    counts = _shown(TRIAL_COUNT_COLUMNS, trials, key=lambda c: c)
     head = ('<th class="t">trial_id</th><th class="t">profile</th><th class="t">fault</th>'
             '<th class="t">acks</th><th>trial</th><th class="t">status</th>'
             '<th class="t">target</th><th class="t">broker</th>'
-            + "".join(f"<th>{esc(k)}</th>" for k in TRIAL_COUNT_COLUMNS)
+            + "".join(f"<th>{esc(k)}</th>" for k in counts)
             + '<th class="t">recovered</th>'
             + "".join(f"<th>{esc(k)}</th>" for k in availability)
             + '<th class="t">errors_by_type</th><th class="t">verdict</th>')
@@ -377,7 +388,7 @@ def _trials_table(tables: FaultTables) -> str:
                 f"<td>{esc(trial_number(r))}</td>"
                 f'<td class="t">{_status(r)}</td><td class="t">{esc(target)}</td>'
                 f'<td class="t">{broker}</td>'
-                + "".join(f"<td>{_value_cell(r, k, 'count')}</td>" for k in TRIAL_COUNT_COLUMNS)
+                + "".join(f"<td>{_value_cell(r, k, 'count')}</td>" for k in counts)
                 + f'<td class="t">{rec}</td>'
                 + "".join(f"<td>{_value_cell(r, k)}</td>" for k in availability)
                 + f'<td class="t">{esc(errors_text(r.get("errors_by_type")) or MISSING)}</td>'

@@ -26,7 +26,8 @@ KNEE_FACTOR = 2.0
 ``KNEE_FACTOR`` × the p99 of the lowest rate (the lowest rate with a defined p99)."""
 
 CONFIG_COLUMNS: tuple[str, ...] = ("client", "payload", "profile", "partitions", "consumer_mode",
-                                   "pause_at_s", "pause_for_s", "cluster_flavor")
+                                   "pause_at_s", "pause_for_s", "cluster_flavor", "txn_msgs",
+                                   "txn_abort_every")
 """What stays fixed inside one fan-out figure: a run that varies any of these gets one set
 of figures per combination."""
 

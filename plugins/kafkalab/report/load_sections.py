@@ -73,7 +73,7 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("target_rate_msgs_per_s", "num"), ("achieved_rate_msgs_per_s", "num"),
     ("achieved_mb_per_s", "num"), ("intended_msgs", "count"), ("acked_msgs", "count"),
     ("failed_msgs", "count"), ("indeterminate_msgs", "count"), ("unsent_msgs", "count"),
-    ("expected_msgs", "count"), ("rx_rate_msgs_per_s_avg", "num"),
+    ("aborted_msgs", "count"), ("expected_msgs", "count"), ("rx_rate_msgs_per_s_avg", "num"),
     ("rx_rate_msgs_per_s_min", "num"), ("loss_pct", "num"), ("late_pct", "num"),
     ("failing_clients", "count"), ("duplicates", "count"),
     ("e2e_p50_ms", "pct"), ("e2e_p50_ms_ci", "ci"), ("e2e_p90_ms", "pct"),
@@ -128,7 +128,8 @@ def _unpaused(v: RunView) -> tuple[pd.DataFrame, str]:
 
 
 def _config_label(r: Any) -> str:
-    """``confluent-kafka 1kb, profile latency, 1 partition(s), assign`` (+ the pause)."""
+    """``confluent-kafka 1kb, profile latency, 1 partition(s), assign`` (+ the pause, the
+    transactions)."""
     bits = [str(r.get(c)) for c in ("client", "payload") if not is_missing(r.get(c))]
     if not is_missing(r.get("profile")):
         bits.append(f"profile {r.get('profile')}")
@@ -140,6 +141,10 @@ def _config_label(r: Any) -> str:
     at, for_s = as_float(r.get("pause_at_s")), as_float(r.get("pause_for_s"))
     if at is not None and for_s is not None:
         bits.append(f"consumers paused at {at:g} s for {for_s:g} s")
+    txn, abort = as_float(r.get("txn_msgs")), as_float(r.get("txn_abort_every"))
+    if txn is not None:
+        bits.append(f"transactions of {txn:g} (read_committed)"
+                    + (f", every {abort:g}th aborted" if abort is not None else ""))
     return ", ".join(bits)
 
 
