@@ -53,8 +53,9 @@ def test_a_load_cell_is_a_series_of_its_own_with_its_spec_in_the_key(tmp_path: P
     assert set(got) == {"e2e_p99_ms", "service_e2e_p99_ms", "publish_delay_p99_ms",
                         "achieved_rate_msgs_per_s", "rx_rate_msgs_per_s_avg", "loss_pct"}
     rec = got["e2e_p99_ms"]
+    # a plain producer's cell: the pause and the transaction parts empty
     assert rec["series_key"] == ("load|confluent-kafka|1kb|raw|1024|latency|1|5|200|1|assign|10||"
-                                 "|kafka09|0.9.0.1|1|e2e_p99_ms")
+                                 "|||kafka09|0.9.0.1|1|e2e_p99_ms")
     assert rec["scenario"] == "load" and rec["consumers"] == 5 and rec["acks"] == "1"
     assert rec["rate_msgs_per_s"] == 200.0 and rec["partitions"] == 1
     assert rec["cell_id"] == CELL

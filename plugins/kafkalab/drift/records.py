@@ -28,10 +28,12 @@ series never shares a key with a latency one)."""
 
 LOAD_CELL_COLUMNS: tuple[str, ...] = (
     "acks", "consumers", "rate_msgs_per_s", "partitions", "consumer_mode", "duration_s",
-    "pause_at_s", "pause_for_s",
+    "pause_at_s", "pause_for_s", "txn_msgs", "txn_abort_every",
 )
 """The load-cell settings that make a load series besides the latency series' own parts
-(null in the records of latency series)."""
+(null in the records of latency series). The transaction parts are last and empty for a
+plain producer, so a plain cell's key is the same as in aggregates written before they
+existed."""
 
 LOAD_SERIES_COLUMNS: tuple[str, ...] = (
     "scenario", "client", "payload", "payload_encoding", "payload_bytes", "profile",
@@ -39,7 +41,7 @@ LOAD_SERIES_COLUMNS: tuple[str, ...] = (
 )
 """The columns that, with the metric name, identify a load-cell series (in key order):
 ``load|client|payload|encoding|bytes|profile|acks|consumers|rate|partitions|mode|duration|
-pause_at|pause_for|flavor|version|count|metric``. ``scenario`` is always :data:`LOAD_SCENARIO`."""
+pause_at|pause_for|txn|txn_abort|flavor|version|count|metric``. ``scenario`` is always :data:`LOAD_SCENARIO`."""
 
 DRIFT_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -92,7 +94,7 @@ _FLOAT_COLUMNS = ("baseline_value", "baseline_mad", "latest_value", "change_pct"
                   "pause_for_s")
 _INT_COLUMNS = ("baseline_runs", "good_runs")
 _NULLABLE_INT_COLUMNS = ("payload_bytes", "broker_count", "planned_messages", "consumers",
-                         "partitions")
+                         "partitions", "txn_msgs", "txn_abort_every")
 _BOOL_COLUMNS = ("is_drift", "broker_is_emulator")
 _NULLABLE_BOOL_COLUMNS = ("ci_overlap",)
 _STRING_COLUMNS = ("run_id", "series_key", "scenario", "client", "payload", "payload_encoding",
