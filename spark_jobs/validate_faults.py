@@ -94,7 +94,7 @@ REREAD_CHECK = ("a consumer trial's processed records are all in the re-read "
 #: Columns of newer aggregates, added as null when an older ``fault_trials`` lacks them.
 OPTIONAL_TRIAL_COLUMNS: dict[str, str] = {
     "commit": "string", "reread_agrees": "boolean", "txn_msgs": "int",
-    "aborted_msgs": "bigint", "aborted_visible": "bigint",
+    "aborted_msgs": "bigint", "aborted_visible": "bigint", "txn_committed_unacked": "bigint",
     **dict.fromkeys(CONSUMER_COUNT_COLUMNS, "bigint"),
 }
 
@@ -109,6 +109,9 @@ TRIAL_CHECKS: dict[str, str] = {
                     "aborted_visible",
     "no_aborted_visible_ok": "transactions: no record of an aborted transaction is visible to "
                              "a read_committed reader (aborted_visible = 0)",
+    "txn_commits_complete_ok": "transactions: a committed transaction holds every record sent "
+                               "in it (txn_committed_unacked = 0: the producer was never told "
+                               "a commit succeeded while one of its records had failed)",
     "lost_in_logs_ok": "acked_lost_in_broker_logs + acked_lost_absent_from_logs <= acked_lost",
 }
 TRIAL_NOT_NULL: tuple[str, ...] = ("trial_id", "profile", "fault", "acks", "status")
@@ -162,6 +165,7 @@ def with_trial_checks(trials: DataFrame) -> DataFrame:
         "read_back_ok": _sum(("ok_msgs", "failed_but_present", "indeterminate_present"))
         + visible == F.col("read_back_msgs"),
         "no_aborted_visible_ok": visible == 0,
+        "txn_commits_complete_ok": F.coalesce(F.col("txn_committed_unacked"), F.lit(0)) == 0,
         "lost_in_logs_ok": _sum(("acked_lost_in_broker_logs", "acked_lost_absent_from_logs"))
         <= F.col("acked_lost"),
     }

@@ -533,6 +533,7 @@ def _summary(t: FakeFaultTrial, run_id: str, f: dict[str, Any]) -> dict[str, Any
         **({} if t.idempotence is None else {"idempotence": t.idempotence}),
         "aborted": count(outcome="aborted"), "aborted_visible": count(verdict="aborted_visible"),
         "aborted_read_uncommitted": None if t.txn_msgs is None else count(outcome="aborted"),
+        "txn_committed_unacked": None if t.txn_msgs is None else 0,
         **({} if t.txn_msgs is None else {"txn_msgs": t.txn_msgs}),
     }
 

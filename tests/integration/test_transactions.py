@@ -50,6 +50,8 @@ def test_aborted_transactions_never_reach_a_read_committed_consumer(
     # exactly the records of every third transaction were aborted
     txn_no = sends["seq"] // TXN + 1
     assert ((sends["outcome"] == "aborted") == (txn_no % ABORT_EVERY == 0)).all()
+    assert (sends["txn_end"] == sends["outcome"].map({"acked": "committed",
+                                                       "aborted": "aborted"})).all()
     aborted = set(sends.loc[sends["outcome"] == "aborted", "seq"])
     acked = set(sends.loc[sends["outcome"] == "acked", "seq"])
     # an acked record's ack is its transaction's commit, after its last record was sent

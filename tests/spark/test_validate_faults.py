@@ -51,7 +51,7 @@ def test_the_standard_run_passes(lab: dict[str, Any]) -> None:
     assert doc["failed_expectations"] == []
     assert doc["success"] is True and doc["suite"] == "faults" and doc["run_id"] == RUN
     assert set(doc["suites"]) == {"fault_trials", "fault_cells"}
-    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 39
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 40
     assert doc["durability"] == {"check": vf.DURABILITY_CHECK, "success": True,
                                  "acked_lost": 0, "trials": []}
     assert alerts.validation_severity(doc) is None
@@ -156,7 +156,7 @@ def test_a_run_with_consumer_faults_passes(lab: dict[str, Any]) -> None:
     trials, cells = _tables(lab["spark"], lab["out"], CONSUMER_RUN)
     doc = vf.validate(trials, cells, {"run_id": CONSUMER_RUN})
     assert doc["failed_expectations"] == [] and doc["success"] is True
-    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 39
+    assert doc["suites"]["fault_trials"]["statistics"]["evaluated_expectations"] == 40
     lost = {r["trial_id"]: r["lost_unprocessed"]
             for r in trials.where("lost_unprocessed > 0").collect()}
     assert lost == {KB: 3}

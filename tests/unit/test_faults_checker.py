@@ -186,10 +186,13 @@ def test_an_aborted_record_a_committed_reader_sees_is_judged_visible() -> None:
               committed, uncommitted)
     assert list(v["verdict"]) == ["ok", "aborted", "aborted_visible", "aborted"]
     assert list(v["uncommitted_read_count"]) == [1, 1, 1, 0]
-    s = trial_summary(verdicts=v, sends={"ack_ts_ns": np.asarray([10, -1, -1, -1])},
+    s = trial_summary(verdicts=v, sends={"ack_ts_ns": np.asarray([10, -1, -1, -1]),
+                                         "txn_end": np.asarray(["committed", "aborted",
+                                                                "aborted", "aborted"])},
                       receipts_ts_ns=np.asarray([11]), lag_rows=[], events={}, errors=[None] * 4,
                       rf=3, rate_msgs_per_s=100, lag_interval_s=0.5, in_broker_logs={})
     assert (s["aborted"], s["aborted_visible"], s["aborted_read_uncommitted"]) == (3, 1, 2)
+    assert s["txn_committed_unacked"] == 0
     plain = judge(outcome[:1], np.zeros(1, dtype=np.int32), np.arange(1),
                   np.zeros(1, dtype=bool), committed)
     assert list(plain["uncommitted_read_count"]) == [None]
@@ -197,3 +200,18 @@ def test_an_aborted_record_a_committed_reader_sees_is_judged_visible() -> None:
                          receipts_ts_ns=np.asarray([11]), lag_rows=[], events={},
                          errors=[None], rf=3, rate_msgs_per_s=100, lag_interval_s=0.5,
                          in_broker_logs={})["aborted_read_uncommitted"] is None
+
+
+def test_a_committed_transaction_missing_a_failed_record_is_counted() -> None:
+    """The producer was told a transaction committed while one of its records had failed
+    (kafka-python 3.0.12 did so after a leader kill): the record is indeterminate, the
+    summary counts it in ``txn_committed_unacked``."""
+    outcome = np.asarray(["acked", "indeterminate"], dtype=object)
+    v = judge(outcome, np.zeros(2, dtype=np.int32), np.arange(2), np.zeros(2, dtype=bool),
+              _read([(0, 0, 0)]), _read([(0, 0, 0)]))
+    s = trial_summary(verdicts=v, sends={"ack_ts_ns": np.asarray([10, -1]),
+                                         "txn_end": np.asarray(["committed", "committed"])},
+                      receipts_ts_ns=np.asarray([11]), lag_rows=[], events={},
+                      errors=[None, "KafkaTimeoutError: Expiring 1 record(s)"], rf=3,
+                      rate_msgs_per_s=100, lag_interval_s=0.5, in_broker_logs={})
+    assert s["txn_committed_unacked"] == 1 and s["unseen"] == 1

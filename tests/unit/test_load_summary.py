@@ -40,7 +40,8 @@ def _cell(tmp: Path, *, n: int = 20, warmup: int = 2, acks: str = "1",
         "error": [None] * n, "partition": np.zeros(n, np.int32),
         "offset": pa.array(seq, mask=out != "acked"),
         "publish_delay_ms": pa.array(np.full(n, 1.0), mask=~sent),
-        "ack_latency_ms": pa.array(np.full(n, 2.0), mask=~answered)}, files.SENDS_SCHEMA)
+        "ack_latency_ms": pa.array(np.full(n, 2.0), mask=~answered),
+        "txn_end": [None] * n}, files.SENDS_SCHEMA)
     for c in range(consumers):
         rows = list((receipts or {}).get(c, []))
         rows += [(s, 50.0) for s in (dups or {}).get(c, [])]

@@ -81,6 +81,7 @@ def test_records_go_in_transactions_of_txn_msgs_and_every_kth_is_aborted() -> No
     assert len(set(ack[:10])) == 1 and ack[0] > log.send_ts_ns[9]
     assert np.isnan(np.asarray(cols["ack_latency_ms"].to_numpy(zero_copy_only=False))[10:20]).all()
     assert all(e is None for e in cols["error"])
+    assert cols["txn_end"] == ["committed"] * 10 + ["aborted"] * 10 + ["committed"] * 5
 
 
 def test_a_commit_that_fails_abortably_is_aborted_and_says_why() -> None:
@@ -96,6 +97,7 @@ def test_an_unknown_end_is_indeterminate_and_the_producer_sends_no_more() -> Non
     assert list(cols["outcome"]) == ["acked"] * 10 + ["indeterminate"] * 10 + ["unsent"] * 10
     assert cols["error"][15] == "transaction: commit: _TIMED_OUT"
     assert log.counts()["indeterminate"] == 10
+    assert cols["txn_end"] == ["committed"] * 10 + ["unknown"] * 10 + [None] * 10
 
 
 def test_a_plain_log_ignores_transaction_state() -> None:
@@ -103,3 +105,4 @@ def test_a_plain_log_ignores_transaction_state() -> None:
     client = Recorder(log)
     run_open_loop(replace(_plan(3, 1, None), txn_msgs=None), client, log, now_ns() + 1_000_000)
     assert log.counts()["acked"] == 3 and len(log.txn_state) == 0
+    assert log.columns(0, 0)["txn_end"] == [None] * 3

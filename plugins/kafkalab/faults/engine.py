@@ -533,7 +533,7 @@ def _check(t: _Trial, events: dict[str, Any], progress: Progress = noop) -> chec
     for p in load_files.lag_path.every(tdir):
         lag_rows += pq.read_table(p, columns=["sample_ts_ns", "lag_msgs"]).to_pylist()
     t.summary.update(trial_summary(
-        verdicts=v, sends={"ack_ts_ns": col["ack_ts_ns"]},
+        verdicts=v, sends={"ack_ts_ns": col["ack_ts_ns"], "txn_end": col["txn_end"]},
         receipts_ts_ns=rx, lag_rows=lag_rows, events=events,
         errors=list(col["error"]), rf=t.rf,
         rate_msgs_per_s=spec.rate_msgs_per_s, lag_interval_s=spec.load_cell().lag_interval_s,
@@ -546,7 +546,8 @@ def _check(t: _Trial, events: dict[str, Any], progress: Progress = noop) -> chec
 def sends_by_seq(sends: dict[str, list[Any]]) -> dict[str, np.ndarray]:
     """``sends.parquet``'s columns ordered by seq, with typed arrays: the integer columns with
     -1 for a missing value (an unanswered message has no offset, an unsent one no send
-    time), ``outcome`` as strings, ``error`` as str or None."""
+    time), ``outcome`` as strings, ``error`` and ``txn_end`` as str or None (``txn_end`` None
+    throughout in files written before it existed)."""
     order = np.argsort(np.asarray(sends["seq"], dtype=np.int64), kind="stable")
 
     def ints(name: str, dtype: Any = np.int64) -> np.ndarray:
@@ -558,7 +559,10 @@ def sends_by_seq(sends: dict[str, list[Any]]) -> dict[str, np.ndarray]:
             "is_warmup": np.asarray([bool(x) for x in sends["is_warmup"]], dtype=bool)[order],
             "outcome": np.asarray([str(x) for x in sends["outcome"]], dtype=object)[order],
             "error": np.asarray([x if isinstance(x, str) else None for x in sends["error"]],
-                                dtype=object)[order]}
+                                dtype=object)[order],
+            "txn_end": np.asarray([x if isinstance(x, str) else None
+                                   for x in sends.get("txn_end") or [None] * len(order)],
+                                  dtype=object)[order]}
 
 
 def _locate(t: _Trial, nonce: bytes, col: dict[str, Any], lost: np.ndarray,

@@ -89,14 +89,20 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
     uncommitted = verdicts.get("uncommitted_read_count")
     aborted = outcome == "aborted"
     aborted_uncommitted: int | None = None
+    committed_unacked: int | None = None
     if uncommitted is not None and any(c is not None for c in uncommitted):
         aborted_uncommitted = sum(1 for a, c in zip(aborted, uncommitted, strict=True) if a and c)
+        txn_end = sends.get("txn_end")
+        if txn_end is not None:
+            committed_unacked = sum(1 for e, o in zip(txn_end, outcome, strict=True)
+                                    if e == "committed" and o in ("failed", "indeterminate"))
     return {
         "intended": len(v),
         "acked": int((outcome == "acked").sum()),
         "aborted": int(aborted.sum()),
         "aborted_visible": int((v == "aborted_visible").sum()),
         "aborted_read_uncommitted": aborted_uncommitted,
+        "txn_committed_unacked": committed_unacked,
         "failed": int((outcome == "failed").sum()),
         "indeterminate": int((outcome == "indeterminate").sum()),
         "unsent": int((outcome == "unsent").sum()),

@@ -46,6 +46,7 @@ SENDS_SCHEMA = pa.schema([
     ("offset", pa.int64()),
     ("publish_delay_ms", pa.float64()),
     ("ack_latency_ms", pa.float64()),
+    ("txn_end", pa.string()),
 ])
 
 RECEIPTS_SCHEMA = pa.schema([

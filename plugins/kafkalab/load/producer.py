@@ -66,6 +66,9 @@ OUTCOME_NAMES = {ACKED: "acked", FAILED: "failed", INDETERMINATE: "indeterminate
 TXN_OPEN, TXN_COMMITTED, TXN_ABORTED, TXN_UNKNOWN = 0, 1, 2, 3
 """How a record's transaction ended (:attr:`SendLog.txn_state`): not (yet) ended, committed,
 aborted, or unknown (a fatal error or a commit that timed out)."""
+TXN_END_NAMES = {TXN_OPEN: "open", TXN_COMMITTED: "committed", TXN_ABORTED: "aborted",
+                 TXN_UNKNOWN: "unknown"}
+"""``sends.parquet``'s ``txn_end``, by :data:`TXN_OPEN` …"""
 
 _TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "KafkaTimeoutError")
 """Errors that leave a message's fate unknown (the broker may have written it)."""
@@ -243,7 +246,17 @@ class SendLog:
             "offset": pa.array(self.offset, mask=self.offset < 0),
             "publish_delay_ms": pa.array(publish, mask=~sent),
             "ack_latency_ms": pa.array(ack_lat, mask=~(sent & answered)),
+            "txn_end": self._txn_end_names(sent),
         }
+
+    def _txn_end_names(self, sent: np.ndarray) -> list[str | None]:
+        """Per seq, how its transaction ended (null: a plain producer, or never sent)."""
+        if not self.transactional:
+            return [None] * self.n
+        names = np.array([TXN_END_NAMES[i] for i in range(len(TXN_END_NAMES))], dtype=object)
+        out = names[self.txn_state.astype(np.int64)]
+        out[~sent] = None
+        return list(out)
 
 
 @dataclass
@@ -412,22 +425,48 @@ class KafkaPythonClient(Client):
         self._p.begin_transaction()
 
     def end_transaction(self, commit: bool, timeout_s: float) -> tuple[int, str | None]:
-        # kafka-python's commit and abort wait without a timeout (its sender retries within
-        # request_timeout_ms) and raise the transaction's error.
+        # kafka-python's commit and abort wait without a timeout (seen here: > 120 s after a
+        # leader kill, until delivery_timeout_ms expired a batch) and raise the transaction's
+        # error: each is waited for at most timeout_s, in a helper thread.
         why: str | None = None
         if commit:
-            try:
-                self._p.commit_transaction()
+            failed = _within(self._p.commit_transaction, timeout_s)
+            if failed is None:
                 return TXN_COMMITTED, None
-            except Exception as exc:  # kafka-python raises its KafkaError subclasses
-                why = f"commit: {type(exc).__name__}"
+            why = f"commit: {failed}"
+            if failed.startswith(_NO_ANSWER):  # still committing: it cannot be aborted
+                return TXN_UNKNOWN, why
         else:
             self.flush(timeout_s)
-        try:
-            self._p.abort_transaction()
-        except Exception as exc:
-            return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {type(exc).__name__}"
+        failed = _within(self._p.abort_transaction, timeout_s)
+        if failed is not None:
+            return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {failed}"
         return TXN_ABORTED, why
+
+
+_NO_ANSWER = "no answer in"
+
+
+def _within(call: Callable[[], object], timeout_s: float) -> str | None:
+    """Run ``call`` in a helper thread for at most ``timeout_s``: None when it returned, its
+    error's name when it raised, ``no answer in <t> s`` when it is still running (the thread
+    is left to finish on its own; the producer is not used again)."""
+    raised: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            raised.append(None)
+        except BaseException as exc:  # handed to the caller by name
+            raised.append(exc)
+
+    helper = threading.Thread(target=run, name="kafkalab-txn-end", daemon=True)
+    helper.start()
+    helper.join(timeout_s)
+    if helper.is_alive() or not raised:
+        return f"{_NO_ANSWER} {timeout_s:g} s"
+    exc = raised[0]
+    return None if exc is None else type(exc).__name__
 
 
 def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,

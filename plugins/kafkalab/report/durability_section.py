@@ -78,7 +78,8 @@ TRIAL_COUNT_COLUMNS: tuple[str, ...] = (
     "intended_msgs", "acked_msgs", "failed_msgs", "indeterminate_msgs", "unsent_msgs",
     "read_back_msgs", "acked_lost", "acked_lost_in_broker_logs", "acked_lost_absent_from_logs",
     "failed_but_present", "indeterminate_present", "unseen", "duplicates", "reordered",
-    "aborted_msgs", "aborted_visible", "aborted_read_uncommitted", "acks_after_fault",
+    "aborted_msgs", "aborted_visible", "aborted_read_uncommitted", "txn_committed_unacked",
+    "acks_after_fault",
 )
 """Every count of a trial (``fault_trials``), recomputed from its verdicts."""
 
@@ -286,7 +287,7 @@ def _shown(columns: Sequence[T], rows: pd.DataFrame, key: Callable[[T], str]) ->
     if not any(is_controller_fault(str(f)) for f in rows.get("fault", pd.Series(dtype=str))):
         out = [c for c in out if not key(c).startswith("controller_elected_ms")]
     if not rows.get("txn_msgs", pd.Series(dtype=float)).notna().any():
-        out = [c for c in out if not key(c).startswith("aborted_")]
+        out = [c for c in out if not key(c).startswith(("aborted_", "txn_"))]
     return out
 
 
