@@ -68,6 +68,7 @@ VALIDATION_DIR = "validation"
 DRIFT_DIR = "drift"
 ALERTS_DIR = "alerts"
 REPORTS_DIR = "reports"
+MATRICES_DIR = "versions"
 
 DERIVED_OUTPUTS: tuple[str, ...] = ("aggregates", "validation", "drift", "report")
 """A run's outputs computed from its samples (``stale_outputs`` in the manifest)."""
@@ -339,6 +340,15 @@ class LabData:
     def reports_dir(self) -> Path:
         """``reports/``: the static trend report."""
         return self.root / REPORTS_DIR
+
+    @property
+    def matrices_dir(self) -> Path:
+        """``versions/``: the version matrices' files (:mod:`kafkalab.versions.matrix`)."""
+        return self.root / MATRICES_DIR
+
+    def matrix_path(self, matrix_id: str) -> Path:
+        """``versions/<matrix_id>.json``."""
+        return self.matrices_dir / f"{matrix_id}.json"
 
     # -- run manifests -----------------------------------------------------------------
 

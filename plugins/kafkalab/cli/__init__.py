@@ -6,7 +6,8 @@ no traceback. Anything else is a bug and keeps its traceback.
 
 One module per command group adds its sub-command and holds its command: ``cluster``,
 ``topics``, ``run``, ``load`` (``load`` and ``maxrate``), ``faults``, ``spark``, ``demo``,
-``runs``, ``compare``, ``aggregate``, ``export``, ``report``, ``drift``, ``startup``; ``options`` holds
+``runs``, ``compare``, ``versions``, ``aggregate``, ``export``, ``report``, ``drift``, ``startup``;
+``options`` holds
 what they share to read arguments, ``output`` how they print. :func:`build_parser` only
 assembles them, in the order ``--help`` lists them.
 """
@@ -31,6 +32,7 @@ from kafkalab.cli import (
     spark,
     startup,
     topics,
+    versions,
 )
 from kafkalab.cli.options import LabParser, subcommands
 from kafkalab.cli.output import err
@@ -46,6 +48,7 @@ examples:
 
   kafkalab aggregate                        # Spark, validation, drift, report of the newest run
   kafkalab compare RUN_A RUN_B              # side by side; exit 1 when RUN_B regressed
+  kafkalab versions run --versions 4.1.2,4.4.0 --rounds 3   # does upgrading make us slower?
 
 Data goes to lab-data/ in the project (or --data-dir / KAFKALAB_DATA_DIR), wherever the command
 is run from; cluster state to .lab/ (KAFKALAB_HOME). The schema of every file is in
@@ -54,7 +57,7 @@ docs/metrics-schema.md. --json on any command that prints results gives one JSON
 """
 
 COMMAND_GROUPS = (cluster, topics, run, load, faults, startup, spark, demo, runs, compare,
-                  aggregate, export, report, drift)
+                  versions, aggregate, export, report, drift)
 """The command modules, in the order ``kafkalab --help`` lists their commands."""
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "Flavor",
     "embedded_flavor",
     "embedded_flavor_names",
+    "flavor_for_version",
     "flavor_of",
     "get_flavor",
     "load_descriptor",
@@ -95,6 +96,21 @@ def embedded_flavor(name: str) -> EmbeddedFlavor:
         raise ConfigError(f"unknown cluster flavor {name!r}: use "
                           f"{' or '.join(embedded_flavor_names())}")
     return flavor
+
+
+def flavor_for_version(version: str) -> EmbeddedFlavor:
+    """The embedded flavor that runs Kafka ``version`` (the default flavor first).
+
+    Raises:
+        ConfigError: no embedded flavor runs it (naming every version that one does).
+    """
+    flavors = [embedded_flavor(n) for n in embedded_flavor_names()]
+    for flavor in flavors:
+        if version in flavor.runnable_versions():
+            return flavor
+    known = [v for f in flavors for v in f.runnable_versions()]
+    raise ConfigError(f"no embedded broker runs Kafka {version} (the lab runs "
+                      f"{', '.join(known)})")
 
 
 def flavor_of(d: ClusterDescriptor) -> Flavor:

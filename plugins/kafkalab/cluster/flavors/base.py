@@ -15,7 +15,8 @@ tests; ``docs/architecture.md`` has the checklist.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -99,6 +100,24 @@ class EmbeddedFlavor(Flavor, ABC):
     @abstractmethod
     def version(self) -> str:
         """The version of what it runs (its descriptors' ``version``)."""
+
+    def runnable_versions(self) -> tuple[str, ...]:
+        """Every version this flavor can start (a version matrix picks among them); one,
+        :attr:`version`, unless the flavor's version is a setting."""
+        return (self.version,)
+
+    @contextmanager
+    def running_version(self, version: str) -> Iterator[None]:
+        """Within the block, :attr:`version` (and so what :func:`cluster_up` starts) is
+        ``version``.
+
+        Raises:
+            ConfigError: a version this flavor cannot run (:meth:`runnable_versions`).
+        """
+        if version not in self.runnable_versions():
+            raise ConfigError(f"{self.label} cannot run version {version} (it runs "
+                              f"{', '.join(self.runnable_versions())})")
+        yield
 
     def embedded_features(self) -> Features:
         """What a cluster of this flavor will be able to do, known before it starts (its

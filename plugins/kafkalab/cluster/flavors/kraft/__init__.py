@@ -16,7 +16,8 @@ transactions, the ``consumer`` group protocol of KIP-848). Its pieces:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from kafkalab.cluster.flavors.kraft.distribution import (
     DEFAULT_KAFKA_VERSION,
     ensure_kafka,
     kafka_version,
+    locked_versions,
+    pinned_version,
 )
 from kafkalab.cluster.java import ensure_java
 from kafkalab.cluster.state import ClusterState, secure_descriptor_path
@@ -61,17 +64,31 @@ class KRaft(EmbeddedFlavor):
         :data:`~kafkalab.cluster.flavors.kraft.distribution.DEFAULT_KAFKA_VERSION`)."""
         return kafka_version()
 
+    def runnable_versions(self) -> tuple[str, ...]:
+        """Every release with a committed jar list (``jars-<version>.sha256``)."""
+        return locked_versions()
+
+    @contextmanager
+    def running_version(self, version: str) -> Iterator[None]:
+        with pinned_version(version):
+            yield
+
     def install(self, lab: Path, progress: Progress) -> str | None:
         """Kafka's jars under ``<lab home>/kafka4/<version>/libs`` (Maven, sha256-checked):
         the lab home's (:func:`kafkalab.paths.lab_dir`), shared by every cluster lab under it
         whatever ``lab`` is; and the nodes' class-data archive beside them
-        (:func:`kafkalab.cluster.flavors.kraft.cds.ensure_archive`, recorded once)."""
+        (:func:`kafkalab.cluster.flavors.kraft.cds.ensure_archive`, recorded once). Every
+        other pinned release is installed too (a version matrix runs them)."""
         home = ensure_kafka(lab_dir(), None, progress)
         java = ensure_java()
         archive = cds.ensure_archive(home, java, jvm_classpath(home), launcher.NODE_JVM_OPTS,
                                      launcher.LOG4J2_CONFIG, progress)
         shared = f", class-data archive {archive.name}" if archive else ""
-        return f"Kafka {home.name} (KRaft) at {home}{shared}"
+        # the other pinned releases too, for a version matrix (offline once fetched)
+        others = [ensure_kafka(lab_dir(), v, progress).name for v in locked_versions()
+                  if v != home.name]
+        also = f"; also Kafka {', '.join(others)}" if others else ""
+        return f"Kafka {home.name} (KRaft) at {home}{shared}{also}"
 
     default_sasl_ssl_port = 19792
 

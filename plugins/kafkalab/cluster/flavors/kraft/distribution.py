@@ -22,6 +22,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kafkalab.cluster.java import ensure_java
@@ -76,6 +78,26 @@ def kafka_version() -> str:
             f"${KAFKA_VERSION_ENV}={version}: no pinned jar list for Kafka {version} (pinned: "
             f"{', '.join(locked_versions())}); write one with `python -m tools.lock_kafka {version}`")
     return version
+
+
+@contextmanager
+def pinned_version(version: str) -> Iterator[None]:
+    """Within the block, :func:`kafka_version` is ``version`` (``$KAFKALAB_KAFKA_VERSION`` set,
+    restored after): the version matrix starts each version's clusters so.
+
+    Raises:
+        ConfigError: a version without a committed jar list.
+    """
+    before = os.environ.get(KAFKA_VERSION_ENV)
+    os.environ[KAFKA_VERSION_ENV] = version
+    try:
+        kafka_version()  # refuses an unpinned version before anything starts
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(KAFKA_VERSION_ENV, None)
+        else:
+            os.environ[KAFKA_VERSION_ENV] = before
 
 
 def lock_path(version: str) -> Path:

@@ -1,0 +1,88 @@
+"""What a version matrix measures (:class:`MatrixSpec`), validated once here.
+
+A matrix is a list of Kafka versions (the first is the baseline every other is judged
+against), a number of rounds, and one load cell's settings (:class:`kafkalab.load.spec.
+LoadCellSpec`: the same workload on every version). Each version must be one an embedded
+flavor runs (:func:`kafkalab.cluster.flavors.flavor_for_version`: a pinned Kafka 4.x release
+of the KRaft flavor, or the legacy broker's 0.9.0.1); a cell a version's broker cannot take
+(a feature it lacks) is refused before anything starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kafkalab.load.spec import LoadCellSpec
+
+__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixSpec", "round_order"]
+
+MAX_ROUNDS = 20
+"""Rounds one matrix may ask for."""
+
+DEFAULT_BASE_PORT = 19892
+"""The broker port of the matrix's clusters (one runs at a time): apart from the lab's
+cluster (19292), the fault cluster (19392-19394), the start-up runs' (19492) and the
+SASL_SSL listeners (19792)."""
+
+DEFAULT_CONTROL_PORT = 19992
+"""The controller (KRaft) or ZooKeeper (Kafka 0.9) port of the matrix's clusters."""
+
+
+class MatrixSpec(BaseModel):
+    """One version matrix: ``versions`` × ``rounds`` measurements of ``cell``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    versions: list[str] = Field(min_length=2, max_length=6)
+    """Kafka versions, the baseline first (``4.1.2,4.4.0``; ``0.9.0.1`` the legacy point)."""
+    rounds: int = Field(3, ge=1, le=MAX_ROUNDS)
+    """Each version is measured this many times, each time on a fresh cluster."""
+    cell: LoadCellSpec
+    """The workload: one load cell (its ``trial`` is set per round)."""
+    base_port: int = Field(DEFAULT_BASE_PORT, ge=1024, le=65000)
+    control_port: int = Field(DEFAULT_CONTROL_PORT, ge=1024, le=65000)
+
+    @field_validator("versions")
+    @classmethod
+    def _known_versions(cls, versions: list[str]) -> list[str]:
+        from kafkalab.cluster.flavors import flavor_for_version
+
+        if len(set(versions)) != len(versions):
+            raise ValueError(f"{','.join(versions)} repeats a version")
+        for v in versions:
+            flavor_for_version(v)  # ConfigError: a version no embedded flavor runs
+        return versions
+
+    @model_validator(mode="after")
+    def _cell(self) -> MatrixSpec:
+        if self.cell.trial:
+            raise ValueError("cell.trial is the round's: leave it 0")
+        if self.base_port == self.control_port:
+            raise ValueError("base_port and control_port must differ")
+        return self
+
+    def round_cell(self, round_no: int) -> LoadCellSpec:
+        """The cell of round ``round_no`` (1-based): the workload with ``trial`` = the round."""
+        return self.cell.model_copy(update={"trial": round_no})
+
+    def cells(self) -> list[LoadCellSpec]:
+        """Every round's cell, as each version's load run plans them."""
+        return [self.round_cell(k) for k in range(1, self.rounds + 1)]
+
+    def summary(self) -> dict[str, Any]:
+        """The spec as the matrix file records it."""
+        return self.model_dump(mode="json")
+
+
+def round_order(versions: list[str], rounds: int) -> list[tuple[int, str]]:
+    """``(round, version)`` in the order they run: the versions in order in odd rounds and
+    reversed in even ones (A B, B A, A B …), so a slow drift of the machine over the matrix
+    (heat, a neighbour, the page cache) weighs on every version alike instead of on the last
+    one measured."""
+    out: list[tuple[int, str]] = []
+    for k in range(1, rounds + 1):
+        order = versions if k % 2 else list(reversed(versions))
+        out += [(k, v) for v in order]
+    return out

@@ -1,0 +1,265 @@
+"""The upgrade verdict of a version matrix: every version against the baseline (the first).
+
+The rows are each version's ``load_cells`` (its load run's aggregates: one row per round). A
+*series* is what the cell measures without the broker (:data:`SERIES_COLUMNS`: the load
+series key without ``cluster_flavor`` and ``broker_version``), so the same workload on two
+versions is one series. Per series and metric, for every version V after the baseline B:
+
+- ``b_value`` / ``v_value``: the median over the rounds (``b_rounds`` / ``v_rounds`` the
+  values themselves);
+- ``change_pct``: ``(v − b) / |b| × 100``;
+- ``change_ci_low_pct`` / ``change_ci_high_pct``: a 95 % percentile-bootstrap interval of
+  that change (both versions' rounds resampled with replacement, :data:`BOOTSTRAP_RESAMPLES`
+  times, seeded); null with fewer than two rounds a side (one value has no spread);
+- ``verdict``: the project's drift rule (:func:`kafkalab.drift.detect.evaluate_series`,
+  thresholds from ``include/drift.yaml``) with B's rounds as the baseline window and V's
+  median as the judged value: ``regressed``, ``improved`` or ``ok``; with one round a side
+  also the cells' own 95 % intervals of e2e p50/p99 (they must not overlap), as ``kafkalab
+  compare`` does. Metrics the drift config does not judge are shown, ``not judged``.
+  ``significant``: the verdict moved *and* the bootstrap interval excludes 0 (null when
+  there is no interval).
+
+Every figure names the versions it compares; a series one version lacks is listed, never
+dropped. Pure reading: nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kafkalab.drift.records import LOAD_SERIES_COLUMNS
+from kafkalab.errors import ConfigError
+
+__all__ = ["BOOTSTRAP_RESAMPLES", "SERIES_COLUMNS", "MatrixVerdict", "bootstrap_change_ci",
+           "format_verdict", "matrix_verdict"]
+
+SERIES_COLUMNS: tuple[str, ...] = tuple(c for c in LOAD_SERIES_COLUMNS
+                                        if c not in ("cluster_flavor", "broker_version"))
+"""What makes two versions' cells the same measurement."""
+
+SHOWN: tuple[str, ...] = ("e2e_p50_ms", "e2e_p99_ms", "achieved_rate_msgs_per_s")
+"""Metrics shown besides the judged ones (as present)."""
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20261129
+
+
+@dataclass
+class VersionMetric:
+    """One metric of one series: a version against the baseline."""
+
+    metric: str
+    version: str
+    b_value: float | None
+    v_value: float | None
+    b_rounds: list[float]
+    v_rounds: list[float]
+    change_pct: float | None
+    change_ci_low_pct: float | None
+    change_ci_high_pct: float | None
+    verdict: str
+    significant: bool | None
+    note: str | None = None
+
+
+@dataclass
+class VersionSeries:
+    series: str
+    label: str
+    metrics: list[VersionMetric] = field(default_factory=list)
+
+
+@dataclass
+class MatrixVerdict:
+    """The result of :func:`matrix_verdict` (``kafkalab versions verdict --json``)."""
+
+    matrix_id: str
+    baseline: str
+    versions: list[str]
+    runs: dict[str, str]
+    rounds: dict[str, int]
+    """Complete rounds found per version (its load run's cells)."""
+    series: list[VersionSeries]
+    missing: list[dict[str, Any]]
+    """``{"series", "label", "versions"}``: series some version lacks (named)."""
+    regressed: int
+    judged: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bootstrap_change_ci(b: list[float], v: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """A 95 % percentile-bootstrap interval of ``(median(v) − median(b)) / |median(b)| × 100``;
+    None with fewer than two values a side or a zero baseline median."""
+    if len(b) < 2 or len(v) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    bb = np.median(rng.choice(np.asarray(b, float), (resamples, len(b))), axis=1)
+    vv = np.median(rng.choice(np.asarray(v, float), (resamples, len(v))), axis=1)
+    ok = bb != 0
+    if not ok.any():
+        return None
+    change = (vv[ok] - bb[ok]) / np.abs(bb[ok]) * 100.0
+    lo, hi = np.percentile(change, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _rows(data_dir: str | os.PathLike[str] | None, run_id: str) -> pd.DataFrame:
+    """A version's complete cells with their series key (``_series``)."""
+    from kafkalab.drift.detect import key_part
+    from kafkalab.drift.load import normalize_load_cells, read_load_table
+    from kafkalab.store import LabData
+
+    cells = read_load_table(LabData(data_dir), run_id, "load_cells")
+    if cells.empty:
+        return cells
+    df = normalize_load_cells(cells)
+    df = df[df["status"].astype(str) == "complete"].copy()
+    parts = [df[c].map(key_part).astype(str) if c in df.columns else pd.Series("", index=df.index)
+             for c in SERIES_COLUMNS]
+    df["_series"] = pd.concat(parts, axis=1).agg("|".join, axis=1) if len(df) else ""
+    return df
+
+
+def _label(row: pd.Series) -> str:
+    """``confluent-kafka 1kb default acks 1 c1 r500`` (``txn10`` for transactions)."""
+    from kafkalab.drift.detect import key_part
+
+    bits = [key_part(row.get(c)) for c in ("client", "payload", "profile")]
+    bits += [f"acks {key_part(row.get('acks'))}", f"c{key_part(row.get('consumers'))}",
+             f"r{key_part(row.get('rate_msgs_per_s'))}"]
+    txn = key_part(row.get("txn_msgs"))
+    return " ".join(b for b in bits if b) + (f" txn{txn}" if txn else "")
+
+
+def _values(rows: pd.DataFrame, metric: str) -> list[float]:
+    if metric not in rows.columns:
+        return []
+    return [float(x) for x in pd.to_numeric(rows[metric], errors="coerce").dropna()]
+
+
+def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame,
+           config: Any) -> VersionMetric | None:
+    """One metric of one series (None when neither side has a value)."""
+    from kafkalab.drift.detect import CI_HIGH_SUFFIX, CI_LOW_SUFFIX, evaluate_series
+
+    b, v = _values(b_rows, metric), _values(v_rows, metric)
+    if not b and not v:
+        return None
+    bv = float(np.median(b)) if b else None
+    vv = float(np.median(v)) if v else None
+    change = (None if bv is None or vv is None or bv == 0 else (vv - bv) / abs(bv) * 100.0)
+    ci = bootstrap_change_ci(b, v)
+    out = VersionMetric(metric, version, bv, vv, b, v, change, ci[0] if ci else None,
+                        ci[1] if ci else None, "not judged", None)
+    if bv is None or vv is None:
+        out.verdict = "undefined"
+        out.note = f"null in {'the baseline' if bv is None else version} (too few samples?)"
+        return out
+    if metric not in config.metrics_of("load"):
+        return out
+    rule = config.rule(metric).model_copy(update={"min_baseline_runs": 1})
+    lo, hi = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
+    one_each = len(b_rows) == 1 and len(v_rows) == 1 and lo in b_rows.columns \
+        and lo in v_rows.columns
+    res = evaluate_series(
+        b, vv, rule,
+        (_first(v_rows, lo), _first(v_rows, hi)) if one_each else None,
+        [(_first(b_rows, lo), _first(b_rows, hi))] if one_each else None)
+    out.verdict = "regressed" if res["verdict"] == "drift" else str(res["verdict"])
+    out.note = res.get("note")
+    if ci is not None:
+        out.significant = out.verdict in ("regressed", "improved") and not (ci[0] <= 0 <= ci[1])
+    return out
+
+
+def _first(rows: pd.DataFrame, column: str) -> float | None:
+    vals = _values(rows, column)
+    return vals[0] if vals else None
+
+
+def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
+                   config_path: str | os.PathLike[str] | None = None) -> MatrixVerdict:
+    """Judge every version of matrix ``matrix_id`` against its baseline (module docstring).
+
+    Raises:
+        ConfigError: no such matrix, a version run without aggregates (run ``kafkalab
+            aggregate`` on it), or a bad drift config.
+    """
+    from kafkalab.drift.config import load_drift_config, load_drift_config_or_default
+    from kafkalab.versions.matrix import read_matrix
+
+    config = (load_drift_config(config_path) if config_path is not None
+              else load_drift_config_or_default())
+    doc = read_matrix(data_dir, matrix_id)
+    versions = [str(v) for v in doc["spec"]["versions"]]
+    runs = {str(k): str(v) for k, v in doc["runs"].items()}
+    tables = {}
+    for v in versions:
+        rows = _rows(data_dir, runs[v])
+        if rows.empty:
+            raise ConfigError(f"Kafka {v}'s run {runs[v]} has no complete aggregated cell: run "
+                              f"`kafkalab aggregate --run-id {runs[v]}` (or it measured nothing)")
+        tables[v] = rows
+    baseline = versions[0]
+    metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
+    keys = sorted(set().union(*(set(t["_series"]) for t in tables.values())))
+    series, missing, judged, regressed = [], [], 0, 0
+    for key in keys:
+        groups = {v: t[t["_series"] == key] for v, t in tables.items()}
+        label = _label(next(g for g in groups.values() if len(g)).iloc[0])
+        lacking = [v for v, g in groups.items() if g.empty]
+        if lacking:
+            missing.append({"series": key, "label": label, "versions": lacking})
+        if groups[baseline].empty:
+            continue
+        s = VersionSeries(key, label)
+        for v in versions[1:]:
+            if groups[v].empty:
+                continue
+            for metric in metrics:
+                m = _judge(metric, v, groups[baseline], groups[v], config)
+                if m is None:
+                    continue
+                s.metrics.append(m)
+                judged += m.verdict in ("regressed", "improved", "ok")
+                regressed += m.verdict == "regressed"
+        series.append(s)
+    return MatrixVerdict(matrix_id=matrix_id, baseline=baseline, versions=versions, runs=runs,
+                         rounds={v: len(t) for v, t in tables.items()}, series=series,
+                         missing=missing, regressed=regressed, judged=judged)
+
+
+def format_verdict(v: MatrixVerdict) -> str:
+    """The verdict as a table: one line per series × version × metric."""
+    head = (f"version matrix {v.matrix_id}: each version against Kafka {v.baseline} (rounds: "
+            + ", ".join(f"{k} {n}" for k, n in v.rounds.items()) + ")")
+    lines = [head, f"{'series':<46} {'version':<8} {'metric':<26} {v.baseline:>10} "
+             f"{'value':>10} {'change':>8} {'95% interval':>18}  verdict"]
+    for s in v.series:
+        for m in s.metrics:
+            ci = ("—" if m.change_ci_low_pct is None
+                  else f"{m.change_ci_low_pct:+.1f}..{m.change_ci_high_pct:+.1f}%")
+            lines.append(
+                f"{s.label[:46]:<46} {m.version:<8} {m.metric:<26} {_num(m.b_value):>10} "
+                f"{_num(m.v_value):>10} {_pct(m.change_pct):>8} {ci:>18}  {m.verdict}"
+                + (" (significant)" if m.significant else ""))
+    for miss in v.missing:
+        lines.append(f"{miss['label']}: not measured on {', '.join(miss['versions'])}")
+    lines.append(f"{v.regressed} regressed of {v.judged} judged metric(s)")
+    return "\n".join(lines)
+
+
+def _num(x: float | None) -> str:
+    return "—" if x is None else (f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1f}%"

@@ -1,0 +1,48 @@
+"""The version matrix on real brokers (no mocks): one load cell on Kafka 4.1.2 and 4.4.0,
+each on a fresh one-broker KRaft cluster of that release, rounds alternating; each version's
+run records the broker it measured, the matrix file every step in order, and every cluster is
+stopped after. Its own lab directory and ports (broker 25892, controller 25992)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafkalab.cluster import cluster_status
+from kafkalab.load import files
+from kafkalab.load.spec import LoadCellSpec
+from kafkalab.store import LabData
+from kafkalab.versions.matrix import MatrixRequest, read_matrix, run_matrix
+from kafkalab.versions.spec import MatrixSpec
+
+BASE_PORT, CONTROL_PORT = 25892, 25992
+
+
+def test_two_releases_alternate_on_fresh_clusters(tmp_path: Path) -> None:
+    clusters = tmp_path / "clusters"
+    cell = LoadCellSpec(rate_msgs_per_s=200, duration_s=3, warmup_s=1)
+    spec = MatrixSpec(versions=["4.1.2", "4.4.0"], rounds=2, cell=cell, base_port=BASE_PORT,
+                      control_port=CONTROL_PORT)
+    data = tmp_path / "data"
+    lines: list[str] = []
+    doc = run_matrix(MatrixRequest(spec=spec, data_dir=data, matrix_id="vm-it",
+                                   clusters=clusters), lines.append)
+    assert doc["status"] == "complete", doc["steps"]
+    assert [(s["round"], s["version"], s["status"]) for s in doc["steps"]] == [
+        (1, "4.1.2", "complete"), (1, "4.4.0", "complete"), (2, "4.4.0", "complete"),
+        (2, "4.1.2", "complete")]
+    assert read_matrix(data, "vm-it") == doc
+    lab = LabData(data)
+    for version, run_id in doc["runs"].items():
+        manifest = lab.manifest(run_id)
+        assert manifest is not None and manifest["status"] == "complete"
+        assert manifest["cluster"]["version"] == version
+        cells = sorted(files.run_cell_dirs(data, run_id))
+        assert [c.name.rsplit(".", 1)[-1] for c in cells] == ["t1", "t2"]
+        for c in cells:
+            meta = json.loads(files.cell_json_path(c).read_text())
+            assert meta["status"] == "complete" and meta["cluster"]["version"] == version
+            assert meta["summary"]["missing_msgs"] == 0
+        # every round on a fresh cluster, stopped after
+        assert not cluster_status(clusters / version)["processes"]
+    assert sum("a fresh cluster" in line for line in lines) == 4

@@ -1,0 +1,145 @@
+"""The version matrix's plan and verdict without a broker: which versions run (the flavors
+say), in which order (A B, B A, ...), the bootstrap interval of a change, and the verdict on
+aggregates written as each version's load run would have them (the real matrix, two Kafka
+releases on fresh clusters through Spark: tests/integration/test_version_matrix.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from kafkalab.cluster.flavors import flavor_for_version
+from kafkalab.errors import ConfigError
+from kafkalab.kinds import LOAD
+from kafkalab.load.spec import LoadCellSpec
+from kafkalab.store import LabData, atomic_write_json
+from kafkalab.versions.spec import MatrixSpec, round_order
+from kafkalab.versions.verdict import bootstrap_change_ci, format_verdict, matrix_verdict
+
+CELL = LoadCellSpec(rate_msgs_per_s=500, duration_s=6, warmup_s=1)
+
+
+def test_versions_run_on_the_flavor_that_runs_them_and_others_are_refused() -> None:
+    assert flavor_for_version("4.4.0").name == "kraft"
+    assert flavor_for_version("4.1.2").name == "kraft"
+    assert flavor_for_version("0.9.0.1").version == "0.9.0.1"
+    with pytest.raises(ConfigError, match=r"no embedded broker runs Kafka 3\.9\.0"):
+        MatrixSpec(versions=["4.4.0", "3.9.0"], cell=CELL)
+    with pytest.raises(ValidationError, match="repeats a version"):
+        MatrixSpec(versions=["4.4.0", "4.4.0"], cell=CELL)
+    with pytest.raises(ValidationError, match="at least 2"):
+        MatrixSpec(versions=["4.4.0"], cell=CELL)
+    with pytest.raises(ValidationError, match="trial is the round's"):
+        MatrixSpec(versions=["4.1.2", "4.4.0"], cell=CELL.model_copy(update={"trial": 2}))
+
+
+def test_rounds_alternate_the_order_and_number_the_cells() -> None:
+    assert round_order(["a", "b"], 3) == [(1, "a"), (1, "b"), (2, "b"), (2, "a"), (3, "a"),
+                                          (3, "b")]
+    assert round_order(["a", "b", "c"], 2) == [(1, "a"), (1, "b"), (1, "c"), (2, "c"),
+                                               (2, "b"), (2, "a")]
+    spec = MatrixSpec(versions=["4.1.2", "4.4.0"], rounds=3, cell=CELL)
+    assert [c.trial for c in spec.cells()] == [1, 2, 3]
+    assert len({c.cell_id("1") for c in spec.cells()}) == 3
+
+
+def test_the_change_interval_is_a_seeded_bootstrap_and_needs_two_rounds() -> None:
+    assert bootstrap_change_ci([10.0, 10.0, 10.0], [12.0, 12.0, 12.0]) == (20.0, 20.0)
+    assert bootstrap_change_ci([10.0], [12.0, 13.0]) is None
+    lo, hi = bootstrap_change_ci([10.0, 11.0, 9.0], [15.0, 16.0, 14.0])  # type: ignore[misc]
+    assert 20 < lo <= 50 <= hi < 80
+    assert bootstrap_change_ci([10.0, 11.0, 9.0], [15.0, 16.0, 14.0]) == (lo, hi)
+
+
+def _cells(run_id: str, version: str, p99s: list[float]) -> pd.DataFrame:
+    rows = []
+    for k, p99 in enumerate(p99s, start=1):
+        rows.append({
+            "run_id": run_id, "cell_id": f"c.t{k}", "status": "complete",
+            "client": "confluent-kafka", "payload": "1kb", "encoding": "raw", "profile": "default",
+            "acks": "1", "consumers": 1, "rate_msgs_per_s": 500.0, "partitions": 1,
+            "consumer_mode": "assign", "duration_s": 6.0, "payload_bytes": 1056,
+            "cluster_flavor": "kraft", "broker_version": version, "broker_count": 1,
+            "broker_is_emulator": False, "e2e_p50_ms": 1.0, "e2e_p99_ms": p99,
+            "service_e2e_p99_ms": p99, "publish_delay_p99_ms": 0.2,
+            "achieved_rate_msgs_per_s": 500.0, "rx_rate_msgs_per_s_avg": 500.0, "loss_pct": 0.0})
+    return pd.DataFrame(rows)
+
+
+def _matrix(tmp_path: Path, p99s: dict[str, list[float]]) -> str:
+    lab = LabData(tmp_path)
+    runs = {v: f"m1-kafka-{v}" for v in p99s}
+    for v, run in runs.items():
+        d = lab.run_aggregates_dir(run, LOAD)
+        d.mkdir(parents=True)
+        _cells(run, v, p99s[v]).to_parquet(d / "load_cells.parquet")
+    lab.matrices_dir.mkdir(parents=True)
+    atomic_write_json(lab.matrix_path("m1"), {
+        "schema_version": 1, "matrix_id": "m1", "status": "complete", "runs": runs,
+        "baseline": next(iter(p99s)),
+        "spec": {"versions": list(p99s), "rounds": len(next(iter(p99s.values())))}, "steps": []})
+    return "m1"
+
+
+def _metric(v: Any, metric: str, version: str) -> Any:
+    (s,) = v.series
+    (m,) = [m for m in s.metrics if m.metric == metric and m.version == version]
+    return m
+
+
+def test_a_version_whose_p99_rose_beyond_the_rule_regressed(tmp_path: Path) -> None:
+    mid = _matrix(tmp_path, {"4.1.2": [10.0, 11.0, 10.5], "4.4.0": [20.0, 21.0, 19.0],
+                             "0.9.0.1": [10.2, 10.4, 10.9]})
+    v = matrix_verdict(tmp_path, mid)
+    assert v.baseline == "4.1.2" and v.rounds == {"4.1.2": 3, "4.4.0": 3, "0.9.0.1": 3}
+    up = _metric(v, "e2e_p99_ms", "4.4.0")
+    assert (up.b_value, up.v_value) == (10.5, 20.0) and up.b_rounds == [10.0, 11.0, 10.5]
+    assert up.change_pct == pytest.approx(90.476, abs=0.01)
+    assert up.verdict == "regressed" and up.significant is True
+    assert up.change_ci_low_pct is not None and up.change_ci_low_pct > 0
+    same = _metric(v, "e2e_p99_ms", "0.9.0.1")
+    assert same.verdict == "ok" and same.significant is False
+    assert _metric(v, "e2e_p50_ms", "4.4.0").verdict == "not judged"
+    assert v.regressed == 2  # e2e p99 and service e2e p99 of 4.4.0
+    text = format_verdict(v)
+    assert "against Kafka 4.1.2" in text and "regressed (significant)" in text
+
+
+def test_a_series_one_version_lacks_is_named_and_a_run_without_aggregates_refused(
+        tmp_path: Path) -> None:
+    mid = _matrix(tmp_path, {"4.1.2": [10.0], "4.4.0": [10.0]})
+    lab = LabData(tmp_path)
+    extra = _cells("m1-kafka-4.4.0", "4.4.0", [10.0]).assign(consumers=3, cell_id="c3")
+    path = lab.run_aggregates_dir("m1-kafka-4.4.0", LOAD) / "load_cells.parquet"
+    pd.concat([pd.read_parquet(path), extra]).to_parquet(path)
+    v = matrix_verdict(tmp_path, mid)
+    assert [m["versions"] for m in v.missing] == [["4.1.2"]]
+    assert "not measured on 4.1.2" in format_verdict(v)
+    (path.parent / "load_cells.parquet").unlink()
+    with pytest.raises(ConfigError, match=r"kafkalab aggregate --run-id m1-kafka-4\.4\.0"):
+        matrix_verdict(tmp_path, mid)
+
+
+def test_a_cell_the_legacy_broker_cannot_take_is_refused_before_anything_starts(
+        tmp_path: Path) -> None:
+    from kafkalab.versions.matrix import MatrixRequest, check_versions, run_matrix
+
+    profile = tmp_path / "one-node-txn.yaml"
+    profile.write_text(
+        "name: one-node-txn\ngoal: durability\ndescription: x\n"
+        "producer: {batch_size_bytes: 16384, linger_ms: 0, compression: none, acks: all,"
+        " retries: 1, max_in_flight: 1, buffer_memory_bytes: 33554432}\n"
+        "consumer: {fetch_min_bytes: 1, fetch_max_wait_ms: 100, enable_auto_commit: false,"
+        " session_timeout_ms: 10000}\n"
+        "topic: {replication_factor: 1, min_insync_replicas: 1,"
+        " unclean_leader_election_enable: false, max_message_bytes: 16777216}\n")
+    cell = CELL.model_copy(update={"profile": str(profile), "txn_msgs": 10})
+    check_versions(MatrixSpec(versions=["4.1.2", "4.4.0"], cell=cell))
+    spec = MatrixSpec(versions=["4.4.0", "0.9.0.1"], cell=cell)
+    with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1: .*enable\.idempotence.*0\.11"):
+        run_matrix(MatrixRequest(spec=spec, data_dir=tmp_path / "data"))
+    assert not (tmp_path / "data").exists()  # nothing started, nothing written
