@@ -15,8 +15,9 @@ from kafkalab.airflow.run_ids import RUN_PREFIXES
 DOC_MD = """
 ### Resilience experiment
 
-Breaks the 3-broker **fault cluster** (`<lab>/faults`, Kafka 0.9.0.1, started or reused by
-the run; never the cluster of the latency and load runs) while a fixed-rate producer writes
+Breaks the 3-broker **fault cluster** (`<lab>/faults`, Kafka 4.x on KRaft: three combined
+broker+controller nodes, started or reused by the run; never the cluster of the latency and
+load runs) while a fixed-rate producer writes
 to a fresh topic, heals it, re-reads every partition and counts every acked message that
 was lost, every failed one that is present, duplicates, reordering, and how long producers
 and the consumer went without progress. The **trigger form** gives the matrix: profiles ×

@@ -565,3 +565,43 @@ def test_a_trigger_conf_with_an_undeclared_key_measures_nothing(
     assert "conf key 'workload' is not a param of DAG load_experiment" in text
     assert _run_ids(lab) == before                       # no run was started
     assert set(lab.measured_dir("load").glob("run_date=*/run_id=*/*cell=*")) == cells_before
+
+
+MATRIX_BASE_PORT = 30292
+MATRIX_CONTROL_PORT = 32281
+
+
+def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
+                                   airflow_setup: dict[str, Any],
+                                   airflow_cli: AirflowCli) -> None:
+    """``airflow dags test version_matrix`` from the form: one short load cell on Kafka 4.1.2
+    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports; a
+    Spark task per version run aggregates and validates it; the verdict judges 4.4.0 against
+    4.1.2 (one round a side: no interval; a regression would fail the DAG run, so the exit
+    code is not asserted on what the machine measured, only the files)."""
+    import pandas as pd
+
+    from kafkalab.versions.matrix import read_matrix
+
+    lab = LabData(airflow_setup["data"])
+    home = prepare_lab(tmp_path_factory.mktemp("af-versions-lab"))
+    conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
+            "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
+            "control_port": MATRIX_CONTROL_PORT}
+    log = airflow_setup["root"] / "versions.log"
+    rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
+                    env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
+    (matrix,) = [p.stem for p in lab.matrices_dir.glob("versions-*.json")]
+    doc = read_matrix(lab.root, matrix)
+    assert doc["status"] == "complete", doc["steps"]
+    assert [(s["round"], s["version"]) for s in doc["steps"]] == [(1, "4.1.2"), (1, "4.4.0")]
+    for version, run_id in doc["runs"].items():
+        manifest = lab.manifest(run_id)
+        assert manifest is not None and manifest["owner"]["kind"] == "airflow"
+        assert manifest["cluster"]["version"] == version
+        cells = pd.read_parquet(lab.run_aggregates_dir(run_id, "load") / "load_cells.parquet")
+        assert list(cells["broker_version"]) == [version]
+        validation = lab.validation(run_id, "load")
+        assert validation is not None and validation["success"] is True, validation
+    regressed = "regressed against Kafka 4.1.2" in log.read_text(errors="replace")
+    assert (rc == 0) != regressed, "airflow dags test version_matrix failed; see above"

@@ -21,7 +21,8 @@ DAGS = dags_dir()
 LAB_PATHS = (str(include_dir()), str(data_dir()), str(lab_dir()))
 """What the lab would read or write with this environment (none of it may be opened)."""
 LATENCY_DAGS = ("latency_experiment", "nightly_latency_regression")
-DAG_IDS = (*LATENCY_DAGS, "load_experiment", "resilience_experiment", "startup_experiment")
+DAG_IDS = (*LATENCY_DAGS, "load_experiment", "resilience_experiment", "startup_experiment",
+           "version_matrix")
 CHAIN = ("name_run", "check_cluster", "prepare_run", "measure_cell", "close_run",
          "aggregate_metrics", "validate_metrics", "check_drift", "publish_report",
          "send_alerts", "verify_outcome")
@@ -40,6 +41,8 @@ TASKS = {
                               "verify_outcome"),
     "startup_experiment": ("name_run", "run_startup", "aggregate_startup", "validate_startup",
                            "publish_report", "verify_outcome"),
+    "version_matrix": ("name_run", "run_matrix", "plan_aggregations", "aggregate_version_run",
+                       "judge_versions", "verify_outcome"),
 }
 """Every DAG's task ids, in definition order."""
 IN_POOL = {
@@ -49,6 +52,7 @@ IN_POOL = {
     "load_experiment": {"start_load_run", "run_load_cell"},
     "resilience_experiment": {"start_fault_run", "run_fault_trial"},
     "startup_experiment": {"run_startup"},
+    "version_matrix": {"run_matrix"},
 }
 """The cluster-loading tasks of each DAG (the measuring pool's)."""
 
@@ -112,7 +116,7 @@ def test_tags_owner_retries_docs(parsed: dict[str, Any], dag_id: str) -> None:
     dag = parsed["bag"].dags[dag_id]
     assert "kafkalab" in dag.tags
     kind = {"load_experiment": "load", "resilience_experiment": "faults",
-            "startup_experiment": "startup"}.get(dag_id, "latency")
+            "startup_experiment": "startup", "version_matrix": "versions"}.get(dag_id, "latency")
     assert kind in dag.tags
     assert dag.doc_md and "verify_outcome" in dag.doc_md
     for t in dag.tasks:

@@ -118,6 +118,10 @@ def test_a_series_one_version_lacks_is_named_and_a_run_without_aggregates_refuse
     pd.concat([pd.read_parquet(path), extra]).to_parquet(path)
     v = matrix_verdict(tmp_path, mid)
     assert [m["versions"] for m in v.missing] == [["4.1.2"]]
+    one_round = [m for s in v.series for m in s.metrics if m.metric == "e2e_p99_ms"]
+    assert [m.verdict for m in one_round] == ["insufficient_history"]
+    assert "1 round(s) of Kafka 4.1.2 < min_baseline_runs 3" in str(one_round[0].note)
+    assert v.judged == 0 and v.regressed == 0
     assert "not measured on 4.1.2" in format_verdict(v)
     (path.parent / "load_cells.parquet").unlink()
     with pytest.raises(ConfigError, match=r"kafkalab aggregate --run-id m1-kafka-4\.4\.0"):

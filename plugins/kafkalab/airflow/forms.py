@@ -46,6 +46,9 @@ from kafkalab.load.spec import (
     MAX_TXN_MSGS,
 )
 from kafkalab.startup import spec as startup_spec
+from kafkalab.versions.spec import DEFAULT_BASE_PORT as DEFAULT_MATRIX_BASE_PORT
+from kafkalab.versions.spec import DEFAULT_CONTROL_PORT as DEFAULT_MATRIX_CONTROL_PORT
+from kafkalab.versions.spec import MAX_ROUNDS
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -135,6 +138,47 @@ def _number(value: Any, title: str, what: str, minimum: float = 0,
     bound: dict[str, Any] = {} if maximum is None else {"maximum": maximum}
     return Param(value, type=["null", "number"] if nullable else "number",
                  minimum=minimum, title=title, description=what, **bound)
+
+
+def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
+                   duration_s: float) -> dict[str, Param]:
+    """The params (the trigger form) of a version matrix: the versions (the baseline first),
+    the rounds and the one load cell every version runs."""
+    # free text: the pinned releases are files of the package, not read at DAG-parse time;
+    # run_matrix refuses one no flavor runs, naming those it does
+    return {
+        "versions": Param(list(versions), type="array", title="Kafka versions",
+                          items={"type": "string", "pattern": r"^\d+\.\d+\.\d+$"},
+                          minItems=2, maxItems=6, uniqueItems=True,
+                          description="the releases to compare, the baseline first (every "
+                          "other is judged against it): a pinned Kafka 4.x release (4.1.2, "
+                          "4.4.0) or 0.9.0.1, the legacy point"),
+        "rounds": Param(rounds, type="integer", minimum=1, maximum=MAX_ROUNDS, title="Rounds",
+                        description="fresh-cluster rounds per version, alternating the order "
+                        "(the drift rule's baseline needs 3)"),
+        "rate_msgs_per_s": _number(rate_msgs_per_s, "Rate (msg/s)", "the producer's target "
+                                   "rate", maximum=MAX_RATE_MSGS_PER_S),
+        "duration_s": _number(duration_s, "Duration (s)", "producing time per round, warm-up "
+                              "included", maximum=MAX_DURATION_S),
+        "warmup_s": _number(2.0, "Warm-up (s)", "first seconds of a round, excluded from every "
+                            "figure", maximum=MAX_DURATION_S),
+        "consumers": Param(1, type="integer", minimum=1, maximum=MAX_CONSUMERS,
+                           title="Consumers"),
+        "acks": Param(None, type=["null", "string"], enum=[None, *ACKS_CHOICES], title="Acks",
+                      description="the producer's acks (empty: the profile's)"),
+        "payload": Param("1kb", type="string", enum=list(PAYLOAD_CHOICES), title="Payload",
+                         values_display=_labels("payload")),
+        "profile": Param("default", type="string", enum=list(PROFILE_CHOICES), title="Profile",
+                         values_display=_labels("profile")),
+        "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
+                        title="Client"),
+        "base_port": Param(DEFAULT_MATRIX_BASE_PORT, type="integer", minimum=1024,
+                           maximum=65000, title="Broker port",
+                           description="the matrix clusters' broker port (one runs at a time)"),
+        "control_port": Param(DEFAULT_MATRIX_CONTROL_PORT, type="integer", minimum=1024,
+                              maximum=65000, title="Controller port",
+                              description="their KRaft controller (or ZooKeeper) port"),
+    }
 
 
 def txn_params(*, broker_faults: bool = False) -> dict[str, Param]:

@@ -38,15 +38,16 @@ MEASURE_POOL_DESCRIPTION = ("Kafka Latency Lab: one task at a time may provision
 
 CLUSTER_TASKS: tuple[str, ...] = ("prepare_run", "measure_cell", "start_load_run",
                                    "run_load_cell", "start_fault_run", "run_fault_trial",
-                                   "run_startup")
+                                   "run_startup", "run_matrix")
 """The task ids that load the cluster and therefore run in :data:`MEASURE_POOL` (a DAG has
 those of its chains): ``prepare_run`` creates and alters topics, ``measure_cell`` measures a
 latency cell, ``start_load_run`` checks the cluster for a load run, ``run_load_cell``
 provisions its topic and measures a load cell (its consumer shards included),
 ``start_fault_run`` starts (or reuses) the 3-broker fault cluster, ``run_fault_trial`` runs
 one fault trial on it, ``run_startup`` starts the start-up cluster and times new consumers
-on it. The fault and start-up clusters are clusters of their own, but they share the
-host's cores: a trial or a probe measured beside a latency cell would distort both."""
+on it, ``run_matrix`` measures a version matrix on fresh clusters of each version. The
+fault, start-up and matrix clusters are clusters of their own, but they share the host's
+cores: a trial or a probe measured beside a latency cell would distort both."""
 
 
 SHARD_POOL = "kafkalab_shards"

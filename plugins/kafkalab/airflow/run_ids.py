@@ -25,6 +25,7 @@ RUN_PREFIXES: dict[str, str] = {
     "load_experiment": "load",
     "resilience_experiment": "faults",
     "startup_experiment": "startup",
+    "version_matrix": "versions",
 }
 """Prefix of the lab run ids of each DAG (``nightly-20261121T000000Z``)."""
 

@@ -45,6 +45,10 @@ class MatrixRequest:
     clusters: Path | None = None
     """Where the versions' cluster labs go (default :func:`clusters_root`)."""
     command: str = "kafkalab versions run"
+    owner_kind: str = "cli"
+    """Who runs it (``cli``, ``airflow``): each version's load run records it."""
+    logical_date: str | None = None
+    """The DAG run's logical date (ISO 8601 UTC), recorded in each run's manifest."""
 
 
 def clusters_root() -> Path:
@@ -143,7 +147,8 @@ class _Matrix:
 
         start_load_run(LoadRequest(cells=self.spec.cells(), data_dir=self.req.data_dir,
                                    descriptor_path=descriptor, run_id=self.runs[version],
-                                   command=self.req.command,
+                                   command=self.req.command, owner_kind=self.req.owner_kind,
+                                   logical_date=self.req.logical_date,
                                    workload_name=f"version-matrix {self.doc['matrix_id']}"),
                        self.progress)
         self.started.add(version)

@@ -13,9 +13,10 @@ versions is one series. Per series and metric, for every version V after the bas
   times, seeded); null with fewer than two rounds a side (one value has no spread);
 - ``verdict``: the project's drift rule (:func:`kafkalab.drift.detect.evaluate_series`,
   thresholds from ``include/drift.yaml``) with B's rounds as the baseline window and V's
-  median as the judged value: ``regressed``, ``improved`` or ``ok``; with one round a side
-  also the cells' own 95 % intervals of e2e p50/p99 (they must not overlap), as ``kafkalab
-  compare`` does. Metrics the drift config does not judge are shown, ``not judged``.
+  median as the judged value: ``regressed``, ``improved`` or ``ok``; ``insufficient_history``
+  with fewer rounds than the rule's ``min_baseline_runs`` (3 by default: one round's value
+  has no spread to judge a change by). Metrics the drift config does not judge are shown,
+  ``not judged``.
   ``significant``: the verdict moved *and* the bootstrap interval excludes 0 (null when
   there is no interval).
 
@@ -148,7 +149,7 @@ def _values(rows: pd.DataFrame, metric: str) -> list[float]:
 def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame,
            config: Any) -> VersionMetric | None:
     """One metric of one series (None when neither side has a value)."""
-    from kafkalab.drift.detect import CI_HIGH_SUFFIX, CI_LOW_SUFFIX, evaluate_series
+    from kafkalab.drift.detect import evaluate_series
 
     b, v = _values(b_rows, metric), _values(v_rows, metric)
     if not b and not v:
@@ -165,24 +166,16 @@ def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame
         return out
     if metric not in config.metrics_of("load"):
         return out
-    rule = config.rule(metric).model_copy(update={"min_baseline_runs": 1})
-    lo, hi = metric + CI_LOW_SUFFIX, metric + CI_HIGH_SUFFIX
-    one_each = len(b_rows) == 1 and len(v_rows) == 1 and lo in b_rows.columns \
-        and lo in v_rows.columns
-    res = evaluate_series(
-        b, vv, rule,
-        (_first(v_rows, lo), _first(v_rows, hi)) if one_each else None,
-        [(_first(b_rows, lo), _first(b_rows, hi))] if one_each else None)
+    rule = config.rule(metric)
+    res = evaluate_series(b, vv, rule)
     out.verdict = "regressed" if res["verdict"] == "drift" else str(res["verdict"])
     out.note = res.get("note")
+    if res["verdict"] == "insufficient_history":
+        out.note = (f"{len(b)} round(s) of Kafka {b_rows['broker_version'].iloc[0]} < "
+                    f"min_baseline_runs {rule.min_baseline_runs}: no verdict")
     if ci is not None:
         out.significant = out.verdict in ("regressed", "improved") and not (ci[0] <= 0 <= ci[1])
     return out
-
-
-def _first(rows: pd.DataFrame, column: str) -> float | None:
-    vals = _values(rows, column)
-    return vals[0] if vals else None
 
 
 def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,

@@ -1,0 +1,146 @@
+"""The Airflow tasks of a version matrix (issue 27 §4: "does upgrading make us slower?"), as
+plain importable functions.
+
+The ``version_matrix`` DAG wires these (:mod:`kafkalab.airflow.chains.versions`); each calls
+:mod:`kafkalab.versions` and takes and returns JSON-able values. Heavy imports stay inside
+the functions: importing this module while a DAG file is parsed reads no file and starts
+nothing. The chain (see ``docs/airflow.md``)::
+
+    name_run -> run_matrix (pool kafkalab_measure) -> plan_aggregations
+      -> aggregate_version_run (Spark + GX in one session, one per version, all_done)
+      -> judge_versions -> verify_outcome
+
+The matrix's clusters (``<lab>/versions/<version>``, one at a time, fresh each round) run on
+the worker that runs ``run_matrix``, never the cluster of the other runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalab.errors import ConfigError, RunError
+from kafkalab.store import LabData
+
+PARAM_OF_FIELD: dict[str, str] = {
+    "versions": "versions", "rounds": "rounds", "rate_msgs_per_s": "rate_msgs_per_s",
+    "duration_s": "duration_s", "warmup_s": "warmup_s", "consumers": "consumers",
+    "acks": "acks", "profile": "profile", "client": "client", "payload": "payload",
+    "base_port": "base_port", "control_port": "control_port",
+}
+"""The form param that sets each field of the matrix or its cell."""
+
+
+def matrix_spec(params: Mapping[str, Any]) -> Any:
+    """The :class:`~kafkalab.versions.spec.MatrixSpec` the DAG params ask for.
+
+    Raises:
+        ConfigError: one line naming the param (``param versions: ...``).
+    """
+    from pydantic import ValidationError
+
+    from kafkalab.load.spec import LoadCellSpec
+    from kafkalab.versions.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, MatrixSpec
+    from kafkalab.yamlio import describe_validation_error
+
+    def cell_arg(name: str, default: Any) -> Any:
+        value = params.get(name)
+        return default if value is None or value == "" else value
+
+    try:
+        cell = LoadCellSpec(
+            rate_msgs_per_s=cell_arg("rate_msgs_per_s", 500.0),
+            duration_s=cell_arg("duration_s", 12.0), warmup_s=cell_arg("warmup_s", 2.0),
+            consumers=cell_arg("consumers", 1), acks=params.get("acks") or None,
+            profile=cell_arg("profile", "default"), client=cell_arg("client", "confluent-kafka"),
+            payload=cell_arg("payload", "1kb"))
+        return MatrixSpec(versions=[str(v) for v in params.get("versions") or []],
+                          rounds=cell_arg("rounds", 3), cell=cell,
+                          base_port=cell_arg("base_port", DEFAULT_BASE_PORT),
+                          control_port=cell_arg("control_port", DEFAULT_CONTROL_PORT))
+    except ValidationError as exc:
+        field, _, message = describe_validation_error(exc).partition(": ")
+        name = field.split(".")[-1]
+        raise ConfigError(f"param {PARAM_OF_FIELD.get(name, name)}: {message}") from None
+
+
+def run_version_matrix(params: Mapping[str, Any], matrix_id: str, command: str | None = None,
+                       logical_date: str | None = None) -> dict[str, Any]:
+    """Measure the matrix (the task ``run_matrix``); returns ``{matrix_id, status, runs}``.
+
+    Raises:
+        ConfigError: a param the matrix refuses (nothing started).
+        RunError: no step of the matrix completed.
+    """
+    from kafkalab.versions.matrix import MatrixRequest, check_versions, run_matrix
+
+    spec = matrix_spec(params)
+    check_versions(spec)
+    doc = run_matrix(MatrixRequest(spec=spec, data_dir=LabData().root, matrix_id=matrix_id,
+                                   command=command or "airflow version_matrix",
+                                   owner_kind="airflow", logical_date=logical_date))
+    if doc["status"] == "failed":
+        raise RunError(f"version matrix {matrix_id}: no step completed ("
+                       + "; ".join(str(s.get("error")) for s in doc["steps"][:2]) + ")")
+    return {"matrix_id": matrix_id, "status": doc["status"], "runs": doc["runs"]}
+
+
+def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
+    """One Spark job per version run with a complete round (the mapped
+    ``aggregate_version_run``'s kwargs: ``lab_run_id`` and its ``application_args``, the
+    load aggregation validating in its own session)."""
+    from kafkalab.spark import submit as spark_submit
+    from kafkalab.versions.matrix import read_matrix
+
+    lab = LabData()
+    doc = read_matrix(lab.root, matrix_id)
+    jobs = []
+    for run_id in doc["runs"].values():
+        if any(s["run_id"] == run_id and s["status"] == "complete" for s in doc["steps"]):
+            args = [*spark_submit.spark_job_args("aggregate_load", run_id, lab.root),
+                    *spark_submit.one_session_args(lab.root)]
+            jobs.append({"lab_run_id": run_id, "application_args": args})
+    return jobs
+
+
+def judge_versions(matrix_id: str) -> dict[str, Any]:
+    """The verdict (the task ``judge_versions``): every version against the baseline.
+
+    Raises:
+        RunError: a version regressed (naming the series and metrics), so the DAG run fails
+            and on-call sees it.
+    """
+    from kafkalab.versions.verdict import matrix_verdict
+
+    v = matrix_verdict(LabData().root, matrix_id)
+    worse = [f"Kafka {m.version} {s.label} {m.metric} {m.change_pct:+.1f}%"
+             for s in v.series for m in s.metrics
+             if m.verdict == "regressed" and m.change_pct is not None]
+    if worse:
+        raise RunError(f"version matrix {matrix_id}: {len(worse)} metric(s) regressed against "
+                       f"Kafka {v.baseline}: " + "; ".join(worse[:5]))
+    return {"matrix_id": matrix_id, "baseline": v.baseline, "judged": v.judged,
+            "regressed": v.regressed, "rounds": v.rounds}
+
+
+def verify_matrix_outcome(matrix_id: str) -> None:
+    """Fail naming what is wrong with the matrix in its file (the watcher's check).
+
+    Raises:
+        RunError: no matrix file, or a matrix that is not complete (its failed steps named).
+    """
+    from kafkalab.versions.matrix import read_matrix
+
+    try:
+        doc = read_matrix(LabData().root, matrix_id)
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    if doc.get("status") != "complete":
+        failed = [f"round {s['round']} Kafka {s['version']}: {s.get('error') or s['status']}"
+                  for s in doc.get("steps") or [] if s.get("status") != "complete"]
+        raise RunError(f"version matrix {matrix_id} is {doc.get('status')}"
+                       + (": " + "; ".join(failed[:4]) if failed else ""))
+
+
+__all__ = ["PARAM_OF_FIELD", "aggregation_jobs", "judge_versions", "matrix_spec",
+           "run_version_matrix", "verify_matrix_outcome"]
