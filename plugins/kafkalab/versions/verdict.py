@@ -170,6 +170,8 @@ def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame
     res = evaluate_series(b, vv, rule)
     out.verdict = "regressed" if res["verdict"] == "drift" else str(res["verdict"])
     out.note = res.get("note")
+    if res.get("rule") == "mad":  # no per-row intervals here: the rounds are the spread
+        out.note = f"MAD rule over {len(b)} rounds of Kafka {b_rows['broker_version'].iloc[0]}"
     if res["verdict"] == "insufficient_history":
         out.note = (f"{len(b)} round(s) of Kafka {b_rows['broker_version'].iloc[0]} < "
                     f"min_baseline_runs {rule.min_baseline_runs}: no verdict")
