@@ -350,6 +350,17 @@ class LabData:
         """``versions/<matrix_id>.json``."""
         return self.matrices_dir / f"{matrix_id}.json"
 
+    def matrix_verdict_path(self, matrix_id: str) -> Path:
+        """``versions/<matrix_id>.verdict.json``: the matrix's last verdict."""
+        return self.matrices_dir / f"{matrix_id}.verdict.json"
+
+    def matrix_ids(self) -> list[str]:
+        """Every version matrix with a matrix file, oldest first (ids sort by time)."""
+        if not self.matrices_dir.is_dir():
+            return []
+        return sorted(p.stem for p in self.matrices_dir.glob("*.json")
+                      if not p.name.endswith(".verdict.json"))
+
     # -- run manifests -----------------------------------------------------------------
 
     def manifest_path(self, run_id: str) -> Path:

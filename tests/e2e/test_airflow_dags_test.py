@@ -591,7 +591,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
                     env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
-    (matrix,) = [p.stem for p in lab.matrices_dir.glob("versions-*.json")]
+    (matrix,) = lab.matrix_ids()
     doc = read_matrix(lab.root, matrix)
     assert doc["status"] == "complete", doc["steps"]
     assert [(s["round"], s["version"]) for s in doc["steps"]] == [(1, "4.1.2"), (1, "4.4.0")]
@@ -603,5 +603,9 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
         assert list(cells["broker_version"]) == [version]
         validation = lab.validation(run_id, "load")
         assert validation is not None and validation["success"] is True, validation
+    # judged (one round a side: shown, not judged), written beside it, in the report
+    verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())
+    assert verdict["baseline"] == "4.1.2" and verdict["rounds"] == {"4.1.2": 1, "4.4.0": 1}
+    assert f'data-matrix="{matrix}"' in lab.report_index_path().read_text()
     regressed = "regressed against Kafka 4.1.2" in log.read_text(errors="replace")
     assert (rc == 0) != regressed, "airflow dags test version_matrix failed; see above"

@@ -104,15 +104,19 @@ def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
 
 
 def judge_versions(matrix_id: str) -> dict[str, Any]:
-    """The verdict (the task ``judge_versions``): every version against the baseline.
+    """The verdict (the task ``judge_versions``): every version against the baseline, written
+    beside the matrix file, and the report's overview rebuilt to show it.
 
     Raises:
         RunError: a version regressed (naming the series and metrics), so the DAG run fails
             and on-call sees it.
     """
-    from kafkalab.versions.verdict import matrix_verdict
+    from kafkalab.report.build import build_report
+    from kafkalab.versions.verdict import matrix_verdict, write_verdict
 
     v = matrix_verdict(LabData().root, matrix_id)
+    write_verdict(LabData().root, v)
+    build_report(LabData().root, run_id=v.runs[v.baseline])  # the overview shows the matrix
     worse = [f"Kafka {m.version} {s.label} {m.metric} {m.change_pct:+.1f}%"
              for s in v.series for m in s.metrics
              if m.verdict == "regressed" and m.change_pct is not None]

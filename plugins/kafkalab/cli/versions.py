@@ -120,7 +120,7 @@ def matrix_spec(args: argparse.Namespace) -> Any:
 def cmd_versions(args: argparse.Namespace) -> int:
     """``kafkalab versions run|verdict``: exit 1 when a version regressed."""
     from kafkalab.store import LabData
-    from kafkalab.versions.verdict import format_verdict, matrix_verdict
+    from kafkalab.versions.verdict import format_verdict, matrix_verdict, write_verdict
 
     if args.versions_command == "run":
         from kafkalab.cli.output import err
@@ -143,11 +143,21 @@ def cmd_versions(args: argparse.Namespace) -> int:
         doc, matrix_id = None, args.matrix_id
     v = matrix_verdict(LabData(args.data_dir).root, matrix_id,
                        getattr(args, "config", None))
+    write_verdict(args.data_dir, v)
+    _publish_report(args.data_dir, v.runs[v.baseline])
     if args.json:
         say_json({"matrix": doc, "verdict": v.to_dict()} if doc is not None else v.to_dict())
     else:
         say(format_verdict(v))
     return 1 if v.regressed else 0
+
+
+def _publish_report(data_dir: Path | None, run_id: str) -> None:
+    """Rebuild the report's overview (its version matrices) and the baseline run's page."""
+    from kafkalab.report.build import build_report
+    from kafkalab.store import LabData
+
+    build_report(LabData(data_dir).root, run_id=run_id)
 
 
 def _aggregate(data_dir: Path | None, doc: dict[str, Any], progress: Any) -> None:

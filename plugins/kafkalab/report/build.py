@@ -2,8 +2,9 @@
 
 Layout (see ``docs/drift-and-alerts.md``):
 
-* ``reports/index.html``: every run (newest first) linking to its page, then the newest
-  run's sections mirrored;
+* ``reports/index.html``: every run (newest first) linking to its page, the version
+  matrices' verdicts (:mod:`kafkalab.report.versions_section`), then the newest run's
+  sections mirrored;
 * ``reports/<run_id>/index.html``: one page per run with five sections and the percentile
   spectrum (:mod:`kafkalab.report.pages` lays it out; a latency run's sections:
   :mod:`kafkalab.report.latency_sections`, :mod:`kafkalab.report.trends`; a load run's:
@@ -27,6 +28,7 @@ from pathlib import Path
 from kafkalab.report.data import RunView, load_report_data, run_summaries, run_view
 from kafkalab.report.format import asset, emu_span, esc, rel_href
 from kafkalab.report.pages import run_sections, runs_table
+from kafkalab.report.versions_section import matrices_section
 from kafkalab.store import LabData, atomic_write
 from kafkalab.urls import DATA_DOCS_PATH, REPORTS_PATH
 
@@ -125,7 +127,8 @@ def build_report(
 
     # Overview: all runs, then the newest run mirrored.
     parts = ["<section id=\"runs\"><h2>Runs</h2>",
-             runs_table(run_summaries(data, pages_built=set(pages)), lab, out), "</section>"]
+             runs_table(run_summaries(data, pages_built=set(pages)), lab, out), "</section>",
+             matrices_section(lab, out)]
     meta = f"{len(data.order)} run(s) in {esc(lab.root.name or str(lab.root))}"
     if data.order:
         latest = data.order[-1]

@@ -37,7 +37,7 @@ from kafkalab.drift.records import LOAD_SERIES_COLUMNS
 from kafkalab.errors import ConfigError
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "SERIES_COLUMNS", "MatrixVerdict", "bootstrap_change_ci",
-           "format_verdict", "matrix_verdict"]
+           "format_verdict", "matrix_verdict", "write_verdict"]
 
 SERIES_COLUMNS: tuple[str, ...] = tuple(c for c in LOAD_SERIES_COLUMNS
                                         if c not in ("cluster_flavor", "broker_version"))
@@ -93,6 +93,17 @@ class MatrixVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def write_verdict(data_dir: str | os.PathLike[str] | None, v: MatrixVerdict) -> Any:
+    """Write ``v`` to ``versions/<matrix_id>.verdict.json`` (what the report shows, beside the
+    matrix file; :meth:`MatrixVerdict.to_dict` plus ``judged_at``); returns the path."""
+    from kafkalab.samples import utc_now_iso
+    from kafkalab.store import LabData, atomic_write_json
+
+    path = LabData(data_dir).matrix_verdict_path(v.matrix_id)
+    atomic_write_json(path, {**v.to_dict(), "judged_at": utc_now_iso()})
+    return path
 
 
 def bootstrap_change_ci(b: list[float], v: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
