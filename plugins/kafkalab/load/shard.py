@@ -194,6 +194,15 @@ class _Receiver:
             self.paused = want
 
 
+def stop_bound_s(spec: LoadCellSpec) -> float:
+    """The longest a producer can take from t0 to its stop announcement: the schedule and its
+    send grace, then a commit begun at the deadline, the last transaction's end and the
+    flush (each up to the message timeout), and a minute of margin. A shard still waiting
+    after this is orphaned."""
+    return (spec.duration_s + max(2.0, 0.1 * spec.duration_s) + 3 * spec.message_timeout_s
+            + 60.0)
+
+
 def spec_slow_ms(spec: LoadCellSpec, consumer: int) -> float | None:
     """Per-record delay of the deliberately slowed consumer (``slow_consumer``), else None."""
     if spec.slow_consumer is not None and spec.slow_consumer == consumer:
@@ -316,6 +325,7 @@ class _Shard:
         next_sample = t0
         drain_deadline: float | None = None
         cpu_stop = wall_stop = None
+        stop_due = time.monotonic() + (t0 - self.now()) / 1e9 + stop_bound_s(self.spec)
         while True:
             now = self.now()
             if now >= next_sample:
@@ -336,6 +346,10 @@ class _Shard:
                 break
             if not any(r.thread.is_alive() for r in self.receivers) and self.targets is None:
                 raise RuntimeError("every consumer thread stopped before the producer did")
+            if self.targets is None and time.monotonic() > stop_due:
+                # the producer died without a word (its process killed): never wait forever
+                raise RuntimeError(f"the producer never announced its stop (no .stop.json "
+                                   f"{stop_bound_s(self.spec):.0f} s after t0)")
             time.sleep(min(0.05, max(0.0, (next_sample - self.now()) / 1e9)))
         self.sample_lag(self.now(), t0)
         self.finished.set()
