@@ -197,7 +197,8 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
         and all(x.labels[k] == v for k, v in ck.items())]
 
     # the load cells: two series that differ only in duration (part of the load drift key)
-    load_key = "load|confluent-kafka|1kb|raw||default|1|5|500|1|assign|{}|||kafka09|0.9.0.1|1"
+    # a plain producer's cell: the pause and the transaction parts empty
+    load_key = "load|confluent-kafka|1kb|raw||default|1|5|500|1|assign|{}|||||kafka09|0.9.0.1|1"
     assert sorted(x.labels["series"] for x in s["kafkalab_load_latency_p50_ms"]) == [
         load_key.format(10), load_key.format(30)]
     assert _value(s["kafkalab_load_latency_p50_ms"], series=load_key.format(30)) == 3.5
