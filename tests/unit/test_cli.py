@@ -289,3 +289,33 @@ def test_aggregate_takes_a_stale_or_ended_run(tmp_path: Path) -> None:
         lab.write_manifest(doc)
         assert lab.run_state(rid) in ("stale", "incomplete")
         refuse_running(lab, rid, doc)  # no error
+
+
+def test_sigterm_takes_the_ctrl_c_path_and_restores_the_handler(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A command SIGTERMed (a real signal to this process) ends as Ctrl-C does: its
+    KeyboardInterrupt path runs (what it started is stopped, what it measured kept), one line,
+    exit 143; the process's own SIGTERM handler is back afterwards."""
+    import signal
+    import time
+
+    from kafkalab import cli
+    from kafkalab.cli import runs
+
+    cleaned: list[str] = []
+
+    def killed_mid_command(_args: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # never reached: the signal interrupts here
+            return 0
+        except KeyboardInterrupt:
+            cleaned.append("stopped what it started")
+            raise
+
+    monkeypatch.setattr(runs, "cmd_runs", killed_mid_command)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["runs"]) == 143
+    assert cleaned == ["stopped what it started"]
+    assert "kafkalab: terminated (SIGTERM); what was measured is kept" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -15,7 +15,10 @@ assembles them, in the order ``--help`` lists them.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from kafkalab.cli import (
     aggregate,
@@ -75,19 +78,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[list[int]]:
+    """Within the block, SIGTERM (``kill``, a service manager's stop) is handled as Ctrl-C
+    is: the command's ``KeyboardInterrupt`` path keeps what was measured, stops its consumer
+    shards and heals what a fault broke, where SIGTERM's default would end the process at
+    once (a fault run killed so had left a consumer shard running for half an hour). Yields
+    the signals received."""
+    received: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signal handlers belong to the main thread
+        return
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kafkalab`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        code: int = args.handler(args)
-        return code
-    except LabError as exc:
-        err(f"kafkalab: error: {exc}")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        err("kafkalab: interrupted; what was measured is kept (run marked incomplete)")
-        return 130
+    with _terminate_as_interrupt() as signals:
+        try:
+            code: int = args.handler(args)
+            return code
+        except LabError as exc:
+            err(f"kafkalab: error: {exc}")
+            return exc.exit_code
+        except KeyboardInterrupt:
+            how = "terminated (SIGTERM)" if signals else "interrupted"
+            err(f"kafkalab: {how}; what was measured is kept (run marked incomplete)")
+            return 143 if signals else 130
 
 
 __all__ = ["COMMAND_GROUPS", "EPILOG", "build_parser", "main"]
