@@ -42,7 +42,15 @@ import numpy as np
 
 from kafkalab.faults.checker import ReRead
 
-__all__ = ["deliveries", "expected_from_offsets", "group_summary", "longest_gap_after_ms"]
+__all__ = ["deliveries", "expected_from_offsets", "group_summary", "longest_gap_after_ms",
+           "owned_after"]
+
+
+def owned_after(event: dict[str, Any]) -> list[int]:
+    """The partitions a member owns after its ``assigned`` or ``revoked`` event: the event's
+    ``owned`` (recorded since incremental assignments: a cooperative or KIP-848 event names
+    only the change), else what an eager assignment gave (a revocation: nothing)."""
+    return list(event.get("owned", event["partitions"] if event["ev"] == "assigned" else []))
 
 
 def _pairs(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -101,7 +109,7 @@ def _victim_partitions(events: list[dict[str, Any]], victim: tuple[int, int], un
         if (int(e["member"]), int(e["incarnation"])) != victim:
             continue
         if e["ev"] in ("assigned", "revoked"):  # "owned": after an incremental change too
-            parts = list(e.get("owned", e["partitions"] if e["ev"] == "assigned" else []))
+            parts = owned_after(e)
     return sorted(parts)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.errors import RunError
 from kafkalab.faults import files
+from kafkalab.faults.deliveries import owned_after
 from kafkalab.faults.inject import Scheduled
 from kafkalab.faults.member import PROCESSED_ROW
 from kafkalab.faults.spec import FaultTrialSpec
@@ -182,7 +183,7 @@ def stable_assignment(events: list[dict[str, Any]], live: list[tuple[int, int]],
         k = (int(e["member"]), int(e["incarnation"]))
         if k not in current or e["ev"] not in ("assigned", "revoked"):
             continue
-        owned = list(e.get("owned", e["partitions"] if e["ev"] == "assigned" else []))
+        owned = owned_after(e)
         current[k] = owned if e["ev"] == "assigned" or owned else None
     if any(v is None for v in current.values()):
         return None
