@@ -103,7 +103,7 @@ OPTIONAL_TRIAL_COLUMNS: dict[str, str] = {
 TRIAL_CHECKS: dict[str, str] = {
     "outcomes_add_up_ok": "acked + failed + indeterminate + unsent + aborted = intended_msgs",
     "verdicts_add_up_ok": "ok + acked_lost + failed_but_present + indeterminate_present + "
-                          "unseen + aborted + aborted_visible = intended_msgs",
+                          "unseen + aborted (both aborted verdicts) = intended_msgs",
     "acked_split_ok": "ok + acked_lost = acked_msgs",
     "read_back_ok": "read_back = ok + failed_but_present + indeterminate_present + "
                     "aborted_visible",

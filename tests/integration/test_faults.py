@@ -38,7 +38,7 @@ LOSSY = FaultTrialSpec(profile="availability", acks="1", fault="lossy-leader-cra
 CRASH = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=300,
                        duration_s=12, warmup_s=1, fault_at_s=3, down_s=2)
 TXN = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=200,
-                     duration_s=12, warmup_s=1, fault_at_s=3, down_s=2, txn_msgs=10,
+                     duration_s=16, warmup_s=1, fault_at_s=3, down_s=2, txn_msgs=10,
                      txn_abort_every=3)
 CONTROLLER = FaultTrialSpec(profile="durability", fault="sigkill-controller",
                             rate_msgs_per_s=300, duration_s=16, warmup_s=1, fault_at_s=3,
@@ -186,7 +186,11 @@ def test_a_leader_crash_under_transactions_shows_no_aborted_record_to_committed_
     and no aborted one; the read_uncommitted re-read finds the deliberately aborted records in
     the log."""
     s, tdir = _trial(fault_env, TXN)
-    assert s["status"] == "complete" and s["verdict"] == "ok", s
+    # Whether acks resume before the schedule ends depends on the machine's speed (a
+    # transactional producer stalled 13-18 s under this kill on an idle machine, CI's once
+    # more): "not recovered" is no failure of the properties asserted here, which hold either
+    # way.
+    assert s["status"] == "complete" and s["verdict"] in ("ok", "not recovered"), s
     assert (s["acked_lost"], s["duplicates"], s["aborted_visible"]) == (0, 0, 0)
     assert s["txn_msgs"] == 10 and s["aborted"] > 0
     assert s["acked"] + s["failed"] + s["indeterminate"] + s["unsent"] + s["aborted"] \

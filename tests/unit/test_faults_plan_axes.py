@@ -121,3 +121,15 @@ def test_transactions_are_refused_where_they_cannot_run() -> None:
         FaultTrialSpec(txn_abort_every=3)
     with pytest.raises(ConfigError, match="needs acks=all, not acks=1"):
         trial_profiles([FaultTrialSpec(profile="availability", acks="1", txn_msgs=10)])
+
+
+def test_aborting_without_a_transaction_size_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from kafkalab.load.spec import LoadPlan
+
+    for plan in (lambda: FaultPlan(profiles=["durability"], faults=["sigkill-leader"],
+                                   txn_msgs=[0], txn_abort_every=3),
+                 lambda: LoadPlan(consumers=[1], rates_msgs_per_s=[10.0], txn_abort_every=3)):
+        with pytest.raises(ValidationError, match="give txn_msgs too"):
+            plan()

@@ -17,6 +17,7 @@ from kafkalab.load.producer import (
     TXN_UNKNOWN,
     ProducerPlan,
     SendLog,
+    TransactionRefused,
     load_nonce,
     run_open_loop,
 )
@@ -29,11 +30,20 @@ class TxnRecorder(Recorder):
     seq)`` and ``("commit"|"abort", records so far)``; ``ends`` decides how the k-th
     transaction (0-based) ends, instead of as asked."""
 
-    def __init__(self, log: SendLog, clock: SimClock, ends: dict[int, tuple[int, str]]) -> None:
+    def __init__(self, log: SendLog, clock: SimClock, ends: dict[int, tuple[int, str]],
+                 refuse_at: int | None = None) -> None:
         super().__init__(log, clock=clock)
         self.calls: list[tuple[str, int]] = []
         self.ends = ends
         self.ended = 0
+        self.refuse_at = refuse_at
+
+    def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
+             headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
+        if seq == self.refuse_at:
+            self.refuse_at = None  # once: a record of the open transaction had failed
+            raise TransactionRefused("produce: _STATE")
+        return super().send(topic, value, key, partition, seq, headers)
 
     def init_transactions(self, timeout_s: float) -> None:
         self.calls.append(("init", 0))
@@ -59,10 +69,11 @@ def _plan(n: int, txn: int, abort_every: int | None) -> ProducerPlan:
 
 
 def _run(n: int, txn: int, abort_every: int | None,
-         ends: dict[int, tuple[int, str]] | None = None) -> tuple[TxnRecorder, SendLog, dict]:
+         ends: dict[int, tuple[int, str]] | None = None,
+         refuse_at: int | None = None) -> tuple[TxnRecorder, SendLog, dict]:
     log = SendLog(n, np.zeros(n, dtype=np.int64), transactional=True)
     clock = SimClock()
-    client = TxnRecorder(log, clock, ends or {})
+    client = TxnRecorder(log, clock, ends or {}, refuse_at)
     run_open_loop(_plan(n, txn, abort_every), client, log, clock.now() + 1_000_000,
                   clock=clock.now, sleep=clock.sleep)
     return client, log, log.columns(producer_id=0, warmup_messages=0)
@@ -106,3 +117,21 @@ def test_a_plain_log_ignores_transaction_state() -> None:
     run_open_loop(replace(_plan(3, 1, None), txn_msgs=None), client, log, now_ns() + 1_000_000)
     assert log.counts()["acked"] == 3 and len(log.txn_state) == 0
     assert log.columns(0, 0)["txn_end"] == [None] * 3
+
+
+def test_a_refused_record_aborts_its_transaction_and_opens_a_new_one() -> None:
+    """The client refuses seq 14 (its open transaction is in an error state, e.g. a record
+    of it timed out): that transaction (10-13) is aborted, seq 14 opens the next one, which
+    holds 10 records (14-23); nothing is lost from the schedule."""
+    client, log, cols = _run(30, 10, None, refuse_at=14)
+    assert client.calls == [("begin", 0), ("commit", 10), ("begin", 10), ("abort", 14),
+                            ("begin", 14), ("commit", 24), ("begin", 24), ("commit", 30)]
+    assert list(cols["outcome"]) == ["acked"] * 10 + ["aborted"] * 4 + ["acked"] * 16
+    assert cols["error"][10] == "transaction: produce: _STATE"
+    assert log.counts()["unsent"] == 0
+
+
+def test_the_last_shorter_transaction_follows_the_abort_rule() -> None:
+    client, _log, cols = _run(25, 10, 3)  # the third transaction (20-24) is aborted
+    assert client.calls[-1] == ("abort", 25)
+    assert list(cols["outcome"]) == ["acked"] * 20 + ["aborted"] * 5

@@ -117,9 +117,10 @@ def judge_versions(matrix_id: str) -> dict[str, Any]:
     v = matrix_verdict(LabData().root, matrix_id)
     write_verdict(LabData().root, v)
     build_report(LabData().root, run_id=v.runs[v.baseline])  # the overview shows the matrix
-    worse = [f"Kafka {m.version} {s.label} {m.metric} {m.change_pct:+.1f}%"
-             for s in v.series for m in s.metrics
-             if m.verdict == "regressed" and m.change_pct is not None]
+    worse = [f"Kafka {m.version} {s.label} {m.metric} "
+             + (f"{m.change_pct:+.1f}%" if m.change_pct is not None
+                else f"{m.b_value} -> {m.v_value}")  # a zero baseline has no relative change
+             for s in v.series for m in s.metrics if m.verdict == "regressed"]
     if worse:
         raise RunError(f"version matrix {matrix_id}: {len(worse)} metric(s) regressed against "
                        f"Kafka {v.baseline}: " + "; ".join(worse[:5]))

@@ -89,6 +89,8 @@ def _terminate_as_interrupt() -> Iterator[list[int]]:
 
     def interrupt(signum: int, _frame: object) -> None:
         received.append(signum)
+        # once: a second SIGTERM must not break off the cleanup the first one started
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
@@ -98,7 +100,8 @@ def _terminate_as_interrupt() -> Iterator[list[int]]:
     try:
         yield received
     finally:
-        signal.signal(signal.SIGTERM, before)
+        # None: the handler was not installed from Python; the default is the closest
+        signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -410,6 +410,13 @@ class FaultPlan(BaseModel):
     batch_msgs: int | None = None
     rejoin_after_s: float | None = None
 
+    @model_validator(mode="after")
+    def _abort_needs_transactions(self) -> FaultPlan:
+        if self.txn_abort_every is not None and not any(self.txn_msgs):
+            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too (a size "
+                             "other than 0)")
+        return self
+
 
 _SHARED = ("rate_msgs_per_s", "warmup_s", "fault_at_s", "down_s", "payload")
 """The :class:`FaultPlan` settings every trial takes as they are."""

@@ -25,8 +25,10 @@ the client, in the sending thread: a commit's wait is the next records' publish 
 is for an application with one producer thread. A record's outcome is its transaction's
 (:meth:`SendLog.end_transaction`): ``acked`` when the commit returned (its ack time is that
 return), ``aborted`` when the transaction was aborted (deliberately every
-``txn_abort_every``-th, after a flush so its records are in the log, or because the commit
-failed with an abortable error), ``indeterminate`` when neither is known (a fatal error, a
+``txn_abort_every``-th by position, after a flush so its records are in the log; because the
+commit failed with an abortable error; or because the client refused a record, its
+transaction in an error state after one of its records failed: the loop aborts it and the
+refused record opens the next), ``indeterminate`` when neither is known (a fatal error, a
 commit that timed out: the coordinator may still complete it), whatever the record's own
 delivery report said. ``init_transactions`` runs before the schedule's t0.
 """
@@ -73,6 +75,12 @@ TXN_END_NAMES = {TXN_OPEN: "open", TXN_COMMITTED: "committed", TXN_ABORTED: "abo
 _TIMEOUT_ERRORS = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "KafkaTimeoutError")
 """Errors that leave a message's fate unknown (the broker may have written it)."""
 
+class TransactionRefused(Exception):
+    """The client refused a record because its open transaction is in an error state (a
+    record of it failed, e.g. timed out during a leader's outage): the transaction must be
+    aborted before anything more is sent. Raised by :meth:`Client.send`."""
+
+
 SEND_GRACE_MIN_S = 2.0
 """After the schedule's end the producer may still send overdue messages for this long (or
 10 % of the duration if longer); the rest are ``unsent``."""
@@ -108,6 +116,7 @@ class SendLog:
     callback of :class:`ConfluentClient`."""
     transactional: bool = False
     """The records are sent in transactions: their outcome is their transaction's."""
+    _absorbing: threading.Lock = field(default_factory=threading.Lock, repr=False)
     txn_state: np.ndarray = field(init=False)
     """Per seq, how its transaction ended (:data:`TXN_OPEN` …); only read when
     ``transactional``."""
@@ -174,8 +183,12 @@ class SendLog:
 
     def absorb(self) -> int:
         """File the queued delivery reports into the arrays, vectorised (safe while reports
-        arrive: ``deque.popleft`` is atomic and only the first ``n`` are taken); returns how
-        many."""
+        arrive: ``deque.popleft`` is atomic and only the first ``n`` are taken; one caller at
+        a time, the pump thread and a progress tick may both call it); returns how many."""
+        with self._absorbing:
+            return self._absorb()
+
+    def _absorb(self) -> int:
         items: list[tuple[int, int, Any, int, int]] = []
         n = len(self.reports)
         if n:
@@ -335,6 +348,8 @@ class ConfluentClient(Client):
 
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
              headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
+        from confluent_kafka import KafkaException
+
         try:
             if headers is None:
                 self._p.produce(topic, value, key, partition)
@@ -342,6 +357,8 @@ class ConfluentClient(Client):
                 self._p.produce(topic, value, key, partition, headers=headers)
         except BufferError:
             return False
+        except KafkaException as exc:  # a transactional producer in an error state
+            raise TransactionRefused(f"produce: {exc.args[0].name()}") from None
         return True
 
     def serve(self, timeout_s: float) -> None:
@@ -376,11 +393,16 @@ class ConfluentClient(Client):
                     break
         else:
             self._p.flush(timeout_s)
-        try:
-            self._p.abort_transaction(max(0.1, deadline - time.monotonic()))
-        except KafkaException as exc:
-            return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {exc.args[0].name()}"
-        return TXN_ABORTED, why
+        deadline = time.monotonic() + timeout_s  # the abort's own budget, after the flush
+        while True:
+            try:
+                self._p.abort_transaction(max(0.1, deadline - time.monotonic()))
+                return TXN_ABORTED, why
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.retriable() and time.monotonic() < deadline:
+                    continue
+                return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {err.name()}"
 
 
 class KafkaPythonClient(Client):
@@ -394,13 +416,15 @@ class KafkaPythonClient(Client):
 
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,
              headers: list[tuple[str, str | bytes | None]] | None = None) -> bool:
-        from kafka.errors import KafkaTimeoutError
+        from kafka.errors import KafkaError, KafkaTimeoutError
 
         log = self._log
         try:
             fut = self._p.send(topic, value=value, key=key, partition=partition, headers=headers)
         except KafkaTimeoutError:  # the buffer stayed full for max_block_ms
             return False
+        except KafkaError as exc:  # a transactional producer in an error state
+            raise TransactionRefused(f"send: {type(exc).__name__}") from None
         fut.add_callback(lambda md: log.record(seq, now_ns(), None, md.partition, md.offset))
         fut.add_errback(lambda exc: log.record(seq, now_ns(), type(exc).__name__ + f": {exc}",
                                                None, None))
@@ -474,6 +498,68 @@ def _within(call: Callable[[], object], timeout_s: float) -> str | None:
     return None if exc is None else type(exc).__name__
 
 
+class _Transactions:
+    """The open-loop producer's transactions (``plan.txn_msgs``; with none, every method does
+    nothing): which one is open, when it ends and how (module docstring)."""
+
+    def __init__(self, plan: ProducerPlan, client: Client, log: SendLog,
+                 clock: Callable[[], int], progress: Progress) -> None:
+        self.size = plan.txn_msgs or 0
+        self.abort_every = plan.txn_abort_every or 0
+        self.timeout_s = plan.message_timeout_s
+        self.client, self.log, self.clock, self.progress = client, log, clock, progress
+        self.first = -1
+        """The first seq of the open transaction (-1: none open)."""
+
+    def before(self, seq: int) -> None:
+        """Open a transaction for ``seq`` when none is open."""
+        if self.size and self.first < 0:
+            self.client.begin_transaction()
+            self.first = seq
+
+    def after(self, seq: int) -> bool:
+        """``seq`` records were sent: end the open transaction when it is full; False when
+        the producer can send no more."""
+        if self.size and seq - self.first >= self.size:
+            return self.end(seq, self.aborts(self.first))
+        return True
+
+    def refused(self, seq: int, why: str) -> bool:
+        """The client refused ``seq``: a record of the open transaction failed. Abort it (its
+        records are aborted) and open the next one for ``seq``; False when the abort's fate
+        is unknown (the producer can send no more)."""
+        if not self.end(seq, True, why_abort=why):
+            return False
+        self.before(seq)
+        return True
+
+    def close(self, seq: int, interrupted: bool) -> None:
+        """End the last, shorter transaction (aborted after Ctrl-C, with a short wait)."""
+        if self.first >= 0:
+            self.end(seq, interrupted or self.aborts(self.first),
+                     min(self.timeout_s, 3.0) if interrupted else self.timeout_s)
+
+    def aborts(self, first: int) -> bool:
+        """The transaction that began at ``first`` is one of every ``abort_every``-th (by
+        position: ``first // txn_msgs + 1``)."""
+        return self.abort_every > 0 and (first // self.size + 1) % self.abort_every == 0
+
+    def end(self, end: int, abort: bool, timeout_s: float | None = None,
+            why_abort: str | None = None) -> bool:
+        """End the open transaction (seqs first … end-1); False when its fate is unknown.
+        ``why_abort``: the client refused a record (the abort's reason)."""
+        first, self.first = self.first, -1  # ended once, even if Ctrl-C comes in between
+        state, why = self.client.end_transaction(
+            not abort, self.timeout_s if timeout_s is None else timeout_s)
+        if why_abort is not None:
+            why = f"{why_abort}; {why}" if why else why_abort
+        self.log.end_transaction(first, end, state, self.clock(), why)
+        if state == TXN_UNKNOWN:
+            self.progress(f"  the transaction of seqs {first}-{end - 1} ended unknown ({why}): "
+                          "the transactional producer can send no more")
+        return state != TXN_UNKNOWN
+
+
 def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                   progress: Progress = noop, stop: threading.Event | None = None,
                   on_tick: Callable[[int, int], None] | None = None,
@@ -511,22 +597,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                                            plan.base64_body, plan.nonce)
     pack = SEND_KEY.pack
     tag = plan.seq_header
-    txn = plan.txn_msgs or 0
-    abort_every = plan.txn_abort_every or 0
-    txn_from = -1  # the first seq of the open transaction (-1: none open)
-
-    def end_txn(end: int, abort: bool, timeout_s: float = plan.message_timeout_s) -> bool:
-        """End the open transaction (seqs txn_from … end-1); False when the producer can
-        send no more."""
-        nonlocal txn_from
-        state, why = client.end_transaction(not abort, timeout_s)
-        log.end_transaction(txn_from, end, state, clock(), why)
-        if state == TXN_UNKNOWN:
-            progress(f"  the transaction of seqs {txn_from}-{end - 1} ended unknown ({why}): "
-                     "the transactional producer can send no more")
-        txn_from = -1
-        return state != TXN_UNKNOWN
-
+    txns = _Transactions(plan, client, log, clock, progress)
     # The schedule is filled vectorised up front (the same double arithmetic as the loop's
     # t0 + int(seq × interval)); send times go to a plain int64 array.array, whose item
     # assignment costs a third of numpy's, copied into the log when the loop ends.
@@ -547,13 +618,17 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 break
             headers: list[tuple[str, str | bytes | None]] | None = \
                 [(f"{SEQ_HEADER_PREFIX}{seq}", b"")] if tag else None
-            if txn and txn_from < 0:
-                client.begin_transaction()
-                txn_from = seq
+            txns.before(seq)
             while True:
                 t = clock()
-                if client.send(topic, value, pack(seq, t), part, seq, headers):
-                    break
+                try:
+                    if client.send(topic, value, pack(seq, t), part, seq, headers):
+                        break
+                except TransactionRefused as refused:
+                    if not txns.refused(seq, str(refused)):
+                        t = -1
+                        break
+                    continue
                 client.serve(0.001)  # queue full: the wait is publish delay, never hidden
                 if clock() > deadline or stop.is_set():
                     t = -1
@@ -562,8 +637,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
                 break
             send_ts[seq] = t
             seq += 1
-            if txn and seq % txn == 0 and not end_txn(seq, abort_every > 0
-                                                      and (seq // txn) % abort_every == 0):
+            if not txns.after(seq):
                 break  # the transaction's fate is unknown and the producer unusable
             if t >= next_report:
                 next_report = t + 1_000_000_000
@@ -581,9 +655,7 @@ def run_open_loop(plan: ProducerPlan, client: Client, log: SendLog, t0_ns: int,
         if seq < plan.n:
             log.outcome[seq:] = UNSENT
         try:  # after Ctrl-C, wait only briefly for the acks still due
-            if txn_from >= 0:  # the last, shorter transaction; aborted after Ctrl-C
-                end_txn(seq, interrupted, min(plan.message_timeout_s, 3.0) if interrupted
-                        else plan.message_timeout_s)
+            txns.close(seq, interrupted)
             client.flush(min(plan.message_timeout_s, 3.0) if interrupted else plan.message_timeout_s)
         finally:
             pump_stop.set()

@@ -197,10 +197,11 @@ class _Receiver:
 def stop_bound_s(spec: LoadCellSpec) -> float:
     """The longest a producer can take from t0 to its stop announcement: the schedule and its
     send grace, then a commit begun at the deadline, the last transaction's end and the
-    flush (each up to the message timeout), and a minute of margin. A shard still waiting
-    after this is orphaned."""
+    flush (each up to the message timeout), reading the log end of every partition (up to
+    10 s each while a broker is down), and a minute of margin. A shard still waiting after
+    this is orphaned."""
     return (spec.duration_s + max(2.0, 0.1 * spec.duration_s) + 3 * spec.message_timeout_s
-            + 60.0)
+            + 10.0 * spec.partitions + 70.0)
 
 
 def spec_slow_ms(spec: LoadCellSpec, consumer: int) -> float | None:

@@ -312,6 +312,13 @@ class LoadPlan(_Strict):
     pause_for_s: float | None = None
     e2e_p99_objective_ms: float | None = None
 
+    @model_validator(mode="after")
+    def _abort_needs_transactions(self) -> LoadPlan:
+        if self.txn_abort_every is not None and not any(self.txn_msgs):
+            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too (a size "
+                             "other than 0)")
+        return self
+
 
 _GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs")
 """The fields of :class:`LoadPlan` that span the grid (the others are every cell's)."""

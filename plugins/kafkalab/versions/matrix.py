@@ -119,7 +119,10 @@ class _Matrix:
         finally:
             from kafkalab.cluster.embedded import cluster_down
 
-            cluster_down(lab, wipe_data=True)
+            try:
+                cluster_down(lab, wipe_data=True)
+            except LabError as exc:  # recorded; the next step's up stops it again
+                step["error"] = f"{step['error'] + '; ' if step['error'] else ''}down: {exc}"
             step["ended_at"] = utc_now_iso()
             self.doc["steps"].append(step)
             self.write()
@@ -210,6 +213,9 @@ def run_matrix(req: MatrixRequest, progress: Progress = noop) -> dict[str, Any]:
             m.step(round_no, version)
     except KeyboardInterrupt:
         error = "interrupted (Ctrl-C): what was measured is kept"
+        raise
+    except BaseException as exc:  # an Airflow task killed, a bug: the runs say so
+        error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
         m.close(error)

@@ -108,8 +108,9 @@ def write_verdict(data_dir: str | os.PathLike[str] | None, v: MatrixVerdict) -> 
 
 def bootstrap_change_ci(b: list[float], v: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
                         seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
-    """A 95 % percentile-bootstrap interval of ``(median(v) − median(b)) / |median(b)| × 100``;
-    None with fewer than two values a side or a zero baseline median."""
+    """A 95 % percentile-bootstrap interval of ``(median(v) − median(b)) / |median(b)| × 100``
+    (resamples whose baseline median is 0 are left out); None with fewer than two values a
+    side, or when every resample's baseline median is 0."""
     if len(b) < 2 or len(v) < 2:
         return None
     rng = np.random.default_rng(seed)
@@ -124,14 +125,24 @@ def bootstrap_change_ci(b: list[float], v: list[float], resamples: int = BOOTSTR
 
 
 def _rows(data_dir: str | os.PathLike[str] | None, run_id: str) -> pd.DataFrame:
-    """A version's complete cells with their series key (``_series``)."""
+    """A version's complete cells with their series key (``_series``; no row when none
+    completed).
+
+    Raises:
+        ConfigError: the run has no load aggregates (not aggregated yet).
+    """
     from kafkalab.drift.detect import key_part
     from kafkalab.drift.load import normalize_load_cells, read_load_table
+    from kafkalab.kinds import LOAD
     from kafkalab.store import LabData
 
-    cells = read_load_table(LabData(data_dir), run_id, "load_cells")
-    if cells.empty:
-        return cells
+    lab = LabData(data_dir)
+    if not (lab.run_aggregates_dir(run_id, LOAD) / "load_cells.parquet").exists():
+        raise ConfigError(f"run {run_id} has no load aggregates: run `kafkalab aggregate "
+                          f"--run-id {run_id}` first")
+    cells = read_load_table(lab, run_id, "load_cells")
+    if cells.empty or "status" not in cells.columns:
+        return pd.DataFrame({"_series": pd.Series(dtype=str)})
     df = normalize_load_cells(cells)
     df = df[df["status"].astype(str) == "complete"].copy()
     parts = [df[c].map(key_part).astype(str) if c in df.columns else pd.Series("", index=df.index)
@@ -209,14 +220,12 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
     runs = {str(k): str(v) for k, v in doc["runs"].items()}
     tables = {}
     for v in versions:
-        rows = _rows(data_dir, runs[v])
-        if rows.empty:
-            raise ConfigError(f"Kafka {v}'s run {runs[v]} has no complete aggregated cell: run "
-                              f"`kafkalab aggregate --run-id {runs[v]}` (or it measured nothing)")
-        tables[v] = rows
+        tables[v] = _rows(data_dir, runs[v])  # a version with no complete round: no rows
     baseline = versions[0]
     metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
     keys = sorted(set().union(*(set(t["_series"]) for t in tables.values())))
+    if not keys:
+        raise ConfigError(f"version matrix {matrix_id}: no version has a complete round")
     series, missing, judged, regressed = [], [], 0, 0
     for key in keys:
         groups = {v: t[t["_series"] == key] for v, t in tables.items()}
