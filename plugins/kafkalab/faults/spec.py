@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kafkalab.cluster.flavors import FAULT_CLUSTER
 from kafkalab.config.models import acks_as_text
-from kafkalab.load.spec import LoadCellSpec, PlanRefused
+from kafkalab.load.spec import LoadCellSpec, PlanRefused, check_txn_axis
 from kafkalab.store import safe_name
 
 __all__ = [
@@ -412,9 +412,7 @@ class FaultPlan(BaseModel):
 
     @model_validator(mode="after")
     def _abort_needs_transactions(self) -> FaultPlan:
-        if self.txn_abort_every is not None and not any(self.txn_msgs):
-            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too (a size "
-                             "other than 0)")
+        check_txn_axis(self.txn_msgs, self.txn_abort_every)
         return self
 
 

@@ -374,35 +374,37 @@ class ConfluentClient(Client):
         self._p.begin_transaction()
 
     def end_transaction(self, commit: bool, timeout_s: float) -> tuple[int, str | None]:
-        from confluent_kafka import KafkaException
-
-        deadline = time.monotonic() + timeout_s
         why: str | None = None
         if commit:
-            while True:
-                try:
-                    self._p.commit_transaction(max(0.1, deadline - time.monotonic()))
-                    return TXN_COMMITTED, None
-                except KafkaException as exc:
-                    err = exc.args[0]
-                    why = f"commit: {err.name()}"
-                    if err.retriable() and time.monotonic() < deadline:
-                        continue
-                    if not err.txn_requires_abort():
-                        return TXN_UNKNOWN, why
-                    break
+            err = _retried(self._p.commit_transaction, timeout_s)
+            if err is None:
+                return TXN_COMMITTED, None
+            why = f"commit: {err.name()}"
+            if not err.txn_requires_abort():
+                return TXN_UNKNOWN, why
         else:
             self._p.flush(timeout_s)
-        deadline = time.monotonic() + timeout_s  # the abort's own budget, after the flush
-        while True:
-            try:
-                self._p.abort_transaction(max(0.1, deadline - time.monotonic()))
-                return TXN_ABORTED, why
-            except KafkaException as exc:
-                err = exc.args[0]
-                if err.retriable() and time.monotonic() < deadline:
-                    continue
-                return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {err.name()}"
+        err = _retried(self._p.abort_transaction, timeout_s)  # its own budget, after a flush
+        if err is None:
+            return TXN_ABORTED, why
+        return TXN_UNKNOWN, f"{why + '; ' if why else ''}abort: {err.name()}"
+
+
+def _retried(call: Callable[[float], object], timeout_s: float) -> Any:
+    """``call(remaining s)`` (librdkafka's commit or abort) again while it fails with a
+    retriable error, for at most ``timeout_s``; None when it returned, else its last
+    ``KafkaError``."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            call(max(0.1, deadline - time.monotonic()))
+            return None
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not (err.retriable() and time.monotonic() < deadline):
+                return err
 
 
 class KafkaPythonClient(Client):

@@ -314,10 +314,20 @@ class LoadPlan(_Strict):
 
     @model_validator(mode="after")
     def _abort_needs_transactions(self) -> LoadPlan:
-        if self.txn_abort_every is not None and not any(self.txn_msgs):
-            raise ValueError("txn_abort_every aborts transactions: give txn_msgs too (a size "
-                             "other than 0)")
+        check_txn_axis(self.txn_msgs, self.txn_abort_every)
         return self
+
+
+def check_txn_axis(txn_msgs: list[int], txn_abort_every: int | None) -> None:
+    """Refuse a plan that aborts transactions without a transaction size (the load and the
+    fault plans).
+
+    Raises:
+        ValueError: ``txn_abort_every`` given, and no size in ``txn_msgs`` but 0.
+    """
+    if txn_abort_every is not None and not any(txn_msgs):
+        raise ValueError("txn_abort_every aborts transactions: give txn_msgs too (a size "
+                         "other than 0)")
 
 
 _GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs")
