@@ -64,7 +64,8 @@ from kafkalab.startup_figures import (
 from kafkalab.store import LabData, atomic_write_json
 
 __all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "StartupRequest", "StartupResult",
-           "execute_startup", "startup_cluster_lab"]
+           "StartupRun", "broker_spec", "execute_startup", "finish_startup", "measure_trial",
+           "open_startup", "startup_cluster_lab", "stop_cluster"]
 
 WATCH_INTERVAL_S = 0.01
 """How often a cold probe's watcher reads the metadata for ``__consumer_offsets``."""
@@ -254,8 +255,8 @@ class _Watcher:
             return not any(code in str(exc) for code in self._NOT_READY)
 
 
-class _Run:
-    """One run's state: rows so far, its files, its clusters."""
+class StartupRun:
+    """One open run's state: rows so far, its files, its clusters (:func:`open_startup`)."""
 
     def __init__(self, req: StartupRequest, progress: Progress) -> None:
         self.req = req
@@ -285,6 +286,8 @@ class _Run:
         self.clients = _client_versions(self.spec)
         self.status = "running"
         self.error: str | None = None
+        self.trial_errors: list[str] = []
+        """Trials a caller measuring trial by trial could not measure (named, in order)."""
         self.probes = 0
         self.stream = files.open_probes(self.dir)
 
@@ -369,31 +372,36 @@ def _rotated(cases: list[StartupCase], trial: int) -> list[StartupCase]:
     return cases[k:] + cases[:k]
 
 
-def _measure(run: _Run) -> None:
-    spec = run.spec
-    for delay in spec.delays_ms:
-        for trial in range(spec.trials):
-            cluster: _Cluster | None = None
-            for case in _rotated(spec.cold_cases(delay), trial):
-                if cluster is not None:
-                    cluster.close()
-                cluster = _fresh_cluster(run, delay)
-                run.probe(cluster, case, trial)
-            if cluster is None:
-                cluster = _fresh_cluster(run, delay)
-            for case in _rotated(spec.warm_cases(delay), trial):
-                run.probe(cluster, case, trial)
+def measure_trial(run: StartupRun, delay_ms: int, trial: int) -> None:
+    """Trial ``trial`` of every case at broker delay ``delay_ms``: each cold case on a fresh
+    cluster, then the warm cases on the last of them (rotated by the trial). The cluster is
+    left running (:func:`stop_cluster`, or the next fresh one, stops it)."""
+    cluster: _Cluster | None = None
+    for case in _rotated(run.spec.cold_cases(delay_ms), trial):
+        if cluster is not None:
             cluster.close()
+        cluster = _fresh_cluster(run, delay_ms)
+        run.probe(cluster, case, trial)
+    if cluster is None:
+        cluster = _fresh_cluster(run, delay_ms)
+    for case in _rotated(run.spec.warm_cases(delay_ms), trial):
+        run.probe(cluster, case, trial)
+    cluster.close()
 
 
-def _fresh_cluster(run: _Run, delay_ms: int) -> _Cluster:
+def stop_cluster(run: StartupRun) -> None:
+    """Stop and wipe the run's cluster (another cluster on its ports may start next)."""
+    cluster_down(run.req.cluster_lab or startup_cluster_lab(), wipe_data=True)
+
+
+def _fresh_cluster(run: StartupRun, delay_ms: int) -> _Cluster:
     cluster = _Cluster(run.req, run.flavor, run.features, delay_ms, run.progress)
     _note_cluster(run, cluster)
     cluster.prepare_topic(run.spec.max_members)
     return cluster
 
 
-def _note_cluster(run: _Run, cluster: _Cluster) -> None:
+def _note_cluster(run: StartupRun, cluster: _Cluster) -> None:
     """Record a cluster the run measures on (the manifest names the first one and its broker
     settings, read through the Admin API)."""
     d = cluster.descriptor
@@ -407,14 +415,58 @@ def _note_cluster(run: _Run, cluster: _Cluster) -> None:
         run.manifest.write(run.lab.root)
 
 
-def _close_manifest(run: _Run, cases: list[dict[str, Any]]) -> None:
+def _close_manifest(run: StartupRun, cases: list[dict[str, Any]]) -> None:
     """The manifest closed with one summary per case: ``complete`` when every probe of every
     case saw its first record (:meth:`kafkalab.samples.Manifest.close`)."""
     run.manifest.cells = cases
-    run.manifest.close(["complete" if not c["failed"] else "failed" for c in cases],
-                       None if run.status in ("complete", "incomplete")
-                       else (run.error or run.status))
+    error = (run.error if run.status == "incomplete"  # trials not measured, named
+             else None if run.status == "complete" else (run.error or run.status))
+    run.manifest.close(["complete" if not c["failed"] else "failed" for c in cases], error)
     run.manifest.write(run.lab.root)
+
+
+def open_startup(req: StartupRequest, progress: Progress = noop) -> StartupRun:
+    """A start-up run opened (its manifest and files started), to be measured trial by trial
+    (:func:`measure_trial`) and closed (:func:`finish_startup`): the version matrix measures
+    its versions' runs so, a round at a time; :func:`execute_startup` measures one whole.
+
+    Raises:
+        ConfigError: a run id already taken, or a case the broker cannot serve at all.
+    """
+    run = StartupRun(req, progress)
+    progress(f"start-up run {run.run_id}: {run.spec.probe_count()} probe(s); files in {run.dir}")
+    for item in run.spec.unsupported():
+        progress(f"not measured: {item['client']} with group.protocol={item['group_protocol']}: "
+                 f"{item['reason']}")
+    return run
+
+
+def finish_startup(run: StartupRun, exc: BaseException | None = None) -> StartupResult:
+    """Close ``run``: ``exc`` is what stopped it (None: it ended). Its status: ``complete``
+    when every planned probe saw its first record, ``incomplete`` when a probe timed out or
+    failed or a trial could not be measured (:attr:`StartupRun.trial_errors`, then the
+    manifest's error), ``interrupted`` on Ctrl-C, ``failed`` otherwise. The files are
+    written and the cluster is stopped and wiped; what was measured is kept."""
+    if isinstance(exc, KeyboardInterrupt):
+        run.status = "interrupted"
+    elif isinstance(exc, (ClusterError, RunError)):
+        run.status, run.error = "failed", str(exc)
+    elif exc is not None:
+        run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
+    else:  # as the manifest will say: every probe saw its first record, or some did not
+        run.status = ("complete" if all(r["status"] == "ok" for r in run.rows)
+                      and not run.trial_errors else "incomplete")
+        run.error = "; ".join(run.trial_errors) or None
+    try:
+        run.stream.close()
+        run.write_run_doc()
+        _close_manifest(run, summarize(run.rows))
+    finally:
+        stop_cluster(run)
+    cases = summarize(run.rows)
+    return StartupResult(run.run_id, run.manifest.status, run.dir, cases,
+                         answer_lines(cases, run.default_delay_ms),
+                         sum(1 for r in run.rows if r["status"] != "ok"))
 
 
 def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupResult:
@@ -426,31 +478,12 @@ def execute_startup(req: StartupRequest, progress: Progress = noop) -> StartupRe
         RunError: the cluster does not behave as the run needs.
         KeyboardInterrupt: after the files are written (status ``interrupted``).
     """
-    run = _Run(req, progress)
-    progress(f"start-up run {run.run_id}: {run.spec.probe_count()} probe(s); files in {run.dir}")
-    for item in run.spec.unsupported():
-        progress(f"not measured: {item['client']} with group.protocol={item['group_protocol']}: "
-                 f"{item['reason']}")
+    run = open_startup(req, progress)
     try:
-        _measure(run)
-        # as the manifest will say: every probe saw its first record, or some did not
-        run.status = ("complete" if all(r["status"] == "ok" for r in run.rows)
-                      else "incomplete")
-    except KeyboardInterrupt:
-        run.status = "interrupted"
+        for delay in run.spec.delays_ms:
+            for trial in range(run.spec.trials):
+                measure_trial(run, delay, trial)
+    except BaseException as exc:
+        finish_startup(run, exc)
         raise
-    except (ClusterError, RunError) as exc:
-        run.status, run.error = "failed", str(exc)
-        raise
-    except Exception as exc:
-        run.status, run.error = "failed", f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        run.stream.close()
-        run.write_run_doc()
-        _close_manifest(run, summarize(run.rows))
-        cluster_down(req.cluster_lab or startup_cluster_lab(), wipe_data=True)
-    cases = summarize(run.rows)
-    return StartupResult(run.run_id, run.manifest.status, run.dir, cases,
-                         answer_lines(cases, run.default_delay_ms),
-                         sum(1 for r in run.rows if r["status"] != "ok"))
+    return finish_startup(run)
