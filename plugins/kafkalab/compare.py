@@ -17,6 +17,13 @@ The confidence-interval test needs one interval per run: it is used only when th
 has exactly one row in each run; with several rows (a repeated cell) the medians are
 compared by the MAD rule alone and the metric's note says so.
 
+**An upgrade** (``across_versions``, ``kafkalab compare --across-versions``): the series key
+leaves out the broker's flavor and version (``BROKER_COLUMNS``), so the same cell measured on
+Kafka 4.1.2 in A and 4.4.0 in B is one series, and B's verdict is the upgrade's, per series.
+The comparison names each run's broker versions (``broker_versions``). Without it, two runs
+whose series differ only by the broker share nothing, and ``reason`` says to ask for it. For
+several rounds a side, alternating on fresh clusters, see ``kafkalab versions``.
+
 Series present in only one run are listed, never dropped. Each run's state, validation result
 and stale outputs come with the comparison (:class:`RunFacts`): a run A that drift would not
 take as a baseline (not complete, not validated, or stale aggregates/validation/drift:
@@ -50,6 +57,9 @@ LOAD_SHOWN: tuple[str, ...] = (
 """Load-cell columns compared besides the judged ones (as present)."""
 
 SHOWN: dict[str, tuple[str, ...]] = {"latency": LATENCY_SHOWN, "load": LOAD_SHOWN}
+
+BROKER_COLUMNS: tuple[str, ...] = ("cluster_flavor", "broker_version")
+"""The series columns an upgrade comparison leaves out of the key."""
 """The metrics shown, by the kind of run."""
 
 REGRESSED = "regressed"
@@ -135,6 +145,10 @@ class Comparison:
     """Series metrics judged (verdict regressed, improved or ok)."""
     regressed: int
     """Series metrics of B that regressed."""
+    across_versions: bool = False
+    """An upgrade comparison: series keyed without the broker (``BROKER_COLUMNS``)."""
+    broker_versions: dict[str, list[str]] = field(default_factory=dict)
+    """``{"a": [...], "b": [...]}``: the broker versions of each run's rows."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document ``kafkalab compare --json`` prints."""
@@ -235,13 +249,20 @@ def _label(row: pd.Series, kind: str) -> str:
     return " ".join(b for b in LABELS[kind](row) if b)
 
 
-def _series_table(rows: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """``rows`` with ``_series`` (the key without the metric) and ``_emu`` (bool)."""
-    from kafkalab.drift.detect import KINDS, key_part
+def _key_columns(kind: str, across_versions: bool) -> tuple[str, ...]:
+    from kafkalab.drift.detect import KINDS
+
+    return tuple(c for c in KINDS[kind] if not (across_versions and c in BROKER_COLUMNS))
+
+
+def _series_table(rows: pd.DataFrame, kind: str, across_versions: bool = False) -> pd.DataFrame:
+    """``rows`` with ``_series`` (the key without the metric; without the broker for an
+    upgrade) and ``_emu`` (bool)."""
+    from kafkalab.drift.detect import key_part
     from kafkalab.values import as_bool
 
     df = rows.copy()
-    cols = KINDS[kind]
+    cols = _key_columns(kind, across_versions)
     parts = [df[c].map(key_part).astype(str) if c in df.columns
              else pd.Series("", index=df.index) for c in cols]
     df["_series"] = (pd.concat(parts, axis=1).agg("|".join, axis=1) if len(df)
@@ -292,13 +313,13 @@ def _compare_metric(metric: str, a: pd.DataFrame, b: pd.DataFrame, config: Any,
 
 
 def _differing_facts(groups_a: dict[Any, pd.DataFrame], groups_b: dict[Any, pd.DataFrame],
-                     kind: str) -> list[str]:
+                     kind: str, across_versions: bool = False) -> list[str]:
     """Why two runs share no series: for each series of A, the series of B closest to it
     (fewest differing facts); every fact that differs in those pairs, as ``column: values
     in A, values in B`` (``broker``: emulator or kafka)."""
-    from kafkalab.drift.detect import KINDS, key_part
+    from kafkalab.drift.detect import key_part
 
-    columns = (*KINDS[kind], "_emu")
+    columns = (*_key_columns(kind, across_versions), "_emu")
 
     def facts(rows: pd.DataFrame) -> dict[str, str]:
         row = rows.iloc[0]
@@ -325,7 +346,8 @@ def _differing_facts(groups_a: dict[Any, pd.DataFrame], groups_b: dict[Any, pd.D
 
 
 def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
-                 config_path: str | os.PathLike[str] | None = None) -> Comparison:
+                 config_path: str | os.PathLike[str] | None = None,
+                 across_versions: bool = False) -> Comparison:
     """Compare run B with run A (see the module docstring).
 
     Args:
@@ -334,6 +356,7 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
         run_b: the run judged against it.
         config_path: drift rules YAML. None: ``include/drift.yaml``, or the built-in rules
             when that file does not exist; a path given must exist and parse.
+        across_versions: an upgrade: series keyed without the broker's flavor and version.
 
     Raises:
         ConfigError: an unknown run, a run without aggregates, a fault run, runs of two
@@ -353,7 +376,8 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
     kind = kind_a
     shown = SHOWN[kind]
     metrics = list(dict.fromkeys([*shown[:3], *config.metrics_of(kind), *shown[3:]]))
-    ta, tb = _series_table(rows_a, kind), _series_table(rows_b, kind)
+    ta = _series_table(rows_a, kind, across_versions)
+    tb = _series_table(rows_b, kind, across_versions)
     keys_a = {k: g for k, g in ta.groupby(["_series", "_emu"], sort=True)}
     keys_b = {k: g for k, g in tb.groupby(["_series", "_emu"], sort=True)}
 
@@ -378,10 +402,12 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
     judged = sum(1 for s in shared for m in s.metrics if m.verdict in JUDGED_VERDICTS)
     reason = None
     if not shared:
-        differ = _differing_facts(keys_a, keys_b, kind)
+        differ = _differing_facts(keys_a, keys_b, kind, across_versions)
         reason = (f"nothing comparable: {run_a} and {run_b} share no series ("
                   + ("; ".join(differ) if differ
                      else "their series differ") + ")")
+        if differ and all(d.split(" ", 1)[0] in BROKER_COLUMNS for d in differ):
+            reason += ": only the broker differs; compare an upgrade with --across-versions"
     elif not judged:
         reason = (f"nothing comparable: the {len(shared)} series {run_a} and {run_b} share have "
                   f"no drift-checked metric ({', '.join(config.metrics_of(kind))}) with a "
@@ -393,7 +419,15 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
                       shared=shared,
                       only_a=listed(keys_a, sorted(set(keys_a) - set(keys_b))),
                       only_b=listed(keys_b, sorted(set(keys_b) - set(keys_a))),
-                      judged=judged, regressed=regressed)
+                      judged=judged, regressed=regressed, across_versions=across_versions,
+                      broker_versions={"a": _versions(rows_a), "b": _versions(rows_b)})
+
+
+def _versions(rows: pd.DataFrame) -> list[str]:
+    """The broker versions of a run's rows (sorted; empty when not recorded)."""
+    if "broker_version" not in rows.columns:
+        return []
+    return sorted({str(v) for v in rows["broker_version"].dropna() if str(v)})
 
 
 def _fmt(value: float | None, metric: str = "") -> str:
@@ -419,6 +453,11 @@ def format_comparison(c: Comparison) -> str:
     if not c.baseline_ok:
         out.append(f"WARNING: A {c.run_a} is not a good baseline ({'; '.join(c.run_a_facts.problems)}):"
                    " drift would not take it; the verdicts below judge B against it anyway")
+    if c.across_versions:
+        out.append(f"upgrade: Kafka {', '.join(c.broker_versions.get('a') or ['?'])} (A) -> "
+                   f"Kafka {', '.join(c.broker_versions.get('b') or ['?'])} (B); series keyed "
+                   "without the broker, judged against one run of A (for rounds on fresh "
+                   "clusters: kafkalab versions run)")
     if not c.run_b_facts.good:
         out.append(f"WARNING: B {c.run_b} is not a good run ({'; '.join(c.run_b_facts.problems)}):"
                    " its figures may be partial or unchecked")

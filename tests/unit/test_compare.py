@@ -273,3 +273,29 @@ def test_an_emulators_series_is_labelled_in_the_table_and_json(tmp_path: Path) -
     assert row.startswith("confluent-kafka 1kb latency (EMULATOR — not Kafka)")
     js, doc = _cli_json("compare", RUN_A, RUN_B, "--data-dir", str(tmp_path))
     assert js.returncode == 0 and doc["shared"][0]["broker_label"] == "EMULATOR — not Kafka"
+
+
+def test_an_upgrade_is_compared_across_versions_when_asked(tmp_path: Path) -> None:
+    """The same cell on Kafka 0.9.0.1 (A) and 4.4.0 (B): no shared series, with a hint, until
+    --across-versions keys the series without the broker; then B's verdict is the upgrade's
+    and the versions are named. An emulator stays apart even then."""
+    b = _row("kafka-python", "kafka-python", "1kb", 20.0)
+    b.update(cluster_flavor="kraft", broker_version="4.4.0")
+    write_run(tmp_path, RUN_A, [_row("kafka-python", "kafka-python", "1kb", 10.0)])
+    write_run(tmp_path, RUN_B, [b, _row("confluent-kafka", "confluent-kafka", "1kb", 7.0,
+                                        emulator=True)])
+    plain = compare_runs(tmp_path, RUN_A, RUN_B)
+    assert not plain.comparable and plain.reason is not None
+    assert plain.reason.endswith("(cluster_flavor kafka09 in A, kraft in B; broker_version "
+                                 "0.9.0.1 in A, 4.4.0 in B): only the broker differs; compare "
+                                 "an upgrade with --across-versions")
+    c = compare_runs(tmp_path, RUN_A, RUN_B, across_versions=True)
+    assert c.comparable and c.across_versions and c.regressed >= 1
+    assert c.broker_versions == {"a": ["0.9.0.1"], "b": ["0.9.0.1", "4.4.0"]}
+    (s,) = c.shared
+    p50 = next(m for m in s.metrics if m.metric == "e2e_latency_ms_p50")
+    assert (p50.a_value, p50.b_value, p50.verdict) == (10.0, 20.0, REGRESSED)
+    assert [x["broker_label"] for x in c.only_b] == ["EMULATOR — not Kafka"]
+    assert "upgrade: Kafka 0.9.0.1 (A) -> Kafka 0.9.0.1, 4.4.0 (B)" in format_comparison(c)
+    proc = _cli("compare", RUN_A, RUN_B, "--across-versions", "--data-dir", str(tmp_path))
+    assert proc.returncode == 1 and "REGRESSED" in proc.stdout, proc.stderr

@@ -29,11 +29,16 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "one line says which facts differ; --json still prints the document, \"comparable\": "
         "false). See docs/cli.md.",
         epilog="examples:\n  kafkalab compare 20261120T010203Z-aaaaaa 20261121T010203Z-bbbbbb\n"
+        "  kafkalab compare RUN_ON_4_1 RUN_ON_4_4 --across-versions   # an upgrade's verdict\n"
         "  kafkalab compare RUN_A RUN_B --json | jq '.shared[].metrics[] | select(.verdict == \"regressed\")'",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pcmp.set_defaults(handler=cmd_compare)
     pcmp.add_argument("run_a", type=run_id_arg, metavar="RUN_A", help="the reference run (its id, as `kafkalab runs` lists it)")
     pcmp.add_argument("run_b", type=run_id_arg, metavar="RUN_B", help="the run judged against RUN_A")
+    pcmp.add_argument("--across-versions", action="store_true",
+                      help="an upgrade: key the series without the broker's flavor and version, "
+                      "so a cell measured on two Kafka releases is one series and RUN_B's "
+                      "verdict is the upgrade's (rounds on fresh clusters: kafkalab versions)")
     pcmp.add_argument("--config", type=Path, default=None, help="drift rules YAML (default include/drift.yaml, else the built-in rules; a file given must exist and parse)")
     add_json_option(pcmp, "print the comparison as one JSON document")
     add_data_option(pcmp, reads=True)
@@ -44,7 +49,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from kafkalab.compare import compare_runs, format_comparison
     from kafkalab.store import LabData
 
-    c = compare_runs(LabData(args.data_dir).root, args.run_a, args.run_b, args.config)
+    c = compare_runs(LabData(args.data_dir).root, args.run_a, args.run_b, args.config,
+                     across_versions=args.across_versions)
     if args.json:  # the document even when nothing is comparable ("comparable": false)
         say_json(c.to_dict())
     if not c.comparable:  # a gate that checked nothing must not pass
