@@ -18,12 +18,15 @@ DOC_MD = """
 Runs one load cell on every Kafka version of the form (a pinned 4.x release, or 0.9.0.1, the
 legacy point), **alternating** (A B, B A, ...) so a slow drift of the machine weighs on every
 version alike, **each round on a fresh one-broker cluster** of that version
-(`<lab>/versions/<version>`, ports 19892/19992, one at a time), one load run per version.
-Then judges every version against the first, series by series: the change of the median over
+(`<lab>/versions/<version>`, ports 19892/19992, one at a time), one load run per version;
+before each round's cell, the round's first-message trials (`startup_trials` of every
+start-up case with the cell's client, on fresh clusters of the version), one start-up run
+per version. Then judges every version against the first, series by series: the change of the median over
 the rounds with its 95 % bootstrap interval, and the drift rule's verdict.
 
 `name_run` → `run_matrix` (pool `kafkalab_measure`) → `plan_aggregations` →
-`aggregate_version_run` (Spark + Great Expectations, one per version) → `judge_versions`
+`aggregate_version_run` (Spark + Great Expectations, one per run: each version's load run
+and start-up run, with its kind's job) → `judge_versions`
 (fails naming the series and metrics when a version regressed) → `verify_outcome` (only when
 a task failed). The matrix file: `versions/<run id>.json`; see `docs/versions.md`.
 """

@@ -575,10 +575,12 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
                                    airflow_setup: dict[str, Any],
                                    airflow_cli: AirflowCli) -> None:
     """``airflow dags test version_matrix`` from the form: one short load cell on Kafka 4.1.2
-    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports; a
-    Spark task per version run aggregates and validates it; the verdict judges 4.4.0 against
-    4.1.2 (one round a side: no interval; a regression would fail the DAG run, so the exit
-    code is not asserted on what the machine measured, only the files)."""
+    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports, and
+    before it one first-message trial (classic protocol); a mapped Spark task per version run
+    (two load runs, two start-up runs, each with its kind's job) aggregates and validates it;
+    the verdict judges 4.4.0 against 4.1.2, the first-message cases too (one round a side: no
+    interval; a regression would fail the DAG run, so the exit code is not asserted on what
+    the machine measured, only the files)."""
     import pandas as pd
 
     from kafkalab.versions.matrix import read_matrix
@@ -587,7 +589,8 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     home = prepare_lab(tmp_path_factory.mktemp("af-versions-lab"))
     conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
             "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
-            "control_port": MATRIX_CONTROL_PORT}
+            "control_port": MATRIX_CONTROL_PORT, "startup_trials": 1,
+            "startup_protocols": ["classic"]}
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
                     env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
@@ -603,9 +606,19 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
         assert list(cells["broker_version"]) == [version]
         validation = lab.validation(run_id, "load")
         assert validation is not None and validation["success"] is True, validation
+    for version, run_id in doc["startup_runs"].items():
+        probes = pd.read_parquet(lab.run_aggregates_dir(run_id, "startup")
+                                 / "startup_probes.parquet")
+        assert set(probes["kafka_version"]) == {version} and set(probes["trial"]) == {0}
+        validation = lab.validation(run_id, "startup")
+        assert validation is not None and validation["success"] is True, validation
     # judged (one round a side: shown, not judged), written beside it, in the report
     verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())
     assert verdict["baseline"] == "4.1.2" and verdict["rounds"] == {"4.1.2": 1, "4.4.0": 1}
+    assert {s["series"] for s in verdict["series"] if s["series"].startswith("startup|")} == {
+        "startup|cold/delay=0/confluent-kafka/subscribe/classic/m1",
+        "startup|warm/delay=0/confluent-kafka/subscribe/classic/m1",
+        "startup|warm/delay=0/confluent-kafka/assign/none/m1"}
     assert f'data-matrix="{matrix}"' in lab.report_index_path().read_text()
     regressed = "regressed against Kafka 4.1.2" in log.read_text(errors="replace")
     assert (rc == 0) != regressed, "airflow dags test version_matrix failed; see above"

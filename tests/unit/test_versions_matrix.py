@@ -16,7 +16,7 @@ from kafkalab.cluster.flavors import flavor_for_version
 from kafkalab.errors import ConfigError
 from kafkalab.kinds import LOAD
 from kafkalab.load.spec import LoadCellSpec
-from kafkalab.store import LabData, atomic_write_json
+from kafkalab.store import LabData, atomic_write_json, read_json
 from kafkalab.versions.spec import MatrixSpec, round_order
 from kafkalab.versions.verdict import bootstrap_change_ci, format_verdict, matrix_verdict
 
@@ -147,3 +147,100 @@ def test_a_cell_the_legacy_broker_cannot_take_is_refused_before_anything_starts(
     with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1: .*enable\.idempotence.*0\.11"):
         run_matrix(MatrixRequest(spec=spec, data_dir=tmp_path / "data"))
     assert not (tmp_path / "data").exists()  # nothing started, nothing written
+
+
+def _probes(run_id: str, version: str, firsts: list[float | None], per_round: int = 1
+            ) -> pd.DataFrame:
+    """``startup_probes`` of one version: a warm classic subscribe case, one member a trial;
+    ``None`` a probe that timed out."""
+    return pd.DataFrame([{
+        "run_id": run_id, "probe": k, "trial": k, "member": 0,
+        "case_key": "warm/delay=0/confluent-kafka/subscribe/classic/m1",
+        "client": "confluent-kafka", "join": "subscribe", "group_protocol": "classic",
+        "members": 1, "cluster_state": "warm", "initial_rebalance_delay_ms": 0,
+        "kafka_version": version, "broker_flavor": "kraft",
+        "status": "ok" if first is not None else "timeout", "first_record_ms": first,
+        "client_start_ms": None if first is None else 5.0,
+        "join_ms": None if first is None else first - 8.0, "fetch_ms": 3.0}
+        for k, first in enumerate(firsts)])
+
+
+def _with_startup(tmp_path: Path, mid: str, firsts: dict[str, list[float | None]]) -> None:
+    """Give matrix ``mid`` start-up runs (two trials a round) with ``startup_probes``."""
+    from kafkalab.kinds import STARTUP
+
+    lab = LabData(tmp_path)
+    doc = lab.matrix_path(mid)
+    matrix = read_json(doc)
+    matrix["startup_runs"] = {v: f"m1-startup-{v}" for v in firsts}
+    matrix["spec"]["startup"] = {"trials": 2}
+    matrix["steps"] = [{"round": 1, "version": v, "run_id": f"m1-kafka-{v}",
+                        "status": "complete", "startup_run_id": f"m1-startup-{v}",
+                        "startup_status": "complete"} for v in firsts]
+    atomic_write_json(doc, matrix)
+    for v, values in firsts.items():
+        d = lab.run_aggregates_dir(f"m1-startup-{v}", STARTUP)
+        d.mkdir(parents=True)
+        _probes(f"m1-startup-{v}", v, values).to_parquet(d / "startup_probes.parquet")
+
+
+FIRSTS: dict[str, list[float | None]] = {
+    "4.1.2": [100.0, 110.0, 104.0, 96.0, 102.0, 98.0],
+    "4.4.0": [150.0, 160.0, 154.0, None, 148.0, 152.0]}
+
+
+def test_first_message_rounds_are_judged_by_the_first_message_rule(tmp_path: Path) -> None:
+    """Each round of a start-up case is the median of its trials' members; a timed-out probe
+    is counted, never a value; first_record_ms is judged by first_message_subscribe_ms's rule
+    (20 %), its parts shown."""
+    mid = _matrix(tmp_path, {"4.1.2": [10.0, 10.0, 10.0], "4.4.0": [10.0, 10.0, 10.0]})
+    _with_startup(tmp_path, mid, FIRSTS)
+    v = matrix_verdict(tmp_path, mid)
+    (case,) = [s for s in v.series if s.series.startswith("startup|")]
+    assert case.label == "first msg warm subscribe classic m1 delay 0"
+    first = next(m for m in case.metrics if m.metric == "first_record_ms")
+    assert first.b_rounds == [105.0, 100.0, 100.0]  # trials 0-1, 2-3, 4-5
+    assert first.v_rounds == [155.0, 154.0, 150.0]  # round 2: the timed-out probe left out
+    assert first.verdict == "regressed" and first.significant is True
+    assert case.failed_probes == {"4.1.2": 0, "4.4.0": 1}
+    assert {m.metric: m.verdict for m in case.metrics}["join_ms"] == "not judged"
+    assert v.startup_runs == {"4.1.2": "m1-startup-4.1.2", "4.4.0": "m1-startup-4.4.0"}
+    assert "failed probes: 4.4.0 1" in format_verdict(v)
+    from kafkalab.kinds import STARTUP
+
+    (LabData(tmp_path).run_aggregates_dir("m1-startup-4.4.0", STARTUP)
+     / "startup_probes.parquet").unlink()
+    with pytest.raises(ConfigError, match=r"kafkalab aggregate --run-id m1-startup-4\.4\.0"):
+        matrix_verdict(tmp_path, mid)
+
+
+def test_first_message_settings_are_checked_per_version_before_anything_starts(
+        tmp_path: Path) -> None:
+    from kafkalab.versions.matrix import (
+        MatrixRequest,
+        check_versions,
+        measured_runs,
+        run_matrix,
+    )
+    from kafkalab.versions.spec import MatrixStartup
+
+    spec = MatrixSpec(versions=["4.4.0", "0.9.0.1"], cell=CELL)
+    assert spec.startup_spec().trials == 3 and spec.startup_spec().clients == ("confluent-kafka",)
+    check_versions(spec)  # the consumer protocol is listed as unsupported on 0.9, not refused
+    late = spec.model_copy(update={"startup": MatrixStartup(delays_ms=[0, 3000])})
+    with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1: startup: .*group\.initial"):
+        run_matrix(MatrixRequest(spec=late, data_dir=tmp_path / "data"))
+    assert not (tmp_path / "data").exists()
+    with pytest.raises(ConfigError, match="startup: protocols"):
+        check_versions(spec.model_copy(update={"startup": MatrixStartup(protocols=["x"])}))
+    with pytest.raises(ValidationError, match=r"at most 100 start-up trials"):
+        MatrixSpec(versions=["4.1.2", "4.4.0"], rounds=20, cell=CELL,
+                   startup=MatrixStartup(trials=6))
+    assert MatrixSpec(versions=["4.1.2", "4.4.0"], cell=CELL,
+                      startup=MatrixStartup(trials=0)).startup_spec() is None
+    doc = {"runs": {"a": "r-a", "b": "r-b"}, "startup_runs": {"a": "s-a", "b": "s-b"},
+           "steps": [{"run_id": "r-a", "status": "complete", "startup_run_id": "s-a",
+                      "startup_status": "failed"},
+                     {"run_id": "r-b", "status": "failed", "startup_run_id": "s-b",
+                      "startup_status": "complete"}]}
+    assert [(r, k.name) for r, k in measured_runs(doc)] == [("r-a", "load"), ("s-b", "startup")]

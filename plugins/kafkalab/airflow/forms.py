@@ -143,7 +143,7 @@ def _number(value: Any, title: str, what: str, minimum: float = 0,
 def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
                    duration_s: float) -> dict[str, Param]:
     """The params (the trigger form) of a version matrix: the versions (the baseline first),
-    the rounds and the one load cell every version runs."""
+    the rounds, the one load cell every version runs and the first-message trials before it."""
     # free text: the pinned releases are files of the package, not read at DAG-parse time;
     # run_matrix refuses one no flavor runs, naming those it does
     return {
@@ -172,6 +172,16 @@ def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
                          values_display=_labels("profile")),
         "client": Param("confluent-kafka", type="string", enum=list(LOAD_CLIENT_CHOICES),
                         title="Client"),
+        "startup_trials": Param(1, type="integer", minimum=0, maximum=10,
+                                title="First-message trials",
+                                description="trials of every start-up case each round, before "
+                                "the load cell (0: no first-message delay in the matrix)"),
+        "startup_protocols": Param(["classic", "consumer"], type="array",
+                                   title="First-message group protocols",
+                                   items={"type": "string", "enum": ["classic", "consumer"]},
+                                   minItems=1, uniqueItems=True,
+                                   description="group.protocol of the subscribe cases (consumer: "
+                                   "KIP-848, where the broker and the client speak it)"),
         "base_port": Param(DEFAULT_MATRIX_BASE_PORT, type="integer", minimum=1024,
                            maximum=65000, title="Broker port",
                            description="the matrix clusters' broker port (one runs at a time)"),

@@ -26,7 +26,8 @@ PARAM_OF_FIELD: dict[str, str] = {
     "versions": "versions", "rounds": "rounds", "rate_msgs_per_s": "rate_msgs_per_s",
     "duration_s": "duration_s", "warmup_s": "warmup_s", "consumers": "consumers",
     "acks": "acks", "profile": "profile", "client": "client", "payload": "payload",
-    "base_port": "base_port", "control_port": "control_port",
+    "base_port": "base_port", "control_port": "control_port", "trials": "startup_trials",
+    "protocols": "startup_protocols",
 }
 """The form param that sets each field of the matrix or its cell."""
 
@@ -40,7 +41,12 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
     from pydantic import ValidationError
 
     from kafkalab.load.spec import LoadCellSpec
-    from kafkalab.versions.spec import DEFAULT_BASE_PORT, DEFAULT_CONTROL_PORT, MatrixSpec
+    from kafkalab.versions.spec import (
+        DEFAULT_BASE_PORT,
+        DEFAULT_CONTROL_PORT,
+        MatrixSpec,
+        MatrixStartup,
+    )
     from kafkalab.yamlio import describe_validation_error
 
     def cell_arg(name: str, default: Any) -> Any:
@@ -54,8 +60,10 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
             consumers=cell_arg("consumers", 1), acks=params.get("acks") or None,
             profile=cell_arg("profile", "default"), client=cell_arg("client", "confluent-kafka"),
             payload=cell_arg("payload", "1kb"))
+        startup = MatrixStartup(trials=cell_arg("startup_trials", 1),
+                                protocols=cell_arg("startup_protocols", ["classic", "consumer"]))
         return MatrixSpec(versions=[str(v) for v in params.get("versions") or []],
-                          rounds=cell_arg("rounds", 3), cell=cell,
+                          rounds=cell_arg("rounds", 3), cell=cell, startup=startup,
                           base_port=cell_arg("base_port", DEFAULT_BASE_PORT),
                           control_port=cell_arg("control_port", DEFAULT_CONTROL_PORT))
     except ValidationError as exc:
@@ -86,20 +94,20 @@ def run_version_matrix(params: Mapping[str, Any], matrix_id: str, command: str |
 
 
 def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
-    """One Spark job per version run with a complete round (the mapped
-    ``aggregate_version_run``'s kwargs: ``lab_run_id`` and its ``application_args``, the
-    load aggregation validating in its own session)."""
+    """One Spark job per run of the matrix with a measured round (each version's load run
+    and start-up run: the mapped ``aggregate_version_run``'s kwargs, ``lab_run_id``, its
+    kind's ``application`` and ``application_args``, validating in the job's own session)."""
     from kafkalab.spark import submit as spark_submit
-    from kafkalab.versions.matrix import read_matrix
+    from kafkalab.versions.matrix import measured_runs, read_matrix
 
     lab = LabData()
-    doc = read_matrix(lab.root, matrix_id)
     jobs = []
-    for run_id in doc["runs"].values():
-        if any(s["run_id"] == run_id and s["status"] == "complete" for s in doc["steps"]):
-            args = [*spark_submit.spark_job_args("aggregate_load", run_id, lab.root),
-                    *spark_submit.one_session_args(lab.root)]
-            jobs.append({"lab_run_id": run_id, "application_args": args})
+    for run_id, kind in measured_runs(read_matrix(lab.root, matrix_id)):
+        args = [*spark_submit.spark_job_args(kind.aggregate_job, run_id, lab.root),
+                *spark_submit.one_session_args(lab.root)]
+        jobs.append({"lab_run_id": run_id,
+                     "application": spark_submit.spark_application(kind.aggregate_job),
+                     "application_args": args})
     return jobs
 
 
@@ -134,15 +142,16 @@ def verify_matrix_outcome(matrix_id: str) -> None:
     Raises:
         RunError: no matrix file, or a matrix that is not complete (its failed steps named).
     """
-    from kafkalab.versions.matrix import read_matrix
+    from kafkalab.versions.matrix import read_matrix, step_complete
 
     try:
         doc = read_matrix(LabData().root, matrix_id)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
     if doc.get("status") != "complete":
-        failed = [f"round {s['round']} Kafka {s['version']}: {s.get('error') or s['status']}"
-                  for s in doc.get("steps") or [] if s.get("status") != "complete"]
+        failed = [f"round {s['round']} Kafka {s['version']}: "
+                  f"{s.get('error') or s.get('startup_error') or s['status']}"
+                  for s in doc.get("steps") or [] if not step_complete(s)]
         raise RunError(f"version matrix {matrix_id} is {doc.get('status')}"
                        + (": " + "; ".join(failed[:4]) if failed else ""))
 

@@ -14,6 +14,7 @@ from kafkalab.cli.options import (
     add_txn_options,
     as_options,
     csv_list,
+    int_list,
     run_id_arg,
 )
 from kafkalab.cli.output import say, say_json
@@ -22,7 +23,9 @@ OPTION_OF_FIELD = {"versions": "--versions", "rounds": "--rounds", "rate_msgs_pe
                    "duration_s": "--duration", "warmup_s": "--warmup", "consumers": "--consumers",
                    "partitions": "--partitions", "txn_msgs": "--txn-msgs",
                    "txn_abort_every": "--txn-abort-every", "base_port": "--base-port",
-                   "control_port": "--control-port"}
+                   "control_port": "--control-port", "trials": "--startup-trials",
+                   "protocols": "--startup-protocol", "delays_ms": "--startup-delay-ms",
+                   "members": "--startup-members"}
 """The option that sets each field of the matrix or its cell (a refused value is named by it)."""
 
 
@@ -35,7 +38,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
         help="does upgrading make us slower? one workload on several Kafka versions, judged",
         description="Run one load cell on every Kafka version given, alternating (A B, B A, "
         "...), each round on a fresh one-broker cluster of that version, one load run per "
-        "version; then judge every version against the first: the change of the median over "
+        "version, and before it the first-message delay of new consumers (start-up cases, "
+        "one start-up run per version); then judge every version against the first: the change of the median over "
         "the rounds with its 95 %% bootstrap interval, and the drift rule's verdict. Kafka "
         "0.9.0.1 is the legacy point where the cell can run on it. See docs/versions.md.")
     pr = actions.add_parser(
@@ -63,6 +67,17 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     default="confluent-kafka", help="the producer's client")
     pr.add_argument("--partitions", type=int, default=1, help="partitions (default 1)")
     add_txn_options(pr, what="the cell (one size)")
+    pr.add_argument("--startup-trials", type=int, default=1,
+                    help="first-message trials of every start-up case each round, before the "
+                    "cell, with the cell's client (default 1; 0: no first-message delay)")
+    pr.add_argument("--startup-protocol", type=csv_list, default=["classic", "consumer"],
+                    help="group.protocol of the subscribe cases (default classic,consumer; "
+                    "consumer only where the broker and the client speak KIP-848)")
+    pr.add_argument("--startup-delay-ms", type=int_list, default=[0],
+                    help="the broker's group.initial.rebalance.delay.ms values (default 0; "
+                    "Kafka 0.9 has no such setting)")
+    pr.add_argument("--startup-members", type=int_list, default=[1],
+                    help="members of one new group started at once (default 1)")
     pr.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
                     help=f"the matrix clusters' broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=int, default=DEFAULT_CONTROL_PORT,
@@ -99,7 +114,7 @@ def matrix_spec(args: argparse.Namespace) -> Any:
 
     from kafkalab.errors import ConfigError
     from kafkalab.load.spec import LoadCellSpec
-    from kafkalab.versions.spec import MatrixSpec
+    from kafkalab.versions.spec import MatrixSpec, MatrixStartup
 
     txns = list(args.txn_msgs or [])
     if len(txns) > 1:
@@ -111,7 +126,9 @@ def matrix_spec(args: argparse.Namespace) -> Any:
                             warmup_s=args.warmup, partitions=args.partitions,
                             txn_msgs=(txns[0] or None) if txns else None,
                             txn_abort_every=args.txn_abort_every)
-        return MatrixSpec(versions=args.versions, rounds=args.rounds, cell=cell,
+        startup = MatrixStartup(trials=args.startup_trials, protocols=args.startup_protocol,
+                                delays_ms=args.startup_delay_ms, members=args.startup_members)
+        return MatrixSpec(versions=args.versions, rounds=args.rounds, cell=cell, startup=startup,
                           base_port=args.base_port, control_port=args.control_port)
     except ValidationError as exc:
         raise ConfigError(as_options(exc, OPTION_OF_FIELD)) from None
@@ -161,15 +178,18 @@ def _publish_report(data_dir: Path | None, run_id: str) -> None:
 
 
 def _aggregate(data_dir: Path | None, doc: dict[str, Any], progress: Any) -> None:
-    """Aggregate, validate and report each version's run (Spark, as ``kafkalab aggregate``)."""
+    """Aggregate, validate and report each version's runs (Spark, as ``kafkalab aggregate``):
+    its load run and its start-up run, each where a round was measured."""
     from kafkalab.aggregate import aggregate_run
+    from kafkalab.versions.matrix import measured_runs
 
-    for version, run_id in doc["runs"].items():
-        if not any(s["run_id"] == run_id and s["status"] == "complete" for s in doc["steps"]):
-            progress(f"Kafka {version}: no complete round, nothing to aggregate")
-            continue
-        progress(f"Kafka {version}: aggregating run {run_id}")
-        aggregate_run(data_dir, run_id, progress=progress)
+    todo = measured_runs(doc)
+    for version in doc["runs"]:
+        if not any(doc["runs"][version] == r for r, _ in todo):
+            progress(f"Kafka {version}: no complete round of the load cell")
+    for run_id, kind in todo:
+        progress(f"aggregating {kind.label} run {run_id}")
+        aggregate_run(data_dir, run_id, progress=progress, one_session=True)
 
 
 __all__ = ["add_parser", "cmd_versions", "matrix_spec"]

@@ -6,7 +6,8 @@ It reads the files the matrix wrote (``versions/<id>.json``) and its last verdic
 ``version_matrix`` DAG); a matrix not judged yet is listed with its state. Per series, one
 row per metric: the baseline's median over the rounds, then for every other version its
 median, the change with its 95 % interval and the drift rule's verdict. Every version links
-to its load run's page.
+to its load run's page, and to its start-up run's where the matrix measured the first-message
+delay (the ``first msg`` series).
 """
 
 from __future__ import annotations
@@ -89,6 +90,19 @@ def _matrix_table(lab: LabData, doc: dict[str, Any], verdict: dict[str, Any],
     missing = "".join(f'<p class="note">{esc(m.get("label"))}: not measured on '
                       f'{esc(", ".join(m.get("versions") or []))}</p>'
                       for m in verdict.get("missing") or [])
+    for s in verdict.get("series") or []:
+        failed = {k: n for k, n in (s.get("failed_probes") or {}).items() if n}
+        if failed:
+            missing += (f'<p class="note">{esc(s.get("label"))}: failed probes: '
+                        + esc(", ".join(f"{k} {n}" for k, n in failed.items()))
+                        + " (timed out or failed: in no median)</p>")
+    startup = verdict.get("startup_runs") or {}
+    if startup:
+        links = ", ".join(_run_link(lab, str(startup[v]), out_dir, "Kafka " + v)
+                          for v in versions if v in startup)
+        missing += ('<p class="note">The "first msg" rows: each new consumer\'s time to its '
+                    "first record, medians per round over the cases' probes, from each "
+                    f"version's start-up run ({links}).</p>")
     return (f'<div data-matrix="{esc(doc.get("matrix_id"))}">'
             f"{scroll_table('versions', caption, head, ''.join(rows))}{missing}</div>")
 

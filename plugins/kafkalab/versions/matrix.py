@@ -5,12 +5,16 @@ starts a one-broker cluster of that version (the embedded flavor that runs it, i
 directory ``<clusters>/<version>``, on the matrix's ports, its data wiped first so every round
 starts from an empty broker), measures the round's cell into that version's load run
 (``<matrix id>-kafka-<version>``: one load run per version, its cells the rounds, ``trial`` =
-round), and stops the cluster. Only one cluster runs at a time.
+round), and stops the cluster. Before the cell, unless the spec's ``startup.trials`` is 0, the
+round's first-message trials run into that version's start-up run
+(``<matrix id>-startup-<version>``, :mod:`kafkalab.startup`: its trials numbered on across
+the rounds, round ``k`` holding trials ``(k−1)·T … k·T−1``), on fresh clusters of the version
+in ``<clusters>/<version>-startup`` on the same ports. Only one cluster runs at a time.
 
 Each version's load run is an ordinary load run (manifest, samples, Spark, Great
 Expectations, report, drift); the matrix file ``versions/<matrix id>.json`` (written as the
 matrix goes, :data:`MATRIX_SCHEMA_VERSION`) ties them together: the spec, each version's
-run id, and every step in the order it ran with its status. A step that fails (a cluster
+run ids, and every step in the order it ran with its status. A step that fails (a cluster
 that would not start, a cell that failed) is recorded and the matrix goes on; Ctrl-C stops
 it with what was measured kept and every run closed.
 """
@@ -29,10 +33,11 @@ from kafkalab.store import LabData, atomic_write_json, read_json, safe_name
 from kafkalab.versions.spec import MatrixSpec, round_order
 
 __all__ = ["MATRIX_SCHEMA_VERSION", "MatrixRequest", "check_versions", "clusters_root",
-           "read_matrix", "run_matrix", "version_run_id"]
+           "measured_runs", "read_matrix", "run_matrix", "startup_run_id", "step_complete", "version_run_id"]
 
-MATRIX_SCHEMA_VERSION = 1
-"""Version of the matrix file (``docs/versions.md``)."""
+MATRIX_SCHEMA_VERSION = 2
+"""Version of the matrix file (``docs/versions.md``; 2 added the start-up runs and each
+step's ``startup_*`` fields)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,31 @@ def version_run_id(matrix_id: str, version: str) -> str:
     return safe_name(f"{matrix_id}-kafka-{version}")
 
 
+def startup_run_id(matrix_id: str, version: str) -> str:
+    """The start-up run that holds ``version``'s first-message trials of matrix ``matrix_id``."""
+    return safe_name(f"{matrix_id}-startup-{version}")
+
+
+def step_complete(step: dict[str, Any]) -> bool:
+    """A step whose load cell completed and whose start-up trials (if any) were measured."""
+    return step.get("status") == "complete" and step.get("startup_status") in (None, "complete")
+
+
+def measured_runs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(run id, kind)`` of every run of the matrix file ``doc`` with something to aggregate:
+    a version's load run with a complete round, its start-up run with a measured round
+    (:class:`kafkalab.kinds.RunKind`: what aggregates it)."""
+    from kafkalab.kinds import LOAD, STARTUP
+
+    steps = doc.get("steps") or []
+    out = [(r, LOAD) for r in (doc.get("runs") or {}).values()
+           if any(s.get("run_id") == r and s.get("status") == "complete" for s in steps)]
+    out += [(r, STARTUP) for r in (doc.get("startup_runs") or {}).values()
+            if any(s.get("startup_run_id") == r and s.get("startup_status") == "complete"
+                   for s in steps)]
+    return out
+
+
 def read_matrix(data_dir: str | os.PathLike[str] | None, matrix_id: str) -> dict[str, Any]:
     """The matrix file of ``matrix_id``.
 
@@ -87,10 +117,14 @@ class _Matrix:
         self.clusters = req.clusters or clusters_root()
         self.runs = {v: version_run_id(matrix_id, v) for v in self.spec.versions}
         self.started: set[str] = set()
+        self.startup_runs = ({v: startup_run_id(matrix_id, v) for v in self.spec.versions}
+                             if self.spec.startup.trials else {})
+        self.startups: dict[str, Any] = {}
+        """Each version's open start-up run (:class:`kafkalab.startup.engine.StartupRun`)."""
         self.doc: dict[str, Any] = {
             "schema_version": MATRIX_SCHEMA_VERSION, "matrix_id": matrix_id, "status": "running",
             "spec": self.spec.summary(), "baseline": self.spec.versions[0], "runs": self.runs,
-            "steps": [], "command": req.command, "started_at": utc_now_iso(), "ended_at": None}
+            "startup_runs": self.startup_runs, "steps": [], "command": req.command, "started_at": utc_now_iso(), "ended_at": None}
 
     def write(self) -> None:
         path = self.lab.matrix_path(str(self.doc["matrix_id"]))
@@ -104,6 +138,8 @@ class _Matrix:
                                 "error": None, "started_at": utc_now_iso()}
         self.progress(f"round {round_no}, Kafka {version}: a fresh cluster")
         lab = self.clusters / safe_name(version)
+        if self.startup_runs:
+            self._startup_round(round_no, version, step)
         try:
             descriptor = self._fresh_cluster(version, lab)
             self._start_run(version, descriptor)
@@ -126,6 +162,54 @@ class _Matrix:
             step["ended_at"] = utc_now_iso()
             self.doc["steps"].append(step)
             self.write()
+
+    def _startup_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
+        """Round ``round_no``'s first-message trials of ``version`` (every case, each delay)
+        into its start-up run; the step records ``startup_status``, ``startup_failed_probes``
+        (probes of the round that timed out or failed) and ``startup_error``."""
+        from kafkalab.cluster.flavors import flavor_for_version
+        from kafkalab.startup.engine import measure_trial, stop_cluster
+
+        step.update(startup_run_id=self.startup_runs[version], startup_status="failed",
+                    startup_error=None)
+        first = len(self.startups[version].rows) if version in self.startups else 0
+        per_round = self.spec.startup.trials
+        trials = range((round_no - 1) * per_round, round_no * per_round)
+        flavor = flavor_for_version(version)
+        try:
+            with flavor.running_version(version):
+                run = self._startup_run(version)
+                try:
+                    for delay in run.spec.delays_ms:
+                        for trial in trials:
+                            measure_trial(run, delay, trial)
+                    step["startup_status"] = "complete"
+                except LabError as exc:
+                    run.trial_errors.append(f"round {round_no}: {exc}")
+                    raise
+                finally:
+                    stop_cluster(run)
+        except LabError as exc:
+            step["startup_error"] = str(exc)
+            self.progress(f"round {round_no}, Kafka {version}: first message: {exc}")
+        rows = self.startups[version].rows[first:] if version in self.startups else []
+        step["startup_failed_probes"] = sum(1 for r in rows if r["status"] != "ok")
+
+    def _startup_run(self, version: str) -> Any:
+        """``version``'s start-up run, opened the first time (inside its
+        ``running_version``)."""
+        if version not in self.startups:
+            from kafkalab.cluster.flavors import flavor_for_version
+            from kafkalab.startup.engine import StartupRequest, open_startup
+
+            self.startups[version] = open_startup(StartupRequest(
+                spec=self.spec.startup_spec(), data_dir=self.req.data_dir,
+                run_id=self.startup_runs[version], base_port=self.spec.base_port,
+                control_port=self.spec.control_port, flavor=flavor_for_version(version).name,
+                cluster_lab=self.clusters / f"{safe_name(version)}-startup",
+                command=self.req.command, owner_kind=self.req.owner_kind,
+                logical_date=self.req.logical_date), self.progress)
+        return self.startups[version]
 
     def _fresh_cluster(self, version: str, lab: Path) -> Path:
         """Start a one-broker cluster of ``version`` in ``lab`` with empty data; its
@@ -156,14 +240,18 @@ class _Matrix:
                        self.progress)
         self.started.add(version)
 
-    def close(self, error: str | None) -> None:
-        """Close every started run and the matrix file (``complete`` when every step
-        completed, ``failed`` when none did, else ``incomplete``)."""
+    def close(self, exc: BaseException | None, error: str | None) -> None:
+        """Close every started run (``exc``: what stopped the matrix, ``error`` its line) and
+        the matrix file (``complete`` when every step completed (:func:`step_complete`),
+        ``failed`` when none did, else ``incomplete``)."""
         from kafkalab.load.run import finish_load_run
+        from kafkalab.startup.engine import finish_startup
 
         for version in self.started:
             finish_load_run(self.lab.root, self.runs[version], error)
-        done = [s for s in self.doc["steps"] if s["status"] == "complete"]
+        for run in self.startups.values():
+            finish_startup(run, exc)
+        done = [s for s in self.doc["steps"] if step_complete(s)]
         planned = len(self.spec.versions) * self.spec.rounds
         self.doc["status"] = ("complete" if len(done) == planned and error is None
                               else "failed" if not done else "incomplete")
@@ -175,7 +263,8 @@ class _Matrix:
 def check_versions(spec: MatrixSpec) -> None:
     """Refuse, before any cluster starts, a cell one of the versions' brokers cannot take (a
     property the broker predates, e.g. idempotence or transactions on Kafka 0.9), as the
-    load run of that version would refuse it.
+    load run of that version would refuse it, and start-up settings it cannot serve (a
+    rebalance delay on Kafka 0.9, no group protocol left).
 
     Raises:
         ConfigError: one line naming the version and the problem.
@@ -184,13 +273,18 @@ def check_versions(spec: MatrixSpec) -> None:
     from kafkalab.cluster.flavors import flavor_for_version
     from kafkalab.errors import ConfigError
     from kafkalab.load.run import validate_cells
+    from kafkalab.startup.engine import broker_spec
 
+    startup = spec.startup_spec()  # ConfigError: start-up settings refused, named
     for version in spec.versions:
         flavor = flavor_for_version(version)
         d = ClusterDescriptor(flavor=flavor.name, protocol=flavor.protocols[0], version=version,
                               bootstrap_servers=f"127.0.0.1:{spec.base_port}", broker_count=1)
         try:
             validate_cells(spec.cells()[:1], d)
+            if startup is not None:
+                with flavor.running_version(version):
+                    broker_spec(startup, flavor, flavor.embedded_features())
         except ConfigError as exc:
             raise ConfigError(f"Kafka {version}: {exc}") from None
 
@@ -208,15 +302,16 @@ def run_matrix(req: MatrixRequest, progress: Progress = noop) -> dict[str, Any]:
     m = _Matrix(req, req.matrix_id or new_run_id(), progress)
     m.write()
     error: str | None = None
+    stopped: BaseException | None = None
     try:
         for round_no, version in round_order(req.spec.versions, req.spec.rounds):
             m.step(round_no, version)
-    except KeyboardInterrupt:
-        error = "interrupted (Ctrl-C): what was measured is kept"
+    except KeyboardInterrupt as exc:
+        stopped, error = exc, "interrupted (Ctrl-C): what was measured is kept"
         raise
     except BaseException as exc:  # an Airflow task killed, a bug: the runs say so
-        error = f"{type(exc).__name__}: {exc}"
+        stopped, error = exc, f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        m.close(error)
+        m.close(stopped, error)
     return m.doc

@@ -1,8 +1,10 @@
 """What a version matrix measures (:class:`MatrixSpec`), validated once here.
 
 A matrix is a list of Kafka versions (the first is the baseline every other is judged
-against), a number of rounds, and one load cell's settings (:class:`kafkalab.load.spec.
-LoadCellSpec`: the same workload on every version). Each version must be one an embedded
+against), a number of rounds, one load cell's settings (:class:`kafkalab.load.spec.
+LoadCellSpec`: the same workload on every version) and, each round, the first-message delay
+of new consumers (:class:`MatrixStartup`: start-up cases of :mod:`kafkalab.startup`, on
+fresh clusters of the version, before the round's load cell). Each version must be one an embedded
 flavor runs (:func:`kafkalab.cluster.flavors.flavor_for_version`: a pinned Kafka 4.x release
 of the KRaft flavor, or the legacy broker's 0.9.0.1); a cell a version's broker cannot take
 (a feature it lacks) is refused before anything starts.
@@ -16,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kafkalab.load.spec import LoadCellSpec
 
-__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixSpec", "round_order"]
+__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixSpec",
+           "MatrixStartup", "round_order"]
 
 MAX_ROUNDS = 20
 """Rounds one matrix may ask for."""
@@ -30,6 +33,22 @@ DEFAULT_CONTROL_PORT = 19992
 """The controller (KRaft) or ZooKeeper (Kafka 0.9) port of the matrix's clusters."""
 
 
+class MatrixStartup(BaseModel):
+    """The first-message delay measured each round (start-up cases with the cell's client)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trials: int = Field(1, ge=0, le=10)
+    """Trials of every case each round (0: no first-message delay in the matrix)."""
+    protocols: list[str] = Field(default_factory=lambda: ["classic", "consumer"], min_length=1)
+    """``group.protocol`` values of the subscribe cases (KIP-848's ``consumer`` is listed as
+    unsupported where the broker or the client lacks it: a series only some versions have)."""
+    delays_ms: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    """The broker's ``group.initial.rebalance.delay.ms`` values (0 runs on every version;
+    Kafka 0.9 has no such setting)."""
+    members: list[int] = Field(default_factory=lambda: [1], min_length=1)
+
+
 class MatrixSpec(BaseModel):
     """One version matrix: ``versions`` × ``rounds`` measurements of ``cell``."""
 
@@ -41,6 +60,8 @@ class MatrixSpec(BaseModel):
     """Each version is measured this many times, each time on a fresh cluster."""
     cell: LoadCellSpec
     """The workload: one load cell (its ``trial`` is set per round)."""
+    startup: MatrixStartup = Field(default_factory=MatrixStartup)
+    """The first-message delay measured each round (``trials`` 0: none)."""
     base_port: int = Field(DEFAULT_BASE_PORT, ge=1024, le=65000)
     control_port: int = Field(DEFAULT_CONTROL_PORT, ge=1024, le=65000)
 
@@ -61,6 +82,11 @@ class MatrixSpec(BaseModel):
             raise ValueError("cell.trial is the round's: leave it 0")
         if self.base_port == self.control_port:
             raise ValueError("base_port and control_port must differ")
+        from kafkalab.startup.spec import MAX_TRIALS
+
+        if self.startup.trials * self.rounds > MAX_TRIALS:
+            raise ValueError(f"startup.trials × rounds is at most {MAX_TRIALS} start-up "
+                             f"trials a version, got {self.startup.trials} × {self.rounds}")
         return self
 
     def round_cell(self, round_no: int) -> LoadCellSpec:
@@ -70,6 +96,22 @@ class MatrixSpec(BaseModel):
     def cells(self) -> list[LoadCellSpec]:
         """Every round's cell, as each version's load run plans them."""
         return [self.round_cell(k) for k in range(1, self.rounds + 1)]
+
+    def startup_spec(self) -> Any:
+        """The start-up spec of each version's start-up run (all rounds' trials; the cell's
+        client), before the broker's features narrow it (None when ``startup.trials`` is 0).
+
+        Raises:
+            ConfigError: settings the start-up experiment refuses, named.
+        """
+        from kafkalab.startup.spec import StartupSpec
+
+        st = self.startup
+        if not st.trials:
+            return None
+        return StartupSpec(clients=(self.cell.client,), delays_ms=tuple(st.delays_ms),
+                           protocols=tuple(st.protocols), members=tuple(st.members),
+                           trials=st.trials * self.rounds)
 
     def summary(self) -> dict[str, Any]:
         """The spec as the matrix file records it."""

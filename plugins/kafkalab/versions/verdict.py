@@ -1,9 +1,14 @@
 """The upgrade verdict of a version matrix: every version against the baseline (the first).
 
-The rows are each version's ``load_cells`` (its load run's aggregates: one row per round). A
-*series* is what the cell measures without the broker (:data:`SERIES_COLUMNS`: the load
-series key without ``cluster_flavor`` and ``broker_version``), so the same workload on two
-versions is one series. Per series and metric, for every version V after the baseline B:
+The rows are each version's ``load_cells`` (its load run's aggregates: one row per round) and,
+where the matrix measured the first-message delay, its start-up run's ``startup_probes``
+(one row per round and case: the median over the round's probed members that saw a first
+record; timed-out or failed probes are counted in ``failed_probes``, never in a median). A
+*series* is what is measured without the broker: for the load cell, :data:`SERIES_COLUMNS`
+(the load series key without ``cluster_flavor`` and ``broker_version``); for a start-up
+case, ``startup|<case key>`` (cold or warm, delay, client, subscribe or assign, protocol,
+members). So the same workload on two versions is one series. Per series and metric, for
+every version V after the baseline B:
 
 - ``b_value`` / ``v_value``: the median over the rounds (``b_rounds`` / ``v_rounds`` the
   values themselves);
@@ -12,7 +17,8 @@ versions is one series. Per series and metric, for every version V after the bas
   that change (both versions' rounds resampled with replacement, :data:`BOOTSTRAP_RESAMPLES`
   times, seeded); null with fewer than two rounds a side (one value has no spread);
 - ``verdict``: the project's drift rule (:func:`kafkalab.drift.detect.evaluate_series`,
-  thresholds from ``include/drift.yaml``) with B's rounds as the baseline window and V's
+  thresholds from ``include/drift.yaml``; a start-up case's ``first_record_ms`` by the rule
+  of ``first_message_subscribe_ms``) with B's rounds as the baseline window and V's
   median as the judged value: ``regressed``, ``improved`` or ``ok``; ``insufficient_history``
   with fewer rounds than the rule's ``min_baseline_runs`` (3 by default: one round's value
   has no spread to judge a change by). Metrics the drift config does not judge are shown,
@@ -46,6 +52,16 @@ SERIES_COLUMNS: tuple[str, ...] = tuple(c for c in LOAD_SERIES_COLUMNS
 SHOWN: tuple[str, ...] = ("e2e_p50_ms", "e2e_p99_ms", "achieved_rate_msgs_per_s")
 """Metrics shown besides the judged ones (as present)."""
 
+STARTUP_PREFIX = "startup|"
+"""How a start-up case's series key starts."""
+
+STARTUP_METRICS: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_ms",
+                                    "fetch_ms")
+"""A start-up case's figures the verdict shows (:mod:`kafkalab.startup_figures`)."""
+
+STARTUP_RULES: dict[str, str] = {"first_record_ms": "first_message_subscribe_ms"}
+"""The drift rule judging a start-up figure (the others are shown, not judged)."""
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261129
 
@@ -73,6 +89,8 @@ class VersionSeries:
     series: str
     label: str
     metrics: list[VersionMetric] = field(default_factory=list)
+    failed_probes: dict[str, int] | None = None
+    """A start-up case: each version's probes that timed out or failed (in no median)."""
 
 
 @dataclass
@@ -84,12 +102,14 @@ class MatrixVerdict:
     versions: list[str]
     runs: dict[str, str]
     rounds: dict[str, int]
-    """Complete rounds found per version (its load run's cells)."""
+    """Complete rounds of the load cell found per version (its load run's cells)."""
     series: list[VersionSeries]
     missing: list[dict[str, Any]]
     """``{"series", "label", "versions"}``: series some version lacks (named)."""
     regressed: int
     judged: int
+    startup_runs: dict[str, str] = field(default_factory=dict)
+    """Each version's start-up run (empty when the matrix measured no first-message delay)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -151,6 +171,49 @@ def _rows(data_dir: str | os.PathLike[str] | None, run_id: str) -> pd.DataFrame:
     return df
 
 
+def _startup_rows(data_dir: str | os.PathLike[str] | None, run_id: str,
+                  per_round: int) -> pd.DataFrame:
+    """A version's start-up cases per round (``_series``, ``_label``, ``round``,
+    ``failed_probes`` and the median of each of :data:`STARTUP_METRICS` over the round's
+    members that saw a first record); round ``k`` holds trials ``(k−1)·per_round …``.
+
+    Raises:
+        ConfigError: the run has no start-up aggregates (not aggregated yet).
+    """
+    import pyarrow.parquet as pq
+
+    from kafkalab.kinds import STARTUP
+    from kafkalab.store import LabData
+
+    path = LabData(data_dir).run_aggregates_dir(run_id, STARTUP) / "startup_probes.parquet"
+    if not path.exists():
+        raise ConfigError(f"run {run_id} has no start-up aggregates: run `kafkalab aggregate "
+                          f"--run-id {run_id}` first")
+    probes = pq.read_table(path).to_pandas()
+    out = []
+    probes["round"] = probes["trial"].astype(int) // max(per_round, 1) + 1
+    for (key, round_no), g in probes.groupby(["case_key", "round"], sort=True):
+        ok = g[g["status"].astype(str) == "ok"]
+        row: dict[str, Any] = {"_series": STARTUP_PREFIX + str(key),
+                               "_label": _startup_label(g.iloc[0]),
+                               "round": int(round_no), "broker_version": str(g["kafka_version"].iloc[0]),
+                               "failed_probes": int(len(g) - len(ok))}
+        for m in STARTUP_METRICS:
+            vals = pd.to_numeric(ok[m], errors="coerce").dropna() if m in ok else pd.Series()
+            row[m] = float(vals.median()) if len(vals) else None
+        out.append(row)
+    return pd.DataFrame(out, columns=["_series", "_label", "round", "broker_version",
+                                      "failed_probes", *STARTUP_METRICS])
+
+
+def _startup_label(probe: pd.Series) -> str:
+    """``first msg cold subscribe classic m1 delay 0`` (``assign``: no protocol, no group)."""
+    join = str(probe["join"])
+    how = join if join == "assign" else f"{join} {probe['group_protocol']} m{probe['members']}"
+    return (f"first msg {probe['cluster_state']} {how} delay "
+            f"{probe['initial_rebalance_delay_ms']}")
+
+
 def _label(row: pd.Series) -> str:
     """``confluent-kafka 1kb default acks 1 c1 r500`` (``txn10`` for transactions)."""
     from kafkalab.drift.detect import key_part
@@ -169,8 +232,9 @@ def _values(rows: pd.DataFrame, metric: str) -> list[float]:
 
 
 def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame,
-           config: Any) -> VersionMetric | None:
-    """One metric of one series (None when neither side has a value)."""
+           config: Any, rule_name: str | None) -> VersionMetric | None:
+    """One metric of one series (None when neither side has a value), judged by the drift
+    rule ``rule_name`` (None or a rule the config lacks: shown, not judged)."""
     from kafkalab.drift.detect import evaluate_series
 
     b, v = _values(b_rows, metric), _values(v_rows, metric)
@@ -186,9 +250,10 @@ def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame
         out.verdict = "undefined"
         out.note = f"null in {'the baseline' if bv is None else version} (too few samples?)"
         return out
-    if metric not in config.metrics_of("load"):
+    if rule_name is None or (rule_name not in config.metrics
+                             and rule_name not in config.metrics_of("load")):
         return out
-    rule = config.rule(metric)
+    rule = config.rule(rule_name)
     res = evaluate_series(b, vv, rule)
     out.verdict = "regressed" if res["verdict"] == "drift" else str(res["verdict"])
     out.note = res.get("note")
@@ -218,29 +283,41 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
     doc = read_matrix(data_dir, matrix_id)
     versions = [str(v) for v in doc["spec"]["versions"]]
     runs = {str(k): str(v) for k, v in doc["runs"].items()}
-    tables = {}
+    startup_runs = {str(k): str(v) for k, v in (doc.get("startup_runs") or {}).items()}
+    per_round = int(((doc["spec"].get("startup") or {}).get("trials")) or 1)
+    tables, rounds = {}, {}
     for v in versions:
-        tables[v] = _rows(data_dir, runs[v])  # a version with no complete round: no rows
+        load = _rows(data_dir, runs[v])  # a version with no complete round: no rows
+        load["_label"] = [_label(r) for _, r in load.iterrows()] if len(load) else []
+        rounds[v] = len(load)
+        parts = [load]
+        if v in startup_runs and _measured(doc, startup_runs[v]):
+            parts.append(_startup_rows(data_dir, startup_runs[v], per_round))
+        tables[v] = pd.concat([p for p in parts if len(p)] or [load], ignore_index=True)
     baseline = versions[0]
-    metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
+    load_metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
     keys = sorted(set().union(*(set(t["_series"]) for t in tables.values())))
     if not keys:
         raise ConfigError(f"version matrix {matrix_id}: no version has a complete round")
     series, missing, judged, regressed = [], [], 0, 0
     for key in keys:
         groups = {v: t[t["_series"] == key] for v, t in tables.items()}
-        label = _label(next(g for g in groups.values() if len(g)).iloc[0])
+        label = str(next(g for g in groups.values() if len(g))["_label"].iloc[0])
         lacking = [v for v, g in groups.items() if g.empty]
         if lacking:
             missing.append({"series": key, "label": label, "versions": lacking})
         if groups[baseline].empty:
             continue
-        s = VersionSeries(key, label)
+        startup = key.startswith(STARTUP_PREFIX)
+        s = VersionSeries(key, label, failed_probes={
+            v: int(g["failed_probes"].sum()) for v, g in groups.items() if len(g)}
+            if startup else None)
         for v in versions[1:]:
             if groups[v].empty:
                 continue
-            for metric in metrics:
-                m = _judge(metric, v, groups[baseline], groups[v], config)
+            for metric in (STARTUP_METRICS if startup else load_metrics):
+                rule = STARTUP_RULES.get(metric) if startup else metric
+                m = _judge(metric, v, groups[baseline], groups[v], config, rule)
                 if m is None:
                     continue
                 s.metrics.append(m)
@@ -248,8 +325,15 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
                 regressed += m.verdict == "regressed"
         series.append(s)
     return MatrixVerdict(matrix_id=matrix_id, baseline=baseline, versions=versions, runs=runs,
-                         rounds={v: len(t) for v, t in tables.items()}, series=series,
-                         missing=missing, regressed=regressed, judged=judged)
+                         rounds=rounds, series=series, missing=missing, regressed=regressed,
+                         judged=judged, startup_runs=startup_runs)
+
+
+def _measured(doc: dict[str, Any], run_id: str) -> bool:
+    """Whether the matrix measured a round into run ``run_id``."""
+    from kafkalab.versions.matrix import measured_runs
+
+    return any(r == run_id for r, _ in measured_runs(doc))
 
 
 def format_verdict(v: MatrixVerdict) -> str:
@@ -266,6 +350,12 @@ def format_verdict(v: MatrixVerdict) -> str:
                 f"{s.label[:46]:<46} {m.version:<8} {m.metric:<26} {_num(m.b_value):>10} "
                 f"{_num(m.v_value):>10} {_pct(m.change_pct):>8} {ci:>18}  {m.verdict}"
                 + (" (significant)" if m.significant else ""))
+    for s in v.series:
+        failed = {k: n for k, n in (s.failed_probes or {}).items() if n}
+        if failed:
+            lines.append(f"{s.label}: failed probes: "
+                         + ", ".join(f"{k} {n}" for k, n in failed.items())
+                         + " (timed out or failed: in no median)")
     for miss in v.missing:
         lines.append(f"{miss['label']}: not measured on {', '.join(miss['versions'])}")
     lines.append(f"{v.regressed} regressed of {v.judged} judged metric(s)")

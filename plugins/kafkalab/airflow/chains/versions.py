@@ -49,12 +49,12 @@ def build_version_chain(run_prefix: str) -> None:
     jobs = plan_aggregations(matrix_id)
     aggregated = StartedRunSparkSubmitOperator.partial(
         task_id="aggregate_version_run", conn_id=SPARK_CONN_ID,
-        application=spark_submit.spark_application("aggregate_load"),
         py_files=spark_submit.spark_py_files(), conf=spark_submit.spark_conf(),
         env_vars=spark_submit.spark_env(), name="kafkalab-aggregate-version-run",
         outlets=[assets.aggregates], map_index_template="{{ task.lab_run_id }}",
-        doc_md="Spark: one version's load run -> load_cells, load_consumers, load_lag, then, in "
-        "the same session, the Great Expectations suite load.").expand_kwargs(jobs)
+        doc_md="Spark: one run of a version (its load run -> load_cells, load_consumers, "
+        "load_lag; its start-up run -> startup_probes, startup_cases), then, in the same "
+        "session, the run kind's Great Expectations suite.").expand_kwargs(jobs)
     judged = judge_versions(matrix_id)
     measured >> jobs >> aggregated >> judged
     [matrix_id, measured, jobs, aggregated, judged] >> parts.verify_outcome(
