@@ -10,7 +10,12 @@ from airflow.sdk import dag
 from kafkalab.airflow.chains.nightly import build_nightly_chain
 from kafkalab.airflow.dag_args import dag_args
 from kafkalab.airflow.forms import nightly_switch_params, run_params
-from kafkalab.airflow.run_ids import NIGHTLY_FANOUT_PREFIX, NIGHTLY_FAULTS_PREFIX, RUN_PREFIXES
+from kafkalab.airflow.run_ids import (
+    NIGHTLY_FANOUT_PREFIX,
+    NIGHTLY_FAULTS_PREFIX,
+    NIGHTLY_VERSIONS_PREFIX,
+    RUN_PREFIXES,
+)
 
 DOC_MD = """
 ### Nightly latency regression
@@ -51,6 +56,15 @@ the 3-broker fault cluster, as a fault run of its own (`nightly-faults-<time>`):
 its alert and its verdict join the nightly's: `verify_outcome` fails the DAG run when the
 trial lost an acked message. The param `fault_trial` (default true) turns it off:
 `start_fault_run` and what follows it are then *skipped*.
+
+**Version matrix.** When the param `version_matrix` names Kafka versions (the baseline
+first; default none), the night ends with a version matrix on them (`nightly-versions-<time>`:
+each version `version_matrix_rounds` times, default 3, alternating, on fresh one-broker
+clusters; one load cell of 500 msg/s and one first-message trial a round): `name_matrix_run`
+→ `run_matrix` → `finish_matrix` → `plan_aggregations` → `aggregate_version_run` →
+`judge_versions`, which **fails** naming the series when a version regressed against the
+first, so the DAG run fails and its `run_failed` alert says what regressed. No Spark job
+runs while it measures. See `docs/versions.md`.
 """
 
 
@@ -65,7 +79,8 @@ trial lost an acked message. The param `fault_trial` (default true) turns it off
 ))
 def nightly_latency_regression() -> None:
     build_nightly_chain(run_prefix=RUN_PREFIXES["nightly_latency_regression"],
-                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX)
+                        fanout_prefix=NIGHTLY_FANOUT_PREFIX, fault_prefix=NIGHTLY_FAULTS_PREFIX,
+                        matrix_prefix=NIGHTLY_VERSIONS_PREFIX)
 
 
 nightly_latency_regression()

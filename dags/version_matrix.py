@@ -24,7 +24,7 @@ start-up case with the cell's client, on fresh clusters of the version), one sta
 per version. Then judges every version against the first, series by series: the change of the median over
 the rounds with its 95 % bootstrap interval, and the drift rule's verdict.
 
-`name_run` → `run_matrix` (pool `kafkalab_measure`) → `plan_aggregations` →
+`name_run` → `run_matrix` (pool `kafkalab_measure`) → `finish_matrix` → `plan_aggregations` →
 `aggregate_version_run` (Spark + Great Expectations, one per run: each version's load run
 and start-up run, with its kind's job) → `judge_versions`
 (fails naming the series and metrics when a version regressed) → `verify_outcome` (only when

@@ -587,6 +587,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
 
     lab = LabData(airflow_setup["data"])
     home = prepare_lab(tmp_path_factory.mktemp("af-versions-lab"))
+    before = set(lab.matrix_ids())
     conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
             "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
             "control_port": MATRIX_CONTROL_PORT, "startup_trials": 1,
@@ -594,7 +595,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
                     env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
-    (matrix,) = lab.matrix_ids()
+    (matrix,) = set(lab.matrix_ids()) - before
     doc = read_matrix(lab.root, matrix)
     assert doc["status"] == "complete", doc["steps"]
     assert [(s["round"], s["version"]) for s in doc["steps"]] == [(1, "4.1.2"), (1, "4.4.0")]
@@ -622,3 +623,46 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     assert f'data-matrix="{matrix}"' in lab.report_index_path().read_text()
     regressed = "regressed against Kafka 4.1.2" in log.read_text(errors="replace")
     assert (rc == 0) != regressed, "airflow dags test version_matrix failed; see above"
+
+
+NIGHTLY_MATRIX_BASE_PORT = 30692
+NIGHTLY_MATRIX_CONTROL_PORT = 32681
+
+
+def test_the_nightly_carries_a_version_matrix(tmp_path_factory: pytest.TempPathFactory,
+                                              airflow_setup: dict[str, Any],
+                                              airflow_cli: AirflowCli, cluster_yaml: Path) -> None:
+    """``airflow dags test nightly_latency_regression`` with its fan-out cell and fault trial
+    off and the param ``version_matrix`` naming 4.1.2 and 4.4.0 (one round each, on the form's
+    ports): after the latency cell the night measures the matrix (its fixed workload, one
+    first-message trial a round), aggregates every run of it (two load, two start-up) and
+    judges it; the matrix id is the night's (``nightly-versions-<time>``)."""
+    from kafkalab.versions.matrix import read_matrix
+
+    lab = LabData(airflow_setup["data"])
+    home = prepare_lab(tmp_path_factory.mktemp("af-nightly-versions-lab"))
+    before = set(lab.matrix_ids())
+    conf = {**_conf(cluster_yaml), "scenarios": ["confluent-kafka"], "fanout_cell": False,
+            "fault_trial": False, "version_matrix": ["4.1.2", "4.4.0"],
+            "version_matrix_rounds": 1,
+            "version_matrix_ports": [NIGHTLY_MATRIX_BASE_PORT, NIGHTLY_MATRIX_CONTROL_PORT]}
+    log = airflow_setup["root"] / "nightly-versions.log"
+    rc = _dags_test(airflow_cli, log, "nightly_latency_regression", "2026-11-26T00:00:00+00:00",
+                    conf, mark_success="^validate_metrics$", env={"KAFKALAB_HOME": str(home)},
+                    timeout_s=900)
+    (matrix,) = set(lab.matrix_ids()) - before
+    assert matrix.startswith("nightly-versions-20261126T000000Z"), matrix
+    doc = read_matrix(lab.root, matrix)
+    assert doc["status"] == "complete", doc["steps"]
+    assert doc["spec"]["cell"]["rate_msgs_per_s"] == 500 and doc["spec"]["rounds"] == 1
+    assert doc["spec"]["base_port"] == NIGHTLY_MATRIX_BASE_PORT
+    for run_id in [*doc["runs"].values(), *doc["startup_runs"].values()]:
+        manifest = lab.manifest(run_id)
+        assert manifest is not None and manifest["owner"]["kind"] == "airflow", run_id
+        kind = manifest["kind"]
+        validation = lab.validation(run_id, kind)
+        assert validation is not None and validation["success"] is True, (run_id, validation)
+    verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())
+    assert verdict["baseline"] == "4.1.2" and verdict["startup_runs"] == doc["startup_runs"]
+    regressed = "regressed against Kafka 4.1.2" in log.read_text(errors="replace")
+    assert (rc == 0) != regressed, "airflow dags test nightly_latency_regression failed"

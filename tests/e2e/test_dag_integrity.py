@@ -30,10 +30,13 @@ LOAD_PART = ("start_load_run", "run_load_cell", "finish_load_run", "aggregate_lo
              "validate_load")
 FAULT_PART = ("start_fault_run", "run_fault_trial", "finish_fault_run", "aggregate_faults",
               "validate_faults")
+MATRIX_PART = ("run_matrix", "finish_matrix", "plan_aggregations", "aggregate_version_run",
+               "judge_versions")
 TASKS = {
     "latency_experiment": CHAIN,
     "nightly_latency_regression": (*CHAIN, "export_metrics", "name_load_run",
-                                   *LOAD_PART, "name_fault_run", *FAULT_PART),
+                                   *LOAD_PART, "name_fault_run", *FAULT_PART,
+                                   "name_matrix_run", *MATRIX_PART),
     "load_experiment": ("name_run", *LOAD_PART[:2], "plan_shards", "consume_load_shard",
                         *LOAD_PART[2:], "check_drift", "publish_report", "send_alerts",
                         "verify_outcome"),
@@ -41,14 +44,14 @@ TASKS = {
                               "verify_outcome"),
     "startup_experiment": ("name_run", "run_startup", "aggregate_startup", "validate_startup",
                            "publish_report", "verify_outcome"),
-    "version_matrix": ("name_run", "run_matrix", "plan_aggregations", "aggregate_version_run",
-                       "judge_versions", "verify_outcome"),
+    "version_matrix": ("name_run", *MATRIX_PART, "verify_outcome"),
 }
 """Every DAG's task ids, in definition order."""
 IN_POOL = {
     "latency_experiment": {"prepare_run", "measure_cell"},
     "nightly_latency_regression": {"prepare_run", "measure_cell", "start_load_run",
-                                   "run_load_cell", "start_fault_run", "run_fault_trial"},
+                                   "run_load_cell", "start_fault_run", "run_fault_trial",
+                                   "run_matrix"},
     "load_experiment": {"start_load_run", "run_load_cell"},
     "resilience_experiment": {"start_fault_run", "run_fault_trial"},
     "startup_experiment": {"run_startup"},
@@ -221,6 +224,77 @@ def test_fault_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> N
     else:
         assert up["publish_report"] >= {"validate_faults"}
         assert up["send_alerts"] >= {"publish_report"}
+
+
+@pytest.mark.parametrize("dag_id", ["version_matrix", "nightly_latency_regression"])
+def test_version_matrix_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: str) -> None:
+    """The matrix part: measured, fenced all_done, one mapped Spark job per run (its kind's
+    application in the kwargs), judged; the nightly's matrix after its fault trial, and no
+    Spark job of the night before it is done."""
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    dag = parsed["bag"].dags[dag_id]
+    up = {t.task_id: set(t.upstream_task_ids) for t in dag.tasks}
+    rules = {t.task_id: getattr(t.trigger_rule, "value", t.trigger_rule) for t in dag.tasks}
+    naming = "name_run" if dag_id == "version_matrix" else "name_matrix_run"
+    assert up["run_matrix"] == {naming}
+    assert up["finish_matrix"] == {"run_matrix", naming}
+    assert up["plan_aggregations"] == {"finish_matrix", naming}
+    assert up["aggregate_version_run"] == {"plan_aggregations"}
+    assert up["judge_versions"] == {"aggregate_version_run", naming}
+    assert rules["finish_matrix"] == "all_done"
+    assert rules["run_matrix"] == rules["judge_versions"] == "all_success"
+    assert dag.get_task("run_matrix").retries == 0
+    agg = dag.get_task("aggregate_version_run")
+    assert isinstance(agg, MappedOperator) and "application" not in agg.partial_kwargs
+    assert up["verify_outcome"] == set(TASKS[dag_id]) - {"verify_outcome"}
+    if dag_id == "nightly_latency_regression":
+        assert up["name_matrix_run"] == {"finish_fault_run"}
+        for spark in ("aggregate_metrics", "aggregate_load", "aggregate_faults"):
+            assert up[spark] >= {"finish_matrix"}, spark
+        assert dag.params["version_matrix"] == [] and dag.params["version_matrix_rounds"] == 3
+
+
+def test_the_nightly_matrix_is_off_without_versions_and_its_workload_is_fixed(
+        parsed: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalab.airflow import version_tasks as vt
+
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    assert vt.nightly_matrix_on({}) is False and vt.nightly_matrix_on({"version_matrix": []}) is False
+    with pytest.raises(ConfigError, match="param version_matrix: expected a list"):
+        vt.nightly_matrix_on({"version_matrix": "4.4.0"})
+    params = vt.nightly_matrix_params({"version_matrix": ["4.1.2", "4.4.0"],
+                                       "version_matrix_rounds": 1})
+    spec = vt.matrix_spec(params)
+    assert spec.versions == ["4.1.2", "4.4.0"] and spec.rounds == 1
+    assert spec.cell.rate_msgs_per_s == 500 and spec.startup.trials == 1
+    assert vt.matrix_spec(vt.nightly_matrix_params({"version_matrix": ["4.1.2", "4.4.0"]})
+                          ).rounds == 3
+    assert vt.matrix_spec(vt.nightly_matrix_params({"version_matrix": ["4.1.2", "4.4.0"],
+                                                    "version_matrix_ports": [25693, 25694]})
+                          ).base_port == 25693
+    with pytest.raises(ConfigError, match="param version_matrix_ports: expected"):
+        vt.nightly_matrix_params({"version_matrix": ["4.4.0"], "version_matrix_ports": [1]})
+    # never started (turned off): nothing to aggregate, the fence says so
+    assert vt.aggregation_jobs("nightly-versions-x") == []
+    assert vt.finish_matrix("nightly-versions-x") == {"matrix_id": "nightly-versions-x",
+                                                      "status": "not started"}
+    # the watcher names a regression the verdict recorded
+    from kafkalab.errors import RunError
+    from kafkalab.store import LabData, atomic_write_json
+
+    lab = LabData(tmp_path / "data")
+    lab.matrices_dir.mkdir(parents=True)
+    atomic_write_json(lab.matrix_path("m"), {"matrix_id": "m", "status": "complete",
+                                             "steps": [], "runs": {}, "spec": {}})
+    vt.verify_matrix_outcome("m")  # complete, not judged yet
+    atomic_write_json(lab.matrix_verdict_path("m"), {"baseline": "4.1.2", "regressed": 1,
+                      "series": [{"label": "first msg cold subscribe classic m1 delay 0",
+                                  "metrics": [{"version": "4.4.0", "metric": "first_record_ms",
+                                               "verdict": "regressed"}]}]})
+    with pytest.raises(RunError, match=r"m: 1 metric\(s\) regressed against Kafka 4\.1\.2: "
+                       r"Kafka 4\.4\.0 first msg cold subscribe classic m1 delay 0 first_rec"):
+        vt.verify_matrix_outcome("m")
 
 
 def test_fault_trials_are_mapped_one_at_a_time_with_readable_names(
@@ -768,6 +842,11 @@ BAD_PARAMS: list[tuple[str, str, Any]] = [
     ("latency_experiment", "cluster_descriptor", 7),
     ("nightly_latency_regression", "messages", 10**15),
     ("nightly_latency_regression", "fanout_cell", "yes"),
+    ("nightly_latency_regression", "version_matrix", ["4.4"]),
+    ("nightly_latency_regression", "version_matrix", "4.4.0"),
+    ("nightly_latency_regression", "version_matrix_rounds", 0),
+    ("nightly_latency_regression", "version_matrix_ports", [19892]),
+    ("version_matrix", "startup_trials", 11), ("version_matrix", "startup_protocols", ["eager"]),
     ("load_experiment", "consumers", [0]), ("load_experiment", "consumers", [1001]),
     ("load_experiment", "consumers", list(range(1, 60))), ("load_experiment", "consumers", []),
     ("load_experiment", "rates", [0]), ("load_experiment", "rates", [1e9]),

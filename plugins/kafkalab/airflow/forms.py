@@ -36,6 +36,11 @@ from kafkalab.airflow.params import (
     WORKLOAD_CHOICES,
 )
 from kafkalab.airflow.tasks import ONE_SESSION_PARAM
+from kafkalab.airflow.version_tasks import (
+    NIGHTLY_MATRIX_PARAM,
+    NIGHTLY_MATRIX_PORTS_PARAM,
+    NIGHTLY_MATRIX_ROUNDS_PARAM,
+)
 from kafkalab.config.models import MAX_FIRST_MESSAGE_PROBES, MAX_MESSAGES, MAX_WARMUP_MESSAGES
 from kafkalab.faults.spec import MAX_TRIALS
 from kafkalab.load.spec import (
@@ -379,7 +384,7 @@ def startup_params(*, clients: list[str], delays_ms: list[int], protocols: list[
 
 def nightly_switch_params() -> dict[str, Param]:
     """The nightly's switches for its fan-out cell and its fault trial (both on by default;
-    ``make demo`` turns both off)."""
+    ``make demo`` turns both off), and the versions of its version matrix (none by default)."""
     return {
         NIGHTLY_FANOUT_PARAM: Param(
             True, type="boolean", title="Fan-out cell",
@@ -390,6 +395,23 @@ def nightly_switch_params() -> dict[str, Param]:
             True, type="boolean", title="Fault trial",
             description="one SIGKILL-leader trial of the durability profile on the 3-broker "
             "fault cluster, as a fault run of its own (nightly-faults-<time>); false: not run"),
+        NIGHTLY_MATRIX_PARAM: Param(
+            [], type="array", title="Version matrix",
+            items={"type": "string", "pattern": r"^\d+\.\d+\.\d+$"}, maxItems=6,
+            uniqueItems=True,
+            description="Kafka versions to compare after the night's runs, the baseline first "
+            "(e.g. 4.1.2, 4.4.0; 0.9.0.1 the legacy point): one load cell and one first-message "
+            "trial a round on fresh clusters (nightly-versions-<time>), judged against the "
+            "first; a regression fails the night. Empty: no matrix"),
+        NIGHTLY_MATRIX_ROUNDS_PARAM: Param(
+            3, type="integer", minimum=1, maximum=MAX_ROUNDS, title="Version matrix rounds",
+            description="rounds per version (the drift rule's baseline needs 3)"),
+        NIGHTLY_MATRIX_PORTS_PARAM: Param(
+            [DEFAULT_MATRIX_BASE_PORT, DEFAULT_MATRIX_CONTROL_PORT], type="array",
+            title="Version matrix ports", minItems=2, maxItems=2,
+            items={"type": "integer", "minimum": 1024, "maximum": 65000},
+            description="[broker port, controller port] of the matrix's clusters (one runs at "
+            "a time)"),
     }
 
 

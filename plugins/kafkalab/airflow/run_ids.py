@@ -37,6 +37,10 @@ NIGHTLY_FAULTS_PREFIX = "nightly-faults"
 """Prefix of the fault run of the nightly's fault trial (``nightly-faults-20261121T000000Z``),
 a run of its own beside the nightly's latency and fan-out runs."""
 
+NIGHTLY_VERSIONS_PREFIX = "nightly-versions"
+"""Prefix of the nightly's version matrix (``nightly-versions-20261121T000000Z``: its matrix id,
+and of its runs ``…-kafka-<version>``, ``…-startup-<version>``), when its param names versions."""
+
 _TS_RE = re.compile(
     r"(?P<y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})T(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})"
     r"(?P<frac>\.\d+)?(?P<tz>Z|[+-]\d{2}:?\d{2})?"
@@ -148,6 +152,7 @@ def context_lab_run_id(context: Mapping[str, Any], prefix: str | None = None) ->
     return lab_run_id(str(airflow_run_id), prefix, run_time(context))
 
 
-__all__ = ["NIGHTLY_FANOUT_PREFIX", "NIGHTLY_FAULTS_PREFIX", "RUN_PREFIXES",
+__all__ = ["NIGHTLY_FANOUT_PREFIX", "NIGHTLY_FAULTS_PREFIX", "NIGHTLY_VERSIONS_PREFIX",
+           "RUN_PREFIXES",
            "context_lab_run_id", "dag_lab_run_id", "lab_run_id", "logical_date_iso",
            "run_time"]

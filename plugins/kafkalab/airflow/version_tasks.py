@@ -6,9 +6,12 @@ The ``version_matrix`` DAG wires these (:mod:`kafkalab.airflow.chains.versions`)
 the functions: importing this module while a DAG file is parsed reads no file and starts
 nothing. The chain (see ``docs/airflow.md``)::
 
-    name_run -> run_matrix (pool kafkalab_measure) -> plan_aggregations
-      -> aggregate_version_run (Spark + GX in one session, one per version, all_done)
+    name_run -> run_matrix (pool kafkalab_measure) -> finish_matrix (all_done)
+      -> plan_aggregations -> aggregate_version_run (Spark + GX in one session, one per run)
       -> judge_versions -> verify_outcome
+
+The nightly carries the same part when its param ``version_matrix`` names versions
+(:data:`NIGHTLY_MATRIX`: the workload, :data:`NIGHTLY_MATRIX_PARAM`).
 
 The matrix's clusters (``<lab>/versions/<version>``, one at a time, fresh each round) run on
 the worker that runs ``run_matrix``, never the cluster of the other runs.
@@ -30,6 +33,67 @@ PARAM_OF_FIELD: dict[str, str] = {
     "protocols": "startup_protocols",
 }
 """The form param that sets each field of the matrix or its cell."""
+
+
+NIGHTLY_MATRIX_PARAM = "version_matrix"
+"""The nightly's param naming the versions of its version matrix (the baseline first; an
+empty list, the default: no matrix)."""
+
+NIGHTLY_MATRIX_ROUNDS_PARAM = "version_matrix_rounds"
+"""The nightly's param: the rounds of its version matrix (default 3, what a verdict needs)."""
+
+NIGHTLY_MATRIX_PORTS_PARAM = "version_matrix_ports"
+"""The nightly's param: ``[broker port, controller port]`` of its matrix's clusters."""
+
+NIGHTLY_MATRIX: dict[str, Any] = {"rate_msgs_per_s": 500.0, "duration_s": 12.0,
+                                  "warmup_s": 2.0, "consumers": 1, "startup_trials": 1,
+                                  "startup_protocols": ["classic", "consumer"]}
+"""The nightly's version-matrix workload: one confluent-kafka producer at 500 msg/s, 1 KB,
+one consumer, 12 s a round, and one first-message trial a round (the form's defaults of
+``version_matrix``)."""
+
+
+def nightly_matrix_versions(params: Mapping[str, Any]) -> list[str]:
+    """The versions of the nightly's matrix (:data:`NIGHTLY_MATRIX_PARAM`; empty: none).
+
+    Raises:
+        ConfigError: the param is not a list of version strings.
+    """
+    value = params.get(NIGHTLY_MATRIX_PARAM) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"param {NIGHTLY_MATRIX_PARAM}: expected a list of Kafka versions, "
+                          f"got {value!r}")
+    return list(value)
+
+
+def nightly_matrix_on(params: Mapping[str, Any]) -> bool:
+    """Whether the nightly measures a version matrix (its param names versions)."""
+    return bool(nightly_matrix_versions(params))
+
+
+def nightly_matrix_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The params of the nightly's matrix: :data:`NIGHTLY_MATRIX`, its versions, rounds and
+    ports.
+
+    Raises:
+        ConfigError: ports that are not two integers.
+    """
+    rounds = params.get(NIGHTLY_MATRIX_ROUNDS_PARAM)
+    out = {**NIGHTLY_MATRIX, "versions": nightly_matrix_versions(params),
+           "rounds": 3 if rounds is None or rounds == "" else rounds}
+    ports = params.get(NIGHTLY_MATRIX_PORTS_PARAM)
+    if ports:
+        if (not isinstance(ports, list) or len(ports) != 2
+                or not all(isinstance(p, int) for p in ports)):
+            raise ConfigError(f"param {NIGHTLY_MATRIX_PORTS_PARAM}: expected [broker port, "
+                              f"controller port], got {ports!r}")
+        out["base_port"], out["control_port"] = ports
+    return out
+
+
+def matrix_started(matrix_id: str) -> bool:
+    """Whether matrix ``matrix_id`` was started (its matrix file exists)."""
+    return LabData().matrix_path(matrix_id).exists()
 
 
 def matrix_spec(params: Mapping[str, Any]) -> Any:
@@ -96,11 +160,14 @@ def run_version_matrix(params: Mapping[str, Any], matrix_id: str, command: str |
 def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
     """One Spark job per run of the matrix with a measured round (each version's load run
     and start-up run: the mapped ``aggregate_version_run``'s kwargs, ``lab_run_id``, its
-    kind's ``application`` and ``application_args``, validating in the job's own session)."""
+    kind's ``application`` and ``application_args``, validating in the job's own session);
+    none when the matrix was never started."""
     from kafkalab.spark import submit as spark_submit
     from kafkalab.versions.matrix import measured_runs, read_matrix
 
     lab = LabData()
+    if not matrix_started(matrix_id):  # turned off in the nightly, or refused at its start
+        return []
     jobs = []
     for run_id, kind in measured_runs(read_matrix(lab.root, matrix_id)):
         args = [*spark_submit.spark_job_args(kind.aggregate_job, run_id, lab.root),
@@ -137,11 +204,13 @@ def judge_versions(matrix_id: str) -> dict[str, Any]:
 
 
 def verify_matrix_outcome(matrix_id: str) -> None:
-    """Fail naming what is wrong with the matrix in its file (the watcher's check).
+    """Fail naming what is wrong with the matrix in its files (the watcher's check).
 
     Raises:
-        RunError: no matrix file, or a matrix that is not complete (its failed steps named).
+        RunError: no matrix file, a matrix that is not complete (its failed steps named), or
+            a verdict in which a version regressed (the metrics named).
     """
+    from kafkalab.store import read_json
     from kafkalab.versions.matrix import read_matrix, step_complete
 
     try:
@@ -154,7 +223,29 @@ def verify_matrix_outcome(matrix_id: str) -> None:
                   for s in doc.get("steps") or [] if not step_complete(s)]
         raise RunError(f"version matrix {matrix_id} is {doc.get('status')}"
                        + (": " + "; ".join(failed[:4]) if failed else ""))
+    verdict = read_json(LabData().matrix_verdict_path(matrix_id))
+    if isinstance(verdict, dict) and verdict.get("regressed"):
+        worse = [f"Kafka {m['version']} {s['label']} {m['metric']}"
+                 for s in verdict.get("series") or [] for m in s.get("metrics") or []
+                 if m.get("verdict") == "regressed"]
+        raise RunError(f"version matrix {matrix_id}: {verdict['regressed']} metric(s) "
+                       f"regressed against Kafka {verdict.get('baseline')}: "
+                       + "; ".join(worse[:5]))
 
 
-__all__ = ["PARAM_OF_FIELD", "aggregation_jobs", "judge_versions", "matrix_spec",
-           "run_version_matrix", "verify_matrix_outcome"]
+def finish_matrix(matrix_id: str) -> dict[str, Any]:
+    """The matrix's state after ``run_matrix``, whatever became of it (the task
+    ``finish_matrix``, ``all_done``: the fence the nightly's Spark jobs wait for): ``{matrix_id,
+    status}``, ``status`` ``not started`` when it never was (turned off, or refused)."""
+    from kafkalab.versions.matrix import read_matrix
+
+    if not matrix_started(matrix_id):
+        return {"matrix_id": matrix_id, "status": "not started"}
+    return {"matrix_id": matrix_id, "status": read_matrix(LabData().root, matrix_id)["status"]}
+
+
+__all__ = ["NIGHTLY_MATRIX", "NIGHTLY_MATRIX_PARAM", "NIGHTLY_MATRIX_PORTS_PARAM",
+           "NIGHTLY_MATRIX_ROUNDS_PARAM",
+           "PARAM_OF_FIELD", "aggregation_jobs", "finish_matrix", "judge_versions",
+           "matrix_spec", "matrix_started", "nightly_matrix_on", "nightly_matrix_params",
+           "nightly_matrix_versions", "run_version_matrix", "verify_matrix_outcome"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow.sdk import TriggerRule, get_current_context, task
 
-from kafkalab.airflow import fault_tasks, load_tasks, tasks
+from kafkalab.airflow import fault_tasks, load_tasks, tasks, version_tasks
 from kafkalab.airflow.chains import parts
 from kafkalab.airflow.operators import lab_spark_task
 from kafkalab.airflow.pools import MEASURE_POOL
@@ -36,10 +36,12 @@ def _started(prefix: str | None, started: Callable[[str], bool]) -> str | None:
 @dataclass(frozen=True)
 class Companions:
     """The runs the nightly measures beside its latency run and judges with it: the fan-out
-    load run and the fault run (the prefixes of their lab run ids; None: this DAG has none)."""
+    load run, the fault run and the version matrix (the prefixes of their lab run ids; None:
+    this DAG has none)."""
 
     fanout_prefix: str | None = None
     fault_prefix: str | None = None
+    matrix_prefix: str | None = None
 
     def fanout_run(self) -> str | None:
         """The fan-out run's lab run id when it was started (None: none, or its cell was
@@ -61,6 +63,9 @@ class Companions:
         if self.fault_prefix and fault_tasks.nightly_fault_on(params):
             faults = parts.current_run_id(self.fault_prefix)
             checks.append(lambda: fault_tasks.verify_fault_outcome(faults))
+        if self.matrix_prefix and version_tasks.nightly_matrix_on(params):
+            matrix = parts.current_run_id(self.matrix_prefix)
+            checks.append(lambda: version_tasks.verify_matrix_outcome(matrix))
         return checks
 
 

@@ -7,8 +7,11 @@ fan-out load run and its fault run, judged with it::
     finish_load_run -> name_fault_run -> start_fault_run (skipped when the param fault_trial
       is false) -> run_fault_trial -> finish_fault_run (all_done) -> aggregate_faults
       -> validate_faults
-    no Spark job while a load cell or the fault trial measures; check_drift (latency and
-    load), publish_report, send_alerts and verify_outcome judge every run
+    finish_fault_run -> name_matrix_run -> run_matrix (skipped unless the param
+      version_matrix names versions) -> finish_matrix (all_done) -> plan_aggregations
+      -> aggregate_version_run (mapped) -> judge_versions (fails when a version regressed)
+    no Spark job while a load cell, the fault trial or the matrix measures; check_drift
+    (latency and load), publish_report, send_alerts and verify_outcome judge every run
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from kafkalab.airflow.chains import parts
 from kafkalab.airflow.chains.faults import fault_part
 from kafkalab.airflow.chains.latency import Companions, build_latency_chain
 from kafkalab.airflow.chains.load import load_part
+from kafkalab.airflow.chains.versions import version_part
 from kafkalab.airflow.load_tasks import NIGHTLY_FANOUT
 
 
-def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) -> None:
+def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str,
+                        matrix_prefix: str) -> None:
     """Create the nightly's tasks in the DAG being defined.
 
     Args:
@@ -35,9 +40,12 @@ def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) 
             run of its own, aggregated and validated beside them.
         fault_prefix: of the fault run (one trial of
             :data:`kafkalab.airflow.fault_tasks.NIGHTLY_FAULT`), after the fan-out run.
+        matrix_prefix: of the version matrix (:data:`kafkalab.airflow.version_tasks.
+            NIGHTLY_MATRIX` on the versions of the param ``version_matrix``), last.
     """
     assets = parts.lab_assets()
-    latency = build_latency_chain(run_prefix, Companions(fanout_prefix, fault_prefix))
+    latency = build_latency_chain(run_prefix, Companions(fanout_prefix, fault_prefix,
+                                                         matrix_prefix))
 
     @task(trigger_rule=TriggerRule.ALL_DONE, task_id="export_metrics")
     def export_metrics() -> dict[str, Any]:
@@ -63,6 +71,14 @@ def build_nightly_chain(run_prefix: str, fanout_prefix: str, fault_prefix: str) 
     faults.finished >> [latency.aggregated, load.aggregated]  # no Spark job while it measures
     faults.validated >> latency.drift
     [fault_run, *faults.all] >> latency.watcher
+
+    matrix_run: Any = parts.name_run(matrix_prefix, task_id="name_matrix_run",
+                               doc_md="The matrix id of the nightly's version matrix.")
+    matrix = version_part(matrix_run, assets, nightly=True)
+    faults.finished >> matrix_run  # after the fault trial
+    # no Spark job while the matrix measures
+    matrix.finished >> [latency.aggregated, load.aggregated, faults.aggregated]
+    [matrix_run, *matrix.all] >> latency.watcher
 
 
 __all__ = ["build_nightly_chain"]

@@ -1,14 +1,16 @@
-"""The version-matrix chain (``version_matrix``)::
+"""The version-matrix part and chain (``version_matrix``; the nightly carries the part)::
 
-    name_run -> run_matrix (pool kafkalab_measure, not retried) -> plan_aggregations
-      -> aggregate_version_run (one per version, Spark + GX in one session, all_done)
-      -> judge_versions (fails when a version regressed);  every task -> verify_outcome
+    name_run -> run_matrix (pool kafkalab_measure, not retried) -> finish_matrix (all_done)
+      -> plan_aggregations -> aggregate_version_run (one per run of a version: its load
+      run and its start-up run, Spark + GX in one session) -> judge_versions (fails when a
+      version regressed);  every task -> verify_outcome
 
 The task logic is :mod:`kafkalab.airflow.version_tasks`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from airflow.sdk import TriggerRule, task
@@ -20,23 +22,56 @@ from kafkalab.airflow.pools import MEASURE_POOL
 from kafkalab.spark import submit as spark_submit
 
 
-def build_version_chain(run_prefix: str) -> None:
-    """Create the tasks of one version matrix (the ``version_matrix`` DAG) in the DAG being
-    defined."""
-    assets = parts.lab_assets()
+@dataclass
+class MatrixPart:
+    """The tasks of a version matrix's measuring, Spark and judging part."""
+
+    started: Any
+    finished: Any
+    jobs: Any
+    aggregated: Any
+    judged: Any
+
+    @property
+    def all(self) -> list[Any]:
+        """Every task of the part (the watcher's upstream)."""
+        return [self.started, self.finished, self.jobs, self.aggregated, self.judged]
+
+
+def version_part(matrix_id: Any, assets: parts.LabAssets, nightly: bool = False) -> MatrixPart:
+    """``run_matrix -> finish_matrix -> plan_aggregations -> aggregate_version_run[...] ->
+    judge_versions`` for the matrix ``matrix_id`` (an XComArg). ``nightly``: the matrix is
+    :func:`kafkalab.airflow.version_tasks.nightly_matrix_params` (the fixed workload, the
+    param's versions), and ``run_matrix`` is skipped (so is everything up to
+    ``judge_versions``) when the param ``version_matrix`` names no version."""
 
     # Measured whole: a retry would find its run ids taken, and a failed step is a row of
     # the matrix file, judged by verify_outcome.
     @task(pool=MEASURE_POOL, retries=0)
     def run_matrix(matrix_id: str) -> dict[str, Any]:
         """Every version's rounds, alternating, each on a fresh one-broker cluster."""
-        return version_tasks.run_version_matrix(parts.context_params(), matrix_id,
+        params = parts.context_params()
+        if nightly:
+            if not version_tasks.nightly_matrix_on(params):
+                from airflow.sdk.exceptions import AirflowSkipException
+
+                raise AirflowSkipException(f"version matrix turned off (param "
+                                           f"{version_tasks.NIGHTLY_MATRIX_PARAM} names no "
+                                           "version)")
+            params = version_tasks.nightly_matrix_params(params)
+        return version_tasks.run_version_matrix(params, matrix_id,
                                                 command=parts.dag_run_command(),
                                                 logical_date=parts.logical_date())
 
     @task(trigger_rule=TriggerRule.ALL_DONE)
+    def finish_matrix(matrix_id: str) -> dict[str, Any]:
+        """The matrix's state, whatever became of it (nothing measures after this)."""
+        return version_tasks.finish_matrix(matrix_id)
+
+    @task
     def plan_aggregations(matrix_id: str) -> list[dict[str, Any]]:
-        """One Spark job per version run that measured a round."""
+        """One Spark job per run of a version that measured a round (none when the matrix
+        never started)."""
         return version_tasks.aggregation_jobs(matrix_id)
 
     @task(retries=0)
@@ -44,8 +79,8 @@ def build_version_chain(run_prefix: str) -> None:
         """Every version against the first: the change, its 95 % interval, the drift rule."""
         return version_tasks.judge_versions(matrix_id)
 
-    matrix_id: Any = parts.name_run(run_prefix)
     measured = run_matrix(matrix_id)
+    finished = finish_matrix(matrix_id)
     jobs = plan_aggregations(matrix_id)
     aggregated = StartedRunSparkSubmitOperator.partial(
         task_id="aggregate_version_run", conn_id=SPARK_CONN_ID,
@@ -56,10 +91,18 @@ def build_version_chain(run_prefix: str) -> None:
         "load_lag; its start-up run -> startup_probes, startup_cases), then, in the same "
         "session, the run kind's Great Expectations suite.").expand_kwargs(jobs)
     judged = judge_versions(matrix_id)
-    measured >> jobs >> aggregated >> judged
-    [matrix_id, measured, jobs, aggregated, judged] >> parts.verify_outcome(
+    matrix_id >> measured >> finished >> jobs >> aggregated >> judged
+    return MatrixPart(measured, finished, jobs, aggregated, judged)
+
+
+def build_version_chain(run_prefix: str) -> None:
+    """Create the tasks of one version matrix (the ``version_matrix`` DAG) in the DAG being
+    defined."""
+    matrix_id: Any = parts.name_run(run_prefix)
+    part = version_part(matrix_id, parts.lab_assets())
+    [matrix_id, *part.all] >> parts.verify_outcome(
         run_prefix, lambda run_id: [lambda: version_tasks.verify_matrix_outcome(run_id)],
         what="version matrix")
 
 
-__all__ = ["build_version_chain"]
+__all__ = ["MatrixPart", "build_version_chain", "version_part"]
