@@ -205,7 +205,8 @@ def test_first_message_rounds_are_judged_by_the_first_message_rule(tmp_path: Pat
     assert case.failed_probes == {"4.1.2": 0, "4.4.0": 1}
     assert {m.metric: m.verdict for m in case.metrics}["join_ms"] == "not judged"
     assert v.startup_runs == {"4.1.2": "m1-startup-4.1.2", "4.4.0": "m1-startup-4.4.0"}
-    assert "failed probes: 4.4.0 1" in format_verdict(v)
+    assert ("failed probes (timed out or failed: in no median): 4.4.0 1"
+            in format_verdict(v))
     from kafkalab.kinds import STARTUP
 
     (LabData(tmp_path).run_aggregates_dir("m1-startup-4.4.0", STARTUP)
@@ -244,3 +245,32 @@ def test_first_message_settings_are_checked_per_version_before_anything_starts(
                      {"run_id": "r-b", "status": "failed", "startup_run_id": "s-b",
                       "startup_status": "complete"}]}
     assert [(r, k.name) for r, k in measured_runs(doc)] == [("r-a", "load"), ("s-b", "startup")]
+
+
+def test_the_maximum_rate_is_judged_per_round_from_the_matrix_steps(tmp_path: Path) -> None:
+    """Each round's searched maximum (the step's) against the baseline's, by the achieved-rate
+    rule with at least 10 % (the search's own resolution); a search without a passing rate is
+    counted, in no median."""
+    from kafkalab.versions.spec import MatrixMaxRate
+
+    mid = _matrix(tmp_path, {"4.1.2": [10.0, 10.0, 10.0], "4.4.0": [10.0, 10.0, 10.0]})
+    lab = LabData(tmp_path)
+    doc = read_json(lab.matrix_path(mid))
+    doc["spec"]["cell"] = CELL.model_dump(mode="json")
+    rates = {"4.1.2": [20_000.0, 21_000.0, 19_500.0], "4.4.0": [16_000.0, None, 15_000.0]}
+    doc["steps"] = [{"round": k, "version": v, "run_id": f"m1-kafka-{v}", "status": "complete",
+                     "max_rate_status": "complete", "max_rate_msgs_per_s": r}
+                    for v, rs in rates.items() for k, r in enumerate(rs, start=1)]
+    atomic_write_json(lab.matrix_path(mid), doc)
+    v = matrix_verdict(tmp_path, mid)
+    (s,) = [s for s in v.series if s.series.startswith("maxrate|")]
+    assert s.label == "max rate confluent-kafka 1kb default acks profile c1"
+    (m,) = s.metrics
+    assert m.metric == "max_rate_msgs_per_s" and m.b_value == 20_000.0
+    assert m.v_rounds == [16_000.0, 15_000.0] and m.v_value == 15_500.0
+    assert m.verdict == "regressed" and m.change_pct == pytest.approx(-22.5)
+    assert s.failed_probes == {"4.1.2": 0, "4.4.0": 1}
+    assert "searches without a passing rate (in no median): 4.4.0 1" in format_verdict(v)
+    with pytest.raises(ValidationError, match="must exceed the cell's warm-up"):
+        MatrixSpec(versions=["4.1.2", "4.4.0"], cell=CELL.model_copy(update={"warmup_s": 2.0}),
+                   max_rate=MatrixMaxRate(enabled=True, step_duration_s=2.0))

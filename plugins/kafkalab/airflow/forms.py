@@ -187,6 +187,13 @@ def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
                                    minItems=1, uniqueItems=True,
                                    description="group.protocol of the subscribe cases (consumer: "
                                    "KIP-848, where the broker and the client speak it)"),
+        "max_rate": Param(False, type="boolean", title="Maximum rate",
+                          description="also search the maximum sustainable rate each round, "
+                          "after the cell on its cluster (kafkalab maxrate's search: minutes a "
+                          "round)"),
+        "max_rate_objective_ms": _number(100.0, "Maximum-rate objective (ms)", "a search step "
+                                         "passes only with e2e p99 under this",
+                                         maximum=60_000.0),
         "base_port": Param(DEFAULT_MATRIX_BASE_PORT, type="integer", minimum=1024,
                            maximum=65000, title="Broker port",
                            description="the matrix clusters' broker port (one runs at a time)"),

@@ -30,7 +30,8 @@ PARAM_OF_FIELD: dict[str, str] = {
     "duration_s": "duration_s", "warmup_s": "warmup_s", "consumers": "consumers",
     "acks": "acks", "profile": "profile", "client": "client", "payload": "payload",
     "base_port": "base_port", "control_port": "control_port", "trials": "startup_trials",
-    "protocols": "startup_protocols",
+    "protocols": "startup_protocols", "enabled": "max_rate",
+    "objective_p99_ms": "max_rate_objective_ms",
 }
 """The form param that sets each field of the matrix or its cell."""
 
@@ -108,6 +109,7 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
     from kafkalab.versions.spec import (
         DEFAULT_BASE_PORT,
         DEFAULT_CONTROL_PORT,
+        MatrixMaxRate,
         MatrixSpec,
         MatrixStartup,
     )
@@ -126,8 +128,11 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
             payload=cell_arg("payload", "1kb"))
         startup = MatrixStartup(trials=cell_arg("startup_trials", 1),
                                 protocols=cell_arg("startup_protocols", ["classic", "consumer"]))
+        max_rate = MatrixMaxRate(enabled=cell_arg("max_rate", False),
+                                 objective_p99_ms=cell_arg("max_rate_objective_ms", 100.0))
         return MatrixSpec(versions=[str(v) for v in params.get("versions") or []],
                           rounds=cell_arg("rounds", 3), cell=cell, startup=startup,
+                          max_rate=max_rate,
                           base_port=cell_arg("base_port", DEFAULT_BASE_PORT),
                           control_port=cell_arg("control_port", DEFAULT_CONTROL_PORT))
     except ValidationError as exc:

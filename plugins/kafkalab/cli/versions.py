@@ -25,7 +25,10 @@ OPTION_OF_FIELD = {"versions": "--versions", "rounds": "--rounds", "rate_msgs_pe
                    "txn_abort_every": "--txn-abort-every", "base_port": "--base-port",
                    "control_port": "--control-port", "trials": "--startup-trials",
                    "protocols": "--startup-protocol", "delays_ms": "--startup-delay-ms",
-                   "members": "--startup-members"}
+                   "members": "--startup-members", "start_rate": "--max-rate-start",
+                   "step_duration_s": "--max-rate-step-duration",
+                   "objective_p99_ms": "--max-rate-objective-ms", "repeats": "--max-rate-repeats",
+                   "max_steps": "--max-rate-steps"}
 """The option that sets each field of the matrix or its cell (a refused value is named by it)."""
 
 
@@ -39,7 +42,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
         description="Run one load cell on every Kafka version given, alternating (A B, B A, "
         "...), each round on a fresh one-broker cluster of that version, one load run per "
         "version, and before it the first-message delay of new consumers (start-up cases, "
-        "one start-up run per version); then judge every version against the first: the change of the median over "
+        "one start-up run per version), and after it, with --max-rate, the maximum "
+        "sustainable rate; then judge every version against the first: the change of the median over "
         "the rounds with its 95 %% bootstrap interval, and the drift rule's verdict. Kafka "
         "0.9.0.1 is the legacy point where the cell can run on it. See docs/versions.md.")
     pr = actions.add_parser(
@@ -78,6 +82,20 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     "Kafka 0.9 has no such setting)")
     pr.add_argument("--startup-members", type=int_list, default=[1],
                     help="members of one new group started at once (default 1)")
+    pr.add_argument("--max-rate", action="store_true",
+                    help="also search the maximum sustainable rate each round, after the cell "
+                    "on its cluster (kafkalab maxrate's search and pass rule; minutes a round)")
+    pr.add_argument("--max-rate-start", type=float, default=None,
+                    help="the search's first rate (default --rate)")
+    pr.add_argument("--max-rate-step-duration", type=float, default=6.0,
+                    help="seconds per search step, warm-up included (default 6)")
+    pr.add_argument("--max-rate-objective-ms", type=float, default=100.0,
+                    help="a step passes only with e2e p99 under this (default 100)")
+    pr.add_argument("--max-rate-repeats", type=int, default=1,
+                    help="repeats of the found rate, each must pass (default 1)")
+    pr.add_argument("--max-rate-steps", type=int, default=14,
+                    help="at most this many steps of the bracketing search (default 14; the "
+                    "repeats and the 1.1x check come on top)")
     pr.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
                     help=f"the matrix clusters' broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=int, default=DEFAULT_CONTROL_PORT,
@@ -114,7 +132,7 @@ def matrix_spec(args: argparse.Namespace) -> Any:
 
     from kafkalab.errors import ConfigError
     from kafkalab.load.spec import LoadCellSpec
-    from kafkalab.versions.spec import MatrixSpec, MatrixStartup
+    from kafkalab.versions.spec import MatrixMaxRate, MatrixSpec, MatrixStartup
 
     txns = list(args.txn_msgs or [])
     if len(txns) > 1:
@@ -128,8 +146,12 @@ def matrix_spec(args: argparse.Namespace) -> Any:
                             txn_abort_every=args.txn_abort_every)
         startup = MatrixStartup(trials=args.startup_trials, protocols=args.startup_protocol,
                                 delays_ms=args.startup_delay_ms, members=args.startup_members)
+        max_rate = MatrixMaxRate(enabled=args.max_rate, start_rate=args.max_rate_start,
+                                 step_duration_s=args.max_rate_step_duration,
+                                 objective_p99_ms=args.max_rate_objective_ms,
+                                 repeats=args.max_rate_repeats, max_steps=args.max_rate_steps)
         return MatrixSpec(versions=args.versions, rounds=args.rounds, cell=cell, startup=startup,
-                          base_port=args.base_port, control_port=args.control_port)
+                          max_rate=max_rate, base_port=args.base_port, control_port=args.control_port)
     except ValidationError as exc:
         raise ConfigError(as_options(exc, OPTION_OF_FIELD)) from None
 

@@ -93,9 +93,9 @@ def _matrix_table(lab: LabData, doc: dict[str, Any], verdict: dict[str, Any],
     for s in verdict.get("series") or []:
         failed = {k: n for k, n in (s.get("failed_probes") or {}).items() if n}
         if failed:
-            missing += (f'<p class="note">{esc(s.get("label"))}: failed probes: '
-                        + esc(", ".join(f"{k} {n}" for k, n in failed.items()))
-                        + " (timed out or failed: in no median)</p>")
+            missing += (f'<p class="note">{esc(s.get("label"))}: '
+                        f'{esc(s.get("failed_what") or "failed")}: '
+                        + esc(", ".join(f"{k} {n}" for k, n in failed.items())) + "</p>")
     startup = verdict.get("startup_runs") or {}
     if startup:
         links = ", ".join(_run_link(lab, str(startup[v]), out_dir, "Kafka " + v)

@@ -9,7 +9,11 @@ round), and stops the cluster. Before the cell, unless the spec's ``startup.tria
 round's first-message trials run into that version's start-up run
 (``<matrix id>-startup-<version>``, :mod:`kafkalab.startup`: its trials numbered on across
 the rounds, round ``k`` holding trials ``(k−1)·T … k·T−1``), on fresh clusters of the version
-in ``<clusters>/<version>-startup`` on the same ports. Only one cluster runs at a time.
+in ``<clusters>/<version>-startup`` on the same ports. After the cell, when the spec's
+``max_rate`` is enabled, the round's maximum-rate search runs on the same cluster
+(:func:`kafkalab.load.maxrate.find_max_rate`, a load run of its own per round,
+``<matrix id>-maxrate-<version>-r<round>``; its result in the step). Only one cluster runs
+at a time.
 
 Each version's load run is an ordinary load run (manifest, samples, Spark, Great
 Expectations, report, drift); the matrix file ``versions/<matrix id>.json`` (written as the
@@ -33,7 +37,7 @@ from kafkalab.store import LabData, atomic_write_json, read_json, safe_name
 from kafkalab.versions.spec import MatrixSpec, round_order
 
 __all__ = ["MATRIX_SCHEMA_VERSION", "MatrixRequest", "check_versions", "clusters_root",
-           "measured_runs", "read_matrix", "run_matrix", "startup_run_id", "step_complete", "version_run_id"]
+           "max_rate_run_id", "measured_runs", "read_matrix", "run_matrix", "startup_run_id", "step_complete", "version_run_id"]
 
 MATRIX_SCHEMA_VERSION = 2
 """Version of the matrix file (``docs/versions.md``; 2 added the start-up runs and each
@@ -68,14 +72,22 @@ def version_run_id(matrix_id: str, version: str) -> str:
     return safe_name(f"{matrix_id}-kafka-{version}")
 
 
+def max_rate_run_id(matrix_id: str, version: str, round_no: int) -> str:
+    """The load run of round ``round_no``'s maximum-rate search of ``version``."""
+    return safe_name(f"{matrix_id}-maxrate-{version}-r{round_no}")
+
+
 def startup_run_id(matrix_id: str, version: str) -> str:
     """The start-up run that holds ``version``'s first-message trials of matrix ``matrix_id``."""
     return safe_name(f"{matrix_id}-startup-{version}")
 
 
 def step_complete(step: dict[str, Any]) -> bool:
-    """A step whose load cell completed and whose start-up trials (if any) were measured."""
-    return step.get("status") == "complete" and step.get("startup_status") in (None, "complete")
+    """A step whose load cell completed and whose start-up trials and maximum-rate search
+    (where asked for) were measured."""
+    return (step.get("status") == "complete"
+            and step.get("startup_status") in (None, "complete")
+            and step.get("max_rate_status") in (None, "complete"))
 
 
 def measured_runs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -149,6 +161,8 @@ class _Matrix:
                                     self.spec.round_cell(round_no), descriptor, self.progress)
             step["status"] = summary.get("status")
             step["cell_id"] = summary.get("cell_id")
+            if self.spec.max_rate.enabled:
+                self._max_rate(round_no, version, descriptor, step)
         except LabError as exc:
             step["error"] = str(exc)
             self.progress(f"round {round_no}, Kafka {version}: {exc}")
@@ -194,6 +208,35 @@ class _Matrix:
             self.progress(f"round {round_no}, Kafka {version}: first message: {exc}")
         rows = self.startups[version].rows[first:] if version in self.startups else []
         step["startup_failed_probes"] = sum(1 for r in rows if r["status"] != "ok")
+
+    def _max_rate(self, round_no: int, version: str, descriptor: Path,
+                  step: dict[str, Any]) -> None:
+        """Round ``round_no``'s maximum-rate search of ``version`` on its cluster; the step
+        records ``max_rate_run_id``, ``max_rate_status``, ``max_rate_msgs_per_s`` (null: no
+        passing rate), ``max_rate_limited_by`` and ``max_rate_error``."""
+        from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
+
+        mr, cell = self.spec.max_rate, self.spec.cell
+        run_id = max_rate_run_id(str(self.doc["matrix_id"]), version, round_no)
+        step.update(max_rate_run_id=run_id, max_rate_status="failed", max_rate_msgs_per_s=None,
+                    max_rate_limited_by=None, max_rate_error=None)
+        self.progress(f"round {round_no}, Kafka {version}: maximum-rate search")
+        try:
+            result = find_max_rate(MaxRateRequest(
+                payload=cell.payload, encoding=cell.encoding, acks=cell.acks,
+                profile=cell.profile, partitions=cell.partitions, consumers=cell.consumers,
+                start_rate=mr.start_rate or cell.rate_msgs_per_s,
+                step_duration_s=mr.step_duration_s, warmup_s=cell.warmup_s,
+                objective_p99_ms=mr.objective_p99_ms, repeats=mr.repeats,
+                max_steps=mr.max_steps, client=cell.client, data_dir=self.lab.root,
+                descriptor_path=descriptor, run_id=run_id), self.progress)
+        except LabError as exc:
+            step["max_rate_error"] = str(exc)
+            self.progress(f"round {round_no}, Kafka {version}: maximum rate: {exc}")
+            return
+        step.update(max_rate_status="complete",
+                    max_rate_msgs_per_s=result.get("max_rate_msgs_per_s"),
+                    max_rate_limited_by=result.get("limited_by"))
 
     def _startup_run(self, version: str) -> Any:
         """``version``'s start-up run, opened the first time (inside its

@@ -4,7 +4,9 @@ A matrix is a list of Kafka versions (the first is the baseline every other is j
 against), a number of rounds, one load cell's settings (:class:`kafkalab.load.spec.
 LoadCellSpec`: the same workload on every version) and, each round, the first-message delay
 of new consumers (:class:`MatrixStartup`: start-up cases of :mod:`kafkalab.startup`, on
-fresh clusters of the version, before the round's load cell). Each version must be one an embedded
+fresh clusters of the version, before the round's load cell) and, when asked for, the
+maximum sustainable rate (:class:`MatrixMaxRate`: :mod:`kafkalab.load.maxrate`'s search,
+after the cell, on its cluster). Each version must be one an embedded
 flavor runs (:func:`kafkalab.cluster.flavors.flavor_for_version`: a pinned Kafka 4.x release
 of the KRaft flavor, or the legacy broker's 0.9.0.1); a cell a version's broker cannot take
 (a feature it lacks) is refused before anything starts.
@@ -18,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kafkalab.load.spec import LoadCellSpec
 
-__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixSpec",
-           "MatrixStartup", "round_order"]
+__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixMaxRate",
+           "MatrixSpec", "MatrixStartup", "round_order"]
 
 MAX_ROUNDS = 20
 """Rounds one matrix may ask for."""
@@ -49,6 +51,25 @@ class MatrixStartup(BaseModel):
     members: list[int] = Field(default_factory=lambda: [1], min_length=1)
 
 
+class MatrixMaxRate(BaseModel):
+    """The maximum sustainable rate searched each round (:func:`kafkalab.load.maxrate.
+    find_max_rate`: the cell's client, payload, profile, acks, partitions and consumers; its
+    pass rule), after the round's cell on the same fresh cluster."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    enabled: bool = False
+    start_rate: float | None = Field(None, gt=0, le=1_000_000)
+    """The search's first rate (default the cell's rate)."""
+    step_duration_s: float = Field(6.0, ge=2.0, le=120.0)
+    """Each step's cell, its warm-up (the cell's ``warmup_s``) included."""
+    objective_p99_ms: float = Field(100.0, gt=0)
+    repeats: int = Field(1, ge=0, le=5)
+    """Repeats of the found rate, each must pass (0: the search's last pass is reported)."""
+    max_steps: int = Field(14, ge=1, le=40)
+    """Steps of the bracketing search (the repeats and the 1.1× check come on top)."""
+
+
 class MatrixSpec(BaseModel):
     """One version matrix: ``versions`` × ``rounds`` measurements of ``cell``."""
 
@@ -62,6 +83,8 @@ class MatrixSpec(BaseModel):
     """The workload: one load cell (its ``trial`` is set per round)."""
     startup: MatrixStartup = Field(default_factory=MatrixStartup)
     """The first-message delay measured each round (``trials`` 0: none)."""
+    max_rate: MatrixMaxRate = Field(default_factory=MatrixMaxRate)
+    """The maximum sustainable rate searched each round (off unless ``enabled``)."""
     base_port: int = Field(DEFAULT_BASE_PORT, ge=1024, le=65000)
     control_port: int = Field(DEFAULT_CONTROL_PORT, ge=1024, le=65000)
 
@@ -84,6 +107,9 @@ class MatrixSpec(BaseModel):
             raise ValueError("base_port and control_port must differ")
         from kafkalab.startup.spec import MAX_TRIALS
 
+        if self.max_rate.enabled and self.max_rate.step_duration_s <= self.cell.warmup_s:
+            raise ValueError(f"max_rate.step_duration_s ({self.max_rate.step_duration_s:g} s) "
+                             f"must exceed the cell's warm-up ({self.cell.warmup_s:g} s)")
         if self.startup.trials * self.rounds > MAX_TRIALS:
             raise ValueError(f"startup.trials × rounds is at most {MAX_TRIALS} start-up "
                              f"trials a version, got {self.startup.trials} × {self.rounds}")

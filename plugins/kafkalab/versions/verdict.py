@@ -1,6 +1,9 @@
 """The upgrade verdict of a version matrix: every version against the baseline (the first).
 
 The rows are each version's ``load_cells`` (its load run's aggregates: one row per round) and,
+where the matrix searched it, each round's maximum sustainable rate (the matrix file's steps:
+series ``maxrate|…``, judged by the rule of ``achieved_rate_msgs_per_s`` with at least
+:data:`MAX_RATE_MIN_CHANGE`; a search with no passing rate is counted, in no median), and,
 where the matrix measured the first-message delay, its start-up run's ``startup_probes``
 (one row per round and case: the median over the round's probed members that saw a first
 record; timed-out or failed probes are counted in ``failed_probes``, never in a median). A
@@ -62,6 +65,16 @@ STARTUP_METRICS: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_
 STARTUP_RULES: dict[str, str] = {"first_record_ms": "first_message_subscribe_ms"}
 """The drift rule judging a start-up figure (the others are shown, not judged)."""
 
+MAX_RATE_PREFIX = "maxrate|"
+"""How the maximum-rate series' key starts."""
+
+MAX_RATE_METRIC = "max_rate_msgs_per_s"
+MAX_RATE_RULE = "achieved_rate_msgs_per_s"
+"""The drift rule the maximum rate is judged by (lower is worse) ..."""
+MAX_RATE_MIN_CHANGE = 0.10
+"""... with at least this relative change: the search resolves a rate to 5 % and its repeats
+to ±5 %, so a smaller change is within one search's own spread."""
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261129
 
@@ -90,7 +103,10 @@ class VersionSeries:
     label: str
     metrics: list[VersionMetric] = field(default_factory=list)
     failed_probes: dict[str, int] | None = None
-    """A start-up case: each version's probes that timed out or failed (in no median)."""
+    """A start-up case: each version's probes that timed out or failed; the maximum rate:
+    each version's searches that found no passing rate (in no median either way)."""
+    failed_what: str | None = None
+    """What ``failed_probes`` counts, as the CLI and the report name it."""
 
 
 @dataclass
@@ -206,6 +222,26 @@ def _startup_rows(data_dir: str | os.PathLike[str] | None, run_id: str,
                                       "failed_probes", *STARTUP_METRICS])
 
 
+def _max_rate_rows(doc: dict[str, Any], version: str) -> pd.DataFrame:
+    """``version``'s maximum rate per round, from the matrix file's steps (each search's
+    result, :func:`kafkalab.load.maxrate.find_max_rate`): a search that found no passing
+    rate is a row with a null value and ``failed_probes`` 1 (shown, in no median)."""
+    columns = ["_series", "_label", "round", "broker_version", MAX_RATE_METRIC, "failed_probes"]
+    steps = [s for s in doc.get("steps") or []
+             if s.get("version") == version and s.get("max_rate_status") == "complete"]
+    if not steps:
+        return pd.DataFrame(columns=columns)
+    cell = doc["spec"].get("cell") or {}
+    key = MAX_RATE_PREFIX + "|".join(str(cell.get(c)) for c in (
+        "client", "payload", "profile", "acks", "consumers", "partitions"))
+    label = (f"max rate {cell.get('client')} {cell.get('payload')} {cell.get('profile')} "
+             f"acks {cell.get('acks') or 'profile'} c{cell.get('consumers')}")
+    rows = [{"_series": key, "_label": label, "round": int(s["round"]),
+             "broker_version": version, MAX_RATE_METRIC: s.get("max_rate_msgs_per_s"),
+             "failed_probes": int(s.get("max_rate_msgs_per_s") is None)} for s in steps]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _startup_label(probe: pd.Series) -> str:
     """``first msg cold subscribe classic m1 delay 0`` (``assign``: no protocol, no group)."""
     join = str(probe["join"])
@@ -232,9 +268,11 @@ def _values(rows: pd.DataFrame, metric: str) -> list[float]:
 
 
 def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame,
-           config: Any, rule_name: str | None) -> VersionMetric | None:
+           config: Any, rule_name: str | None,
+           min_change: float | None = None) -> VersionMetric | None:
     """One metric of one series (None when neither side has a value), judged by the drift
-    rule ``rule_name`` (None or a rule the config lacks: shown, not judged)."""
+    rule ``rule_name`` (None or a rule the config lacks: shown, not judged), its minimum
+    relative change raised to ``min_change`` where given."""
     from kafkalab.drift.detect import evaluate_series
 
     b, v = _values(b_rows, metric), _values(v_rows, metric)
@@ -254,6 +292,8 @@ def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame
                              and rule_name not in config.metrics_of("load")):
         return out
     rule = config.rule(rule_name)
+    if min_change is not None and rule.min_relative_change < min_change:
+        rule = rule.model_copy(update={"min_relative_change": min_change})
     res = evaluate_series(b, vv, rule)
     out.verdict = "regressed" if res["verdict"] == "drift" else str(res["verdict"])
     out.note = res.get("note")
@@ -293,6 +333,7 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
         parts = [load]
         if v in startup_runs and _measured(doc, startup_runs[v]):
             parts.append(_startup_rows(data_dir, startup_runs[v], per_round))
+        parts.append(_max_rate_rows(doc, v))
         tables[v] = pd.concat([p for p in parts if len(p)] or [load], ignore_index=True)
     baseline = versions[0]
     load_metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
@@ -309,15 +350,23 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
         if groups[baseline].empty:
             continue
         startup = key.startswith(STARTUP_PREFIX)
+        max_rate = key.startswith(MAX_RATE_PREFIX)
         s = VersionSeries(key, label, failed_probes={
             v: int(g["failed_probes"].sum()) for v, g in groups.items() if len(g)}
-            if startup else None)
+            if startup or max_rate else None,
+            failed_what=("failed probes (timed out or failed: in no median)" if startup
+                         else "searches without a passing rate (in no median)" if max_rate
+                         else None))
+        judged_metrics = (STARTUP_METRICS if startup else (MAX_RATE_METRIC,) if max_rate
+                          else load_metrics)
         for v in versions[1:]:
             if groups[v].empty:
                 continue
-            for metric in (STARTUP_METRICS if startup else load_metrics):
-                rule = STARTUP_RULES.get(metric) if startup else metric
-                m = _judge(metric, v, groups[baseline], groups[v], config, rule)
+            for metric in judged_metrics:
+                rule = (STARTUP_RULES.get(metric) if startup else MAX_RATE_RULE if max_rate
+                        else metric)
+                m = _judge(metric, v, groups[baseline], groups[v], config, rule,
+                           MAX_RATE_MIN_CHANGE if max_rate else None)
                 if m is None:
                     continue
                 s.metrics.append(m)
@@ -353,9 +402,8 @@ def format_verdict(v: MatrixVerdict) -> str:
     for s in v.series:
         failed = {k: n for k, n in (s.failed_probes or {}).items() if n}
         if failed:
-            lines.append(f"{s.label}: failed probes: "
-                         + ", ".join(f"{k} {n}" for k, n in failed.items())
-                         + " (timed out or failed: in no median)")
+            lines.append(f"{s.label}: {s.failed_what}: "
+                         + ", ".join(f"{k} {n}" for k, n in failed.items()))
     for miss in v.missing:
         lines.append(f"{miss['label']}: not measured on {', '.join(miss['versions'])}")
     lines.append(f"{v.regressed} regressed of {v.judged} judged metric(s)")
