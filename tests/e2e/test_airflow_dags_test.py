@@ -575,9 +575,11 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
                                    airflow_setup: dict[str, Any],
                                    airflow_cli: AirflowCli) -> None:
     """``airflow dags test version_matrix`` from the form: one short load cell on Kafka 4.1.2
-    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports, and
-    before it one first-message trial (classic protocol); a mapped Spark task per version run
-    (two load runs, two start-up runs, each with its kind's job) aggregates and validates it;
+    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports, before
+    it one first-message trial (classic protocol) and after it one leader kill on a fresh
+    3-broker cluster; a mapped Spark task per version run (two load runs, two start-up runs,
+    two fault runs, each with its kind's job) aggregates it, validating in the same session
+    where the kind does, else in a mapped task of its own (the fault runs);
     the verdict judges 4.4.0 against 4.1.2, the first-message cases too (one round a side: no
     interval; a regression would fail the DAG run, so the exit code is not asserted on what
     the machine measured, only the files)."""
@@ -591,7 +593,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
             "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
             "control_port": MATRIX_CONTROL_PORT, "startup_trials": 1,
-            "startup_protocols": ["classic"]}
+            "startup_protocols": ["classic"], "fault_trials": 1}
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
                     env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
@@ -612,6 +614,14 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
                                  / "startup_probes.parquet")
         assert set(probes["kafka_version"]) == {version} and set(probes["trial"]) == {0}
         validation = lab.validation(run_id, "startup")
+        assert validation is not None and validation["success"] is True, validation
+    # a leader kill on a fresh 3-broker cluster of each version: aggregated, then validated
+    # by its own mapped task (the faults suite runs apart from its aggregation)
+    for version, run_id in doc["faults_runs"].items():
+        trials = pd.read_parquet(lab.run_aggregates_dir(run_id, "faults")
+                                 / "fault_trials.parquet")
+        assert list(trials["broker_version"]) == [version] and list(trials["trial"]) == [1]
+        validation = lab.validation(run_id, "faults")
         assert validation is not None and validation["success"] is True, validation
     # judged (one round a side: shown, not judged), written beside it, in the report
     verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())

@@ -31,7 +31,7 @@ LOAD_PART = ("start_load_run", "run_load_cell", "finish_load_run", "aggregate_lo
 FAULT_PART = ("start_fault_run", "run_fault_trial", "finish_fault_run", "aggregate_faults",
               "validate_faults")
 MATRIX_PART = ("run_matrix", "finish_matrix", "plan_aggregations", "aggregate_version_run",
-               "judge_versions")
+               "plan_validations", "validate_version_run", "judge_versions")
 TASKS = {
     "latency_experiment": CHAIN,
     "nightly_latency_regression": (*CHAIN, "export_metrics", "name_load_run",
@@ -241,9 +241,12 @@ def test_version_matrix_chain_and_trigger_rules(parsed: dict[str, Any], dag_id: 
     assert up["finish_matrix"] == {"run_matrix", naming}
     assert up["plan_aggregations"] == {"finish_matrix", naming}
     assert up["aggregate_version_run"] == {"plan_aggregations"}
-    assert up["judge_versions"] == {"aggregate_version_run", naming}
+    assert up["plan_validations"] == {"aggregate_version_run", naming}
+    assert up["validate_version_run"] == {"plan_validations"}
+    assert up["judge_versions"] == {"validate_version_run", naming}
     assert rules["finish_matrix"] == "all_done"
-    assert rules["run_matrix"] == rules["judge_versions"] == "all_success"
+    assert rules["run_matrix"] == "all_success"
+    assert rules["judge_versions"] == "none_failed_min_one_success"
     assert dag.get_task("run_matrix").retries == 0
     agg = dag.get_task("aggregate_version_run")
     assert isinstance(agg, MappedOperator) and "application" not in agg.partial_kwargs
@@ -275,6 +278,12 @@ def test_the_nightly_matrix_is_off_without_versions_and_its_workload_is_fixed(
                           ).base_port == 25693
     with pytest.raises(ConfigError, match="param version_matrix_ports: expected"):
         vt.nightly_matrix_params({"version_matrix": ["4.4.0"], "version_matrix_ports": [1]})
+    # a part's field is named by its own param
+    with pytest.raises(ConfigError, match="param fault_trials: "):
+        vt.matrix_spec({"versions": ["4.1.2", "4.4.0"], "fault_trials": 11})
+    with pytest.raises(ConfigError, match="param startup_trials: "):
+        vt.matrix_spec({"versions": ["4.1.2", "4.4.0"], "startup_trials": 11})
+    assert vt.matrix_spec({"versions": ["4.1.2", "4.4.0"], "fault_trials": 2}).faults.trials == 2
     # never started (turned off): nothing to aggregate, the fence says so
     assert vt.aggregation_jobs("nightly-versions-x") == []
     assert vt.finish_matrix("nightly-versions-x") == {"matrix_id": "nightly-versions-x",
@@ -847,6 +856,8 @@ BAD_PARAMS: list[tuple[str, str, Any]] = [
     ("nightly_latency_regression", "version_matrix_rounds", 0),
     ("nightly_latency_regression", "version_matrix_ports", [19892]),
     ("version_matrix", "startup_trials", 11), ("version_matrix", "startup_protocols", ["eager"]),
+    ("version_matrix", "fault_trials", 11), ("version_matrix", "fault", "kill-consumer"),
+    ("version_matrix", "fault_profile", "nosuch"), ("version_matrix", "max_rate", "yes"),
     ("load_experiment", "consumers", [0]), ("load_experiment", "consumers", [1001]),
     ("load_experiment", "consumers", list(range(1, 60))), ("load_experiment", "consumers", []),
     ("load_experiment", "rates", [0]), ("load_experiment", "rates", [1e9]),

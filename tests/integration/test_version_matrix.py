@@ -15,7 +15,7 @@ from kafkalab.load import files
 from kafkalab.load.spec import LoadCellSpec
 from kafkalab.store import LabData
 from kafkalab.versions.matrix import MatrixRequest, read_matrix, run_matrix
-from kafkalab.versions.spec import MatrixMaxRate, MatrixSpec, MatrixStartup
+from kafkalab.versions.spec import MatrixFaults, MatrixMaxRate, MatrixSpec, MatrixStartup
 
 BASE_PORT, CONTROL_PORT = 25892, 25992
 
@@ -68,18 +68,22 @@ def test_two_releases_alternate_on_fresh_clusters(tmp_path: Path) -> None:
         assert not cluster_status(clusters / f"{version}-startup")["processes"]
 
 
-def test_the_legacy_point_and_a_maximum_rate_search_each_round(tmp_path: Path) -> None:
+def test_the_legacy_point_a_maximum_rate_search_and_a_fault_trial_each_round(
+        tmp_path: Path) -> None:
     """Kafka 4.4.0 against 0.9.0.1 (ZooKeeper, the legacy flavor), one round: the first-
     message trial runs on both (the classic protocol: 0.9 has no other); the maximum-rate
     search runs after the cell on the same cluster as a load run of its own, and an
     objective no step can meet makes it end without a passing rate, recorded as a null, not
-    as a failure."""
+    as a failure; last, a leader kill under the legacy durability profile on a fresh 3-broker
+    cluster of each version (brokers 25892-25894), into each version's fault run."""
     clusters = tmp_path / "clusters"
     cell = LoadCellSpec(rate_msgs_per_s=200, duration_s=3, warmup_s=1)
     spec = MatrixSpec(versions=["4.4.0", "0.9.0.1"], rounds=1, cell=cell, base_port=BASE_PORT,
                       control_port=CONTROL_PORT, startup=MatrixStartup(protocols=["classic"]),
                       max_rate=MatrixMaxRate(enabled=True, step_duration_s=3.0,
-                                             objective_p99_ms=0.001, repeats=0, max_steps=2))
+                                             objective_p99_ms=0.001, repeats=0, max_steps=2),
+                      faults=MatrixFaults(trials=1, profile="durability-legacy",
+                                          rate_msgs_per_s=200, duration_s=14))
     data = tmp_path / "data"
     doc = run_matrix(MatrixRequest(spec=spec, data_dir=data, matrix_id="vm-legacy",
                                    clusters=clusters), lambda _line: None)
@@ -94,3 +98,11 @@ def test_the_legacy_point_and_a_maximum_rate_search_each_round(tmp_path: Path) -
         assert len(files.run_cell_dirs(data, step["max_rate_run_id"])) == 2  # max_steps
         assert lab.manifest(doc["startup_runs"][step["version"]])["status"] == "complete"
         assert not cluster_status(clusters / step["version"])["processes"]
+        assert step["faults_status"] == "complete", step
+        (trial,) = step["faults_trials"]
+        assert trial["status"] == "complete" and trial["trial_id"].endswith("t1"), trial
+        faults = lab.manifest(doc["faults_runs"][step["version"]])
+        assert faults is not None and faults["status"] == "complete"
+        assert faults["cluster"]["version"] == step["version"]
+        assert faults["cluster"]["broker_count"] == 3
+        assert not cluster_status(clusters / f"{step['version']}-faults")["processes"]

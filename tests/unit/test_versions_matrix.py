@@ -274,3 +274,69 @@ def test_the_maximum_rate_is_judged_per_round_from_the_matrix_steps(tmp_path: Pa
     with pytest.raises(ValidationError, match="must exceed the cell's warm-up"):
         MatrixSpec(versions=["4.1.2", "4.4.0"], cell=CELL.model_copy(update={"warmup_s": 2.0}),
                    max_rate=MatrixMaxRate(enabled=True, step_duration_s=2.0))
+
+
+def test_fault_rounds_sum_losses_and_take_median_times_per_version(tmp_path: Path) -> None:
+    """Each version's fault run: per round (two trials a round) the acked records lost summed
+    and the unavailability's median over the complete trials; a loss where the baseline lost
+    nothing regresses (lost_count's zero-baseline rule); a trial that did not complete is
+    counted, in no figure; settings the fault engine refuses are refused with the spec."""
+    from kafkalab.kinds import FAULTS
+    from kafkalab.versions.spec import MatrixFaults
+
+    mid = _matrix(tmp_path, {"4.1.2": [10.0, 10.0, 10.0], "4.4.0": [10.0, 10.0, 10.0]})
+    lab = LabData(tmp_path)
+    doc = read_json(lab.matrix_path(mid))
+    doc["faults_runs"] = {v: f"m1-faults-{v}" for v in ("4.1.2", "4.4.0")}
+    doc["spec"]["faults"] = {"trials": 2}
+    doc["steps"] = [{"round": k, "version": v, "run_id": f"m1-kafka-{v}", "status": "complete",
+                     "faults_run_id": f"m1-faults-{v}", "faults_status": "complete"}
+                    for v in ("4.1.2", "4.4.0") for k in (1, 2, 3)]
+    atomic_write_json(lab.matrix_path(mid), doc)
+    lost = {"4.1.2": [0, 0, 0, 0, 0, 0], "4.4.0": [0, 3, 0, 0, 1, 0]}
+    down = {"4.1.2": [900.0, 1100.0, 1000.0, 1000.0, 950.0, 1050.0],
+            "4.4.0": [1000.0, 1000.0, 1000.0, None, 1000.0, 1000.0]}
+    for v in lost:
+        d = lab.run_aggregates_dir(f"m1-faults-{v}", FAULTS)
+        d.mkdir(parents=True)
+        pd.DataFrame([{"trial": k + 1, "fault": "sigkill-leader", "profile": "durability",
+                       "client": "confluent-kafka", "broker_version": v,
+                       "status": "complete" if down[v][k] is not None else "failed",
+                       "acked_lost": lost[v][k], "duplicates": 0, "reordered": 0,
+                       "unavailable_ms": down[v][k], "leader_elected_ms": 200.0}
+                      for k in range(6)]).to_parquet(d / "fault_trials.parquet")
+    v = matrix_verdict(tmp_path, mid)
+    (s,) = [s for s in v.series if s.series.startswith("faults|")]
+    assert s.label == "fault sigkill-leader durability confluent-kafka"
+    by = {m.metric: m for m in s.metrics}
+    assert by["acked_lost"].b_rounds == [0.0, 0.0, 0.0]
+    assert by["acked_lost"].v_rounds == [3.0, 0.0, 1.0]  # round 2's failed trial in no sum
+    assert by["acked_lost"].verdict == "regressed"
+    assert by["unavailable_ms"].b_rounds == [1000.0, 1000.0, 1000.0]
+    assert by["unavailable_ms"].verdict == "ok" and by["duplicates"].verdict == "not judged"
+    assert s.failed_probes == {"4.1.2": 0, "4.4.0": 1} and v.faults_runs == doc["faults_runs"]
+    assert "trials that did not complete (in no figure): 4.4.0 1" in format_verdict(v)
+    from kafkalab.report.versions_section import matrices_section
+    from kafkalab.versions.verdict import write_verdict
+
+    write_verdict(tmp_path, v)
+    html = matrices_section(lab, lab.reports_dir)
+    assert 'href="m1-faults-4.4.0/index.html"' in html and 'data-metric="acked_lost"' in html
+    with pytest.raises(ValidationError, match="faults: fault: Input should be"):
+        MatrixSpec(versions=["4.1.2", "4.4.0"], cell=CELL,
+                   faults=MatrixFaults(trials=1, fault="meteor"))
+    spec = MatrixSpec(versions=["4.1.2", "4.4.0"], rounds=2, cell=CELL,
+                      faults=MatrixFaults(trials=2))
+    assert [t.trial for t in spec.all_fault_trials()] == [1, 2, 3, 4]
+    assert [t.trial for t in spec.fault_trials(2)] == [3, 4]
+
+
+def test_fault_trials_a_version_cannot_take_are_refused_before_anything_starts() -> None:
+    from kafkalab.versions.matrix import check_versions
+    from kafkalab.versions.spec import MatrixFaults
+
+    legacy = MatrixSpec(versions=["4.4.0", "0.9.0.1"], cell=CELL, faults=MatrixFaults(trials=1))
+    with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1: .*enable\.idempotence"):
+        check_versions(legacy)  # the durability profile's idempotent producer
+    check_versions(legacy.model_copy(update={
+        "faults": MatrixFaults(trials=1, profile="durability-legacy")}))

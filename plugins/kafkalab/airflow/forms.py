@@ -145,6 +145,10 @@ def _number(value: Any, title: str, what: str, minimum: float = 0,
                  minimum=minimum, title=title, description=what, **bound)
 
 
+CONSUMER_OR_NO_FAULT = ("none", "kill-consumer", "leave-consumer")
+"""Faults a version matrix's fault trials leave out (its trials break brokers)."""
+
+
 def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
                    duration_s: float) -> dict[str, Param]:
     """The params (the trigger form) of a version matrix: the versions (the baseline first),
@@ -194,6 +198,14 @@ def version_params(*, versions: list[str], rounds: int, rate_msgs_per_s: float,
         "max_rate_objective_ms": _number(100.0, "Maximum-rate objective (ms)", "a search step "
                                          "passes only with e2e p99 under this",
                                          maximum=60_000.0),
+        "fault_trials": Param(0, type="integer", minimum=0, maximum=10, title="Fault trials",
+                              description="broker-fault trials each round, last, on a fresh "
+                              "3-broker cluster of the version (0: none)"),
+        "fault": Param("sigkill-leader", type="string",
+                       enum=[f for f in FAULT_CHOICES if f not in CONSUMER_OR_NO_FAULT],
+                       title="Fault", description="the broker fault of those trials"),
+        "fault_profile": Param("durability", type="string", enum=list(PROFILE_CHOICES),
+                               title="Fault profile", values_display=_labels("profile")),
         "base_port": Param(DEFAULT_MATRIX_BASE_PORT, type="integer", minimum=1024,
                            maximum=65000, title="Broker port",
                            description="the matrix clusters' broker port (one runs at a time)"),

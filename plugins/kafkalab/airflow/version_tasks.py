@@ -29,11 +29,13 @@ PARAM_OF_FIELD: dict[str, str] = {
     "versions": "versions", "rounds": "rounds", "rate_msgs_per_s": "rate_msgs_per_s",
     "duration_s": "duration_s", "warmup_s": "warmup_s", "consumers": "consumers",
     "acks": "acks", "profile": "profile", "client": "client", "payload": "payload",
-    "base_port": "base_port", "control_port": "control_port", "trials": "startup_trials",
-    "protocols": "startup_protocols", "enabled": "max_rate",
-    "objective_p99_ms": "max_rate_objective_ms",
+    "base_port": "base_port", "control_port": "control_port",
+    "startup.trials": "startup_trials", "startup.protocols": "startup_protocols",
+    "max_rate.enabled": "max_rate", "max_rate.objective_p99_ms": "max_rate_objective_ms",
+    "faults.trials": "fault_trials", "faults.fault": "fault", "faults.profile": "fault_profile",
 }
-"""The form param that sets each field of the matrix or its cell."""
+"""The form param that sets each field of the matrix or its cell (a part's field by its
+dotted path)."""
 
 
 NIGHTLY_MATRIX_PARAM = "version_matrix"
@@ -109,9 +111,7 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
     from kafkalab.versions.spec import (
         DEFAULT_BASE_PORT,
         DEFAULT_CONTROL_PORT,
-        MatrixMaxRate,
         MatrixSpec,
-        MatrixStartup,
     )
     from kafkalab.yamlio import describe_validation_error
 
@@ -126,19 +126,23 @@ def matrix_spec(params: Mapping[str, Any]) -> Any:
             consumers=cell_arg("consumers", 1), acks=params.get("acks") or None,
             profile=cell_arg("profile", "default"), client=cell_arg("client", "confluent-kafka"),
             payload=cell_arg("payload", "1kb"))
-        startup = MatrixStartup(trials=cell_arg("startup_trials", 1),
-                                protocols=cell_arg("startup_protocols", ["classic", "consumer"]))
-        max_rate = MatrixMaxRate(enabled=cell_arg("max_rate", False),
-                                 objective_p99_ms=cell_arg("max_rate_objective_ms", 100.0))
-        return MatrixSpec(versions=[str(v) for v in params.get("versions") or []],
-                          rounds=cell_arg("rounds", 3), cell=cell, startup=startup,
-                          max_rate=max_rate,
-                          base_port=cell_arg("base_port", DEFAULT_BASE_PORT),
-                          control_port=cell_arg("control_port", DEFAULT_CONTROL_PORT))
+        return MatrixSpec.model_validate({
+            "versions": [str(v) for v in params.get("versions") or []],
+            "rounds": cell_arg("rounds", 3), "cell": cell,
+            "startup": {"trials": cell_arg("startup_trials", 1),
+                        "protocols": cell_arg("startup_protocols", ["classic", "consumer"])},
+            "max_rate": {"enabled": cell_arg("max_rate", False),
+                         "objective_p99_ms": cell_arg("max_rate_objective_ms", 100.0)},
+            "faults": {"trials": cell_arg("fault_trials", 0),
+                       "fault": cell_arg("fault", "sigkill-leader"),
+                       "profile": cell_arg("fault_profile", "durability")},
+            "base_port": cell_arg("base_port", DEFAULT_BASE_PORT),
+            "control_port": cell_arg("control_port", DEFAULT_CONTROL_PORT)})
     except ValidationError as exc:
         field, _, message = describe_validation_error(exc).partition(": ")
         name = field.split(".")[-1]
-        raise ConfigError(f"param {PARAM_OF_FIELD.get(name, name)}: {message}") from None
+        param = PARAM_OF_FIELD.get(field) or PARAM_OF_FIELD.get(name, name)
+        raise ConfigError(f"param {param}: {message}") from None
 
 
 def run_version_matrix(params: Mapping[str, Any], matrix_id: str, command: str | None = None,
@@ -163,10 +167,11 @@ def run_version_matrix(params: Mapping[str, Any], matrix_id: str, command: str |
 
 
 def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
-    """One Spark job per run of the matrix with a measured round (each version's load run
-    and start-up run: the mapped ``aggregate_version_run``'s kwargs, ``lab_run_id``, its
-    kind's ``application`` and ``application_args``, validating in the job's own session);
-    none when the matrix was never started."""
+    """One Spark job per run of the matrix with a measured round (each version's load run,
+    start-up run and fault run: the mapped ``aggregate_version_run``'s kwargs,
+    ``lab_run_id``, its kind's ``application`` and ``application_args``; a kind that
+    validates in its aggregation's session does so); none when the matrix was never
+    started."""
     from kafkalab.spark import submit as spark_submit
     from kafkalab.versions.matrix import measured_runs, read_matrix
 
@@ -175,12 +180,31 @@ def aggregation_jobs(matrix_id: str) -> list[dict[str, Any]]:
         return []
     jobs = []
     for run_id, kind in measured_runs(read_matrix(lab.root, matrix_id)):
-        args = [*spark_submit.spark_job_args(kind.aggregate_job, run_id, lab.root),
-                *spark_submit.one_session_args(lab.root)]
+        args = spark_submit.spark_job_args(kind.aggregate_job, run_id, lab.root)
+        if kind.validates_in_session:
+            args = [*args, *spark_submit.one_session_args(lab.root)]
         jobs.append({"lab_run_id": run_id,
                      "application": spark_submit.spark_application(kind.aggregate_job),
                      "application_args": args})
     return jobs
+
+
+def validation_jobs(matrix_id: str) -> list[dict[str, Any]]:
+    """The validation job of each run of the matrix whose kind does not validate in its
+    aggregation's session (a version's fault run: the ``faults`` suite), as the mapped
+    ``validate_version_run``'s kwargs; none when there is no such run."""
+    from kafkalab.spark import submit as spark_submit
+    from kafkalab.versions.matrix import measured_runs, read_matrix
+
+    lab = LabData()
+    if not matrix_started(matrix_id):
+        return []
+    return [{"lab_run_id": run_id,
+             "application": spark_submit.spark_application(kind.validate_job),
+             "application_args": spark_submit.spark_job_args(kind.validate_job, run_id,
+                                                             lab.root)}
+            for run_id, kind in measured_runs(read_matrix(lab.root, matrix_id))
+            if not kind.validates_in_session]
 
 
 def judge_versions(matrix_id: str) -> dict[str, Any]:
@@ -194,6 +218,10 @@ def judge_versions(matrix_id: str) -> dict[str, Any]:
     from kafkalab.report.build import build_report
     from kafkalab.versions.verdict import matrix_verdict, write_verdict
 
+    if not matrix_started(matrix_id):  # the nightly's matrix turned off
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        raise AirflowSkipException(f"version matrix {matrix_id} was not started")
     v = matrix_verdict(LabData().root, matrix_id)
     write_verdict(LabData().root, v)
     build_report(LabData().root, run_id=v.runs[v.baseline])  # the overview shows the matrix
@@ -253,4 +281,5 @@ __all__ = ["NIGHTLY_MATRIX", "NIGHTLY_MATRIX_PARAM", "NIGHTLY_MATRIX_PORTS_PARAM
            "NIGHTLY_MATRIX_ROUNDS_PARAM",
            "PARAM_OF_FIELD", "aggregation_jobs", "finish_matrix", "judge_versions",
            "matrix_spec", "matrix_started", "nightly_matrix_on", "nightly_matrix_params",
-           "nightly_matrix_versions", "run_version_matrix", "verify_matrix_outcome"]
+           "nightly_matrix_versions", "run_version_matrix", "validation_jobs",
+           "verify_matrix_outcome"]

@@ -23,13 +23,18 @@ OPTION_OF_FIELD = {"versions": "--versions", "rounds": "--rounds", "rate_msgs_pe
                    "duration_s": "--duration", "warmup_s": "--warmup", "consumers": "--consumers",
                    "partitions": "--partitions", "txn_msgs": "--txn-msgs",
                    "txn_abort_every": "--txn-abort-every", "base_port": "--base-port",
-                   "control_port": "--control-port", "trials": "--startup-trials",
-                   "protocols": "--startup-protocol", "delays_ms": "--startup-delay-ms",
-                   "members": "--startup-members", "start_rate": "--max-rate-start",
-                   "step_duration_s": "--max-rate-step-duration",
-                   "objective_p99_ms": "--max-rate-objective-ms", "repeats": "--max-rate-repeats",
-                   "max_steps": "--max-rate-steps"}
+                   "control_port": "--control-port"}
 """The option that sets each field of the matrix or its cell (a refused value is named by it)."""
+
+STARTUP_OPTIONS = {"trials": "--startup-trials", "protocols": "--startup-protocol",
+                   "delays_ms": "--startup-delay-ms", "members": "--startup-members"}
+MAX_RATE_OPTIONS = {"start_rate": "--max-rate-start",
+                    "step_duration_s": "--max-rate-step-duration",
+                    "objective_p99_ms": "--max-rate-objective-ms",
+                    "repeats": "--max-rate-repeats", "max_steps": "--max-rate-steps"}
+FAULT_OPTIONS = {"trials": "--fault-trials", "fault": "--fault", "profile": "--fault-profile",
+                 "rate_msgs_per_s": "--fault-rate", "duration_s": "--fault-duration"}
+"""The options of the matrix's parts (each part's fields named by its own options)."""
 
 
 def add_parser(sub: SubParsers[Any]) -> None:
@@ -43,7 +48,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "...), each round on a fresh one-broker cluster of that version, one load run per "
         "version, and before it the first-message delay of new consumers (start-up cases, "
         "one start-up run per version), and after it, with --max-rate, the maximum "
-        "sustainable rate; then judge every version against the first: the change of the median over "
+        "sustainable rate, and with --fault-trials, broker-fault trials on a fresh 3-broker "
+        "cluster of the version; then judge every version against the first: the change of the median over "
         "the rounds with its 95 %% bootstrap interval, and the drift rule's verdict. Kafka "
         "0.9.0.1 is the legacy point where the cell can run on it. See docs/versions.md.")
     pr = actions.add_parser(
@@ -52,7 +58,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
         "each), aggregate each version's load run with Spark (validation, report) and print "
         "the verdict. Exit 1 when a version regressed.",
         epilog="examples:\n  kafkalab versions run --versions 4.1.2,4.4.0 --rounds 3 --rate 1000\n"
-        "  kafkalab versions run --versions 4.4.0,4.1.2,0.9.0.1 --rounds 3 --rate 500 --consumers 3",
+        "  kafkalab versions run --versions 4.4.0,4.1.2,0.9.0.1 --rounds 3 --rate 500 --consumers 3\n"
+        "  kafkalab versions run --versions 4.1.2,4.4.0 --max-rate --fault-trials 2",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     pr.add_argument("--versions", type=csv_list, required=True,
                     help="Kafka versions, the baseline first (pinned 4.x releases, 0.9.0.1)")
@@ -96,6 +103,17 @@ def add_parser(sub: SubParsers[Any]) -> None:
     pr.add_argument("--max-rate-steps", type=int, default=14,
                     help="at most this many steps of the bracketing search (default 14; the "
                     "repeats and the 1.1x check come on top)")
+    pr.add_argument("--fault-trials", type=int, default=0,
+                    help="broker-fault trials each round, last, on a fresh 3-broker cluster of "
+                    "the version (default 0: none; kafkalab faults run's trials)")
+    pr.add_argument("--fault", default="sigkill-leader",
+                    help="the broker fault of those trials (default sigkill-leader)")
+    pr.add_argument("--fault-profile", default="durability",
+                    help="their tuning profile (default durability)")
+    pr.add_argument("--fault-rate", type=float, default=500.0,
+                    help="their producer's rate, msg/s (default 500)")
+    pr.add_argument("--fault-duration", type=float, default=20.0,
+                    help="their schedule, seconds (default 20)")
     pr.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
                     help=f"the matrix clusters' broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=int, default=DEFAULT_CONTROL_PORT,
@@ -132,7 +150,13 @@ def matrix_spec(args: argparse.Namespace) -> Any:
 
     from kafkalab.errors import ConfigError
     from kafkalab.load.spec import LoadCellSpec
-    from kafkalab.versions.spec import MatrixMaxRate, MatrixSpec, MatrixStartup
+    from kafkalab.versions.spec import MatrixFaults, MatrixMaxRate, MatrixSpec, MatrixStartup
+
+    def part(model: Any, options: dict[str, str], **fields: Any) -> Any:
+        try:
+            return model(**fields)
+        except ValidationError as exc:
+            raise ConfigError(as_options(exc, options)) from None
 
     txns = list(args.txn_msgs or [])
     if len(txns) > 1:
@@ -144,14 +168,20 @@ def matrix_spec(args: argparse.Namespace) -> Any:
                             warmup_s=args.warmup, partitions=args.partitions,
                             txn_msgs=(txns[0] or None) if txns else None,
                             txn_abort_every=args.txn_abort_every)
-        startup = MatrixStartup(trials=args.startup_trials, protocols=args.startup_protocol,
-                                delays_ms=args.startup_delay_ms, members=args.startup_members)
-        max_rate = MatrixMaxRate(enabled=args.max_rate, start_rate=args.max_rate_start,
-                                 step_duration_s=args.max_rate_step_duration,
-                                 objective_p99_ms=args.max_rate_objective_ms,
-                                 repeats=args.max_rate_repeats, max_steps=args.max_rate_steps)
+        startup = part(MatrixStartup, STARTUP_OPTIONS, trials=args.startup_trials,
+                       protocols=args.startup_protocol, delays_ms=args.startup_delay_ms,
+                       members=args.startup_members)
+        max_rate = part(MatrixMaxRate, MAX_RATE_OPTIONS, enabled=args.max_rate,
+                        start_rate=args.max_rate_start,
+                        step_duration_s=args.max_rate_step_duration,
+                        objective_p99_ms=args.max_rate_objective_ms,
+                        repeats=args.max_rate_repeats, max_steps=args.max_rate_steps)
+        faults = part(MatrixFaults, FAULT_OPTIONS, trials=args.fault_trials, fault=args.fault,
+                      profile=args.fault_profile, rate_msgs_per_s=args.fault_rate,
+                      duration_s=args.fault_duration)
         return MatrixSpec(versions=args.versions, rounds=args.rounds, cell=cell, startup=startup,
-                          max_rate=max_rate, base_port=args.base_port, control_port=args.control_port)
+                          max_rate=max_rate, faults=faults, base_port=args.base_port,
+                          control_port=args.control_port)
     except ValidationError as exc:
         raise ConfigError(as_options(exc, OPTION_OF_FIELD)) from None
 

@@ -103,6 +103,13 @@ def _matrix_table(lab: LabData, doc: dict[str, Any], verdict: dict[str, Any],
         missing += ('<p class="note">The "first msg" rows: each new consumer\'s time to its '
                     "first record, medians per round over the cases' probes, from each "
                     f"version's start-up run ({links}).</p>")
+    faults = verdict.get("faults_runs") or {}
+    if faults:
+        links = ", ".join(_run_link(lab, str(faults[v]), out_dir, "Kafka " + v)
+                          for v in versions if v in faults)
+        missing += ('<p class="note">The "fault" rows: each round\'s broker-fault trials on a '
+                    "fresh 3-broker cluster of the version (acked records lost summed, the "
+                    f"times medians), from each version's fault run ({links}).</p>")
     return (f'<div data-matrix="{esc(doc.get("matrix_id"))}">'
             f"{scroll_table('versions', caption, head, ''.join(rows))}{missing}</div>")
 

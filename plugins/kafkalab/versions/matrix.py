@@ -12,8 +12,12 @@ the rounds, round ``k`` holding trials ``(k−1)·T … k·T−1``), on fresh cl
 in ``<clusters>/<version>-startup`` on the same ports. After the cell, when the spec's
 ``max_rate`` is enabled, the round's maximum-rate search runs on the same cluster
 (:func:`kafkalab.load.maxrate.find_max_rate`, a load run of its own per round,
-``<matrix id>-maxrate-<version>-r<round>``; its result in the step). Only one cluster runs
-at a time.
+``<matrix id>-maxrate-<version>-r<round>``; its result in the step). Last, when the spec's
+``faults.trials`` is not 0, the round's broker-fault trials run on a fresh 3-broker cluster
+of the version (``<clusters>/<version>-faults``, brokers from the matrix's base port, its
+controllers or ZooKeeper from its control port) into that version's fault run
+(``<matrix id>-faults-<version>``, :mod:`kafkalab.faults`: its trials numbered on across the
+rounds). Only one cluster runs at a time.
 
 Each version's load run is an ordinary load run (manifest, samples, Spark, Great
 Expectations, report, drift); the matrix file ``versions/<matrix id>.json`` (written as the
@@ -37,7 +41,7 @@ from kafkalab.store import LabData, atomic_write_json, read_json, safe_name
 from kafkalab.versions.spec import MatrixSpec, round_order
 
 __all__ = ["MATRIX_SCHEMA_VERSION", "MatrixRequest", "check_versions", "clusters_root",
-           "max_rate_run_id", "measured_runs", "read_matrix", "run_matrix", "startup_run_id", "step_complete", "version_run_id"]
+           "faults_run_id", "max_rate_run_id", "measured_runs", "read_matrix", "run_matrix", "startup_run_id", "step_complete", "version_run_id"]
 
 MATRIX_SCHEMA_VERSION = 2
 """Version of the matrix file (``docs/versions.md``; 2 added the start-up runs and each
@@ -77,6 +81,11 @@ def max_rate_run_id(matrix_id: str, version: str, round_no: int) -> str:
     return safe_name(f"{matrix_id}-maxrate-{version}-r{round_no}")
 
 
+def faults_run_id(matrix_id: str, version: str) -> str:
+    """The fault run that holds ``version``'s fault trials of matrix ``matrix_id``."""
+    return safe_name(f"{matrix_id}-faults-{version}")
+
+
 def startup_run_id(matrix_id: str, version: str) -> str:
     """The start-up run that holds ``version``'s first-message trials of matrix ``matrix_id``."""
     return safe_name(f"{matrix_id}-startup-{version}")
@@ -86,22 +95,23 @@ def step_complete(step: dict[str, Any]) -> bool:
     """A step whose load cell completed and whose start-up trials and maximum-rate search
     (where asked for) were measured."""
     return (step.get("status") == "complete"
-            and step.get("startup_status") in (None, "complete")
-            and step.get("max_rate_status") in (None, "complete"))
+            and all(step.get(f"{part}_status") in (None, "complete")
+                    for part in ("startup", "max_rate", "faults")))
 
 
 def measured_runs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """``(run id, kind)`` of every run of the matrix file ``doc`` with something to aggregate:
-    a version's load run with a complete round, its start-up run with a measured round
-    (:class:`kafkalab.kinds.RunKind`: what aggregates it)."""
-    from kafkalab.kinds import LOAD, STARTUP
+    a version's load run with a complete round, its start-up run and its fault run with a
+    measured round (:class:`kafkalab.kinds.RunKind`: what aggregates it)."""
+    from kafkalab.kinds import FAULTS, LOAD, STARTUP
 
     steps = doc.get("steps") or []
     out = [(r, LOAD) for r in (doc.get("runs") or {}).values()
            if any(s.get("run_id") == r and s.get("status") == "complete" for s in steps)]
-    out += [(r, STARTUP) for r in (doc.get("startup_runs") or {}).values()
-            if any(s.get("startup_run_id") == r and s.get("startup_status") == "complete"
-                   for s in steps)]
+    for part, kind in (("startup", STARTUP), ("faults", FAULTS)):
+        out += [(r, kind) for r in (doc.get(f"{part}_runs") or {}).values()
+                if any(s.get(f"{part}_run_id") == r and s.get(f"{part}_status") == "complete"
+                       for s in steps)]
     return out
 
 
@@ -132,11 +142,14 @@ class _Matrix:
         self.startup_runs = ({v: startup_run_id(matrix_id, v) for v in self.spec.versions}
                              if self.spec.startup.trials else {})
         self.startups: dict[str, Any] = {}
+        self.faults_runs = ({v: faults_run_id(matrix_id, v) for v in self.spec.versions}
+                            if self.spec.faults.trials else {})
+        self.faults_started: set[str] = set()
         """Each version's open start-up run (:class:`kafkalab.startup.engine.StartupRun`)."""
         self.doc: dict[str, Any] = {
             "schema_version": MATRIX_SCHEMA_VERSION, "matrix_id": matrix_id, "status": "running",
             "spec": self.spec.summary(), "baseline": self.spec.versions[0], "runs": self.runs,
-            "startup_runs": self.startup_runs, "steps": [], "command": req.command, "started_at": utc_now_iso(), "ended_at": None}
+            "startup_runs": self.startup_runs, "faults_runs": self.faults_runs, "steps": [], "command": req.command, "started_at": utc_now_iso(), "ended_at": None}
 
     def write(self) -> None:
         path = self.lab.matrix_path(str(self.doc["matrix_id"]))
@@ -144,14 +157,28 @@ class _Matrix:
         atomic_write_json(path, self.doc)
 
     def step(self, round_no: int, version: str) -> None:
-        """Measure one round of one version on a fresh cluster; record the step."""
+        """Measure one round of one version (its first-message trials, its cell on a fresh
+        cluster with the maximum-rate search, its fault trials); record the step, also when
+        it was interrupted."""
         step: dict[str, Any] = {"round": round_no, "version": version,
                                 "run_id": self.runs[version], "status": "failed",
                                 "error": None, "started_at": utc_now_iso()}
+        try:
+            if self.startup_runs:
+                self._startup_round(round_no, version, step)
+            self._load_round(round_no, version, step)
+            if self.faults_runs:
+                self._fault_round(round_no, version, step)
+        finally:
+            step["ended_at"] = utc_now_iso()
+            self.doc["steps"].append(step)
+            self.write()
+
+    def _load_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
+        """The round's cell (and maximum-rate search) on a fresh one-broker cluster of
+        ``version``, stopped after; the step records ``status``, ``cell_id`` and ``error``."""
         self.progress(f"round {round_no}, Kafka {version}: a fresh cluster")
         lab = self.clusters / safe_name(version)
-        if self.startup_runs:
-            self._startup_round(round_no, version, step)
         try:
             descriptor = self._fresh_cluster(version, lab)
             self._start_run(version, descriptor)
@@ -173,9 +200,6 @@ class _Matrix:
                 cluster_down(lab, wipe_data=True)
             except LabError as exc:  # recorded; the next step's up stops it again
                 step["error"] = f"{step['error'] + '; ' if step['error'] else ''}down: {exc}"
-            step["ended_at"] = utc_now_iso()
-            self.doc["steps"].append(step)
-            self.write()
 
     def _startup_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
         """Round ``round_no``'s first-message trials of ``version`` (every case, each delay)
@@ -238,6 +262,53 @@ class _Matrix:
                     max_rate_msgs_per_s=result.get("max_rate_msgs_per_s"),
                     max_rate_limited_by=result.get("limited_by"))
 
+    def _fault_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
+        """Round ``round_no``'s fault trials of ``version`` on a fresh 3-broker cluster of
+        it, into its fault run (opened the first time); the step records ``faults_run_id``,
+        ``faults_status`` (``complete``: every trial completed, whatever it found),
+        ``faults_trials`` (each trial's id, status and verdict) and ``faults_error``."""
+        from kafkalab.cluster.embedded import cluster_down, cluster_up
+        from kafkalab.cluster.flavors import flavor_for_version
+        from kafkalab.faults.engine import FaultRequest, run_fault_trial, start_fault_run
+        from kafkalab.faults.inject import FAULT_BROKERS
+
+        run_id = self.faults_runs[version]
+        lab = self.clusters / f"{safe_name(version)}-faults"
+        step.update(faults_run_id=run_id, faults_status="failed", faults_trials=[],
+                    faults_error=None)
+        flavor = flavor_for_version(version)
+        self.progress(f"round {round_no}, Kafka {version}: a fresh {FAULT_BROKERS}-broker "
+                      "cluster for the fault trials")
+        try:
+            with flavor.running_version(version):
+                cluster_down(lab, wipe_data=True)
+                lab.mkdir(parents=True, exist_ok=True)
+                cluster_up(flavor.name, FAULT_BROKERS, lab_dir=lab,
+                           base_port=self.spec.base_port, control_port=self.spec.control_port,
+                           progress=self.progress)
+                if version not in self.faults_started:
+                    start_fault_run(FaultRequest(
+                        trials=self.spec.all_fault_trials(), data_dir=self.lab.root,
+                        run_id=run_id, cluster_lab=lab, command=self.req.command,
+                        owner_kind=self.req.owner_kind, logical_date=self.req.logical_date),
+                        self.progress)
+                    self.faults_started.add(version)
+                for trial in self.spec.fault_trials(round_no):
+                    summary = run_fault_trial(self.lab.root, run_id, trial, cluster_lab=lab,
+                                              progress=self.progress)
+                    step["faults_trials"].append({k: summary.get(k) for k in (
+                        "trial_id", "status", "verdict", "acked_lost", "duplicates")})
+            if all(t["status"] == "complete" for t in step["faults_trials"]):
+                step["faults_status"] = "complete"
+        except LabError as exc:
+            step["faults_error"] = str(exc)
+            self.progress(f"round {round_no}, Kafka {version}: fault trials: {exc}")
+        finally:
+            try:
+                cluster_down(lab, wipe_data=True)
+            except LabError as exc:
+                step["faults_error"] = f"{step['faults_error'] or ''}; down: {exc}".lstrip("; ")
+
     def _startup_run(self, version: str) -> Any:
         """``version``'s start-up run, opened the first time (inside its
         ``running_version``)."""
@@ -287,11 +358,14 @@ class _Matrix:
         """Close every started run (``exc``: what stopped the matrix, ``error`` its line) and
         the matrix file (``complete`` when every step completed (:func:`step_complete`),
         ``failed`` when none did, else ``incomplete``)."""
+        from kafkalab.faults.engine import finish_fault_run
         from kafkalab.load.run import finish_load_run
         from kafkalab.startup.engine import finish_startup
 
         for version in self.started:
             finish_load_run(self.lab.root, self.runs[version], error)
+        for version in self.faults_started:
+            finish_fault_run(self.lab.root, self.faults_runs[version], error)
         for run in self.startups.values():
             finish_startup(run, exc)
         done = [s for s in self.doc["steps"] if step_complete(s)]
@@ -325,6 +399,11 @@ def check_versions(spec: MatrixSpec) -> None:
                               bootstrap_servers=f"127.0.0.1:{spec.base_port}", broker_count=1)
         try:
             validate_cells(spec.cells()[:1], d)
+            if spec.faults.trials:
+                from kafkalab.faults.inject import FAULT_BROKERS
+
+                validate_cells([t.load_cell() for t in spec.fault_trials(1)],
+                               d.model_copy(update={"broker_count": FAULT_BROKERS}))
             if startup is not None:
                 with flavor.running_version(version):
                     broker_spec(startup, flavor, flavor.embedded_features())

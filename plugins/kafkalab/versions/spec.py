@@ -6,7 +6,9 @@ LoadCellSpec`: the same workload on every version) and, each round, the first-me
 of new consumers (:class:`MatrixStartup`: start-up cases of :mod:`kafkalab.startup`, on
 fresh clusters of the version, before the round's load cell) and, when asked for, the
 maximum sustainable rate (:class:`MatrixMaxRate`: :mod:`kafkalab.load.maxrate`'s search,
-after the cell, on its cluster). Each version must be one an embedded
+after the cell, on its cluster) and broker-fault trials (:class:`MatrixFaults`:
+:mod:`kafkalab.faults`' trials on a fresh 3-broker cluster of the version, last in the
+round). Each version must be one an embedded
 flavor runs (:func:`kafkalab.cluster.flavors.flavor_for_version`: a pinned Kafka 4.x release
 of the KRaft flavor, or the legacy broker's 0.9.0.1); a cell a version's broker cannot take
 (a feature it lacks) is refused before anything starts.
@@ -20,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kafkalab.load.spec import LoadCellSpec
 
-__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixMaxRate",
-           "MatrixSpec", "MatrixStartup", "round_order"]
+__all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "MAX_ROUNDS", "MatrixFaults",
+           "MatrixMaxRate", "MatrixSpec", "MatrixStartup", "round_order"]
 
 MAX_ROUNDS = 20
 """Rounds one matrix may ask for."""
@@ -70,6 +72,21 @@ class MatrixMaxRate(BaseModel):
     """Steps of the bracketing search (the repeats and the 1.1× check come on top)."""
 
 
+class MatrixFaults(BaseModel):
+    """Broker-fault trials each round (:class:`kafkalab.faults.spec.FaultTrialSpec`: the
+    cell's client and payload; the fault's own profile, rate and schedule)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    trials: int = Field(0, ge=0, le=10)
+    """Trials each round (0: no fault figures in the matrix)."""
+    fault: str = "sigkill-leader"
+    """A broker fault of :mod:`kafkalab.faults` (``sigkill-leader``, ``sigstop-leader``, …)."""
+    profile: str = "durability"
+    rate_msgs_per_s: float = Field(500.0, gt=0, le=20_000)
+    duration_s: float = Field(20.0, gt=0, le=3600)
+
+
 class MatrixSpec(BaseModel):
     """One version matrix: ``versions`` × ``rounds`` measurements of ``cell``."""
 
@@ -85,6 +102,8 @@ class MatrixSpec(BaseModel):
     """The first-message delay measured each round (``trials`` 0: none)."""
     max_rate: MatrixMaxRate = Field(default_factory=MatrixMaxRate)
     """The maximum sustainable rate searched each round (off unless ``enabled``)."""
+    faults: MatrixFaults = Field(default_factory=MatrixFaults)
+    """Broker-fault trials each round (``trials`` 0: none)."""
     base_port: int = Field(DEFAULT_BASE_PORT, ge=1024, le=65000)
     control_port: int = Field(DEFAULT_CONTROL_PORT, ge=1024, le=65000)
 
@@ -110,6 +129,16 @@ class MatrixSpec(BaseModel):
         if self.max_rate.enabled and self.max_rate.step_duration_s <= self.cell.warmup_s:
             raise ValueError(f"max_rate.step_duration_s ({self.max_rate.step_duration_s:g} s) "
                              f"must exceed the cell's warm-up ({self.cell.warmup_s:g} s)")
+        if self.faults.trials:
+            from pydantic import ValidationError
+
+            from kafkalab.yamlio import describe_validation_error
+
+            try:
+                self.fault_trials(1)  # a trial the fault engine refuses, refused now
+            except ValidationError as exc:
+                text = describe_validation_error(exc).removeprefix("(top level): ")
+                raise ValueError(f"faults: {text}") from None
         if self.startup.trials * self.rounds > MAX_TRIALS:
             raise ValueError(f"startup.trials × rounds is at most {MAX_TRIALS} start-up "
                              f"trials a version, got {self.startup.trials} × {self.rounds}")
@@ -138,6 +167,27 @@ class MatrixSpec(BaseModel):
         return StartupSpec(clients=(self.cell.client,), delays_ms=tuple(st.delays_ms),
                            protocols=tuple(st.protocols), members=tuple(st.members),
                            trials=st.trials * self.rounds)
+
+    def fault_trials(self, round_no: int) -> list[Any]:
+        """Round ``round_no``'s fault trials (:class:`~kafkalab.faults.spec.FaultTrialSpec`),
+        numbered on across the rounds (round k: trials (k−1)·T+1 … k·T); none when
+        ``faults.trials`` is 0.
+
+        Raises:
+            ValueError: settings the fault engine refuses (a pydantic error, named).
+        """
+        from kafkalab.faults.spec import FaultTrialSpec
+
+        f, per = self.faults, self.faults.trials
+        return [FaultTrialSpec(profile=f.profile, fault=f.fault,  # type: ignore[arg-type]
+                               rate_msgs_per_s=f.rate_msgs_per_s, duration_s=f.duration_s,
+                               payload=self.cell.payload, client=self.cell.client,
+                               trial=(round_no - 1) * per + k)
+                for k in range(1, per + 1)]
+
+    def all_fault_trials(self) -> list[Any]:
+        """Every round's fault trials (what each version's fault run plans)."""
+        return [t for k in range(1, self.rounds + 1) for t in self.fault_trials(k)]
 
     def summary(self) -> dict[str, Any]:
         """The spec as the matrix file records it."""

@@ -1,7 +1,9 @@
 """The upgrade verdict of a version matrix: every version against the baseline (the first).
 
 The rows are each version's ``load_cells`` (its load run's aggregates: one row per round) and,
-where the matrix searched it, each round's maximum sustainable rate (the matrix file's steps:
+where the matrix ran fault trials, its fault run's ``fault_trials`` (series ``faults|…``,
+one row per round: :data:`FAULT_METRICS`), where the matrix searched it, each round's maximum
+sustainable rate (the matrix file's steps:
 series ``maxrate|…``, judged by the rule of ``achieved_rate_msgs_per_s`` with at least
 :data:`MAX_RATE_MIN_CHANGE`; a search with no passing rate is counted, in no median), and,
 where the matrix measured the first-message delay, its start-up run's ``startup_probes``
@@ -65,6 +67,23 @@ STARTUP_METRICS: tuple[str, ...] = ("first_record_ms", "client_start_ms", "join_
 STARTUP_RULES: dict[str, str] = {"first_record_ms": "first_message_subscribe_ms"}
 """The drift rule judging a start-up figure (the others are shown, not judged)."""
 
+FAULTS_PREFIX = "faults|"
+"""How a fault series' key starts."""
+
+FAULT_METRICS: dict[str, tuple[str, str | None]] = {
+    "acked_lost": ("sum", "lost_count"),
+    "unavailable_ms": ("median", "first_message_subscribe_ms"),
+    "leader_elected_ms": ("median", None),
+    "duplicates": ("sum", None),
+    "reordered": ("sum", None),
+}
+"""A fault round's figures from ``fault_trials`` (over its complete trials): how the round's
+trials are combined, and the drift rule judging it (None: shown, not judged). Acked records
+lost are judged as the nightly judges ``lost_count`` (any loss after none regresses); the
+time without a writable leader by the rule of ``first_message_subscribe_ms`` (a delay:
+higher is worse, 20 %); duplicates and reorders depend on the producer's idempotence and are
+shown."""
+
 MAX_RATE_PREFIX = "maxrate|"
 """How the maximum-rate series' key starts."""
 
@@ -126,6 +145,8 @@ class MatrixVerdict:
     judged: int
     startup_runs: dict[str, str] = field(default_factory=dict)
     """Each version's start-up run (empty when the matrix measured no first-message delay)."""
+    faults_runs: dict[str, str] = field(default_factory=dict)
+    """Each version's fault run (empty when the matrix ran no fault trial)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -220,6 +241,45 @@ def _startup_rows(data_dir: str | os.PathLike[str] | None, run_id: str,
         out.append(row)
     return pd.DataFrame(out, columns=["_series", "_label", "round", "broker_version",
                                       "failed_probes", *STARTUP_METRICS])
+
+
+def _fault_rows(data_dir: str | os.PathLike[str] | None, run_id: str,
+                per_round: int) -> pd.DataFrame:
+    """A version's fault figures per round (``fault_trials``: round ``k`` holds trials
+    ``(k−1)·per_round+1 …``; each figure combined over the round's complete trials as
+    :data:`FAULT_METRICS` says; ``failed_probes`` its trials that did not complete).
+
+    Raises:
+        ConfigError: the run has no fault aggregates (not aggregated yet).
+    """
+    import pyarrow.parquet as pq
+
+    from kafkalab.kinds import FAULTS
+    from kafkalab.store import LabData
+
+    path = LabData(data_dir).run_aggregates_dir(run_id, FAULTS) / "fault_trials.parquet"
+    if not path.exists():
+        raise ConfigError(f"run {run_id} has no fault aggregates: run `kafkalab aggregate "
+                          f"--run-id {run_id}` first")
+    trials = pq.read_table(path).to_pandas()
+    trials["round"] = (trials["trial"].astype(int) - 1) // max(per_round, 1) + 1
+    out = []
+    for (fault, profile, client, round_no), g in trials.groupby(
+            ["fault", "profile", "client", "round"], sort=True):
+        ok = g[g["status"].astype(str) == "complete"]
+        row: dict[str, Any] = {"_series": f"{FAULTS_PREFIX}{fault}|{profile}|{client}",
+                               "_label": f"fault {fault} {profile} {client}",
+                               "round": int(round_no),
+                               "broker_version": str(g["broker_version"].iloc[0]),
+                               "failed_probes": int(len(g) - len(ok))}
+        for metric, (how, _rule) in FAULT_METRICS.items():
+            vals = (pd.to_numeric(ok[metric], errors="coerce").dropna()
+                    if metric in ok else pd.Series(dtype=float))
+            row[metric] = (None if not len(vals) else float(vals.sum()) if how == "sum"
+                           else float(vals.median()))
+        out.append(row)
+    return pd.DataFrame(out, columns=["_series", "_label", "round", "broker_version",
+                                      "failed_probes", *FAULT_METRICS])
 
 
 def _max_rate_rows(doc: dict[str, Any], version: str) -> pd.DataFrame:
@@ -323,18 +383,9 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
     doc = read_matrix(data_dir, matrix_id)
     versions = [str(v) for v in doc["spec"]["versions"]]
     runs = {str(k): str(v) for k, v in doc["runs"].items()}
-    startup_runs = {str(k): str(v) for k, v in (doc.get("startup_runs") or {}).items()}
-    per_round = int(((doc["spec"].get("startup") or {}).get("trials")) or 1)
     tables, rounds = {}, {}
     for v in versions:
-        load = _rows(data_dir, runs[v])  # a version with no complete round: no rows
-        load["_label"] = [_label(r) for _, r in load.iterrows()] if len(load) else []
-        rounds[v] = len(load)
-        parts = [load]
-        if v in startup_runs and _measured(doc, startup_runs[v]):
-            parts.append(_startup_rows(data_dir, startup_runs[v], per_round))
-        parts.append(_max_rate_rows(doc, v))
-        tables[v] = pd.concat([p for p in parts if len(p)] or [load], ignore_index=True)
+        tables[v], rounds[v] = _version_rows(data_dir, doc, v)
     baseline = versions[0]
     load_metrics = list(dict.fromkeys([*SHOWN[:2], *config.metrics_of("load"), *SHOWN[2:]]))
     keys = sorted(set().union(*(set(t["_series"]) for t in tables.values())))
@@ -349,22 +400,15 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
             missing.append({"series": key, "label": label, "versions": lacking})
         if groups[baseline].empty:
             continue
-        startup = key.startswith(STARTUP_PREFIX)
-        max_rate = key.startswith(MAX_RATE_PREFIX)
+        family = _family(key)
         s = VersionSeries(key, label, failed_probes={
             v: int(g["failed_probes"].sum()) for v, g in groups.items() if len(g)}
-            if startup or max_rate else None,
-            failed_what=("failed probes (timed out or failed: in no median)" if startup
-                         else "searches without a passing rate (in no median)" if max_rate
-                         else None))
-        judged_metrics = (STARTUP_METRICS if startup else (MAX_RATE_METRIC,) if max_rate
-                          else load_metrics)
+            if family != "load" else None, failed_what=FAILED_WHAT.get(family))
         for v in versions[1:]:
             if groups[v].empty:
                 continue
-            for metric in judged_metrics:
-                rule = (STARTUP_RULES.get(metric) if startup else MAX_RATE_RULE if max_rate
-                        else metric)
+            for metric, rule in _metrics(family, load_metrics):
+                max_rate = family == "maxrate"
                 m = _judge(metric, v, groups[baseline], groups[v], config, rule,
                            MAX_RATE_MIN_CHANGE if max_rate else None)
                 if m is None:
@@ -375,7 +419,64 @@ def matrix_verdict(data_dir: str | os.PathLike[str] | None, matrix_id: str,
         series.append(s)
     return MatrixVerdict(matrix_id=matrix_id, baseline=baseline, versions=versions, runs=runs,
                          rounds=rounds, series=series, missing=missing, regressed=regressed,
-                         judged=judged, startup_runs=startup_runs)
+                         judged=judged, startup_runs=_runs_of(doc, "startup_runs"),
+                         faults_runs=_runs_of(doc, "faults_runs"))
+
+
+def _runs_of(doc: dict[str, Any], key: str) -> dict[str, str]:
+    """Version → run id of one of the matrix file's run maps (``{}`` when absent)."""
+    return {str(k): str(v) for k, v in (doc.get(key) or {}).items()}
+
+
+def _version_rows(data_dir: str | os.PathLike[str] | None, doc: dict[str, Any],
+                  version: str) -> tuple[pd.DataFrame, int]:
+    """Every row of ``version`` (its load cells, start-up cases, maximum rates and fault
+    rounds, each with ``_series`` and ``_label``) and its complete rounds of the load cell.
+
+    Raises:
+        ConfigError: a run of it the matrix measured that has no aggregates.
+    """
+    spec = doc["spec"]
+    load = _rows(data_dir, str(doc["runs"][version]))  # no complete round: no rows
+    load["_label"] = [_label(r) for _, r in load.iterrows()] if len(load) else []
+    parts = [load, _max_rate_rows(doc, version)]
+    startup = _runs_of(doc, "startup_runs").get(version)
+    if startup and _measured(doc, startup):
+        per_round = int((spec.get("startup") or {}).get("trials") or 1)
+        parts.append(_startup_rows(data_dir, startup, per_round))
+    faults = _runs_of(doc, "faults_runs").get(version)
+    if faults and _measured(doc, faults):
+        per_round = int((spec.get("faults") or {}).get("trials") or 1)
+        parts.append(_fault_rows(data_dir, faults, per_round))
+    return pd.concat([p for p in parts if len(p)] or [load], ignore_index=True), len(load)
+
+
+FAILED_WHAT: dict[str, str] = {
+    "startup": "failed probes (timed out or failed: in no median)",
+    "maxrate": "searches without a passing rate (in no median)",
+    "faults": "trials that did not complete (in no figure)",
+}
+"""What each family's ``failed_probes`` counts."""
+
+
+def _family(key: str) -> str:
+    """``load``, ``startup``, ``maxrate`` or ``faults``: what a series key measures."""
+    for family, prefix in (("startup", STARTUP_PREFIX), ("maxrate", MAX_RATE_PREFIX),
+                           ("faults", FAULTS_PREFIX)):
+        if key.startswith(prefix):
+            return family
+    return "load"
+
+
+def _metrics(family: str, load_metrics: list[str]) -> list[tuple[str, str | None]]:
+    """``(metric, the drift rule judging it or None)`` of a family's series."""
+    if family == "startup":
+        return [(m, STARTUP_RULES.get(m)) for m in STARTUP_METRICS]
+    if family == "maxrate":
+        return [(MAX_RATE_METRIC, MAX_RATE_RULE)]
+    if family == "faults":
+        return [(m, rule) for m, (_how, rule) in FAULT_METRICS.items()]
+    return [(m, m) for m in load_metrics]
 
 
 def _measured(doc: dict[str, Any], run_id: str) -> bool:

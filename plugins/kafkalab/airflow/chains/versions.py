@@ -2,8 +2,10 @@
 
     name_run -> run_matrix (pool kafkalab_measure, not retried) -> finish_matrix (all_done)
       -> plan_aggregations -> aggregate_version_run (one per run of a version: its load
-      run and its start-up run, Spark + GX in one session) -> judge_versions (fails when a
-      version regressed);  every task -> verify_outcome
+      run, start-up run and fault run; Spark, + GX in the same session where the kind does)
+      -> plan_validations -> validate_version_run (the fault runs' GX suite)
+      -> judge_versions (none_failed_min_one_success; fails when a version regressed);
+      every task -> verify_outcome
 
 The task logic is :mod:`kafkalab.airflow.version_tasks`.
 """
@@ -30,12 +32,15 @@ class MatrixPart:
     finished: Any
     jobs: Any
     aggregated: Any
+    checks: Any
+    validated: Any
     judged: Any
 
     @property
     def all(self) -> list[Any]:
         """Every task of the part (the watcher's upstream)."""
-        return [self.started, self.finished, self.jobs, self.aggregated, self.judged]
+        return [self.started, self.finished, self.jobs, self.aggregated, self.checks,
+                self.validated, self.judged]
 
 
 def version_part(matrix_id: Any, assets: parts.LabAssets, nightly: bool = False) -> MatrixPart:
@@ -74,7 +79,15 @@ def version_part(matrix_id: Any, assets: parts.LabAssets, nightly: bool = False)
         never started)."""
         return version_tasks.aggregation_jobs(matrix_id)
 
-    @task(retries=0)
+    @task
+    def plan_validations(matrix_id: str) -> list[dict[str, Any]]:
+        """The validation job of each run whose aggregation does not validate in its own
+        session (the fault runs)."""
+        return version_tasks.validation_jobs(matrix_id)
+
+    # none_failed_min_one_success: no validation to run (no fault trials) skips
+    # validate_version_run, which must not skip the verdict
+    @task(retries=0, trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS)
     def judge_versions(matrix_id: str) -> dict[str, Any]:
         """Every version against the first: the change, its 95 % interval, the drift rule."""
         return version_tasks.judge_versions(matrix_id)
@@ -90,9 +103,17 @@ def version_part(matrix_id: Any, assets: parts.LabAssets, nightly: bool = False)
         doc_md="Spark: one run of a version (its load run -> load_cells, load_consumers, "
         "load_lag; its start-up run -> startup_probes, startup_cases), then, in the same "
         "session, the run kind's Great Expectations suite.").expand_kwargs(jobs)
+    checks = plan_validations(matrix_id)
+    validated = StartedRunSparkSubmitOperator.partial(
+        task_id="validate_version_run", conn_id=SPARK_CONN_ID, retries=0,
+        py_files=spark_submit.spark_py_files(), conf=spark_submit.spark_conf(),
+        env_vars=spark_submit.spark_env(), name="kafkalab-validate-version-run",
+        map_index_template="{{ task.lab_run_id }}",
+        doc_md="Spark + Great Expectations: a version's fault run -> the faults suite "
+        "(validation/<run_id>-faults.json).").expand_kwargs(checks)
     judged = judge_versions(matrix_id)
-    matrix_id >> measured >> finished >> jobs >> aggregated >> judged
-    return MatrixPart(measured, finished, jobs, aggregated, judged)
+    matrix_id >> measured >> finished >> jobs >> aggregated >> checks >> validated >> judged
+    return MatrixPart(measured, finished, jobs, aggregated, checks, validated, judged)
 
 
 def build_version_chain(run_prefix: str) -> None:
