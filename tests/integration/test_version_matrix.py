@@ -92,6 +92,7 @@ def test_the_legacy_point_a_maximum_rate_search_and_a_fault_trial_each_round(
     for step in doc["steps"]:
         assert step["startup_status"] == "complete", step
         assert step["max_rate_status"] == "complete" and step["max_rate_msgs_per_s"] is None
+        assert step["max_rate_capped"] is False  # no rate found: nothing bounded by the cap
         assert step["max_rate_run_id"] == f"vm-legacy-maxrate-{step['version']}-r1"
         search = lab.manifest(step["max_rate_run_id"])
         assert search is not None and search["cluster"]["version"] == step["version"]

@@ -340,3 +340,23 @@ def test_fault_trials_a_version_cannot_take_are_refused_before_anything_starts()
         check_versions(legacy)  # the durability profile's idempotent producer
     check_versions(legacy.model_copy(update={
         "faults": MatrixFaults(trials=1, profile="durability-legacy")}))
+
+
+def test_a_maximum_rate_the_client_budget_bounded_is_not_judged(tmp_path: Path) -> None:
+    """A search that never failed below the client budget's cap measured the load generator,
+    not the release: shown with a note, never judged (measured here: every search of a 1 KB
+    cell reached the 60,000 msg/s cap on every release)."""
+    mid = _matrix(tmp_path, {"4.1.2": [10.0, 10.0, 10.0], "4.4.0": [10.0, 10.0, 10.0]})
+    lab = LabData(tmp_path)
+    doc = read_json(lab.matrix_path(mid))
+    doc["spec"]["cell"] = CELL.model_dump(mode="json")
+    doc["steps"] = [{"round": k, "version": v, "status": "complete",
+                     "max_rate_status": "complete", "max_rate_msgs_per_s": 56_100.0 - 9_000 * (v == "4.4.0"),
+                     "max_rate_capped": v == "4.1.2"}
+                    for v in ("4.1.2", "4.4.0") for k in (1, 2, 3)]
+    atomic_write_json(lab.matrix_path(mid), doc)
+    v = matrix_verdict(tmp_path, mid)
+    (m,) = next(s for s in v.series if s.series.startswith("maxrate|")).metrics
+    assert m.verdict == "not judged" and m.change_pct is not None
+    assert "client budget's cap in 3 round(s) of the baseline and 0 of 4.4.0" in str(m.note)
+    assert v.regressed == 0

@@ -237,7 +237,9 @@ class _Matrix:
                   step: dict[str, Any]) -> None:
         """Round ``round_no``'s maximum-rate search of ``version`` on its cluster; the step
         records ``max_rate_run_id``, ``max_rate_status``, ``max_rate_msgs_per_s`` (null: no
-        passing rate), ``max_rate_limited_by`` and ``max_rate_error``."""
+        passing rate), ``max_rate_limited_by``, ``max_rate_budget_cap_msgs_per_s``,
+        ``max_rate_capped`` (the search never failed below the client budget's cap: a lower
+        bound of the broker's) and ``max_rate_error``."""
         from kafkalab.load.maxrate import MaxRateRequest, find_max_rate
 
         mr, cell = self.spec.max_rate, self.spec.cell
@@ -258,9 +260,14 @@ class _Matrix:
             step["max_rate_error"] = str(exc)
             self.progress(f"round {round_no}, Kafka {version}: maximum rate: {exc}")
             return
-        step.update(max_rate_status="complete",
-                    max_rate_msgs_per_s=result.get("max_rate_msgs_per_s"),
-                    max_rate_limited_by=result.get("limited_by"))
+        found = result.get("max_rate_msgs_per_s")
+        # the bracketing search never failed: it stopped at the client budget's cap, so the
+        # rate found bounds the broker's from below and says nothing about the release
+        capped = found is not None and result.get("first_failing_rate_msgs_per_s") is None
+        step.update(max_rate_status="complete", max_rate_msgs_per_s=found,
+                    max_rate_limited_by=result.get("limited_by"),
+                    max_rate_budget_cap_msgs_per_s=result.get("budget_cap_msgs_per_s"),
+                    max_rate_capped=capped)
 
     def _fault_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
         """Round ``round_no``'s fault trials of ``version`` on a fresh 3-broker cluster of

@@ -286,7 +286,8 @@ def _max_rate_rows(doc: dict[str, Any], version: str) -> pd.DataFrame:
     """``version``'s maximum rate per round, from the matrix file's steps (each search's
     result, :func:`kafkalab.load.maxrate.find_max_rate`): a search that found no passing
     rate is a row with a null value and ``failed_probes`` 1 (shown, in no median)."""
-    columns = ["_series", "_label", "round", "broker_version", MAX_RATE_METRIC, "failed_probes"]
+    columns = ["_series", "_label", "round", "broker_version", MAX_RATE_METRIC, "failed_probes",
+               "capped"]
     steps = [s for s in doc.get("steps") or []
              if s.get("version") == version and s.get("max_rate_status") == "complete"]
     if not steps:
@@ -298,7 +299,8 @@ def _max_rate_rows(doc: dict[str, Any], version: str) -> pd.DataFrame:
              f"acks {cell.get('acks') or 'profile'} c{cell.get('consumers')}")
     rows = [{"_series": key, "_label": label, "round": int(s["round"]),
              "broker_version": version, MAX_RATE_METRIC: s.get("max_rate_msgs_per_s"),
-             "failed_probes": int(s.get("max_rate_msgs_per_s") is None)} for s in steps]
+             "failed_probes": int(s.get("max_rate_msgs_per_s") is None),
+             "capped": bool(s.get("max_rate_capped"))} for s in steps]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -350,6 +352,13 @@ def _judge(metric: str, version: str, b_rows: pd.DataFrame, v_rows: pd.DataFrame
         return out
     if rule_name is None or (rule_name not in config.metrics
                              and rule_name not in config.metrics_of("load")):
+        return out
+    capped = [sum(bool(c) for c in rows["capped"] if isinstance(c, bool | np.bool_))
+              if "capped" in rows else 0 for rows in (b_rows, v_rows)]
+    if any(capped):
+        out.note = (f"the search reached the client budget's cap in {capped[0]} round(s) of the "
+                    f"baseline and {capped[1]} of {version}: a lower bound of the broker's "
+                    "maximum, which says nothing about the release; not judged")
         return out
     rule = config.rule(rule_name)
     if min_change is not None and rule.min_relative_change < min_change:
@@ -490,14 +499,15 @@ def format_verdict(v: MatrixVerdict) -> str:
     """The verdict as a table: one line per series × version × metric."""
     head = (f"version matrix {v.matrix_id}: each version against Kafka {v.baseline} (rounds: "
             + ", ".join(f"{k} {n}" for k, n in v.rounds.items()) + ")")
-    lines = [head, f"{'series':<46} {'version':<8} {'metric':<26} {v.baseline:>10} "
+    w = min(max([len("series"), *(len(s.label) for s in v.series)]), 64)
+    lines = [head, f"{'series':<{w}} {'version':<8} {'metric':<26} {v.baseline:>10} "
              f"{'value':>10} {'change':>8} {'95% interval':>18}  verdict"]
     for s in v.series:
         for m in s.metrics:
             ci = ("—" if m.change_ci_low_pct is None
                   else f"{m.change_ci_low_pct:+.1f}..{m.change_ci_high_pct:+.1f}%")
             lines.append(
-                f"{s.label[:46]:<46} {m.version:<8} {m.metric:<26} {_num(m.b_value):>10} "
+                f"{s.label[:w]:<{w}} {m.version:<8} {m.metric:<26} {_num(m.b_value):>10} "
                 f"{_num(m.v_value):>10} {_pct(m.change_pct):>8} {ci:>18}  {m.verdict}"
                 + (" (significant)" if m.significant else ""))
     for s in v.series:
