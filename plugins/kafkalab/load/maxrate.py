@@ -372,9 +372,13 @@ def _result(req: MaxRateRequest, run_id: str, steps: list[dict[str, Any]],
                 knee = s["rate_msgs_per_s"]
                 break
     failing = [s for s in search if not s["passed"]]
+    # the bracketing passed at the client budget's cap: the load generator, not the broker,
+    # bounded the search, whatever a repeat or the 1.1x check did after
+    reached_cap = any(s["passed"] and s["rate_msgs_per_s"] >= cap for s in search)
     limited_by = (ran_out(failing[0]["summary"]) if failing and "achieved_rate_msgs_per_s" in failing[0]["summary"]
                   else ("the client budget (the search stopped at the budget's cap)"
-                        if last_pass is not None and last_pass >= cap else None))
+                        if reached_cap or (last_pass is not None and last_pass >= cap)
+                        else None))
     summary0 = steps[0]["summary"] if steps else {}
     return {
         "run_id": run_id, "payload": req.payload, "payload_bytes": wire, "acks": summary0.get("acks"),
@@ -385,6 +389,7 @@ def _result(req: MaxRateRequest, run_id: str, steps: list[dict[str, Any]],
         "max_rate_mb_per_s": round(last_pass * wire / 1e6, 4) if last_pass else None,
         "first_failing_rate_msgs_per_s": first_fail, "budget_cap_msgs_per_s": cap,
         "knee_rate_msgs_per_s": knee, "limited_by": limited_by,
+        "capped_by_budget": bool(reached_cap and not failing),
         "broker_is_emulator": bool(summary0.get("broker_is_emulator")),
         "steps": steps,
     }

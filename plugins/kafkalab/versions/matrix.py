@@ -261,9 +261,9 @@ class _Matrix:
             self.progress(f"round {round_no}, Kafka {version}: maximum rate: {exc}")
             return
         found = result.get("max_rate_msgs_per_s")
-        # the bracketing search never failed: it stopped at the client budget's cap, so the
-        # rate found bounds the broker's from below and says nothing about the release
-        capped = found is not None and result.get("first_failing_rate_msgs_per_s") is None
+        # the bracketing search passed at the client budget's cap and never failed: the rate
+        # found bounds the broker's from below and says nothing about the release
+        capped = found is not None and bool(result.get("capped_by_budget"))
         step.update(max_rate_status="complete", max_rate_msgs_per_s=found,
                     max_rate_limited_by=result.get("limited_by"),
                     max_rate_budget_cap_msgs_per_s=result.get("budget_cap_msgs_per_s"),
