@@ -77,6 +77,9 @@ def test_every_case_is_measured_and_the_files_say_how(tmp_path: Path) -> None:
     two = by_case["warm/delay=0/confluent-kafka/subscribe/classic/m2"]
     assert two["probes"] == 2 and two["first_record_ms_n"] == 2
     for case in (c for c in doc["cases"] if c["members"] == 1):  # one probe: parts add up
+        if case["failed"]:  # its one probe is a known client failure (checked above): no figure
+            assert case["first_record_ms"] is None and case["failed"] == 1, case
+            continue
         parts = [case[p] for p in ("client_start_ms", "join_ms", "fetch_ms") if case[p] is not None]
         assert sum(parts) == pytest.approx(case["first_record_ms"], abs=0.01)
     assert [line.split(":")[0] for line in doc["answer"]] == ["confluent-kafka", "kafka-python"]
