@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-import pytest
 
 from kafkalab.attempts import attempt_path
 from kafkalab.load import files
@@ -50,7 +49,13 @@ def test_fan_out_every_consumer_holds_every_acked_message(desc: Path, tmp_path: 
     assert c["acked_msgs"] + c["failed_msgs"] + c["indeterminate_msgs"] + c["unsent_msgs"] == 900
     assert c["acked_msgs"] == 900 and c["expected_msgs"] == 900
     assert (c["failing_clients"], c["loss_pct"], c["duplicates"]) == (0, 0.0, 0)
-    assert c["achieved_rate_msgs_per_s"] == pytest.approx(300, rel=0.05)
+    # How close the machine came to 300 msg/s is its own business (a busy CI host once
+    # achieved 276); the instrument must account for it. The achieved rate is the window's
+    # sends over their span plus one interval, so any shortfall is the last send's publish
+    # delay, which the cell reports (its max bounds it): never hidden, never a bonus.
+    achieved, pub_max_s = c["achieved_rate_msgs_per_s"], c["publish_delay_max_ms"] / 1000
+    assert 900 / (pub_max_s + 900 / 300) <= achieved * (1 + 1e-6)
+    assert achieved <= 300 * (1 + 1e-6)
     assert c["e2e_p99_ms"] is not None and c["service_e2e_p99_ms"] is not None
     assert c["e2e_p50_ms"] >= c["service_e2e_p50_ms"]  # from intended ≥ from actual send
     assert "sent" in proc.stderr  # a progress line while it ran
