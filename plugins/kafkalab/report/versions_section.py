@@ -54,6 +54,16 @@ def _run_link(lab: LabData, run_id: str, out_dir: Path, text: str) -> str:
     return f'<a href="{href}">{esc(text)}</a>'
 
 
+def _runs_note(lab: LabData, runs: dict[str, Any], versions: list[str], out_dir: Path,
+               what: str) -> str:
+    """A note saying ``what`` rows come from, linking each version's run (``""``: no runs)."""
+    if not runs:
+        return ""
+    links = ", ".join(_run_link(lab, str(runs[v]), out_dir, "Kafka " + v)
+                      for v in versions if v in runs)
+    return f'<p class="note">{esc(what)} ({links}).</p>'
+
+
 def _matrix_table(lab: LabData, doc: dict[str, Any], verdict: dict[str, Any],
                   out_dir: Path) -> str:
     versions = [str(v) for v in verdict.get("versions") or []]
@@ -96,20 +106,14 @@ def _matrix_table(lab: LabData, doc: dict[str, Any], verdict: dict[str, Any],
             missing += (f'<p class="note">{esc(s.get("label"))}: '
                         f'{esc(s.get("failed_what") or "failed")}: '
                         + esc(", ".join(f"{k} {n}" for k, n in failed.items())) + "</p>")
-    startup = verdict.get("startup_runs") or {}
-    if startup:
-        links = ", ".join(_run_link(lab, str(startup[v]), out_dir, "Kafka " + v)
-                          for v in versions if v in startup)
-        missing += ('<p class="note">The "first msg" rows: each new consumer\'s time to its '
-                    "first record, medians per round over the cases' probes, from each "
-                    f"version's start-up run ({links}).</p>")
-    faults = verdict.get("faults_runs") or {}
-    if faults:
-        links = ", ".join(_run_link(lab, str(faults[v]), out_dir, "Kafka " + v)
-                          for v in versions if v in faults)
-        missing += ('<p class="note">The "fault" rows: each round\'s broker-fault trials on a '
-                    "fresh 3-broker cluster of the version (acked records lost summed, the "
-                    f"times medians), from each version's fault run ({links}).</p>")
+    missing += _runs_note(lab, verdict.get("startup_runs") or {}, versions, out_dir,
+                          'The "first msg" rows: each new consumer\'s time to its first record, '
+                          "medians per round over the cases' probes, from each version's "
+                          "start-up run")
+    missing += _runs_note(lab, verdict.get("faults_runs") or {}, versions, out_dir,
+                          'The "fault" rows: each round\'s broker-fault trials on a fresh '
+                          "3-broker cluster of the version (acked records lost summed, the times "
+                          "medians), from each version's fault run")
     return (f'<div data-matrix="{esc(doc.get("matrix_id"))}">'
             f"{scroll_table('versions', caption, head, ''.join(rows))}{missing}</div>")
 

@@ -130,6 +130,17 @@ def read_matrix(data_dir: str | os.PathLike[str] | None, matrix_id: str) -> dict
     return doc
 
 
+def _stop(lab: Path, step: dict[str, Any], error_key: str) -> None:
+    """Stop and wipe the cluster in ``lab``; a failure is added to the step's ``error_key``
+    (the next step's start stops it again)."""
+    from kafkalab.cluster.embedded import cluster_down
+
+    try:
+        cluster_down(lab, wipe_data=True)
+    except LabError as exc:
+        step[error_key] = "; ".join(x for x in (step.get(error_key), f"down: {exc}") if x)
+
+
 class _Matrix:
     """One matrix while it runs: its file, and which versions' runs were started."""
 
@@ -194,12 +205,7 @@ class _Matrix:
             step["error"] = str(exc)
             self.progress(f"round {round_no}, Kafka {version}: {exc}")
         finally:
-            from kafkalab.cluster.embedded import cluster_down
-
-            try:
-                cluster_down(lab, wipe_data=True)
-            except LabError as exc:  # recorded; the next step's up stops it again
-                step["error"] = f"{step['error'] + '; ' if step['error'] else ''}down: {exc}"
+            _stop(lab, step, "error")
 
     def _startup_round(self, round_no: int, version: str, step: dict[str, Any]) -> None:
         """Round ``round_no``'s first-message trials of ``version`` (every case, each delay)
@@ -311,10 +317,7 @@ class _Matrix:
             step["faults_error"] = str(exc)
             self.progress(f"round {round_no}, Kafka {version}: fault trials: {exc}")
         finally:
-            try:
-                cluster_down(lab, wipe_data=True)
-            except LabError as exc:
-                step["faults_error"] = f"{step['faults_error'] or ''}; down: {exc}".lstrip("; ")
+            _stop(lab, step, "faults_error")
 
     def _startup_run(self, version: str) -> Any:
         """``version``'s start-up run, opened the first time (inside its
