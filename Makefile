@@ -33,7 +33,7 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	$(UV) --no-deps -e .
 	@touch $@
 
-setup: $(STAMP)  ## venv with pinned requirements, Java, Maven, Chromium, Kafka 4.x (Maven Central, sha256-pinned) and 0.9.0.1, test images (idempotent)
+setup: $(STAMP)  ## venv with pinned requirements, Java, Maven, Chromium, Kafka 4.x (Maven Central, sha256-pinned) and 0.9.0.1, Toxiproxy (go install), test images (idempotent)
 	@$(BIN)/python -m tools.setup_assets
 
 demo: setup  ## the quickstart: seed 000's table and its reading, the nightly DAG over 4 dates, where to look next

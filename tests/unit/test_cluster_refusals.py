@@ -17,3 +17,9 @@ def test_the_retired_emulator_says_why_and_what_to_use(tmp_path: Path) -> None:
     assert not (tmp_path / "cluster").exists()
     with pytest.raises(ConfigError, match="unknown cluster flavor"):
         cluster_up("kafka4", 1, lab_dir=tmp_path)
+
+
+def test_links_on_a_flavor_without_them_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^--links: the kafka09 flavor has no degradable links"):
+        cluster_up("kafka09", 3, lab_dir=tmp_path, links=True)
+    assert not (tmp_path / "cluster").exists()

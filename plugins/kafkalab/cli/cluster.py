@@ -72,13 +72,101 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help="a broker property over Kafka's default, on every node (repeatable; "
                     "kraft only; not the node's identity, listeners, directories or quorum), "
                     "e.g. group.initial.rebalance.delay.ms=0")
+    up.add_argument("--links", action="store_true",
+                    help="route every node's client, replication and controller traffic through "
+                    "proxies the lab can slow down, throttle and cut (`cluster links`; kraft "
+                    "only; Toxiproxy, built by make setup)")
     add_json_option(up, "print the cluster's public descriptor as one JSON document")
+    _add_links_parser(csub)
     cst = csub.add_parser("status", help="show processes, ports, log files",
                           description="Show whether the embedded cluster is up, its processes "
                           "and where its logs are: a table, or --json. Exit 0 only when up.")
     add_json_option(cst, "print the status as one JSON document")
     add_down_action(csub, "Stop the brokers (controlled shutdown), then its coordination "
                     "service (ZooKeeper), by PID.", wipe_help="also delete the cluster's data")
+
+
+def _add_links_parser(csub: Any) -> None:
+    """``cluster links show|delay|limit|cut|heal``."""
+    lk = csub.add_parser("links", help="show, degrade or heal the links of a cluster started "
+                         "with --links",
+                         description="The links of an embedded cluster started with `cluster up "
+                         "--links`: one per client→node and per node→node pair on each plane "
+                         "(client, replication, controller). A fault acts on every link between "
+                         "two sides, both directions; `heal` removes every fault and waits until "
+                         "every broker is back in the metadata and every ISR is full.")
+    lk.add_argument("action", choices=("show", "delay", "limit", "cut", "heal"),
+                    help="show the links; delay, limit or cut those between --between's sides; "
+                    "heal every link and wait until the cluster is whole")
+    lk.add_argument("--between", nargs=2, metavar=("SIDE_A", "SIDE_B"), default=None,
+                    help="two sides, each comma-separated node ids or `clients` (e.g. 0 1,2)")
+    lk.add_argument("--planes", default=None,
+                    help="comma-separated planes among client, replication, controller (default: "
+                    "every plane the sides have)")
+    lk.add_argument("--one-way-ms", type=float, default=0.0, help="delay: added each way")
+    lk.add_argument("--jitter-ms", type=float, default=0.0, help="delay: ± this much")
+    lk.add_argument("--rate-kbps", type=int, default=0, help="limit: KB/s each way")
+    lk.add_argument("--wait-s", type=float, default=60.0,
+                    help="heal: how long the cluster may take to be whole again (default 60)")
+    add_json_option(lk, "print the links (or what was done) as one JSON document")
+
+
+def _side(text: str) -> tuple[Any, ...]:
+    from kafkalab.cluster.links.layout import CLIENTS
+    from kafkalab.errors import ConfigError
+
+    out: list[Any] = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        if item == CLIENTS:
+            out.append(CLIENTS)
+        elif item.isdigit():
+            out.append(int(item))
+        else:
+            raise ConfigError(f"--between: {item[:40]!r} is neither a node id nor {CLIENTS!r}")
+    return tuple(out)
+
+
+def cmd_links(args: argparse.Namespace) -> int:
+    """``cluster links``: exit 0 when done, 1 when a heal did not make the cluster whole."""
+    from kafkalab.cluster.embedded import running_cluster
+    from kafkalab.cluster.links import LinkFault, Links, wait_healed
+    from kafkalab.cluster.links.layout import CLIENTS, PLANES
+    from kafkalab.errors import ClusterError, ConfigError
+
+    running = running_cluster(None)
+    links = Links.of(running.state if running else None)
+    if running is None or links is None:
+        raise ClusterError("no embedded cluster with degradable links is up (start one with "
+                           "`kafkalab cluster up --brokers 3 --links`)")
+    if args.action == "show":
+        rows = links.status()
+        if args.json:
+            say_json({"links": rows})
+        else:
+            for r in rows:
+                say(f"{r['proxy']:<22} {r['listen']:<22} "
+                    + ("missing" if not r["present"] else "disabled" if not r["enabled"]
+                       else ", ".join(r["toxics"]) or "healthy"))
+        return 0
+    if args.action == "heal":
+        links.heal()
+        took = wait_healed(links, running.descriptor, args.wait_s)
+        say_json({"healed": True, "whole_after_s": round(took, 3)}) if args.json else \
+            say(f"links healed; the cluster was whole again after {took:.1f} s")
+        return 0
+    if not args.between:
+        raise ConfigError(f"cluster links {args.action}: --between SIDE_A SIDE_B is required")
+    a, b = _side(args.between[0]), _side(args.between[1])
+    if CLIENTS in a:
+        a, b = b, a
+    planes = tuple(p.strip() for p in args.planes.split(",")) if args.planes else \
+        (("client",) if CLIENTS in b else tuple(p for p in PLANES if p != "client"))
+    fault = LinkFault(args.action, a, b, planes, args.one_way_ms,  # type: ignore[arg-type]
+                      args.jitter_ms, args.rate_kbps)
+    touched = links.apply(fault)
+    say_json({"fault": fault.describe(), "proxies": touched}) if args.json else \
+        say(f"{fault.describe()}: {len(touched)} link(s)")
+    return 0
 
 
 def _sasl_ssl_port(args: argparse.Namespace) -> int | None:
@@ -128,7 +216,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         d = cluster_up(flavor=args.flavor, brokers=args.brokers, base_port=args.base_port,
                        control_port=args.control_port, progress=err,
                        sasl_ssl_port=_sasl_ssl_port(args),
-                       broker_settings=_broker_settings(args))
+                       broker_settings=_broker_settings(args), links=args.links)
         from kafkalab.paths import default_descriptor_path
 
         if args.json:
@@ -149,6 +237,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         if secure.is_file():
             say(f"SASL_SSL descriptor: {secure} (export KAFKALAB_SASL_PASSWORD for its clients)")
         return 0
+    if args.cluster_command == "links":
+        return cmd_links(args)
     if args.cluster_command == "status":
         st = cluster_status()
         if args.json:
@@ -188,6 +278,8 @@ def format_cluster_status(st: dict[str, Any]) -> str:
         lines.append("  " + "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip())
     if st.get("sasl_ssl"):
         lines.append(f"SASL_SSL (SCRAM-SHA-512 over TLS): {st['sasl_ssl']}")
+    if st.get("links"):
+        lines.append(f"links: {st['links']} (kafkalab cluster links show)")
     if st.get("broker_settings"):
         lines.append("broker settings: " + ", ".join(f"{k}={v}" for k, v in
                                                      sorted(st["broker_settings"].items())))

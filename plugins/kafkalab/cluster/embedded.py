@@ -149,6 +149,7 @@ def _start_fresh(
     progress: Progress,
     sasl_ssl_port: int | None = None,
     broker_settings: Mapping[str, str] | None = None,
+    links: bool = False,
 ) -> ClusterDescriptor:
     """Start a new cluster; on any failure stop what was started and forget it. What the
     flavor runs is installed first: a first download's time does not count against
@@ -168,7 +169,7 @@ def _start_fresh(
         descriptor = flavor.start(
             lab, brokers, base_port or flavor.default_base_port,
             control_port or flavor.default_control_port, state, progress, sasl_ssl_port,
-            broker_settings)
+            broker_settings, links)
         wait_ready(flavor, state, descriptor, t0 + timeout_s, progress)
         flavor.after_ready(lab, state, progress)
     except BaseException:
@@ -200,6 +201,7 @@ def cluster_up(
     progress: Progress | None = None,
     sasl_ssl_port: int | None = None,
     broker_settings: Mapping[str, str] | None = None,
+    links: bool = False,
 ) -> ClusterDescriptor:
     """Start the embedded cluster of ``flavor`` (:func:`kafkalab.cluster.flavors.
     embedded_flavor_names`; default :data:`kafkalab.cluster.flavors.DEFAULT_EMBEDDED`), or
@@ -218,13 +220,15 @@ def cluster_up(
     :meth:`~kafkalab.cluster.flavors.base.EmbeddedFlavor.broker_setting_problem`). They are in
     the nodes' configuration files, so a node started again has them; the state records them
     for ``status`` and to refuse other settings while the cluster runs.
+    ``links``: every client, replication and controller link through a proxy the lab can
+    slow down and cut (``cluster up --links``; :mod:`kafkalab.cluster.links`).
     A different cluster already up → ClusterError. Dead processes of the same cluster
     (e.g. after :func:`kill_broker`) are started again. Stale state (all pids gone or
     reused by other programs) is removed and the cluster starts fresh.
     """
     progress = progress or noop
     kind = embedded_flavor(flavor)
-    kind.check_request(brokers, base_port, control_port, sasl_ssl_port, broker_settings)
+    kind.check_request(brokers, base_port, control_port, sasl_ssl_port, broker_settings, links)
     lab = resolve_lab(lab_dir)
 
     with locked(lab):
@@ -242,6 +246,11 @@ def cluster_up(
                 raise ClusterError(
                     f"{_describe_cluster(flavor, brokers)} is already up without a SASL_SSL "
                     "listener; run `kafkalab cluster down` first")
+            if alive and links != bool(state.get("links")):
+                raise ClusterError(
+                    f"{_describe_cluster(flavor, brokers)} is already up "
+                    f"{'without' if links else 'with'} degradable links; run `kafkalab cluster "
+                    "down` first")
             if alive and broker_settings is not None and \
                     state.get("broker_settings", {}) != dict(broker_settings):
                 raise ClusterError(
@@ -258,7 +267,7 @@ def cluster_up(
             progress("removing stale cluster state (its processes are gone)")
             remove_state(lab, state, is_embedded_descriptor)
         return _start_fresh(lab, kind, brokers, base_port, control_port, timeout_s, progress,
-                            sasl_ssl_port, broker_settings)
+                            sasl_ssl_port, broker_settings, links)
 
 
 def cluster_status(lab_dir: Path | str | None = None) -> dict[str, Any]:

@@ -8,8 +8,10 @@ The generic process and port helpers live in :mod:`kafkalab.procs`.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,8 +42,8 @@ its sockets after its main thread exited) before a stop gives up waiting for it.
 
 
 def describe(proc: ProcessRecord) -> str:
-    """``zookeeper`` or ``broker N``: how messages name a process."""
-    return "zookeeper" if proc["role"] == "zookeeper" else f"{proc['role']} {proc['id']}"
+    """``zookeeper``, ``proxy`` or ``broker N``: how messages name a process."""
+    return proc["role"] if proc.get("id") is None else f"{proc['role']} {proc['id']}"
 
 
 def is_ours(proc: ProcessRecord) -> bool:
@@ -71,11 +73,13 @@ def start_process(
     config: str | None,
     cmd: list[str],
     logs_dir: Path,
+    env: Mapping[str, str] | None = None,
 ) -> ProcessRecord:
-    """Spawn ``cmd`` (output to ``<logs_dir>/stdout.log``), add it to ``state`` and write
-    the state file before returning, so a crash right after leaves no unknown process."""
+    """Spawn ``cmd`` (output to ``<logs_dir>/stdout.log``; ``env`` over this process's
+    environment, recorded for a restart), add it to ``state`` and write the state file before
+    returning, so a crash right after leaves no unknown process."""
     log = logs_dir / "stdout.log"
-    pid = procs.spawn(cmd, log, logs_dir)
+    pid = procs.spawn(cmd, log, logs_dir, _environment(env))
     proc: ProcessRecord = {
         "role": role,
         "id": proc_id,
@@ -88,14 +92,21 @@ def start_process(
         "cwd": str(logs_dir),
         "pid": pid,
     }
+    if env:
+        proc["env"] = dict(env)
     state.setdefault("processes", []).append(proc)
     write_state(lab, state)
     return proc
 
 
+def _environment(extra: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if not extra else {**os.environ, **extra}
+
+
 def respawn(lab: Path, state: ClusterState, proc: ProcessRecord) -> int:
     """Start ``proc`` again with its recorded command line; records and returns the new pid."""
-    proc["pid"] = procs.spawn(list(proc["cmdline"]), Path(proc["log"]), Path(proc["cwd"]))
+    proc["pid"] = procs.spawn(list(proc["cmdline"]), Path(proc["log"]), Path(proc["cwd"]),
+                              _environment(proc.get("env")))
     write_state(lab, state)
     return proc["pid"]
 
@@ -135,7 +146,8 @@ def stop_process(
 
 
 def stop_all(state: ClusterState, progress: Progress, together: bool = False) -> list[dict[str, Any]]:
-    """Stop every process of ``state``: brokers first (highest id first), ZooKeeper last.
+    """Stop every process of ``state``: brokers first (highest id first), then the services
+    they need (ZooKeeper, the link proxies).
 
     Brokers get SIGTERM and do a controlled shutdown. ``together``: every broker is
     signalled at once (KRaft nodes: a broker's controlled shutdown needs the controller
@@ -147,18 +159,18 @@ def stop_all(state: ClusterState, progress: Progress, together: bool = False) ->
     """
     records = list(state.get("processes", []))
     brokers = sorted(
-        (p for p in records if p["role"] != "zookeeper"), key=lambda p: -int(p.get("id") or 0)
+        (p for p in records if p["role"] == "broker"), key=lambda p: -int(p.get("id") or 0)
     )
-    zookeepers = [p for p in records if p["role"] == "zookeeper"]
+    services = [p for p in records if p["role"] != "broker"]
     if together and len(brokers) > 1:
         with ThreadPoolExecutor(max_workers=len(brokers)) as pool:
             first = list(pool.map(lambda p: stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S),
                                   brokers))
-        rest = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in zookeepers]
+        rest = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in services]
         reports = [*first, *rest]
     else:
-        reports = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in [*brokers, *zookeepers]]
-    for p, r in zip([*brokers, *zookeepers], reports, strict=True):
+        reports = [stop_process(p, signal.SIGTERM, STOP_TIMEOUT_S) for p in [*brokers, *services]]
+    for p, r in zip([*brokers, *services], reports, strict=True):
         if r["action"] != "not-running":
             progress(f"{describe(p)} (pid {r['pid']}): {r['action']}")
     return reports

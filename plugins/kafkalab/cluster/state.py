@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from kafkalab.paths import default_descriptor_path
 from kafkalab.store import atomic_write_json
@@ -50,7 +50,8 @@ class ProcessRecord(TypedDict):
     """One process the cluster started, as recorded in ``state.json``."""
 
     role: str
-    """``zookeeper`` or ``broker`` (a KRaft node, broker and controller in one process, is ``broker``)."""
+    """``zookeeper``, ``broker`` (a KRaft node, broker and controller in one process, is
+    ``broker``) or ``proxy`` (the link proxies of a cluster started with ``--links``)."""
     id: int | None
     """Broker id; None for ZooKeeper."""
     port: int
@@ -64,6 +65,8 @@ class ProcessRecord(TypedDict):
     cmdline: list[str]
     cwd: str
     pid: int
+    env: NotRequired[dict[str, str]]
+    """Environment variables set over the lab's own when it was started (and restarted)."""
 
 
 class ClusterState(TypedDict, total=False):
@@ -92,6 +95,9 @@ class ClusterState(TypedDict, total=False):
     """A cluster started with ``--broker-setting``: those properties (kraft)."""
     tls_ca: str | None
     """A cluster started with ``--sasl-ssl``: the CA certificate its clients trust."""
+    links: dict[str, Any]
+    """A cluster started with ``--links``: its link layout (:class:`kafkalab.cluster.links.
+    layout.LinkLayout`: nodes, base and control port, the proxies' API port)."""
     startup_s: float
     ready_at: str
     corrupt: bool

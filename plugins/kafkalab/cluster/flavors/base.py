@@ -132,9 +132,10 @@ class EmbeddedFlavor(Flavor, ABC):
 
     def check_request(self, brokers: int, base_port: int | None,
                       control_port: int | None, sasl_ssl_port: int | None = None,
-                      broker_settings: Mapping[str, str] | None = None) -> None:
-        """Refuse a broker count, ports, a SASL_SSL listener or broker settings ``cluster
-        up`` cannot honour.
+                      broker_settings: Mapping[str, str] | None = None,
+                      links: bool = False) -> None:
+        """Refuse a broker count, ports, a SASL_SSL listener, broker settings or degradable
+        links ``cluster up`` cannot honour.
 
         Raises:
             ConfigError: one line naming the option.
@@ -147,6 +148,12 @@ class EmbeddedFlavor(Flavor, ABC):
         if brokers > self.max_brokers:
             raise ConfigError(f"--brokers: {self.name} runs at most {self.max_brokers} brokers "
                               "on one machine")
+        if links and not self.has_links:
+            raise ConfigError(f"--links: the {self.name} flavor has no degradable links (the "
+                              "kraft flavor has)")
+        if links and sasl_ssl_port is not None:
+            raise ConfigError("--links and --sasl-ssl-port do not go together (the SASL_SSL "
+                              "listener has no proxy)")
         if sasl_ssl_port is not None and self.default_sasl_ssl_port is None:
             raise ConfigError(f"--sasl-ssl: the {self.name} flavor has no SASL_SSL listener "
                               "(the kraft flavor has)")
@@ -164,6 +171,10 @@ class EmbeddedFlavor(Flavor, ABC):
         or None. A flavor that takes them overrides this."""
         return f"the {self.name} flavor takes no broker settings (the kraft flavor does)"
 
+    has_links: ClassVar[bool] = False
+    """True when ``cluster up --links`` can route its links through degradable proxies
+    (:mod:`kafkalab.cluster.links`)."""
+
     default_sasl_ssl_port: ClassVar[int | None] = None
     """Port of broker 0's SASL_SSL listener (``cluster up --sasl-ssl``); None when the flavor
     cannot start one."""
@@ -172,9 +183,11 @@ class EmbeddedFlavor(Flavor, ABC):
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
               sasl_ssl_port: int | None = None,
-              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
+              broker_settings: Mapping[str, str] | None = None,
+              links: bool = False) -> ClusterDescriptor:
         """Start the cluster's processes (not waiting until they serve), each recorded in
         ``state`` (and the state file) as soon as it is spawned; the cluster's descriptor.
+        ``links``: through degradable proxies (only asked of a flavor that :attr:`has_links`).
         ``sasl_ssl_port``: also a SASL_SSL listener on broker i at ``sasl_ssl_port + i``
         (only asked of a flavor with a :attr:`default_sasl_ssl_port`). ``broker_settings``:
         broker properties that replace Kafka's defaults (only given when

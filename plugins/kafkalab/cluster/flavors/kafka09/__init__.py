@@ -61,7 +61,8 @@ class Kafka09(EmbeddedFlavor):
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
               sasl_ssl_port: int | None = None,
-              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
+              broker_settings: Mapping[str, str] | None = None,
+              links: bool = False) -> ClusterDescriptor:
         """ZooKeeper (on ``control_port``), then ``brokers`` brokers from ``base_port``
         (``broker_settings`` are refused before: :meth:`broker_setting_problem`)."""
         zk_port = self.default_control_port if control_port is None else control_port

@@ -35,7 +35,10 @@ from kafkalab.cluster.flavors.kraft.distribution import (
     pinned_version,
 )
 from kafkalab.cluster.java import ensure_java
+from kafkalab.cluster.links.layout import LinkLayout
+from kafkalab.cluster.links.toxiproxy import TOXIPROXY_VERSION, ensure_toxiproxy
 from kafkalab.cluster.state import ClusterState, secure_descriptor_path
+from kafkalab.errors import ClusterError
 from kafkalab.paths import lab_dir
 from kafkalab.progress import Progress
 
@@ -54,6 +57,7 @@ class KRaft(EmbeddedFlavor):
     control_port_name = "KRaft controller"
     fixed_broker_ids = True
     hosts_faults = True
+    has_links = True
     stop_together = True
     broker_session_timeout_s = 9.0  # broker.session.timeout.ms, Kafka's default
     message_max_bytes = launcher.BROKER_MESSAGE_MAX_BYTES
@@ -88,22 +92,28 @@ class KRaft(EmbeddedFlavor):
         others = [ensure_kafka(lab_dir(), v, progress).name for v in locked_versions()
                   if v != home.name]
         also = f"; also Kafka {', '.join(others)}" if others else ""
-        return f"Kafka {home.name} (KRaft) at {home}{shared}{also}"
+        try:  # only `cluster up --links` needs it: its absence is said, not fatal here
+            proxy = f"; Toxiproxy {TOXIPROXY_VERSION} at {ensure_toxiproxy(lab_dir(), progress)}"
+        except ClusterError as exc:
+            proxy = f"; no Toxiproxy ({exc})"
+        return f"Kafka {home.name} (KRaft) at {home}{shared}{also}{proxy}"
 
     default_sasl_ssl_port = 19792
 
     def start(self, lab: Path, brokers: int, base_port: int, control_port: int | None,
               state: ClusterState, progress: Progress,
               sasl_ssl_port: int | None = None,
-              broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
+              broker_settings: Mapping[str, str] | None = None,
+              links: bool = False) -> ClusterDescriptor:
         """``brokers`` nodes: clients on ``base_port + i`` (SASL_SSL clients on
-        ``sasl_ssl_port + i``), the quorum on ``control_port + i``."""
+        ``sasl_ssl_port + i``), the quorum on ``control_port + i``; ``links``: every link
+        through a proxy the lab can degrade (:mod:`kafkalab.cluster.links`)."""
         port = self.default_control_port if control_port is None else control_port
         assert port is not None
         if sasl_ssl_port is not None:
             security.read_password()  # before anything starts: one line when unset
         return launcher.start(lab, brokers, base_port, port, state, progress, sasl_ssl_port,
-                              broker_settings)
+                              broker_settings, links)
 
     def broker_setting_problem(self, settings: dict[str, str]) -> str | None:
         """Any broker property but those the lab sets for a node's identity, listeners,
@@ -155,7 +165,11 @@ class KRaft(EmbeddedFlavor):
         them."""
         found = quorum.leader(self._data_dirs(state))
         secure = [f"{procs.HOST}:{p}" for p in state.get("sasl_ssl_ports") or []]
+        links = state.get("links")
         return {"kafka_version": state.get("kafka_version"), "mode": "KRaft",
+                "links": None if not links else
+                f"{len(LinkLayout.from_state(links).proxies())} proxied links (API "
+                f"{procs.HOST}:{links['api_port']})",
                 "cluster_id": state.get("cluster_id"),
                 "quorum_leader": None if found is None else found.node_id,
                 "quorum_epoch": None if found is None else found.epoch,

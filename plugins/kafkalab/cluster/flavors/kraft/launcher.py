@@ -31,6 +31,8 @@ from kafkalab.cluster.features import MODERN_PROTOCOL
 from kafkalab.cluster.flavors.kraft import cds, security
 from kafkalab.cluster.flavors.kraft.distribution import ensure_kafka, kafka_version
 from kafkalab.cluster.java import ensure_java, properties_text
+from kafkalab.cluster.links import start_links
+from kafkalab.cluster.links.layout import LinkLayout
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir, tls_dir
 from kafkalab.cluster.tls import TlsMaterial, ensure_tls
@@ -147,11 +149,14 @@ def broker_setting_problem(settings: Mapping[str, str]) -> str | None:
 
 def node_properties(node_id: int, port: int, controller_ports: list[int],
                     log_dir: Path, sasl_ssl: tuple[int, TlsMaterial] | None = None,
-                    broker_settings: Mapping[str, str] | None = None) -> dict[str, Any]:
+                    broker_settings: Mapping[str, str] | None = None,
+                    links: LinkLayout | None = None) -> dict[str, Any]:
     """``nodeN.properties`` of node ``node_id`` in a quorum on ``controller_ports``; with
     ``sasl_ssl`` = ``(port, TLS material)`` also a SASL_SSL listener on that port
-    (:mod:`~kafkalab.cluster.flavors.kraft.security`); ``broker_settings`` (``cluster up
-    --broker-setting``) last, over Kafka's defaults and the lab's overrides."""
+    (:mod:`~kafkalab.cluster.flavors.kraft.security`); with ``links``, a listener per plane,
+    every peer reached through its proxy (:meth:`~kafkalab.cluster.links.layout.LinkLayout.
+    node_listeners`); ``broker_settings`` (``cluster up --broker-setting``) last, over
+    Kafka's defaults and the lab's overrides."""
     n = len(controller_ports)
     voters = ",".join(f"{i}@{procs.HOST}:{c}" for i, c in enumerate(controller_ports))
     client = f"PLAINTEXT://{procs.HOST}:{port}"
@@ -161,15 +166,18 @@ def node_properties(node_id: int, port: int, controller_ports: list[int],
         client += f",{security.LISTENER}://{procs.HOST}:{sasl_ssl[0]}"
         protocols += f",{security.LISTENER}:{security.LISTENER}"
         secured = security.listener_properties(sasl_ssl[1])
-    return {
-        "process.roles": "broker,controller",
-        "node.id": node_id,
+    listeners: dict[str, Any] = {
         "controller.quorum.voters": voters,
         "listeners": f"{client},CONTROLLER://{procs.HOST}:{controller_ports[node_id]}",
         "advertised.listeners": client,
-        "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": protocols,
+    } if links is None else links.node_listeners(node_id)
+    return {
+        "process.roles": "broker,controller",
+        "node.id": node_id,
+        "controller.listener.names": "CONTROLLER",
+        **listeners,
         **secured,
         "log.dirs": log_dir,
         # internal topics: Kafka's defaults (3, min ISR 2) where there are three nodes
@@ -184,19 +192,20 @@ def node_properties(node_id: int, port: int, controller_ports: list[int],
 
 
 def _topology(lab: Path, n: int, ports: list[int], controller_ports: list[int],
-              version: str, progress: Progress) -> str:
+              version: str, progress: Progress, links: bool = False) -> str:
     """The cluster id of the data under ``<lab>/cluster/data``; data made by another node
-    count, other ports or another Kafka version is wiped first (and a new id drawn)."""
+    count, other ports, another Kafka version or with(out) links is wiped first (and a new id
+    drawn)."""
     data = cluster_dir(lab) / "data"
     marker = data / "kraft-topology.json"
     want = {"nodes": n, "broker_ports": ports, "controller_ports": controller_ports,
-            "kafka_version": version}
+            "kafka_version": version, "links": links}
     try:
         old = read_json(marker)
     except (OSError, ValueError):
         old = None
     if isinstance(old, dict) and old.get("cluster_id") and \
-            {k: old.get(k) for k in want} == want:
+            {k: old.get(k, False if k == "links" else None) for k in want} == want:
         return str(old["cluster_id"])
     if any(data.glob("node*")):
         progress("previous KRaft data was made by another topology or Kafka version: wiping it")
@@ -242,10 +251,13 @@ def _format(java: str, cp: str, cluster_id: str, confs: dict[int, Path], lab: Pa
 
 def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterState,
           progress: Progress, sasl_ssl_port: int | None = None,
-          broker_settings: Mapping[str, str] | None = None) -> ClusterDescriptor:
+          broker_settings: Mapping[str, str] | None = None,
+          links: bool = False) -> ClusterDescriptor:
     """Format (when new) and start ``n`` combined nodes (not waiting for them to serve):
     node i serves clients on ``base_port + i`` (and SASL_SSL clients on ``sasl_ssl_port +
-    i`` when given) and the quorum on ``control_port + i``.
+    i`` when given) and the quorum on ``control_port + i``. With ``links``, every client,
+    replication and controller link goes through a proxy the lab can degrade, started first
+    (:mod:`kafkalab.cluster.links`; its ports in :mod:`~kafkalab.cluster.links.layout`).
 
     Every process is recorded in ``state`` (and the state file) as soon as it is spawned.
 
@@ -263,20 +275,25 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     controller_ports = [control_port + i for i in range(n)]
     secure_ports = [] if sasl_ssl_port is None else \
         security.check_ports(sasl_ssl_port, n, [*ports, *controller_ports])
-    procs.check_ports_free([*ports, *controller_ports, *secure_ports])
+    layout = LinkLayout(n, base_port, control_port) if links else None
+    if layout is None:
+        procs.check_ports_free([*ports, *controller_ports, *secure_ports])
+    else:
+        for host, taken in layout.host_ports().items():
+            procs.check_ports_free(taken, host)
     tls = ensure_tls(tls_dir(lab), procs.HOST) if secure_ports else None
     base = cluster_dir(lab)
     config, logs = base / "config", base / "logs"
     for d in (config, logs):
         d.mkdir(parents=True, exist_ok=True)
-    cluster_id = _topology(lab, n, ports, controller_ports, version, progress)
+    cluster_id = _topology(lab, n, ports, controller_ports, version, progress, links)
     confs: dict[int, Path] = {}
     for i, port in enumerate(ports):
         conf = config / f"node{i}.properties"
         secured = None if tls is None else (secure_ports[i], tls)
         atomic_write(conf, properties_text(node_properties(i, port, controller_ports,
                                                            node_data_dir(lab, i), secured,
-                                                           broker_settings),
+                                                           broker_settings, layout),
                                            "embedded KRaft cluster"))
         confs[i] = conf
     shared = cds.jvm_options(home, java, cp)
@@ -289,12 +306,15 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
     if secure_ports:
         state["sasl_ssl_ports"] = secure_ports
         state["tls_ca"] = str(tls.ca_path) if tls else None
+    resolve = [[] for _ in ports] if layout is None else \
+        [[opt] for opt in start_links(lab, layout, state, lab_dir(), progress)]
     for i, port in enumerate(ports):
         logs_dir = logs / f"node{i}"
         logs_dir.mkdir(parents=True, exist_ok=True)
         progress(f"starting KRaft node {i} (broker {procs.HOST}:{port}, controller "
                  f"{procs.HOST}:{controller_ports[i]})")
-        cmd = [java, *NODE_JVM_OPTS, *shared, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+        cmd = [java, *NODE_JVM_OPTS, *resolve[i], *shared,
+               f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
                f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, "kafka.Kafka", str(confs[i])]
         start_process(lab, state, role="broker", proc_id=i, port=port, marker=str(confs[i]),
                       config=str(confs[i]), cmd=cmd, logs_dir=logs_dir)

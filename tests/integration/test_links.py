@@ -1,0 +1,165 @@
+"""Degradable links on a real three-node Kafka 4.x KRaft cluster (``cluster up --links``):
+a replication delay costs acks=all publishes the injected round trip and acks=1 nothing, a
+cut is a real cut for clients and for the controller quorum, a heal is proven, and ``down``
+leaves nothing behind."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab import procs
+from kafkalab.cluster import ClusterDescriptor, cluster_down, cluster_up
+from kafkalab.cluster.admin import admin_client
+from kafkalab.cluster.descriptor import librdkafka_config
+from kafkalab.cluster.embedded import running_cluster
+from kafkalab.cluster.links import LinkFault, Links, healed_problem, wait_healed
+from kafkalab.cluster.links.layout import CLIENTS, LinkLayout
+from kafkalab.cluster.partitions import AdminPartitions
+
+pytestmark = pytest.mark.integration
+
+LINKS_BASE_PORT = 27192
+LINKS_CONTROL_PORT = 27292
+ONE_WAY_MS = 50.0
+"""Large beside the machine's own publish latency (a few ms on an idle machine, tens on a busy
+CI one), so that what acks=1 does not wait for stands apart from what acks=all does."""
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ClusterDescriptor]]:
+    lab = tmp_path_factory.mktemp("links-lab")
+    d = cluster_up("kraft", 3, lab, base_port=LINKS_BASE_PORT, control_port=LINKS_CONTROL_PORT,
+                   timeout_s=180, links=True)
+    running = running_cluster(lab)
+    assert running is not None
+    proxy = next(p for p in running.state["processes"] if p["role"] == "proxy")
+    try:
+        yield lab, d
+    finally:
+        cluster_down(lab)
+    # nothing left behind: the proxy process, and every address and port the links used
+    assert not procs.pid_alive(int(proxy["pid"]))
+    for host, ports in LinkLayout(3, LINKS_BASE_PORT, LINKS_CONTROL_PORT).host_ports().items():
+        assert not any(procs.port_in_use(p, host) for p in ports), host
+
+
+def _links(lab: Path) -> Links:
+    running = running_cluster(lab)
+    links = Links.of(running.state if running else None)
+    assert links is not None
+    return links
+
+
+def _as_seen_by(d: ClusterDescriptor, node: int) -> AdminPartitions:
+    """Partition state as node ``node`` answers it (a fresh client bootstrapped to it alone
+    asks it first): a leader cut from the quorum keeps reporting itself."""
+    one = d.model_copy(update={"bootstrap_servers": f"127.0.0.1:{LINKS_BASE_PORT + node}"})
+    return AdminPartitions(admin_client(one, 5.0, quiet=True), 5.0)
+
+
+def _topic(d: ClusterDescriptor) -> str:
+    from confluent_kafka.admin import NewTopic
+
+    name = f"links-{uuid.uuid4().hex[:8]}"
+    admin = admin_client(d, 10.0)
+    for f in admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})]).values():
+        f.result(timeout=30)
+    return name
+
+
+def _publish_ms(d: ClusterDescriptor, topic: str, acks: str, n: int = 40) -> list[float]:
+    """Publish latency (send → delivery report, monotonic) of ``n`` records sent one at a
+    time, after 5 unmeasured ones (connections, metadata)."""
+    from confluent_kafka import Producer
+
+    p = Producer({**librdkafka_config(d), "acks": acks, "linger.ms": 0})
+    out: list[float] = []
+    acked: list[int] = []
+    for i in range(n + 5):
+        t0 = time.monotonic_ns()
+        p.produce(topic, b"x" * 100, on_delivery=lambda e, m: acked.append(time.monotonic_ns()))
+        while len(acked) <= i:
+            p.poll(0.001)
+        if i >= 5:
+            out.append((acked[i] - t0) / 1e6)
+    assert p.flush(30) == 0
+    return out
+
+
+def test_a_replication_delay_costs_acks_all_its_round_trip_and_acks_1_nothing(
+        linked: tuple[Path, ClusterDescriptor]) -> None:
+    lab, d = linked
+    links = _links(lab)
+    topic = _topic(d)
+    base_all = _publish_ms(d, topic, "all")
+    # every replication link, both ways: the leader's followers fetch across it
+    touched = links.apply(LinkFault("delay", (0,), (1, 2), ("replication",), ONE_WAY_MS))
+    touched += links.apply(LinkFault("delay", (1,), (2,), ("replication",), ONE_WAY_MS))
+    assert len(touched) == 6 and all(t.startswith("replication-") for t in touched)
+    try:
+        slow_all = _publish_ms(d, topic, "all")
+        slow_one = _publish_ms(d, topic, "1")
+    finally:
+        links.heal()
+    round_trip = 2 * ONE_WAY_MS
+    # acks=all waits for a follower's fetch response to carry the record (one way) and its
+    # next fetch to ask past it (back): no publish can be acknowledged sooner than the round
+    # trip, however fast or busy the machine (5 %: the proxy's timer against ours)
+    assert min(slow_all) >= 0.95 * round_trip, (min(slow_all), statistics.median(base_all))
+    assert statistics.median(slow_all) > statistics.median(base_all)
+    # acks=1 is answered by the leader alone: it does not wait for the round trip
+    assert statistics.median(slow_one) < 0.5 * round_trip, statistics.median(slow_one)
+    assert wait_healed(links, d) >= 0 and healed_problem(links, d) is None
+
+
+def test_a_cut_leader_loses_leadership_and_the_heal_makes_the_cluster_whole(
+        linked: tuple[Path, ClusterDescriptor]) -> None:
+    lab, d = linked
+    links = _links(lab)
+    topic = _topic(d)
+    old = AdminPartitions(admin_client(d, 5.0)).partition_state(topic, 0)
+    assert old is not None and len(old.isr) == 3
+    others = tuple(n for n in range(3) if n != old.leader)
+    # the leader cut from the quorum and its followers; clients still reach it
+    links.apply(LinkFault("cut", (old.leader,), others, ("replication", "controller")))
+    try:
+        # the controllers stop hearing its heartbeats and fence it (broker.session.timeout.ms,
+        # 9 s): the partition gets another leader, as a node on the majority side reports it
+        deadline = time.monotonic() + 60
+        new = old
+        while time.monotonic() < deadline:
+            now = _as_seen_by(d, others[0]).partition_state(topic, 0)
+            if now is not None and now.leader not in (old.leader, -1):
+                new = now
+                break
+            time.sleep(0.2)
+        assert new.leader in others and old.leader not in new.isr, new
+    finally:
+        links.heal()
+    assert wait_healed(links, d, 120) >= 0
+    assert links.toxics() == {}
+    back = _as_seen_by(d, others[1]).partition_state(topic, 0)
+    assert back is not None and sorted(back.isr) == [0, 1, 2]
+
+
+def test_clients_cut_from_a_node_cannot_reach_it_until_healed(
+        linked: tuple[Path, ClusterDescriptor]) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    lab, d = linked
+    links = _links(lab)
+    links.apply(LinkFault("cut", (0, 1, 2), (CLIENTS,), ("client",)))
+    try:
+        admin = AdminClient({**librdkafka_config(d), "log_level": "0"})
+        with pytest.raises(Exception, match=r"(?i)timed out|transport"):
+            admin.list_topics(timeout=3)
+    finally:
+        links.heal()
+    assert wait_healed(links, d) >= 0
+    assert set(admin_client(d, 10.0).list_topics(timeout=10).brokers) == {0, 1, 2}
