@@ -108,6 +108,7 @@ SPEC_COLUMNS: dict[str, str] = {
     "consumers_per_shard": "int", "drain_s": "double", "pause_at_s": "double",
     "pause_for_s": "double", "lag_interval_s": "double", "e2e_p99_objective_ms": "double",
     "message_timeout_s": "double", "txn_msgs": "int", "txn_abort_every": "int",
+    "link_delay_ms": "double",
 }
 
 

@@ -238,3 +238,17 @@ def test_reports_without_an_offset_are_filed_and_a_failing_pump_fails_the_loop()
     with pytest.raises(RuntimeError, match="delivery reports could not be filed: ValueError: boom"):
         run_open_loop(_plan(5000, 1000.0), Broken(log), log, now_ns())
     assert log.counts()["unsent"] > 0  # it stopped instead of running on blind
+
+
+def test_the_acked_log_ends_are_one_past_each_partitions_last_acknowledged_offset() -> None:
+    import numpy as np
+
+    from kafkalab.load.producer import SendLog
+
+    log = SendLog(4, np.arange(4, dtype=np.int64))
+    log.record(0, 10, None, 0, 7)
+    log.record(1, 11, None, 1, 3)
+    log.record(2, 12, None, 0, 9)
+    log.record(3, 13, "timed out", 1, None)  # failed: no offset, nothing to drain to
+    assert log.acked_log_ends() == {0: 10, 1: 4}
+    assert SendLog(2, np.arange(2, dtype=np.int64)).acked_log_ends() == {}  # acks=0: none known

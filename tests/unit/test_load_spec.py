@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -105,3 +107,29 @@ def test_shipped_load_workloads_parse_and_seed003_is_for_a_real_cluster(
 def test_a_latency_workload_is_not_a_load_workload() -> None:
     with pytest.raises(ConfigError, match="not a load workload"):
         load_load_workload("nightly")
+
+
+def test_a_link_delay_is_an_axis_of_its_own_and_names_its_cells() -> None:
+    from kafkalab.load.spec import LoadPlan, plan_cells
+
+    cells = plan_cells(LoadPlan(consumers=[1], rates_msgs_per_s=[50], acks=["all", "1"],
+                                link_delay_ms=[0, 2.5], profile="durability"))
+    assert [(c.acks, c.link_delay_ms) for c in cells] == [
+        ("all", 0), ("all", 2.5), ("1", 0), ("1", 2.5)]
+    assert cells[1].cell_id("all").endswith(".p1.link2.5ms")
+    assert ".link" not in LoadCellSpec().cell_id("1")  # untouched links: no suffix, as before
+    with pytest.raises(ValidationError):
+        LoadCellSpec(link_delay_ms=-1)
+
+
+def test_a_link_delay_without_replicas_or_without_links_is_refused_before_anything_runs(
+        tmp_path: Path) -> None:
+    from kafkalab.load.cell import cell_links
+    from kafkalab.load.run import validate_cells
+
+    with pytest.raises(ConfigError, match=r"^--link-delay-ms delays replication, which profile "
+                       r"default \(replication factor 1\) has none of"):
+        validate_cells([LoadCellSpec(link_delay_ms=1.0)])
+    with pytest.raises(ConfigError, match=r"needs the lab's embedded cluster started with "
+                       r"degradable links: kafkalab cluster up --brokers 3 --links"):
+        cell_links(tmp_path / "cluster.yaml")

@@ -62,6 +62,10 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help="the producer's client (consumers are confluent-kafka)")
     pl.add_argument("--partitions", type=int, default=1, help="partitions of the load topic (default 1)")
     add_txn_options(pl, what="cells")
+    pl.add_argument("--link-delay-ms", type=float_list, default=None,
+                    help="one-way delays (ms) on every replication link between the nodes, a "
+                    "cell each, e.g. 0,0.5,1,2,5: what a replica in another zone costs (a "
+                    "cluster started with `cluster up --brokers 3 --links`)")
     pl.add_argument("--consumer-mode", choices=("assign", "group"), default="assign",
                     help="assign: no group (default); group: one consumer group per consumer")
     pl.add_argument("--consumers-per-process", type=int, default=10, help="consumers per consumer process (default 10)")
@@ -113,7 +117,8 @@ def load_plan(args: argparse.Namespace) -> LoadPlan:
                     partitions=args.partitions, consumer_mode=args.consumer_mode,
                     consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
                     pause_at_s=args.pause_at, pause_for_s=args.pause_for,
-                    txn_msgs=args.txn_msgs or [], txn_abort_every=args.txn_abort_every)
+                    txn_msgs=args.txn_msgs or [], txn_abort_every=args.txn_abort_every,
+                    link_delay_ms=args.link_delay_ms or [])
 
 
 def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:

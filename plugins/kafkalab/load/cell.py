@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from kafkalab.attempts import attempt_path, recover, replaces, settle
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config
 from kafkalab.cluster.flavors import load_descriptor
+from kafkalab.cluster.links import Links, links_for, replication_delay
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import (
     confluent_consumer_config,
@@ -118,6 +119,23 @@ def effective_profile(spec: LoadCellSpec) -> Profile:
 def cluster_descriptor(path: Path | None) -> ClusterDescriptor:
     """The cluster at ``path`` (default: the lab's own descriptor)."""
     return load_descriptor(path or default_descriptor_path())
+
+
+def cell_links(path: Path | None) -> Links:
+    """The degradable links of the embedded cluster at ``path`` (default: the lab's own), for
+    a cell with a ``link_delay_ms``.
+
+    Raises:
+        ConfigError: that cluster was not started with ``--links``, or has one node.
+    """
+    links = links_for(path or default_descriptor_path())
+    if links is None:
+        raise ConfigError("--link-delay-ms needs the lab's embedded cluster started with "
+                          "degradable links: kafkalab cluster up --brokers 3 --links")
+    if links.layout.nodes < 2:
+        raise ConfigError("--link-delay-ms: a one-node cluster has no replication links "
+                          "(kafkalab cluster up --brokers 3 --links)")
+    return links
 
 
 @dataclass(frozen=True)
@@ -224,7 +242,10 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
              f"{'shard task(s)' if setup.external else 'process(es)'}, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
              f"(warm-up {spec.warmup_s:g} s), topic {setup.topic}")
-    return _CellRun(setup, clients, meta).measure(progress, on_start)
+    if spec.link_delay_ms is None:
+        return _CellRun(setup, clients, meta).measure(progress, on_start)
+    with replication_delay(cell_links(descriptor_path), spec.link_delay_ms, progress):
+        return _CellRun(setup, clients, meta).measure(progress, on_start)
 
 
 def plan_cell(lab: LabData, run_id: str, run_date: str, spec: LoadCellSpec,
@@ -479,10 +500,18 @@ class _CellRun:
                                          cpu_frac=round(cpu_s / wall_s, 4) if wall_s > 0 else None))
 
     def announce_stop(self, stop_ts: int) -> None:
-        """``.stop.json``: the producer stopped, and the log-end offsets to drain to."""
+        """``.stop.json``: the producer stopped, and the offsets to drain to: per partition
+        the high watermark now or one past the last offset the producer was acknowledged,
+        whichever is further. With acks=1 a record is acknowledged by the leader before the
+        followers have it, so the high watermark (which a consumer reads up to) can still be
+        short of it: drained only to the watermark, the consumers stopped before it and the
+        cell counted acknowledged records as missing (seen with a replication link delayed
+        50 ms: the last 3 of 250)."""
         setup = self.setup
         targets = _log_end_offsets(setup.descriptor, setup.topic, self.spec.partitions,
                                    self.clients.consumer_config)
+        for part, end in self.log.acked_log_ends().items():
+            targets[str(part)] = max(targets.get(str(part), 0), end)
         atomic_write_json(stop_path(setup.cell), {"stop_ts_ns": stop_ts, "targets": targets})
 
     def collect_shards(self) -> None:

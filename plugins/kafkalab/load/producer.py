@@ -181,6 +181,19 @@ class SendLog:
         :meth:`absorb` files it."""
         self.reports.append((seq, ack_ts_ns, err, msg.partition(), msg.offset()))
 
+    def acked_log_ends(self) -> dict[int, int]:
+        """Per partition, one past the highest offset a delivery report gave (reports not yet
+        filed are filed first): where a consumer must get to to have every acknowledged
+        record. Partitions with no known offset (acks=0) are absent."""
+        self.absorb()
+        known = (self.offset >= 0) & (self.partition >= 0) & (self.outcome == ACKED)
+        ends: dict[int, int] = {}
+        for part, off in zip(self.partition[known].tolist(), self.offset[known].tolist(),
+                             strict=True):
+            if off + 1 > ends.get(part, 0):
+                ends[part] = off + 1
+        return ends
+
     def absorb(self) -> int:
         """File the queued delivery reports into the arrays, vectorised (safe while reports
         arrive: ``deque.popleft`` is atomic and only the first ``n`` are taken; one caller at

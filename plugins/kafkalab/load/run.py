@@ -22,7 +22,7 @@ from kafkalab.config.models import Profile
 from kafkalab.errors import ConfigError, RunError
 from kafkalab.kinds import LOAD, RunKind, kind_of
 from kafkalab.load import files
-from kafkalab.load.cell import cluster_descriptor, effective_profile, run_load_cell
+from kafkalab.load.cell import cell_links, cluster_descriptor, effective_profile, run_load_cell
 from kafkalab.load.files import CellDoc
 from kafkalab.load.spec import LoadCellSpec, check_budget
 from kafkalab.paths import images_dir
@@ -88,6 +88,10 @@ def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor 
             raise ConfigError(f"profile {spec.profile} needs replication factor "
                               f"{prof.topic.replication_factor} but the cluster has "
                               f"{descriptor.broker_count} broker(s)")
+        if spec.link_delay_ms is not None and prof.topic.replication_factor < 2:
+            raise ConfigError(f"--link-delay-ms delays replication, which profile {spec.profile} "
+                              f"(replication factor {prof.topic.replication_factor}) has none of: "
+                              "use one with replicas, e.g. --profile durability")
         body = load_body(spec.payload, spec.encoding, images_dir())
         check_budget(spec, wire_size_bytes(body))
     return profiles
@@ -102,6 +106,8 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     profiles = validate_cells(req.cells)  # budget and names first: before any connection
     d = cluster_descriptor(req.descriptor_path)
     validate_cells(req.cells, d, profiles)
+    if any(c.link_delay_ms is not None for c in req.cells):
+        cell_links(req.descriptor_path)  # the cluster must have degradable links
     lab = LabData(req.data_dir)
     lab.refuse_live_owner(req.run_id, req.owner_kind)
     progress(f"checking {d.bootstrap_servers} …")

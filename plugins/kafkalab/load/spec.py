@@ -126,6 +126,11 @@ class LoadCellSpec(_Strict):
     """Fault injection: the index of one consumer that sleeps ``slow_consumer_ms_per_record``
     after each record (a client that cannot keep up; it must end up ``failing``)."""
     slow_consumer_ms_per_record: float = Field(0.0, ge=0, le=60_000)
+    link_delay_ms: float | None = Field(None, ge=0, le=10_000)
+    """One-way delay (ms) put on every replication link between the cluster's nodes while
+    the cell measures (``--link-delay-ms``; a cluster started with ``cluster up --links``):
+    what a replica in another zone costs. None: the links are left as they are; 0: the
+    cell runs on the proxied links with nothing added (the curve's baseline)."""
     seq_header: bool = False
     """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
     fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
@@ -218,9 +223,10 @@ class LoadCellSpec(_Strict):
         txn = "" if self.txn_msgs is None else f".txn{self.txn_msgs}"
         if self.txn_abort_every is not None:
             txn += f"-abort{self.txn_abort_every}"
+        link = "" if self.link_delay_ms is None else f".link{self.link_delay_ms:g}ms"
         return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}{txn}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
-                         f"{mode}{pause}{slow}{trial}")
+                         f"{link}{mode}{pause}{slow}{trial}")
 
 
 class LoadWorkload(_Strict):
@@ -299,6 +305,8 @@ class LoadPlan(_Strict):
     """Records per transaction, a cell each; 0 is the plain (non-transactional) producer
     (empty: no transactions)."""
     txn_abort_every: int | None = None
+    link_delay_ms: list[float] = Field(default_factory=list, max_length=MAX_GRID_VALUES)
+    """One-way replication-link delays, a cell each (empty: the links are not touched)."""
     client: str | None = None
     encoding: str | None = None
     profile: str | None = None
@@ -330,13 +338,14 @@ def check_txn_axis(txn_msgs: list[int], txn_abort_every: int | None) -> None:
                          "other than 0)")
 
 
-_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs")
+_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs", "link_delay_ms")
 """The fields of :class:`LoadPlan` that span the grid (the others are every cell's)."""
 
 
 def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
     """The cells of ``plan``, in the order they run: payloads, then acks, then transaction
-    sizes, then consumers, rates inner (a sweep that overloads the machine fails at its end).
+    sizes, then link delays, then consumers, rates inner (a sweep that overloads the machine
+    fails at its end).
 
     Raises:
         PlanRefused: the first cell :class:`LoadCellSpec` refuses, with its coordinates.
@@ -345,11 +354,12 @@ def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
     payloads: list[str | None] = [*plan.payloads] or [None]
     acks_list: list[str | int | None] = [*plan.acks] or [None]
     txns: list[int | None] = [t or None for t in plan.txn_msgs] or [None]
+    delays: list[float | None] = [*plan.link_delay_ms] or [None]
     cells = []
-    for payload, acks, txn, consumers, rate in itertools.product(
-            payloads, acks_list, txns, plan.consumers, plan.rates_msgs_per_s):
-        grid = {"payload": payload, "acks": acks, "txn_msgs": txn, "consumers": consumers,
-                "rate_msgs_per_s": rate}
+    for payload, acks, txn, delay, consumers, rate in itertools.product(
+            payloads, acks_list, txns, delays, plan.consumers, plan.rates_msgs_per_s):
+        grid = {"payload": payload, "acks": acks, "txn_msgs": txn, "link_delay_ms": delay,
+                "consumers": consumers, "rate_msgs_per_s": rate}
         cell = {**shared, **{k: v for k, v in grid.items() if v is not None}}
         if txn is None:
             cell.pop("txn_abort_every", None)  # the plain producer's cell aborts nothing

@@ -281,6 +281,7 @@ def _counts(meta: CellDoc, sends: _Sends, fan: _FanOut) -> dict[str, Any]:
         "intended_msgs": intended, "acked_msgs": counts["acked"], "failed_msgs": counts["failed"],
         "indeterminate_msgs": counts["indeterminate"], "unsent_msgs": counts["unsent"],
         "aborted_msgs": counts["aborted"], "txn_msgs": spec.txn_msgs,
+        "link_delay_ms": spec.link_delay_ms,
         "warmup_msgs": int(sends.n_all - intended), "expected_msgs": sends.expected_n,
         "rx_rate_msgs_per_s_avg": round(float(np.mean(rx_rates)), 3) if rx_rates else None,
         "rx_rate_msgs_per_s_min": round(float(np.min(rx_rates)), 3) if rx_rates else None,

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,8 +42,8 @@ from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.progress import Progress
 
-__all__ = ["LINK_FAULTS", "MAX_ONE_WAY_MS", "LinkFault", "Links", "links_dir", "start_links",
-           "wait_healed"]
+__all__ = ["LINK_FAULTS", "MAX_ONE_WAY_MS", "LinkFault", "Links", "healed_problem", "links_dir",
+           "links_for", "replication_delay", "start_links", "wait_healed"]
 
 LinkFaultKind = Literal["delay", "limit", "cut"]
 
@@ -170,6 +172,23 @@ class Links:
         self.applied.append(fault)
         return [p.name for p in chosen]
 
+    def remove(self, fault: LinkFault) -> None:
+        """Take ``fault``'s toxics off its links (what else is on them stays)."""
+        for proxy in self.select(fault):
+            for _kind, stem, _attrs in fault.toxics():
+                for stream in ("upstream", "downstream"):
+                    self.api.remove_toxic(proxy.name, f"{stem}-{stream}")
+        if fault in self.applied:
+            self.applied.remove(fault)
+
+    def every_pair(self, kind: LinkFaultKind, planes: tuple[Plane, ...],
+                   one_way_ms: float = 0.0) -> list[LinkFault]:
+        """``kind`` on every link between two nodes on ``planes`` (one fault per node and
+        the nodes after it)."""
+        n = self.layout.nodes
+        return [LinkFault(kind, (i,), tuple(range(i + 1, n)), planes, one_way_ms)
+                for i in range(n - 1)]
+
     def heal(self) -> None:
         """Remove every toxic from every proxy (and enable any disabled one)."""
         self.api.reset()
@@ -193,6 +212,35 @@ class Links:
                                     f"{json.dumps(t.get('attributes'), sort_keys=True)}"
                                     for t in got.get("toxics") or []]})
         return rows
+
+
+def links_for(descriptor_file: Path) -> Links | None:
+    """The links of the embedded cluster whose descriptor is ``descriptor_file`` (the lab
+    writes it to ``<lab>/cluster.yaml``); None for another cluster or one without links."""
+    from kafkalab.cluster.state import read_state
+
+    state = read_state(descriptor_file.resolve().parent)
+    if state is None or Path(str(state.get("descriptor_path") or "")).resolve() != \
+            descriptor_file.resolve():
+        return None
+    return Links.of(state)
+
+
+@contextmanager
+def replication_delay(links: Links, one_way_ms: float, progress: Progress) -> Iterator[None]:
+    """Every replication link between two nodes delayed by ``one_way_ms`` each way while the
+    block runs (nothing added for 0); those toxics removed afterwards, whatever happens."""
+    faults = links.every_pair("delay", ("replication",), one_way_ms) if one_way_ms > 0 else []
+    try:
+        for fault in faults:
+            links.apply(fault)
+        if faults:
+            progress(f"  links: replication delayed {one_way_ms:g} ms one way between every "
+                     "two nodes")
+        yield
+    finally:
+        for fault in faults:
+            links.remove(fault)
 
 
 def start_links(lab: Path, layout: LinkLayout, state: ClusterState, lab_home: Path,

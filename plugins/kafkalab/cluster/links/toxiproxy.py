@@ -112,10 +112,14 @@ class Toxiproxy:
                   attributes: dict[str, Any]) -> None:
         """Add (or replace) toxic ``name`` on ``proxy``'s ``stream`` (``upstream``: bytes
         from the link's source to its destination; ``downstream``: back)."""
-        self._call("DELETE", f"/proxies/{proxy}/toxics/{name}", ok=(204, 404))
+        self.remove_toxic(proxy, name)
         self._call("POST", f"/proxies/{proxy}/toxics",
                    {"name": name, "type": kind, "stream": stream, "toxicity": 1.0,
                     "attributes": attributes})
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        """Remove toxic ``name`` from ``proxy`` (nothing when it has none of that name)."""
+        self._call("DELETE", f"/proxies/{proxy}/toxics/{name}", ok=(204, 404))
 
     def reset(self) -> None:
         """Remove every toxic and enable every proxy (``POST /reset``)."""
