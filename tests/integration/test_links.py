@@ -23,7 +23,7 @@ from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.descriptor import librdkafka_config
 from kafkalab.cluster.embedded import running_cluster
 from kafkalab.cluster.links import LinkFault, Links, healed_problem, wait_healed
-from kafkalab.cluster.links.layout import CLIENTS, LinkLayout
+from kafkalab.cluster.links.layout import CLIENTS, PLANES, LinkLayout
 from kafkalab.cluster.partitions import AdminPartitions
 
 pytestmark = pytest.mark.integration
@@ -51,6 +51,17 @@ def linked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Clu
     assert not procs.pid_alive(int(proxy["pid"]))
     for host, ports in LinkLayout(3, LINKS_BASE_PORT, LINKS_CONTROL_PORT).host_ports().items():
         assert not any(procs.port_in_use(p, host) for p in ports), host
+
+
+def _bypassing(layout: LinkLayout) -> list[str]:
+    """Established connections to a node's own listener that do not come from the proxy
+    process (``ss -tnp``: a socket's owner): every link must go through a proxy."""
+    own = {f"127.0.0.1:{layout.listener_port(p, d)}" for p in PLANES
+           for d in range(layout.nodes)}
+    out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True,
+                         text=True, check=True, timeout=30).stdout
+    return [line for line in out.splitlines()
+            if len(line.split()) > 3 and line.split()[3] in own and "toxiproxy" not in line]
 
 
 def _links(lab: Path) -> Links:
@@ -120,6 +131,17 @@ def test_a_replication_delay_costs_acks_all_its_round_trip_and_acks_1_nothing(
     # acks=1 is answered by the leader alone: it does not wait for the round trip
     assert statistics.median(slow_one) < 0.5 * round_trip, statistics.median(slow_one)
     assert wait_healed(links, d) >= 0 and healed_problem(links, d) is None
+
+
+def test_every_link_goes_through_its_proxy(linked: tuple[Path, ClusterDescriptor]) -> None:
+    """Nothing reaches a node's own listeners but the proxies: not the clients (they are
+    given the proxies' addresses), not the peers' replication fetchers, not the controller
+    quorum's Raft (whose followers connect to the endpoints the leader advertises: once
+    the bound address, and a cut leader then replayed its own fencing record)."""
+    lab, d = linked
+    _topic(d)  # replication fetchers running
+    layout = _links(lab).layout
+    assert _bypassing(layout) == []
 
 
 def test_a_cut_leader_loses_leadership_and_the_heal_makes_the_cluster_whole(

@@ -41,7 +41,8 @@ def test_a_nodes_listeners_advertise_peers_by_name_and_its_host_file_maps_them_t
         f"0@{node_name(0)}:20292,1@{node_name(1)}:20293,2@{node_name(2)}:20294")
     assert props["inter.broker.listener.name"] == "REPLICATION"
     assert props["advertised.listeners"] == (
-        f"PLAINTEXT://127.0.0.1:20193,REPLICATION://{node_name(1)}:20303")
+        f"PLAINTEXT://127.0.0.1:20193,REPLICATION://{node_name(1)}:20303,"
+        f"CONTROLLER://{node_name(1)}:20293")  # Raft followers dial what the leader advertises
     # the node binds its own listeners behind the proxies
     assert props["listeners"] == ("PLAINTEXT://127.0.0.1:20313,REPLICATION://127.0.0.1:20303,"
                                   "CONTROLLER://127.0.0.1:20293")

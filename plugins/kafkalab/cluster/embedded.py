@@ -246,11 +246,10 @@ def cluster_up(
                 raise ClusterError(
                     f"{_describe_cluster(flavor, brokers)} is already up without a SASL_SSL "
                     "listener; run `kafkalab cluster down` first")
-            if alive and links != bool(state.get("links")):
+            if alive and links and not state.get("links"):
                 raise ClusterError(
-                    f"{_describe_cluster(flavor, brokers)} is already up "
-                    f"{'without' if links else 'with'} degradable links; run `kafkalab cluster "
-                    "down` first")
+                    f"{_describe_cluster(flavor, brokers)} is already up without degradable "
+                    "links; run `kafkalab cluster down` first")
             if alive and broker_settings is not None and \
                     state.get("broker_settings", {}) != dict(broker_settings):
                 raise ClusterError(

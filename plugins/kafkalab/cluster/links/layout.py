@@ -170,9 +170,14 @@ class LinkLayout:
             "listeners": (f"PLAINTEXT://{h}:{self.listener_port('client', node)},"
                           f"REPLICATION://{h}:{self.listener_port('replication', node)},"
                           f"CONTROLLER://{h}:{self.listener_port('controller', node)}"),
+            # the controller listener is advertised by name too: Kafka 4's Raft followers
+            # connect to the endpoints the quorum leader advertises (KIP-853), not to the
+            # voters' configured addresses, so a bound address here would bypass the proxies
+            # (seen: a leader cut from the quorum still replayed its own fencing record)
             "advertised.listeners": (
                 f"PLAINTEXT://{h}:{self.client_port(node)},"
-                f"REPLICATION://{node_name(node)}:{self.listener_port('replication', node)}"),
+                f"REPLICATION://{node_name(node)}:{self.listener_port('replication', node)},"
+                f"CONTROLLER://{node_name(node)}:{self.listener_port('controller', node)}"),
             "inter.broker.listener.name": "REPLICATION",
             "listener.security.protocol.map":
                 "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
