@@ -106,7 +106,7 @@ COUNT_COLUMNS: tuple[str, ...] = (
 AVAILABILITY_COLUMNS: dict[str, str] = {
     "unavailable_ms": "double", "consumer_gap_ms": "double", "leader_elected_ms": "double",
     "isr_full_ms": "double", "controller_elected_ms": "double", "lag_recovered_ms": "double",
-    "recovered": "boolean",
+    "old_leader_stepped_down_ms": "double", "recovered": "boolean",
     "acks_after_fault": "bigint", "errors_by_type": "string",
 }
 
@@ -116,6 +116,7 @@ EVENT_COLUMNS: dict[str, str] = {
     "leader_elected_ts_ns": "leader_elected_elapsed_s", "isr_full_ts_ns": "isr_full_elapsed_s",
     "rejoin_ts_ns": "rejoin_elapsed_s", "victim_end_ts_ns": "victim_end_elapsed_s",
     "controller_elected_ts_ns": "controller_elected_elapsed_s",
+    "old_leader_stepped_down_ts_ns": "old_leader_stepped_down_elapsed_s",
 }
 
 CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")

@@ -14,8 +14,9 @@ REPO_TARBALL = REPO / ".lab" / "downloads" / NPM_TARBALL
 
 
 def prepare_lab(lab: Path) -> Path:
-    """A lab dir whose downloads/ holds the Kafka 0.9 tarball (copied, not downloaded) and
-    whose kafka4/ links the repo's verified Kafka 4.x installations (never fetched again)."""
+    """A lab dir whose downloads/ holds the Kafka 0.9 tarball (copied, not downloaded), whose
+    kafka4/ links the repo's verified Kafka 4.x installations (never fetched again) and whose
+    bin/ links the repo's Toxiproxy build (the degradable links; never built again)."""
     dl = lab / "downloads"
     dl.mkdir(parents=True, exist_ok=True)
     if not (dl / NPM_TARBALL).exists() and REPO_TARBALL.is_file():
@@ -25,4 +26,9 @@ def prepare_lab(lab: Path) -> Path:
         if not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(home.parent, target_is_directory=True)
+    for tool in sorted((REPO / ".lab" / "bin").glob("toxiproxy-server-*")):
+        link = lab / "bin" / tool.name
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(tool)
     return lab

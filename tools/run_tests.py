@@ -6,7 +6,8 @@ other. Three lanes start together, each a sequence of steps (one ``pytest`` proc
 balanced so that each takes about a third of the suite's time:
 
 1. ``scheduler``: ``e2e-scheduler`` (the scheduler stack on PostgreSQL and Celery, and
-   ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only);
+   ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only), then ``links`` (the
+   degradable links' integration tests, :data:`LINKS_IT`);
 2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test and
    the ``alone`` files);
 3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test, then
@@ -74,6 +75,10 @@ DEMO_E2E = "tests/e2e/test_make_demo.py"
 Step = tuple[str, tuple[str, ...]]
 """(name, test folders and files): one pytest process."""
 
+LINKS_IT = ("tests/integration/test_links.py", "tests/integration/test_link_faults.py")
+"""The degradable links' tests (issue 28): two 3-node KRaft clusters behind proxies, ~5 min,
+in the scheduler lane, which ends minutes before the integration step does."""
+
 LOAD_TIMING_IT = "tests/integration/test_load_timing.py"
 LOSS_IT = "tests/integration/test_loss.py"
 
@@ -82,7 +87,8 @@ ALONE: tuple[Step, ...] = (("alone", (LOAD_TIMING_IT, LOSS_IT)),)
 
 LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("scheduler", (("e2e-scheduler", (SCHEDULER_E2E, DEMO_E2E)),
-                   ("unit", ("tests/unit",)))),
+                   ("unit", ("tests/unit",)),
+                   ("links", LINKS_IT))),
     ("measure", (("integration", ("tests/integration",)),)),
     ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),
                ("e2e-dags", ("tests/e2e",)))),

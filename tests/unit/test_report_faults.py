@@ -632,3 +632,24 @@ def test_consumer_groups_are_labelled_by_what_makes_each_a_different_experiment(
         ("kill-consumer", "after · cooperative rebalancing · kafka-python"),
         ("kill-consumer", "after · static members · KIP-848 consumer protocol"),
         ("leave-consumer", "before · eager rebalancing")]
+
+
+def test_a_link_fault_shows_when_its_old_leader_stepped_down_and_others_do_not_miss_it() -> None:
+    from kafkalab.faults.spec import FAULTS, LINK_FAULTS
+    from kafkalab.report.durability_section import timeline_marks
+    from kafkalab.report.fault_data import is_link_fault, missing_reason
+
+    assert {f for f in FAULTS if is_link_fault(f)} == set(LINK_FAULTS)
+    cut = {"trial_id": "t1", "fault": "partition-leader", "status": "complete",
+           "fault_elapsed_s": 3.0, "heal_elapsed_s": 14.0, "leader_elected_elapsed_s": 12.5,
+           "leader_elected_ms": 9500.0, "old_leader_stepped_down_elapsed_s": 14.4,
+           "old_leader_stepped_down_ms": 11400.0, "isr_full_elapsed_s": 15.0}
+    marks, absent = timeline_marks(cut)
+    assert "old leader steps down 14.4 s" in [m.label for m in marks] and absent == []
+    killed = {"trial_id": "t2", "fault": "sigkill-leader", "status": "complete",
+              "fault_elapsed_s": 3.0, "heal_elapsed_s": 5.0, "leader_elected_elapsed_s": 3.4}
+    _, absent = timeline_marks(killed)
+    assert not any("old leader" in a for a in absent)
+    assert missing_reason(killed, "old_leader_stepped_down_ms") == "not a link fault"
+    assert missing_reason({**cut, "old_leader_stepped_down_ms": None},
+                          "old_leader_stepped_down_ms") == "the old leader still named itself at the end"

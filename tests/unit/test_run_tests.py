@@ -25,7 +25,10 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     # the Spark standalone test is named in the spark step and ignored by integration's
     assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
     assert run_tests._steps_of("tests/integration/test_sasl_ssl.py") == ["integration"]
+    # the degradable links' tests in the scheduler lane, after the unit tests
+    assert [run_tests._steps_of(f) for f in run_tests.LINKS_IT] == [["links"], ["links"]]
     assert run_tests._ignores(("tests/integration",)) == [
+        *(f"--ignore={f}" for f in sorted(run_tests.LINKS_IT)),
         f"--ignore={run_tests.LOAD_TIMING_IT}", f"--ignore={run_tests.LOSS_IT}",
         f"--ignore={run_tests.SPARK_STANDALONE}"]
     assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
@@ -39,7 +42,8 @@ def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
         (tmp_path / "tests" / name / "test_x.py").write_text("")
     for named in ("integration/test_spark_standalone.py", "e2e/test_airflow_scheduler.py",
                   "e2e/test_make_demo.py", "integration/test_load_timing.py",
-                  "integration/test_loss.py", "integration/test_sasl_ssl.py"):
+                  "integration/test_loss.py", "integration/test_sasl_ssl.py",
+                  "integration/test_links.py", "integration/test_link_faults.py"):
         (tmp_path / "tests" / named).write_text("")
     (tmp_path / "tests" / "fixtures").mkdir()  # no test files: nothing to run
     assert run_tests.check_lanes(tmp_path) == [

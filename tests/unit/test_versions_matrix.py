@@ -340,6 +340,11 @@ def test_fault_trials_a_version_cannot_take_are_refused_before_anything_starts()
         check_versions(legacy)  # the durability profile's idempotent producer
     check_versions(legacy.model_copy(update={
         "faults": MatrixFaults(trials=1, profile="durability-legacy")}))
+    cut = MatrixFaults(trials=1, profile="durability-legacy", fault="partition-leader")
+    with pytest.raises(ConfigError, match=r"Kafka 0\.9\.0\.1: fault partition-leader cuts links, "
+                       r"which the kafka09 flavor cannot degrade"):
+        check_versions(legacy.model_copy(update={"faults": cut}))
+    check_versions(legacy.model_copy(update={"versions": ["4.4.0"], "faults": cut}))
 
 
 def test_a_maximum_rate_the_client_budget_bounded_is_not_judged(tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ ACKS_CHOICES: tuple[str, ...] = ("0", "1", "all")
 FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                                    "kill-follower", "lossy-leader-crash", "kill-consumer",
                                    "leave-consumer", "sigkill-controller", "sigterm-controller",
-                                   "sigstop-controller")
+                                   "sigstop-controller", "partition-leader", "isolate-leader",
+                                   "clients-cut-from-leader")
 """Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
 never imports the fault engine's package; a unit test keeps the two in step)."""
 
@@ -116,6 +117,9 @@ FAULT_LABELS: dict[str, str] = {
     "sigkill-controller": "SIGKILL the active controller (KRaft)",
     "sigterm-controller": "SIGTERM the active controller (KRaft)",
     "sigstop-controller": "SIGSTOP the active controller (KRaft)",
+    "partition-leader": "network partition: the leader cut from the quorum and followers",
+    "isolate-leader": "network: the leader cut from everyone, clients included",
+    "clients-cut-from-leader": "network: the clients cut from the leader (it stays the leader)",
 }
 
 COMMIT_LABELS: dict[str, str] = {"auto": "auto (the client's auto commit)",

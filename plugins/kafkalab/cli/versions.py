@@ -112,8 +112,9 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help="their tuning profile (default durability)")
     pr.add_argument("--fault-rate", type=float, default=500.0,
                     help="their producer's rate, msg/s (default 500)")
-    pr.add_argument("--fault-duration", type=float, default=20.0,
-                    help="their schedule, seconds (default 20)")
+    pr.add_argument("--fault-duration", type=float, default=None,
+                    help="their schedule, seconds (default 20, or longer when the fault and "
+                    "its heal need it: 23 for partition-leader)")
     pr.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
                     help=f"the matrix clusters' broker port (default {DEFAULT_BASE_PORT})")
     pr.add_argument("--control-port", type=int, default=DEFAULT_CONTROL_PORT,

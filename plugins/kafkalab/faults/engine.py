@@ -158,7 +158,8 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
     profiles = validate_trials(req.trials)
     lab = LabData(req.data_dir)
     lab.refuse_live_owner(req.run_id, req.owner_kind)  # cheap checks before the cluster
-    d = ensure_fault_cluster(req.cluster_lab, progress).descriptor
+    d = ensure_fault_cluster(req.cluster_lab, progress,
+                             links=any(t.is_link_fault for t in req.trials)).descriptor
     with lab.starting(req.run_id, req.owner_kind):
         run_id, previous = reopened_run(lab, req.run_id, FAULTS, "fault")
         specs = [t.model_dump() for t in req.trials]
@@ -298,7 +299,7 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     """
     spec = spec if isinstance(spec, FaultTrialSpec) else FaultTrialSpec(**spec)
     (prof,) = validate_trials([spec])
-    cluster = ensure_fault_cluster(cluster_lab, progress)
+    cluster = ensure_fault_cluster(cluster_lab, progress, links=spec.is_link_fault)
     t = _open_trial(LabData(data_dir), run_id, spec, prof, cluster)
     summary = t.summary
     what = (f"{spec.fault} of 1 of {spec.consumers} members (commit {spec.effective_commit})"
@@ -377,7 +378,7 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
                        "partition": target.partition, "leader_before": target.leader,
                        "isr_before": list(target.isr)}
     summary.update(target_broker=target.broker, target_role=target.role)
-    injector = Injector(spec, target, t.cluster, progress)
+    injector = Injector(spec, target, t.cluster, progress, topic=t.topic)
     monitor: Monitor | None = Monitor(t.cluster.partition_reader, t.topic, spec.partitions).start()
     interrupted = False
     try:

@@ -15,7 +15,9 @@ Leadership and the ISR are read where the cluster's flavor says
 **A fault** (:class:`Injector`) runs in its own thread on the trial's schedule: at
 ``t0 + fault_at_s`` it signals the target, ``down_s`` later it heals (SIGCONT, or a restart
 through :meth:`kafkalab.cluster.embedded.EmbeddedCluster.heal`, which waits until the
-flavor lets a killed broker start again). Every action is stamped on CLOCK_MONOTONIC.
+flavor lets a killed broker start again). A link fault (``partition-leader``,
+``isolate-leader``) cuts the target's links instead (:mod:`kafkalab.cluster.links`; the fault
+cluster then runs with ``--links``) and restores them. Every action is stamped on CLOCK_MONOTONIC.
 Whatever happens, :meth:`Injector.heal_all` leaves no broker stopped or dead.
 """
 
@@ -30,8 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kafkalab.cluster.embedded import EmbeddedCluster, cluster_up, running_cluster
+from kafkalab import procs
+from kafkalab.cluster.admin import admin_client
+from kafkalab.cluster.embedded import EmbeddedCluster, cluster_down, cluster_up, running_cluster
 from kafkalab.cluster.flavors import FAULT_CLUSTER
+from kafkalab.cluster.links import LinkFault, Links
+from kafkalab.cluster.links.layout import CLIENTS
 from kafkalab.cluster.partitions import PartitionReader
 from kafkalab.cluster.state import resolve_lab
 from kafkalab.errors import ClusterError, ConfigError
@@ -43,6 +49,8 @@ __all__ = ["FAULT_BROKERS", "Injector", "Target", "ensure_fault_cluster", "fault
            "fault_cluster_ports", "pick_target", "wait_isr_full"]
 
 FAULT_BROKERS = 3
+STEP_DOWN_WATCH_S = 10.0
+"""A link fault's watch of the old leader's own view goes on this long past the schedule."""
 DEFAULT_FAULTS_CONTROL_PORT = 12381
 DEFAULT_FAULTS_BASE_PORT = 19392
 
@@ -85,24 +93,36 @@ def _check_brokers(running: EmbeddedCluster | None) -> None:
 
 
 def ensure_fault_cluster(cluster_lab: Path | str | None = None,
-                         progress: Progress = noop) -> EmbeddedCluster:
+                         progress: Progress = noop, links: bool = False) -> EmbeddedCluster:
     """Start (or reuse, healing dead brokers) the 3-broker fault cluster; the running
-    cluster (its state read once).
+    cluster (its state read once). ``links``: a link fault will run, so its links must be
+    degradable (``cluster up --links``): the lab's own fault cluster running without them is
+    stopped and started again with them.
 
     Raises:
-        ConfigError: ``cluster_lab`` holds a running cluster that cannot host faults or is
-            too small.
+        ConfigError: ``cluster_lab`` holds a running cluster that cannot host faults, is
+            too small, or (``links``) has no degradable links.
         ClusterError: it cannot be started.
     """
     lab = fault_cluster_lab(cluster_lab)
     running = running_cluster(lab)
     _check_brokers(running)
+    if links and not FAULT_CLUSTER.has_links:
+        raise ConfigError(f"link faults need degradable links, which the {FAULT_CLUSTER.name} "
+                          "fault cluster cannot have")
+    if running is not None and links and not running.state.get("links"):
+        if cluster_lab is not None:
+            raise ConfigError(f"link faults need the cluster in {lab} started with degradable "
+                              "links (kafkalab cluster up --brokers 3 --links)")
+        progress("restarting the fault cluster with degradable links (a link fault is planned)")
+        cluster_down(lab, progress=progress)
+        running = None
     if running is not None:
         running.heal(progress)
     else:
         control, base = fault_cluster_ports()
         cluster_up(FAULT_CLUSTER.name, FAULT_BROKERS, lab, base_port=base,
-                   control_port=control, progress=progress)
+                   control_port=control, progress=progress, links=links)
     found = running_cluster(lab)
     if found is None:
         raise ClusterError(f"the fault cluster in {lab} stopped right after it started")
@@ -220,8 +240,11 @@ class Injector(Scheduled):
     target: Target
     cluster: EmbeddedCluster
     progress: Progress = noop
+    topic: str = ""
+    """The trial's topic (a link fault watches its partition 0 as the old leader sees it)."""
     _stopped: set[int] = field(default_factory=set)
     _killed: set[int] = field(default_factory=set)
+    _cut: list[LinkFault] = field(default_factory=list)
 
     # ------------------------------------------------------------------ the schedule
     def _signal(self, broker: int, sig: int) -> int:
@@ -247,6 +270,95 @@ class Injector(Scheduled):
         self._killed.clear()
         return ts
 
+    # ------------------------------------------------------------------ link faults
+    def _links(self) -> Links:
+        links = Links.of(self.cluster.state)
+        if links is None:
+            raise ClusterError("the fault cluster has no degradable links (cluster up --links)")
+        return links
+
+    def _cut_links(self, broker: int) -> int:
+        """Cut ``broker``'s replication and controller links to every other node
+        (``partition-leader``), its clients' links (``clients-cut-from-leader``) or both
+        (``isolate-leader``); the monotonic time the cut began."""
+        links = self._links()
+        others = tuple(b for b in self.cluster.broker_ids if b != broker)
+        peers = LinkFault("cut", (broker,), others, ("replication", "controller"))
+        clients = LinkFault("cut", (broker,), (CLIENTS,), ("client",))
+        faults = {"partition-leader": [peers], "isolate-leader": [peers, clients],
+                  "clients-cut-from-leader": [clients]}[self.spec.fault]
+        ts = now_ns()
+        for fault in faults:
+            self._cut.append(fault)
+            links.apply(fault)
+        what = "; ".join(f.describe() for f in faults)
+        self.actions.append({"ts_ns": ts, "done_ts_ns": now_ns(), "broker": broker,
+                             "signal": None, "result": f"links cut: {what}"})
+        self.progress(f"  fault: {what}")
+        return ts
+
+    def _heal_links(self) -> int:
+        """Take this trial's cuts off (the cut connections are closed: both ends reconnect)."""
+        links = self._links()
+        ts = now_ns()
+        for fault in list(self._cut):
+            links.remove(fault)
+            self._cut.remove(fault)
+        self.actions.append({"ts_ns": ts, "done_ts_ns": now_ns(), "broker": self.target.broker,
+                             "signal": None, "result": "links healed"})
+        self.progress("  heal: links restored")
+        return ts
+
+    def _watch_step_down(self, old_leader: int, until_ns: int) -> None:
+        """Ask ``old_leader`` itself, every 200 ms, who leads the trial's partition 0 (a fresh
+        client bootstrapped to it alone; only its own answers count) until it names another broker
+        (``old_leader_stepped_down_ts_ns``) or ``until_ns``. A leader cut from the quorum keeps
+        its old view of the metadata, so it names itself until it hears of its successor."""
+        self.events.setdefault("old_leader_stepped_down_ts_ns", None)
+        port = int(self.cluster.state["broker_ports"][old_leader])
+        alone = self.cluster.descriptor.model_copy(
+            update={"bootstrap_servers": f"{procs.HOST}:{port}"})
+        while now_ns() < until_ns and not self._stop.is_set():
+            leader = self._leader_as_seen_by(alone, old_leader)
+            if leader is not None and leader >= 0 and leader != old_leader:
+                self.events["old_leader_stepped_down_ts_ns"] = now_ns()
+                self.events["old_leader_sees"] = leader
+                self.progress(f"  the old leader {old_leader} now names broker {leader}")
+                return
+            self._stop.wait(0.2)
+
+    def _leader_as_seen_by(self, alone: Any, node: int) -> int | None:
+        """Partition 0's leader in a metadata answer from ``node`` itself, or None (no answer,
+        or — librdkafka asks whichever broker it likes once it knows them — another broker
+        answered: its ``orig_broker_id`` says which; -1 is the bootstrap connection, ``node``'s
+        own address)."""
+        try:
+            md = admin_client(alone, 1.0, quiet=True).list_topics(self.topic, timeout=1.0)
+        except Exception:  # unreachable (an isolated node) or busy: ask again
+            return None
+        if md.orig_broker_id not in (node, -1):
+            return None
+        part = md.topics.get(self.topic)
+        p0 = None if part is None or part.error is not None else part.partitions.get(0)
+        return None if p0 is None else int(p0.leader)
+
+    def _run_link_fault(self, t0_ns: int, heal_at: int) -> None:
+        """Cut the target's links now, restore them at ``heal_at``; watch the old leader's
+        view throughout (to :data:`STEP_DOWN_WATCH_S` past the schedule's end when it has not
+        stepped down by the heal)."""
+        b = self.target.broker
+        assert b is not None
+        self.events["fault_ts_ns"] = self._cut_links(b)
+        self._watch_step_down(b, heal_at)
+        if not self._wait_until(heal_at):
+            return
+        self.events["heal_ts_ns"] = self._heal_links()
+        if self.events.get("old_leader_stepped_down_ts_ns") is None:
+            # the old leader learns of its successor from the metadata log once it reaches
+            # the quorum again: watch on past the schedule while the cell drains
+            self._watch_step_down(b, t0_ns + int((self.spec.duration_s + STEP_DOWN_WATCH_S)
+                                                 * 1e9))
+
     def _run(self, t0_ns: int) -> None:
         spec, tgt = self.spec, self.target
         fault_ts = t0_ns + int(spec.fault_at_s * 1e9)
@@ -260,6 +372,9 @@ class Injector(Scheduled):
             if not self._wait_until(fault_ts):
                 return
             b = tgt.broker
+            if spec.is_link_fault:
+                self._run_link_fault(t0_ns, heal_at)
+                return
             if spec.fault == "lossy-leader-crash":
                 for f in tgt.followers:
                     self.events.setdefault("fault_ts_ns", None)
@@ -314,10 +429,16 @@ class Injector(Scheduled):
 
     # ------------------------------------------------------------------ always
     def heal_all(self) -> None:
-        """Continue every broker this trial stopped and restart every one it killed (also
-        after an error or Ctrl-C): the next trial starts from a whole cluster."""
+        """Continue every broker this trial stopped, restart every one it killed and restore
+        every link it cut (also after an error or Ctrl-C): the next trial starts from a whole
+        cluster."""
         self.abort()
         self.join(60.0)
+        if self._cut:
+            with contextlib.suppress(Exception):
+                ts = self._heal_links()
+                if self.events.get("heal_ts_ns") is None and self.events.get("fault_ts_ns"):
+                    self.events["heal_ts_ns"] = ts
         for b in sorted(self._stopped):
             with contextlib.suppress(Exception):
                 self._signal(b, signal.SIGCONT)

@@ -36,23 +36,31 @@ __all__ = [
     "DEFAULT_DOWN_S",
     "FAULTS",
     "FAULT_HELP",
+    "LINK_FAULTS",
     "REBALANCES",
     "RECOVERY_MARGIN_S",
     "FaultPlan",
     "FaultTrialSpec",
+    "broker_fault_duration_s",
     "group_duration_s",
     "plan_trials",
 ]
 
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                     "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer",
-                    "sigkill-controller", "sigterm-controller", "sigstop-controller"]
+                    "sigkill-controller", "sigterm-controller", "sigstop-controller",
+                    "partition-leader", "isolate-leader", "clients-cut-from-leader"]
 
 FAULTS: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                            "kill-follower", "lossy-leader-crash", "kill-consumer",
                            "leave-consumer", "sigkill-controller", "sigterm-controller",
-                           "sigstop-controller")
+                           "sigstop-controller", "partition-leader", "isolate-leader",
+                           "clients-cut-from-leader")
 """Every fault a trial can inject (``none`` is the no-fault control)."""
+
+LINK_FAULTS: tuple[str, ...] = ("partition-leader", "isolate-leader", "clients-cut-from-leader")
+"""Faults of the network, not of a process: the leader's links are cut
+(:mod:`kafkalab.cluster.links`), so the fault cluster runs with degradable links."""
 
 CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
 
@@ -107,6 +115,15 @@ FAULT_HELP = {
                           "another node leads the quorum; restart it after down_s",
     "sigstop-controller": "SIGSTOP the active controller's node for down_s (longer than the "
                           "quorum's 2 s fetch timeout: the others elect a new leader); then SIGCONT",
+    "partition-leader": "cut the partition leader's replication and controller links to every other "
+                        "node for down_s while clients still reach it (a network partition: the "
+                        "controllers fence it after broker.session.timeout.ms and elect another "
+                        "leader; acks=1 writes it takes meanwhile are truncated at the heal)",
+    "isolate-leader": "cut every link of the partition leader, clients' included, for down_s (the "
+                      "node is unreachable but alive); then heal",
+    "clients-cut-from-leader": "cut the clients' links to the partition leader for down_s while it "
+                               "still reaches its followers and the quorum (it stays the leader: "
+                               "the producer and consumer wait, time out and retry); then heal",
     "kill-consumer": "SIGKILL one member of a consumer group (its partitions move after the session "
                      "timeout); count what the group processed twice or never, per --commit",
     "leave-consumer": "one member of a consumer group closes cleanly (LeaveGroup: its partitions move "
@@ -118,10 +135,14 @@ DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
                   "kill-follower": 4.0, "lossy-leader-crash": 2.0,
                   "kill-consumer": 0.0, "leave-consumer": 0.0,
                   "sigkill-controller": 6.0, "sigterm-controller": 4.0,
-                  "sigstop-controller": 6.0}
+                  "sigstop-controller": 6.0,
+                  "partition-leader": FAULT_CLUSTER.broker_session_timeout_s + 4.0,
+                  "isolate-leader": FAULT_CLUSTER.broker_session_timeout_s + 4.0,
+                  "clients-cut-from-leader": 6.0}
 """How long the fault lasts before it is healed, by fault (sigstop: 2 s beyond the fault
 cluster's broker session — KRaft's ``broker.session.timeout.ms`` of 9 s, Kafka 0.9's
-ZooKeeper session of 6 s — so the controller elects a new leader)."""
+ZooKeeper session of 6 s — so the controller elects a new leader; a cut leader's links 4 s
+beyond it, so the trial sees the new leader take writes before the heal)."""
 
 LOSSY_RESTART_AFTER_S = 3.0
 """lossy-leader-crash: the killed leader is started again this long after the kill."""
@@ -268,6 +289,11 @@ class FaultTrialSpec(BaseModel):
     @property
     def is_controller_fault(self) -> bool:
         return self.fault in CONTROLLER_FAULTS
+
+    @property
+    def is_link_fault(self) -> bool:
+        """The fault cuts links (:data:`LINK_FAULTS`): the fault cluster needs ``--links``."""
+        return self.fault in LINK_FAULTS
 
     @property
     def effective_commit(self) -> str | None:
@@ -428,6 +454,18 @@ def _default(field: str) -> Any:
     return FaultTrialSpec.model_fields[field].default
 
 
+def broker_fault_duration_s(fault: str, fault_at_s: float | None = None,
+                            down_s: float | None = None) -> float:
+    """A broker fault's default schedule: the trial's default duration, or longer when the
+    fault, its heal and :data:`RECOVERY_MARGIN_S` of recovery need it (a sigstop on KRaft:
+    21 s; a cut leader: 23 s)."""
+    duration_s: float = _default("duration_s")
+    at = fault_at_s if fault_at_s is not None else _default("fault_at_s")
+    down = down_s if down_s is not None else DEFAULT_DOWN_S.get(fault, 0.0)
+    extra = LOSSY_RESTART_AFTER_S if fault == "lossy-leader-crash" else 0.0
+    return max(duration_s, at + down + RECOVERY_MARGIN_S + extra)
+
+
 def _duration_s(plan: FaultPlan, profile: str, fault: str) -> float:
     """A trial's schedule: ``plan.duration_s``, else the rule of :class:`FaultPlan`."""
     if plan.duration_s is not None:
@@ -435,10 +473,7 @@ def _duration_s(plan: FaultPlan, profile: str, fault: str) -> float:
     duration_s: float = _default("duration_s")
     fault_at_s = plan.fault_at_s if plan.fault_at_s is not None else _default("fault_at_s")
     if fault not in CONSUMER_FAULTS:
-        # long enough for the fault, its heal and the recovery (a sigstop on KRaft: 21 s)
-        down_s = plan.down_s if plan.down_s is not None else DEFAULT_DOWN_S.get(fault, 0.0)
-        extra = LOSSY_RESTART_AFTER_S if fault == "lossy-leader-crash" else 0.0
-        return max(duration_s, fault_at_s + down_s + RECOVERY_MARGIN_S + extra)
+        return broker_fault_duration_s(fault, fault_at_s, plan.down_s)
     session_ms = plan.session_timeout_ms
     if session_ms is None:
         from kafkalab.config.loader import load_profile

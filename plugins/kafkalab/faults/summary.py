@@ -123,6 +123,7 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
         "leader_elected_ms": _ms(fault, events.get("leader_elected_ts_ns")),
         "isr_full_ms": _ms(fault, events.get("isr_full_ts_ns")),
         "controller_elected_ms": _ms(fault, events.get("controller_elected_ts_ns")),
+        "old_leader_stepped_down_ms": _ms(fault, events.get("old_leader_stepped_down_ts_ns")),
         "lag_recovered_ms": lag_recovered,
         "errors_by_type": dict(Counter(error_name(e) for e, o in zip(errors, outcome, strict=True)
                                        if o in ("failed", "indeterminate"))),
@@ -152,7 +153,8 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
                ("aborted_read_uncommitted", "ab uncommitted")] if txn else []),
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"),
-            ("controller_elected_ms", "ctrl"), ("verdict", "verdict")]
+            ("controller_elected_ms", "ctrl"), ("old_leader_stepped_down_ms", "old ldr"),
+            ("verdict", "verdict")]
     return _table(trials, cols, ("profile", "fault", "acks", "client", "max_in_flight",
                                  "idempotence", "txn_msgs"))
 

@@ -41,6 +41,7 @@ from kafkalab.report.fault_data import (
     is_control_anomaly,
     is_controller_fault,
     is_durability_loss,
+    is_link_fault,
     missing_reason,
     representative_trials,
 )
@@ -281,11 +282,15 @@ T = TypeVar("T")
 
 def _shown(columns: Sequence[T], rows: pd.DataFrame, key: Callable[[T], str]) -> list[T]:
     """``columns`` without the controller-fault figures when no row of ``rows`` is a fault of
-    the active controller, and without the transaction counts when no row ran transactions
-    (they would only say "not a controller fault" or 0 on every line)."""
+    the active controller, without the old leader's step-down when no row is a link fault,
+    and without the transaction counts when no row ran transactions (they would only say
+    "not a controller fault" or 0 on every line)."""
     out = list(columns)
-    if not any(is_controller_fault(str(f)) for f in rows.get("fault", pd.Series(dtype=str))):
+    faults = [str(f) for f in rows.get("fault", pd.Series(dtype=str))]
+    if not any(is_controller_fault(f) for f in faults):
         out = [c for c in out if not key(c).startswith("controller_elected_ms")]
+    if not any(is_link_fault(f) for f in faults):
+        out = [c for c in out if not key(c).startswith("old_leader_stepped_down_ms")]
     if not rows.get("txn_msgs", pd.Series(dtype=float)).notna().any():
         out = [c for c in out if not key(c).startswith(("aborted_", "txn_"))]
     return out
@@ -416,11 +421,12 @@ EVENTS: tuple[tuple[str, str, str], ...] = (
     ("leader", "leader_elected_elapsed_s", "new leader"),
     ("isr", "isr_full_elapsed_s", "ISR full"),
     ("controller", "controller_elected_elapsed_s", "new quorum leader"),
+    ("stepdown", "old_leader_stepped_down_elapsed_s", "old leader steps down"),
 )
 """The markers of a timeline: (kind, ``fault_trials`` column, label)."""
 
 _EVENT_MS = {"leader": "leader_elected_ms", "isr": "isr_full_ms",
-             "controller": "controller_elected_ms"}
+             "controller": "controller_elected_ms", "stepdown": "old_leader_stepped_down_ms"}
 
 
 def timeline_marks(r: Any) -> tuple[list[XMark], list[str]]:
@@ -432,7 +438,8 @@ def timeline_marks(r: Any) -> tuple[list[XMark], list[str]]:
         x = as_float(r.get(col))
         if x is None:
             fault = field_text(r, "fault")
-            if fault == NO_FAULT or (kind == "controller" and not is_controller_fault(fault)):
+            if fault == NO_FAULT or (kind == "controller" and not is_controller_fault(fault)) \
+                    or (kind == "stepdown" and not is_link_fault(fault)):
                 continue
             reason = missing_reason(r, _EVENT_MS[kind]) if kind in _EVENT_MS else None
             if kind == "heal":

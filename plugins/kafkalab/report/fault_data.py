@@ -177,7 +177,7 @@ def is_control_anomaly(row: Mapping[str, Any]) -> bool:
 
 AVAILABILITY_COLUMNS: tuple[str, ...] = ("unavailable_ms", "consumer_gap_ms", "leader_elected_ms",
                                          "isr_full_ms", "controller_elected_ms",
-                                         "lag_recovered_ms")
+                                         "old_leader_stepped_down_ms", "lag_recovered_ms")
 """The availability figures of a trial (ms since the fault, or the longest gap)."""
 
 
@@ -190,6 +190,16 @@ def is_controller_fault(fault: str) -> bool:
     """Whether ``fault`` strikes the node leading the KRaft controller quorum (its trials
     have ``controller_elected_ms``)."""
     return fault.endswith(CONTROLLER_FAULT_SUFFIX)
+
+
+LINK_FAULTS: tuple[str, ...] = ("partition-leader", "isolate-leader", "clients-cut-from-leader")
+"""The faults that cut links (``kafkalab.faults.spec.LINK_FAULTS``, kept in step by a unit
+test): their trials have ``old_leader_stepped_down_ms``."""
+
+
+def is_link_fault(fault: str) -> bool:
+    """Whether ``fault`` cuts the leader's links rather than signalling a process."""
+    return fault in LINK_FAULTS
 
 
 def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
@@ -211,6 +221,11 @@ def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
         return "not a controller fault"
     if base == "controller_elected_ms":
         return "no new quorum leader seen" + (" in any trial" if cell else " before the end")
+    if base == "old_leader_stepped_down_ms" and not is_link_fault(fault):
+        return "not a link fault"
+    if base == "old_leader_stepped_down_ms":
+        return "the old leader still named itself" + (" in every trial" if cell else
+                                                      " at the end")
     if base == "leader_elected_ms":
         return "leader did not change" + (" in any trial" if cell else "")
     if base == "isr_full_ms":

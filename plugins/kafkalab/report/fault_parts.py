@@ -24,7 +24,7 @@ beyond, one per cell (profile × fault × acks, or fault × commit strategy) and
 finding."""
 
 MARK_COLORS = {"fault": "#b3261e", "heal": "#ff7f0e", "leader": "#9467bd", "isr": "#1e7b34",
-               "controller": "#1f77b4",
+               "controller": "#1f77b4", "stepdown": "#8c564b",
                "assigned": "#9467bd", "rejoin": "#1e7b34"}
 """Colours of the charts' markers, by what they mark."""
 

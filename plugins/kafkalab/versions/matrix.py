@@ -296,9 +296,11 @@ class _Matrix:
             with flavor.running_version(version):
                 cluster_down(lab, wipe_data=True)
                 lab.mkdir(parents=True, exist_ok=True)
+                trials = self.spec.fault_trials(round_no)
                 cluster_up(flavor.name, FAULT_BROKERS, lab_dir=lab,
                            base_port=self.spec.base_port, control_port=self.spec.control_port,
-                           progress=self.progress)
+                           progress=self.progress,
+                           links=any(t.is_link_fault for t in trials))
                 if version not in self.faults_started:
                     start_fault_run(FaultRequest(
                         trials=self.spec.all_fault_trials(), data_dir=self.lab.root,
@@ -306,7 +308,7 @@ class _Matrix:
                         owner_kind=self.req.owner_kind, logical_date=self.req.logical_date),
                         self.progress)
                     self.faults_started.add(version)
-                for trial in self.spec.fault_trials(round_no):
+                for trial in trials:
                     summary = run_fault_trial(self.lab.root, run_id, trial, cluster_lab=lab,
                                               progress=self.progress)
                     step["faults_trials"].append({k: summary.get(k) for k in (
@@ -412,8 +414,12 @@ def check_versions(spec: MatrixSpec) -> None:
             if spec.faults.trials:
                 from kafkalab.faults.inject import FAULT_BROKERS
 
-                validate_cells([t.load_cell() for t in spec.fault_trials(1)],
+                trials = spec.fault_trials(1)
+                validate_cells([t.load_cell() for t in trials],
                                d.model_copy(update={"broker_count": FAULT_BROKERS}))
+                if any(t.is_link_fault for t in trials) and not flavor.has_links:
+                    raise ConfigError(f"fault {spec.faults.fault} cuts links, which the "
+                                      f"{flavor.name} flavor cannot degrade")
             if startup is not None:
                 with flavor.running_version(version):
                     broker_spec(startup, flavor, flavor.embedded_features())

@@ -84,7 +84,9 @@ class MatrixFaults(BaseModel):
     """A broker fault of :mod:`kafkalab.faults` (``sigkill-leader``, ``sigstop-leader``, …)."""
     profile: str = "durability"
     rate_msgs_per_s: float = Field(500.0, gt=0, le=20_000)
-    duration_s: float = Field(20.0, gt=0, le=3600)
+    duration_s: float | None = Field(None, gt=0, le=3600)
+    """Each trial's schedule (None: the fault's own default, :func:`kafkalab.faults.spec.
+    broker_fault_duration_s`: 20 s, or longer when the fault and its heal need it)."""
 
 
 class MatrixSpec(BaseModel):
@@ -176,11 +178,13 @@ class MatrixSpec(BaseModel):
         Raises:
             ValueError: settings the fault engine refuses (a pydantic error, named).
         """
-        from kafkalab.faults.spec import FaultTrialSpec
+        from kafkalab.faults.spec import FaultTrialSpec, broker_fault_duration_s
 
         f, per = self.faults, self.faults.trials
+        duration_s = f.duration_s if f.duration_s is not None else \
+            broker_fault_duration_s(f.fault)
         return [FaultTrialSpec(profile=f.profile, fault=f.fault,  # type: ignore[arg-type]
-                               rate_msgs_per_s=f.rate_msgs_per_s, duration_s=f.duration_s,
+                               rate_msgs_per_s=f.rate_msgs_per_s, duration_s=duration_s,
                                payload=self.cell.payload, client=self.cell.client,
                                trial=(round_no - 1) * per + k)
                 for k in range(1, per + 1)]
