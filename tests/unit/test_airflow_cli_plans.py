@@ -83,6 +83,10 @@ LOAD_FORM = forms.load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s
       "--txn-msgs", "0,10,100", "--txn-abort-every", "3"],
      {"consumers": [1], "rates": [100], "acks": ["all"], "profile": "durability",
       "txn_msgs": [0, 10, 100], "txn_abort_every": 3}),
+    (["--consumers", "1", "--rate", "50", "--acks", "all,1", "--profile", "availability",
+      "--link-delay-ms", "0,0.5,5"],
+     {"consumers": [1], "rates": [50], "acks": ["all", "1"], "profile": "availability",
+      "link_delay_ms": [0, 0.5, 5]}),
     (["--workload", "nightly-fanout"], {"workload": "nightly-fanout"}),  # the nightly's cell
 ])
 def test_a_load_run_is_planned_alike(argv: list[str], conf: dict[str, Any],

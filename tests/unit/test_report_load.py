@@ -283,3 +283,36 @@ def test_spark_style_table_folders_are_read(tmp_path: Path) -> None:
     html = _page(tmp_path, run)
     assert html.split("class=\"load-cells\"", 1)[1].count(" data-cell=") == 18
     assert json.loads(json.dumps({"ok": True}))["ok"]
+
+
+def test_a_run_with_link_delays_draws_latency_against_the_delay_per_acks(tmp_path: Path) -> None:
+    """``--link-delay-ms`` cells: one chart of publish and e2e latency against the one-way
+    delay, a line each per acks; a run without delays has no such section."""
+    run = LOAD_RUNS[0]
+    write_load_run(tmp_path, run, 1, consumers=[1], rates=[50.0], acks=["all", "1"],
+                   pause=False)
+    build_report(tmp_path)
+    assert 'id="link-delay"' not in _page(tmp_path, run)
+    lab = LabData(tmp_path)
+    cells = []
+    for acks in ("all", "1"):
+        for delay in (0.0, 2.0, 50.0):
+            c = _cell(run, 1, 1, 50.0, acks, scale=1.0, emulator=False)
+            rt = 2 * delay
+            c.update(cell_id=f"{c['cell_id']}.link{delay:g}ms", link_delay_ms=delay,
+                     ack_latency_p50_ms=(4.0 + rt) if acks == "all" else 1.0,
+                     ack_latency_p99_ms=(9.0 + rt) if acks == "all" else 2.0,
+                     e2e_p50_ms=4.0 + rt, e2e_p99_ms=9.0 + rt)
+            cells.append(c)
+    _write_table(lab, run, "load_cells", cells)
+    _write_table(lab, run, "load_consumers", [r for c in cells for r in _consumers(c)])
+    build_report(tmp_path)
+    html = _page(tmp_path, run)
+    section = html.split('id="link-delay"', 1)[1].split("</section>", 1)[0]
+    assert section.count("<figure") == 1  # one setting, one consumer count, one rate
+    for name in ("acks all publish p50", "acks all e2e p99", "acks 1 publish p50",
+                 "acks 1 e2e p50"):
+        assert name in section, name
+    assert "one-way delay (ms)" in section and "high watermark" in section
+    # the other figures split by delay and say which
+    assert "replication links +50 ms one way" in html

@@ -279,6 +279,15 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                  "spread over the workers (needs a running scheduler and a "
                                  "data directory shared by the workers)"),
         **txn_params(),
+        "link_delay_ms": Param([], type="array", title="Replication link delays (ms, one way)",
+                               items={"type": "number", "minimum": 0, "maximum": 10_000},
+                               maxItems=MAX_GRID_VALUES, uniqueItems=True,
+                               description="one-way delay put on every replication link "
+                               "between the nodes while a cell measures, one cell each (0: "
+                               "the proxied links as they are): what a replica in another "
+                               "zone costs. Needs a cluster started with `kafkalab cluster up "
+                               "--brokers 3 --links` and a profile with replicas; empty: the "
+                               "links are not touched"),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
                               "the start (empty: no pause)", nullable=True,
                               maximum=MAX_DURATION_S),

@@ -145,6 +145,9 @@ def _config_label(r: Any) -> str:
     if txn is not None:
         bits.append(f"transactions of {txn:g} (read_committed)"
                     + (f", every {abort:g}th aborted" if abort is not None else ""))
+    delay = as_float(r.get("link_delay_ms"))
+    if delay is not None:
+        bits.append(f"replication links +{delay:g} ms one way")
     return ", ".join(bits)
 
 
@@ -262,6 +265,58 @@ def section_throughput(v: RunView) -> str:
              else '<p class="knees">No knee: e2e p99 stayed within '
                   f"{KNEE_FACTOR:g}× the lowest rate's at every rate measured.</p>")
     h.append("</section>")
+    return "".join(h)
+
+
+# --------------------------------------------------------------------------- link delay
+
+LINK_DELAY_NOTE = (
+    "The price of a distant replica: the same cell measured with every replication link "
+    "between the nodes delayed by the one-way delay on the x axis (kafkalab load "
+    "--link-delay-ms, a cluster started with --links; 0: the proxied links with nothing "
+    "added). Publish: send → the producer's acknowledgement (ack_latency); e2e: the intended "
+    "send time → a consumer's receipt. acks=all cannot be acknowledged sooner than the "
+    "follower's fetch round trip (twice the delay); a consumer reads only up to the high "
+    "watermark, which moves once the followers have the record, so e2e pays the round trip "
+    "under acks=1 as well.")
+
+
+def section_link_delay(v: RunView) -> str:
+    """Latency against the injected replication-link delay, one chart per cell setting and
+    number of consumers: publish and e2e p50 (solid) and p99 (dashed), a line each per acks.
+    Empty when the run has no cell with a link delay."""
+    df, _ = _unpaused(v)
+    if df.empty or "link_delay_ms" not in df or numbers(df, "link_delay_ms").notna().sum() == 0:
+        return ""
+    df = df[numbers(df, "link_delay_ms").notna()].copy()
+    df["_delay"] = numbers(df, "link_delay_ms")
+    others = [c for c in CONFIG_COLUMNS if c != "link_delay_ms"]
+    df["_setting"] = ["|".join(str(r.get(c)) for c in others) for _, r in df.iterrows()]
+    h = ['<section id="link-delay"><h2>Latency vs replication-link delay</h2>',
+         f'<p class="note">{esc(LINK_DELAY_NOTE)} Undefined percentiles are not plotted.</p>',
+         '<div class="charts">']
+    for (setting, consumers, rate), part in df.groupby(["_setting", "_consumers", "_rate"],
+                                                       sort=True):
+        emu = bool(part["_emu"].any())
+        series: list[XYSeries] = []
+        for i, (acks, at) in enumerate(part.groupby("_acks", sort=True)):
+            at = at.sort_values("_delay")
+            color = PALETTE[(2 * i) % len(PALETTE)], PALETTE[(2 * i + 1) % len(PALETTE)]
+            for col, name, dashed, c in (
+                    ("ack_latency_p50_ms", "publish p50", False, color[0]),
+                    ("ack_latency_p99_ms", "publish p99", True, color[0]),
+                    ("e2e_p50_ms", "e2e p50", False, color[1]),
+                    ("e2e_p99_ms", "e2e p99", True, color[1])):
+                points = [(float(x), as_float(y)) for x, y in
+                          zip(at["_delay"], numbers(at, col), strict=True)]
+                series.append(XYSeries(f"acks {acks} {name}", points, emulator=emu,
+                                       dashed=dashed, color=c))
+        label = str(part["_config_label"].iloc[0]).split(", replication links")[0]
+        title = f"Latency vs one-way replication delay, {int(consumers)} consumer(s), {rate:g} msg/s"
+        svg = svg_xy_chart(title, series, "one-way delay (ms)", "ms")
+        h.append(figure(f' data-setting="{esc(str(setting))}"',
+                        esc(f"{title} — {label}") + emu_mark(emu), emu, svg))
+    h.append("</div></section>")
     return "".join(h)
 
 
@@ -466,7 +521,8 @@ def _failing_consumers(tables: LoadTables, cells: pd.DataFrame) -> str:
 def load_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a load run's page (the caller adds the banners)."""
     tables = v.load or LoadTables()
-    return (section_fanout(v) + section_throughput(v) + section_lag(v, tables)
+    return (section_fanout(v) + section_throughput(v) + section_link_delay(v)
+            + section_lag(v, tables)
             + section_cells(v, tables) + section_checks(v, page_dir))
 
 
@@ -478,5 +534,6 @@ __all__ = [
     "section_cells",
     "section_fanout",
     "section_lag",
+    "section_link_delay",
     "section_throughput",
 ]
