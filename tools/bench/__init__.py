@@ -47,7 +47,12 @@
     000's measurement and aggregation, each night), against issue 25's budget
     (:mod:`tools.bench.demo`).
 
-``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect, nodes, demo) runs just
+(l) with ``--links``: degradable links on a 3-node KRaft cluster of its own (ports 31392/25392):
+    publish latency without and with the proxies (their cost), and with every replication link
+    delayed 1 and 5 ms one way (acks=all's added p50 over the added round trip)
+    (:mod:`tools.bench.links`).
+
+``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect, nodes, demo, links) runs just
 those, e.g. ``python -m tools.bench --only load``.
 
 Every part that measures a broker names it (``cluster``: flavor, Kafka version, brokers;
@@ -57,7 +62,8 @@ each part (its keys: ``tools.bench.__main__``).
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 :mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
 :mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h), :mod:`tools.bench.connect` (i),
-:mod:`tools.bench.nodes` (j), :mod:`tools.bench.demo` (k); the command line is ``__main__``.
+:mod:`tools.bench.nodes` (j), :mod:`tools.bench.demo` (k), :mod:`tools.bench.links` (l); the
+command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """
 

@@ -60,7 +60,7 @@ def _positive(text: str) -> int:
 
 
 PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report", "connect",
-                          "nodes", "demo")
+                          "nodes", "demo", "links")
 """The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
 faults = (g) (consumer faults and ordering under a leader failover), report = (h) (the
 report's cost as the history grows, on fabricated nights), connect = (i) (one night's Spark
@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
                              "with the nodes' class-data archive")
     parser.add_argument("--demo", action="store_true",
                         help="also run part (k): make demo twice, by phase, against its budget")
+    parser.add_argument("--links", action="store_true",
+                        help="also run part (l): what degradable links cost, and what a "
+                             "replication delay adds to publish latency")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -142,15 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
                                   or args.faults or args.report or args.connect or args.nodes
-                                  or args.demo):
+                                  or args.demo or args.links):
         parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
-                     "--nightly, --faults, --report, --connect, --nodes and --demo")
+                     "--nightly, --faults, --report, --connect, --nodes, --demo and --links")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
                               ("spark", args.spark), ("nightly", args.nightly),
                               ("faults", args.faults), ("report", args.report),
                               ("connect", args.connect), ("nodes", args.nodes),
-                              ("demo", args.demo)) if on)
+                              ("demo", args.demo), ("links", args.links)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -221,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
 
             result["nodes"] = bench_nodes(work / "nodes")
             print_nodes(result["nodes"])
+            save()
+        if "links" in parts:
+            from tools.bench.links import bench_links, print_links
+
+            result["links"] = bench_links(work / "links")
+            print_links(result["links"])
             save()
         if "demo" in parts:
             from tools.bench.demo import bench_demo, print_demo

@@ -1,0 +1,129 @@
+"""Part (l): what degradable links cost, and what a replication delay adds.
+
+One 3-node KRaft cluster in a lab of its own on the bench's own ports, started without links
+(``plain``) and with them (``cluster up --links``), alternating rounds; each start formats
+fresh directories. On each: a topic of one partition, RF 3, ``min.insync.replicas=2``, and
+publish latency (send → delivery report, monotonic, one record at a time, after 20 unmeasured
+ones) of 1 KB records with acks=all and acks=1. On the linked cluster also with every
+replication link delayed by 1 and 5 ms one way (:func:`kafkalab.cluster.links.
+replication_delay`). Figures: per arm the median of the rounds' p50 and p99; the ratio
+links/plain at no delay (what the proxies cost: two more loopback hops and a user-space
+copy per direction), and for each delay acks=all's added p50 over the added round trip
+(1 means the publish pays exactly the round trip).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from tools.bench import cluster_facts
+
+BENCH_LINKS_BASE_PORT = 31392
+BENCH_LINKS_CONTROL_PORT = 25392
+"""Part (l)'s ports: brokers (their client proxies) from 31392, the quorum from 25392 and,
+with links, the nodes' own listeners and the proxies' API up to 25392 + 30."""
+
+DELAYS_MS = (1.0, 5.0)
+RECORDS = 300
+WARMUP_RECORDS = 20
+
+
+def _publish_ms(d: Any, topic: str, acks: str) -> list[float]:
+    from confluent_kafka import Producer
+
+    from kafkalab.cluster.descriptor import librdkafka_config
+
+    p = Producer({**librdkafka_config(d), "acks": acks, "linger.ms": 0})
+    acked: list[int] = []
+    out: list[float] = []
+    body = b"x" * 1024
+    for i in range(RECORDS + WARMUP_RECORDS):
+        t0 = time.monotonic_ns()
+        p.produce(topic, body, on_delivery=lambda e, m: acked.append(time.monotonic_ns()))
+        while len(acked) <= i:
+            p.poll(0.0005)
+        if i >= WARMUP_RECORDS:
+            out.append((acked[i] - t0) / 1e6)
+    p.flush(30)
+    return out
+
+
+def _summary(ms: list[float]) -> dict[str, float]:
+    ordered = sorted(ms)
+    return {"p50_ms": round(statistics.median(ordered), 3),
+            "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))], 3)}
+
+
+def _topic(d: Any) -> str:
+    import uuid
+
+    from confluent_kafka.admin import NewTopic
+
+    from kafkalab.cluster.admin import admin_client
+
+    name = f"bench-links-{uuid.uuid4().hex[:6]}"
+    admin = admin_client(d, 10.0)
+    for f in admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})]).values():
+        f.result(timeout=30)
+    time.sleep(2.0)  # the followers join the ISR
+    return name
+
+
+def _one_round(lab: Path, links: bool) -> dict[str, Any]:
+    from kafkalab.cluster import cluster_down, cluster_up
+    from kafkalab.cluster.links import links_for, replication_delay
+    from kafkalab.progress import noop
+
+    d = cluster_up("kraft", 3, lab_dir=lab, base_port=BENCH_LINKS_BASE_PORT,
+                   control_port=BENCH_LINKS_CONTROL_PORT, links=links, timeout_s=180)
+    try:
+        topic = _topic(d)
+        arms: dict[str, Any] = {}
+        for acks in ("all", "1"):
+            arms[f"{'links' if links else 'plain'}|{acks}|0"] = _summary(_publish_ms(d, topic, acks))
+        if links:
+            linked = links_for(lab / "cluster.yaml")
+            assert linked is not None
+            for delay in DELAYS_MS:
+                with replication_delay(linked, delay, noop):
+                    for acks in ("all", "1"):
+                        arms[f"links|{acks}|{delay:g}"] = _summary(_publish_ms(d, topic, acks))
+        return {"links": links, "arms": arms, "cluster": cluster_facts(d)}
+    finally:
+        cluster_down(lab, wipe_data=True)
+
+
+def bench_links(work: Path, rounds: int = 2) -> dict[str, Any]:
+    """Part (l): ``rounds`` alternating rounds of each arm; medians and ratios."""
+    lab = work / "lab"
+    lab.mkdir(parents=True, exist_ok=True)
+    runs = [_one_round(lab, links) for _ in range(rounds) for links in (False, True)]
+    keys = sorted({k for r in runs for k in r["arms"]})
+    med = {k: {q: round(statistics.median(r["arms"][k][q] for r in runs if k in r["arms"]), 3)
+               for q in ("p50_ms", "p99_ms")} for k in keys}
+    proxies = {acks: round(med[f"links|{acks}|0"]["p50_ms"] / med[f"plain|{acks}|0"]["p50_ms"], 3)
+               for acks in ("all", "1")}
+    per_round_trip = {
+        f"{delay:g}": round((med[f"links|all|{delay:g}"]["p50_ms"] - med["links|all|0"]["p50_ms"])
+                            / (2 * delay), 3) for delay in DELAYS_MS}
+    return {"cluster": runs[0]["cluster"], "rounds": rounds, "records": RECORDS,
+            "median": med, "links_over_plain_p50": proxies,
+            "acks_all_added_p50_over_round_trip": per_round_trip, "runs": runs}
+
+
+def print_links(result: dict[str, Any]) -> None:
+    """Part (l)'s lines."""
+    m = result["median"]
+    print(f"\n(l) degradable links: publish latency, 1 KB one at a time, RF 3 (median of "
+          f"{result['rounds']} alternating rounds of {result['records']} records)")
+    for key in sorted(m, key=lambda k: (k.split("|")[0], k.split("|")[1], float(k.split("|")[2]))):
+        arm, acks, delay = key.split("|")
+        print(f"  {arm:<6} acks={acks:<3} +{delay:>3} ms one way   p50 {m[key]['p50_ms']:7.2f} ms"
+              f"   p99 {m[key]['p99_ms']:7.2f} ms")
+    r = result["links_over_plain_p50"]
+    print(f"  proxies' cost, links/plain p50: acks=all {r['all']:.2f}, acks=1 {r['1']:.2f}")
+    for delay, ratio in result["acks_all_added_p50_over_round_trip"].items():
+        print(f"  +{delay} ms one way: acks=all p50 added / round trip added = {ratio:.2f}")
