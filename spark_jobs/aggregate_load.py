@@ -108,7 +108,7 @@ SPEC_COLUMNS: dict[str, str] = {
     "consumers_per_shard": "int", "drain_s": "double", "pause_at_s": "double",
     "pause_for_s": "double", "lag_interval_s": "double", "e2e_p99_objective_ms": "double",
     "message_timeout_s": "double", "txn_msgs": "int", "txn_abort_every": "int",
-    "link_delay_ms": "double",
+    "link_delay_ms": "double", "client_link_delay_ms": "double", "fetch_from_follower": "boolean",
 }
 
 
@@ -709,6 +709,8 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
     rate = _num(spec.get("rate_msgs_per_s"))
     row: dict[str, Any] = {c: spec.get(c) for c in SPEC_COLUMNS}
     row["acks"] = _acks_of(doc)
+    # a cell measured before the setting existed read from the leader
+    row["fetch_from_follower"] = bool(spec.get("fetch_from_follower") or False)
     row["partitions"] = doc.get("partitions") or spec.get("partitions")
     # the engine's cell.json ``payload_bytes`` is the bytes on the wire (body + header)
     payload_bytes = doc.get("payload_bytes", summary.get("payload_bytes"))

@@ -87,6 +87,10 @@ LOAD_FORM = forms.load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s
       "--link-delay-ms", "0,0.5,5"],
      {"consumers": [1], "rates": [50], "acks": ["all", "1"], "profile": "availability",
       "link_delay_ms": [0, 0.5, 5]}),
+    (["--consumers", "1", "--rate", "50", "--acks", "1", "--profile", "availability",
+      "--client-link-delay-ms", "0,20", "--fetch-from", "leader,follower"],
+     {"consumers": [1], "rates": [50], "acks": ["1"], "profile": "availability",
+      "client_link_delay_ms": [0, 20], "fetch_from": ["leader", "follower"]}),
     (["--workload", "nightly-fanout"], {"workload": "nightly-fanout"}),  # the nightly's cell
 ])
 def test_a_load_run_is_planned_alike(argv: list[str], conf: dict[str, Any],

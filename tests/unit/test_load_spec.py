@@ -130,6 +130,19 @@ def test_a_link_delay_without_replicas_or_without_links_is_refused_before_anythi
     with pytest.raises(ConfigError, match=r"^--link-delay-ms delays replication, which profile "
                        r"default \(replication factor 1\) has none of"):
         validate_cells([LoadCellSpec(link_delay_ms=1.0)])
-    with pytest.raises(ConfigError, match=r"needs the lab's embedded cluster started with "
+    with pytest.raises(ConfigError, match=r"need the lab's embedded cluster started with "
                        r"degradable links: kafkalab cluster up --brokers 3 --links"):
         cell_links(tmp_path / "cluster.yaml")
+
+
+def test_clients_beside_a_follower_are_an_axis_and_reading_from_it_needs_them() -> None:
+    from kafkalab.load.spec import LoadPlan, plan_cells
+
+    cells = plan_cells(LoadPlan(consumers=[1], rates_msgs_per_s=[50], acks=["1"],
+                                client_link_delay_ms=[0, 5], fetch_from=["leader", "follower"],
+                                profile="availability"))
+    assert [(c.client_link_delay_ms, c.fetch_from_follower) for c in cells] == [
+        (0, False), (0, True), (5, False), (5, True)]
+    assert cells[3].cell_id("1").endswith(".p1.near5ms.ffollower")
+    with pytest.raises(ValidationError, match="give client_link_delay_ms too"):
+        LoadCellSpec(fetch_from_follower=True)

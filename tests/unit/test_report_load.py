@@ -316,3 +316,27 @@ def test_a_run_with_link_delays_draws_latency_against_the_delay_per_acks(tmp_pat
     assert "one-way delay (ms)" in section and "high watermark" in section
     # the other figures split by delay and say which
     assert "replication links +50 ms one way" in html
+
+
+def test_clients_beside_a_follower_are_drawn_against_their_delay_per_read_side(
+        tmp_path: Path) -> None:
+    run = LOAD_RUNS[0]
+    write_load_run(tmp_path, run, 1, consumers=[1], rates=[50.0], acks=["1"], pause=False)
+    lab = LabData(tmp_path)
+    cells = []
+    for follower in (False, True):
+        for delay in (0.0, 100.0):
+            c = _cell(run, 1, 1, 50.0, "1", scale=1.0, emulator=False)
+            c.update(cell_id=f"{c['cell_id']}.near{delay:g}ms" + (".ffollower" if follower else ""),
+                     client_link_delay_ms=delay, fetch_from_follower=follower,
+                     e2e_p50_ms=(3.0 + delay) if follower else (3.0 + 2 * delay))
+            cells.append(c)
+    _write_table(lab, run, "load_cells", cells)
+    _write_table(lab, run, "load_consumers", [r for c in cells for r in _consumers(c)])
+    build_report(tmp_path)
+    html = _page(tmp_path, run)
+    section = html.split('id="link-delay"', 1)[1].split("</section>", 1)[0]
+    assert section.count("<figure") == 1 and 'data-x="client_link_delay_ms"' in section
+    assert "acks 1 from follower e2e p50" in section and "acks 1 from leader e2e p50" in section
+    assert "KIP-392" in section
+    assert "clients beside a follower, +100 ms one way to the other nodes, reading from the follower" in html

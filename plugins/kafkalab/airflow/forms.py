@@ -288,6 +288,19 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                "zone costs. Needs a cluster started with `kafkalab cluster up "
                                "--brokers 3 --links` and a profile with replicas; empty: the "
                                "links are not touched"),
+        "client_link_delay_ms": Param([], type="array",
+                                      title="Clients' delay to the far nodes (ms, one way)",
+                                      items={"type": "number", "minimum": 0, "maximum": 10_000},
+                                      maxItems=MAX_GRID_VALUES, uniqueItems=True,
+                                      description="the clients sit beside one follower; their "
+                                      "links to every other node get this delay, one cell each "
+                                      "(a cluster with links; empty: untouched)"),
+        "fetch_from": Param([], type="array", title="Consumers read from",
+                            items={"type": "string", "enum": ["leader", "follower"]},
+                            maxItems=2, uniqueItems=True,
+                            description="leader and/or follower, one cell each: follower names "
+                            "the near follower's rack (client.rack) so the consumers read from "
+                            "it (KIP-392); needs the clients' delay; empty: the leader"),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
                               "the start (empty: no pause)", nullable=True,
                               maximum=MAX_DURATION_S),

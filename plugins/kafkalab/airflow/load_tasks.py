@@ -111,6 +111,8 @@ def load_plan(params: Mapping[str, Any]) -> LoadPlan:
                         txn_msgs=_listed(params, "txn_msgs"),
                         txn_abort_every=params.get("txn_abort_every"),
                         link_delay_ms=_listed(params, "link_delay_ms"),
+                        client_link_delay_ms=_listed(params, "client_link_delay_ms"),
+                        fetch_from=_listed(params, "fetch_from"),
                         **{k: params.get(k) for k in CELL_PARAMS if k != "payload"})
     except ValidationError as exc:
         field, _, message = describe_validation_error(exc).partition(": ")

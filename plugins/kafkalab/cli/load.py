@@ -66,6 +66,13 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help="one-way delays (ms) on every replication link between the nodes, a "
                     "cell each, e.g. 0,0.5,1,2,5: what a replica in another zone costs (a "
                     "cluster started with `cluster up --brokers 3 --links`)")
+    pl.add_argument("--client-link-delay-ms", type=float_list, default=None,
+                    help="the clients sit beside one follower: one-way delays (ms) on their "
+                    "links to every other node, a cell each (a cluster started with --links)")
+    pl.add_argument("--fetch-from", type=csv_list, default=None,
+                    help="leader and/or follower, comma-separated, a cell each: follower makes "
+                    "the consumers name the near follower's rack (client.rack) so they read "
+                    "from it (KIP-392); needs --client-link-delay-ms")
     pl.add_argument("--consumer-mode", choices=("assign", "group"), default="assign",
                     help="assign: no group (default); group: one consumer group per consumer")
     pl.add_argument("--consumers-per-process", type=int, default=10, help="consumers per consumer process (default 10)")
@@ -118,7 +125,9 @@ def load_plan(args: argparse.Namespace) -> LoadPlan:
                     consumers_per_shard=args.consumers_per_process, drain_s=args.drain,
                     pause_at_s=args.pause_at, pause_for_s=args.pause_for,
                     txn_msgs=args.txn_msgs or [], txn_abort_every=args.txn_abort_every,
-                    link_delay_ms=args.link_delay_ms or [])
+                    link_delay_ms=args.link_delay_ms or [],
+                    client_link_delay_ms=args.client_link_delay_ms or [],
+                    fetch_from=args.fetch_from or [])
 
 
 def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:

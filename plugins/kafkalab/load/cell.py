@@ -14,10 +14,11 @@ its clock through both hosts' wall clocks and the cell is marked ``cross_host_cl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from pydantic import ValidationError
 from kafkalab.attempts import attempt_path, recover, replaces, settle
 from kafkalab.cluster.descriptor import ClusterDescriptor, librdkafka_config
 from kafkalab.cluster.flavors import load_descriptor
-from kafkalab.cluster.links import Links, links_for, replication_delay
+from kafkalab.cluster.links import LinkFault, Links, links_for, replication_delay
+from kafkalab.cluster.links.layout import CLIENTS, rack_of
 from kafkalab.config import load_profile
 from kafkalab.config.mapping import (
     confluent_consumer_config,
@@ -121,6 +123,50 @@ def cluster_descriptor(path: Path | None) -> ClusterDescriptor:
     return load_descriptor(path or default_descriptor_path())
 
 
+def near_follower(setup: CellSetup, timeout_s: float = 30.0) -> int:
+    """The clients' near node of a cell that places them (``client_link_delay_ms``): partition
+    0's first in-sync follower, the same for every read while the topic's leadership holds.
+
+    Raises:
+        ClusterError: partition 0 had no in-sync follower within ``timeout_s``.
+    """
+    from kafkalab.cluster.admin import admin_client
+    from kafkalab.cluster.partitions import AdminPartitions
+
+    reader = AdminPartitions(admin_client(setup.descriptor, 5.0, quiet=True), 5.0)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            st = reader.partition_state(setup.topic, 0)
+        except OSError:
+            st = None
+        followers = sorted(b for b in (st.isr if st else ()) if st and b != st.leader)
+        if st is not None and st.leader >= 0 and followers:
+            return followers[0]
+        time.sleep(0.2)
+    raise ClusterError(f"{setup.cell_id}: partition 0 of {setup.topic} has no in-sync follower "
+                       f"to put the clients beside within {timeout_s:g} s")
+
+
+@contextlib.contextmanager
+def clients_beside(links: Links, setup: CellSetup, one_way_ms: float,
+                   progress: Progress) -> Iterator[None]:
+    """The clients' links to every node but their near follower delayed ``one_way_ms`` while
+    the block runs (nothing added for 0); taken off afterwards, whatever happens."""
+    near = near_follower(setup)
+    far = tuple(n for n in range(links.layout.nodes) if n != near)
+    fault = LinkFault("delay", far, (CLIENTS,), ("client",), one_way_ms)
+    try:
+        if one_way_ms > 0:
+            links.apply(fault)
+        progress(f"  links: clients beside node {near} ({rack_of(near)}); their links to "
+                 f"node(s) {','.join(map(str, far))} +{one_way_ms:g} ms one way")
+        yield
+    finally:
+        if one_way_ms > 0:
+            links.remove(fault)
+
+
 def cell_links(path: Path | None) -> Links:
     """The degradable links of the embedded cluster at ``path`` (default: the lab's own), for
     a cell with a ``link_delay_ms``.
@@ -130,11 +176,12 @@ def cell_links(path: Path | None) -> Links:
     """
     links = links_for(path or default_descriptor_path())
     if links is None:
-        raise ConfigError("--link-delay-ms needs the lab's embedded cluster started with "
-                          "degradable links: kafkalab cluster up --brokers 3 --links")
+        raise ConfigError("--link-delay-ms and --client-link-delay-ms need the lab's embedded "
+                          "cluster started with degradable links: kafkalab cluster up "
+                          "--brokers 3 --links")
     if links.layout.nodes < 2:
-        raise ConfigError("--link-delay-ms: a one-node cluster has no replication links "
-                          "(kafkalab cluster up --brokers 3 --links)")
+        raise ConfigError("--link-delay-ms, --client-link-delay-ms: a one-node cluster has no "
+                          "followers (kafkalab cluster up --brokers 3 --links)")
     return links
 
 
@@ -233,6 +280,8 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     prepare_cell_dir(setup)
     steady_heap()
     clients = cell_clients(setup)
+    if spec.fetch_from_follower:
+        clients.consumer_config["client.rack"] = rack_of(near_follower(setup))
     meta = new_cell_doc(setup, clients)
     meta.write(setup.cell)
     # cell.json (status running) before the plan: a shard task that finds this attempt's plan
@@ -242,9 +291,13 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
              f"{'shard task(s)' if setup.external else 'process(es)'}, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
              f"(warm-up {spec.warmup_s:g} s), topic {setup.topic}")
-    if spec.link_delay_ms is None:
-        return _CellRun(setup, clients, meta).measure(progress, on_start)
-    with replication_delay(cell_links(descriptor_path), spec.link_delay_ms, progress):
+    with contextlib.ExitStack() as links:
+        if spec.link_delay_ms is not None:
+            links.enter_context(replication_delay(cell_links(descriptor_path),
+                                                  spec.link_delay_ms, progress))
+        if spec.client_link_delay_ms is not None:
+            links.enter_context(clients_beside(cell_links(descriptor_path), setup,
+                                               spec.client_link_delay_ms, progress))
         return _CellRun(setup, clients, meta).measure(progress, on_start)
 
 

@@ -92,6 +92,11 @@ def validate_cells(cells: Iterable[LoadCellSpec], descriptor: ClusterDescriptor 
             raise ConfigError(f"--link-delay-ms delays replication, which profile {spec.profile} "
                               f"(replication factor {prof.topic.replication_factor}) has none of: "
                               "use one with replicas, e.g. --profile durability")
+        if spec.client_link_delay_ms is not None and prof.topic.replication_factor < 2:
+            raise ConfigError(f"--client-link-delay-ms puts the clients beside a follower, which "
+                              f"profile {spec.profile} (replication factor "
+                              f"{prof.topic.replication_factor}) has none of: use one with "
+                              "replicas, e.g. --profile availability")
         body = load_body(spec.payload, spec.encoding, images_dir())
         check_budget(spec, wire_size_bytes(body))
     return profiles
@@ -106,7 +111,7 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     profiles = validate_cells(req.cells)  # budget and names first: before any connection
     d = cluster_descriptor(req.descriptor_path)
     validate_cells(req.cells, d, profiles)
-    if any(c.link_delay_ms is not None for c in req.cells):
+    if any(c.link_delay_ms is not None or c.client_link_delay_ms is not None for c in req.cells):
         cell_links(req.descriptor_path)  # the cluster must have degradable links
     lab = LabData(req.data_dir)
     lab.refuse_live_owner(req.run_id, req.owner_kind)

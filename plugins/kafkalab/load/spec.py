@@ -131,11 +131,27 @@ class LoadCellSpec(_Strict):
     the cell measures (``--link-delay-ms``; a cluster started with ``cluster up --links``):
     what a replica in another zone costs. None: the links are left as they are; 0: the
     cell runs on the proxied links with nothing added (the curve's baseline)."""
+    client_link_delay_ms: float | None = Field(None, ge=0, le=10_000)
+    """The clients sit in the rack of one follower of partition 0 (its *near* node, chosen
+    when the cell starts): their links to every other node are delayed this much one way
+    while the cell measures (``--client-link-delay-ms``; a cluster started with ``--links``,
+    where every node is a rack of its own). None: the clients' links are left as they are."""
+    fetch_from_follower: bool = False
+    """The consumers name the near node's rack (``client.rack``), so the brokers' rack-aware
+    replica selector serves them from that follower instead of the leader (KIP-392,
+    ``--fetch-from follower``); needs ``client_link_delay_ms``."""
     seq_header: bool = False
     """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
     fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
     Kafka's DumpLogSegments, which prints header keys, can tell which records a log holds
     (:data:`kafkalab.load.producer.SEQ_HEADER_PREFIX`)."""
+
+    @model_validator(mode="after")
+    def _follower_needs_a_near_node(self) -> LoadCellSpec:
+        if self.fetch_from_follower and self.client_link_delay_ms is None:
+            raise ValueError("fetch_from_follower reads from the clients' near follower: give "
+                             "client_link_delay_ms too (0: the links as they are)")
+        return self
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -224,6 +240,10 @@ class LoadCellSpec(_Strict):
         if self.txn_abort_every is not None:
             txn += f"-abort{self.txn_abort_every}"
         link = "" if self.link_delay_ms is None else f".link{self.link_delay_ms:g}ms"
+        if self.client_link_delay_ms is not None:
+            link += f".near{self.client_link_delay_ms:g}ms"
+        if self.fetch_from_follower:
+            link += ".ffollower"
         return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}{txn}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
                          f"{link}{mode}{pause}{slow}{trial}")
@@ -307,6 +327,12 @@ class LoadPlan(_Strict):
     txn_abort_every: int | None = None
     link_delay_ms: list[float] = Field(default_factory=list, max_length=MAX_GRID_VALUES)
     """One-way replication-link delays, a cell each (empty: the links are not touched)."""
+    client_link_delay_ms: list[float] = Field(default_factory=list, max_length=MAX_GRID_VALUES)
+    """One-way delays on the clients' links to every node but their near follower, a cell
+    each (empty: the clients' links are not touched)."""
+    fetch_from: list[Literal["leader", "follower"]] = Field(default_factory=list, max_length=2)
+    """Where the consumers read, a cell each (``follower``: the near one, by ``client.rack``);
+    empty: the leader."""
     client: str | None = None
     encoding: str | None = None
     profile: str | None = None
@@ -338,7 +364,8 @@ def check_txn_axis(txn_msgs: list[int], txn_abort_every: int | None) -> None:
                          "other than 0)")
 
 
-_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs", "link_delay_ms")
+_GRID = ("consumers", "rates_msgs_per_s", "acks", "payloads", "txn_msgs", "link_delay_ms",
+         "client_link_delay_ms", "fetch_from")
 """The fields of :class:`LoadPlan` that span the grid (the others are every cell's)."""
 
 
@@ -355,10 +382,14 @@ def plan_cells(plan: LoadPlan) -> list[LoadCellSpec]:
     acks_list: list[str | int | None] = [*plan.acks] or [None]
     txns: list[int | None] = [t or None for t in plan.txn_msgs] or [None]
     delays: list[float | None] = [*plan.link_delay_ms] or [None]
+    client_delays: list[float | None] = [*plan.client_link_delay_ms] or [None]
+    reads: list[bool | None] = [f == "follower" for f in plan.fetch_from] or [None]
+    near = list(itertools.product(client_delays, reads))
     cells = []
-    for payload, acks, txn, delay, consumers, rate in itertools.product(
-            payloads, acks_list, txns, delays, plan.consumers, plan.rates_msgs_per_s):
+    for payload, acks, txn, delay, (client_delay, follower), consumers, rate in itertools.product(
+            payloads, acks_list, txns, delays, near, plan.consumers, plan.rates_msgs_per_s):
         grid = {"payload": payload, "acks": acks, "txn_msgs": txn, "link_delay_ms": delay,
+                "client_link_delay_ms": client_delay, "fetch_from_follower": follower,
                 "consumers": consumers, "rate_msgs_per_s": rate}
         cell = {**shared, **{k: v for k, v in grid.items() if v is not None}}
         if txn is None:

@@ -282,6 +282,8 @@ def _counts(meta: CellDoc, sends: _Sends, fan: _FanOut) -> dict[str, Any]:
         "indeterminate_msgs": counts["indeterminate"], "unsent_msgs": counts["unsent"],
         "aborted_msgs": counts["aborted"], "txn_msgs": spec.txn_msgs,
         "link_delay_ms": spec.link_delay_ms,
+        "client_link_delay_ms": spec.client_link_delay_ms,
+        "fetch_from_follower": spec.fetch_from_follower,
         "warmup_msgs": int(sends.n_all - intended), "expected_msgs": sends.expected_n,
         "rx_rate_msgs_per_s_avg": round(float(np.mean(rx_rates)), 3) if rx_rates else None,
         "rx_rate_msgs_per_s_min": round(float(np.min(rx_rates)), 3) if rx_rates else None,

@@ -148,6 +148,11 @@ def _config_label(r: Any) -> str:
     delay = as_float(r.get("link_delay_ms"))
     if delay is not None:
         bits.append(f"replication links +{delay:g} ms one way")
+    near = as_float(r.get("client_link_delay_ms"))
+    if near is not None:
+        reads = "follower" if as_bool(r.get("fetch_from_follower")) else "leader"
+        bits.append(f"clients beside a follower, +{near:g} ms one way to the other nodes, "
+                    f"reading from the {reads}")
     return ", ".join(bits)
 
 
@@ -281,43 +286,71 @@ LINK_DELAY_NOTE = (
     "under acks=1 as well.")
 
 
+NEAR_NOTE = (
+    "The clients sit beside one follower of the partition (every node of a linked cluster is "
+    "a rack of its own): their links to every other node are delayed by the one-way delay on "
+    "the x axis (kafkalab load --client-link-delay-ms). Reading from the leader, a consumer "
+    "crosses the slow link; reading from the follower beside it (--fetch-from follower: "
+    "client.rack names its rack, the brokers' rack-aware replica selector, KIP-392), it does "
+    "not, but the follower serves only what it knows to be committed (the high watermark it "
+    "last heard from the leader). The producer writes to the leader across the slow link "
+    "either way.")
+
+
+def _delay_chart(part: pd.DataFrame, x_col: str, lines: str, title: str) -> str:
+    """One chart of publish and e2e p50 (solid) and p99 (dashed) against ``x_col``, a colour
+    pair per value of the column ``lines`` names."""
+    emu = bool(part["_emu"].any())
+    series: list[XYSeries] = []
+    for i, (key, at) in enumerate(part.groupby(lines, sort=True)):
+        at = at.assign(_x=numbers(at, x_col)).sort_values("_x")
+        color = PALETTE[(2 * i) % len(PALETTE)], PALETTE[(2 * i + 1) % len(PALETTE)]
+        for col, name, dashed, c in (
+                ("ack_latency_p50_ms", "publish p50", False, color[0]),
+                ("ack_latency_p99_ms", "publish p99", True, color[0]),
+                ("e2e_p50_ms", "e2e p50", False, color[1]),
+                ("e2e_p99_ms", "e2e p99", True, color[1])):
+            points = [(float(x), as_float(y)) for x, y in
+                      zip(at["_x"], numbers(at, col), strict=True)]
+            series.append(XYSeries(f"{key} {name}", points, emulator=emu, dashed=dashed,
+                                   color=c))
+    label = str(part["_config_label"].iloc[0]).split(", replication links")[0].split(
+        ", clients beside")[0]
+    svg = svg_xy_chart(title, series, "one-way delay (ms)", "ms")
+    return figure(f' data-x="{esc(x_col)}"', esc(f"{title} — {label}") + emu_mark(emu), emu, svg)
+
+
 def section_link_delay(v: RunView) -> str:
-    """Latency against the injected replication-link delay, one chart per cell setting and
-    number of consumers: publish and e2e p50 (solid) and p99 (dashed), a line each per acks.
-    Empty when the run has no cell with a link delay."""
+    """Latency against an injected link delay, one chart per cell setting, number of
+    consumers and rate: against the replication links' delay (a line pair per acks), and
+    against the clients' delay to every node but their near follower (a line pair per acks
+    and where the consumers read). Empty when the run has no cell with either."""
     df, _ = _unpaused(v)
-    if df.empty or "link_delay_ms" not in df or numbers(df, "link_delay_ms").notna().sum() == 0:
+    parts: list[str] = []
+    for x_col, heading, note in (
+            ("link_delay_ms", "replication delay", LINK_DELAY_NOTE),
+            ("client_link_delay_ms", "delay between the clients and the far nodes", NEAR_NOTE)):
+        if df.empty or x_col not in df or numbers(df, x_col).notna().sum() == 0:
+            continue
+        sub = df[numbers(df, x_col).notna()].copy()
+        others = [c for c in CONFIG_COLUMNS if c not in (x_col, "fetch_from_follower")]
+        sub["_setting"] = ["|".join(str(r.get(c)) for c in others) for _, r in sub.iterrows()]
+        reads = ["from follower" if as_bool(f) else "from leader"
+                 for f in sub.get("fetch_from_follower", pd.Series([None] * len(sub)))]
+        sub["_lines"] = ([f"acks {a}" for a in sub["_acks"]] if x_col == "link_delay_ms" else
+                         [f"acks {a} {r}" for a, r in zip(sub["_acks"], reads, strict=True)])
+        parts.append(f'<p class="note">{esc(note)} Undefined percentiles are not plotted.</p>'
+                     '<div class="charts">')
+        for (_, consumers, rate), part in sub.groupby(["_setting", "_consumers", "_rate"],
+                                                      sort=True):
+            title = (f"Latency vs one-way {heading}, {int(consumers)} consumer(s), "
+                     f"{rate:g} msg/s")
+            parts.append(_delay_chart(part, x_col, "_lines", title))
+        parts.append("</div>")
+    if not parts:
         return ""
-    df = df[numbers(df, "link_delay_ms").notna()].copy()
-    df["_delay"] = numbers(df, "link_delay_ms")
-    others = [c for c in CONFIG_COLUMNS if c != "link_delay_ms"]
-    df["_setting"] = ["|".join(str(r.get(c)) for c in others) for _, r in df.iterrows()]
-    h = ['<section id="link-delay"><h2>Latency vs replication-link delay</h2>',
-         f'<p class="note">{esc(LINK_DELAY_NOTE)} Undefined percentiles are not plotted.</p>',
-         '<div class="charts">']
-    for (setting, consumers, rate), part in df.groupby(["_setting", "_consumers", "_rate"],
-                                                       sort=True):
-        emu = bool(part["_emu"].any())
-        series: list[XYSeries] = []
-        for i, (acks, at) in enumerate(part.groupby("_acks", sort=True)):
-            at = at.sort_values("_delay")
-            color = PALETTE[(2 * i) % len(PALETTE)], PALETTE[(2 * i + 1) % len(PALETTE)]
-            for col, name, dashed, c in (
-                    ("ack_latency_p50_ms", "publish p50", False, color[0]),
-                    ("ack_latency_p99_ms", "publish p99", True, color[0]),
-                    ("e2e_p50_ms", "e2e p50", False, color[1]),
-                    ("e2e_p99_ms", "e2e p99", True, color[1])):
-                points = [(float(x), as_float(y)) for x, y in
-                          zip(at["_delay"], numbers(at, col), strict=True)]
-                series.append(XYSeries(f"acks {acks} {name}", points, emulator=emu,
-                                       dashed=dashed, color=c))
-        label = str(part["_config_label"].iloc[0]).split(", replication links")[0]
-        title = f"Latency vs one-way replication delay, {int(consumers)} consumer(s), {rate:g} msg/s"
-        svg = svg_xy_chart(title, series, "one-way delay (ms)", "ms")
-        h.append(figure(f' data-setting="{esc(str(setting))}"',
-                        esc(f"{title} — {label}") + emu_mark(emu), emu, svg))
-    h.append("</div></section>")
-    return "".join(h)
+    return ('<section id="link-delay"><h2>Latency vs link delay</h2>' + "".join(parts)
+            + "</section>")
 
 
 # --------------------------------------------------------------------------- (3) lag

@@ -33,11 +33,13 @@ __all__ = [
     "CLIENTS",
     "CLIENT_OFFSET",
     "PLANES",
+    "RACK_AWARE_SELECTOR",
     "REPLICATION_OFFSET",
     "LinkLayout",
     "Plane",
     "ProxySpec",
     "node_name",
+    "rack_of",
     "source_host",
 ]
 
@@ -64,6 +66,17 @@ _SOURCE_NET = "127.77.0."
 def source_host(source: int) -> str:
     """The loopback address node ``source``'s peer connections leave through."""
     return f"{_SOURCE_NET}{source + 1}"
+
+
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+"""``replica.selector.class`` of a linked cluster: a consumer that names its rack
+(``client.rack``) is served by a replica in that rack (KIP-392, fetch from follower)."""
+
+
+def rack_of(node: int) -> str:
+    """Node ``node``'s ``broker.rack`` in a linked cluster: every node a rack of its own, so
+    that "clients in node 2's rack" is a choice of links to slow (every other node's)."""
+    return f"rack{node}"
 
 
 def node_name(node: int) -> str:
@@ -161,7 +174,8 @@ class LinkLayout:
     def node_listeners(self, node: int) -> dict[str, str]:
         """The listener properties of ``node`` (``listeners``, ``advertised.listeners``,
         ``inter.broker.listener.name``, ``listener.security.protocol.map``) and the quorum's
-        voters, every peer address by name."""
+        voters, every peer address by name; its rack (:func:`rack_of`) and the rack-aware
+        replica selector, so a consumer can fetch from the replica beside it."""
         h = procs.HOST
         voters = ",".join(f"{d}@{node_name(d)}:{self.listener_port('controller', d)}"
                           for d in range(self.nodes))
@@ -181,4 +195,6 @@ class LinkLayout:
             "inter.broker.listener.name": "REPLICATION",
             "listener.security.protocol.map":
                 "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "broker.rack": rack_of(node),
+            "replica.selector.class": RACK_AWARE_SELECTOR,
         }
