@@ -4,9 +4,10 @@ One 3-node KRaft cluster in a lab of its own on the bench's own ports, started w
 (``plain``) and with them (``cluster up --links``), alternating rounds; each start formats
 fresh directories. On each: a topic of one partition, RF 3, ``min.insync.replicas=2``, and
 publish latency (send → delivery report, monotonic, one record at a time, after 20 unmeasured
-ones) of 1 KB records with acks=all and acks=1. On the linked cluster also with every
-replication link delayed by 1 and 5 ms one way (:func:`kafkalab.cluster.links.
-replication_delay`). Figures: per arm the median of the rounds' p50 and p99; the ratio
+ones, after an unmeasured warm-up of the same size) of 1 KB records with acks=all and
+acks=1. On the linked cluster also with every replication link delayed by 1 and 5 ms one
+way (:func:`kafkalab.cluster.links.replication_delay`), the delays in reverse order every
+other round. Figures: per arm the median of the rounds' p50 and p99; the ratio
 links/plain at no delay (what the proxies cost: two more loopback hops and a user-space
 copy per direction), and for each delay acks=all's added p50 over the added round trip
 (1 means the publish pays exactly the round trip).
@@ -14,6 +15,7 @@ copy per direction), and for each delay acks=all's added p50 over the added roun
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from pathlib import Path
@@ -72,7 +74,7 @@ def _topic(d: Any) -> str:
     return name
 
 
-def _one_round(lab: Path, links: bool) -> dict[str, Any]:
+def _one_round(lab: Path, links: bool, reverse: bool = False) -> dict[str, Any]:
     from kafkalab.cluster import cluster_down, cluster_up
     from kafkalab.cluster.links import links_for, replication_delay
     from kafkalab.progress import noop
@@ -81,26 +83,30 @@ def _one_round(lab: Path, links: bool) -> dict[str, Any]:
                    control_port=BENCH_LINKS_CONTROL_PORT, links=links, timeout_s=180)
     try:
         topic = _topic(d)
+        for acks in ("all", "1"):  # the JVMs' and the clients' warm-up, unmeasured
+            _publish_ms(d, topic, acks)
         arms: dict[str, Any] = {}
-        for acks in ("all", "1"):
-            arms[f"{'links' if links else 'plain'}|{acks}|0"] = _summary(_publish_ms(d, topic, acks))
-        if links:
-            linked = links_for(lab / "cluster.yaml")
-            assert linked is not None
-            for delay in DELAYS_MS:
-                with replication_delay(linked, delay, noop):
-                    for acks in ("all", "1"):
-                        arms[f"links|{acks}|{delay:g}"] = _summary(_publish_ms(d, topic, acks))
+        linked = links_for(lab / "cluster.yaml") if links else None
+        delays = (0.0, *DELAYS_MS) if links else (0.0,)
+        # alternate rounds run the delays in reverse, so a drift over the round (a JVM still
+        # warming, the page cache) weighs on every delay alike
+        for delay in (reversed(delays) if reverse else delays):
+            with (replication_delay(linked, delay, noop) if linked is not None
+                  else contextlib.nullcontext()):
+                for acks in ("all", "1"):
+                    arms[f"{'links' if links else 'plain'}|{acks}|{delay:g}"] = _summary(
+                        _publish_ms(d, topic, acks))
         return {"links": links, "arms": arms, "cluster": cluster_facts(d)}
     finally:
         cluster_down(lab, wipe_data=True)
 
 
-def bench_links(work: Path, rounds: int = 2) -> dict[str, Any]:
+def bench_links(work: Path, rounds: int = 4) -> dict[str, Any]:
     """Part (l): ``rounds`` alternating rounds of each arm; medians and ratios."""
     lab = work / "lab"
     lab.mkdir(parents=True, exist_ok=True)
-    runs = [_one_round(lab, links) for _ in range(rounds) for links in (False, True)]
+    runs = [_one_round(lab, links, reverse=k % 2 == 1) for k in range(rounds)
+            for links in (False, True)]
     keys = sorted({k for r in runs for k in r["arms"]})
     med = {k: {q: round(statistics.median(r["arms"][k][q] for r in runs if k in r["arms"]), 3)
                for q in ("p50_ms", "p99_ms")} for k in keys}
