@@ -20,8 +20,9 @@ the clients) on the planes it names, in both directions:
 
 :meth:`Links.heal` removes every toxic at once (connections that were cut are closed then,
 so both ends reconnect instead of reading a stream with a hole in it);
-:func:`wait_healed` proves it: no toxic left on any proxy, every broker in the cluster's
-metadata, every partition's ISR equal to its replicas.
+:func:`wait_healed` proves it: no toxic left on any proxy and, as every node itself answers
+(each keeps its own copy of the metadata), every broker present and every partition's ISR
+equal to its replicas.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ MAX_ONE_WAY_MS = 10_000.0
 """The largest one-way delay a link takes (10 s: beyond it the fault is a cut)."""
 
 _API_WAIT_S = 15.0
+_VIEW_TRIES = 20
+"""Fresh clients a node's own metadata view is asked through before giving up for a poll."""
 
 
 def links_dir(lab: Path) -> Path:
@@ -298,28 +301,47 @@ def wait_proxies(layout: LinkLayout, log: Path, timeout_s: float = _API_WAIT_S) 
 
 
 def healed_problem(links: Links, descriptor: Any, timeout_s: float = 5.0) -> str | None:
-    """What is not healed yet, or None: a toxic or disabled proxy left, a broker missing
-    from the metadata, a partition whose ISR lacks a replica."""
-    from kafkalab.cluster.admin import admin_client
-
+    """What is not healed yet, or None: a toxic or disabled proxy left; or, as any one node
+    itself answers (each keeps its own copy of the metadata, and they catch up one by one),
+    a broker missing from the metadata or a partition whose ISR lacks a replica."""
     left = links.toxics()
     if left:
         return f"toxics left on {', '.join(sorted(left))}"
     off = [r["proxy"] for r in links.status() if not r["enabled"]]
     if off:
         return f"proxies disabled: {', '.join(off)}"
-    try:
-        md = admin_client(descriptor, timeout_s, quiet=True).list_topics(timeout=timeout_s)
-    except Exception as exc:  # the metadata request failed: not healed yet
-        return f"no metadata ({type(exc).__name__})"
+    for node in range(links.layout.nodes):
+        problem = _node_view_problem(links, descriptor, node, timeout_s)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _node_view_problem(links: Links, descriptor: Any, node: int, timeout_s: float) -> str | None:
+    """What node ``node``'s own metadata says is not whole yet (a client bootstrapped to it
+    alone; an answer another broker gave does not count), or None."""
+    from kafkalab.cluster.admin import admin_client
+
+    alone = descriptor.model_copy(
+        update={"bootstrap_servers": f"{procs.HOST}:{links.layout.client_port(node)}"})
+    md = None
+    for _ in range(_VIEW_TRIES):  # librdkafka may ask another broker once it knows them
+        try:
+            md = admin_client(alone, timeout_s, quiet=True).list_topics(timeout=timeout_s)
+        except Exception as exc:  # the metadata request failed: not healed yet
+            return f"no metadata from node {node} ({type(exc).__name__})"
+        if md.orig_broker_id in (node, -1):
+            break
+    else:
+        return f"node {node} not asked ({_VIEW_TRIES} answers came from other brokers)"
     missing = set(range(links.layout.nodes)) - set(md.brokers)
     if missing:
-        return f"broker(s) {sorted(missing)} missing from the metadata"
+        return f"node {node} sees broker(s) {sorted(missing)} missing from the metadata"
     for topic in md.topics.values():
         for part in topic.partitions.values():
             if set(part.isrs) != set(part.replicas):
-                return (f"{topic.topic}-{part.id}: ISR {sorted(part.isrs)} of replicas "
-                        f"{sorted(part.replicas)}")
+                return (f"node {node} sees {topic.topic}-{part.id} with ISR "
+                        f"{sorted(part.isrs)} of replicas {sorted(part.replicas)}")
     return None
 
 
