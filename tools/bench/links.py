@@ -65,12 +65,17 @@ def _topic(d: Any) -> str:
     from confluent_kafka.admin import NewTopic
 
     from kafkalab.cluster.admin import admin_client
+    from kafkalab.cluster.partitions import AdminPartitions
+    from kafkalab.errors import LabError
+    from kafkalab.faults.inject import wait_isr_full
 
     name = f"bench-links-{uuid.uuid4().hex[:6]}"
     admin = admin_client(d, 10.0)
     for f in admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})]).values():
         f.result(timeout=30)
-    time.sleep(2.0)  # the followers join the ISR
+    with AdminPartitions(admin) as reader:  # every replica in sync before anything is timed
+        if wait_isr_full(reader, name, 1, 3, 60.0) is None:
+            raise LabError(f"bench topic {name} did not get 3 in-sync replicas within 60 s")
     return name
 
 

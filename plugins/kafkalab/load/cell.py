@@ -291,13 +291,14 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
              f"{'shard task(s)' if setup.external else 'process(es)'}, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
              f"(warm-up {spec.warmup_s:g} s), topic {setup.topic}")
+    linked = (cell_links(descriptor_path) if spec.link_delay_ms is not None
+              or spec.client_link_delay_ms is not None else None)
     with contextlib.ExitStack() as links:
-        if spec.link_delay_ms is not None:
-            links.enter_context(replication_delay(cell_links(descriptor_path),
-                                                  spec.link_delay_ms, progress))
-        if spec.client_link_delay_ms is not None:
-            links.enter_context(clients_beside(cell_links(descriptor_path), setup,
-                                               spec.client_link_delay_ms, progress))
+        if linked is not None and spec.link_delay_ms is not None:
+            links.enter_context(replication_delay(linked, spec.link_delay_ms, progress))
+        if linked is not None and spec.client_link_delay_ms is not None:
+            links.enter_context(clients_beside(linked, setup, spec.client_link_delay_ms,
+                                               progress))
         return _CellRun(setup, clients, meta).measure(progress, on_start)
 
 

@@ -31,7 +31,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,7 +129,6 @@ class Links:
 
     layout: LinkLayout
     api: Toxiproxy
-    applied: list[LinkFault] = field(default_factory=list)
 
     @classmethod
     def of(cls, state: ClusterState | None) -> Links | None:
@@ -172,7 +171,6 @@ class Links:
             for kind, stem, attrs in fault.toxics():
                 for stream in ("upstream", "downstream"):
                     self.api.add_toxic(proxy.name, f"{stem}-{stream}", kind, stream, attrs)
-        self.applied.append(fault)
         return [p.name for p in chosen]
 
     def remove(self, fault: LinkFault) -> None:
@@ -181,8 +179,6 @@ class Links:
             for _kind, stem, _attrs in fault.toxics():
                 for stream in ("upstream", "downstream"):
                     self.api.remove_toxic(proxy.name, f"{stem}-{stream}")
-        if fault in self.applied:
-            self.applied.remove(fault)
 
     def every_pair(self, kind: LinkFaultKind, planes: tuple[Plane, ...],
                    one_way_ms: float = 0.0) -> list[LinkFault]:
@@ -195,7 +191,6 @@ class Links:
     def heal(self) -> None:
         """Remove every toxic from every proxy (and enable any disabled one)."""
         self.api.reset()
-        self.applied.clear()
 
     def toxics(self) -> dict[str, list[dict[str, Any]]]:
         """The toxics on each proxy that has any, as Toxiproxy reports them."""
