@@ -109,6 +109,7 @@ SPEC_COLUMNS: dict[str, str] = {
     "pause_for_s": "double", "lag_interval_s": "double", "e2e_p99_objective_ms": "double",
     "message_timeout_s": "double", "txn_msgs": "int", "txn_abort_every": "int",
     "link_delay_ms": "double", "client_link_delay_ms": "double", "fetch_from_follower": "boolean",
+    "thin_consumer": "int", "thin_link_kbps": "int", "thin_link_delay_ms": "double",
 }
 
 

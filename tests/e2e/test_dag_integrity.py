@@ -465,7 +465,8 @@ def test_load_params_form(parsed: dict[str, Any]) -> None:
                       "profile", "client", "partitions", "consumer_mode", "pause_at_s",
                       "pause_for_s", "cluster_descriptor", "consumers_per_shard",
                       "shard_placement", "one_spark_session", "txn_msgs", "txn_abort_every",
-                      "link_delay_ms", "client_link_delay_ms", "fetch_from"}
+                      "link_delay_ms", "client_link_delay_ms", "fetch_from", "thin_consumer",
+                      "thin_link_kbps", "thin_link_delay_ms"}
     assert p["one_spark_session"].value is False
     assert p["link_delay_ms"].value == []  # the links are not touched unless asked
     assert p["shard_placement"].schema["enum"] == ["subprocess", "tasks"]

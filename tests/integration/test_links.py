@@ -263,3 +263,40 @@ def test_consumers_beside_a_follower_read_from_it_and_skip_the_slow_link(
     # and the crossing the follower saves shows (measured here: 411 vs 191, 353 vs 200 ms)
     assert follower < leader - 0.5 * NEAR_ONE_WAY_MS, (leader, follower)
     assert _links(lab).toxics() == {}  # each cell took its delay off again
+
+
+THIN_KBPS = 80
+THIN_RATE = 200
+
+
+def test_hydra_on_a_thin_pipe_fails_the_thin_consumer_and_not_the_others(
+        linked: tuple[Path, ClusterDescriptor], tmp_path: Path) -> None:
+    """``--thin-consumer 0 --thin-link-kbps 80``: one consumer of three on links of its own
+    (the solo plane) carrying 80 KB/s, at 200 × 1 KB records a second. Its lag grows and it
+    misses records after the drain (failing by the lab's rule); the others, on the shared
+    links, keep up. It did receive through its own links (they were not simply dead), no
+    faster than they carry."""
+    lab, _ = linked
+    data = tmp_path / "data"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab.cli", "load", "--profile", "availability",
+         "--acks", "1", "--consumers", "3", "--thin-consumer", "0",
+         "--thin-link-kbps", str(THIN_KBPS), "--rate", str(THIN_RATE), "--duration", "6",
+         "--warmup", "1", "--drain", "3", "--run-id", "thin",
+         "--cluster", str(lab / "cluster.yaml"), "--data-dir", str(data), "--json"],
+        capture_output=True, text=True, timeout=600, cwd=tempfile.gettempdir())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "complete"
+    (c,) = doc["cells"]
+    assert c["cell_id"].endswith(f".thin0-{THIN_KBPS}kBps")
+    assert (c["thin_consumer"], c["thin_link_kbps"]) == (0, THIN_KBPS)
+    assert c["acked_msgs"] == c["intended_msgs"] == 1000
+    assert c["thin_failing"] is True and c["failing_clients"] == 1
+    assert c["others_failing_clients"] == 0
+    assert c["thin_lag_peak_msgs"] > 10 * max(1, c["others_worst_lag_peak_msgs"] or 0)
+    # it received through its own links, at most what they carry (1 KB records: < 80/s)
+    assert 0 < c["thin_rx_rate_msgs_per_s"] < 0.5 * THIN_RATE
+    assert c["others_min_rx_rate_msgs_per_s"] > 0.9 * THIN_RATE
+    assert _links(lab).toxics() == {}  # the cell took its limit off again
+    assert _bypassing(_links(lab).layout) == []

@@ -91,6 +91,10 @@ LOAD_FORM = forms.load_params(consumers=[1, 5], rates=[100.0, 500.0], duration_s
       "--client-link-delay-ms", "0,20", "--fetch-from", "leader,follower"],
      {"consumers": [1], "rates": [50], "acks": ["1"], "profile": "availability",
       "client_link_delay_ms": [0, 20], "fetch_from": ["leader", "follower"]}),
+    (["--consumers", "3", "--rate", "200", "--acks", "1", "--thin-consumer", "0",
+      "--thin-link-kbps", "80", "--thin-link-delay-ms", "5"],
+     {"consumers": [3], "rates": [200], "acks": ["1"], "thin_consumer": 0,
+      "thin_link_kbps": 80, "thin_link_delay_ms": 5}),
     (["--workload", "nightly-fanout"], {"workload": "nightly-fanout"}),  # the nightly's cell
 ])
 def test_a_load_run_is_planned_alike(argv: list[str], conf: dict[str, Any],

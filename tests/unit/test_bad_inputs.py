@@ -126,7 +126,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("load-partitions-many", ["load", "--partitions", "65"], "--partitions"),
     ("load-drain-negative", ["load", "--drain", "-1"], "--drain"),
     ("load-drain-inf", ["load", "--drain", "inf"], "--drain"),
-    ("load-pause-alone", ["load", "--pause-at", "3"], "pause_at_s and pause_for_s go together"),
+    ("load-pause-alone", ["load", "--pause-at", "3"], "--pause-at and --pause-for go together"),
     ("load-pause-after-end", ["load", "--pause-at", "30", "--pause-for", "1"], "after the end"),
     ("load-per-process-zero", ["load", "--consumers-per-process", "0"], "--consumers-per-process"),
     ("load-too-many-messages", ["load", "--rate", "900000", "--duration", "3000"], "more than one cell holds"),

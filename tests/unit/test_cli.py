@@ -104,7 +104,7 @@ def test_cluster_not_up_is_one_line(tmp_path: Path) -> None:
         (["load", "--duration", "2", "--warmup", "3"], "must be longer than the warm-up"),
         (["load", "--consumers", "300", "--rate", "3000"], "client budget"),
         (["load", "--consumers", "0"], "--consumers: Input should be greater than or equal to 1"),
-        (["load", "--pause-at", "3"], "error: pause_at_s and pause_for_s go together"),
+        (["load", "--pause-at", "3"], "error: --pause-at and --pause-for go together"),
         (["load", "--payload", "3kb"], "unknown payload '3kb'"),
         (["load", "--workload", "nightly"], "not a load workload"),
         (["load", "--workload", "hydra-seed003"], "client budget"),

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.unit
         (["--fault", "leave-consumer", "--session-timeout-ms", "500"],
          "--session-timeout-ms: Input should be greater than or equal to 1000"),
         (["--fault", "kill-consumer", "--session-timeout-ms", "3000", "--heartbeat-ms", "3000"],
-         "heartbeat_interval_ms=3000 must be shorter than session_timeout_ms=3000"),
+         "--heartbeat-ms=3000 must be shorter than --session-timeout-ms=3000"),
         (["--max-in-flight", "9"], "--max-in-flight: Input should be less than or equal to 5"),
         (["--client", "kafka-go"], "--client: unknown client 'kafka-go'"),
         (["--idempotence", "maybe"], "--idempotence: 'maybe' is not on or off"),

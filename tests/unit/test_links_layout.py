@@ -21,8 +21,9 @@ LAYOUT = LinkLayout(3, 20192, 20292)
 
 def test_every_link_has_one_proxy_and_no_two_proxies_share_an_address() -> None:
     proxies = LAYOUT.proxies()
-    # one client proxy per node, one per (source, destination) pair on each peer plane
-    assert len(proxies) == 3 + 2 * 3 * 3
+    # one client and one solo proxy per node, one per (source, destination) pair on each
+    # peer plane
+    assert len(proxies) == 3 + 2 * 3 * 3 + 3
     assert len({p.listen for p in proxies}) == len(proxies)
     assert len({p.name for p in proxies}) == len(proxies)
     client = [p for p in proxies if p.plane == "client"]
@@ -31,6 +32,9 @@ def test_every_link_has_one_proxy_and_no_two_proxies_share_an_address() -> None:
     link = next(p for p in proxies if p.name == "replication-n2-n0")
     # node 2 reaches node 0's replication listener through its own source address
     assert link.listen == f"{source_host(2)}:20302" and link.upstream == "127.0.0.1:20302"
+    solo = [p for p in proxies if p.plane == "solo"]
+    assert [p.listen for p in solo] == ["127.78.0.1:20332", "127.78.0.1:20333", "127.78.0.1:20334"]
+    assert LAYOUT.solo_bootstrap() == "127.78.0.1:20332,127.78.0.1:20333,127.78.0.1:20334"
     every = [port for ports in LAYOUT.host_ports().values() for port in ports]
     assert all(1024 < port < 32768 for port in every)
 
@@ -42,10 +46,11 @@ def test_a_nodes_listeners_advertise_peers_by_name_and_its_host_file_maps_them_t
     assert props["inter.broker.listener.name"] == "REPLICATION"
     assert props["advertised.listeners"] == (
         f"PLAINTEXT://127.0.0.1:20193,REPLICATION://{node_name(1)}:20303,"
-        f"CONTROLLER://{node_name(1)}:20293")  # Raft followers dial what the leader advertises
+        f"CONTROLLER://{node_name(1)}:20293,"  # Raft followers dial what the leader advertises
+        "SOLO://127.78.0.1:20333")  # the solo client learns only its own proxies
     # the node binds its own listeners behind the proxies
     assert props["listeners"] == ("PLAINTEXT://127.0.0.1:20313,REPLICATION://127.0.0.1:20303,"
-                                  "CONTROLLER://127.0.0.1:20293")
+                                  "CONTROLLER://127.0.0.1:20293,SOLO://127.0.0.1:20333")
     hosts = LAYOUT.hosts_file_text(1).splitlines()
     assert "127.0.0.1 localhost" in hosts
     assert f"{source_host(1)} {node_name(0)} {node_name(1)} {node_name(2)}" in hosts
@@ -60,6 +65,10 @@ def test_a_fault_selects_both_directions_of_every_link_between_its_sides() -> No
     assert len(both) == 8 and not any(p.source == p.destination for p in both)
     clients = links.select(LinkFault("cut", (2,), (CLIENTS,), ("client",)))
     assert [p.name for p in clients] == ["client-n2"]
+    solo = links.select(LinkFault("limit", (0, 1, 2), (CLIENTS,), ("solo",), rate_kbps=10))
+    assert [p.name for p in solo] == ["solo-n0", "solo-n1", "solo-n2"]
+    everyone = links.select(LinkFault("cut", (1,), (CLIENTS,)))  # every plane: both client ones
+    assert sorted(p.name for p in everyone) == ["client-n1", "solo-n1"]
 
 
 @pytest.mark.parametrize(("fault", "nodes", "says"), [

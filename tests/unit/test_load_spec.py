@@ -132,7 +132,8 @@ def test_a_link_delay_without_replicas_or_without_links_is_refused_before_anythi
         validate_cells([LoadCellSpec(link_delay_ms=1.0)])
     with pytest.raises(ConfigError, match=r"need the lab's embedded cluster started with "
                        r"degradable links: kafkalab cluster up --brokers 3 --links"):
-        cell_links(tmp_path / "cluster.yaml")
+        cell_links(tmp_path / "cluster.yaml", LoadCellSpec(link_delay_ms=1.0))
+    assert cell_links(tmp_path / "cluster.yaml", LoadCellSpec()) is None  # leaves them alone
 
 
 def test_clients_beside_a_follower_are_an_axis_and_reading_from_it_needs_them() -> None:
@@ -144,5 +145,27 @@ def test_clients_beside_a_follower_are_an_axis_and_reading_from_it_needs_them() 
     assert [(c.client_link_delay_ms, c.fetch_from_follower) for c in cells] == [
         (0, False), (0, True), (5, False), (5, True)]
     assert cells[3].cell_id("1").endswith(".p1.near5ms.ffollower")
-    with pytest.raises(ValidationError, match="give client_link_delay_ms too"):
+    with pytest.raises(ValidationError, match="give a client link delay too"):
         LoadCellSpec(fetch_from_follower=True)
+
+
+def test_a_thin_consumer_is_one_of_several_and_its_link_names_the_cell() -> None:
+    spec = LoadCellSpec(consumers=3, thin_consumer=0, thin_link_kbps=50, thin_link_delay_ms=5)
+    assert spec.cell_id("1").endswith(".c3.r100.p1.thin0-50kBps-5ms")
+    assert LoadCellSpec(consumers=2, thin_consumer=1).cell_id("1").endswith(".thin1")
+    for bad, says in [({"consumers": 3, "thin_consumer": 3}, "not one of the 3 consumers"),
+                      ({"consumers": 1, "thin_consumer": 0}, "at least 2 consumers"),
+                      ({"consumers": 3, "thin_link_kbps": 10}, "name it with thin_consumer"),
+                      ({"consumers": 3, "thin_consumer": 0, "thin_link_kbps": 0}, "greater")]:
+        with pytest.raises(ValidationError, match=says):
+            LoadCellSpec(**bad)
+
+
+def test_the_cli_names_the_options_of_a_check_across_fields(tmp_path: Path) -> None:
+    from kafkalab.cli import build_parser
+    from kafkalab.cli.load import load_cells
+
+    args = build_parser().parse_args(["load", "--consumers", "3", "--thin-link-kbps", "10"])
+    with pytest.raises(ConfigError, match=r"^a thin link \(--thin-link-kbps, "
+                       r"--thin-link-delay-ms\) is one consumer's: name it with --thin-consumer$"):
+        load_cells(args)

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from kafkalab.cluster.descriptor import EMULATOR_LABEL
 from kafkalab.report.build import build_report
+from kafkalab.report.format import fmt_num
 from kafkalab.report.load_data import knee_index, percentile_reason
 from kafkalab.store import LabData, atomic_write_json
 
@@ -340,3 +341,34 @@ def test_clients_beside_a_follower_are_drawn_against_their_delay_per_read_side(
     assert "acks 1 from follower e2e p50" in section and "acks 1 from leader e2e p50" in section
     assert "KIP-392" in section
     assert "clients beside a follower, +100 ms one way to the other nodes, reading from the follower" in html
+
+
+def test_a_thin_consumer_is_set_beside_the_worst_of_the_others(tmp_path: Path) -> None:
+    run = LOAD_RUNS[0]
+    write_load_run(tmp_path, run, 1, consumers=[3], rates=[200.0], acks=["1"], pause=False)
+    lab = LabData(tmp_path)
+    c = _cell(run, 1, 3, 200.0, "1", scale=1.0, emulator=False)
+    c.update(cell_id=f"{c['cell_id']}.thin0-80kBps", thin_consumer=0, thin_link_kbps=80,
+             thin_link_delay_ms=None, failing_clients=1)
+    rows = _consumers(c)
+    rows[0].update(failing=True, missing_msgs=700, rx_rate_msgs_per_s=11.2, e2e_p99_ms=None,
+                   lag_peak_msgs=944)
+    rows[1].update(lag_peak_msgs=0, e2e_p99_ms=6.4)
+    rows[2].update(lag_peak_msgs=2, e2e_p99_ms=5.1)
+    _write_table(lab, run, "load_cells", [c])
+    _write_table(lab, run, "load_consumers", rows)
+    build_report(tmp_path)
+    html = _page(tmp_path, run)
+    section = html.split('id="thin-pipe"', 1)[1].split("</section>", 1)[0]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    # cell, link, thin: failing, lag, p99 (censored: undefined), rx; others: failing, worst
+    # lag, worst p99, lowest rx
+    others_rx = fmt_num(c["rx_rate_msgs_per_s_avg"])  # the others' lowest, not the thin one's
+    assert cells[1:] == ["80 KB/s", "FAILING", "944", "—", "11.20", "0 of 2", "2", "6.40",
+                         others_rx], cells
+    assert "consumer 0 on a thin link (80 KB/s)" in html
+    # a run without a thin consumer has no such section
+    other = LOAD_RUNS[1]
+    write_load_run(tmp_path, other, 2, consumers=[3], rates=[200.0], acks=["1"], pause=False)
+    build_report(tmp_path)
+    assert 'id="thin-pipe"' not in _page(tmp_path, other)

@@ -301,6 +301,19 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                             description="leader and/or follower, one cell each: follower names "
                             "the near follower's rack (client.rack) so the consumers read from "
                             "it (KIP-392); needs the clients' delay; empty: the leader"),
+        "thin_consumer": Param(None, type=["null", "integer"], minimum=0,
+                               maximum=MAX_CONSUMERS - 1, title="Thin consumer",
+                               description="HYDRA on a thin pipe: this consumer (0-based) "
+                               "gets links of its own (a cluster started with --links), "
+                               "limited and/or delayed below while the others keep the shared "
+                               "links; empty: none"),
+        "thin_link_kbps": Param(None, type=["null", "integer"], minimum=1, maximum=10_000_000,
+                                title="Thin link bandwidth (KB/s)",
+                                description="the thin consumer's link carries at most this "
+                                "many KB/s each way; empty: no limit"),
+        "thin_link_delay_ms": _number(None, "Thin link delay (ms, one way)", "the thin "
+                                      "consumer's link is delayed this much one way; empty: "
+                                      "no delay", nullable=True, maximum=10_000),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
                               "the start (empty: no pause)", nullable=True,
                               maximum=MAX_DURATION_S),

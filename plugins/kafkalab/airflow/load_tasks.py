@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 CELL_PARAMS: tuple[str, ...] = (
     "duration_s", "warmup_s", "payload", "profile", "client", "partitions", "consumer_mode",
-    "pause_at_s", "pause_for_s", "drain_s", "consumers_per_shard",
+    "pause_at_s", "pause_for_s", "drain_s", "consumers_per_shard", "thin_consumer",
+    "thin_link_kbps", "thin_link_delay_ms",
 )
 """The form's params that are fields of every cell (:class:`kafkalab.load.spec.LoadCellSpec`);
 ``consumers`` × ``rates`` × ``acks`` make the grid."""

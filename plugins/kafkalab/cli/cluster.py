@@ -101,7 +101,8 @@ def _add_links_parser(csub: Any) -> None:
     lk.add_argument("--between", nargs=2, metavar=("SIDE_A", "SIDE_B"), default=None,
                     help="two sides, each comma-separated node ids or `clients` (e.g. 0 1,2)")
     lk.add_argument("--planes", default=None,
-                    help="comma-separated planes among client, replication, controller (default: "
+                    help="comma-separated planes among client, replication, controller, solo "
+                    "(solo: the one client a load cell puts on a link of its own; default: "
                     "every plane the sides have)")
     lk.add_argument("--one-way-ms", type=float, default=0.0, help="delay: added each way")
     lk.add_argument("--jitter-ms", type=float, default=0.0, help="delay: ± this much")
@@ -130,7 +131,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     """``cluster links``: exit 0 when done, 1 when a heal did not make the cluster whole."""
     from kafkalab.cluster.embedded import running_cluster
     from kafkalab.cluster.links import LinkFault, Links, wait_healed
-    from kafkalab.cluster.links.layout import CLIENTS, PLANES
+    from kafkalab.cluster.links.layout import CLIENT_PLANES, CLIENTS, PLANES
     from kafkalab.errors import ClusterError, ConfigError
 
     running = running_cluster(None)
@@ -160,7 +161,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     if CLIENTS in a:
         a, b = b, a
     planes = tuple(p.strip() for p in args.planes.split(",")) if args.planes else \
-        (("client",) if CLIENTS in b else tuple(p for p in PLANES if p != "client"))
+        (CLIENT_PLANES if CLIENTS in b else tuple(p for p in PLANES if p not in CLIENT_PLANES))
     fault = LinkFault(args.action, a, b, planes, args.one_way_ms,  # type: ignore[arg-type]
                       args.jitter_ms, args.rate_kbps)
     touched = links.apply(fault)

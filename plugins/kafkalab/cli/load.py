@@ -28,7 +28,10 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration", "war
                    "consumers_per_shard": "--consumers-per-process", "drain_s": "--drain",
                    "pause_at_s": "--pause-at", "pause_for_s": "--pause-for",
                    "consumers": "--consumers", "partitions": "--partitions", "acks": "--acks",
-                   "payload": "--payload"}
+                   "payload": "--payload", "link_delay_ms": "--link-delay-ms",
+                   "client_link_delay_ms": "--client-link-delay-ms", "fetch_from": "--fetch-from",
+                   "thin_consumer": "--thin-consumer", "thin_link_kbps": "--thin-link-kbps",
+                   "thin_link_delay_ms": "--thin-link-delay-ms"}
 """The option that sets each field of a load cell (a refused value is named by it)."""
 
 
@@ -46,7 +49,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                         "  kafkalab load --consumers 1,5,10 --rate 200,1000 --acks 0,1 --json\n"
                         "  kafkalab load --workload hydra-local\n"
                         "  kafkalab load --consumers 3 --rate 300 --duration 20 --pause-at 5 --pause-for 3\n"
-                        "  kafkalab load --rate 500 --acks all --txn-msgs 0,1,10,100 --duration 20",
+                        "  kafkalab load --rate 500 --acks all --txn-msgs 0,1,10,100 --duration 20\n"
+                        "  kafkalab load --consumers 3 --rate 200 --thin-consumer 0 --thin-link-kbps 50",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     pl.set_defaults(handler=cmd_load)
     pl.add_argument("--workload", default=None, help="a load workload (include/workloads/, kind: load) instead of the options below")
@@ -73,6 +77,15 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     help="leader and/or follower, comma-separated, a cell each: follower makes "
                     "the consumers name the near follower's rack (client.rack) so they read "
                     "from it (KIP-392); needs --client-link-delay-ms")
+    pl.add_argument("--thin-consumer", type=int, default=None,
+                    help="HYDRA on a thin pipe: this consumer (0-based) gets links of its own "
+                    "(the cluster's solo plane; a cluster started with --links), degraded by "
+                    "--thin-link-kbps and/or --thin-link-delay-ms while every other consumer "
+                    "keeps the shared links")
+    pl.add_argument("--thin-link-kbps", type=int, default=None,
+                    help="the thin consumer's link carries at most this many KB/s each way")
+    pl.add_argument("--thin-link-delay-ms", type=float, default=None,
+                    help="the thin consumer's link is delayed this much (ms) one way")
     pl.add_argument("--consumer-mode", choices=("assign", "group"), default="assign",
                     help="assign: no group (default); group: one consumer group per consumer")
     pl.add_argument("--consumers-per-process", type=int, default=10, help="consumers per consumer process (default 10)")
@@ -127,7 +140,9 @@ def load_plan(args: argparse.Namespace) -> LoadPlan:
                     txn_msgs=args.txn_msgs or [], txn_abort_every=args.txn_abort_every,
                     link_delay_ms=args.link_delay_ms or [],
                     client_link_delay_ms=args.client_link_delay_ms or [],
-                    fetch_from=args.fetch_from or [])
+                    fetch_from=args.fetch_from or [], thin_consumer=args.thin_consumer,
+                    thin_link_kbps=args.thin_link_kbps,
+                    thin_link_delay_ms=args.thin_link_delay_ms)
 
 
 def load_cells(args: argparse.Namespace) -> tuple[list[LoadCellSpec], str]:

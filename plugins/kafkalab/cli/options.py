@@ -140,12 +140,16 @@ def add_data_option(p: argparse.ArgumentParser, *, reads: bool = False) -> None:
 
 def as_options(exc: ValidationError, option_of_field: Mapping[str, str]) -> str:
     """The first problem of a refused cell or trial, under the option that set the field
-    (``--rate: Input should be greater than 0``); a check across fields is its message."""
+    (``--rate: Input should be greater than 0``); a check across fields is its message, with
+    every field it names (a word with an underscore: ``thin_consumer``) given as its option."""
+    import re
+
     from kafkalab.yamlio import describe_validation_error
 
     key, _, message = describe_validation_error(exc).partition(": ")
     if key == "(top level)":
-        return message
+        return re.sub(r"\b[a-z][a-z0-9]*_[a-z0-9_]*\b",
+                      lambda m: option_of_field.get(m.group(0), m.group(0)), message)
     return f"{option_of_field.get(key, option_of_field.get(key.split('.')[0], key))}: {message}"
 
 

@@ -167,22 +167,50 @@ def clients_beside(links: Links, setup: CellSetup, one_way_ms: float,
             links.remove(fault)
 
 
-def cell_links(path: Path | None) -> Links:
-    """The degradable links of the embedded cluster at ``path`` (default: the lab's own), for
-    a cell with a ``link_delay_ms``.
+def cell_links(path: Path | None, spec: LoadCellSpec) -> Links | None:
+    """The degradable links of the embedded cluster at ``path`` (default: the lab's own) a
+    cell acts on (a link delay, a client link delay or a thin consumer); None for a cell
+    that leaves the links alone.
 
     Raises:
-        ConfigError: that cluster was not started with ``--links``, or has one node.
+        ConfigError: the cell needs links and that cluster was not started with ``--links``,
+            or it needs followers and the cluster has one node.
     """
+    followers = spec.link_delay_ms is not None or spec.client_link_delay_ms is not None
+    if not followers and spec.thin_consumer is None:
+        return None
     links = links_for(path or default_descriptor_path())
     if links is None:
-        raise ConfigError("--link-delay-ms and --client-link-delay-ms need the lab's embedded "
-                          "cluster started with degradable links: kafkalab cluster up "
-                          "--brokers 3 --links")
-    if links.layout.nodes < 2:
+        raise ConfigError("--link-delay-ms, --client-link-delay-ms and --thin-consumer need the "
+                          "lab's embedded cluster started with degradable links: kafkalab "
+                          "cluster up --brokers 3 --links")
+    if followers and links.layout.nodes < 2:
         raise ConfigError("--link-delay-ms, --client-link-delay-ms: a one-node cluster has no "
                           "followers (kafkalab cluster up --brokers 3 --links)")
     return links
+
+
+@contextlib.contextmanager
+def thin_link(links: Links, spec: LoadCellSpec, progress: Progress) -> Iterator[None]:
+    """The thin consumer's own links (the ``solo`` plane, to every node) limited to
+    ``thin_link_kbps`` and delayed ``thin_link_delay_ms`` while the block runs; taken off
+    afterwards, whatever happens."""
+    every = tuple(range(links.layout.nodes))
+    faults = []
+    if spec.thin_link_kbps is not None:
+        faults.append(LinkFault("limit", every, (CLIENTS,), ("solo",),
+                                rate_kbps=spec.thin_link_kbps))
+    if spec.thin_link_delay_ms is not None:
+        faults.append(LinkFault("delay", every, (CLIENTS,), ("solo",), spec.thin_link_delay_ms))
+    try:
+        for fault in faults:
+            links.apply(fault)
+        progress(f"  links: consumer {spec.thin_consumer} on a link of its own"
+                 + "".join(f"; {f.describe()}" for f in faults))
+        yield
+    finally:
+        for fault in faults:
+            links.remove(fault)
 
 
 @dataclass(frozen=True)
@@ -275,6 +303,7 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     setup = plan_cell(lab, run_id, run_date, spec, descriptor_path, topic=topic,
                       cell_path=cell_path, placement=shard_placement,
                       placement_token=placement_token)
+    linked = cell_links(descriptor_path, spec)
     if provision:
         provision_topic(setup)
     prepare_cell_dir(setup)
@@ -286,19 +315,21 @@ def run_load_cell(data_dir: Path | str | None, run_id: str, spec: LoadCellSpec |
     meta.write(setup.cell)
     # cell.json (status running) before the plan: a shard task that finds this attempt's plan
     # also finds its cell running (shard_turn).
-    atomic_write_json(plan_path(setup.cell), shard_plan(setup, clients))
+    solo = linked.layout.solo_bootstrap() if linked is not None and \
+        spec.thin_consumer is not None else None
+    atomic_write_json(plan_path(setup.cell), shard_plan(setup, clients, solo))
     progress(f"{setup.cell_id}: {spec.consumers} consumer(s) in {spec.shards} "
              f"{'shard task(s)' if setup.external else 'process(es)'}, "
              f"{spec.rate_msgs_per_s:g} msg/s × {spec.duration_s:g} s "
              f"(warm-up {spec.warmup_s:g} s), topic {setup.topic}")
-    linked = (cell_links(descriptor_path) if spec.link_delay_ms is not None
-              or spec.client_link_delay_ms is not None else None)
     with contextlib.ExitStack() as links:
         if linked is not None and spec.link_delay_ms is not None:
             links.enter_context(replication_delay(linked, spec.link_delay_ms, progress))
         if linked is not None and spec.client_link_delay_ms is not None:
             links.enter_context(clients_beside(linked, setup, spec.client_link_delay_ms,
                                                progress))
+        if linked is not None and spec.thin_consumer is not None:
+            links.enter_context(thin_link(linked, spec, progress))
         return _CellRun(setup, clients, meta).measure(progress, on_start)
 
 
@@ -418,12 +449,14 @@ def new_cell_doc(setup: CellSetup, clients: CellClients) -> CellDoc:
     )
 
 
-def shard_plan(setup: CellSetup, clients: CellClients) -> dict[str, Any]:
-    """The plan the shards read (``.plan.json``; :mod:`kafkalab.load.shard`)."""
+def shard_plan(setup: CellSetup, clients: CellClients,
+               solo_bootstrap: str | None = None) -> dict[str, Any]:
+    """The plan the shards read (``.plan.json``; :mod:`kafkalab.load.shard`);
+    ``solo_bootstrap``: the thin consumer's own ``bootstrap.servers`` (the ``solo`` plane)."""
     spec = setup.spec
     return {"spec": spec.model_dump(), "cell_dir": str(setup.cell), "topic": setup.topic,
             "partitions": spec.partitions, "nonce": clients.nonce.hex(),
-            "consumer_config": clients.consumer_config,
+            "consumer_config": clients.consumer_config, "solo_bootstrap": solo_bootstrap,
             "descriptor_path": str(setup.descriptor_path),
             "barrier_timeout_s": setup.barrier_timeout_s, "clock": clock.anchor(),
             "shard_placement": setup.placement, "placement_token": setup.placement_token}

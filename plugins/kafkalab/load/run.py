@@ -111,8 +111,8 @@ def start_load_run(req: LoadRequest, progress: Progress = noop) -> dict[str, Any
     profiles = validate_cells(req.cells)  # budget and names first: before any connection
     d = cluster_descriptor(req.descriptor_path)
     validate_cells(req.cells, d, profiles)
-    if any(c.link_delay_ms is not None or c.client_link_delay_ms is not None for c in req.cells):
-        cell_links(req.descriptor_path)  # the cluster must have degradable links
+    for cell in req.cells:
+        cell_links(req.descriptor_path, cell)  # a cell that acts on links needs them
     lab = LabData(req.data_dir)
     lab.refuse_live_owner(req.run_id, req.owner_kind)
     progress(f"checking {d.bootstrap_servers} …")

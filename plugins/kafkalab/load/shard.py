@@ -277,6 +277,13 @@ class _Shard:
         for idx in self.spec.shard_consumers(self.shard):
             c_cfg = dict(cfg)
             c_cfg["group.id"] = f"kafkalab-load-{self.plan['nonce']}-{idx}"
+            if idx == self.spec.thin_consumer:
+                # the thin consumer learns only the solo plane's addresses: every link it
+                # opens is its own (kafkalab.cluster.links.layout)
+                if not self.plan.get("solo_bootstrap"):
+                    raise RuntimeError(f"consumer {idx} is the thin one but the plan has no "
+                                       "solo_bootstrap")
+                c_cfg["bootstrap.servers"] = self.plan["solo_bootstrap"]
             client = Consumer(c_cfg)
             ends = {}
             for p in range(self.partitions):

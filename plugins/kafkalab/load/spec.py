@@ -140,6 +140,18 @@ class LoadCellSpec(_Strict):
     """The consumers name the near node's rack (``client.rack``), so the brokers' rack-aware
     replica selector serves them from that follower instead of the leader (KIP-392,
     ``--fetch-from follower``); needs ``client_link_delay_ms``."""
+    thin_consumer: int | None = Field(None, ge=0)
+    """HYDRA on a thin pipe: the index of one consumer bootstrapped to the cluster's ``solo``
+    plane (:mod:`kafkalab.cluster.links.layout`), so every link it has goes through proxies
+    of its own and ``thin_link_kbps`` / ``thin_link_delay_ms`` degrade its link alone while
+    the others keep theirs (``--thin-consumer``; a cluster started with ``--links``). None:
+    every consumer on the shared client links."""
+    thin_link_kbps: int | None = Field(None, ge=1, le=10_000_000)
+    """The thin consumer's link carries at most this many KB/s each way while the cell
+    measures (None: no bandwidth limit)."""
+    thin_link_delay_ms: float | None = Field(None, gt=0, le=10_000)
+    """The thin consumer's link is delayed this much one way while the cell measures (None:
+    no delay added)."""
     seq_header: bool = False
     """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
     fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
@@ -149,8 +161,23 @@ class LoadCellSpec(_Strict):
     @model_validator(mode="after")
     def _follower_needs_a_near_node(self) -> LoadCellSpec:
         if self.fetch_from_follower and self.client_link_delay_ms is None:
-            raise ValueError("fetch_from_follower reads from the clients' near follower: give "
-                             "client_link_delay_ms too (0: the links as they are)")
+            raise ValueError("fetching from the follower (fetch_from follower) reads from the "
+                             "clients' near follower: give a client link delay too "
+                             "(client_link_delay_ms, 0: the links as they are)")
+        return self
+
+    @model_validator(mode="after")
+    def _thin_link_needs_its_consumer(self) -> LoadCellSpec:
+        thin = self.thin_link_kbps is not None or self.thin_link_delay_ms is not None
+        if thin and self.thin_consumer is None:
+            raise ValueError("a thin link (thin_link_kbps, thin_link_delay_ms) is one "
+                             "consumer's: name it with thin_consumer")
+        if self.thin_consumer is not None and self.thin_consumer >= self.consumers:
+            raise ValueError(f"thin_consumer={self.thin_consumer} is not one of the "
+                             f"{self.consumers} consumers (0-based)")
+        if self.thin_consumer is not None and self.consumers < 2:
+            raise ValueError("thin_consumer: a thin pipe is measured against the others on "
+                             "theirs; give at least 2 consumers")
         return self
 
     @field_validator("acks", mode="before")
@@ -244,6 +271,12 @@ class LoadCellSpec(_Strict):
             link += f".near{self.client_link_delay_ms:g}ms"
         if self.fetch_from_follower:
             link += ".ffollower"
+        if self.thin_consumer is not None:
+            link += f".thin{self.thin_consumer}"
+            if self.thin_link_kbps is not None:
+                link += f"-{self.thin_link_kbps}kBps"
+            if self.thin_link_delay_ms is not None:
+                link += f"-{self.thin_link_delay_ms:g}ms"
         return safe_name(f"{self.client}.{self.payload}.{self.profile}.acks-{acks}{mif}{idem}{txn}."
                          f"c{self.consumers}.r{self.rate_msgs_per_s:g}.p{self.partitions}"
                          f"{link}{mode}{pause}{slow}{trial}")
@@ -333,6 +366,9 @@ class LoadPlan(_Strict):
     fetch_from: list[Literal["leader", "follower"]] = Field(default_factory=list, max_length=2)
     """Where the consumers read, a cell each (``follower``: the near one, by ``client.rack``);
     empty: the leader."""
+    thin_consumer: int | None = None
+    thin_link_kbps: int | None = None
+    thin_link_delay_ms: float | None = None
     client: str | None = None
     encoding: str | None = None
     profile: str | None = None

@@ -102,7 +102,54 @@ def summarize_cell(cell: Path) -> dict[str, Any]:
     out.update(_latencies(meta, sends, fan))
     out.update(_lag(cell, meta, sends, receipts))
     out.update(_resources(meta))
+    _consumer_lag_peaks(cell, fan.rows)
+    out.update(thin_figures(meta.spec.thin_consumer, fan.rows))
     out["consumers_detail"] = fan.rows
+    return out
+
+
+def _consumer_lag_peaks(cell: Path, rows: list[dict[str, Any]]) -> None:
+    """Each consumer's ``lag_peak_msgs``: its largest lag at any sample, summed over the
+    partitions (as ``load_consumers``' column; None when no partition's lag was ever known),
+    set on its row."""
+    lag = _read(files.lag_path.every(cell), ["consumer", "sample_ts_ns", "lag_msgs"])
+    samples = _lag_samples(lag) if len(lag["consumer"]) else None
+    for row in rows:
+        c = row["consumer"]
+        known = bool(np.any((lag["consumer"] == c) & (lag["lag_msgs"] >= 0)))
+        mine = samples.total[samples.keys[0] == c] if samples is not None else np.array([])
+        row["lag_peak_msgs"] = int(mine.max()) if known and len(mine) else None
+
+
+THIN_KEYS = ("thin_failing", "thin_lag_peak_msgs", "thin_e2e_p99_ms", "thin_rx_rate_msgs_per_s",
+             "others_failing_clients", "others_worst_lag_peak_msgs", "others_worst_e2e_p99_ms",
+             "others_min_rx_rate_msgs_per_s")
+"""The figures of a thin-pipe cell (:func:`thin_figures`): None in every other cell."""
+
+
+def thin_figures(thin: int | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """HYDRA on a thin pipe: the thin consumer's own figures beside the worst of the others'
+    (each consumer's row of ``consumers_detail``: failing, peak lag, e2e p99, rx rate). The
+    others' p99 is the highest of their own p99s, not a pooled one, so it reads the same from
+    ``load_consumers``; None where a consumer's figure is (too few samples: its reason is in
+    its row). Every key None for a cell without a thin consumer."""
+    out: dict[str, Any] = dict.fromkeys(THIN_KEYS)
+    mine = next((r for r in rows if r["consumer"] == thin), None)
+    if thin is None or mine is None:
+        return out
+    others = [r for r in rows if r["consumer"] != thin]
+
+    def worst(key: str, pick: Any = max) -> Any:
+        values = [r.get(key) for r in others]
+        return None if not values or any(v is None for v in values) else pick(values)
+
+    out.update(thin_failing=mine["failing"], thin_lag_peak_msgs=mine.get("lag_peak_msgs"),
+               thin_e2e_p99_ms=mine["e2e_p99_ms"],
+               thin_rx_rate_msgs_per_s=mine["rx_rate_msgs_per_s"],
+               others_failing_clients=sum(1 for r in others if r["failing"]),
+               others_worst_lag_peak_msgs=worst("lag_peak_msgs"),
+               others_worst_e2e_p99_ms=worst("e2e_p99_ms"),
+               others_min_rx_rate_msgs_per_s=worst("rx_rate_msgs_per_s", min))
     return out
 
 
@@ -284,6 +331,8 @@ def _counts(meta: CellDoc, sends: _Sends, fan: _FanOut) -> dict[str, Any]:
         "link_delay_ms": spec.link_delay_ms,
         "client_link_delay_ms": spec.client_link_delay_ms,
         "fetch_from_follower": spec.fetch_from_follower,
+        "thin_consumer": spec.thin_consumer, "thin_link_kbps": spec.thin_link_kbps,
+        "thin_link_delay_ms": spec.thin_link_delay_ms,
         "warmup_msgs": int(sends.n_all - intended), "expected_msgs": sends.expected_n,
         "rx_rate_msgs_per_s_avg": round(float(np.mean(rx_rates)), 3) if rx_rates else None,
         "rx_rate_msgs_per_s_min": round(float(np.min(rx_rates)), 3) if rx_rates else None,
@@ -485,7 +534,24 @@ def format_load_table(cells: list[dict[str, Any]]) -> str:
             f"{_fmt(c['service_e2e_p99_ms'], '.2f', c.get('service_e2e_p99_ms_reason')):>8} "
             f"{_fmt(c['publish_delay_p99_ms'], '.2f', c.get('publish_delay_p99_ms_reason')):>8} "
             f"{_fmt(c['lag_peak_msgs'], 'd'):>7}  {' '.join(flags)}")
+        if c.get("thin_consumer") is not None:
+            lines.append(_thin_line(c))
     return "\n".join(lines)
+
+
+def _thin_line(c: dict[str, Any]) -> str:
+    """The line under a thin-pipe cell: its thin consumer against the worst of the others."""
+    link = ", ".join(x for x in (
+        f"{c['thin_link_kbps']} KB/s" if c.get("thin_link_kbps") is not None else "",
+        f"+{c['thin_link_delay_ms']:g} ms one way" if c.get("thin_link_delay_ms") is not None
+        else "") if x) or "nothing added"
+    return (f"{'':>9} thin consumer {c['thin_consumer']} ({link}): "
+            f"{'FAILING' if c.get('thin_failing') else 'not failing'}, lag peak "
+            f"{_fmt(c.get('thin_lag_peak_msgs'), 'd')}, e2e p99 "
+            f"{_fmt(c.get('thin_e2e_p99_ms'), '.2f')} ms; the {c['consumers'] - 1} others: "
+            f"{c.get('others_failing_clients')} failing, worst lag peak "
+            f"{_fmt(c.get('others_worst_lag_peak_msgs'), 'd')}, worst e2e p99 "
+            f"{_fmt(c.get('others_worst_e2e_p99_ms'), '.2f')} ms")
 
 
 def json_cell(summary: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,8 @@ KNEE_FACTOR = 2.0
 CONFIG_COLUMNS: tuple[str, ...] = ("client", "payload", "profile", "partitions", "consumer_mode",
                                    "pause_at_s", "pause_for_s", "cluster_flavor", "txn_msgs",
                                    "txn_abort_every", "link_delay_ms", "client_link_delay_ms",
-                                   "fetch_from_follower")
+                                   "fetch_from_follower", "thin_consumer", "thin_link_kbps",
+                                   "thin_link_delay_ms")
 """What stays fixed inside one fan-out figure: a run that varies any of these gets one set
 of figures per combination."""
 

@@ -6,6 +6,9 @@
 2. **Latency vs throughput** (``#throughput``): e2e p50 and p99 from the *intended* send time
    (corrected for coordinated omission) and the service-time p99 (from the actual send)
    against the achieved rate, the knee marked when there is one.
+   **Latency vs link delay** (``#link-delay``) and **HYDRA on a thin pipe**
+   (``#thin-pipe``: one consumer on a degraded link of its own against the others) when the
+   run has such cells.
 3. **Consumer lag** (``#lag``): lag (log end − position, summed over partitions) per consumer
    over time, the pause window shaded, the client backlog beside it.
 4. **Cells** (``#cells``): one row per cell with the cell JSON's keys, ``client_bound`` and
@@ -153,7 +156,18 @@ def _config_label(r: Any) -> str:
         reads = "follower" if as_bool(r.get("fetch_from_follower")) else "leader"
         bits.append(f"clients beside a follower, +{near:g} ms one way to the other nodes, "
                     f"reading from the {reads}")
+    thin = as_float(r.get("thin_consumer"))
+    if thin is not None:
+        bits.append(f"consumer {int(thin)} on a thin link ({_thin_link(r)})")
     return ", ".join(bits)
+
+
+def _thin_link(r: Any) -> str:
+    """``80 KB/s, +5 ms one way`` (what the thin consumer's link carried)."""
+    kbps, delay = as_float(r.get("thin_link_kbps")), as_float(r.get("thin_link_delay_ms"))
+    bits = ([f"{kbps:g} KB/s"] if kbps is not None else []) + \
+        ([f"+{delay:g} ms one way"] if delay is not None else [])
+    return ", ".join(bits) or "nothing added"
 
 
 def _rate_name(rate: float) -> str:
@@ -351,6 +365,68 @@ def section_link_delay(v: RunView) -> str:
         return ""
     return ('<section id="link-delay"><h2>Latency vs link delay</h2>' + "".join(parts)
             + "</section>")
+
+
+# --------------------------------------------------------------------------- thin pipe
+
+THIN_NOTE = (
+    "HYDRA on a thin pipe: one consumer of the cell on links of its own (kafkalab load "
+    "--thin-consumer, the cluster's solo plane), limited and/or delayed as its column says, "
+    "while the others share the ordinary client links. Its figures beside the worst of the "
+    "others' (each consumer's own p99 and peak lag; a pooled figure would hide one bad "
+    "consumer): do the others notice? Failing: missing an expected message after the drain. "
+    "A consumer that lags fetches more at a time, so over a thin link its records come in "
+    "ever larger, ever later batches.")
+
+
+def _first(frame: pd.DataFrame, key: str, fmt: Any = fmt_num) -> str:
+    """``key`` of the frame's first row, formatted; the missing mark for an empty frame."""
+    return str(fmt(frame.iloc[0].get(key))) if not frame.empty else MISSING
+
+
+def _worst(frame: pd.DataFrame, key: str, fmt: Any = fmt_num, low: bool = False) -> str:
+    """The highest (``low``: lowest) ``key`` over the frame's rows; the missing mark when a
+    row has none (an undefined percentile is not a small one)."""
+    vals = numbers(frame, key) if not frame.empty else pd.Series(dtype=float)
+    if vals.empty or vals.isna().any():
+        return MISSING
+    return str(fmt(vals.min() if low else vals.max()))
+
+
+def _thin_row(r: Any, con: pd.DataFrame) -> str:
+    """One cell's row of the thin-pipe table from its ``load_consumers`` rows."""
+    thin = int(as_float(r.get("thin_consumer")) or 0)
+    mine = con[strings(con, "cell_id") == str(r.get("cell_id"))] if not con.empty else con
+    me = mine[numbers(mine, "consumer") == thin] if not mine.empty else mine
+    rest = mine[numbers(mine, "consumer") != thin] if not mine.empty else mine
+    failing_me = (("FAILING" if as_bool(me.iloc[0].get("failing")) else "no")
+                  if not me.empty else MISSING)
+    failing_rest = (f"{int(rest['failing'].map(as_bool).sum())} of {len(rest)}"
+                    if not rest.empty else MISSING)
+    values = [_thin_link(r), failing_me, _first(me, "lag_peak_msgs", fmt_count),
+              _first(me, "e2e_p99_ms"), _first(me, "rx_rate_msgs_per_s"), failing_rest,
+              _worst(rest, "lag_peak_msgs", fmt_count), _worst(rest, "e2e_p99_ms"),
+              _worst(rest, "rx_rate_msgs_per_s", low=True)]
+    return (f'<tr><td class="t">{esc(cell_label(r))}</td>'
+            + "".join(f"<td>{esc(x)}</td>" for x in values) + "</tr>")
+
+
+def section_thin_pipe(v: RunView, tables: LoadTables) -> str:
+    """One row per cell with a thin consumer: its link, the thin consumer's failing flag,
+    peak lag, e2e p99 and rx rate against the others' (from ``load_consumers``). Empty when
+    the run has none."""
+    df = _cells(v)
+    if df.empty or "thin_consumer" not in df or numbers(df, "thin_consumer").notna().sum() == 0:
+        return ""
+    rows = [_thin_row(r, tables.consumers)
+            for _, r in df[numbers(df, "thin_consumer").notna()].iterrows()]
+    return ('<section id="thin-pipe"><h2>HYDRA on a thin pipe</h2>'
+            f'<p class="note">{esc(THIN_NOTE)}</p><table class="thin"><thead><tr>'
+            '<th class="t">cell</th><th>thin link</th><th>thin: failing</th>'
+            "<th>thin: lag peak</th><th>thin: e2e p99 ms</th><th>thin: rx msg/s</th>"
+            "<th>others: failing</th><th>others: worst lag peak</th>"
+            "<th>others: worst e2e p99 ms</th><th>others: lowest rx msg/s</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></section>")
 
 
 # --------------------------------------------------------------------------- (3) lag
@@ -555,7 +631,7 @@ def load_sections(v: RunView, page_dir: Path) -> str:
     """The sections of a load run's page (the caller adds the banners)."""
     tables = v.load or LoadTables()
     return (section_fanout(v) + section_throughput(v) + section_link_delay(v)
-            + section_lag(v, tables)
+            + section_thin_pipe(v, tables) + section_lag(v, tables)
             + section_cells(v, tables) + section_checks(v, page_dir))
 
 
@@ -568,5 +644,6 @@ __all__ = [
     "section_fanout",
     "section_lag",
     "section_link_delay",
+    "section_thin_pipe",
     "section_throughput",
 ]

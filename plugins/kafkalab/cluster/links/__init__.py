@@ -2,7 +2,8 @@
 them, heal them, and prove they are healed.
 
 ``kafkalab cluster up --links`` (a kraft cluster) routes every node's client, replication
-and controller traffic through its own proxies (:mod:`~kafkalab.cluster.links.layout`: which
+and controller traffic (and a second client plane, ``solo``, for one client on a link of its
+own) through its own proxies (:mod:`~kafkalab.cluster.links.layout`: which
 proxy carries which link; :mod:`~kafkalab.cluster.links.toxiproxy`: the proxy program and
 why it is Toxiproxy). The proxy server is one of the cluster's processes (role ``proxy``,
 recorded in its state file): ``down`` stops it after the nodes, ``up`` restarts it, healed,
@@ -36,7 +37,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kafkalab import procs
-from kafkalab.cluster.links.layout import CLIENTS, PLANES, LinkLayout, Plane, ProxySpec
+from kafkalab.cluster.links.layout import (
+    CLIENT_PLANES,
+    CLIENTS,
+    PLANES,
+    LinkLayout,
+    Plane,
+    ProxySpec,
+)
 from kafkalab.cluster.links.toxiproxy import Toxiproxy, ensure_toxiproxy
 from kafkalab.cluster.processes import start_process
 from kafkalab.cluster.state import ClusterState, cluster_dir
@@ -67,8 +75,8 @@ def links_dir(lab: Path) -> Path:
 class LinkFault:
     """What to do to the links between ``side_a`` and ``side_b`` on ``planes``.
 
-    A side is a tuple of node ids; ``side_b`` may be ``("clients",)`` (the client plane's
-    source), which only the ``client`` plane has.
+    A side is a tuple of node ids; ``side_b`` may be ``("clients",)`` (the source of the
+    client planes' links, ``client`` and ``solo``), which only those planes have.
     """
 
     kind: LinkFaultKind
@@ -94,7 +102,7 @@ class LinkFault:
             return "a link fault needs a node on each side"
         if set(self.side_a) & set(self.side_b):
             return "a node cannot be on both sides of a link fault"
-        peers = [p for p in self.planes if p != "client"]
+        peers = [p for p in self.planes if p not in CLIENT_PLANES]
         if peers and nodes < 2:
             return "a one-node cluster has no replication or controller links"
         if self.kind == "delay" and not 0 < self.one_way_ms <= MAX_ONE_WAY_MS:
@@ -146,7 +154,7 @@ class Links:
         for p in self.layout.proxies():
             if p.plane not in fault.planes:
                 continue
-            if p.plane == "client":
+            if p.plane in CLIENT_PLANES:
                 if (CLIENTS in b and p.destination in a) or (CLIENTS in a and p.destination in b):
                     chosen.append(p)
             elif (p.source in a and p.destination in b) or (p.source in b and p.destination in a):

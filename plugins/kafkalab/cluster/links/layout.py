@@ -9,6 +9,13 @@ each bound to 127.0.0.1 on a port of its own:
 | ``client`` | ``PLAINTEXT`` on ``control_port + 20 + i`` | one proxy per node on ``127.0.0.1:base_port + i`` (the advertised address: what clients, the lab and the descriptor use) |
 | ``replication`` | ``REPLICATION`` on ``control_port + 10 + i`` (``inter.broker.listener.name``) | one proxy per (source node, node) pair on ``127.77.0.<source + 1>``, same port |
 | ``controller`` | ``CONTROLLER`` on ``control_port + i`` (a voter of the quorum) | one proxy per (source node, node) pair on ``127.77.0.<source + 1>``, same port |
+| ``solo`` | ``SOLO`` on ``control_port + 40 + i`` | one proxy per node on ``127.78.0.1``, same port (the advertised address of that listener) |
+
+The ``solo`` plane is a second client plane: a client bootstrapped to it
+(:meth:`LinkLayout.solo_bootstrap`) is told only the ``SOLO`` listener's advertised
+addresses (a broker answers metadata with the listener the request came in on), so every
+connection it opens goes through the ``solo`` proxies and a toxic there degrades its link
+alone: one consumer of a fan-out cell on a thin pipe while the others keep theirs.
 
 Kafka advertises one address per listener to every peer, so a peer-to-peer link can only be
 told apart by who resolves the name: node ``i`` is advertised as ``kafkalab-node<i>`` on its
@@ -32,9 +39,12 @@ __all__ = [
     "API_OFFSET",
     "CLIENTS",
     "CLIENT_OFFSET",
+    "CLIENT_PLANES",
     "PLANES",
     "RACK_AWARE_SELECTOR",
     "REPLICATION_OFFSET",
+    "SOLO_HOST",
+    "SOLO_OFFSET",
     "LinkLayout",
     "Plane",
     "ProxySpec",
@@ -43,13 +53,17 @@ __all__ = [
     "source_host",
 ]
 
-Plane = Literal["client", "replication", "controller"]
+Plane = Literal["client", "replication", "controller", "solo"]
 
-PLANES: tuple[Plane, ...] = ("client", "replication", "controller")
+PLANES: tuple[Plane, ...] = ("client", "replication", "controller", "solo")
 """The kinds of traffic a link carries, each degradable on its own."""
 
+CLIENT_PLANES: tuple[Plane, ...] = ("client", "solo")
+"""The planes whose links run from the clients to a node (the others run node to node)."""
+
 CLIENTS = "clients"
-"""The source of every client-plane link: producers, consumers and the lab's Admin calls."""
+"""The source of every client-plane link: producers, consumers and the lab's Admin calls
+(on the ``client`` plane), or the one client bootstrapped to the ``solo`` plane."""
 
 REPLICATION_OFFSET = 10
 """Node i's replication listener is on ``control_port + 10 + i``."""
@@ -59,6 +73,13 @@ CLIENT_OFFSET = 20
 
 API_OFFSET = 30
 """The proxies' HTTP API is on ``control_port + 30``."""
+
+SOLO_OFFSET = 40
+"""Node i's solo-client listener is on ``control_port + 40 + i`` (and its proxy on the same
+port of :data:`SOLO_HOST`)."""
+
+SOLO_HOST = "127.78.0.1"
+"""The loopback address the ``solo`` plane's proxies listen on (advertised to its client)."""
 
 _SOURCE_NET = "127.77.0."
 
@@ -132,18 +153,24 @@ class LinkLayout:
     def listener_port(self, plane: Plane, node: int) -> int:
         """The port ``node``'s own listener of ``plane`` binds on 127.0.0.1."""
         offset = {"client": CLIENT_OFFSET, "replication": REPLICATION_OFFSET,
-                  "controller": 0}[plane]
+                  "controller": 0, "solo": SOLO_OFFSET}[plane]
         return self.control_port + offset + node
 
+    def solo_bootstrap(self) -> str:
+        """``bootstrap.servers`` of the client that gets the ``solo`` plane's links."""
+        return ",".join(f"{SOLO_HOST}:{self.listener_port('solo', d)}"
+                        for d in range(self.nodes))
+
     def proxy_name(self, plane: Plane, source: int | str, destination: int) -> str:
-        if plane == "client":
-            return f"client-n{destination}"
+        if plane in CLIENT_PLANES:
+            return f"{plane}-n{destination}"
         return f"{plane}-n{source}-n{destination}"
 
     def proxies(self) -> list[ProxySpec]:
         """Every proxy: one client proxy per node, then one per (source, destination) pair
         and peer plane (a node's link to itself included: the combined node's broker talks to
-        its own controller through it, and it is never degraded)."""
+        its own controller through it, and it is never degraded), then one solo-client proxy
+        per node."""
         out = [ProxySpec(self.proxy_name("client", CLIENTS, d), "client", CLIENTS, d,
                          f"{procs.HOST}:{self.client_port(d)}",
                          f"{procs.HOST}:{self.listener_port('client', d)}")
@@ -154,6 +181,10 @@ class LinkLayout:
                     port = self.listener_port(plane, d)
                     out.append(ProxySpec(self.proxy_name(plane, s, d), plane, s, d,
                                          f"{source_host(s)}:{port}", f"{procs.HOST}:{port}"))
+        for d in range(self.nodes):
+            port = self.listener_port("solo", d)
+            out.append(ProxySpec(self.proxy_name("solo", CLIENTS, d), "solo", CLIENTS, d,
+                                 f"{SOLO_HOST}:{port}", f"{procs.HOST}:{port}"))
         return out
 
     def host_ports(self) -> dict[str, list[int]]:
@@ -162,7 +193,9 @@ class LinkLayout:
         local += [self.listener_port(p, d) for p in PLANES for d in range(self.nodes)]
         peer = [self.listener_port(p, d) for p in ("replication", "controller")
                 for d in range(self.nodes)]
-        return {procs.HOST: local, **{source_host(s): peer for s in range(self.nodes)}}
+        solo = [self.listener_port("solo", d) for d in range(self.nodes)]
+        return {procs.HOST: local, SOLO_HOST: solo,
+                **{source_host(s): peer for s in range(self.nodes)}}
 
     def hosts_file_text(self, source: int) -> str:
         """Node ``source``'s host file: every node's name resolves to ``source``'s own
@@ -183,7 +216,8 @@ class LinkLayout:
             "controller.quorum.voters": voters,
             "listeners": (f"PLAINTEXT://{h}:{self.listener_port('client', node)},"
                           f"REPLICATION://{h}:{self.listener_port('replication', node)},"
-                          f"CONTROLLER://{h}:{self.listener_port('controller', node)}"),
+                          f"CONTROLLER://{h}:{self.listener_port('controller', node)},"
+                          f"SOLO://{h}:{self.listener_port('solo', node)}"),
             # the controller listener is advertised by name too: Kafka 4's Raft followers
             # connect to the endpoints the quorum leader advertises (KIP-853), not to the
             # voters' configured addresses, so a bound address here would bypass the proxies
@@ -191,10 +225,11 @@ class LinkLayout:
             "advertised.listeners": (
                 f"PLAINTEXT://{h}:{self.client_port(node)},"
                 f"REPLICATION://{node_name(node)}:{self.listener_port('replication', node)},"
-                f"CONTROLLER://{node_name(node)}:{self.listener_port('controller', node)}"),
+                f"CONTROLLER://{node_name(node)}:{self.listener_port('controller', node)},"
+                f"SOLO://{SOLO_HOST}:{self.listener_port('solo', node)}"),
             "inter.broker.listener.name": "REPLICATION",
             "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT,SOLO:PLAINTEXT",
             "broker.rack": rack_of(node),
             "replica.selector.class": RACK_AWARE_SELECTOR,
         }
