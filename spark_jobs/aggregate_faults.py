@@ -106,7 +106,8 @@ COUNT_COLUMNS: tuple[str, ...] = (
 AVAILABILITY_COLUMNS: dict[str, str] = {
     "unavailable_ms": "double", "consumer_gap_ms": "double", "leader_elected_ms": "double",
     "isr_full_ms": "double", "controller_elected_ms": "double", "lag_recovered_ms": "double",
-    "old_leader_stepped_down_ms": "double", "recovered": "boolean",
+    "old_leader_stepped_down_ms": "double", "heal_to_first_ack_ms": "double",
+    "heal_to_first_receipt_ms": "double", "recovered": "boolean",
     "acks_after_fault": "bigint", "errors_by_type": "string",
 }
 
@@ -181,6 +182,7 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
     "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
     "controller_elected_ms": ("median", "max"),
+    "heal_to_first_ack_ms": ("median", "max"), "heal_to_first_receipt_ms": ("median", "max"),
     "redelivered": ("sum", "median", "max"), "lost_unprocessed": ("sum", "median", "max"),
     "rebalance_pause_ms": ("median", "max"),
     "aborted_msgs": ("sum",), "aborted_visible": ("sum", "max"),

@@ -117,6 +117,15 @@ def test_trial_summary_counts_add_up() -> None:
     assert "lost" in format_fault_table([{**s, "trial_id": "x", "verdict": "loss"}])
 
 
+def test_recovery_is_timed_from_the_heal_to_the_first_ack_or_receipt_after_it() -> None:
+    from kafkalab.faults.summary import first_after_ms
+
+    ts = np.asarray([1_000_000, 9_000_000, 12_500_000, 0], dtype=np.int64)
+    assert first_after_ms(ts, 10_000_000) == 2.5  # the heal at 10 ms, the first after 12.5
+    assert first_after_ms(ts, 20_000_000) is None  # nothing after the heal
+    assert first_after_ms(ts, None) is None  # no heal
+
+
 def test_error_names() -> None:
     assert error_name("KafkaError{code=_MSG_TIMED_OUT,val=-192}") == "_MSG_TIMED_OUT"
     assert error_name(None) == "no answer"

@@ -37,7 +37,7 @@ from kafkalab.cluster.admin import admin_client
 from kafkalab.cluster.embedded import EmbeddedCluster, cluster_down, cluster_up, running_cluster
 from kafkalab.cluster.flavors import FAULT_CLUSTER
 from kafkalab.cluster.links import LinkFault, Links
-from kafkalab.cluster.links.layout import CLIENTS
+from kafkalab.cluster.links.layout import CLIENT_PLANES, CLIENTS
 from kafkalab.cluster.partitions import PartitionReader
 from kafkalab.cluster.state import resolve_lab
 from kafkalab.errors import ClusterError, ConfigError
@@ -284,7 +284,7 @@ class Injector(Scheduled):
         links = self._links()
         others = tuple(b for b in self.cluster.broker_ids if b != broker)
         peers = LinkFault("cut", (broker,), others, ("replication", "controller"))
-        clients = LinkFault("cut", (broker,), (CLIENTS,), ("client",))
+        clients = LinkFault("cut", (broker,), (CLIENTS,), CLIENT_PLANES)
         faults = {"partition-leader": [peers], "isolate-leader": [peers, clients],
                   "clients-cut-from-leader": [clients]}[self.spec.fault]
         ts = now_ns()

@@ -13,6 +13,10 @@ Definitions (docs/faults.md, "What a trial reports"):
 * ``lag_recovered_ms``: fault → the first lag sample after the post-fault peak at or below
   ``max(1, R × lag interval)``; 0 when the lag never rose above it.
 * ``recovered``: acks kept coming after the heal (ducktape checks this before judging loss).
+* ``heal_to_first_ack_ms`` / ``heal_to_first_receipt_ms``: the heal → the first ack (any
+  record's) / the live consumer's first receipt after it: how long the clients took to work
+  again once the fault was gone (reconnecting, refreshing metadata, retrying), apart from how
+  long the fault itself lasted. Null without a heal or without such an ack / receipt.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["error_name", "longest_gap_ms", "trial_summary"]
+__all__ = ["error_name", "first_after_ms", "longest_gap_ms", "trial_summary"]
 
 _CODE = re.compile(r"(_?[A-Z][A-Z0-9_]{3,})")
 
@@ -50,6 +54,15 @@ def longest_gap_ms(ts_ns: np.ndarray, after_ns: int | None) -> float | None:
 
 def _ms(a: int | None, b: int | None) -> float | None:
     return None if a is None or b is None else round((b - a) / 1e6, 3)
+
+
+def first_after_ms(ts_ns: np.ndarray, after_ns: int | None) -> float | None:
+    """``after_ns`` → the first of ``ts_ns`` later than it, in ms (None: no such time, or no
+    ``after_ns``)."""
+    if after_ns is None:
+        return None
+    later = ts_ns[ts_ns > after_ns]
+    return _ms(after_ns, int(later.min())) if len(later) else None
 
 
 def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarray],
@@ -125,6 +138,8 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
         "controller_elected_ms": _ms(fault, events.get("controller_elected_ts_ns")),
         "old_leader_stepped_down_ms": _ms(fault, events.get("old_leader_stepped_down_ts_ns")),
         "lag_recovered_ms": lag_recovered,
+        "heal_to_first_ack_ms": first_after_ms(ack_ts, heal),
+        "heal_to_first_receipt_ms": first_after_ms(receipts_ts_ns, heal),
         "errors_by_type": dict(Counter(error_name(e) for e, o in zip(errors, outcome, strict=True)
                                        if o in ("failed", "indeterminate"))),
         "rf": rf,
