@@ -120,7 +120,7 @@ EVENT_COLUMNS: dict[str, str] = {
     "old_leader_stepped_down_ts_ns": "old_leader_stepped_down_elapsed_s",
 }
 
-CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
+CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer", "cut-consumer")
 """The faults of a consumer group (``kafkalab.faults.spec.CONSUMER_FAULTS``)."""
 DEFAULT_COMMIT = "after"
 """A consumer fault's commit strategy when its spec leaves it null."""
@@ -131,7 +131,7 @@ GROUP_COLUMNS: dict[str, str] = {
     "commit": "string", "consumers": "int", "session_timeout_ms": "int",
     "heartbeat_interval_ms": "int", "auto_commit_interval_ms": "int", "batch_msgs": "int",
     "rejoin_after_s": "double", "static_membership": "boolean", "rebalance": "string",
-    "fault_offset_ms": "double",
+    "fault_offset_ms": "double", "cut_s": "double",
 }
 
 #: A consumer trial's counts, recomputed from ``processed.parquet`` (records) and

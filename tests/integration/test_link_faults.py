@@ -37,6 +37,11 @@ PARTITION_ACKS_1 = PARTITION.model_copy(update={"profile": "availability", "acks
 CLIENTS_CUT = FaultTrialSpec(profile="durability", fault="clients-cut-from-leader",
                              rate_msgs_per_s=200, duration_s=14, warmup_s=1, fault_at_s=3,
                              down_s=6)
+CUT_CONSUMER = FaultTrialSpec(profile="availability", fault="cut-consumer", rate_msgs_per_s=200,
+                              duration_s=20, warmup_s=1, fault_at_s=3, consumers=2,
+                              partitions=4)
+"""A group member cut from the cluster for the availability profile's 6 s session timeout and
+4 s more (the default), while it keeps running."""
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,8 @@ def linked_faults(tmp_path_factory: pytest.TempPathFactory, make_lab: Any) -> It
     clab = lab / "faults"
     trials = [PARTITION.model_copy(update={"trial": k}) for k in range(1, TRIALS + 1)]
     try:
-        started = start_fault_run(FaultRequest(trials=[*trials, PARTITION_ACKS_1, CLIENTS_CUT],
+        started = start_fault_run(FaultRequest(trials=[*trials, PARTITION_ACKS_1, CLIENTS_CUT,
+                                                       CUT_CONSUMER],
                                                data_dir=data,
                                                run_id="link-faults-it"))
         running = running_cluster(clab)
@@ -112,6 +118,28 @@ def test_clients_cut_from_a_leader_wait_for_the_heal_and_lose_nothing(
     # no acknowledgement can cross a cut link: the producer's longest silence spans the cut
     assert s["unavailable_ms"] >= 0.95 * CLIENTS_CUT.effective_down_s * 1000, s
     assert s["acked_lost"] == 0 and s["recovered"], s
+    # and both clients work again after the heal, each timed from it
+    assert s["heal_to_first_ack_ms"] is not None and s["heal_to_first_ack_ms"] > 0, s
+    assert s["heal_to_first_receipt_ms"] is not None and s["heal_to_first_receipt_ms"] > 0, s
+    assert _links_healed(env["clab"])
+
+
+def test_a_group_member_cut_from_the_cluster_loses_its_partitions_and_rejoins_at_the_heal(
+        linked_faults: dict[str, Any]) -> None:
+    """``cut-consumer``: member 0's every link (its own, the solo plane) cut beyond the
+    session timeout while it keeps running. The coordinator stops hearing it and gives its
+    partitions to the other member; at the heal it rejoins. With commits after processing
+    nothing is lost; what it processed but could not commit is processed again, and the
+    offsets explain it."""
+    env = linked_faults
+    s = run_fault_trial(env["data"], env["run_id"], CUT_CONSUMER, env["clab"])
+    assert s["status"] == "complete", s.get("error")
+    assert s["cut_s"] == 10.0 and s["commit"] == "after", s
+    assert s["moved_partitions"] and s["successor_assigned_ms"] is not None, s
+    assert s["rebalance_pause_ms"] is not None, s
+    assert s["lost_unprocessed"] == 0 and s["reread_agrees"], s
+    assert s["offsets_explain"] is True, s
+    assert s["rejoin_pause_ms"] is not None, s  # the group went on after the member came back
     assert _links_healed(env["clab"])
 
 

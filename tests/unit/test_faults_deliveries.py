@@ -146,6 +146,8 @@ def test_events_read_back_in_time_order_and_a_torn_last_line_is_skipped(tmp_path
     ({"fault": "leave-consumer", "partitions": 6, "victim_dies_after_records": 2}, "use it with kill-consumer"),
     ({"fault": "kill-consumer", "partitions": 6, "batch_msgs": 5, "victim_dies_after_records": 9},
      "more than a batch"),
+    ({"fault": "cut-consumer", "partitions": 6, "rejoin_after_s": 5}, "rejoins at the heal"),
+    ({"fault": "cut-consumer", "partitions": 6, "down_s": 0}, "cuts nothing"),
 ])
 def test_consumer_fault_spec_refuses_what_cannot_be_measured(kw: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -161,6 +163,20 @@ def test_consumer_fault_ids_name_the_strategy_client_and_in_flight() -> None:
     with pytest.raises(ValueError, match="needs at least 22 s"):
         FaultTrialSpec(fault="kill-consumer", partitions=6).check_group_timeline(10_000)
     FaultTrialSpec(fault="leave-consumer", partitions=6).check_group_timeline(10_000)
+
+
+def test_a_cut_member_is_cut_past_its_session_unless_told_and_the_schedule_sees_it_back() -> None:
+    from kafkalab.faults.spec import FaultPlan, plan_trials
+
+    cut = FaultTrialSpec(fault="cut-consumer", partitions=6, duration_s=30)
+    assert cut.needs_links and not cut.is_link_fault and cut.is_consumer_fault
+    assert cut.cut_s(6_000) == 10.0  # the session timeout + 4 s: the partitions have moved
+    assert cut.model_copy(update={"down_s": 3.0}).cut_s(6_000) == 3.0
+    # fault at 6 s + a 10 s cut + 6 s of the group going on after the heal
+    with pytest.raises(ValueError, match="needs at least 22 s"):
+        cut.model_copy(update={"duration_s": 20}).check_group_timeline(6_000)
+    (planned,) = plan_trials(FaultPlan(profiles=["availability"], faults=["cut-consumer"]))
+    assert planned.duration_s == 22.0 and planned.partitions == 6
 
 
 def test_a_leaving_member_moves_what_it_held_at_the_fault_though_it_revokes_on_close() -> None:

@@ -145,7 +145,7 @@ def _number(value: Any, title: str, what: str, minimum: float = 0,
                  minimum=minimum, title=title, description=what, **bound)
 
 
-CONSUMER_OR_NO_FAULT = ("none", "kill-consumer", "leave-consumer")
+CONSUMER_OR_NO_FAULT = ("none", "kill-consumer", "leave-consumer", "cut-consumer")
 """Faults a version matrix's fault trials leave out (its trials break brokers)."""
 
 
@@ -350,9 +350,9 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                             exclusiveMinimum=0, maximum=3600, title="Duration (s)",
                             description="producing time per trial, warm-up included; the fault "
                             "starts at 6 s and the trial must go on ≥ 4 s after the heal "
-                            "(a kill-consumer ≥ 6 s after the session timeout); empty: 20 s, "
-                            "for a consumer fault at least 6 s past the session timeout and "
-                            "the rejoin"),
+                            "(a kill-consumer ≥ 6 s after the session timeout, a cut-consumer "
+                            "≥ 6 s after its heal); empty: 20 s, for a consumer fault at least "
+                            "6 s past the session timeout (a cut's heal) and the rejoin"),
         "clients": _multi_select("clients", [], LOAD_CLIENT_CHOICES, "Clients",
                                  "the producer's (and a consumer fault's members') client, one "
                                  "cell each; empty: confluent-kafka"),
@@ -361,7 +361,8 @@ def fault_params(*, profiles: list[str], faults: list[str], trials: int,
                                      "the profile's (durability: on; the others: off)"),
         "commits": _multi_select("commits", ["after"], COMMIT_CHOICES,
                                  "Commit strategies (consumer faults)",
-                                 "for kill-consumer and leave-consumer, one cell each: auto "
+                                 "for the consumer faults (kill-, leave-, cut-consumer), one "
+                                 "cell each: auto "
                                  "(the client's auto commit), after processing "
                                  "(at-least-once), before it (at-most-once); see "
                                  "docs/consumer-faults.md"),

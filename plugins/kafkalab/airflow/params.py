@@ -41,7 +41,7 @@ FAULT_CHOICES: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "s
                                    "kill-follower", "lossy-leader-crash", "kill-consumer",
                                    "leave-consumer", "sigkill-controller", "sigterm-controller",
                                    "sigstop-controller", "partition-leader", "isolate-leader",
-                                   "clients-cut-from-leader")
+                                   "clients-cut-from-leader", "cut-consumer")
 """Every fault of :data:`kafkalab.faults.spec.FAULTS` (listed, not imported, so parsing a DAG
 never imports the fault engine's package; a unit test keeps the two in step)."""
 
@@ -120,6 +120,7 @@ FAULT_LABELS: dict[str, str] = {
     "partition-leader": "network partition: the leader cut from the quorum and followers",
     "isolate-leader": "network: the leader cut from everyone, clients included",
     "clients-cut-from-leader": "network: the clients cut from the leader (it stays the leader)",
+    "cut-consumer": "network: a consumer group member cut from the cluster, still running",
 }
 
 COMMIT_LABELS: dict[str, str] = {"auto": "auto (the client's auto commit)",

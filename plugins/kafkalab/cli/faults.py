@@ -115,10 +115,12 @@ def _add_run_options(pfr: argparse.ArgumentParser) -> None:
                      help="producer max.in.flight.requests.per.connection, 1-5, comma-separated for "
                      "one trial set each (default: the profile's); 1 keeps order through retries")
     pg = pfr.add_argument_group(
-        "consumer faults (kill-consumer, leave-consumer)",
+        "consumer faults (kill-consumer, leave-consumer, cut-consumer)",
         "A group of --consumers members (one process each) processes the stream; member 0 is "
-        "SIGKILLed or leaves cleanly at --fault-at. Kafka 0.9: eager rebalancing, no static "
-        "membership, no cooperative rebalancing; KIP-848's protocol needs Kafka 4.0.")
+        "SIGKILLed, leaves cleanly or is cut from the cluster (every link of its own, for --down "
+        "seconds, default the session timeout + 4 s; a cluster with degradable links) at "
+        "--fault-at. Kafka 0.9: eager rebalancing, no static membership, no cooperative "
+        "rebalancing; KIP-848's protocol needs Kafka 4.0.")
     pg.add_argument("--commit", type=csv_list, default=None,
                     help="commit strategy/ies, comma-separated: auto (the client's auto commit), after "
                     "(commit after processing: at-least-once), before (commit before processing: "

@@ -159,7 +159,7 @@ def start_fault_run(req: FaultRequest, progress: Progress = noop) -> dict[str, A
     lab = LabData(req.data_dir)
     lab.refuse_live_owner(req.run_id, req.owner_kind)  # cheap checks before the cluster
     d = ensure_fault_cluster(req.cluster_lab, progress,
-                             links=any(t.is_link_fault for t in req.trials)).descriptor
+                             links=any(t.needs_links for t in req.trials)).descriptor
     with lab.starting(req.run_id, req.owner_kind):
         run_id, previous = reopened_run(lab, req.run_id, FAULTS, "fault")
         specs = [t.model_dump() for t in req.trials]
@@ -299,7 +299,7 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     """
     spec = spec if isinstance(spec, FaultTrialSpec) else FaultTrialSpec(**spec)
     (prof,) = validate_trials([spec])
-    cluster = ensure_fault_cluster(cluster_lab, progress, links=spec.is_link_fault)
+    cluster = ensure_fault_cluster(cluster_lab, progress, links=spec.needs_links)
     t = _open_trial(LabData(data_dir), run_id, spec, prof, cluster)
     summary = t.summary
     what = (f"{spec.fault} of 1 of {spec.consumers} members (commit {spec.effective_commit})"

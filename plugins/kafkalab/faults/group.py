@@ -5,9 +5,12 @@ committed offsets over time, and the member logs read back as tables.
   member processes (:mod:`kafkalab.faults.member`) and waits until the group is stable: every
   live member holds an assignment, the assignments are disjoint and cover every partition.
 * :class:`GroupInjector` is the trial's ``on_start`` hook: at ``fault_at_s`` it SIGKILLs
-  member 0 (``kill-consumer``) or sends it SIGTERM (``leave-consumer``: it finishes its batch
-  by its commit strategy and closes, a LeaveGroup); with ``rejoin_after_s`` a new process of
-  member 0 (incarnation 1) joins that long after the fault.
+  member 0 (``kill-consumer``), sends it SIGTERM (``leave-consumer``: it finishes its batch
+  by its commit strategy and closes, a LeaveGroup) or cuts every link it has
+  (``cut-consumer``: member 0 is bootstrapped to the cluster's ``solo`` plane, so its links
+  are its own; it keeps running, unheard, and the heal ``cut_s`` later lets it back); with
+  ``rejoin_after_s`` a new process of member 0 (incarnation 1) joins that long after the
+  fault.
 * :class:`OffsetMonitor` samples the group's committed offset and the log end of every
   partition every ``interval_s`` (a client of its own with the group's id that never joins
   the group: OffsetFetch only), the ``group_lag.parquet`` rows.
@@ -34,6 +37,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
+from kafkalab.cluster.links import LinkFault, Links
+from kafkalab.cluster.links.layout import CLIENTS
 from kafkalab.errors import RunError
 from kafkalab.faults import files
 from kafkalab.faults.deliveries import owned_after
@@ -106,10 +111,12 @@ class Members:
 
 
 def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Path, topic: str,
-                gdir: Path, session_ms: int, heartbeat_ms: int, profile: Any) -> dict[str, Any]:
+                gdir: Path, session_ms: int, heartbeat_ms: int, profile: Any,
+                victim_bootstrap: str | None = None) -> dict[str, Any]:
     """The members' plan: no secret (members read those from the descriptor). The members
     start before the producer has chosen its nonce; the trial's topic is its own, so every
-    stamped record on it is the trial's."""
+    stamped record on it is the trial's. ``victim_bootstrap``: the victim's own bootstrap
+    servers (``cut-consumer``: the ``solo`` plane's), as ``member_bootstrap``."""
     from kafkalab.cluster.descriptor import kafka_python_config, librdkafka_config
     from kafkalab.config.mapping import confluent_consumer_config, kafka_python_consumer_config
 
@@ -129,7 +136,8 @@ def member_plan(spec: FaultTrialSpec, d: ClusterDescriptor, descriptor_path: Pat
             "die_after_records": spec.victim_dies_after_records,
             # KIP-345: member i is "<group>-m<i>" in every incarnation
             "group_instance_prefix": f"{group_id}-m" if spec.static_membership else None,
-            "rebalance": spec.rebalance}
+            "rebalance": spec.rebalance,
+            "member_bootstrap": {} if victim_bootstrap is None else {str(VICTIM): victim_bootstrap}}
 
 
 def configure_consumer_group(d: ClusterDescriptor, group_id: str, session_ms: int,
@@ -269,6 +277,10 @@ class GroupInjector(Scheduled):
     progress: Progress = noop
     fault_offset_s: float = 0.0
     """How much earlier than ``fault_at_s`` it strikes (:func:`fault_phase_offset_s`)."""
+    links: Links | None = None
+    """``cut-consumer``: the fault cluster's links (member 0's are the ``solo`` plane)."""
+    cut_s: float = 0.0
+    """``cut-consumer``: how long member 0 stays cut (:meth:`FaultTrialSpec.cut_s`)."""
 
     def _run(self, t0_ns: int) -> None:
         spec = self.spec
@@ -281,6 +293,9 @@ class GroupInjector(Scheduled):
             victim = self.members.procs[(VICTIM, 0)]
             if victim.poll() is not None:
                 raise RuntimeError("member 0 was already gone at the fault")
+            if spec.fault == "cut-consumer":
+                self._cut_and_heal()
+                return
             ts = now_ns()
             if spec.fault == "leave-consumer":
                 victim.send_signal(signal.SIGTERM)
@@ -307,6 +322,29 @@ class GroupInjector(Scheduled):
         except Exception as exc:  # reported by the trial
             self.error = f"{type(exc).__name__}: {exc}"
             self.progress(f"  fault injection failed: {self.error}")
+
+    def _cut_and_heal(self) -> None:
+        """Cut member 0's every link (the ``solo`` plane, to every node) now; heal them all
+        ``cut_s`` later (the heal is also the member's rejoin: it is still running). The heal
+        runs whatever happens while waiting."""
+        if self.links is None:
+            raise RuntimeError("cut-consumer needs the fault cluster's degradable links")
+        nodes = tuple(range(self.links.layout.nodes))
+        fault = LinkFault("cut", nodes, (CLIENTS,), ("solo",))
+        ts = now_ns()
+        try:
+            self.links.apply(fault)
+            self.events["fault_ts_ns"] = ts
+            self.actions.append({"ts_ns": ts, "member": VICTIM, "signal": f"links cut: {fault.describe()}"})
+            self.progress(f"  fault: member {VICTIM}'s links cut for {self.cut_s:g} s")
+            self._wait_until(ts + int(self.cut_s * 1e9))
+        finally:
+            self.links.heal()
+            hts = now_ns()
+            self.events["heal_ts_ns"] = hts
+            self.events["rejoin_ts_ns"] = hts
+            self.actions.append({"ts_ns": hts, "member": VICTIM, "signal": "links healed"})
+            self.progress(f"  member {VICTIM}'s links healed")
 
 
 class OffsetMonitor:

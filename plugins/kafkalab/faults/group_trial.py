@@ -1,12 +1,13 @@
-"""One consumer-fault trial (``kill-consumer``, ``leave-consumer``), called by
+"""One consumer-fault trial (``kill-consumer``, ``leave-consumer``, ``cut-consumer``), called by
 :func:`kafkalab.faults.engine.run_fault_trial` once the topic has its full ISR:
 
 1. the group's members start and settle (:func:`kafkalab.faults.group.start_group`); the
    :class:`~kafkalab.faults.group.OffsetMonitor` samples the group's committed offsets;
 2. the load engine runs the fixed-rate producer (and its one live consumer, outside the
-   group) while the :class:`~kafkalab.faults.group.GroupInjector` kills member 0 or makes it
-   leave (at ``fault_at_s``, less a fraction of a heartbeat interval that differs per trial:
-   :func:`~kafkalab.faults.group.fault_phase_offset_s`), and optionally brings it back;
+   group) while the :class:`~kafkalab.faults.group.GroupInjector` kills member 0, makes it
+   leave or cuts its links (at ``fault_at_s``, less a fraction of a heartbeat interval that
+   differs per trial: :func:`~kafkalab.faults.group.fault_phase_offset_s`), and optionally
+   brings it back (a cut member comes back at the heal);
 3. after the producer stops, the group may drain until it has committed every partition's log
    end (up to the session timeout + 30 s), then every member leaves cleanly;
 4. the topic is re-read from offset 0 (the broker-side checker, ``verdicts.parquet``) and every
@@ -23,6 +24,7 @@ import numpy as np
 
 from kafkalab.cluster.descriptor import ClusterDescriptor
 from kafkalab.cluster.flavors import flavor_of
+from kafkalab.cluster.links import Links, links_for
 from kafkalab.config.models import Profile
 from kafkalab.errors import RunError
 from kafkalab.faults import files, group
@@ -69,6 +71,21 @@ def group_protocol_note(version: tuple[int, ...] | None) -> str | None:
             "membership, no cooperative rebalancing (those came with Kafka 2.3 and 2.4)")
 
 
+def _member_links(spec: FaultTrialSpec, descriptor_path: Path) -> Links | None:
+    """The fault cluster's links for ``cut-consumer`` (None for another fault).
+
+    Raises:
+        RunError: the cluster has none (it was not started with ``--links``).
+    """
+    if spec.fault != "cut-consumer":
+        return None
+    links = links_for(descriptor_path)
+    if links is None:
+        raise RunError("cut-consumer needs the fault cluster started with degradable links "
+                       "(kafkalab faults starts it so; a cluster of your own: cluster up --links)")
+    return links
+
+
 def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descriptor_path: Path,
                     tdir: Path, topic: str, spec: FaultTrialSpec, prof: Profile,
                     doc: dict[str, Any], summary: dict[str, Any], progress: Progress,
@@ -96,14 +113,20 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     summary.update(settings)
     doc["group"] = dict(settings)
     gdir = group.group_dir(tdir)
-    plan = group.member_plan(spec, d, descriptor_path, topic, gdir, session_ms, heartbeat_ms, prof)
+    links = _member_links(spec, descriptor_path)
+    if links is not None:
+        settings["cut_s"] = spec.cut_s(session_ms)
+        summary["cut_s"] = doc["group"]["cut_s"] = settings["cut_s"]
+    plan = group.member_plan(spec, d, descriptor_path, topic, gdir, session_ms, heartbeat_ms, prof,
+                             links.layout.solo_bootstrap() if links is not None else None)
     doc["group"]["group_id"] = plan["group_id"]
     if spec.rebalance == "consumer":
         doc["group"]["group_configs"] = group.configure_consumer_group(
             d, plan["group_id"], session_ms, heartbeat_ms)
     members = group.start_group(spec, plan, tdir, progress)
     monitor = group.OffsetMonitor(d, topic, plan["group_id"], spec.partitions).start()
-    injector = group.GroupInjector(spec, members, progress, fault_offset_s=fault_offset_s)
+    injector = group.GroupInjector(spec, members, progress, fault_offset_s=fault_offset_s,
+                                   links=links, cut_s=float(settings.get("cut_s") or 0.0))
     lag_rows: list[dict[str, Any]] = []
     try:
         try:

@@ -244,6 +244,13 @@ class _Client:
         raise NotImplementedError
 
 
+def own_bootstrap(plan: dict[str, Any], member: int) -> str | None:
+    """The bootstrap servers of a member with links of its own (the plan's
+    ``member_bootstrap``: the victim of ``cut-consumer``, on the ``solo`` plane); None for a
+    member on the shared client links."""
+    return (plan.get("member_bootstrap") or {}).get(str(member))
+
+
 class _Confluent(_Client):
     def __init__(self, plan: dict[str, Any], member: Member) -> None:
         from confluent_kafka import Consumer
@@ -252,6 +259,9 @@ class _Confluent(_Client):
         self.m = member
         cfg = dict(plan["client_config"])
         cfg.update(_secrets(plan, "librdkafka"))
+        own = own_bootstrap(plan, member.member)
+        if own:
+            cfg["bootstrap.servers"] = own
         auto = plan["commit"] == "auto"
         cfg.update({
             "group.id": plan["group_id"], "enable.auto.commit": auto,
@@ -328,6 +338,9 @@ class _KafkaPython(_Client):
         self.m = member
         cfg = dict(plan["client_config"])
         cfg.update(_secrets(plan, "kafka-python"))
+        own = own_bootstrap(plan, member.member)
+        if own:
+            cfg["bootstrap_servers"] = own.split(",")
         if isinstance(cfg.get("api_version"), list):  # a tuple before the plan's JSON
             cfg["api_version"] = tuple(cfg["api_version"])
         self.auto = plan["commit"] == "auto"

@@ -5,11 +5,12 @@ topic of the 3-broker fault cluster, with one fault injected at ``fault_at_s`` a
 ``down_s`` later (:mod:`kafkalab.faults.inject`), then checked by re-reading the topic
 (:mod:`kafkalab.faults.checker`).
 
-The consumer faults (``kill-consumer``, ``leave-consumer``; seed 002) add a consumer group of
-``consumers`` members, each a process of its own (:mod:`kafkalab.faults.member`), that
-processes the same stream with a commit strategy (``commit``); one member is killed or
-leaves at ``fault_at_s`` and optionally comes back ``rejoin_after_s`` later
-(:mod:`kafkalab.faults.group`).
+The consumer faults (``kill-consumer``, ``leave-consumer``, ``cut-consumer``; seed 002) add a
+consumer group of ``consumers`` members, each a process of its own
+(:mod:`kafkalab.faults.member`), that processes the same stream with a commit strategy
+(``commit``); one member is killed, leaves, or is cut from the cluster (its links, on a
+cluster with degradable links) at ``fault_at_s`` and optionally comes back ``rejoin_after_s``
+later (:mod:`kafkalab.faults.group`); a cut member comes back by itself at the heal.
 
 A fault run's trials are planned once, here (:class:`FaultPlan`, :func:`plan_trials`), for
 ``kafkalab faults run`` (:mod:`kafkalab.cli.faults`), the ``resilience_experiment`` DAG and the
@@ -33,9 +34,11 @@ __all__ = [
     "COMMITS",
     "CONSUMER_FAULTS",
     "CONTROLLER_FAULTS",
+    "CUT_BEYOND_SESSION_S",
     "DEFAULT_DOWN_S",
     "FAULTS",
     "FAULT_HELP",
+    "LINKED_FAULTS",
     "LINK_FAULTS",
     "REBALANCES",
     "RECOVERY_MARGIN_S",
@@ -49,20 +52,29 @@ __all__ = [
 FaultName = Literal["none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                     "kill-follower", "lossy-leader-crash", "kill-consumer", "leave-consumer",
                     "sigkill-controller", "sigterm-controller", "sigstop-controller",
-                    "partition-leader", "isolate-leader", "clients-cut-from-leader"]
+                    "partition-leader", "isolate-leader", "clients-cut-from-leader",
+                    "cut-consumer"]
 
 FAULTS: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                            "kill-follower", "lossy-leader-crash", "kill-consumer",
                            "leave-consumer", "sigkill-controller", "sigterm-controller",
                            "sigstop-controller", "partition-leader", "isolate-leader",
-                           "clients-cut-from-leader")
+                           "clients-cut-from-leader", "cut-consumer")
 """Every fault a trial can inject (``none`` is the no-fault control)."""
 
 LINK_FAULTS: tuple[str, ...] = ("partition-leader", "isolate-leader", "clients-cut-from-leader")
 """Faults of the network, not of a process: the leader's links are cut
 (:mod:`kafkalab.cluster.links`), so the fault cluster runs with degradable links."""
 
-CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer")
+LINKED_FAULTS: tuple[str, ...] = (*LINK_FAULTS, "cut-consumer")
+"""Every fault that needs the fault cluster with degradable links: the leader's link faults
+and ``cut-consumer`` (a group member whose every link is its own, the ``solo`` plane)."""
+
+CUT_BEYOND_SESSION_S = 4.0
+"""``cut-consumer`` without ``down_s`` lasts the group's session timeout and this long: the
+coordinator has given the cut member's partitions to the others before the heal."""
+
+CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer", "cut-consumer")
 
 CONTROLLER_FAULTS: tuple[str, ...] = ("sigkill-controller", "sigterm-controller",
                                       "sigstop-controller")
@@ -126,6 +138,10 @@ FAULT_HELP = {
                                "the producer and consumer wait, time out and retry); then heal",
     "kill-consumer": "SIGKILL one member of a consumer group (its partitions move after the session "
                      "timeout); count what the group processed twice or never, per --commit",
+    "cut-consumer": "cut every link of one member of a consumer group for down_s (default: the "
+                    "session timeout + 4 s) while it keeps running: its partitions move once "
+                    "the coordinator stops hearing it, it rejoins after the heal; count what "
+                    "the group processed twice or never, per --commit",
     "leave-consumer": "one member of a consumer group closes cleanly (LeaveGroup: its partitions move "
                       "at once); count what the group processed twice or never, per --commit",
 }
@@ -133,7 +149,7 @@ FAULT_HELP = {
 DEFAULT_DOWN_S = {"none": 0.0, "sigkill-leader": 4.0, "sigterm-leader": 4.0,
                   "sigstop-leader": FAULT_CLUSTER.broker_session_timeout_s + 2.0,
                   "kill-follower": 4.0, "lossy-leader-crash": 2.0,
-                  "kill-consumer": 0.0, "leave-consumer": 0.0,
+                  "kill-consumer": 0.0, "leave-consumer": 0.0, "cut-consumer": 0.0,
                   "sigkill-controller": 6.0, "sigterm-controller": 4.0,
                   "sigstop-controller": 6.0,
                   "partition-leader": FAULT_CLUSTER.broker_session_timeout_s + 4.0,
@@ -259,6 +275,12 @@ class FaultTrialSpec(BaseModel):
                                  "cooperative)")
             if self.victim_dies_after_records is not None and self.fault != "kill-consumer":
                 raise ValueError("victim_dies_after_records is a kill: use it with kill-consumer")
+            if self.fault == "cut-consumer" and self.down_s == 0:
+                raise ValueError("down_s=0: a cut of 0 s cuts nothing (leave it out: the "
+                                 "session timeout + 4 s)")
+            if self.rejoin_after_s is not None and self.fault == "cut-consumer":
+                raise ValueError("rejoin_after_s starts a new process of the member: a cut "
+                                 "member is still running and rejoins at the heal (down_s)")
             if (self.victim_dies_after_records is not None
                     and self.victim_dies_after_records > self.batch_msgs):
                 raise ValueError(f"victim_dies_after_records={self.victim_dies_after_records} is "
@@ -292,8 +314,18 @@ class FaultTrialSpec(BaseModel):
 
     @property
     def is_link_fault(self) -> bool:
-        """The fault cuts links (:data:`LINK_FAULTS`): the fault cluster needs ``--links``."""
+        """The fault cuts the partition leader's links (:data:`LINK_FAULTS`)."""
         return self.fault in LINK_FAULTS
+
+    @property
+    def needs_links(self) -> bool:
+        """The fault cluster needs degradable links for it (:data:`LINKED_FAULTS`)."""
+        return self.fault in LINKED_FAULTS
+
+    def cut_s(self, session_ms: int) -> float:
+        """How long ``cut-consumer`` cuts its member: ``down_s``, else the session timeout
+        and :data:`CUT_BEYOND_SESSION_S`."""
+        return self.down_s if self.down_s is not None else session_ms / 1000 + CUT_BEYOND_SESSION_S
 
     @property
     def effective_commit(self) -> str | None:
@@ -316,7 +348,8 @@ class FaultTrialSpec(BaseModel):
         """
         if not self.is_consumer_fault:
             return
-        end = group_duration_s(self.fault, self.fault_at_s, session_ms, self.rejoin_after_s)
+        end = group_duration_s(self.fault, self.fault_at_s, session_ms, self.rejoin_after_s,
+                               self.down_s)
         if self.duration_s < end:
             raise ValueError(
                 f"duration_s={self.duration_s:g} is too short for {self.fault} at "
@@ -365,10 +398,13 @@ class FaultTrialSpec(BaseModel):
 
 
 def group_duration_s(fault: str, fault_at_s: float, session_ms: int,
-                     rejoin_after_s: float | None = None) -> float:
+                     rejoin_after_s: float | None = None, down_s: float | None = None) -> float:
     """The shortest schedule in which a consumer fault at ``fault_at_s`` shows the successor
-    reading: past the session timeout for a kill, and past the rejoin if any."""
+    reading: past the session timeout for a kill, and past the rejoin if any (for a cut, the
+    heal: ``down_s``, else the session timeout and :data:`CUT_BEYOND_SESSION_S`)."""
     notice_s = session_ms / 1000 if fault == "kill-consumer" else 0.0
+    if fault == "cut-consumer":
+        notice_s = down_s if down_s is not None else session_ms / 1000 + CUT_BEYOND_SESSION_S
     end = fault_at_s + notice_s + REBALANCE_MARGIN_S
     if rejoin_after_s is not None:
         end = max(end, fault_at_s + rejoin_after_s + REBALANCE_MARGIN_S)
@@ -479,7 +515,8 @@ def _duration_s(plan: FaultPlan, profile: str, fault: str) -> float:
         from kafkalab.config.loader import load_profile
 
         session_ms = load_profile(profile).consumer.session_timeout_ms
-    return max(duration_s, group_duration_s(fault, fault_at_s, session_ms, plan.rejoin_after_s))
+    return max(duration_s, group_duration_s(fault, fault_at_s, session_ms, plan.rejoin_after_s,
+                                            plan.down_s))
 
 
 def _cells(plan: FaultPlan) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:

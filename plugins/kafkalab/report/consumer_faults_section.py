@@ -1,5 +1,5 @@
 """Section 2 of a fault run's page, "Consumer faults" (``#consumer-faults``, only when the
-run has ``kill-consumer`` / ``leave-consumer`` trials): what a consumer group's member
+run has ``kill-consumer`` / ``leave-consumer`` / ``cut-consumer`` trials): what a consumer group's member
 failing did to the records it was processing.
 
 Findings (commit after that left records unprocessed, a re-read that disagrees), the pauses
@@ -309,8 +309,10 @@ def section_consumer(v: RunView, number: int = 2) -> str:
         return ""
     h = [f'<section id="consumer-faults"><h2>{number}. Consumer faults</h2>',
          '<p class="note">A consumer group of several member processes consumes the '
-         "fixed-rate stream with a commit strategy; member 0 is SIGKILLed (kill-consumer) or "
-         "closes cleanly (leave-consumer) at the fault, and may come back. Every message is "
+         "fixed-rate stream with a commit strategy; member 0 is SIGKILLed (kill-consumer), "
+         "closes cleanly (leave-consumer) or is cut from the cluster while it keeps running "
+         "(cut-consumer: every link of its own, healed after cut_s, when it rejoins) at the "
+         "fault, and may come back. Every message is "
          "judged against a full re-read of the topic.</p>",
          _consumer_findings(trials), _pause_table(trials), _delivery_table(trials),
          _consumer_trials_table(trials), _lag_charts(tables, trials),

@@ -42,7 +42,7 @@ OPTIONAL_FAULT_TABLES: tuple[str, ...] = ("group_lag",)
 
 FAULT_ORDER: tuple[str, ...] = ("none", "sigkill-leader", "sigterm-leader", "sigstop-leader",
                                 "kill-follower", "lossy-leader-crash", "kill-consumer",
-                                "leave-consumer")
+                                "leave-consumer", "cut-consumer")
 """The faults in the order the page lists them (``kafkalab.faults.spec.FAULTS``; the
 no-fault control first). A fault not listed here sorts after them by name."""
 

@@ -300,7 +300,7 @@ class _Matrix:
                 cluster_up(flavor.name, FAULT_BROKERS, lab_dir=lab,
                            base_port=self.spec.base_port, control_port=self.spec.control_port,
                            progress=self.progress,
-                           links=any(t.is_link_fault for t in trials))
+                           links=any(t.needs_links for t in trials))
                 if version not in self.faults_started:
                     start_fault_run(FaultRequest(
                         trials=self.spec.all_fault_trials(), data_dir=self.lab.root,
@@ -417,7 +417,7 @@ def check_versions(spec: MatrixSpec) -> None:
                 trials = spec.fault_trials(1)
                 validate_cells([t.load_cell() for t in trials],
                                d.model_copy(update={"broker_count": FAULT_BROKERS}))
-                if any(t.is_link_fault for t in trials) and not flavor.has_links:
+                if any(t.needs_links for t in trials) and not flavor.has_links:
                     raise ConfigError(f"fault {spec.faults.fault} cuts links, which the "
                                       f"{flavor.name} flavor cannot degrade")
             if startup is not None:
