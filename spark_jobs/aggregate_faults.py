@@ -106,7 +106,8 @@ COUNT_COLUMNS: tuple[str, ...] = (
 AVAILABILITY_COLUMNS: dict[str, str] = {
     "unavailable_ms": "double", "consumer_gap_ms": "double", "leader_elected_ms": "double",
     "isr_full_ms": "double", "controller_elected_ms": "double", "lag_recovered_ms": "double",
-    "old_leader_stepped_down_ms": "double", "heal_to_first_ack_ms": "double",
+    "old_leader_stepped_down_ms": "double", "producer_saw_new_leader_ms": "double",
+    "heal_to_first_ack_ms": "double",
     "heal_to_first_receipt_ms": "double", "recovered": "boolean",
     "acks_after_fault": "bigint", "errors_by_type": "string",
 }
@@ -118,6 +119,7 @@ EVENT_COLUMNS: dict[str, str] = {
     "rejoin_ts_ns": "rejoin_elapsed_s", "victim_end_ts_ns": "victim_end_elapsed_s",
     "controller_elected_ts_ns": "controller_elected_elapsed_s",
     "old_leader_stepped_down_ts_ns": "old_leader_stepped_down_elapsed_s",
+    "producer_saw_new_leader_ts_ns": "producer_saw_new_leader_elapsed_s",
 }
 
 CONSUMER_FAULTS: tuple[str, ...] = ("kill-consumer", "leave-consumer", "cut-consumer")
@@ -182,6 +184,7 @@ CELL_FIGURES: dict[str, tuple[str, ...]] = {
     "unavailable_ms": ("median", "max"), "leader_elected_ms": ("median", "max"),
     "isr_full_ms": ("median", "max"), "consumer_gap_ms": ("median", "max"),
     "controller_elected_ms": ("median", "max"),
+    "producer_saw_new_leader_ms": ("median", "max"),
     "heal_to_first_ack_ms": ("median", "max"), "heal_to_first_receipt_ms": ("median", "max"),
     "redelivered": ("sum", "median", "max"), "lost_unprocessed": ("sum", "median", "max"),
     "rebalance_pause_ms": ("median", "max"),

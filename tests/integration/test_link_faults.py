@@ -90,6 +90,8 @@ def test_a_partitioned_leader_under_acks_all_loses_no_acked_record(
         # heal: until then it names itself to every client that asks it
         assert s["old_leader_stepped_down_ms"] is not None, s
         assert s["old_leader_stepped_down_ms"] >= PARTITION.effective_down_s * 1000, s
+        # the producer's own client learned of the new leader (its metadata refresh)
+        assert s["producer_saw_new_leader_ms"] is not None, s
         assert s["recovered"], s
     assert _links_healed(env["clab"])
 

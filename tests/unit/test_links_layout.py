@@ -96,3 +96,16 @@ def test_links_are_refused_where_the_flavor_or_listeners_cannot_have_them() -> N
     with pytest.raises(ConfigError, match="do not go together"):
         embedded_flavor("kraft").check_request(3, None, None, sasl_ssl_port=19792, links=True)
     embedded_flavor("kraft").check_request(3, None, None, links=True)
+
+
+def test_links_started_before_the_solo_plane_are_stale_not_silently_short_of_proxies() -> None:
+    from kafkalab.cluster.links import stale_links
+
+    current = {"links": LAYOUT.to_state()}
+    assert LinkLayout.is_current(current["links"]) and Links.of(current) is not None
+    old = {"links": {k: v for k, v in LAYOUT.to_state().items() if k != "planes"}}
+    assert Links.of(old) is None and stale_links(old)  # restart it, say so
+    assert not stale_links({}) and not stale_links(current)
+    with pytest.raises(ConfigError, match="whole milliseconds"):
+        Links(LAYOUT, Toxiproxy("127.0.0.1", 1)).apply(
+            LinkFault("delay", (0,), (1,), ("replication",), 0.5))

@@ -113,13 +113,18 @@ def test_a_link_delay_is_an_axis_of_its_own_and_names_its_cells() -> None:
     from kafkalab.load.spec import LoadPlan, plan_cells
 
     cells = plan_cells(LoadPlan(consumers=[1], rates_msgs_per_s=[50], acks=["all", "1"],
-                                link_delay_ms=[0, 2.5], profile="durability"))
+                                link_delay_ms=[0, 2], profile="durability"))
     assert [(c.acks, c.link_delay_ms) for c in cells] == [
-        ("all", 0), ("all", 2.5), ("1", 0), ("1", 2.5)]
-    assert cells[1].cell_id("all").endswith(".p1.link2.5ms")
+        ("all", 0), ("all", 2), ("1", 0), ("1", 2)]
+    assert cells[1].cell_id("all").endswith(".p1.link2ms")
     assert ".link" not in LoadCellSpec().cell_id("1")  # untouched links: no suffix, as before
     with pytest.raises(ValidationError):
         LoadCellSpec(link_delay_ms=-1)
+    # the proxies delay whole milliseconds: half a one would silently be none
+    with pytest.raises(ValidationError, match="whole milliseconds"):
+        LoadCellSpec(link_delay_ms=0.5)
+    with pytest.raises(ValidationError, match="whole milliseconds"):
+        LoadCellSpec(consumers=2, thin_consumer=0, thin_link_delay_ms=2.5)
 
 
 def test_a_link_delay_without_replicas_or_without_links_is_refused_before_anything_runs(
@@ -156,7 +161,9 @@ def test_a_thin_consumer_is_one_of_several_and_its_link_names_the_cell() -> None
     for bad, says in [({"consumers": 3, "thin_consumer": 3}, "not one of the 3 consumers"),
                       ({"consumers": 1, "thin_consumer": 0}, "at least 2 consumers"),
                       ({"consumers": 3, "thin_link_kbps": 10}, "name it with thin_consumer"),
-                      ({"consumers": 3, "thin_consumer": 0, "thin_link_kbps": 0}, "greater")]:
+                      ({"consumers": 3, "thin_consumer": 0, "thin_link_kbps": 0}, "greater"),
+                      ({"consumers": 3, "thin_consumer": 0, "client_link_delay_ms": 5},
+                       "links are its own")]:
         with pytest.raises(ValidationError, match=says):
             LoadCellSpec(**bad)
 

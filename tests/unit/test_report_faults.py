@@ -284,7 +284,7 @@ def test_fault_page_tables_finding_timelines_and_notes(tmp_path: Path) -> None:
     follower = _between(cells, 'data-cell="durability|kill-follower|all"', "</tr>")
     assert "leader did not change in any trial" in follower
     control = _between(cells, 'data-cell="durability|none|all"', "</tr>")
-    assert control.count(">no fault<") == 8  # leader, ISR and the heal to an ack and a receipt
+    assert control.count(">no fault<") == 10  # leader, ISR, the client's leader, the heal to an ack and a receipt
     # (b) every trial, every count column, the finding highlighted
     table = _between(html, 'class="fault-trials"', "</table>")
     assert table.count(" data-trial=") == len(trials)
@@ -424,7 +424,7 @@ def test_fault_page_with_a_missing_table_says_which(tmp_path: Path) -> None:
     assert "No timeline table (not aggregated)." in html
     table = _between(html, 'class="fault-trials"', "</table>")
     failed = table.split('data-trial="default-sigterm-leader-acks-1-t1">', 1)[1].split("</tr>")[0]
-    assert failed.count(">trial failed</span>") == 7  # every availability figure
+    assert failed.count(">trial failed</span>") == 8  # every availability figure
     assert 'title="broker 1 did not come back"' in failed
     assert "broker 1 did not come back" in _between(html, 'class="trial-errors"', "</ul>")
 

@@ -280,7 +280,7 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                  "data directory shared by the workers)"),
         **txn_params(),
         "link_delay_ms": Param([], type="array", title="Replication link delays (ms, one way)",
-                               items={"type": "number", "minimum": 0, "maximum": 10_000},
+                               items={"type": "integer", "minimum": 0, "maximum": 10_000},
                                maxItems=MAX_GRID_VALUES, uniqueItems=True,
                                description="one-way delay put on every replication link "
                                "between the nodes while a cell measures, one cell each (0: "
@@ -290,7 +290,7 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                "links are not touched"),
         "client_link_delay_ms": Param([], type="array",
                                       title="Clients' delay to the far nodes (ms, one way)",
-                                      items={"type": "number", "minimum": 0, "maximum": 10_000},
+                                      items={"type": "integer", "minimum": 0, "maximum": 10_000},
                                       maxItems=MAX_GRID_VALUES, uniqueItems=True,
                                       description="the clients sit beside one follower; their "
                                       "links to every other node get this delay, one cell each "
@@ -311,9 +311,10 @@ def load_params(*, consumers: list[int], rates: list[float], duration_s: float,
                                 title="Thin link bandwidth (KB/s)",
                                 description="the thin consumer's link carries at most this "
                                 "many KB/s each way; empty: no limit"),
-        "thin_link_delay_ms": _number(None, "Thin link delay (ms, one way)", "the thin "
-                                      "consumer's link is delayed this much one way; empty: "
-                                      "no delay", nullable=True, maximum=10_000),
+        "thin_link_delay_ms": Param(None, type=["null", "integer"], minimum=1, maximum=10_000,
+                                    title="Thin link delay (ms, one way)",
+                                    description="the thin consumer's link is delayed this "
+                                    "many whole ms one way; empty: no delay"),
         "pause_at_s": _number(None, "Pause at (s)", "consumers pause this many seconds after "
                               "the start (empty: no pause)", nullable=True,
                               maximum=MAX_DURATION_S),

@@ -73,7 +73,8 @@ def add_parser(sub: SubParsers[Any]) -> None:
                     "kraft only; not the node's identity, listeners, directories or quorum), "
                     "e.g. group.initial.rebalance.delay.ms=0")
     up.add_argument("--links", action="store_true",
-                    help="route every node's client, replication and controller traffic through "
+                    help="route every node's client, replication and controller traffic (and a "
+                    "second client plane, solo, for one client on links of its own) through "
                     "proxies the lab can slow down, throttle and cut (`cluster links`; kraft "
                     "only; Toxiproxy, built by make setup)")
     add_json_option(up, "print the cluster's public descriptor as one JSON document")
@@ -92,7 +93,9 @@ def _add_links_parser(csub: Any) -> None:
                          "with --links",
                          description="The links of an embedded cluster started with `cluster up "
                          "--links`: one per client→node and per node→node pair on each plane "
-                         "(client, replication, controller). A fault acts on every link between "
+                         "(client, replication, controller, and solo: the one client a load cell "
+                         "or a consumer fault puts on links of its own). A fault acts on every "
+                         "link between "
                          "two sides, both directions; `heal` removes every fault and waits until "
                          "every broker is back in the metadata and every ISR is full.")
     lk.add_argument("action", choices=("show", "delay", "limit", "cut", "heal"),
@@ -130,11 +133,13 @@ def _side(text: str) -> tuple[Any, ...]:
 def cmd_links(args: argparse.Namespace) -> int:
     """``cluster links``: exit 0 when done, 1 when a heal did not make the cluster whole."""
     from kafkalab.cluster.embedded import running_cluster
-    from kafkalab.cluster.links import LinkFault, Links, wait_healed
+    from kafkalab.cluster.links import STALE_LINKS, LinkFault, Links, stale_links, wait_healed
     from kafkalab.cluster.links.layout import CLIENT_PLANES, CLIENTS, PLANES
     from kafkalab.errors import ClusterError, ConfigError
 
     running = running_cluster(None)
+    if running is not None and stale_links(running.state):
+        raise ClusterError(f"the embedded cluster is up, but {STALE_LINKS}")
     links = Links.of(running.state if running else None)
     if running is None or links is None:
         raise ClusterError("no embedded cluster with degradable links is up (start one with "

@@ -31,7 +31,8 @@ OPTION_OF_FIELD = {"rate_msgs_per_s": "--rate", "duration_s": "--duration", "war
                    "payload": "--payload", "link_delay_ms": "--link-delay-ms",
                    "client_link_delay_ms": "--client-link-delay-ms", "fetch_from": "--fetch-from",
                    "thin_consumer": "--thin-consumer", "thin_link_kbps": "--thin-link-kbps",
-                   "thin_link_delay_ms": "--thin-link-delay-ms"}
+                   "thin_link_delay_ms": "--thin-link-delay-ms", "txn_msgs": "--txn-msgs",
+                   "txn_abort_every": "--txn-abort-every"}
 """The option that sets each field of a load cell (a refused value is named by it)."""
 
 
@@ -68,7 +69,7 @@ def add_parser(sub: SubParsers[Any]) -> None:
     add_txn_options(pl, what="cells")
     pl.add_argument("--link-delay-ms", type=float_list, default=None,
                     help="one-way delays (ms) on every replication link between the nodes, a "
-                    "cell each, e.g. 0,0.5,1,2,5: what a replica in another zone costs (a "
+                    "cell each, whole ms, e.g. 0,1,2,5: what a replica in another zone costs (a "
                     "cluster started with `cluster up --brokers 3 --links`)")
     pl.add_argument("--client-link-delay-ms", type=float_list, default=None,
                     help="the clients sit beside one follower: one-way delays (ms) on their "

@@ -57,6 +57,7 @@ from kafkalab.faults.summary import trial_summary
 from kafkalab.kinds import FAULTS
 from kafkalab.load import files as load_files
 from kafkalab.load.cell import effective_profile, run_load_cell
+from kafkalab.load.files import CellDoc
 from kafkalab.load.producer import SEND_KEY
 from kafkalab.load.run import close_run, parts_manifest, planned_parts, reopened_run
 from kafkalab.load.shard import plan_path
@@ -304,8 +305,10 @@ def run_fault_trial(data_dir: Path | str | None, run_id: str, spec: FaultTrialSp
     summary = t.summary
     what = (f"{spec.fault} of 1 of {spec.consumers} members (commit {spec.effective_commit})"
             if spec.is_consumer_fault else spec.fault)
+    lasting = ("the session timeout + 4 s" if spec.fault == "cut-consumer" and spec.down_s is None
+               else f"{spec.effective_down_s:g} s")
     progress(f"{summary['trial_id']}: {what} at {spec.fault_at_s:g} s for "
-             f"{spec.effective_down_s:g} s, {spec.rate_msgs_per_s:g} msg/s × "
+             f"{lasting}, {spec.rate_msgs_per_s:g} msg/s × "
              f"{spec.duration_s:g} s, rf {t.rf}, acks {prof.producer.acks}")
 
     from kafkalab.topics import TopicSpec, provision_topics
@@ -399,6 +402,7 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
         assert monitor is not None
         t.rows, monitor = monitor.stop(), None
         events.update(_recovery_events(spec, target, t.rf, events, t.rows))
+        events["producer_saw_new_leader_ts_ns"] = _producer_saw_new_leader(t, target, events)
         t.doc["events"], t.doc["actions"] = events, injector.actions
         if injector.error:
             raise RunError(f"{summary['trial_id']}: fault injection failed: {injector.error}")
@@ -410,6 +414,19 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
         if monitor is not None:
             t.rows = monitor.stop()
         injector.heal_all()
+
+
+def _producer_saw_new_leader(t: _Trial, target: Target, events: dict[str, Any]) -> int | None:
+    """When the producer's own client first named a leader of partition 0 other than the one
+    before the fault (``cell.json``'s ``producer_leader_view``, :mod:`kafkalab.load.client_view`);
+    None when the target was not the leader, the producer was not watched, or it never did."""
+    fault_ts = events.get("fault_ts_ns")
+    meta = CellDoc.read(t.tdir)
+    view = meta.producer_leader_view if meta is not None else None
+    if fault_ts is None or target.role != "leader" or not view:
+        return None
+    return next((int(ts) for ts, leader in view
+                 if ts > fault_ts and leader not in (target.leader, -1)), None)
 
 
 def _recovery_events(spec: FaultTrialSpec, target: Target, rf: int, events: dict[str, Any],

@@ -115,8 +115,10 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
     gdir = group.group_dir(tdir)
     links = _member_links(spec, descriptor_path)
     if links is not None:
+        links.heal()  # whatever an earlier, interrupted trial left on the links
         settings["cut_s"] = spec.cut_s(session_ms)
-        summary["cut_s"] = doc["group"]["cut_s"] = settings["cut_s"]
+        # the cut's length is the fault's down time (the default one is the session's)
+        summary["cut_s"] = summary["down_s"] = doc["group"]["cut_s"] = settings["cut_s"]
     plan = group.member_plan(spec, d, descriptor_path, topic, gdir, session_ms, heartbeat_ms, prof,
                              links.layout.solo_bootstrap() if links is not None else None)
     doc["group"]["group_id"] = plan["group_id"]
@@ -147,12 +149,19 @@ def run_group_trial(lab_root: Path, run_id: str, d: ClusterDescriptor, descripto
         if injector.error:
             raise RunError(f"{summary['trial_id']}: fault injection failed: {injector.error}")
     finally:
+        # an early end (Ctrl-C, a cluster error): a cut member's links are healed by the
+        # injector's own thread once it stops waiting, before anything else runs
+        injector.abort()
+        injector.join(30)
         members.stop(10)
         if not lag_rows:
             lag_rows = monitor.stop()
         got = group.collect(tdir, injector.events.get("t0_ns"), lag_rows)
     progress("  re-reading the topic from offset 0")
     read = check(events)
+    # the producer and the live consumer timed from a heal are not what a consumer fault
+    # breaks (a cut member's own return is rejoin_pause_ms)
+    summary["heal_to_first_ack_ms"] = summary["heal_to_first_receipt_ms"] = None
     cell = spec.load_cell()
     n = cell.intended_messages
     cols = deliveries(n, np.arange(n) < cell.warmup_messages, read, got["processed"])

@@ -110,10 +110,10 @@ def ensure_fault_cluster(cluster_lab: Path | str | None = None,
     if links and not FAULT_CLUSTER.has_links:
         raise ConfigError(f"link faults need degradable links, which the {FAULT_CLUSTER.name} "
                           "fault cluster cannot have")
-    if running is not None and links and not running.state.get("links"):
+    if running is not None and links and Links.of(running.state) is None:
         if cluster_lab is not None:
             raise ConfigError(f"link faults need the cluster in {lab} started with degradable "
-                              "links (kafkalab cluster up --brokers 3 --links)")
+                              "links of this version (kafkalab cluster up --brokers 3 --links)")
         progress("restarting the fault cluster with degradable links (a link fault is planned)")
         cluster_down(lab, progress=progress)
         running = None

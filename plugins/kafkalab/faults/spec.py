@@ -386,7 +386,9 @@ class FaultTrialSpec(BaseModel):
                          f"-t{self.trial}")
 
     def load_cell(self) -> LoadCellSpec:
-        """The load cell the trial runs: one producer, one live consumer (assign mode)."""
+        """The load cell the trial runs: one producer, one live consumer (assign mode); a
+        broker fault's confluent-kafka producer (the control's too) watches its own view of
+        the leader (``watch_leader``)."""
         return LoadCellSpec(client=self.client, payload=self.payload, profile=self.profile,
                             acks=self.acks, consumers=1, rate_msgs_per_s=self.rate_msgs_per_s,
                             duration_s=self.duration_s, warmup_s=self.warmup_s,
@@ -394,7 +396,9 @@ class FaultTrialSpec(BaseModel):
                             message_timeout_s=self.message_timeout_s, trial=self.trial,
                             lag_interval_s=0.5, max_in_flight=self.max_in_flight,
                             idempotence=self.idempotence, txn_msgs=self.txn_msgs,
-                            txn_abort_every=self.txn_abort_every)
+                            txn_abort_every=self.txn_abort_every,
+                            watch_leader=(not self.is_consumer_fault
+                                          and self.client == "confluent-kafka"))
 
 
 def group_duration_s(fault: str, fault_at_s: float, session_ms: int,

@@ -13,10 +13,15 @@ Definitions (docs/faults.md, "What a trial reports"):
 * ``lag_recovered_ms``: fault → the first lag sample after the post-fault peak at or below
   ``max(1, R × lag interval)``; 0 when the lag never rose above it.
 * ``recovered``: acks kept coming after the heal (ducktape checks this before judging loss).
+* ``producer_saw_new_leader_ms``: fault → the first time the producer's own client (its
+  librdkafka statistics, every 100 ms) named another leader of partition 0: its metadata
+  refresh, beside the cluster's election (``leader_elected_ms``). Null for a follower fault,
+  the control, kafka-python (no statistics), or when it never did.
 * ``heal_to_first_ack_ms`` / ``heal_to_first_receipt_ms``: the heal → the first ack (any
   record's) / the live consumer's first receipt after it: how long the clients took to work
   again once the fault was gone (reconnecting, refreshing metadata, retrying), apart from how
-  long the fault itself lasted. Null without a heal or without such an ack / receipt.
+  long the fault itself lasted. Null without a heal or without such an ack / receipt, and for
+  a consumer fault (the producer and the live consumer are not what it breaks).
 """
 
 from __future__ import annotations
@@ -137,6 +142,7 @@ def trial_summary(*, verdicts: dict[str, np.ndarray], sends: dict[str, np.ndarra
         "isr_full_ms": _ms(fault, events.get("isr_full_ts_ns")),
         "controller_elected_ms": _ms(fault, events.get("controller_elected_ts_ns")),
         "old_leader_stepped_down_ms": _ms(fault, events.get("old_leader_stepped_down_ts_ns")),
+        "producer_saw_new_leader_ms": _ms(fault, events.get("producer_saw_new_leader_ts_ns")),
         "lag_recovered_ms": lag_recovered,
         "heal_to_first_ack_ms": first_after_ms(ack_ts, heal),
         "heal_to_first_receipt_ms": first_after_ms(receipts_ts_ns, heal),
@@ -169,6 +175,7 @@ def format_fault_table(trials: list[dict[str, Any]]) -> str:
             ("unavailable_ms", "unavail"), ("consumer_gap_ms", "rx gap"),
             ("leader_elected_ms", "leader"), ("isr_full_ms", "isr"),
             ("controller_elected_ms", "ctrl"), ("old_leader_stepped_down_ms", "old ldr"),
+            ("producer_saw_new_leader_ms", "client ldr"),
             ("verdict", "verdict")]
     return _table(trials, cols, ("profile", "fault", "acks", "client", "max_in_flight",
                                  "idempotence", "txn_msgs"))

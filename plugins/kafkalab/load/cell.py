@@ -40,6 +40,7 @@ from kafkalab.config.mapping import (
 from kafkalab.config.models import Profile
 from kafkalab.errors import ClusterError, ConfigError, RunError
 from kafkalab.load import clock, files
+from kafkalab.load.client_view import LeaderWatch
 from kafkalab.load.cpu import CpuUse, cpu_start, cpu_used_since
 from kafkalab.load.files import CellCluster, CellDoc, CellStatus, PauseWindow, ProcessCpu
 from kafkalab.load.placement import (
@@ -202,6 +203,9 @@ def thin_link(links: Links, spec: LoadCellSpec, progress: Progress) -> Iterator[
                                 rate_kbps=spec.thin_link_kbps))
     if spec.thin_link_delay_ms is not None:
         faults.append(LinkFault("delay", every, (CLIENTS,), ("solo",), spec.thin_link_delay_ms))
+    stale = links.clear(("solo",))  # nothing but this cell's own toxics on its links
+    if stale:
+        progress(f"  links: removed what an earlier cell left on the solo plane: {', '.join(stale)}")
     try:
         for fault in faults:
             links.apply(fault)
@@ -523,7 +527,9 @@ class _CellRun:
         """Fix t0, tell the shards, run the open-loop producer and record its CPU; returns
         ``(stop_ts_ns, interrupted)`` (Ctrl-C stops the sending, the stop is still told)."""
         setup, spec, log, config = self.setup, self.spec, self.log, self.clients.producer_config
-        client = (ConfluentClient(config, log) if spec.client == "confluent-kafka"
+        watch = (LeaderWatch(setup.topic) if spec.watch_leader
+                 and spec.client == "confluent-kafka" else None)
+        client = (ConfluentClient(config, log, watch) if spec.client == "confluent-kafka"
                   else KafkaPythonClient(config, log))
         if spec.txn_msgs is not None:  # before the schedule: its time is no record's
             try:
@@ -558,6 +564,8 @@ class _CellRun:
             interrupted = True
             stop_ts = now_ns()
         self.record_producer_cpu(stop_ts, cpu_used_since(cpu0, setup.descriptor))
+        if watch is not None:
+            self.meta.producer_leader_view = [[ts, leader] for ts, leader in watch.changes]
         return stop_ts, interrupted
 
     def start_schedule(self) -> int:

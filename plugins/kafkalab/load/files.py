@@ -227,13 +227,14 @@ class CellDoc(_CellPart):
     The engine writes it when the cell starts (status ``running``) and again when it ends.
     Every ``*_ns`` is CLOCK_MONOTONIC of the producer's host, in integer ns. The fields
     after ``barrier_wait_s`` (:data:`WRITTEN_WHEN_SET`) are written only once the cell set
-    them: ``host_cpu_*`` once the producer ran, ``shards`` once the shards ended, ``ended_at``
+    them: ``host_cpu_*`` (and ``producer_leader_view``, when watched) once the producer ran, ``shards`` once the shards ended, ``ended_at``
     and ``summary`` when the cell ended. Defaults are for files written before a field
     existed; the engine sets every field.
     """
 
     WRITTEN_WHEN_SET: ClassVar[tuple[str, ...]] = ("host_cpu_busy_frac", "host_cpu_count",
-                                                   "shards", "ended_at", "summary")
+                                                   "producer_leader_view", "shards",
+                                                   "ended_at", "summary")
 
     schema_version: int
     """:data:`LOAD_SCHEMA_VERSION`."""
@@ -290,6 +291,10 @@ class CellDoc(_CellPart):
     """Share of all the host's CPUs busy while the producer ran (1.0: every core)."""
     host_cpu_count: int | None = None
     """CPUs of the host."""
+    producer_leader_view: list[list[int]] | None = None
+    """With ``spec.watch_leader`` (confluent-kafka): ``[ts_ns, leader]`` each time the
+    producer's own statistics named another leader of partition 0 (``-1``: none known),
+    monotonic ns (:mod:`kafkalab.load.client_view`); None when not watched."""
     shards: list[dict[str, Any]] | None = None
     """Each shard's result document (:func:`kafkalab.load.shard.main`): counts, errors,
     CPU, and ``clock`` (``domain``, ``basis`` ``same_host`` or ``wall_clock``,

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from kafkalab.load.client_view import LeaderWatch
 from kafkalab.payloads import stamp
 from kafkalab.progress import Progress, noop
 from kafkalab.scenarios.base import now_ns
@@ -348,7 +349,8 @@ class ConfluentClient(Client):
     ``(key, time, error, partition, offset)``; :meth:`SendLog.absorb` reads the seq from the
     key. No callback object is made per message."""
 
-    def __init__(self, config: dict[str, Any], log: SendLog) -> None:
+    def __init__(self, config: dict[str, Any], log: SendLog,
+                 watch: LeaderWatch | None = None) -> None:
         from confluent_kafka import Producer
 
         append = log.key_reports.append  # the deque is never replaced: safe to bind
@@ -356,7 +358,8 @@ class ConfluentClient(Client):
         def on_delivery(err: Any, msg: Any) -> None:
             append((msg.key(), now_ns(), err, msg.partition(), msg.offset()))
 
-        self._p = Producer({**config, "on_delivery": on_delivery})
+        extra = watch.librdkafka_settings() if watch is not None else {}
+        self._p = Producer({**config, **extra, "on_delivery": on_delivery})
         self._log = log
 
     def send(self, topic: str, value: bytes, key: bytes, partition: int, seq: int,

@@ -152,6 +152,10 @@ class LoadCellSpec(_Strict):
     thin_link_delay_ms: float | None = Field(None, gt=0, le=10_000)
     """The thin consumer's link is delayed this much one way while the cell measures (None:
     no delay added)."""
+    watch_leader: bool = False
+    """The producer (confluent-kafka) records its own view of partition 0's leader from
+    librdkafka's statistics every 100 ms (``cell.json``'s ``producer_leader_view``): when the
+    client learned of a new leader. Set by the fault engine; not part of the cell id."""
     seq_header: bool = False
     """Each record carries a header named ``kafkalab.seq.<seq>`` (empty value): set by a
     fault trial on brokers whose logs keep no per-record CRC (Kafka 0.11 and later), so that
@@ -167,6 +171,15 @@ class LoadCellSpec(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _whole_milliseconds(self) -> LoadCellSpec:
+        for name in ("link_delay_ms", "client_link_delay_ms", "thin_link_delay_ms"):
+            value = getattr(self, name)
+            if value is not None and value != int(value):
+                raise ValueError(f"{name}={value:g}: the link proxies delay whole "
+                                 "milliseconds (Toxiproxy's unit); give a whole number")
+        return self
+
+    @model_validator(mode="after")
     def _thin_link_needs_its_consumer(self) -> LoadCellSpec:
         thin = self.thin_link_kbps is not None or self.thin_link_delay_ms is not None
         if thin and self.thin_consumer is None:
@@ -175,6 +188,10 @@ class LoadCellSpec(_Strict):
         if self.thin_consumer is not None and self.thin_consumer >= self.consumers:
             raise ValueError(f"thin_consumer={self.thin_consumer} is not one of the "
                              f"{self.consumers} consumers (0-based)")
+        if self.thin_consumer is not None and self.client_link_delay_ms is not None:
+            raise ValueError("thin_consumer and client_link_delay_ms: the thin consumer's links "
+                             "are its own, not the clients' beside a follower; measure them "
+                             "in cells of their own")
         if self.thin_consumer is not None and self.consumers < 2:
             raise ValueError("thin_consumer: a thin pipe is measured against the others on "
                              "theirs; give at least 2 consumers")

@@ -70,6 +70,7 @@ CELL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("isr_full_ms_median", "num"), ("isr_full_ms_max", "num"),
     ("consumer_gap_ms_median", "num"), ("consumer_gap_ms_max", "num"),
     ("controller_elected_ms_median", "num"), ("controller_elected_ms_max", "num"),
+    ("producer_saw_new_leader_ms_median", "num"), ("producer_saw_new_leader_ms_max", "num"),
     ("heal_to_first_ack_ms_median", "num"), ("heal_to_first_ack_ms_max", "num"),
     ("heal_to_first_receipt_ms_median", "num"), ("heal_to_first_receipt_ms_max", "num"),
     ("aborted_msgs_sum", "count"), ("aborted_visible_sum", "count"),
@@ -106,7 +107,9 @@ TIMES_NOTE = (
     "ISR; controller_elected_ms (faults of the active controller's node): from the fault to "
     "the first 10 ms poll of the nodes' quorum-state files naming a leader of the KRaft "
     "controller quorum in a newer epoch; lag_recovered_ms: from the fault until the consumer "
-    "caught up; heal_to_first_ack_ms and heal_to_first_receipt_ms: from the heal to the first "
+    "caught up; producer_saw_new_leader_ms: from the fault to the first time the producer's own "
+    "client (librdkafka's statistics, every 100 ms) named another leader, its metadata refresh "
+    "beside the cluster's election; heal_to_first_ack_ms and heal_to_first_receipt_ms: from the heal to the first "
     "ack and to the consumer's first receipt after it (how long the clients took to work "
     "again once the fault was gone: reconnecting, refreshing metadata, retrying).")
 VERDICT_NOTE = (

@@ -177,7 +177,8 @@ def is_control_anomaly(row: Mapping[str, Any]) -> bool:
 
 AVAILABILITY_COLUMNS: tuple[str, ...] = ("unavailable_ms", "consumer_gap_ms", "leader_elected_ms",
                                          "isr_full_ms", "controller_elected_ms",
-                                         "old_leader_stepped_down_ms", "lag_recovered_ms",
+                                         "old_leader_stepped_down_ms",
+                                         "producer_saw_new_leader_ms", "lag_recovered_ms",
                                          "heal_to_first_ack_ms", "heal_to_first_receipt_ms")
 """The availability figures of a trial (ms since the fault, or the longest gap; the last two
 ms since the heal)."""
@@ -238,8 +239,17 @@ def missing_reason(row: Mapping[str, Any], key: str) -> str | None:
         return "nothing received"
     if base == "lag_recovered_ms" and not cell:
         return "lag not recovered"
+    if base == "producer_saw_new_leader_ms" and fault == NO_FAULT:
+        return "no fault"
+    if base == "producer_saw_new_leader_ms" and str(row.get("client") or "") == "kafka-python":
+        return "kafka-python: no client statistics"
+    if base == "producer_saw_new_leader_ms":
+        return "no other leader seen by the producer" + (" in any trial" if cell else "")
     if base in ("heal_to_first_ack_ms", "heal_to_first_receipt_ms") and fault == NO_FAULT:
         return "no fault"
+    if base in ("heal_to_first_ack_ms", "heal_to_first_receipt_ms") and \
+            not is_missing(row.get("commit")):
+        return "a consumer fault"
     if base in ("heal_to_first_ack_ms", "heal_to_first_receipt_ms") and not cell:
         return "none after the heal"
     return None

@@ -51,8 +51,9 @@ from kafkalab.cluster.state import ClusterState, cluster_dir
 from kafkalab.errors import ClusterError, ConfigError
 from kafkalab.progress import Progress
 
-__all__ = ["LINK_FAULTS", "MAX_ONE_WAY_MS", "LinkFault", "Links", "healed_problem", "links_dir",
-           "links_for", "replication_delay", "start_links", "wait_healed"]
+__all__ = ["LINK_FAULTS", "MAX_ONE_WAY_MS", "STALE_LINKS", "LinkFault", "Links", "healed_problem",
+           "links_dir", "links_for", "replication_delay", "stale_links", "start_links",
+           "wait_healed"]
 
 LinkFaultKind = Literal["delay", "limit", "cut"]
 
@@ -109,6 +110,10 @@ class LinkFault:
             return f"a delay must be in (0, {MAX_ONE_WAY_MS:g}] ms one way, got {self.one_way_ms:g}"
         if self.kind == "delay" and not 0 <= self.jitter_ms <= self.one_way_ms:
             return f"jitter must be in [0, one-way delay], got {self.jitter_ms:g} ms"
+        if self.kind == "delay" and (self.one_way_ms != int(self.one_way_ms)
+                                     or self.jitter_ms != int(self.jitter_ms)):
+            return (f"delays are whole milliseconds (Toxiproxy's unit), got "
+                    f"{self.one_way_ms:g} ± {self.jitter_ms:g} ms")
         if self.kind == "limit" and self.rate_kbps < 1:
             return f"a bandwidth limit must be at least 1 KB/s, got {self.rate_kbps}"
         return None
@@ -140,9 +145,10 @@ class Links:
 
     @classmethod
     def of(cls, state: ClusterState | None) -> Links | None:
-        """The links of the cluster ``state`` records; None when it was started without."""
+        """The links of the cluster ``state`` records; None when it was started without, or
+        with the links of an older version (:func:`stale_links`)."""
         data = (state or {}).get("links")
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or not LinkLayout.is_current(data):
             return None
         layout = LinkLayout.from_state(data)
         return cls(layout, Toxiproxy(procs.HOST, layout.api_port))
@@ -200,6 +206,18 @@ class Links:
         """Remove every toxic from every proxy (and enable any disabled one)."""
         self.api.reset()
 
+    def clear(self, planes: tuple[Plane, ...]) -> list[str]:
+        """Remove every toxic from the proxies of ``planes`` (whatever put it there: a cell
+        that died before taking its own off); the names of the toxics removed."""
+        names = {p.name for p in self.layout.proxies() if p.plane in planes}
+        removed = []
+        for proxy, toxics in self.toxics().items():
+            if proxy in names:
+                for t in toxics:
+                    self.api.remove_toxic(proxy, str(t.get("name")))
+                    removed.append(f"{proxy}/{t.get('name')}")
+        return removed
+
     def toxics(self) -> dict[str, list[dict[str, Any]]]:
         """The toxics on each proxy that has any, as Toxiproxy reports them."""
         return {name: list(p.get("toxics") or []) for name, p in self.api.proxies().items()
@@ -220,15 +238,33 @@ class Links:
         return rows
 
 
+STALE_LINKS = ("its degradable links were started by an older kafkalab (they lack the solo "
+               "plane): restart the cluster (kafkalab cluster down, then kafkalab cluster up "
+               "--brokers 3 --links)")
+"""What to do about a cluster whose links predate this version's planes."""
+
+
+def stale_links(state: ClusterState | None) -> bool:
+    """The cluster ``state`` records has links, but not every plane this version has."""
+    data = (state or {}).get("links")
+    return isinstance(data, dict) and not LinkLayout.is_current(data)
+
+
 def links_for(descriptor_file: Path) -> Links | None:
     """The links of the embedded cluster whose descriptor is ``descriptor_file`` (the lab
-    writes it to ``<lab>/cluster.yaml``); None for another cluster or one without links."""
+    writes it to ``<lab>/cluster.yaml``); None for another cluster or one without links.
+
+    Raises:
+        ConfigError: that cluster's links predate this version's planes (:data:`STALE_LINKS`).
+    """
     from kafkalab.cluster.state import read_state
 
     state = read_state(descriptor_file.resolve().parent)
     if state is None or Path(str(state.get("descriptor_path") or "")).resolve() != \
             descriptor_file.resolve():
         return None
+    if stale_links(state):
+        raise ConfigError(f"the embedded cluster at {descriptor_file}: {STALE_LINKS}")
     return Links.of(state)
 
 

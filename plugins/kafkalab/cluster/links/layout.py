@@ -140,7 +140,14 @@ class LinkLayout:
 
     def to_state(self) -> dict[str, Any]:
         return {"nodes": self.nodes, "base_port": self.base_port,
-                "control_port": self.control_port, "api_port": self.api_port}
+                "control_port": self.control_port, "api_port": self.api_port,
+                "planes": list(PLANES)}
+
+    @staticmethod
+    def is_current(data: dict[str, Any]) -> bool:
+        """Whether links recorded as ``data`` have every plane of this version (a cluster
+        started before the ``solo`` plane existed has no ``planes`` and no solo proxies)."""
+        return set(data.get("planes") or ()) == set(PLANES)
 
     @property
     def api_port(self) -> int:
