@@ -403,6 +403,12 @@ def _run_broker_fault(t: _Trial, progress: Progress) -> None:
         t.rows, monitor = monitor.stop(), None
         events.update(_recovery_events(spec, target, t.rf, events, t.rows))
         events["producer_saw_new_leader_ts_ns"] = _producer_saw_new_leader(t, target, events)
+        if spec.is_link_fault:
+            # a cut leader that also led the controller quorum is a compound fault: the
+            # others must first elect a new active controller before anyone can fence it
+            led = injector.quorum_leader_at_fault
+            t.doc["target"]["led_quorum"] = summary["target_led_quorum"] = (
+                None if led is None else led == target.broker)
         t.doc["events"], t.doc["actions"] = events, injector.actions
         if injector.error:
             raise RunError(f"{summary['trial_id']}: fault injection failed: {injector.error}")
@@ -435,9 +441,14 @@ def _recovery_events(spec: FaultTrialSpec, target: Target, rf: int, events: dict
     fault_ts = events.get("fault_ts_ns")
     if fault_ts is None or spec.fault == "none":
         return {"leader_elected_ts_ns": None, "isr_full_ts_ns": None}
+    elected = (first_new_leader(rows, int(fault_ts), target.leader)
+               if target.role == "leader" else None)
+    if spec.is_link_fault:
+        # the timeline's answers may come from the cut leader itself, which names itself
+        # until the heal: the election is what the majority side itself says
+        elected = events.get("majority_sees_new_leader_ts_ns")
     return {
-        "leader_elected_ts_ns": (first_new_leader(rows, int(fault_ts), target.leader)
-                                 if target.role == "leader" else None),
+        "leader_elected_ts_ns": elected,
         "isr_full_ts_ns": first_full_isr(rows, int(fault_ts), rf, spec.partitions,
                                          events.get("heal_ts_ns")),
     }

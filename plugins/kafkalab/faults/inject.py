@@ -245,6 +245,9 @@ class Injector(Scheduled):
     _stopped: set[int] = field(default_factory=set)
     _killed: set[int] = field(default_factory=set)
     _cut: list[LinkFault] = field(default_factory=list)
+    quorum_leader_at_fault: int | None = None
+    """A link fault: the node leading the KRaft controller quorum right before the cut (None:
+    not read, or none)."""
 
     # ------------------------------------------------------------------ the schedule
     def _signal(self, broker: int, sig: int) -> int:
@@ -309,21 +312,40 @@ class Injector(Scheduled):
         self.progress("  heal: links restored")
         return ts
 
-    def _watch_step_down(self, old_leader: int, until_ns: int) -> None:
-        """Ask ``old_leader`` itself, every 200 ms, who leads the trial's partition 0 (a fresh
-        client bootstrapped to it alone; only its own answers count) until it names another broker
-        (``old_leader_stepped_down_ts_ns``) or ``until_ns``. A leader cut from the quorum keeps
-        its old view of the metadata, so it names itself until it hears of its successor."""
-        self.events.setdefault("old_leader_stepped_down_ts_ns", None)
-        port = int(self.cluster.state["broker_ports"][old_leader])
-        alone = self.cluster.descriptor.model_copy(
+    def _alone(self, node: int) -> Any:
+        """The cluster's descriptor bootstrapped to ``node`` alone."""
+        port = int(self.cluster.state["broker_ports"][node])
+        return self.cluster.descriptor.model_copy(
             update={"bootstrap_servers": f"{procs.HOST}:{port}"})
+
+    def _watch_step_down(self, old_leader: int, until_ns: int) -> None:
+        """Every 200 ms until ``until_ns``, ask ``old_leader`` itself who leads the trial's
+        partition 0 until it names another broker (``old_leader_stepped_down_ts_ns``), and a
+        node of the majority side (the partition's first other in-sync replica) until it does
+        (``majority_sees_new_leader_ts_ns``): a fresh client bootstrapped to each alone, only
+        its own answers count. A leader cut from the quorum keeps its old view of the
+        metadata and names itself until it hears of its successor, so a client that happens
+        to ask it (the lab's timeline may) sees no election; the majority's own view does."""
+        self.events.setdefault("old_leader_stepped_down_ts_ns", None)
+        self.events.setdefault("majority_sees_new_leader_ts_ns", None)
+        witness = next((b for b in self.target.followers if b != old_leader), None)
+        watched = {old_leader: "old_leader_stepped_down_ts_ns"}
+        if witness is not None:
+            watched[witness] = "majority_sees_new_leader_ts_ns"
+        views = {node: self._alone(node) for node in watched}
         while now_ns() < until_ns and not self._stop.is_set():
-            leader = self._leader_as_seen_by(alone, old_leader)
-            if leader is not None and leader >= 0 and leader != old_leader:
-                self.events["old_leader_stepped_down_ts_ns"] = now_ns()
-                self.events["old_leader_sees"] = leader
-                self.progress(f"  the old leader {old_leader} now names broker {leader}")
+            for node, key in watched.items():
+                if self.events.get(key) is not None:
+                    continue
+                leader = self._leader_as_seen_by(views[node], node)
+                if leader is not None and leader >= 0 and leader != old_leader:
+                    self.events[key] = now_ns()
+                    if node == old_leader:
+                        self.events["old_leader_sees"] = leader
+                        self.progress(f"  the old leader {old_leader} now names broker {leader}")
+                    else:
+                        self.progress(f"  broker {node} (majority side) names broker {leader}")
+            if all(self.events.get(key) is not None for key in watched.values()):
                 return
             self._stop.wait(0.2)
 
@@ -348,6 +370,8 @@ class Injector(Scheduled):
         stepped down by the heal)."""
         b = self.target.broker
         assert b is not None
+        found = self.cluster.controller_leader()
+        self.quorum_leader_at_fault = found[0] if found is not None else None
         self.events["fault_ts_ns"] = self._cut_links(b)
         self._watch_step_down(b, heal_at)
         if not self._wait_until(heal_at):
