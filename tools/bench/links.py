@@ -18,8 +18,11 @@ links, one bootstrapped to the solo plane (links of its own), send → receipt o
 records one at a time (acks=1, monotonic, one process, a receiving thread per consumer):
 with nothing added, solo/shared p50 (1: the solo plane costs what the client plane does);
 with the solo links delayed ``SOLO_DELAY_MS`` one way, the solo consumer's added p50 over the
-delay (a fetch already waiting at the broker is answered across the link once: ~1) and the
-shared consumer's p50 ratio to its own undelayed one (1: untouched).
+delay and the shared consumer's p50 ratio to its own undelayed one (1: untouched). The first
+is ~2, not ~1, by this arm's design: each record is sent once both consumers have the one
+before, when the solo consumer's next fetch request is still crossing its link, so the
+record waits for it and then crosses back (a stream whose fetches wait at the broker pays
+one crossing: the +50 ms thin-pipe cell in docs/load.md).
 """
 
 from __future__ import annotations
