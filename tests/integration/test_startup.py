@@ -53,7 +53,12 @@ def test_every_case_is_measured_and_the_files_say_how(tmp_path: Path) -> None:
     for r in (r for r in rows if r["status"] == "ok"):
         assert 0 <= r["created_ms"] <= r["first_record_ms"]
         assert r["assigned_ms"] <= r["first_record_ms"]
-        assert (r["metadata_ms"] is not None) == (r["client"] == "confluent-kafka")
+        # librdkafka only; a sample, not a callback: null when no 10 ms statistics snapshot
+        # saw the learned broker still in INIT (once in CI under load: it was connected
+        # within the first interval), never a wrong date
+        assert r["metadata_ms"] is None or r["client"] == "confluent-kafka"
+        if r["metadata_ms"] is not None:
+            assert r["created_ms"] <= r["metadata_ms"] <= r["first_record_ms"]
         if r["metadata_ms"] is not None and r["join"] == "subscribe":  # no group without it
             assert r["metadata_ms"] <= r["assigned_ms"]
         cold = r["cluster_state"] == "cold"
@@ -63,6 +68,9 @@ def test_every_case_is_measured_and_the_files_say_how(tmp_path: Path) -> None:
         if cold:  # the watcher dates the topic, then the coordinator (each when it saw it:
             # the consumer, which joins on its own, may be assigned before the watcher's answer)
             assert 0 <= r["offsets_topic_ready_ms"] <= r["coordinator_ready_ms"]
+    dated = [r for r in rows if r["status"] == "ok" and r["client"] == "confluent-kafka"
+             and r["metadata_ms"] is not None]
+    assert dated  # the snapshots date it in practice (all but one probe, in every run seen)
     # kafka-python has no KIP-848 protocol: said, not measured
     assert not [r for r in rows if r["client"] == "kafka-python" and r["group_protocol"] == "consumer"]
     doc = read_json(result.run_dir / "run.json")
