@@ -274,8 +274,7 @@ def test_hydra_on_a_thin_pipe_fails_the_thin_consumer_and_not_the_others(
     """``--thin-consumer 0 --thin-link-kbps 80``: one consumer of three on links of its own
     (the solo plane) carrying 80 KB/s, at 200 × 1 KB records a second. Its lag grows and it
     misses records after the drain (failing by the lab's rule); the others, on the shared
-    links, keep up. It did receive through its own links (they were not simply dead), no
-    faster than they carry."""
+    links, keep up. It received no faster than its links carry."""
     lab, _ = linked
     data = tmp_path / "data"
     proc = subprocess.run(
@@ -295,8 +294,12 @@ def test_hydra_on_a_thin_pipe_fails_the_thin_consumer_and_not_the_others(
     assert c["thin_failing"] is True and c["failing_clients"] == 1
     assert c["others_failing_clients"] == 0
     assert c["thin_lag_peak_msgs"] > 10 * max(1, c["others_worst_lag_peak_msgs"] or 0)
-    # it received through its own links, at most what they carry (1 KB records: < 80/s)
-    assert 0 < c["thin_rx_rate_msgs_per_s"] < 0.5 * THIN_RATE
+    # no faster than its own links carry (1 KB records: < 80/s). Often much slower, down to
+    # nothing in the window (seen in CI): a lagging consumer fetches ever larger batches,
+    # and a record arrives only with its whole fetch response. That it connects through
+    # the solo plane at all is shown by cut-consumer (test_link_faults.py): its group
+    # settles with member 0 bootstrapped there.
+    assert c["thin_rx_rate_msgs_per_s"] < 0.5 * THIN_RATE
     assert c["others_min_rx_rate_msgs_per_s"] > 0.9 * THIN_RATE
     assert _links(lab).toxics() == {}  # the cell took its limit off again
     assert _bypassing(_links(lab).layout) == []
