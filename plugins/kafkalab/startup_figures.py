@@ -9,7 +9,9 @@ percentile (:data:`kafkalab.stats.MIN_SAMPLES`). A probe that timed out or faile
 in ``failed`` and never enters a median.
 
 The parts of a first record's delay, each a difference of two marks of the same member, so
-that they add up to ``first_record_ms``:
+that they add up to ``first_record_ms``. librdkafka's metadata mark is sampled from its
+statistics and may be missing; then ``client_start_ms`` and the part after it are null rather
+than folded into one another:
 
 * ``client_start_ms``: start → the client knows the cluster (librdkafka: its first Metadata
   response arrived; kafka-python: its constructor returned, having connected);
