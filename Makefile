@@ -27,13 +27,14 @@ $(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
 	@command -v chromium >/dev/null || { echo "installing Chromium (apt) for the report tests"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing PostgreSQL (apt) for make airflow (no default cluster is created or started)"; mkdir -p /etc/postgresql-common && { grep -qs "^create_main_cluster" /etc/postgresql-common/createcluster.conf || echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf; } && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 	@command -v redis-server >/dev/null || { echo "installing Redis (apt) for make airflow EXECUTOR=celery (the service is not started)"; p=/usr/sbin/policy-rc.d; made=; [ -e $$p ] || { printf '#!/bin/sh\nexit 101\n' > $$p && chmod +x $$p && made=1; }; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; rc=$$?; [ -z "$$made" ] || rm -f $$p; exit $$rc; }
+	@command -v prometheus >/dev/null && command -v prometheus-node-exporter >/dev/null || { echo "installing Prometheus and node_exporter (apt) for the canary's and the export's tests (the services are not started)"; p=/usr/sbin/policy-rc.d; made=; [ -e $$p ] || { printf '#!/bin/sh\nexit 101\n' > $$p && chmod +x $$p && made=1; }; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-node-exporter >/dev/null; rc=$$?; [ -z "$$made" ] || rm -f $$p; exit $$rc; }
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -c constraints.txt uv
 	$(UV) -c constraints.txt -r requirements.txt -r requirements-dev.txt
 	$(UV) --no-deps -e .
 	@touch $@
 
-setup: $(STAMP)  ## venv with pinned requirements, Java, Maven, Chromium, Kafka 4.x (Maven Central, sha256-pinned) and 0.9.0.1, Toxiproxy (go install), test images (idempotent)
+setup: $(STAMP)  ## venv with pinned requirements, Java, Maven, Chromium, Prometheus and node_exporter, Kafka 4.x (Maven Central, sha256-pinned) and 0.9.0.1, Toxiproxy (go install), test images (idempotent)
 	@$(BIN)/python -m tools.setup_assets
 
 demo: setup  ## the quickstart: seed 000's table and its reading, the nightly DAG over 4 dates, where to look next

@@ -10,108 +10,27 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkalab import drift
 from kafkalab.export.prometheus import default_textfile_path, render, write_textfile
+from tests.export_lab import (
+    NIGHTLY,
+    build_export_lab,
+    ended,
+    manifest,
+    row,
+    table,
+    validation,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-RUNS = [f"2026111{d}T010203Z-cc{d:04d}" for d in range(1, 6)]
-LOAD_RUN = "20261116T020000Z-dd0001"
-FAULT_RUN = "20261116T030000Z-ee0001"
-
-
-NIGHTLY: dict[str, Any] = {"owner": {"kind": "airflow"}, "cluster": {"is_emulator": False}}
-"""Manifest facts of a run the nightly DAG made on Kafka."""
-
-
-def _ended(i: int) -> str:
-    return f"2026-11-1{i + 1}T01:09:03+00:00"
-
-
-def _row(i: int, scenario: str, client: str, p50: float, *, emulator: bool = False,
-         n: int = 500, lost: int = 0) -> dict[str, Any]:
-    return {
-        "run_date": f"2026-11-1{i + 1}", "workload": "nightly", "scenario": scenario,
-        "client": client, "payload": "1kb", "payload_bytes": 1056, "payload_encoding": "raw",
-        "profile": "latency", "cluster_flavor": "external" if emulator else "kafka09",
-        "broker_version": "0.9.0.1", "broker_count": 1, "broker_is_emulator": emulator,
-        "planned_messages": n, "sent_count": n, "received_count": n - lost, "lost_count": lost,
-        "e2e_latency_ms_p50": p50, "e2e_latency_ms_p99": 3 * p50 if n >= 100 else None,
-        "e2e_latency_ms_percentiles_note": None if n >= 100 else "p99: n<100",
-        "e2e_latency_ms_p50_ci_low": p50 * 0.98, "e2e_latency_ms_p50_ci_high": p50 * 1.02,
-        "e2e_latency_ms_p99_ci_low": 2.9 * p50 if n >= 100 else None,
-        "e2e_latency_ms_p99_ci_high": 3.1 * p50 if n >= 100 else None,
-        "tool_p50_ms": None, "tool_p99_ms": None,
-    }
-
-
-def _manifest(data_dir: Path, run_id: str, started: str, ended: str, status: str = "complete",
-              **extra: Any) -> None:
-    (data_dir / "runs").mkdir(parents=True, exist_ok=True)
-    (data_dir / "runs" / f"{run_id}.json").write_text(json.dumps({
-        "schema_version": 2, "run_id": run_id, "status": status, "started_at": started,
-        "ended_at": ended, "stale_outputs": [], **extra}))
-
-
-def _validation(data_dir: Path, name: str, success: bool) -> None:
-    (data_dir / "validation").mkdir(parents=True, exist_ok=True)
-    (data_dir / "validation" / f"{name}.json").write_text(json.dumps({"success": success}))
-
-
-def _table(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False),
-                   path / "part-00000.parquet")
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Path:
-    """Five latency runs of the nightly DAG (the newest: confluent-kafka twice as slow,
-    kafka-python measured 20 messages so its p99 is undefined, an emulator cell, validation
-    failed), one load run from the CLI (two cells that differ only in duration), one fault
-    run."""
-    for i, rid in enumerate(RUNS):
-        slow = 2.0 if i == 4 else 1.0
-        rows = [_row(i, "confluent-kafka", "confluent-kafka", 5.0 * slow),
-                _row(i, "kafka-python", "kafka-python", 9.0, n=20 if i == 4 else 500,
-                     lost=2 if i == 4 else 0)]
-        if i == 4:
-            rows.append(_row(i, "confluent-kafka", "confluent-kafka", 4.0, emulator=True))
-        _table(tmp_path / "aggregates" / f"run_id={rid}", rows)
-        _manifest(tmp_path, rid, f"2026-11-1{i + 1}T01:02:03+00:00", _ended(i), **NIGHTLY)
-        _validation(tmp_path, rid, i < 4)
-        drift.run_drift(tmp_path, rid)
-    # a load run: one cell
-    _table(tmp_path / "aggregates" / "load" / f"run_id={LOAD_RUN}" / "load_cells.parquet", [{
-        "run_id": LOAD_RUN, "run_date": "2026-11-16", "cell_id": "c1", "client": "confluent-kafka",
-        "payload": "1kb", "encoding": "raw", "profile": "default", "acks": "1", "consumers": 5,
-        "rate_msgs_per_s": 500.0, "partitions": 1, "consumer_mode": "assign",
-        "duration_s": 10.0, "cluster_flavor": "kafka09", "broker_version": "0.9.0.1",
-        "broker_count": 1, "broker_is_emulator": False, "e2e_p50_ms": 2.5, "e2e_p99_ms": None,
-        "e2e_p99_ms_reason": "censored", "achieved_rate_msgs_per_s": 499.0, "loss_pct": 1.5,
-        "missing_msgs": 30}, {
-        "run_id": LOAD_RUN, "run_date": "2026-11-16", "cell_id": "c2", "client": "confluent-kafka",
-        "payload": "1kb", "encoding": "raw", "profile": "default", "acks": "1", "consumers": 5,
-        "rate_msgs_per_s": 500.0, "partitions": 1, "consumer_mode": "assign",
-        "duration_s": 30.0, "cluster_flavor": "kafka09", "broker_version": "0.9.0.1",
-        "broker_count": 1, "broker_is_emulator": False, "e2e_p50_ms": 3.5, "e2e_p99_ms": None,
-        "e2e_p99_ms_reason": "censored", "achieved_rate_msgs_per_s": 498.0, "loss_pct": 0.0,
-        "missing_msgs": 0}])
-    _manifest(tmp_path, LOAD_RUN, "2026-11-16T02:00:00+00:00", "2026-11-16T02:01:00+00:00",
-              kind="load")
-    _validation(tmp_path, f"{LOAD_RUN}-load", True)
-    # a fault run: one cell that lost 3 acked messages over 5 trials
-    _table(tmp_path / "aggregates" / "faults" / f"run_id={FAULT_RUN}" / "fault_cells.parquet", [{
-        "run_id": FAULT_RUN, "profile": "availability", "fault": "sigkill-leader", "acks": 1,
-        "commit": None, "broker_is_emulator": False, "trials": 5, "trials_complete": 5,
-        "trials_with_loss": 2, "acked_lost_sum": 3, "lost_unprocessed_sum": None}])
-    _manifest(tmp_path, FAULT_RUN, "2026-11-16T03:00:00+00:00", "2026-11-16T03:05:00+00:00",
-              status="incomplete", kind="faults", logical_date="2026-11-16T00:00:00+00:00")
-    return tmp_path
+    """:func:`tests.export_lab.build_export_lab`: five nightly runs, a load run, a fault run."""
+    return build_export_lab(tmp_path)
 
 
 def _samples(text: str) -> dict[str, list[Any]]:
@@ -138,7 +57,7 @@ def test_the_file_parses_back_with_the_latest_figures(lab: Path) -> None:
     s = _samples(path.read_text())
     nightly = {"kind": "latency", "emulator": "false", "source": "dag"}
     # the newest latency run failed validation: the last success is the run before it
-    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(_ended(3))
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(ended(3))
     assert _value(s["kafkalab_last_run_success"], **nightly) == 0.0
     assert _value(s["kafkalab_last_run_timestamp_seconds"], **nightly) == _ts(
         "2026-11-15T01:02:03+00:00")
@@ -220,15 +139,15 @@ def test_an_emulator_run_or_a_cli_run_does_not_reset_the_last_good_nightly(lab: 
     # after the nightly's failed run, two runs that passed: one on the emulator (from a DAG),
     # one from the CLI on Kafka
     emu_run, cli_run = "20261116T050000Z-ff0001", "20261116T060000Z-ff0002"
-    _manifest(lab, emu_run, "2026-11-16T05:00:00+00:00", "2026-11-16T05:01:00+00:00",
+    manifest(lab, emu_run, "2026-11-16T05:00:00+00:00", "2026-11-16T05:01:00+00:00",
               owner={"kind": "airflow"}, cluster={"is_emulator": True})
-    _manifest(lab, cli_run, "2026-11-16T06:00:00+00:00", "2026-11-16T06:01:00+00:00",
+    manifest(lab, cli_run, "2026-11-16T06:00:00+00:00", "2026-11-16T06:01:00+00:00",
               owner={"kind": "cli"}, cluster={"is_emulator": False})
     for rid in (emu_run, cli_run):
-        _validation(lab, rid, True)
+        validation(lab, rid, True)
     s = _samples(render(lab).decode())
     nightly = {"kind": "latency", "emulator": "false", "source": "dag"}
-    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(_ended(3))
+    assert _value(s["kafkalab_last_success_timestamp_seconds"], **nightly) == _ts(ended(3))
     assert _value(s["kafkalab_last_run_success"], **nightly) == 0.0
     assert _value(s["kafkalab_last_success_timestamp_seconds"], kind="latency", emulator="true",
                   source="dag") == _ts("2026-11-16T05:01:00+00:00")
@@ -240,16 +159,16 @@ def test_an_emulator_run_or_a_cli_run_does_not_reset_the_last_good_nightly(lab: 
 def test_a_back_filled_night_does_not_become_the_latest_figure(lab: Path) -> None:
     # started after every other run, but it measured the night of the 12th
     late, late_fault = "nightly-20261112T000000Z-bf", "nightly-20261112T000000Z-bf-faults"
-    _table(lab / "aggregates" / f"run_id={late}",
-           [_row(1, "confluent-kafka", "confluent-kafka", 50.0)])
-    _manifest(lab, late, "2026-11-20T01:00:00+00:00", "2026-11-20T01:09:00+00:00",
+    table(lab / "aggregates" / f"run_id={late}",
+          [row(1, "confluent-kafka", "confluent-kafka", 50.0)])
+    manifest(lab, late, "2026-11-20T01:00:00+00:00", "2026-11-20T01:09:00+00:00",
               logical_date="2026-11-12T00:00:00+00:00", **NIGHTLY)
-    _validation(lab, late, True)
-    _table(lab / "aggregates" / "faults" / f"run_id={late_fault}" / "fault_cells.parquet", [{
+    validation(lab, late, True)
+    table(lab / "aggregates" / "faults" / f"run_id={late_fault}" / "fault_cells.parquet", [{
         "run_id": late_fault, "profile": "availability", "fault": "sigkill-leader", "acks": 1,
         "commit": None, "broker_is_emulator": False, "trials": 5, "trials_complete": 5,
         "trials_with_loss": 0, "acked_lost_sum": 0, "lost_unprocessed_sum": None}])
-    _manifest(lab, late_fault, "2026-11-20T02:00:00+00:00", "2026-11-20T02:05:00+00:00",
+    manifest(lab, late_fault, "2026-11-20T02:00:00+00:00", "2026-11-20T02:05:00+00:00",
               kind="faults", logical_date="2026-11-12T00:00:00+00:00", **NIGHTLY)
     s = _samples(render(lab).decode())
     ck = {"scenario": "confluent-kafka", "emulator": "false"}
@@ -335,7 +254,10 @@ def test_the_grafana_dashboard_queries_only_exported_metrics_and_labels(lab: Pat
 
     dash = json.loads((include_dir() / "grafana" / "kafkalab.json").read_text())
     families = {f.name: f for f in text_string_to_metric_families(render(lab).decode())}
-    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    # the canary row queries the canary's own endpoint (tests/unit/test_canary_book.py,
+    # tests/integration/test_canary.py); a row panel has no query
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])
+             if "kafkalab_canary_" not in t["expr"]]
     exprs += [v["definition"] for v in dash["templating"]["list"] if v["type"] == "query"]
     used = {m for e in exprs for m in re.findall(r"kafkalab_[a-z0-9_]+", e)}
     assert used and used <= set(families), used - set(families)
@@ -345,7 +267,7 @@ def test_the_grafana_dashboard_queries_only_exported_metrics_and_labels(lab: Pat
             have = {k for s in families[metric].samples for k in s.labels}
             assert not families[metric].samples or labels <= have, (metric, labels - have)
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
-    targets = [t for p in dash["panels"] for t in p["targets"]]
+    targets = [t for p in dash["panels"] for t in p.get("targets", [])]
     # the nightly's health: only DAG runs on Kafka (an emulator or CLI run resets nothing)
     for t in targets:
         if re.search(r"kafkalab_last_(success|run)_", t["expr"]):

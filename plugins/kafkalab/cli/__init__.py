@@ -6,7 +6,8 @@ no traceback. Anything else is a bug and keeps its traceback.
 
 One module per command group adds its sub-command and holds its command: ``cluster``,
 ``topics``, ``run``, ``load`` (``load`` and ``maxrate``), ``faults``, ``spark``, ``demo``,
-``runs``, ``compare``, ``versions``, ``aggregate``, ``export``, ``report``, ``drift``, ``startup``;
+``runs``, ``compare``, ``versions``, ``aggregate``, ``export``, ``report``, ``drift``, ``startup``,
+``canary``;
 ``options`` holds
 what they share to read arguments, ``output`` how they print. :func:`build_parser` only
 assembles them, in the order ``--help`` lists them.
@@ -22,6 +23,7 @@ from contextlib import contextmanager
 
 from kafkalab.cli import (
     aggregate,
+    canary,
     cluster,
     compare,
     demo,
@@ -52,6 +54,7 @@ examples:
   kafkalab aggregate                        # Spark, validation, drift, report of the newest run
   kafkalab compare RUN_A RUN_B              # side by side; exit 1 when RUN_B regressed
   kafkalab versions run --versions 4.1.2,4.4.0 --rounds 3   # does upgrading make us slower?
+  kafkalab canary --cluster prod.yaml       # per-broker availability and latency on /metrics
 
 Data goes to lab-data/ in the project (or --data-dir / KAFKALAB_DATA_DIR), wherever the command
 is run from; cluster state to .lab/ (KAFKALAB_HOME). The schema of every file is in
@@ -59,8 +62,8 @@ docs/metrics-schema.md. --json on any command that prints results gives one JSON
 (docs/cli.md).
 """
 
-COMMAND_GROUPS = (cluster, topics, run, load, faults, startup, spark, demo, runs, compare,
-                  versions, aggregate, export, report, drift)
+COMMAND_GROUPS = (cluster, topics, run, load, faults, startup, canary, spark, demo, runs,
+                  compare, versions, aggregate, export, report, drift)
 """The command modules, in the order ``kafkalab --help`` lists their commands."""
 
 
