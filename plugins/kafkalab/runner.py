@@ -86,6 +86,10 @@ class RunRequest:
     (tasks in several processes; stale when nothing was written for a long time)."""
     logical_date: str | None = None
     """The DAG run's logical date (ISO 8601 UTC), recorded in the manifest; None from the CLI."""
+    supersede: bool = False
+    """Re-opening a run measured with another workload (or overrides) measures it anew: the
+    earlier measurement is set aside (:func:`_supersede`) instead of refused. The nightly's
+    DAG runs ask for it: one lab run per night, measured as the night's latest DAG run asks."""
 
 
 _OVERRIDABLE = ("messages", "warmup_messages", "encoding", "consumer_mode",
@@ -259,7 +263,8 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
         progress(f"NOTE: run {rid} is stale: {lab.run_state_reason(rid)}")
     run_id = req.run_id or new_run_id()
     lab.refuse_live_owner(req.run_id, req.owner_kind)  # cheap checks before the cluster's
-    _check_same_workload(lab.manifest(run_id) if req.run_id else None, run_id, w)
+    if not req.supersede:
+        _check_same_workload(lab.manifest(run_id) if req.run_id else None, run_id, w)
     if needs_kafka(req.scenarios) and d is not None:
         progress(f"checking {d.bootstrap_servers} …")
         check_reachable(d)
@@ -283,6 +288,8 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
     )
     with lab.starting(req.run_id, req.owner_kind):  # checked again, now under the run's lock
         previous = lab.manifest(run_id) if req.run_id else None
+        if req.supersede and previous is not None and not _same_workload(previous, w):
+            previous = _supersede(lab, previous, progress)
         _check_same_workload(previous, run_id, w)
         if previous is not None:
             manifest = _reopen(manifest, previous, lab)
@@ -296,13 +303,46 @@ def start_run(req: RunRequest, progress: Progress = noop) -> dict[str, Any]:
     return {"run_id": run_id, "run_date": manifest.run_date, "cells": cells}
 
 
+def _same_workload(previous: Mapping[str, Any], w: Workload) -> bool:
+    """Whether a run's manifest ``previous`` was measured with the workload ``w``."""
+    return bool(previous.get("workload") == jsonable(w.model_dump()))
+
+
+def _supersede(lab: LabData, previous: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
+    """Set aside a run's measurement made with another workload, so it is measured anew under
+    its id (:attr:`RunRequest.supersede`): its samples files are renamed
+    ``.superseded-<UTC stamp>-part-….parquet`` (hidden: never read or aggregated; ``make
+    clean-data`` removes them) and its cell fragments and manifest are moved to
+    ``runs/<run_id>/superseded-<UTC stamp>/``. Returns what the re-opened run keeps of it:
+    when it was re-opened before, its logical date and its derived outputs' staleness."""
+    import shutil
+    import time
+
+    run_id = str(previous["run_id"])
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = lab.run_work_dir(run_id) / f"superseded-{stamp}"
+    kept.mkdir(parents=True, exist_ok=True)
+    for f in lab.run_sample_files(run_id):
+        os.rename(f, f.with_name(f".superseded-{stamp}-{f.name}"))
+    if lab.cell_fragments_dir(run_id).is_dir():
+        shutil.move(lab.cell_fragments_dir(run_id), kept / "cells")
+    shutil.copy2(lab.manifest_path(run_id), kept / "manifest.json")
+    progress(f"run {run_id} was measured with workload "
+             f"{(previous.get('workload') or {}).get('name')!r} and other settings: it is "
+             f"measured anew, its earlier measurement set aside in {kept}")
+    return {"run_id": run_id, "workload": None, "reopened_at": previous.get("reopened_at") or [],
+            "stale_outputs": previous.get("stale_outputs") or [],
+            "logical_date": previous.get("logical_date")}
+
+
 def _check_same_workload(previous: Mapping[str, Any] | None, run_id: str, w: Workload) -> None:
     """A re-opened run is measured with the workload (and overrides) it was measured with.
 
     Raises:
         ConfigError: it was not.
     """
-    if previous is not None and previous.get("workload") != jsonable(w.model_dump()):
+    if (previous is not None and previous.get("workload") is not None
+            and previous.get("workload") != jsonable(w.model_dump())):
         raise ConfigError(
             f"run {run_id} was measured with workload {previous.get('workload', {}).get('name')!r} "
             "and other settings; re-run its cells with the same workload and overrides, or use a "
@@ -317,7 +357,8 @@ def _union(old: Iterable[str], new: Iterable[str]) -> list[str]:
 
 def _reopen(manifest: Manifest, previous: Mapping[str, Any], lab: LabData) -> Manifest:
     """The manifest of a re-opened run: the earlier start (its rows live under that run
-    date), the union of both plans, and every derived output that exists marked stale."""
+    date), the union of both plans, and every derived output that exists marked stale. A
+    superseded measurement (:func:`_supersede`) leaves no start, plan or settings to keep."""
     manifest.started_at = str(previous.get("started_at") or manifest.started_at)
     manifest.scenarios = _union(previous.get("scenarios") or [], manifest.scenarios)
     manifest.payloads = _union(previous.get("payloads") or [], manifest.payloads)

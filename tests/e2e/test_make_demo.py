@@ -1,12 +1,17 @@
 """``kafkalab demo`` (what ``make demo`` runs) end to end, with a small matrix: its own
 Kafka 4.x KRaft node (broker 30792, controller 30781), lab home (Airflow's DB and the demo's log)
 and data dir; seed 000 with two scenarios × 1 KB × 5 messages, then the real nightly DAG
-for one date (one scenario; the fan-out cell turned back on, which the demo turns off; Spark
-and Great Expectations in one Spark session, as the demo runs them). Every Spark job runs
-against the demo's Spark Connect server (its own port, 30702).
+for one night, twice (``--dates 2026-11-18,2026-11-18``: what ``make demo`` run twice, or a
+re-triggered night, does to the nightly; one scenario; the fan-out cell turned back on,
+which the demo turns off; Spark and Great Expectations in one Spark session, as the demo
+runs them). Every Spark job runs against the demo's Spark Connect server (its own port,
+30702).
 
 Asserts on what a newcomer reads: the table and its reading, one line per date, the closing
-summary, and no Airflow log line on stdout (they are in the log file). ~3-4 min.
+summary, and no Airflow log line on stdout (they are in the log file); and one lab run per
+night (issue 29 §3): the second DAG run of the night re-opens the night's lab run and its
+fan-out run, its rows replace the first's, and the report and drift see the night once.
+~4-5 min.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -75,7 +81,7 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     env.update(KAFKALAB_HOME=str(demo_lab), KAFKALAB_DATA_DIR=str(data),
                KAFKALAB_SPARK_CONNECT_PORT=str(SPARK_CONNECT_PORT))
     cmd = [str(Path(sys.executable).parent / "kafkalab"), "demo", "--workload", str(workload),
-           "--dates", "2026-11-18",
+           "--dates", "2026-11-18,2026-11-18",  # the same night twice
            "--nightly-conf", json.dumps({"scenarios": ["confluent-kafka"], "messages": 5,
                                          "fanout_cell": True}),
            "--cluster", str(demo_lab / "cluster.yaml"),
@@ -138,13 +144,20 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     assert any(line.startswith(f"Start-up run {startup_run} → Spark") for line in lines)
     assert port_free(STARTUP_PORTS[0]) and port_free(STARTUP_PORTS[1])  # its cluster stopped
 
-    # the nightly: one line for its one date, read from what the DAG run wrote
-    (date_line,) = [line for line in lines if line.startswith("  2026-11-18  ")]
-    m = re.fullmatch(r"  2026-11-18  (nightly-\S+)  1/1 cells \+ fan-out 1  complete, validated  "
-                     r"\d+ s  drift: not judged yet \(needs 3 earlier runs\)", date_line)
-    assert m, date_line
+    # the nightly: one line per DAG run, read from what it wrote; both runs of the night
+    # name the night's one lab run (one lab run per night)
+    date_lines = [line for line in lines if line.startswith("  2026-11-18  ")]
+    assert len(date_lines) == 2, date_lines
+    for date_line in date_lines:
+        m = re.fullmatch(r"  2026-11-18  (nightly-\S+)  1/1 cells \+ fan-out 1  complete, "
+                         r"validated  \d+ s  drift: .*not judged.*", date_line)
+        assert m and m[1] == "nightly-20261118T000000Z", date_line
+    assert date_lines[0].endswith("not judged yet (needs 3 earlier runs)") or \
+        "busy host" in date_lines[0], date_lines[0]  # issue 29 §4: a cell on a busy host
     lab = LabData(data)
-    assert lab.manifest(m[1]) is not None and lab.validation(m[1])["success"] is True
+    night = "nightly-20261118T000000Z"
+    assert lab.manifest(night) is not None and lab.validation(night)["success"] is True
+    _one_run_per_night(lab, night)
 
     # the closing summary: where things are, what to try next
     tail = "\n".join(lines[lines.index("Where things are:"):])
@@ -153,3 +166,32 @@ def test_the_demo_tells_a_newcomer_what_they_saw(demo_lab: Path, tmp_path: Path)
     for command in ("make airflow", "kafkalab load", "kafkalab maxrate", "kafkalab faults run"):
         assert command in tail, command
     assert re.fullmatch(r"demo done in \d+ min \d+ s", lines[-1]), lines[-1]
+
+
+def _one_run_per_night(lab: LabData, night: str) -> None:
+    """The night run twice is one lab run (and one fan-out run), re-opened by the second DAG
+    run, whose rows replaced the first's; its derived outputs were recomputed; the report
+    lists it once."""
+    import pyarrow.parquet as pq
+
+    runs = sorted(r for r in lab.manifests() if "20261118" in r)
+    assert runs == [night, night.replace("nightly-", "nightly-fanout-")], runs
+    for run_id in runs:
+        manifest = lab.manifest(run_id)
+        assert manifest is not None and manifest["status"] == "complete", run_id
+        assert len(manifest["reopened_at"]) == 1, run_id  # by the second DAG run
+        assert manifest["stale_outputs"] == [], run_id  # re-aggregated, validated, reported
+        assert manifest["logical_date"] == "2026-11-18T00:00:00+00:00"
+    manifest = lab.manifest(night)
+    assert manifest is not None and len(manifest["cells"]) == 1
+    (samples,) = lab.run_sample_files(night)  # one file for the one cell: replaced, not added
+    rows = pq.read_table(samples, columns=["wall_ts_ns"]).column("wall_ts_ns").to_pylist()
+    assert len(rows) == 5 + 10  # the conf's messages and the nightly workload's warm-up
+    reopened = datetime.fromisoformat(manifest["reopened_at"][0])
+    assert min(rows) >= reopened.timestamp() * 1e9  # the second DAG run's rows
+    assert manifest["cells"][0]["measured_at"] > manifest["reopened_at"][0]
+    from kafkalab.report.data import load_report_data
+
+    assert load_report_data(lab).order.count(night) == 1  # drift's and the report's history
+    index = lab.report_index_path().read_text()
+    assert index.count(f">{night}</a></td>") == 1, "the report's runs table lists it once"

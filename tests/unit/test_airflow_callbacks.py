@@ -164,7 +164,8 @@ def test_the_callback_names_the_lab_run_the_tasks_wrote(monkeypatch: pytest.Monk
                                                         tmp_path: Any) -> None:
     """A back-filled night (`dags test nightly 2026-11-18` run on the 22nd): the run id holds
     the trigger time, the logical date the night; the failure record and the alert name the
-    lab run the tasks wrote (from the logical date), not one derived from the trigger time."""
+    lab run the tasks wrote (the night's, from the logical date), not one derived from the
+    trigger time."""
     from datetime import UTC, datetime
 
     from kafkalab.airflow.callbacks import record_task_failure
@@ -177,7 +178,7 @@ def test_the_callback_names_the_lab_run_the_tasks_wrote(monkeypatch: pytest.Monk
            "task_instance": _Named(task_id="measure_cell", map_index=3, try_number=1),
            "exception": ValueError("broker gone")}
     lab_run = context_lab_run_id(ctx)
-    assert lab_run is not None and lab_run.startswith("nightly-20261118T000000Z-")
+    assert lab_run == "nightly-20261118T000000Z"
     record_task_failure(ctx)
     assert (tmp_path / "data" / "runs" / lab_run / "task-failures.jsonl").is_file()
     sent: list[str | None] = []
@@ -187,3 +188,38 @@ def test_the_callback_names_the_lab_run_the_tasks_wrote(monkeypatch: pytest.Monk
                         lambda webhook, dag_id, run_id, error, **kw: sent.append(run_id) or {})
     on_failure_alert({**ctx, "reason": "task_failure"})
     assert sent == [lab_run]
+
+
+def test_a_re_run_night_announces_its_own_failure_not_the_earlier_runs(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Two DAG runs of one night write one lab run (one lab run per night): the second
+    run's alert names its own first failure, never the first run's, which stays recorded."""
+    from datetime import UTC, datetime
+
+    from kafkalab.airflow.callbacks import failures_path, first_failure, record_task_failure
+    from kafkalab.store import LabData
+
+    monkeypatch.setenv("KAFKALAB_DATA_DIR", str(tmp_path / "data"))
+    night = datetime(2026, 11, 18, tzinfo=UTC)
+
+    def ctx(airflow_run_id: str, task_id: str, exc: Exception | None) -> dict[str, Any]:
+        return {"dag": _Named(dag_id="nightly_latency_regression"),
+                "dag_run": _Named(run_id=airflow_run_id, logical_date=night),
+                "task_instance": _Named(task_id=task_id, map_index=-1, try_number=1),
+                "exception": exc}
+
+    first_run, second_run = ("manual__2026-11-22T10:11:12+00:00",
+                             "manual__2026-11-29T10:11:12+00:00")
+    record_task_failure(ctx(first_run, "check_cluster", ValueError("broker gone")))
+    record_task_failure(ctx(second_run, "measure_cell", ValueError("cell broke")))
+    lab = LabData()
+    assert len(failures_path(lab, "nightly-20261118T000000Z").read_text().splitlines()) == 2
+    earlier, _ = first_failure(lab, "nightly-20261118T000000Z", first_run)
+    assert earlier is not None and earlier["task_id"] == "check_cluster"
+    sent: list[str] = []
+    monkeypatch.setattr(AlertWebhookConnection, "settings",
+                        lambda self: AlertWebhook("https://hooks.example/T/X", "generic"))
+    monkeypatch.setattr(kafkalab.alerts, "alert_run_failed",
+                        lambda webhook, dag_id, run_id, error, **kw: sent.append(error) or {})
+    on_failure_alert({**ctx(second_run, "verify_outcome", None), "reason": "task_failure"})
+    assert sent == ["task measure_cell failed first: ValueError: cell broke"]

@@ -126,6 +126,28 @@ def test_a_dag_run_redirects_to_its_lab_run_page(lab: LabData) -> None:
     assert "nightly-20261123T000000Z" in missing.text and "../../reports/index.html" in missing.text
 
 
+def test_every_dag_run_of_a_night_redirects_to_the_nights_one_lab_run(lab: LabData) -> None:
+    """One lab run per night: a re-run of the night (another Airflow run id, the same logical
+    date) opens the same page; a night whose page was made before that rule
+    (``nightly-<night>-<hash>``) is still found; an experiment's two triggers are two runs."""
+    dag = "nightly_latency_regression"
+    again = "manual__2026-11-29T19:40:00.654321+00:00"
+    client = _client({(dag, TRIGGERED): NIGHT, (dag, again): NIGHT})
+    for airflow_run_id in (TRIGGERED, again):
+        moved = client.get(f"/kafkalab/runs/{dag}/{airflow_run_id}")
+        assert moved.status_code == 307
+        assert moved.headers["location"] == "../../reports/nightly-20261118T000000Z/index.html"
+    older = datetime(2026, 11, 17, tzinfo=UTC)
+    legacy = dag_lab_run_id(dag, TRIGGERED, older, per_night=False)
+    assert legacy.startswith("nightly-20261117T000000Z-")
+    (lab.report_page_dir(legacy)).mkdir()
+    (lab.report_page_dir(legacy) / "index.html").write_text("legacy")
+    moved = _client({(dag, TRIGGERED): older}).get(f"/kafkalab/runs/{dag}/{TRIGGERED}")
+    assert moved.headers["location"] == f"../../reports/{legacy}/index.html"
+    first = dag_lab_run_id("latency_experiment", TRIGGERED, NIGHT)
+    assert first != dag_lab_run_id("latency_experiment", again, NIGHT)
+
+
 def test_the_plugin_mounts_the_app_and_links_the_dag_run_page() -> None:
     """As Airflow's plugin loader imports the file from its plugins folder."""
     import importlib.util

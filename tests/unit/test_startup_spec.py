@@ -107,6 +107,42 @@ def test_an_existing_run_id_is_refused_before_any_cluster(tmp_path: Path) -> Non
     assert not (tmp_path / "never").exists() and not (tmp_path / "startup").exists()
 
 
+def test_a_matrix_run_again_measures_its_start_up_run_anew(tmp_path: Path) -> None:
+    """A version matrix run again under its id (a night of the nightly run twice: one lab run
+    per night) opens its start-up run with ``supersede``: the earlier files are set aside
+    (hidden), its manifest kept for inspection, the new one says it was re-opened and what is
+    stale; a run of another kind under that id is still refused. No cluster starts."""
+    from kafkalab.startup.engine import StartupRequest, open_startup
+    from kafkalab.store import LabData
+
+    lab = LabData(tmp_path / "data")
+    rid = "nightly-versions-20261118T000000Z-startup-4.4.0"
+
+    def request() -> StartupRequest:
+        return StartupRequest(data_dir=lab.root, run_id=rid, cluster_lab=tmp_path / "never",
+                              logical_date="2026-11-18T00:00:00+00:00", supersede=True)
+
+    first = open_startup(request())
+    first.stream.close()
+    (lab.report_page_dir(rid)).mkdir(parents=True)
+    (lab.report_page_dir(rid) / "index.html").write_text("the first run's page")
+    second = open_startup(request())
+    second.stream.close()
+    assert second.run_id == rid and (second.dir / "probes.parquet").is_file()
+    hidden = [p.name for p in (lab.root / "startup").rglob(".superseded-*")]
+    assert len(hidden) == 1 and hidden[0].endswith(f"-run_id={rid}"), hidden
+    manifest = lab.manifest(rid)
+    assert manifest is not None and len(manifest["reopened_at"]) == 1
+    assert manifest["stale_outputs"] == ["report"]  # until the new measurement's page is built
+    assert manifest["logical_date"] == "2026-11-18T00:00:00+00:00"
+    assert len(list(lab.run_work_dir(rid).glob("superseded-*/manifest.json"))) == 1
+    assert not (tmp_path / "never").exists()
+    lab.write_manifest({"run_id": "20261128T000000Z-abcdef", "kind": "latency"})
+    with pytest.raises(ConfigError, match="already exists"):
+        open_startup(StartupRequest(data_dir=lab.root, run_id="20261128T000000Z-abcdef",
+                                    cluster_lab=tmp_path / "never", supersede=True))
+
+
 def test_a_delay_on_kafka_0_9_is_refused_before_anything_starts(tmp_path: Path) -> None:
     from kafkalab.startup.engine import StartupRequest, execute_startup
 

@@ -12,7 +12,12 @@ run's ``runs/<run_id>/task-failures.jsonl``, and the DAG's callback announces th
 ``task-failures.jsonl``: one JSON object a line, appended when a task fails for good (not on
 a retry): ``task_id``, ``map_index`` (-1 when not mapped), ``try_number``, ``failed_at`` (UTC
 ISO 8601, the worker's wall clock), ``error`` (``<ExceptionType>: <message>``, at most 2,000
-characters).
+characters), ``airflow_run_id`` (the DAG run whose task failed).
+
+Several DAG runs may write one lab run: every run of one night of the nightly re-opens that
+night's lab run (:mod:`kafkalab.airflow.run_ids`). The file keeps every DAG run's failures;
+a DAG run's alert announces only its own (:func:`first_failure` with its ``airflow_run_id``),
+never a failure of an earlier run of the same night.
 
 Cheap to import (the webhook and alert code load inside the callback): safe at DAG-parse time.
 """
@@ -77,7 +82,8 @@ def record_task_failure(context: Mapping[str, Any]) -> None:
                   "map_index": getattr(ti, "map_index", -1),
                   "try_number": getattr(ti, "try_number", None),
                   "failed_at": datetime.now(UTC).isoformat(),
-                  "error": error[:_ERROR_CHARS]}
+                  "error": error[:_ERROR_CHARS],
+                  "airflow_run_id": _airflow_run_id_of(context)}
         path = failures_path(LabData(), run_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as f:  # one short line: one append
@@ -86,9 +92,12 @@ def record_task_failure(context: Mapping[str, Any]) -> None:
         log.warning("task failure not recorded: %s: %s", type(exc).__name__, exc)
 
 
-def first_failure(lab: LabData, run_id: str) -> tuple[dict[str, Any] | None, list[str]]:
+def first_failure(lab: LabData, run_id: str, airflow_run_id: str | None = None,
+                  ) -> tuple[dict[str, Any] | None, list[str]]:
     """The earliest recorded task failure of a lab run other than a watcher's, and the task
-    ids that failed after it (in order). ``(None, [])`` when nothing was recorded."""
+    ids that failed after it (in order); with ``airflow_run_id``, only the failures of that
+    DAG run (a re-opened night's earlier DAG runs failed on their own). ``(None, [])`` when
+    nothing was recorded."""
     import json
 
     records = []
@@ -101,7 +110,8 @@ def first_failure(lab: LabData, run_id: str) -> tuple[dict[str, Any] | None, lis
             rec = json.loads(line)
         except ValueError:  # a torn line: skip it, keep the others
             continue
-        if isinstance(rec, dict) and rec.get("task_id") not in WATCHER_TASKS:
+        if (isinstance(rec, dict) and rec.get("task_id") not in WATCHER_TASKS
+                and (airflow_run_id is None or rec.get("airflow_run_id") == airflow_run_id)):
             records.append(rec)
     if not records:
         return None, []
@@ -110,15 +120,17 @@ def first_failure(lab: LabData, run_id: str) -> tuple[dict[str, Any] | None, lis
     return records[0], list(dict.fromkeys(later))
 
 
-def _read_first_failure(run_id: str | None) -> tuple[dict[str, Any] | None, list[str]]:
-    """:func:`first_failure` of the lab run ``run_id``; ``(None, [])`` when there is none or
-    reading it fails (a failed read must not cost the alert)."""
+def _read_first_failure(run_id: str | None, airflow_run_id: str | None = None,
+                        ) -> tuple[dict[str, Any] | None, list[str]]:
+    """:func:`first_failure` of the lab run ``run_id`` (of the DAG run ``airflow_run_id``,
+    when given); ``(None, [])`` when there is none or reading it fails (a failed read must
+    not cost the alert)."""
     if not run_id:
         return None, []
     try:
         from kafkalab.store import LabData
 
-        return first_failure(LabData(), run_id)
+        return first_failure(LabData(), run_id, airflow_run_id)
     except Exception:
         return None, []
 
@@ -130,7 +142,7 @@ def _failure_reason(context: Mapping[str, Any], run_id: str | None,
     read unless given as ``first`` / ``later``), else the callback context's reason, task and
     exception."""
     if first is None:
-        first, later = _read_first_failure(run_id)
+        first, later = _read_first_failure(run_id, _airflow_run_id_of(context))
     if first is not None:
         where = str(first.get("task_id"))
         map_index = first.get("map_index")
@@ -226,7 +238,7 @@ def on_failure_alert(context: Mapping[str, Any]) -> None:
     """
     try:
         dag_id, run_id = _run_of(context)
-        first, later = _read_first_failure(run_id)
+        first, later = _read_first_failure(run_id, _airflow_run_id_of(context))
         error = _failure_reason(context, run_id, first, later)
         hook = AlertWebhookConnection().settings()
         if hook is None:

@@ -23,8 +23,13 @@ Building the app does no I/O.
 
 The lab run id of a DAG run comes from its logical date
 (:func:`kafkalab.airflow.run_ids.dag_lab_run_id`), which the app reads from Airflow's
-metadata database (the api-server has one); without it (a DB that does not answer) the run
-is found by its manifest's ``command`` (``airflow dag <dag_id> run <airflow_run_id>``).
+metadata database (the api-server has one); without it (a DB that does not answer, a run
+without a logical date) the run is found by its manifest's ``command`` (``airflow dag
+<dag_id> run <airflow_run_id>``). Every DAG run of one night of the nightly redirects to that
+night's one lab run (``nightly-20261118T000000Z``: one lab run per night, see
+:mod:`kafkalab.airflow.run_ids`); a night's run made before that rule
+(``nightly-20261118T000000Z-cec839``) is still found when it has a page and the night's has
+none.
 
 **Login.** Airflow mounts plugin apps without its authentication, so the app checks it
 itself, on every route, before anything else (no metadata-DB query, no manifest or file
@@ -82,7 +87,7 @@ RUNS_ROUTE = "/runs"
 """``/runs/<dag_id>/<airflow_run_id>``: the redirect from a DAG run to its lab run's page."""
 
 LogicalDateOf = Callable[[str, str], "datetime | None"]
-"""``(dag_id, airflow_run_id) -> logical date`` (else ``run_after``; None: unknown)."""
+"""``(dag_id, airflow_run_id) -> logical date`` (None: the run has none, or unknown)."""
 
 Authenticate = Callable[[Request], Awaitable[Any]]
 """``request -> user``: raises ``HTTPException`` (401/403) when the request has no valid
@@ -250,15 +255,16 @@ class SecurityHeaders:
 
 
 def airflow_logical_date(dag_id: str, airflow_run_id: str) -> datetime | None:
-    """The logical date (else ``run_after``) of a DAG run, from Airflow's metadata database;
-    None when there is no such run or no database answers."""
+    """The logical date of a DAG run, from Airflow's metadata database; None when the run has
+    none (a manual run of Airflow 3 without one: its lab run id then follows from its run id,
+    else its manifest's command), there is no such run or no database answers."""
     try:
         from airflow.models.dagrun import DagRun
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
         with create_session() as session:
-            row = session.execute(select(DagRun.logical_date, DagRun.run_after).where(
+            row = session.execute(select(DagRun.logical_date).where(
                 DagRun.dag_id == dag_id, DagRun.run_id == airflow_run_id)).first()
     except Exception as exc:  # no DB here: fall back on the manifests' commands
         log.info("no logical date of %s/%s from the metadata DB: %s", dag_id, airflow_run_id,
@@ -266,17 +272,20 @@ def airflow_logical_date(dag_id: str, airflow_run_id: str) -> datetime | None:
         return None
     if row is None:
         return None
-    value = row[0] or row[1]
+    value = row[0]
     return value if isinstance(value, datetime) else None
 
 
 def find_lab_run(lab: LabData, dag_id: str, airflow_run_id: str,
                  logical_date: datetime | None) -> str | None:
-    """The lab run id of a DAG run that has a report page: the id from its logical date, else
-    the id from its run id alone (runs made before lab run ids carried the logical date),
-    else the run whose manifest says it was made by that DAG run (the DAG's own run, not the
-    nightly's fan-out or fault run). None when none has a page."""
+    """The lab run id of a DAG run that has a report page: the id from its logical date (a
+    nightly's: the night's), else the id that date gave before one lab run per night (a
+    nightly re-run's ``nightly-<night>-<hash>``), else the id from its run id alone (runs made
+    before lab run ids carried the logical date), else the run whose manifest says it was
+    made by that DAG run (the DAG's own run, not the nightly's fan-out or fault run). None
+    when none has a page."""
     candidates = [dag_lab_run_id(dag_id, airflow_run_id, logical_date),
+                  dag_lab_run_id(dag_id, airflow_run_id, logical_date, per_night=False),
                   dag_lab_run_id(dag_id, airflow_run_id)]
     for run_id in candidates:
         if (lab.report_page_dir(run_id) / "index.html").is_file():

@@ -149,9 +149,12 @@ def build_request(params: Mapping[str, Any], run_id: str | None = None,
 
 
 def prepare_run(params: Mapping[str, Any], run_id: str, command: str | None = None,
-                logical_date: str | None = None) -> list[dict[str, str]]:
+                logical_date: str | None = None, supersede: bool = False) -> list[dict[str, str]]:
     """Validate, check the cluster, provision the topics, start the run (manifest ``running``,
-    with the DAG run's ``logical_date``).
+    with the DAG run's ``logical_date``). An existing run is re-opened (its cells measured
+    before stay; the cells asked for are re-measured); ``supersede`` (a night of the nightly:
+    one lab run per night) measures a run made with another workload anew instead of
+    refusing it (:attr:`kafkalab.runner.RunRequest.supersede`).
 
     Returns:
         The cells ``[{"scenario", "payload", "profile"}, ...]``, one mapped task each.
@@ -159,6 +162,7 @@ def prepare_run(params: Mapping[str, Any], run_id: str, command: str | None = No
     from kafkalab.runner import start_run
 
     req = build_request(params, run_id, command, logical_date)
+    req.supersede = supersede
     started = start_run(req, progress=log.info)
     cells = [{"scenario": str(c["scenario"]), "payload": str(c["payload"]),
               "profile": str(c["profile"])} for c in started["cells"]]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ from kafkalab.store import LabData, atomic_write_json
 
 __all__ = ["DEFAULT_BASE_PORT", "DEFAULT_CONTROL_PORT", "StartupRequest", "StartupResult",
            "StartupRun", "broker_spec", "execute_startup", "finish_startup", "measure_trial",
-           "open_startup", "startup_cluster_lab", "stop_cluster"]
+           "open_startup", "set_aside_startup", "startup_cluster_lab", "stop_cluster"]
 
 WATCH_INTERVAL_S = 0.01
 """How often a cold probe's watcher reads the metadata for ``__consumer_offsets``."""
@@ -101,6 +101,10 @@ class StartupRequest:
     """Who runs it (``cli`` or ``airflow``: the manifest's ``owner.kind``)."""
     logical_date: str | None = None
     """The Airflow logical date of the DAG run that makes it (the manifest's)."""
+    supersede: bool = False
+    """An existing start-up run of ``run_id`` is measured anew (its earlier measurement set
+    aside: :func:`set_aside_startup`) instead of refused: a version matrix run again under
+    its id (a night of the nightly run twice: one lab run per night) re-measures every round."""
 
 
 @dataclass
@@ -267,9 +271,11 @@ class StartupRun:
                                  if self.features.initial_rebalance_delay else 0)
         self.progress = progress
         self.lab = LabData(req.data_dir)
-        if req.run_id is not None and self.lab.manifest(req.run_id) is not None:
+        previous = self.lab.manifest(req.run_id) if req.run_id is not None else None
+        if previous is not None and not (req.supersede and previous.get("kind") == STARTUP.name):
             raise ConfigError(f"run {req.run_id} already exists: a start-up run is measured "
                               "whole, so use a new --run-id (or none)")
+        stale = set_aside_startup(self.lab, previous, progress) if previous is not None else []
         self.run_id = req.run_id or new_run_id()
         self.manifest = parts_manifest(
             self.run_id, None, STARTUP, command=req.command,
@@ -278,6 +284,11 @@ class StartupRun:
                       "broker_default_delay_ms": self.default_delay_ms},
             profiles={}, scenarios=list(self.spec.clients), payloads=[], cluster={},
             owner_kind=req.owner_kind, logical_date=req.logical_date)
+        if previous is not None:  # measured anew: say so, and what is stale until recomputed
+            self.manifest.reopened_at = [*(previous.get("reopened_at") or []),
+                                         datetime.now(UTC).isoformat()]
+            self.manifest.stale_outputs = stale
+            self.manifest.logical_date = self.manifest.logical_date or previous.get("logical_date")
         self.manifest.write(self.lab.root)
         self.started = datetime.fromisoformat(self.manifest.started_at)
         self.dir = files.run_dir(req.data_dir, self.manifest.run_date, self.run_id)
@@ -423,6 +434,31 @@ def _close_manifest(run: StartupRun, cases: list[dict[str, Any]]) -> None:
              else None if run.status == "complete" else (run.error or run.status))
     run.manifest.close(["complete" if not c["failed"] else "failed" for c in cases], error)
     run.manifest.write(run.lab.root)
+
+
+def set_aside_startup(lab: LabData, previous: dict[str, Any], progress: Progress = noop
+                      ) -> list[str]:
+    """Set aside an earlier start-up run that is measured anew under its id
+    (:attr:`StartupRequest.supersede`): its files' folder
+    ``startup/run_date=<d>/run_id=<id>/`` is renamed ``.superseded-<UTC stamp>-run_id=<id>``
+    (hidden: no reader globs it, Spark skips it) and its manifest is copied to
+    ``runs/<id>/superseded-<UTC stamp>/manifest.json``. Returns its derived outputs that
+    exist (stale until the new measurement's are computed)."""
+    import glob
+    import os
+    import shutil
+
+    run_id = str(previous["run_id"])
+    stale = lab.derived_outputs(run_id, STARTUP)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = lab.run_work_dir(run_id) / f"superseded-{stamp}"
+    kept.mkdir(parents=True, exist_ok=True)
+    for folder in lab.measured_dir(STARTUP).glob(f"run_date=*/run_id={glob.escape(run_id)}"):
+        os.rename(folder, folder.with_name(f".superseded-{stamp}-{folder.name}"))
+    shutil.copy2(lab.manifest_path(run_id), kept / "manifest.json")
+    progress(f"start-up run {run_id} is measured anew: its earlier measurement is set aside "
+             f"in {kept}")
+    return stale
 
 
 def open_startup(req: StartupRequest, progress: Progress = noop) -> StartupRun:

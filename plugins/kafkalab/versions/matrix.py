@@ -323,7 +323,9 @@ class _Matrix:
 
     def _startup_run(self, version: str) -> Any:
         """``version``'s start-up run, opened the first time (inside its
-        ``running_version``)."""
+        ``running_version``). A matrix run again under its id (a night of the nightly run
+        twice: one lab run per night) re-measures every round, so an earlier start-up run of
+        that id is measured anew (``supersede``), as its load runs are re-opened."""
         if version not in self.startups:
             from kafkalab.cluster.flavors import flavor_for_version
             from kafkalab.startup.engine import StartupRequest, open_startup
@@ -334,7 +336,7 @@ class _Matrix:
                 control_port=self.spec.control_port, flavor=flavor_for_version(version).name,
                 cluster_lab=self.clusters / f"{safe_name(version)}-startup",
                 command=self.req.command, owner_kind=self.req.owner_kind,
-                logical_date=self.req.logical_date), self.progress)
+                logical_date=self.req.logical_date, supersede=True), self.progress)
         return self.startups[version]
 
     def _fresh_cluster(self, version: str, lab: Path) -> Path:

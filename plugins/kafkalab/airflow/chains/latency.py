@@ -96,7 +96,8 @@ def _measure_tasks(run_prefix: str, assets: parts.LabAssets) -> list[Any]:
     def prepare_run(lab_run_id: str) -> list[dict[str, str]]:
         """Validate the matrix, provision topics, start the run; returns the cells to map."""
         return tasks.prepare_run(parts.context_params(), lab_run_id,
-                                 command=parts.dag_run_command(), logical_date=parts.logical_date())
+                                 command=parts.dag_run_command(), logical_date=parts.logical_date(),
+                                 supersede=parts.one_run_per_night())
 
     # One cell at a time (parallel cells distort latencies); the pool extends it across DAGs.
     @task(pool=MEASURE_POOL, max_active_tis_per_dag=1, map_index_template="{{ cell_label }}")

@@ -81,6 +81,16 @@ def current_run_id(prefix: str) -> str:
     return run_id
 
 
+def one_run_per_night() -> bool:
+    """Whether the running DAG run is one of a night's (a run of the nightly with a logical
+    date, :data:`kafkalab.airflow.run_ids.ONE_RUN_PER_NIGHT`): its lab runs are the night's,
+    re-opened by every DAG run of that night."""
+    ctx = get_current_context()
+    dag = ctx.get("dag")
+    return (run_ids.one_run_per_night(getattr(dag, "dag_id", None))
+            and run_ids.logical_date_of(ctx) is not None)
+
+
 def logical_date() -> str | None:
     """The running DAG run's logical date (else ``run_after``), ISO 8601 UTC."""
     return run_ids.logical_date_iso(get_current_context())
@@ -160,5 +170,6 @@ __all__ = [
     "lab_assets",
     "logical_date",
     "name_run",
+    "one_run_per_night",
     "skip_when_off",
 ]
