@@ -60,6 +60,7 @@ __all__ = [
     "TABLES",
     "LoadRun",
     "extract",
+    "host_other_cpu_pct",
     "main",
     "run",
     "transform",
@@ -152,7 +153,7 @@ CELL_SCHEMA: dict[str, str] = {
     "pause_lag_peak_msgs": "bigint", "time_to_drain_s": "double",
     "drain_rate_msgs_per_s": "double",
     "client_bound": "boolean", "max_process_cpu_frac": "double", "broker_cpu_frac": "double",
-    "host_cpu_busy_frac": "double", "host_busy": "boolean",
+    "host_cpu_busy_frac": "double", "host_busy": "boolean", "host_other_cpu_pct": "double",
     "saturated": "boolean", "cross_host_clock": "boolean",
     "percentile_method": "string",
 }
@@ -247,6 +248,22 @@ def _acks_of(doc: dict[str, Any]) -> str | None:
 
 def _num(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def host_other_cpu_pct(doc: dict[str, Any]) -> float | None:
+    """The share of the host's CPUs busy with work other than the lab's while the cell ran,
+    percent of all cores (the busy-host rule's figure): ``host_cpu_busy_frac`` less the
+    CPU fractions of the ``processes`` on the producer's host and ``broker_cpu_frac``, over
+    ``host_cpu_count``; never below 0; None when the host's figures are unknown. The same
+    as ``kafkalab.load.cpu.other_cpu_pct`` (a unit test keeps them equal)."""
+    busy, cpus = _num(doc.get("host_cpu_busy_frac")), _num(doc.get("host_cpu_count"))
+    if busy is None or not cpus:
+        return None
+    procs = doc.get("processes") or []
+    here = next((p.get("host") for p in procs if p.get("role") == "producer"), None)
+    lab_cores = (sum(_num(p.get("cpu_frac")) or 0.0 for p in procs if p.get("host") == here)
+                 + (_num(doc.get("broker_cpu_frac")) or 0.0))
+    return round(max(0.0, busy - lab_cores / cpus) * 100.0, 3)
 
 
 def _meta(cell_id: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -726,6 +743,7 @@ def _cell_row(run_id: str, cell_id: str, doc: dict[str, Any], counts: dict[str, 
         broker_cpu_frac=doc.get("broker_cpu_frac"),
         host_cpu_busy_frac=doc.get("host_cpu_busy_frac"),
         host_busy=bool((doc.get("host_cpu_busy_frac") or 0.0) > HOST_BUSY_FRAC),
+        host_other_cpu_pct=host_other_cpu_pct(doc),
         cross_host_clock=bool(doc.get("cross_host_clock")),
         max_process_cpu_frac=max((p.get("cpu_frac") or 0.0 for p in doc.get("processes") or []),
                                  default=None),

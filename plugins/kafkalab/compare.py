@@ -24,6 +24,12 @@ The comparison names each run's broker versions (``broker_versions``). Without i
 whose series differ only by the broker share nothing, and ``reason`` says to ask for it. For
 several rounds a side, alternating on fresh clusters, see ``kafkalab versions``.
 
+**A busy host** (:mod:`kafkalab.drift.busy`): a series whose cell was measured on a busy
+host in A or in B (the drift config's ``busy_host`` limits on other processes' CPU, steal and
+run queue) is not judged: each of its judged metrics gets the verdict ``busy host`` and a
+note naming the busy run, its figures and what the rule would have said; the series is
+marked in the table (``[busy host: B]``) and counted apart in the summary line.
+
 Series present in only one run are listed, never dropped. Each run's state, validation result
 and stale outputs come with the comparison (:class:`RunFacts`): a run A that drift would not
 take as a baseline (not complete, not validated, or stale aggregates/validation/drift:
@@ -61,6 +67,9 @@ SHOWN: dict[str, tuple[str, ...]] = {"latency": LATENCY_SHOWN, "load": LOAD_SHOW
 BROKER_COLUMNS: tuple[str, ...] = ("cluster_flavor", "broker_version")
 """The series columns an upgrade comparison leaves out of the key."""
 """The metrics shown, by the kind of run."""
+
+BUSY = "busy host"
+"""The verdict of a judged metric of a series measured on a busy host in A or B."""
 
 REGRESSED = "regressed"
 """The verdict of a series metric that drifted from A to B (``drift`` in the drift rule)."""
@@ -119,6 +128,10 @@ class SeriesComparison:
     """:data:`kafkalab.cluster.descriptor.EMULATOR_LABEL` for an emulator's series (its
     latencies say nothing about Kafka), else None."""
     metrics: list[MetricComparison] = field(default_factory=list)
+    busy_a: str | None = None
+    """Why the series' cell in A was measured on a busy host (None: it was not)."""
+    busy_b: str | None = None
+    """The same for B."""
 
 
 @dataclass
@@ -145,6 +158,8 @@ class Comparison:
     """Series metrics judged (verdict regressed, improved or ok)."""
     regressed: int
     """Series metrics of B that regressed."""
+    busy: int = 0
+    """Shared series measured on a busy host in A or B (their metrics not judged)."""
     across_versions: bool = False
     """An upgrade comparison: series keyed without the broker (``BROKER_COLUMNS``)."""
     broker_versions: dict[str, list[str]] = field(default_factory=dict)
@@ -312,6 +327,31 @@ def _compare_metric(metric: str, a: pd.DataFrame, b: pd.DataFrame, config: Any,
     return MetricComparison(metric, av, bv, change, verdict, True, note)
 
 
+def _busy(rows: pd.DataFrame, config: Any) -> str | None:
+    """Why one run's rows of a series were measured on a busy host, with their figures; None
+    when they were not (or have no host figures)."""
+    from kafkalab.drift.busy import busy_rows, host_text
+
+    reasons = [r for r in busy_rows(rows, config.busy_host).tolist() if r]
+    if not reasons:
+        return None
+    figures = host_text(rows.iloc[0].to_dict())
+    return str(reasons[0]) + (f" [{figures}]" if figures else "")
+
+
+def _busy_metric(mc: MetricComparison, busy_a: str | None, busy_b: str | None
+                 ) -> MetricComparison:
+    """A judged metric of a series measured on a busy host: verdict :data:`BUSY`, the note
+    naming the busy run(s) and what the rule would have said."""
+    if not mc.judged or mc.verdict not in JUDGED_VERDICTS:
+        return mc
+    where = "; ".join(f"{w} measured on a busy host ({why})"
+                      for w, why in (("A", busy_a), ("B", busy_b)) if why)
+    note = f"{where}: not judged; the rule would have said {mc.verdict}"
+    return MetricComparison(mc.metric, mc.a_value, mc.b_value, mc.change_pct, BUSY, True,
+                            f"{note}; {mc.note}" if mc.note else note)
+
+
 def _differing_facts(groups_a: dict[Any, pd.DataFrame], groups_b: dict[Any, pd.DataFrame],
                      kind: str, across_versions: bool = False) -> list[str]:
     """Why two runs share no series: for each series of A, the series of B closest to it
@@ -392,11 +432,13 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
     for key in sorted(set(keys_a) & set(keys_b)):
         a, b = keys_a[key], keys_b[key]
         sc = SeriesComparison(series=str(key[0]), label=_label(b.iloc[0], kind),
-                              emulator=bool(key[1]), broker_label=broker_label(key[1]))
+                              emulator=bool(key[1]), broker_label=broker_label(key[1]),
+                              busy_a=_busy(a, config), busy_b=_busy(b, config))
         for metric in metrics:
             mc = _compare_metric(metric, a, b, config, kind)
             if mc is not None:
-                sc.metrics.append(mc)
+                sc.metrics.append(_busy_metric(mc, sc.busy_a, sc.busy_b)
+                                  if sc.busy_a or sc.busy_b else mc)
         shared.append(sc)
     regressed = sum(1 for s in shared for m in s.metrics if m.verdict == REGRESSED)
     judged = sum(1 for s in shared for m in s.metrics if m.verdict in JUDGED_VERDICTS)
@@ -408,6 +450,10 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
                      else "their series differ") + ")")
         if differ and all(d.split(" ", 1)[0] in BROKER_COLUMNS for d in differ):
             reason += ": only the broker differs; compare an upgrade with --across-versions"
+    elif not judged and any(s.busy_a or s.busy_b for s in shared):
+        reason = (f"nothing comparable: every series {run_a} and {run_b} share with a "
+                  "drift-checked value was measured on a busy host in one of them (see each "
+                  "metric's note); measure again on a quiet host")
     elif not judged:
         reason = (f"nothing comparable: the {len(shared)} series {run_a} and {run_b} share have "
                   f"no drift-checked metric ({', '.join(config.metrics_of(kind))}) with a "
@@ -420,6 +466,7 @@ def compare_runs(data_dir: str | os.PathLike[str], run_a: str, run_b: str,
                       only_a=listed(keys_a, sorted(set(keys_a) - set(keys_b))),
                       only_b=listed(keys_b, sorted(set(keys_b) - set(keys_a))),
                       judged=judged, regressed=regressed, across_versions=across_versions,
+                      busy=sum(1 for s in shared if s.busy_a or s.busy_b),
                       broker_versions={"a": _versions(rows_a), "b": _versions(rows_b)})
 
 
@@ -465,6 +512,8 @@ def format_comparison(c: Comparison) -> str:
     lines: list[tuple[str, ...]] = []
     for s in c.shared:
         label = s.label + (f" ({EMULATOR_LABEL})" if s.emulator else "")
+        busy = [w for w, why in (("A", s.busy_a), ("B", s.busy_b)) if why]
+        label += f" [busy host: {', '.join(busy)}]" if busy else ""
         for i, m in enumerate(s.metrics):
             change = "n/a" if m.change_pct is None else f"{m.change_pct:+.1f}%"
             verdict = m.verdict.upper() if m.verdict == REGRESSED else m.verdict
@@ -474,6 +523,11 @@ def format_comparison(c: Comparison) -> str:
     widths = [max(len(r[i]) for r in [head, *lines]) for i in range(len(head))]
     out += ["  ".join(v.ljust(widths[i]) if i < 2 or i == 5 else v.rjust(widths[i])
                       for i, v in enumerate(r)).rstrip() for r in [head, *lines]]
+    for s in c.shared:
+        for which, why in (("A", s.busy_a), ("B", s.busy_b)):
+            if why:
+                out.append(f"busy host: {s.label} in {which} "
+                           f"({c.run_a if which == 'A' else c.run_b}): {why}; not judged")
     if c.reason:
         out.append(c.reason)
     for name, only in ((c.run_a, c.only_a), (c.run_b, c.only_b)):
@@ -481,12 +535,15 @@ def format_comparison(c: Comparison) -> str:
             out.append(f"only in {name}: {one['label']}"
                        + (f" ({EMULATOR_LABEL})" if one["emulator"] else ""))
     out.append(f"{c.kind} runs; {len(c.shared)} shared series, {c.judged} judged metric(s), "
-               f"{c.regressed} regressed in {c.run_b} (drift rule of include/drift.yaml with "
+               f"{c.regressed} regressed in {c.run_b}"
+               + (f", {c.busy} series measured on a busy host not judged" if c.busy else "")
+               + " (drift rule of include/drift.yaml with "
                f"{c.run_a} as a one-run baseline)")
     return "\n".join(out)
 
 
 __all__ = [
+    "BUSY",
     "JUDGED_VERDICTS",
     "LATENCY_SHOWN",
     "LOAD_SHOWN",

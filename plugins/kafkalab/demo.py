@@ -172,7 +172,7 @@ def cell_line(msg: str) -> bool:
 
 def drift_counts(lab: LabData, run_ids: Sequence[str]) -> Counter[str]:
     """The drift verdicts of ``run_ids`` (``ok``, ``drift``, ``improved``,
-    ``insufficient_history``, ``undefined``): one per judged series and metric."""
+    ``insufficient_history``, ``undefined``, ``busy_host``): one per judged series and metric."""
     counts: Counter[str] = Counter()
     for run_id in run_ids:
         records = lab.drift(run_id)
@@ -184,9 +184,14 @@ def drift_counts(lab: LabData, run_ids: Sequence[str]) -> Counter[str]:
 
 def format_drift(counts: Counter[str]) -> str:
     """``drift: 2 DRIFT, 14 ok, 1 improved`` or ``drift: not judged yet (needs 3 earlier
-    runs)``; undefined and too-young series are counted apart."""
+    runs)``; undefined and too-young series are counted apart, and so are those measured on
+    a busy host (``busy_host``)."""
     judged = {k: counts[k] for k in ("drift", "improved", "ok") if counts.get(k)}
+    busy = f"{counts['busy_host']} measured on a busy host, not judged" \
+        if counts.get("busy_host") else ""
     if not judged:
+        if busy:
+            return f"drift: {busy}"
         if counts.get("insufficient_history"):
             return "drift: not judged yet (needs 3 earlier runs)"
         return "drift: no records"
@@ -194,7 +199,22 @@ def format_drift(counts: Counter[str]) -> str:
     other = counts.get("insufficient_history", 0) + counts.get("undefined", 0)
     if other:
         parts.append(f"{other} not judged")
+    if busy:
+        parts.append(busy)
     return "drift: " + ", ".join(parts)
+
+
+def manifest_stamps(lab: LabData) -> dict[str, int]:
+    """Every run's manifest and when it was last written (ns): the runs a night wrote are
+    those whose stamp changed, new ones or re-opened ones (a demo run twice re-opens each
+    night's lab run: one lab run per night, :mod:`kafkalab.airflow.run_ids`)."""
+    out: dict[str, int] = {}
+    for run_id in lab.manifests():
+        try:
+            out[run_id] = lab.manifest_path(run_id).stat().st_mtime_ns
+        except OSError:
+            continue
+    return out
 
 
 def _main_run(new_runs: Sequence[str]) -> str | None:
@@ -207,7 +227,7 @@ def _main_run(new_runs: Sequence[str]) -> str | None:
 def summarize_date(lab: LabData, date: str, exit_code: int, wall_s: float,
                    new_runs: Sequence[str]) -> DateOutcome:
     """The one line of a nightly date, from what its DAG run wrote (manifests, validation,
-    drift records)."""
+    drift records); ``new_runs``: the runs it started or re-opened."""
     run_id = _main_run(new_runs)
     manifest = lab.manifest(run_id) if run_id else None
     cells = list((manifest or {}).get("cells") or [])
@@ -477,7 +497,7 @@ def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
                  **(spark.nightly_env() if spark is not None else {})}
     home = plan.airflow_home or demo_airflow_home(lab.root)
     outcomes: list[DateOutcome] = []
-    seen = set(lab.manifests())
+    seen = manifest_stamps(lab)
     for step in dags_test_dates(DEMO_DAG, plan.dates, conf, log, home=home,
                                 extra_env=extra_env, meanwhile=before_dates):
         log.flush()
@@ -493,8 +513,9 @@ def run_nightly(plan: DemoPlan, lab: LabData, log: IO[str], say: Say,
             for line in failure_excerpt(text[max(start, 0):]):
                 say(f"    | {line}")
             continue
-        now = set(lab.manifests())
-        outcome = summarize_date(lab, step.name, step.exit_code, step.wall_s, sorted(now - seen))
+        now = manifest_stamps(lab)
+        written = sorted(rid for rid, stamp in now.items() if seen.get(rid) != stamp)
+        outcome = summarize_date(lab, step.name, step.exit_code, step.wall_s, written)
         seen = now
         outcomes.append(outcome)
         say(f"  {outcome.line}")
@@ -597,6 +618,7 @@ __all__ = [
     "drift_counts",
     "failure_excerpt",
     "format_drift",
+    "manifest_stamps",
     "next_steps",
     "parse_conf",
     "run_demo",

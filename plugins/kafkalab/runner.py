@@ -42,6 +42,7 @@ from kafkalab.config.loader import DEFAULT_WORKLOAD, load_profile, load_workload
 from kafkalab.config.mapping import check_profile
 from kafkalab.config.models import Profile, Workload
 from kafkalab.errors import ClusterError, ConfigError, LabError
+from kafkalab.host import HostWindow
 from kafkalab.paths import images_dir
 from kafkalab.payloads import load_body, payload_names, wire_size_bytes
 from kafkalab.progress import Progress, noop
@@ -391,11 +392,11 @@ def measure_cell(req: RunRequest, scenario: str, payload: str, profile: str,
     lab = LabData(req.data_dir)
     final = lab.cell_file(manifest.run_date, manifest.run_id, scenario, payload, profile)
     recover(final)
-    result, settings = _measure(req, manifest, prof, payload, body, scenario,
-                                lab.run_work_dir(req.run_id), attempt_path(final), progress)
+    result, settings, host = _measure(req, manifest, prof, payload, body, scenario,
+                                      lab.run_work_dir(req.run_id), attempt_path(final), progress)
     fragment = {"scenario": scenario, "payload": payload, "profile": profile,
                 "status": result.status, "rows": result.rows, "reason": result.reason,
-                "client_settings": settings, "measured_at": utc_now_iso()}
+                "client_settings": settings, "measured_at": utc_now_iso(), "host": host}
     previous = lab.cell_fragment(req.run_id, scenario, payload, profile)
     earlier_complete = bool(previous and previous.get("status") == "complete" and final.exists())
     replace = replaces(earlier_complete=earlier_complete,
@@ -512,10 +513,12 @@ def cell_workload(req: RunRequest, payload: str) -> Workload:
 
 def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, body: bytes,
              scenario_name: str, work_dir: Path, path: Path, progress: Progress
-             ) -> tuple[CellResult, dict[str, str]]:
+             ) -> tuple[CellResult, dict[str, str], dict[str, Any] | None]:
     """Measure one cell, streaming its rows to ``path`` (the cell's attempt file,
     :func:`kafkalab.attempts.attempt_path`; no file when no row was measured); returns the
-    result and the effective client settings the scenario used."""
+    result, the effective client settings the scenario used and how busy the host was
+    over the scenario's run (:class:`kafkalab.host.HostWindow`: snapshots just before and
+    just after it, nothing inside the timed loop; None when unknown)."""
     d = req.descriptor
     scenario = get_scenario(scenario_name)
     is_kafka = scenario_spec(scenario_name).uses_kafka
@@ -550,6 +553,7 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     cell.sink = writer
     cell_progress("start")
     status, reason = "complete", None
+    window = HostWindow.begin(d.servers if (d is not None and is_kafka) else ())
     try:
         scenario.run(cell, cell_progress)
     except Skipped as exc:
@@ -561,6 +565,7 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
     except Exception as exc:  # a client library error: keep the run going, record it
         status, reason = "failed", f"{type(exc).__name__}: {exc}"
         cell_progress(f"FAILED: {reason}")
+    host = window.end()
     try:
         for tracker in cell.trackers:  # rows still held (lost, unacked) are written now
             tracker.finish()
@@ -578,4 +583,4 @@ def _measure(req: RunRequest, manifest: Manifest, prof: Profile, payload: str, b
         cell_progress(f"done: {rows} rows" + (f", {bad} lost/failed" if bad else ""))
     return CellResult(scenario=scenario_name, payload=payload, profile=prof.name, status=status,
                       payload_bytes=wire_size_bytes(body), rows=rows, reason=reason,
-                      is_emulator=emulator, summary=summary), settings
+                      is_emulator=emulator, summary=summary), settings, host

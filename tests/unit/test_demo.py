@@ -120,6 +120,38 @@ def test_each_night_is_read_as_it_ends_and_a_failed_one_shows_its_own_log(
     assert not [line for line in shown if "earlier date" in line]
 
 
+def test_a_night_run_again_reads_the_lab_run_it_re_opened(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``make demo`` run twice: the night's lab run exists before its DAG run (one lab run per
+    night) and is re-opened, not new; the date's line still names it."""
+    import os
+
+    from kafkalab.airflow import launcher
+    from kafkalab.airflow.dags_test_dates import PREPARE_MARKER
+    from kafkalab.demo import DemoPlan, run_nightly
+
+    lab = LabData(tmp_path / "data")
+    night = "nightly-20261118T000000Z"
+    lab.write_manifest({"run_id": night, "status": "complete", "cells": []})
+    os.utime(lab.manifest_path(night), ns=(0, 0))  # written long before this demo
+    lab.write_manifest({"run_id": "nightly-fanout-20261117T000000Z", "status": "complete"})
+
+    def fake(dag_id: str, dates_: Any, conf: Any, log: Any, **kwargs: Any) -> Any:
+        log.write(f"{PREPARE_MARKER}\n")
+        yield launcher.TestStep("prepare", "prepare", 0, 1.0)
+        lab.write_manifest({"run_id": night, "status": "complete", "reopened_at": ["now"],
+                            "cells": [{"status": "complete"}]})
+        yield launcher.TestStep("date", "2026-11-18", 0, 20.0)
+
+    monkeypatch.setattr(launcher, "dags_test_dates", fake)
+    said: list[str] = []
+    with (tmp_path / "demo.log").open("w") as log:
+        outcomes = run_nightly(DemoPlan(dates=("2026-11-18",), airflow_home=tmp_path / "home"),
+                               lab, log, said.append)
+    assert [o.run_id for o in outcomes] == [night]
+    assert any(line.startswith(f"  2026-11-18  {night}  1/1 cells  complete") for line in said)
+
+
 def test_nightly_conf_is_laid_over_the_demos() -> None:
     conf = parse_conf('{"messages": 20, "payloads": ["1mb"]}')
     assert conf["messages"] == 20 and conf["payloads"] == ["1mb"]

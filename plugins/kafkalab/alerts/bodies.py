@@ -94,6 +94,41 @@ class AlertFields(TypedDict, total=False):
     severity: Severity | None
     failed_task: Mapping[str, Any] | None
     airflow_run_id: str | None
+    busy_host: Iterable[Mapping[str, Any]]
+
+
+BUSY_FIELDS: tuple[str, ...] = (
+    "scenario", "client", "payload", "profile", "workload", "cell_id", "host_other_cpu_pct",
+    "run_queue_avg", "steal_pct", "note",
+)
+"""What an alert says of each cell of the run measured on a busy host (:func:`busy_cells`)."""
+
+
+def busy_cells(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The cells of a run's drift records measured on a busy host (verdict ``busy_host``),
+    one per cell (its :data:`BUSY_FIELDS`, non-finite floats -> None): they were not judged,
+    so an alert about the run's other series says so."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for rec in records:
+        if rec.get("verdict") != "busy_host":
+            continue
+        key = tuple(rec.get(k) for k in ("scenario", "client", "payload", "profile", "workload",
+                                         "cell_id"))
+        out.setdefault(key, {k: (as_float(rec.get(k)) if isinstance(rec.get(k), float)
+                                 else rec.get(k)) for k in BUSY_FIELDS})
+    return list(out.values())
+
+
+def busy_line(rec: Mapping[str, Any]) -> str:
+    """One line about a cell measured on a busy host: the cell and its figures."""
+    figures = [f"other processes {format_value(rec.get('host_other_cpu_pct'), '%')} CPU"]
+    if as_float(rec.get("run_queue_avg")) is not None:
+        figures.append(f"run queue {format_value(rec.get('run_queue_avg'))}")
+    if as_float(rec.get("steal_pct")) is not None:
+        figures.append(f"steal {format_value(rec.get('steal_pct'), '%')}")
+    cell = f" cell {rec['cell_id']}" if rec.get("cell_id") else ""
+    return (f"{rec.get('scenario')}/{rec.get('client')} {rec.get('payload')} "
+            f"{rec.get('profile')}{cell}: {', '.join(figures)}; not judged")
 
 
 def severity_rank(severity: str) -> int:
@@ -186,6 +221,8 @@ class AlertContent:
     requested_severity: Severity | None = None
     failed_task: dict[str, Any] | None = None
     airflow_run_id: str | None = None
+    busy_host: list[dict[str, Any]] | None = None
+    """The run's cells measured on a busy host (:func:`busy_cells`): not judged."""
 
     @classmethod
     def of(cls, **fields: Unpack[AlertFields]) -> AlertContent:
@@ -203,6 +240,7 @@ class AlertContent:
             failed_task=(None if (task := fields.get("failed_task")) is None
                          else clean_failed_task(task)),
             airflow_run_id=fields.get("airflow_run_id"),
+            busy_host=[dict(r) for r in fields.get("busy_host", ())],
         )
 
     @property
@@ -332,6 +370,7 @@ def generic_body(content: AlertContent) -> dict[str, Any]:
         "validation": content.validation,
         "airflow_run_id": content.airflow_run_id,
         "failed_task": content.failed_task,
+        "busy_host": content.busy_host or [],
     }
 
 
@@ -449,6 +488,9 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
         blocks.extend(_slack_list("Drift", c.drifts))
     if c.recoveries:
         blocks.extend(_slack_list("Recovered", c.recoveries))
+    if c.busy_host:
+        blocks.extend(_sections("Measured on a busy host (not judged, not a baseline)",
+                                [f"• {busy_line(x)}" for x in c.busy_host]))
     if c.report_url:
         blocks.append(
             {"type": "context",
@@ -457,6 +499,8 @@ def slack_body(content: AlertContent) -> dict[str, Any]:
     text = title
     if c.drifts:
         text += "\n" + "\n".join(series_line(x) for x in c.drifts[:MAX_SLACK_DRIFT_BLOCKS])
+    if c.busy_host:
+        text += "\nbusy host, not judged: " + "; ".join(busy_line(x) for x in c.busy_host)
     if c.failed_task is not None:
         text += f"\nfailed task {task_label(c.failed_task)}"
         if c.failed_task.get("log_url"):
@@ -499,6 +543,7 @@ def build_body(fmt: AlertFormat, **fields: Unpack[AlertFields]) -> dict[str, Any
 
 
 __all__ = [
+    "BUSY_FIELDS",
     "DEFAULT_SEVERITY",
     "DRIFT_FIELDS",
     "FAILED_TASK_FIELDS",
@@ -518,6 +563,8 @@ __all__ = [
     "build_body",
     "build_generic_body",
     "build_slack_body",
+    "busy_cells",
+    "busy_line",
     "clean_drift",
     "clean_failed_task",
     "clean_validation",

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kafkalab.alerts.bodies import HIGHEST_SEVERITY, Severity, build_body
+from kafkalab.alerts.bodies import HIGHEST_SEVERITY, Severity, build_body, busy_cells
 from kafkalab.alerts.delivery import scrub_secrets, send_alert
 from kafkalab.alerts.plan import plan_alerts
 from kafkalab.alerts.state import load_state, save_state, state_path
@@ -96,6 +96,7 @@ def alert_on_drift(
             webhook.fmt, run_id=run_id, dag_id=dag_id, report_url=report_url,
             drifts=with_rule_thresholds(to_alert, config),
             recoveries=with_rule_thresholds(recoveries, config),
+            busy_host=busy_cells(records.to_dict(orient="records")),
         )
         send_alert(webhook, body, timeout_s=timeout_s)
         save_state(data_dir, new_state)

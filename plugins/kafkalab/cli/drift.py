@@ -82,6 +82,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
                             and r.get("alert_status") == "alerting"),
             "recovered": sum(1 for r in recs if r.get("alert_status") == "recovered"),
             "undefined": sum(1 for r in recs if r.get("verdict") == "undefined"),
+            "busy_host": sum(1 for r in recs if r.get("verdict") == "busy_host"),
             "records": recs})
         return 0
     if path is None or len(records) == 0:
@@ -92,14 +93,14 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
 
 def _say_records(records: Any, path: Path) -> None:
-    """One line per flagged, alerting or recovered series, then the counts."""
+    """One line per flagged, alerting, recovered or busy-host series, then the counts."""
     from kafkalab.values import as_float
 
     def num(v: Any, fmt: str) -> str:
         f = as_float(v)
         return "n/a" if f is None else format(f, fmt)
 
-    counts = {"drift": 0, "alerting": 0, "recovered": 0, "undefined": 0}
+    counts = {"drift": 0, "alerting": 0, "recovered": 0, "undefined": 0, "busy_host": 0}
     for _, r in records.iterrows():
         key = r["series_key"]
         if bool(r["is_drift"]):
@@ -118,8 +119,12 @@ def _say_records(records: Any, path: Path) -> None:
             say(f"RECOVERED {key}: after {r['good_runs']} consecutive good runs")
         if r["verdict"] == "undefined":
             counts["undefined"] += 1
+        if r["verdict"] == "busy_host":
+            counts["busy_host"] += 1
+            say(f"BUSY HOST {key}: {r['note']}")
     say(f"drift: {counts['drift']} flag(s), {counts['alerting']} still in alert, "
-        f"{counts['recovered']} recovered, {counts['undefined']} undefined (not checked) in "
+        f"{counts['recovered']} recovered, {counts['undefined']} undefined (not checked), "
+        f"{counts['busy_host']} measured on a busy host (not judged) in "
         f"{len(records)} series; records: {path}")
 
 

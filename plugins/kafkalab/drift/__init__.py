@@ -6,6 +6,7 @@ One role per module:
 |---|---|
 | :mod:`kafkalab.drift.config` | the rules: ``include/drift.yaml`` validated into typed settings |
 | :mod:`kafkalab.drift.records` | the drift record table: series columns, record columns, dtypes |
+| :mod:`kafkalab.drift.busy` | a busy host: the cells' host figures, the ``busy_host`` rule (pure) |
 | :mod:`kafkalab.drift.history` | reading aggregates + run facts, run order, drift files on disk |
 | :mod:`kafkalab.drift.detect` | the robust rule (MAD + confidence intervals) on every series (pure) |
 | :mod:`kafkalab.drift.episodes` | where a series stands: in alert, recovered, clear (pure) |
@@ -24,8 +25,10 @@ from kafkalab.drift.acceptances import (
     record_acceptance,
     save_acceptances,
 )
+from kafkalab.drift.busy import BUSY_VERDICT, HOST_COLUMNS, busy_reason
 from kafkalab.drift.config import (
     AlertSettings,
+    BusyHostRule,
     Direction,
     DriftConfig,
     DriftDefaults,
@@ -61,12 +64,15 @@ from kafkalab.drift.task import run_drift
 
 __all__ = [
     "ACCEPTANCES_SCHEMA",
+    "BUSY_VERDICT",
     "DRIFT_COLUMNS",
+    "HOST_COLUMNS",
     "MAD_SCALE",
     "SERIES_COLUMNS",
     "Acceptance",
     "AlertSettings",
     "AlertStatus",
+    "BusyHostRule",
     "Direction",
     "DriftConfig",
     "DriftDefaults",
@@ -75,6 +81,7 @@ __all__ = [
     "Standing",
     "Step",
     "Verdict",
+    "busy_reason",
     "detect_drift",
     "evaluate_series",
     "load_acceptances",

@@ -4,7 +4,8 @@ Each metric that is checked has a :class:`MetricRule`; thresholds it leaves out 
 :class:`DriftDefaults` (including ``recovery_runs``: how many consecutive good runs end an
 alert); :meth:`DriftConfig.rule` gives the :class:`ResolvedRule` the
 detection (:mod:`kafkalab.drift.detect`) applies. :class:`AlertSettings` holds the alert
-de-duplication margin (:mod:`kafkalab.alerts`). The file's keys are documented in
+de-duplication margin (:mod:`kafkalab.alerts`), :class:`BusyHostRule` when a cell counts as
+measured on a busy host. The file's keys are documented in
 ``docs/drift-and-alerts.md``; its default location is :func:`kafkalab.paths.drift_config_path`.
 """
 
@@ -67,6 +68,25 @@ class ResolvedRule(BaseModel):
     recovery_runs: int
 
 
+class BusyHostRule(BaseModel):
+    """When a cell counts as measured on a busy host (``busy_host`` in the drift config;
+    figures of :mod:`kafkalab.host`, rule applied by :mod:`kafkalab.drift.busy`).
+
+    A cell is busy when *any* set limit is reached: other processes' CPU
+    (``host_other_cpu_pct``, percent of all cores' capacity over the cell's window), the
+    hypervisor's steal (``steal_pct``), or the run queue per core (``run_queue_avg`` /
+    ``cpu_count``; off by default: it is read at two instants, not integrated). A busy cell
+    is kept out of every baseline and is never judged (verdict ``busy_host``); ``enabled:
+    false`` judges every cell as before."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_other_cpu_pct: float | None = Field(default=30.0, ge=0, le=100)
+    max_steal_pct: float | None = Field(default=10.0, ge=0, le=100)
+    max_run_queue_per_cpu: float | None = Field(default=None, ge=0)
+
+
 class AlertSettings(BaseModel):
     """Settings of the alert de-duplication (see :mod:`kafkalab.alerts`)."""
 
@@ -112,6 +132,7 @@ class DriftConfig(BaseModel):
     metrics: dict[str, MetricRule] = Field(default_factory=_default_metrics)
     load_metrics: dict[str, MetricRule] = Field(default_factory=_default_load_metrics)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    busy_host: BusyHostRule = Field(default_factory=BusyHostRule)
 
     def metrics_of(self, kind: str) -> dict[str, MetricRule]:
         """The metrics judged for a kind of run (its :attr:`kafkalab.kinds.RunKind.drift_metrics`:

@@ -13,7 +13,14 @@ runs of the same series that are *good* for it (ordered by run start,
 * the run's own stored drift record of that series was not a drift, unless a person
   accepted that level (:mod:`kafkalab.drift.acceptances`): then the baseline starts at the
   accepted run;
-* same kind of broker (emulator or not) and a defined (non-null) value.
+* same kind of broker (emulator or not) and a defined (non-null) value;
+* not measured on a busy host (:mod:`kafkalab.drift.busy`: the drift config's
+  ``busy_host`` limits on other processes' CPU, steal and run queue).
+
+A judged cell measured on a busy host is not judged either: its record has verdict
+``busy_host`` (never a drift: no alert, and, like ``undefined``, it neither counts towards
+nor breaks a recovery), its host figures, and in ``note`` why it is busy and what the rule
+would have said.
 
 The rule is robust to outliers:
 
@@ -48,7 +55,8 @@ from typing import Any
 import pandas as pd
 
 from kafkalab.drift.acceptances import Acceptance, in_force
-from kafkalab.drift.config import DriftConfig, ResolvedRule
+from kafkalab.drift.busy import BUSY_VERDICT, busy_rows
+from kafkalab.drift.config import BusyHostRule, DriftConfig, ResolvedRule
 from kafkalab.drift.episodes import Step, standing
 from kafkalab.drift.history import run_order
 from kafkalab.drift.records import (
@@ -251,10 +259,14 @@ def undefined_reason(metric: str, rows: pd.DataFrame) -> str:
 
 
 def _prepare(history: pd.DataFrame, pos: Mapping[str, int],
-             series_columns: tuple[str, ...] = SERIES_COLUMNS) -> pd.DataFrame:
-    """``history`` with run positions, the broker kind, the good-run flag and the series
-    parts as key strings (``_k_<column>``) and their joined prefix (``_series``)."""
+             series_columns: tuple[str, ...] = SERIES_COLUMNS,
+             busy_rule: BusyHostRule | None = None) -> pd.DataFrame:
+    """``history`` with run positions, the broker kind, the good-run flag, why the row's
+    cell was measured on a busy host (``_busy``, None when not; ``busy_rule``) and the
+    series parts as key strings (``_k_<column>``) and their joined prefix (``_series``)."""
     df = history.copy()
+    df["_busy"] = (busy_rows(df, busy_rule) if busy_rule is not None
+                   else pd.Series([None] * len(df), index=df.index, dtype="object"))
     df["run_id"] = df["run_id"].astype(str)
     df["_pos"] = df["run_id"].map(pos)
     df["_emu"] = (df["broker_is_emulator"].map(as_bool).astype(bool)
@@ -355,7 +367,7 @@ def detect_drift(
         raise ValueError(f"unknown kind of history {kind!r} (known: {', '.join(KINDS)})")
     series_columns = KINDS[kind]
     pos = {rid: i for i, rid in enumerate(order)}
-    df = _prepare(history, pos, series_columns)
+    df = _prepare(history, pos, series_columns, config.busy_host)
     latest_pos = pos[latest_run_id]
     latest_rows = df[df["_pos"] == latest_pos]
     earlier = df[df["_pos"] < latest_pos]
@@ -384,6 +396,40 @@ def _num(rows: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(rows[column], errors="coerce")
 
 
+def _busy_of(rows: pd.DataFrame) -> str | None:
+    """Why one run's rows of a series were measured on a busy host (the first reason), or
+    None when none was."""
+    reasons = [r for r in rows["_busy"].tolist() if r] if "_busy" in rows.columns else []
+    return str(reasons[0]) if reasons else None
+
+
+def _mark_busy(res: dict[str, Any], rows: pd.DataFrame) -> None:
+    """Turn the judgement ``res`` of the judged run's ``rows`` into ``busy_host`` when they
+    were measured on a busy host: never a drift; the note says why and what the rule would
+    have said."""
+    why = _busy_of(rows)
+    if why is None:
+        return
+    would = str(res.get("verdict"))
+    note = (f"measured on a busy host ({why}): not judged, and never a baseline; the rule "
+            f"would have said {would}")
+    res["note"] = f"{note}; {res['note']}" if res.get("note") else note
+    res["verdict"], res["is_drift"] = BUSY_VERDICT, False
+
+
+def _host_fields(rows: pd.DataFrame) -> dict[str, Any]:
+    """The host fields of a record: ``host_busy`` and the judged rows' median figures (null
+    when the cell has none; all null when the history has no host figures at all: load
+    cells aggregated before ``host_other_cpu_pct`` existed)."""
+    if "host_other_cpu_pct" not in rows.columns:  # a history without host figures
+        return {"host_busy": None, "host_other_cpu_pct": None, "run_queue_avg": None,
+                "steal_pct": None}
+    out: dict[str, Any] = {"host_busy": _busy_of(rows) is not None}
+    for c in ("host_other_cpu_pct", "run_queue_avg", "steal_pct"):
+        out[c] = _median(_num(rows, c).tolist()) if c in rows.columns else None
+    return out
+
+
 @dataclass(frozen=True)
 class _EarlierRun:
     """One earlier run of a series, as the judgement of a later run sees it."""
@@ -396,7 +442,8 @@ class _EarlierRun:
     value: float | None
     ci: tuple[float | None, float | None]
     baseline_ok: bool
-    """Not flagged (or flagged but accepted), and not before an accepted level."""
+    """Not flagged (or flagged but accepted), not before an accepted level, not measured on
+    a busy host."""
 
 
 def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd.DataFrame,
@@ -424,7 +471,8 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
             value=_median(_num(grp, metric).tolist()),
             ci=((_median(_num(grp, lo_col).tolist()), _median(_num(grp, hi_col).tolist()))
                 if has_ci else (None, None)),
-            baseline_ok=not (verdict == "drift" and not in_accepted) and not before_accepted,
+            baseline_ok=(not (verdict == "drift" and not in_accepted) and not before_accepted
+                         and _busy_of(grp) is None),
         ))
     window = [r for r in per_run if r.good_run and r.baseline_ok and r.value is not None
               ][-rule.window_runs:]
@@ -443,6 +491,7 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
                      if has_ci else None)
         base_ci = [r.ci for r in window] if has_ci else None
         res = evaluate_series(values, latest_value, rule, latest_ci, base_ci)
+    _mark_busy(res, rows)
     if not latest_good:
         why = ("not a good run (state, validation or stale outputs): never a baseline, not "
                "counted towards a recovery")
@@ -465,6 +514,7 @@ def _judge_series(metric: str, rule: ResolvedRule, key: str, emu: bool, rows: pd
         "good_runs": now.good_runs,
         "alert_since_run_id": now.alert_since_run_id,
         "broker_is_emulator": emu,
+        **_host_fields(rows),
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from kafkalab.drift.busy import join_host
 from kafkalab.drift.records import DRIFT_COLUMNS, coerce_records, empty_records
 from kafkalab.kinds import RUN_KINDS
 from kafkalab.run_ids import RUN_TIME_FORMAT, run_id_time
@@ -139,7 +140,9 @@ def load_history(data_dir: str | os.PathLike[str],
     """Read every run's aggregates under ``<data_dir>/aggregates`` into one DataFrame.
 
     Adds the run facts of :data:`MANIFEST_COLUMNS` (null when a run has no manifest; such a
-    run is never a baseline); ``manifests``: those already read by the caller
+    run is never a baseline) and each cell's host figures
+    (:data:`kafkalab.drift.busy.HOST_COLUMNS`, from the manifest's ``cells[].host``; null
+    when the cell has none); ``manifests``: those already read by the caller
     (:meth:`LabData.manifests`), else they are read here. Returns an empty DataFrame when
     there are no aggregates.
     """
@@ -154,7 +157,7 @@ def load_history(data_dir: str | os.PathLike[str],
         df["run_id"] = df["run_id"].astype(str)
     df = df.drop(columns=[c for c in MANIFEST_COLUMNS[1:] if c in df.columns])
     known = manifests if manifests is not None else lab.manifests()
-    return df.merge(manifest_frame(known, lab), on="run_id", how="left")
+    return join_host(df, known).merge(manifest_frame(known, lab), on="run_id", how="left")
 
 
 _DAG_ID_TIME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*?-(\d{8}T\d{6}Z)(?=$|-)")

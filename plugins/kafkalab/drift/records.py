@@ -72,11 +72,16 @@ DRIFT_COLUMNS: tuple[str, ...] = (
     "broker_is_emulator",
     *LOAD_CELL_COLUMNS,
     "cell_id",
+    "host_busy",
+    "host_other_cpu_pct",
+    "run_queue_avg",
+    "steal_pct",
 )
 """Columns of a drift record, in order (the load-cell columns and ``cell_id`` are null in the
-records of latency series)."""
+records of latency series; the host columns, null where the cell has no host figures:
+:mod:`kafkalab.drift.busy`)."""
 
-Verdict = Literal["drift", "ok", "improved", "insufficient_history", "undefined"]
+Verdict = Literal["drift", "ok", "improved", "insufficient_history", "undefined", "busy_host"]
 """The judgement of one series in one run."""
 
 AlertStatus = Literal["drifting", "alerting", "recovered", "clear"]
@@ -91,12 +96,12 @@ MAD rule alone (no intervals to compare), or the zero-baseline rule."""
 _FLOAT_COLUMNS = ("baseline_value", "baseline_mad", "latest_value", "change_pct", "robust_z",
                   "confidence", "latest_ci_low", "latest_ci_high", "baseline_ci_low",
                   "baseline_ci_high", "rate_msgs_per_s", "duration_s", "pause_at_s",
-                  "pause_for_s")
+                  "pause_for_s", "host_other_cpu_pct", "run_queue_avg", "steal_pct")
 _INT_COLUMNS = ("baseline_runs", "good_runs")
 _NULLABLE_INT_COLUMNS = ("payload_bytes", "broker_count", "planned_messages", "consumers",
                          "partitions", "txn_msgs", "txn_abort_every")
 _BOOL_COLUMNS = ("is_drift", "broker_is_emulator")
-_NULLABLE_BOOL_COLUMNS = ("ci_overlap",)
+_NULLABLE_BOOL_COLUMNS = ("ci_overlap", "host_busy")
 _STRING_COLUMNS = ("run_id", "series_key", "scenario", "client", "payload", "payload_encoding",
                    "profile", "workload", "cluster_flavor", "broker_version", "metric",
                    "direction", "baseline_from_run_id", "rule", "verdict", "note",

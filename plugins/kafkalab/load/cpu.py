@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,3 +111,20 @@ def cpu_used_since(start: CpuStart, d: ClusterDescriptor) -> CpuUse:
     return CpuUse(process_cpu_s, wall_s,
                   broker_cpu_frac(start.broker_cpu_s, broker_cpu_seconds(d), wall_s),
                   host_busy_frac(start.host_times, host_cpu_times()))
+
+
+def other_cpu_pct(busy_frac: float | None, cpu_count: int | None,
+                  processes: Sequence[tuple[str | None, str | None, float | None]],
+                  broker_cpu_frac: float | None) -> float | None:
+    """The share of the host's CPUs busy with work other than the lab's while a load cell
+    ran (``host_other_cpu_pct``, percent of all cores: the busy-host rule's figure,
+    :mod:`kafkalab.drift.busy`): ``host_cpu_busy_frac`` less the lab's processes on the
+    producer's host (``processes``: ``(role, host, cpu_frac)``; the producer's host is the
+    one whose CPUs were read) and the local brokers' ``broker_cpu_frac``, over
+    ``cpu_count``; never below 0. None when the host's figures are unknown.
+    ``spark_jobs/aggregate_load.py`` computes the same (a unit test keeps them equal)."""
+    if busy_frac is None or not cpu_count:
+        return None
+    here = next((h for role, h, _ in processes if role == "producer"), None)
+    lab_cores = sum(f or 0.0 for _, h, f in processes if h == here) + (broker_cpu_frac or 0.0)
+    return round(max(0.0, float(busy_frac) - lab_cores / cpu_count) * 100.0, 3)

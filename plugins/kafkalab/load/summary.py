@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafkalab.load import files
+from kafkalab.load.cpu import other_cpu_pct
 from kafkalab.load.files import CellDoc, PauseWindow
 from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank, quantile_ci_ranks
 
@@ -372,6 +373,9 @@ def _resources(meta: CellDoc) -> dict[str, Any]:
         "broker_cpu_frac": meta.broker_cpu_frac,
         "host_cpu_busy_frac": meta.host_cpu_busy_frac,
         "host_busy": (meta.host_cpu_busy_frac or 0.0) > HOST_BUSY_FRAC,
+        "host_other_cpu_pct": other_cpu_pct(
+            meta.host_cpu_busy_frac, meta.host_cpu_count,
+            [(p.role, p.host, p.cpu_frac) for p in meta.processes], meta.broker_cpu_frac),
         "shard_placement": meta.shard_placement,
         "cross_host_clock": meta.cross_host_clock,
         "barrier_wait_s": meta.barrier_wait_s,

@@ -83,6 +83,34 @@ def _drift_flag_row(r: dict[str, Any]) -> str:
             f'<td class="t">{broker}</td></tr>')
 
 
+def _busy_host(recs: list[dict[str, Any]]) -> str:
+    """The table of the run's cells measured on a busy host (verdict ``busy_host``: not
+    judged, never a baseline), one row per cell with its host figures; ``""`` when none."""
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in recs:
+        if r.get("verdict") == "busy_host":
+            cells.setdefault(tuple(r.get(k) for k in ("scenario", "client", "payload",
+                                                      "profile", "workload", "cell_id")), r)
+    if not cells:
+        return ""
+    rows = []
+    for r in cells.values():
+        who = " ".join(str(r.get(k)) for k in ("scenario", "payload", "profile", "cell_id")
+                       if r.get(k))
+        note = str(r.get("note") or "")
+        why = note.split("(", 1)[1].split("): not judged", 1)[0] if "): not judged" in note else ""
+        rows.append(f'<tr class="busy"><td class="t">{esc(who)}</td>'
+                    f"<td>{esc(fmt_num(r.get('host_other_cpu_pct')))}</td>"
+                    f"<td>{esc(fmt_num(r.get('run_queue_avg')))}</td>"
+                    f"<td>{esc(fmt_num(r.get('steal_pct')))}</td>"
+                    f'<td class="t">{esc(why or MISSING)}</td></tr>')
+    return (f'<table class="busy-host"><caption>{len(cells)} cell(s) measured on a busy host: '
+            "not judged, never a baseline (drift config <code>busy_host</code>)</caption>"
+            '<thead><tr><th class="t">cell</th><th>other CPU %</th><th>run queue</th>'
+            '<th>steal %</th><th class="t">why</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
 def _drift(v: RunView) -> str:
     h = ["<h3>Drift flags</h3>"]
     recs = records_to_dicts(v.drift_records)
@@ -97,6 +125,7 @@ def _drift(v: RunView) -> str:
         counts[str(r.get("verdict"))] = counts.get(str(r.get("verdict")), 0) + 1
     h.append('<p class="verdicts">' + ", ".join(
         f"{esc(k)}: {n}" for k, n in sorted(counts.items())) + "</p>")
+    h.append(_busy_host(recs))
     flags = [r for r in recs if r.get("is_drift")]
     if not flags:
         h.append('<p class="ok">No drift.</p>')
