@@ -80,8 +80,8 @@ lint: setup  ## ruff + mypy + the import contracts (layers, no cycles: pyproject
 
 # Heavy (fixed ports, the embedded cluster, ~20 min): run it alone, e.g. under
 # `flock /tmp/kl-heavy.lock make bench` when tests share the machine.
-bench: setup  ## overhead vs a minimal loop, serial harness vs Kafka's tool, 1-10 MB, load (max rate vs bare loops and Kafka's perf tools, fan-out per core), Spark (1M/10M rows), one nightly run, consumer faults and ordering, the report's cost by history size, spark-submit vs Spark Connect, a KRaft node's start with its class-data archive, make demo by phase, the degradable links' cost; JSON in bench/results/
-	$(BIN)/python -m tools.bench --load --spark --nightly --faults --report --connect --nodes --demo --links
+bench: setup  ## overhead vs a minimal loop, serial harness vs Kafka's tool, 1-10 MB, load (max rate vs bare loops and Kafka's perf tools, fan-out per core), Spark (1M/10M rows), one nightly run, consumer faults and ordering, the report's cost by history size, spark-submit vs Spark Connect, a KRaft node's start with its class-data archive, make demo by phase, the degradable links' cost, the canary against a minimal loop; JSON in bench/results/
+	$(BIN)/python -m tools.bench --load --spark --nightly --faults --report --connect --nodes --demo --links --canary
 
 clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow, remove their files and the caches (keeps the venv and every measurement: see clean-data)
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab cluster down --wipe

@@ -51,8 +51,13 @@
     publish latency without and with the proxies (their cost), and with every replication link
     delayed 1 and 5 ms one way (acks=all's added p50 over the added round trip)
     (:mod:`tools.bench.links`).
+(m) with ``--canary``: ``kafkalab canary`` on a 3-node KRaft cluster of its own (ports
+    31492/25492) against a minimal loop on the same schedule and cluster (p50/p99 ratio: the
+    harness's own cost), its CPU per record, and the busy-host mark's cost per cell
+    (:mod:`tools.bench.canary`).
 
-``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect, nodes, demo, links) runs just
+``--only PARTS`` (kafka, load, spark, nightly, faults, report, connect, nodes, demo, links,
+canary) runs just
 those, e.g. ``python -m tools.bench --only load``.
 
 Every part that measures a broker names it (``cluster``: flavor, Kafka version, brokers;
@@ -62,7 +67,8 @@ each part (its keys: ``tools.bench.__main__``).
 Modules: :mod:`tools.bench.overhead` (a), :mod:`tools.bench.latency` (b, c),
 :mod:`tools.bench.spark` (d), :mod:`tools.bench.nightly` (e), :mod:`tools.bench.load` (f),
 :mod:`tools.bench.faults` (g), :mod:`tools.bench.report` (h), :mod:`tools.bench.connect` (i),
-:mod:`tools.bench.nodes` (j), :mod:`tools.bench.demo` (k), :mod:`tools.bench.links` (l); the
+:mod:`tools.bench.nodes` (j), :mod:`tools.bench.demo` (k), :mod:`tools.bench.links` (l),
+:mod:`tools.bench.canary` (m); the
 command line is ``__main__``.
 Figures from one machine are noisy: read ratios from one run, not absolute times.
 """

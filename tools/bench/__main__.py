@@ -10,7 +10,8 @@ The result file is one JSON object: ``started_at`` (ISO 8601 UTC), ``host``, ``p
 ``complete`` (false until every chosen part finished without error), ``wall_s`` (monotonic
 seconds so far), ``error`` (one line, only when a part failed), and one key per part that ran
 (``overhead`` and ``kafka`` for (a)-(c), ``load``, ``spark_aggregation`` and ``spark_goals``,
-``nightly``, ``faults``, ``connect``, ``nodes``, ``demo``, ``report``), each as its module
+``nightly``, ``faults``, ``connect``, ``nodes``, ``demo``, ``report``, ``links``, ``canary``),
+each as its module
 documents it. A part that measures a broker names its flavor and Kafka version in its
 ``cluster``. The file is rewritten after every part, so what was measured before a failure or
 a Ctrl-C stays written.
@@ -60,13 +61,14 @@ def _positive(text: str) -> int:
 
 
 PARTS: tuple[str, ...] = ("kafka", "load", "spark", "nightly", "faults", "report", "connect",
-                          "nodes", "demo", "links")
+                          "nodes", "demo", "links", "canary")
 """The parts ``--only`` selects: kafka = (a)-(c), load = (f), spark = (d), nightly = (e),
 faults = (g) (consumer faults and ordering under a leader failover), report = (h) (the
 report's cost as the history grows, on fabricated nights), connect = (i) (one night's Spark
 work through spark-submit vs a warm Spark Connect server), nodes = (j) (a 3-node KRaft
 cluster's start without and with the nodes' class-data archive), demo = (k) (``make demo`` by
-phase against issue 25's budget)."""
+phase against issue 25's budget), links = (l), canary = (m) (the canary against a minimal loop,
+its CPU per record, the busy-host mark's cost)."""
 
 
 def _parts(text: str) -> frozenset[str]:
@@ -122,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--links", action="store_true",
                         help="also run part (l): what degradable links cost, and what a "
                              "replication delay adds to publish latency")
+    parser.add_argument("--canary", action="store_true",
+                        help="also run part (m): the canary against a minimal loop on the same "
+                        "cluster and schedule, its CPU per record, the busy-host mark's cost")
     parser.add_argument("--skip-kafka", action="store_true", help="skip the Kafka latency parts")
     parser.add_argument("--load", action="store_true",
                         help="also run the load part (f): producer/consumer max rate against bare "
@@ -145,15 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.only is not None and (args.skip_kafka or args.load or args.spark or args.nightly
                                   or args.faults or args.report or args.connect or args.nodes
-                                  or args.demo or args.links):
+                                  or args.demo or args.links or args.canary):
         parser.error("--only names the parts itself: drop --skip-kafka, --load, --spark, "
-                     "--nightly, --faults, --report, --connect, --nodes, --demo and --links")
+                     "--nightly, --faults, --report, --connect, --nodes, --demo, --links "
+                     "and --canary")
     parts = args.only if args.only is not None else frozenset(
         name for name, on in (("kafka", not args.skip_kafka), ("load", args.load),
                               ("spark", args.spark), ("nightly", args.nightly),
                               ("faults", args.faults), ("report", args.report),
                               ("connect", args.connect), ("nodes", args.nodes),
-                              ("demo", args.demo), ("links", args.links)) if on)
+                              ("demo", args.demo), ("links", args.links),
+                              ("canary", args.canary)) if on)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     work = lab_dir() / "bench" / stamp
     work.mkdir(parents=True, exist_ok=True)
@@ -230,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
 
             result["links"] = bench_links(work / "links")
             print_links(result["links"])
+            save()
+        if "canary" in parts:
+            from tools.bench.canary import bench_canary, print_canary
+
+            result["canary"] = bench_canary(work / "canary")
+            print_canary(result["canary"])
             save()
         if "demo" in parts:
             from tools.bench.demo import bench_demo, print_demo
