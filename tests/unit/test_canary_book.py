@@ -18,6 +18,9 @@ from kafkalab.canary.topic import placement
 pytestmark = pytest.mark.unit
 
 MS = 1_000_000
+ACK = 0
+"""An ack time within the produce deadline (intended + 2 s) of every record of these tests
+but the one that is about the deadline."""
 
 
 class Calls:
@@ -44,8 +47,8 @@ class Calls:
 
 
 def book(sink: Calls) -> Book:
-    b = Book(sink, consume_deadline_ms=1000, lost_after_ms=5000, settle_ms=300,
-             stats_interval_ms=100)
+    b = Book(sink, produce_timeout_ms=2000, consume_deadline_ms=1000, lost_after_ms=5000,
+             settle_ms=300, stats_interval_ms=100)
     b.leader_seen(0, 7, 0)
     b.leader_seen(1, 8, 0)
     return b
@@ -55,7 +58,7 @@ def test_a_record_read_in_time_is_good_and_its_latency_is_from_the_intended_time
     sink = Calls()
     b = book(sink)
     b.sent(0, 0, 100 * MS)
-    b.acked(0, 0)
+    b.acked(0, 0, ACK)
     b.received(0, 0, 112 * MS)  # 12 ms after its intended time
     b.tick(420 * MS)  # settled (112 + 300), not yet due (100 + 1000)
     assert sink.calls == [("produced", 7, 0, True), ("latency", 7, 0, 12.0, False)]
@@ -70,7 +73,7 @@ def test_overdue_then_late_and_an_unread_one_lost_each_counted_once() -> None:
     b = book(sink)
     for seq in (0, 1):
         b.sent(0, seq, seq * MS)
-        b.acked(0, seq)
+        b.acked(0, seq, ACK)
     b.tick(1001 * MS)  # both due, neither read
     assert sink.kinds("consumed") == [("consumed", 7, 0, False)] * 2
     b.received(0, 0, 2000 * MS)  # after its deadline: late, and its latency is filed
@@ -89,7 +92,7 @@ def test_failed_sends_duplicates_and_strangers() -> None:
     b.failed(1, 0)
     b.received(1, 0, 10 * MS)  # written after all
     b.sent(1, 1, 0)
-    b.acked(1, 1)
+    b.acked(1, 1, ACK)
     b.received(1, 1, 5 * MS)
     b.received(1, 1, 6 * MS)  # read twice
     b.received(1, 99, 7 * MS)  # never sent by this canary (or forgotten)
@@ -100,12 +103,29 @@ def test_failed_sends_duplicates_and_strangers() -> None:
     assert sink.kinds("latency") == [("latency", 8, 1, 5.0, False)]
 
 
+def test_an_ack_after_the_produce_deadline_is_not_a_good_send() -> None:
+    """librdkafka's message.timeout.ms runs from produce(); the deadline runs from the
+    intended time, so a record sent late (the canary stalled) and acked past it is not good."""
+    sink = Calls()
+    b = book(sink)
+    b.sent(0, 0, 0)
+    b.acked(0, 0, 2001 * MS)  # the deadline is intended + 2,000 ms
+    b.received(0, 0, 2002 * MS)
+    assert sink.kinds("produced") == [("produced", 7, 0, False)]
+    assert sink.kinds("anomaly") == [("anomaly", 7, 0, "acked_late")]
+    b.tick(9000 * MS)  # still an acked record: due for consumption, read late, its latency filed
+    assert sink.kinds("consumed") == [("consumed", 7, 0, False)]
+    assert sink.kinds("anomaly")[-1] == ("anomaly", 7, 0, "late")  # counted once
+    assert len(sink.kinds("anomaly")) == 2
+    assert sink.kinds("latency") == [("latency", 7, 0, 2002.0, False)]
+
+
 def test_a_verdict_waits_for_the_send_outcome_on_its_partition_only() -> None:
     sink = Calls()
     b = book(sink)
     b.sent(0, 0, 0)  # no outcome yet (a dead leader)
     b.sent(1, 0, 0)
-    b.acked(1, 0)
+    b.acked(1, 0, ACK)
     b.received(1, 0, 3 * MS)
     b.tick(1500 * MS)
     assert sink.kinds("consumed") == [("consumed", 8, 1, True)]  # partition 0 does not block 1
@@ -116,8 +136,8 @@ def test_a_leader_change_seen_around_a_record_files_it_apart() -> None:
     b = book(sink)
     b.sent(0, 0, 1000 * MS)
     b.sent(0, 1, 1000 * MS)
-    b.acked(0, 0)
-    b.acked(0, 1)
+    b.acked(0, 0, ACK)
+    b.acked(0, 1, ACK)
     b.received(0, 0, 1020 * MS)  # before the change
     b.leader_seen(0, 9, 3000 * MS)  # the producer learns of a new leader
     b.received(0, 1, 2950 * MS)  # delayed by it (read just before the view changed)
@@ -126,7 +146,7 @@ def test_a_leader_change_seen_around_a_record_files_it_apart() -> None:
     assert filed == {20: False, 1950: True}
     assert b.leader_changes == {0: 1} and b.leader(0) == 9
     b.sent(0, 2, 4000 * MS)  # now attributed to the new leader
-    b.acked(0, 2)
+    b.acked(0, 2, ACK)
     assert sink.kinds("produced")[-1] == ("produced", 9, 0, True)
 
 
@@ -135,7 +155,7 @@ def test_warm_up_records_get_no_verdict_and_are_counted() -> None:
     b = book(sink)
     b.warmup_until_ns = 500 * MS
     b.sent(0, 0, 100 * MS)
-    b.acked(0, 0)
+    b.acked(0, 0, ACK)
     b.received(0, 0, 900 * MS)
     b.received(0, 0, 901 * MS)
     b.tick(9000 * MS)
@@ -146,11 +166,11 @@ def test_close_gives_certain_verdicts_early_and_counts_the_open_ones() -> None:
     sink = Calls()
     b = book(sink)
     b.sent(0, 0, 0)
-    b.acked(0, 0)
+    b.acked(0, 0, ACK)
     b.received(0, 0, 4 * MS)
     b.sent(0, 1, 0)  # no outcome
     b.sent(1, 0, 0)
-    b.acked(1, 0)  # acked, unread, not yet due
+    b.acked(1, 0, ACK)  # acked, unread, not yet due
     assert not b.close_ready()
     assert b.close(10 * MS) == {7: 1, 8: 1}
     assert sink.kinds("consumed") == [("consumed", 7, 0, True)]
@@ -163,7 +183,7 @@ def test_memory_is_bounded_by_lost_after() -> None:
     for seq in range(10_000):  # 10 records a ms for 1,000 s of clock
         now = seq * 100 * MS
         b.sent(0, seq, now)
-        b.acked(0, seq)
+        b.acked(0, seq, now + MS)
         b.received(0, seq, now + MS)
         b.tick(now + 2 * MS)
     assert b.held <= 5000 // 100 + 1

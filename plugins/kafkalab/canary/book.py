@@ -9,8 +9,12 @@ was sent (the producer's own view; ``-1`` when it knew none).
 
 The rules (docs/canary.md, "What a record becomes"):
 
-* **produce**: every record sent is an attempt; it is good when acked (librdkafka fails it
-  after ``produce_timeout_ms``).
+* **produce**: every record sent is an attempt; it is good when acked within
+  ``produce_timeout_ms`` of its *intended* time. librdkafka fails a record
+  ``message.timeout.ms`` (the same setting) after the ``produce()`` call, which is later than
+  the intended time when the canary itself sent late (its process or host stalled), so the
+  book holds the deadline from the intended time: a record acked later is not good and is
+  counted ``acked_late``. An acked record is due for consumption whenever it was acked.
 * **consume**: every acked record is due at ``intended + consume_deadline_ms``; it is good
   when read by then. One not read by then is *overdue*: read later it is **late**, not read by
   ``intended + lost_after_s`` it is **lost** (and forgotten).
@@ -47,7 +51,8 @@ class Sink(Protocol):
     """Where the book's verdicts go (the metrics; a list in the tests)."""
 
     def produced(self, broker: int, partition: int, acked: bool) -> None:
-        """A send ended: acked or failed."""
+        """A send ended: ``acked`` within the produce deadline, or not (failed, or acked
+        late)."""
 
     def consumed(self, broker: int, partition: int, in_time: bool) -> None:
         """An acked record's consume deadline passed: read by then or not."""
@@ -57,7 +62,8 @@ class Sink(Protocol):
         """A read record's e2e latency from its intended send time."""
 
     def anomaly(self, broker: int, partition: int, kind: str) -> None:
-        """``late``, ``lost``, ``duplicated``, ``received_unacked`` or ``unknown``."""
+        """``acked_late``, ``late``, ``lost``, ``duplicated``, ``received_unacked`` or
+        ``unknown``."""
 
 
 @dataclass
@@ -78,6 +84,7 @@ class Book:
     """The records in flight and their verdicts (see the module's rules)."""
 
     sink: Sink
+    produce_timeout_ms: int
     consume_deadline_ms: int
     lost_after_ms: int
     settle_ms: int
@@ -105,22 +112,25 @@ class Book:
             return
         self._due.setdefault(partition, deque()).append(seq)
 
-    def acked(self, partition: int, seq: int) -> None:
-        """The broker acknowledged the record."""
-        self._ended(partition, seq, _ACKED)
+    def acked(self, partition: int, seq: int, ack_ns: int) -> None:
+        """The broker acknowledged the record (its delivery report was served at ``ack_ns``)."""
+        self._ended(partition, seq, _ACKED, ack_ns)
 
     def failed(self, partition: int, seq: int) -> None:
         """The producer reported the send failed (an error or its timeout)."""
-        self._ended(partition, seq, _FAILED)
+        self._ended(partition, seq, _FAILED, -1)
 
-    def _ended(self, partition: int, seq: int, state: int) -> None:
+    def _ended(self, partition: int, seq: int, state: int, ack_ns: int) -> None:
         rec = self._records.get((partition, seq))
         if rec is None or rec.state != _SENT:
             return
         rec.state = state
         if rec.warmup:
             return
-        self.sink.produced(rec.leader, partition, state == _ACKED)
+        in_time = state == _ACKED and ack_ns - rec.intended_ns <= self.produce_timeout_ms * _MS
+        self.sink.produced(rec.leader, partition, in_time)
+        if state == _ACKED and not in_time:
+            self.sink.anomaly(rec.leader, partition, "acked_late")
         if state == _FAILED and rec.receive_ns >= 0:
             self.sink.anomaly(rec.leader, partition, "received_unacked")
 
@@ -182,8 +192,10 @@ class Book:
             seqs.popleft()
             in_time = 0 <= rec.receive_ns <= rec.intended_ns + deadline
             rec.judged = True
-            rec.overdue = not in_time
+            rec.overdue = not in_time and rec.receive_ns < 0  # read later: late then
             self.sink.consumed(rec.leader, rec.partition, in_time)
+            if not in_time and rec.receive_ns >= 0:  # read after its deadline, before this
+                self.sink.anomaly(rec.leader, rec.partition, "late")
 
     def _file_latency(self, partition: int, seqs: deque[int], now_ns: int) -> None:
         settle = self.settle_ms * _MS

@@ -247,8 +247,8 @@ class _Run:
         self.spec, self.d, self.admin, self.progress = spec, d, admin, progress
         self.nonce = os.urandom(8)
         self.figures = Figures(registry)
-        self.book = Book(self.figures, spec.consume_deadline_ms, int(spec.lost_after_s * 1000),
-                         spec.settle_ms, spec.stats_interval_ms)
+        self.book = Book(self.figures, spec.produce_timeout_ms, spec.consume_deadline_ms,
+                         int(spec.lost_after_s * 1000), spec.settle_ms, spec.stats_interval_ms)
         self.leaders = _Leaders(spec.topic, self.book, self.figures)
         self.shared = _Shared(view=view)
         self.partitions = view.partitions
@@ -262,7 +262,7 @@ class _Run:
     def _on_delivery(self, err: Any, msg: Any) -> None:
         partition, seq = KEY.unpack(msg.key())
         if err is None:
-            self.book.acked(partition, seq)
+            self.book.acked(partition, seq, now_ns())
         else:
             self.book.failed(partition, seq)
 

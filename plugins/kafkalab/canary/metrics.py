@@ -20,7 +20,7 @@ from kafkalab.stats import MIN_SAMPLES, PERCENTILE_FRACTIONS, fraction_rank
 __all__ = ["ANOMALIES", "HDR_MAX_US", "LATENCY_BUCKETS_S", "Figures", "hdr_log_header", "open_hdr_log",
            "percentiles"]
 
-ANOMALIES = ("late", "lost", "duplicated", "received_unacked", "unknown")
+ANOMALIES = ("acked_late", "late", "lost", "duplicated", "received_unacked", "unknown")
 """The anomaly kinds the book reports (:meth:`kafkalab.canary.book.Sink.anomaly`)."""
 
 LATENCY_BUCKETS_S: tuple[float, ...] = (
@@ -181,14 +181,15 @@ class _PromMetrics:
         bp = ["broker", "partition"]
         self.attempts = Counter("kafkalab_canary_produce_attempts", "records sent", bp,
                                 registry=registry)
-        self.acked = Counter("kafkalab_canary_produce_acked", "records acked", bp,
+        self.acked = Counter("kafkalab_canary_produce_acked", "records acked within the "
+                             "produce deadline", bp,
                              registry=registry)
         self.due = Counter("kafkalab_canary_consume_due", "acked records whose consume "
                            "deadline passed", bp, registry=registry)
         self.in_time = Counter("kafkalab_canary_consume_in_time", "of those, read by the "
                                "deadline", bp, registry=registry)
-        self.anomalies = Counter("kafkalab_canary_anomalies", "late, lost, duplicated, "
-                                 "received_unacked and unknown records", [*bp, "kind"],
+        self.anomalies = Counter("kafkalab_canary_anomalies", "acked_late, late, lost, "
+                                 "duplicated, received_unacked and unknown records", [*bp, "kind"],
                                  registry=registry)
         self.e2e = Histogram("kafkalab_canary_e2e_latency_seconds", "e2e latency from the "
                              "intended send time, no leader change across it", ["broker"],
