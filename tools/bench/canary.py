@@ -1,11 +1,13 @@
 """Part (m): what the canary costs, and whether its latency is the cluster's.
 
-One 3-node KRaft cluster in a lab of its own on the bench's own ports. Alternating rounds of
+One 3-node KRaft cluster in a lab of its own on the bench's own ports, warmed by an
+unmeasured minimal round. Then alternating rounds of
 
 * **canary**: ``kafkalab canary`` as a user runs it (a subprocess, acks=all, its own topic,
   ``INTERVAL_MS`` between ticks, a partition per broker, ``ROUND_S`` seconds, 5 s warm-up),
   its e2e p50/p99 over every broker from ``summary.json`` (HdrHistogram, 3 significant
-  figures) and the CPU seconds of its process (``os.wait4``'s rusage) per record sent;
+  figures) and its process's CPU per record in its steady state (psutil, from its warm-up's
+  end to 2 s before its end: its start-up and stop apart; ``cpu_s`` is the whole process);
 * **minimal**: the same schedule in a bare loop (one confluent-kafka producer with the same
   settings, a consumer thread with ``assign()``, latency = receive − intended time, the same
   warm-up left out), on a topic of its own with the same placement; exact nearest-rank
@@ -44,9 +46,25 @@ BENCH_CANARY_METRICS_PORT = 25499
 INTERVAL_MS = 20
 ROUND_S = 30.0
 WARMUP_S = 5.0
-ROUNDS = 2
+ROUNDS = 3
+WARM_CLUSTER_S = 15.0
+"""An unmeasured minimal round first: the first round on a fresh cluster ran with cold
+brokers (a canary round's p99 was 245 ms there, 8 ms the round after)."""
 HOST_WINDOW_REPEATS = 50
 _VALUE = struct.Struct(">qiq")
+
+
+def _steady_cpu_s(pid: int, from_s: float, to_s: float) -> float:
+    """The CPU seconds process ``pid`` used between ``from_s`` and ``to_s`` after now (its
+    start-up and stop left out)."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    time.sleep(from_s)
+    a = proc.cpu_times()
+    time.sleep(to_s - from_s)
+    b = proc.cpu_times()
+    return (b.user + b.system) - (a.user + a.system)
 
 
 def _canary_round(desc: Path, out: Path) -> dict[str, Any]:
@@ -57,6 +75,9 @@ def _canary_round(desc: Path, out: Path) -> dict[str, Any]:
            "--out", str(out), "--json"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
+    # steady state: from the end of its warm-up (+ its start-up, ~3 s) to 2 s before its end
+    steady = (WARMUP_S + 3.0, ROUND_S - 2.0)
+    steady_cpu_s = _steady_cpu_s(proc.pid, *steady)
     stdout = proc.stdout.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -68,13 +89,15 @@ def _canary_round(desc: Path, out: Path) -> dict[str, Any]:
     p99 = statistics.median(b["e2e_latency"]["p99_ms"] for b in brokers
                             if b["e2e_latency"]["p99_ms"] is not None)
     sent = summary["records_sent"]
+    steady_records = (steady[1] - steady[0]) * 1000 / INTERVAL_MS * len(brokers)
     return {"p50_ms": p50, "p99_ms": p99, "records_sent": sent,
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-            "cpu_ms_per_record": 1000 * (usage.ru_utime + usage.ru_stime) / max(1, sent),
+            "cpu_s": usage.ru_utime + usage.ru_stime, "steady_cpu_s": steady_cpu_s,
+            "cpu_ms_per_record": 1000 * steady_cpu_s / steady_records,
             "produce_availability": min(b["produce_availability"] or 0 for b in brokers)}
 
 
-def _minimal_round(d: Any, topic: str, partitions: int) -> dict[str, Any]:
+def _minimal_round(d: Any, topic: str, partitions: int,
+                   round_s: float = ROUND_S) -> dict[str, Any]:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from kafkalab.cluster.descriptor import librdkafka_config
@@ -107,7 +130,7 @@ def _minimal_round(d: Any, topic: str, partitions: int) -> dict[str, Any]:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     tick, pad = 0, b"\0" * (100 - _VALUE.size)
-    end = t0 + int(ROUND_S * 1e9)
+    end = t0 + int(round_s * 1e9)
     while (intended := t0 + tick * INTERVAL_MS * 1_000_000) < end:
         while (now := time.monotonic_ns()) < intended:
             producer.poll(min(0.05, (intended - now) / 1e9))
@@ -153,6 +176,7 @@ def bench_canary(work: Path) -> dict[str, Any]:
         admin = admin_client(d)
         admin.create_topics([NewTopic("bench-canary-minimal", 3, replica_assignment=[
             [0, 1, 2], [1, 2, 0], [2, 0, 1]])])["bench-canary-minimal"].result(timeout=30)
+        _minimal_round(d, "bench-canary-minimal", 3, WARM_CLUSTER_S)  # unmeasured
         rounds: list[dict[str, Any]] = []
         for i in range(ROUNDS):
             order = ("canary", "minimal") if i % 2 == 0 else ("minimal", "canary")

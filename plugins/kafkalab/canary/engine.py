@@ -21,6 +21,7 @@ interval histogram are written. A second signal is ignored while that runs.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
@@ -73,6 +74,33 @@ class _Shared:
     consumer_error: str | None = None
     view: TopicView | None = None
     check_error: str | None = None
+
+
+class _Writer:
+    """The canary's files, written off the sending thread: an fsync (``atomic_write_json``)
+    can take tens of milliseconds, and a tick it delayed would be measured as the cluster's
+    latency. Jobs run in order; the first write error is kept (``error``)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._run, name="canary-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], Any]) -> None:
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except OSError as exc:
+                self.error = self.error or str(exc)
+
+    def close(self) -> None:
+        """Run what was submitted, then stop."""
+        self._jobs.put(None)
+        self._thread.join(timeout=60)
 
 
 def _consume(consumer: Any, topic: str, nonce: bytes, shared: _Shared) -> None:
@@ -258,6 +286,7 @@ class _Run:
         self.hdr = open_hdr_log(spec.out_dir / "latency.hlog") if spec.hdr_log else None
         self.padding = b"\0" * max(0, spec.record_bytes - VALUE.size)
         self.hdr_mark = time.time()
+        self.writer = _Writer()
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         partition, seq = KEY.unpack(msg.key())
@@ -296,9 +325,10 @@ class _Run:
                 with contextlib.suppress(Exception):
                     consumer.close()
             unresolved = self.book.close(now_ns())
-            summary = self._write_summary("stopped", unresolved, stop_reason)
+            self.writer.close()  # the running summaries and intervals first, in order
+            summary = self._write_summary("stopped", unresolved, stop_reason, now=True)
             if self.hdr is not None:
-                self._report_hdr()
+                self.hdr.write(self._interval_text(self.hdr_mark, time.time()))
                 self.hdr.close()
         return summary
 
@@ -367,17 +397,21 @@ class _Run:
                                 brokers_leading_none=sum(b not in leading for b in brokers),
                                 held_records=self.book.held)
         if self.hdr is not None:
-            self.figures.write_interval(self.hdr, start_s, end_s)
+            text, hdr = self._interval_text(start_s, end_s), self.hdr
+            self.writer.submit(lambda: (hdr.write(text), hdr.flush()))
             self.hdr_mark = end_s
         self._write_summary("running", {}, None)
 
-    def _report_hdr(self) -> None:
-        """The last interval's histograms (from the last report to the stop)."""
-        if self.hdr is not None:
-            self.figures.write_interval(self.hdr, self.hdr_mark, time.time())
+    def _interval_text(self, start_s: float, end_s: float) -> str:
+        """The interval's histogram lines (and new histograms for the next one)."""
+        buf = io.StringIO()
+        self.figures.write_interval(buf, start_s, end_s)
+        return buf.getvalue()
 
     def _write_summary(self, status: str, unresolved: dict[int, int],
-                       stop_reason: str | None) -> dict[str, Any]:
+                       stop_reason: str | None, *, now: bool = False) -> dict[str, Any]:
+        """Build ``summary.json`` here and write it: by the writer thread, or at once
+        (``now``: the final one, whose error must not pass unseen)."""
         spec, d = self.spec, self.d
         doc = {
             "schema": SUMMARY_SCHEMA, "status": status, "started_at": self.started_at,
@@ -392,9 +426,14 @@ class _Run:
             "foreign_records": self.shared.foreign_records,
             "topic_check_error": self.shared.check_error,
             "consumer_error": self.shared.consumer_error,
+            "write_error": self.writer.error,
             "leader_changes": {str(p): n for p, n in sorted(self.book.leader_changes.items())},
             "brokers": self.figures.broker_summary(unresolved),
             "partitions": self.figures.partition_summary(),
         }
-        atomic_write_json(Path(spec.out_dir) / "summary.json", doc)
+        path = Path(spec.out_dir) / "summary.json"
+        if now:
+            atomic_write_json(path, doc)
+        else:
+            self.writer.submit(lambda: atomic_write_json(path, doc))
         return doc
