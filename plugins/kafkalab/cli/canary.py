@@ -79,9 +79,10 @@ def _spec(args: argparse.Namespace) -> Any:
     from kafkalab.canary.spec import CanarySpec
     from kafkalab.cli.options import as_options
     from kafkalab.errors import ConfigError
+    from kafkalab.paths import data_dir
     from kafkalab.run_ids import new_run_id
 
-    out = args.out or args.data_dir / "canary" / new_run_id()
+    out = args.out or (args.data_dir or data_dir()) / "canary" / new_run_id()
     try:
         return CanarySpec(
             topic=args.topic, interval_ms=args.interval_ms, record_bytes=args.record_bytes,
