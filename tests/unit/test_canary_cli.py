@@ -1,4 +1,5 @@
-"""``kafkalab canary``'s edge: its settings from the command line, bad input in one line."""
+"""``kafkalab canary``'s edges: its settings from the command line, bad input in one line, and
+a partition added mid-run (the topic check's thread) reaching the sender and the consumer."""
 
 from __future__ import annotations
 
@@ -35,3 +36,45 @@ def test_bad_settings_are_one_line_and_exit_2(argv: list[str], line: str, tmp_pa
     assert main(["canary", "--out", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.strip() == line, err
+
+
+class _Producer:
+    """A producer that records what it is asked to send; refuses while ``full``."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+        self.full = False
+
+    def produce(self, topic: str, *, value: bytes, key: bytes, partition: int) -> None:
+        if self.full:
+            raise BufferError("Local: Queue full")
+        self.sent.append(partition)
+
+
+def test_a_partition_added_for_a_new_broker_is_read_and_written_from_the_next_tick(
+        tmp_path: Path) -> None:
+    from kafkalab.canary.engine import _Run
+    from kafkalab.canary.spec import CanarySpec
+    from kafkalab.canary.topic import TopicView
+    from kafkalab.cluster.descriptor import ClusterDescriptor
+
+    d = ClusterDescriptor(flavor="external", protocol="modern",
+                          bootstrap_servers="127.0.0.1:1", broker_count=3)
+    said: list[str] = []
+    run = _Run(CanarySpec(out_dir=tmp_path, warmup_s=0), d, None, TopicView(2, (0, 1)), None,
+               said.append)
+    try:
+        producer = _Producer()
+        run._send_tick(producer, 0)
+        assert producer.sent == [0, 1]
+        run.shared.view = TopicView(3, (0, 1, 2), added=(2,))  # the topic check's thread
+        run._send_tick(producer, 1_000_000_000)
+        assert producer.sent == [0, 1, 0, 1, 2]
+        assert run.shared.assign.get_nowait() == [2]  # the consumer thread assigns it
+        assert said == ["canary: partitions [2] added for brokers [2]"]
+        producer.full = True  # a refused send is a failed one, never a silent gap
+        run._send_tick(producer, 2_000_000_000)
+        assert run.sent == 8 and run.figures.totals[-1].produce_attempts == 3
+        assert run.figures.totals[-1].produce_acked == 0
+    finally:
+        run.writer.close()
