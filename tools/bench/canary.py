@@ -68,7 +68,10 @@ def _steady_cpu_s(pid: int, from_s: float, to_s: float) -> float:
 
 
 def _canary_round(desc: Path, out: Path) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path("plugins").resolve()), "."])}
+    from kafkalab.paths import project_root
+
+    root = project_root()  # whatever the working directory
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "plugins"), str(root)])}
     cmd = [sys.executable, "-m", "kafkalab.cli", "canary", "--cluster", str(desc),
            "--interval-ms", str(INTERVAL_MS), "--duration", str(ROUND_S),
            "--warmup-s", str(WARMUP_S), "--metrics-port", str(BENCH_CANARY_METRICS_PORT),

@@ -168,8 +168,6 @@ class _Leaders:
 
     def __init__(self, topic: str, book: Book, figures: Figures) -> None:
         self.topic, self.book, self.figures = topic, book, figures
-        self.brokers = 0
-        self.known_partitions: set[int] = set()
 
     def __call__(self, raw: str) -> None:
         ts = now_ns()
@@ -178,12 +176,10 @@ class _Leaders:
             parts = doc["topics"][self.topic]["partitions"]
         except (ValueError, KeyError, TypeError):
             return
-        self.brokers = sum(1 for b in doc.get("brokers", {}).values() if b.get("nodeid", -1) >= 0)
         for key, part in parts.items():
             p = int(key)
             if p < 0:
                 continue
-            self.known_partitions.add(p)
             before = self.book.leader_changes.get(p, 0)
             self.book.leader_seen(p, int(part.get("leader", -1)), ts)
             if self.book.leader_changes.get(p, 0) != before:
@@ -358,6 +354,8 @@ class _Run:
                 report_start, next_report = report_end, now + int(spec.report_interval_s * 1e9)
 
     def _send_tick(self, producer: Any, intended: int) -> None:
+        from confluent_kafka import KafkaException
+
         view = self.shared.view
         if view is not None and view.partitions > self.partitions:
             new = list(range(self.partitions, view.partitions))
@@ -372,8 +370,8 @@ class _Run:
             value = VALUE.pack(self.nonce, intended, p, seq) + self.padding
             try:
                 producer.produce(self.spec.topic, value=value, key=KEY.pack(p, seq), partition=p)
-            except Exception:  # BufferError (queue full) and the like: a refused send failed
-                self.book.failed(p, seq)
+            except (BufferError, KafkaException):  # the queue full, a partition unknown yet:
+                self.book.failed(p, seq)  # a refused send is a failed one, never a gap
 
     def _absorb(self, now: int) -> None:
         with contextlib.suppress(queue.Empty):
