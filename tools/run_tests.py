@@ -59,6 +59,7 @@ Every test file of ``tests/`` must be in exactly one step, through its folder or
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -149,12 +150,48 @@ class _Report:
         self.failed: list[str] = []
         self._lock = threading.Lock()
 
-    def step_done(self, name: str, rc: int, wall_s: float, log: Path) -> None:
+    def step_done(self, name: str, rc: int, wall_s: float, cpu_s: float, log: Path) -> None:
+        """``cpu_s``: user + system CPU of the step's pytest and every process it waited for
+        (servers it started and stopped included; a daemon it never reaped is not)."""
         with self._lock:
             sys.stdout.write(log.read_text(errors="replace"))
-            print(f"=== lane {name}: exit {rc} after {wall_s:.0f} s (log {log})", flush=True)
+            print(f"=== lane {name}: exit {rc} after {wall_s:.0f} s, {cpu_s:.0f} s of CPU "
+                  f"(log {log})", flush=True)
             if rc != 0:
                 self.failed.append(name)
+
+
+class _CpuGroup:
+    """The CPU a step used, every process it started included (JVMs it never reaped too):
+    a cgroup-v1 ``cpuacct`` group of its own when the machine lets us make one (root)."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct/kafkalab-tests")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def join(cls, name: str, pid: int) -> _CpuGroup | None:
+        """Move ``pid`` (a pytest that has not started anything yet) into a group of its own;
+        None when cgroups are not writable here."""
+        path = cls.ROOT / name
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "cpuacct.usage").write_text("0\n")  # a group an earlier run left behind
+            (path / "cgroup.procs").write_text(f"{pid}\n")
+        except OSError:
+            return None
+        return cls(path)
+
+    def close(self) -> float:
+        """CPU seconds used in the group; the group is removed when it is empty."""
+        cpu_s = int((self.path / "cpuacct.usage").read_text()) / 1e9
+        try:
+            self.path.rmdir()
+        except OSError:  # a process the step left running: its CPU is counted until now
+            print(f"=== {self.path.name}: processes left running: "
+                  f"{(self.path / 'cgroup.procs').read_text().split()}", flush=True)
+        return cpu_s
 
 
 def _run_step(step: Step, extra: Sequence[str], root: Path, log_dir: Path,
@@ -167,9 +204,12 @@ def _run_step(step: Step, extra: Sequence[str], root: Path, log_dir: Path,
     with log.open("wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())
         out.flush()
-        rc = subprocess.run(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT,
-                            check=False).returncode
-    report.step_done(name, rc, time.monotonic() - t0, log)
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT)
+        group = _CpuGroup.join(name, proc.pid)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu_s = group.close() if group else usage.ru_utime + usage.ru_stime
+    report.step_done(name, proc.returncode, time.monotonic() - t0, cpu_s, log)
 
 
 def _run_lane(lane: Sequence[Step], extra: Sequence[str], root: Path, log_dir: Path,
