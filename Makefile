@@ -64,8 +64,9 @@ spark-up: setup  ## a Spark standalone cluster on 127.0.0.1 (master :7077, UI :8
 spark-down:  ## stop exactly the Spark master and workers `make spark-up` started
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down
 
-test: setup  ## the whole test suite against real services, in three lanes side by side (tools/run_tests.py)
-	$(BIN)/python -m tools.run_tests
+TEST_ARGS ?=
+test: setup  ## the whole test suite against real services, in three lanes side by side (tools/run_tests.py); TEST_ARGS go to every pytest
+	$(BIN)/python -m tools.run_tests $(TEST_ARGS)
 
 test-serial: setup  ## the whole test suite in one pytest process
 	$(PYTEST) -q --durations=30
