@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.run_tests import CPU_GROUP_ENV
+
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -62,3 +64,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         mark = _MARK_BY_FOLDER.get(folder)
         if mark:
             item.add_marker(getattr(pytest.mark, mark))
+
+
+_cpu_by_test: list[tuple[float, str]] = []
+
+
+def _group_cpu_s() -> float | None:
+    """CPU seconds used so far in the step's ``cpuacct`` cgroup (:data:`CPU_GROUP_ENV`, set
+    by ``tools/run_tests.py``: servers the tests or their fixtures run are included); None
+    outside ``make test``."""
+    group = os.environ.get(CPU_GROUP_ENV)
+    if not group:
+        return None
+    try:
+        return int(Path(group, "cpuacct.usage").read_text()) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """CPU of the whole step while this test (its setup and teardown included) ran."""
+    before = _group_cpu_s()
+    yield
+    after = _group_cpu_s()
+    if before is not None and after is not None:
+        _cpu_by_test.append((after - before, item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The costliest tests by CPU, when ``make test`` ran this step in a cgroup."""
+    if not _cpu_by_test:
+        return
+    write = terminalreporter.write_line
+    write(f"=== CPU seconds by test (the step's cgroup; {sum(c for c, _ in _cpu_by_test):.0f} s "
+          f"in {len(_cpu_by_test)} tests), the 25 costliest:")
+    for cpu_s, nodeid in sorted(_cpu_by_test, reverse=True)[:25]:
+        write(f"{cpu_s:8.1f} s  {nodeid}")

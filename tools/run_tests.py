@@ -99,6 +99,10 @@ out of its folder's step (``--ignore``)."""
 
 BASETEMP = Path("/tmp/kafkalab-test-lanes")
 
+CPU_GROUP_ENV = "KAFKALAB_TEST_CPU_GROUP"
+"""The step's ``cpuacct`` cgroup, given to its pytest: ``tests/conftest.py`` lists each test's
+CPU seconds from it (the suite's budget is CPU on two cores, which wall durations hide)."""
+
 
 def steps() -> list[Step]:
     """Every step of every lane, then the steps that run alone."""
@@ -171,17 +175,23 @@ class _CpuGroup:
         self.path = path
 
     @classmethod
-    def join(cls, name: str, pid: int) -> _CpuGroup | None:
-        """Move ``pid`` (a pytest that has not started anything yet) into a group of its own;
-        None when cgroups are not writable here."""
+    def make(cls, name: str) -> _CpuGroup | None:
+        """A group for step ``name``, its count at 0; None when cgroups are not writable."""
         path = cls.ROOT / name
         try:
             path.mkdir(parents=True, exist_ok=True)
             (path / "cpuacct.usage").write_text("0\n")  # a group an earlier run left behind
-            (path / "cgroup.procs").write_text(f"{pid}\n")
         except OSError:
             return None
         return cls(path)
+
+    def join(self, pid: int) -> bool:
+        """Move ``pid`` (a pytest that has not started anything yet) into the group."""
+        try:
+            (self.path / "cgroup.procs").write_text(f"{pid}\n")
+        except OSError:
+            return False
+        return True
 
     def close(self) -> float:
         """CPU seconds used in the group; the group is removed when it is empty."""
@@ -204,8 +214,11 @@ def _run_step(step: Step, extra: Sequence[str], root: Path, log_dir: Path,
     with log.open("wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT)
-        group = _CpuGroup.join(name, proc.pid)
+        group = _CpuGroup.make(name)
+        env = {**os.environ, **({CPU_GROUP_ENV: str(group.path)} if group else {})}
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT, env=env)
+        if group and not group.join(proc.pid):
+            group = None
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     cpu_s = group.close() if group else usage.ru_utime + usage.ru_stime
