@@ -293,7 +293,13 @@ def test_hydra_on_a_thin_pipe_fails_the_thin_consumer_and_not_the_others(
     assert c["acked_msgs"] == c["intended_msgs"] == 1000
     assert c["thin_failing"] is True and c["failing_clients"] == 1
     assert c["others_failing_clients"] == 0
-    assert c["thin_lag_peak_msgs"] > 10 * max(1, c["others_worst_lag_peak_msgs"] or 0)
+    # Its lag, bounded by its link and not by the machine's speed: by the end of the cell
+    # 1,200 records (warm-up included) were written and its links carried under 80 a second
+    # (80 KB/s, 1 KB records), so at least ~700 waited at once; half the cell's records with
+    # a lag sample's slack. The others' lag is the machine's: under a loaded CI one peaked at
+    # 449 records (once asserted 10x below the thin one's, which that run missed: 1,004).
+    assert c["thin_lag_peak_msgs"] >= c["intended_msgs"] // 2
+    assert c["thin_lag_peak_msgs"] > (c["others_worst_lag_peak_msgs"] or 0)
     # no faster than its own links carry (1 KB records: < 80/s). Often much slower, down to
     # nothing in the window (seen in CI): a lagging consumer fetches ever larger batches,
     # and a record arrives only with its whole fetch response. That it connects through
