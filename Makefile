@@ -89,6 +89,7 @@ clean: airflow-down  ## stop the embedded cluster, the fault cluster and Airflow
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab faults down --wipe
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down --wipe
 	rm -rf .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
+	-@test -x $(BIN)/uv && $(BIN)/uv cache prune -q  # what no installed package needs any more (every clean clone's set-up adds to it)
 
 clean-data:  ## DELETE every measurement, report, drift acceptance and the alert state (lab-data/ or $$KAFKALAB_DATA_DIR); asks first, CONFIRM=yes for scripts
 	@$(BIN)/python -m tools.clean_data $(if $(filter yes,$(CONFIRM)),--yes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from tools.run_tests import CPU_GROUP_ENV
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Spark's Python workers run the tests' interpreter (the venv's), as the Makefile sets: run
+# outside make, a worker started as PATH's python3 could not import kafkalab (63 Spark tests
+# erred so, 2026-12-07)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 """JVM options for every JVM the tests start (Kafka nodes and tools, Spark drivers,
