@@ -49,7 +49,8 @@ load engine's tests (``test_load.py``, ~2 min) run in the ``integration`` step: 
 verdicts were made independent of the machine's speed in issue 24.
 
 Each step's output goes to ``<lab_dir>/test-lanes/<step>.log`` and is printed whole when the
-step ends, under a header with its exit code and wall time. The exit code is 0 only when
+step ends, under a header with its exit code, wall time and CPU seconds (:class:`_CpuGroup`;
+the step's 25 costliest tests by CPU are listed by ``tests/conftest.py``). The exit code is 0 only when
 every step passed; every step runs even when an earlier one failed, so one failure never
 hides another. Extra arguments go to every pytest (``python -m tools.run_tests -x``).
 
@@ -155,8 +156,9 @@ class _Report:
         self._lock = threading.Lock()
 
     def step_done(self, name: str, rc: int, wall_s: float, cpu_s: float, log: Path) -> None:
-        """``cpu_s``: user + system CPU of the step's pytest and every process it waited for
-        (servers it started and stopped included; a daemon it never reaped is not)."""
+        """``cpu_s``: the step's CPU seconds, every process it started included
+        (:class:`_CpuGroup`; without a cgroup, only what its pytest and the processes it
+        waited for used)."""
         with self._lock:
             sys.stdout.write(log.read_text(errors="replace"))
             print(f"=== lane {name}: exit {rc} after {wall_s:.0f} s, {cpu_s:.0f} s of CPU "
@@ -186,10 +188,12 @@ class _CpuGroup:
         return cls(path)
 
     def join(self, pid: int) -> bool:
-        """Move ``pid`` (a pytest that has not started anything yet) into the group."""
+        """Move ``pid`` (a pytest that has not started anything yet) into the group; when
+        that fails the group is removed, so the pytest finds no group to read."""
         try:
             (self.path / "cgroup.procs").write_text(f"{pid}\n")
         except OSError:
+            self.path.rmdir()
             return False
         return True
 

@@ -48,3 +48,43 @@ def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
     (tmp_path / "tests" / "fixtures").mkdir()  # no test files: nothing to run
     assert run_tests.check_lanes(tmp_path) == [
         "tests/chaos/test_x.py is in no lane of tools/run_tests.py"]
+
+
+def test_a_steps_cpu_counts_a_child_it_never_waited_for() -> None:
+    """The step's group holds every process its pytest starts: a grandchild left to run on
+    its own (as a test's server is) is counted, and an emptied group is removed. Needs a
+    writable ``cpuacct`` hierarchy (root, as ``make test`` runs in CI); without one the
+    group is None and the step falls back to its pytest's rusage."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    group = run_tests._CpuGroup.make(f"unit-probe-{os.getpid()}")
+    if group is None:
+        assert not os.access(run_tests._CpuGroup.ROOT.parent, os.W_OK) or not os.path.isdir(
+            run_tests._CpuGroup.ROOT.parent)
+        return
+    # a shell that starts a busy loop of ~0.3 CPU-s in the background and exits at once
+    burn = (f"{sys.executable} -c 'import time\nt=time.process_time()\n"
+            f"while time.process_time()-t<0.3: pass' & echo $!")
+    proc = subprocess.Popen(["sh", "-c", f"sleep 0.2; {burn}"], stdout=subprocess.PIPE,
+                            text=True)
+    assert group.join(proc.pid)
+    out, _ = proc.communicate(timeout=30)
+    grandchild = Path(f"/proc/{int(out.split()[-1])}/stat")
+    deadline = time.monotonic() + 30
+    while _running(grandchild):  # its own end (a zombie or gone), not a guessed sleep
+        assert time.monotonic() < deadline, "the busy loop never ended"
+        time.sleep(0.05)
+    cpu_s = group.close()
+    assert cpu_s >= 0.3, cpu_s
+    assert not group.path.exists()
+
+
+def _running(stat: Path) -> bool:
+    """The process of ``/proc/<pid>/stat`` exists and is not a zombie."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
