@@ -15,8 +15,7 @@ triggered through the REST API (``/auth/token``, ``/api/v2``), as on-call or a C
    send the ``run_failed`` alert (the DAG's failure callback, run by the dag-processor);
 4. on the Celery stack, a ``load_experiment`` run with shard placement ``tasks``: each
    consumer shard of its two cells is a ``consume_load_shard`` task of its own. It is
-   triggered together with run 2 (another DAG, so neither waits for the other; run 2 spends
-   most of its time in the retry delays of ``check_cluster`` and ``close_run``) and awaited
+   triggered together with run 2 (another DAG, so neither waits for the other) and awaited
    by its own test;
 5. ``down`` stops exactly what ``up`` started: every pid gone, every port free.
 
@@ -25,7 +24,9 @@ Airflow's login: 401 without a token, the page with the REST API's Bearer JWT; t
 run page's ``/kafkalab/runs/<dag>/<run>`` redirect, the external views in
 ``/api/v2/plugins``) and that lab run ids and manifests carry the runs' logical dates.
 
-Runtime ~5-6 min (two start-ups, four Spark jobs, the retries of run 2 beside the shard run).
+The stack's tasks are retried after :data:`RETRY_DELAY_S` instead of their DAG's delay (a
+cluster policy, :data:`LOCAL_SETTINGS`): run 2's two retried tasks waited a minute for
+nothing. Runtime ~5-6 min (two start-ups, four Spark jobs, run 2 beside the shard run).
 """
 
 from __future__ import annotations
@@ -61,11 +62,24 @@ DAG = "latency_experiment"
 SHARD_DAG = "load_experiment"
 RUN_TIMEOUT_S = 600.0
 POLL_S = 1.0
+"""How often a run's state (and the alert receiver) is polled: each poll is one cheap API
+call (or a list read), so a short interval costs nothing and ends each wait sooner."""
 HTTP_TIMEOUT_S = 120.0
 """One API request's bound (a hang, not a speed check): the api-server is one worker, and on a
 starved machine (twice slower, under the whole suite) a status request took over 30 s."""
-"""How often a run's state (and the alert receiver) is polled: each poll is one cheap API
-call (or a list read), so a short interval costs nothing and ends each wait sooner."""
+RETRY_DELAY_S = 2
+LOCAL_SETTINGS = f'''"""The test stack's cluster policy (Airflow's task_policy): each task's retry delay
+is {RETRY_DELAY_S} s instead of its DAG's 30 s. Run 2 still fails, is retried and fails again
+(its broker stays down); only the wait between its tries is shorter."""
+
+from datetime import timedelta
+
+
+def task_policy(task):
+    task.retry_delay = timedelta(seconds={RETRY_DELAY_S})
+'''
+"""``airflow_local_settings.py`` on the stack's ``PYTHONPATH``: run 2 spent about a minute
+waiting out the 30 s retry delays of ``check_cluster`` and ``close_run``."""
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -93,6 +107,9 @@ def stack() -> Iterator[dict[str, Any]]:
     lab, home, data = root / "lab", root / "airflow", root / "data"
     (lab / "downloads").mkdir(parents=True)
     shutil.copy2(TARBALL, lab / "downloads" / TARBALL.name)
+    policy = root / "policy"
+    policy.mkdir()
+    (policy / "airflow_local_settings.py").write_text(LOCAL_SETTINGS)
     _Receiver.received = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -106,6 +123,8 @@ def stack() -> Iterator[dict[str, Any]]:
             "conn_type": "http", "host": "127.0.0.1", "port": server.server_address[1],
             "schema": "http", "extra": {"endpoint": "/hooks/kafkalab", "format": "generic"}}),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(policy),
+                                                    os.environ.get("PYTHONPATH")))),
     }
     stopped: list[dict[str, Any]] = []
     try:
@@ -272,6 +291,7 @@ def test_celery_runs_the_tasks_and_a_failing_run_alerts(stack: dict[str, Any]) -
     assert states[("check_cluster", -1)] == "failed", states
     ti = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{bad}/taskInstances/check_cluster",
                timeout=HTTP_TIMEOUT_S).json()
+    assert ti["try_number"] == 2, ti  # retried once (the policy shortens only the delay)
     log = s.get(f"{API}/api/v2/dags/{DAG}/dagRuns/{bad}/taskInstances/check_cluster/logs/"
                 f"{ti['try_number']}", params={"full_content": "true"}, timeout=HTTP_TIMEOUT_S)
     assert log.status_code == 200, log.text
