@@ -8,9 +8,10 @@ balanced so that each takes about a third of the suite's time:
 1. ``scheduler``: ``e2e-scheduler`` (the scheduler stack on PostgreSQL and Celery, and
    ``kafkalab demo``), then ``unit`` (``tests/unit``: pure, CPU only), then ``links`` (the
    degradable links' integration tests, :data:`LINKS_IT`);
-2. ``measure``: ``integration`` (``tests/integration`` but the Spark standalone test and
-   the ``alone`` files);
-3. ``spark``: ``tests/spark``, ``tests/browser`` and the Spark standalone test, then
+2. ``measure``: ``integration`` (``tests/integration`` but the links' and the ``alone``
+   files; the Spark standalone test included since 2026-12-07: it had the spark lane end
+   last);
+3. ``spark``: ``tests/spark`` and ``tests/browser``, then
    ``e2e-dags`` (``airflow dags test`` of every DAG in one process, the DAG-parse integrity
    tests; their Spark tasks run against a Spark Connect server of their own).
 
@@ -70,7 +71,6 @@ from pathlib import Path
 
 from kafkalab.paths import lab_dir, project_root
 
-SPARK_STANDALONE = "tests/integration/test_spark_standalone.py"
 SCHEDULER_E2E = "tests/e2e/test_airflow_scheduler.py"
 DEMO_E2E = "tests/e2e/test_make_demo.py"
 
@@ -92,7 +92,7 @@ LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
                    ("unit", ("tests/unit",)),
                    ("links", LINKS_IT))),
     ("measure", (("integration", ("tests/integration",)),)),
-    ("spark", (("spark", ("tests/spark", "tests/browser", SPARK_STANDALONE)),
+    ("spark", (("spark", ("tests/spark", "tests/browser")),
                ("e2e-dags", ("tests/e2e",)))),
 )
 """The lanes, started together: (name, its steps in order). A file named in one step is left

@@ -22,16 +22,15 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests._steps_of(run_tests.SCHEDULER_E2E) == ["e2e-scheduler"]
     assert run_tests._steps_of("tests/e2e/test_airflow_dags_test.py") == ["e2e-dags"]
     assert len(run_tests.LANES) == 3
-    # the Spark standalone test is named in the spark step and ignored by integration's
-    assert run_tests._steps_of(run_tests.SPARK_STANDALONE) == ["spark"]
+    # the Spark standalone test runs in the integration step (the spark lane ended last)
+    assert run_tests._steps_of("tests/integration/test_spark_standalone.py") == ["integration"]
     assert run_tests._steps_of("tests/integration/test_sasl_ssl.py") == ["integration"]
     # the degradable links' tests in the scheduler lane, after the unit tests
     assert [run_tests._steps_of(f) for f in run_tests.LINKS_IT] == [["links"], ["links"]]
     assert run_tests._ignores(("tests/integration",)) == [
         *(f"--ignore={f}" for f in sorted(run_tests.LINKS_IT)),
-        f"--ignore={run_tests.LOAD_TIMING_IT}", f"--ignore={run_tests.LOSS_IT}",
-        f"--ignore={run_tests.SPARK_STANDALONE}"]
-    assert run_tests._ignores(("tests/unit", run_tests.SPARK_STANDALONE)) == []
+        f"--ignore={run_tests.LOAD_TIMING_IT}", f"--ignore={run_tests.LOSS_IT}"]
+    assert run_tests._ignores(("tests/unit", run_tests.LOSS_IT)) == []
     names = [name for name, _ in run_tests.steps()]
     assert len(names) == len(set(names))  # one log file a step
 
