@@ -385,9 +385,10 @@ class DemoSpark:
             return None
         if self._server is None:
             from kafkalab.errors import LabError
-            from kafkalab.spark import connect
+            from kafkalab.spark import connect, job_host
 
             t0 = time.monotonic()
+            job_host.prestart()  # the jobs' imports while the driver starts
             try:
                 self._server = connect.start_server(
                     connect.server_port(), lab_dir() / LOG_DIR_NAME / "demo-spark-connect.log",

@@ -81,9 +81,11 @@ def child_main() -> int:
     from airflow.cli.cli_parser import get_parser
 
     from kafkalab.airflow.dags_test_dates import poll_dag_test_faster
+    from kafkalab.spark import job_host
 
     parser = get_parser()
     poll_dag_test_faster()  # as make demo's process: no 1 s wait after a skipped branch
+    job_host.prestart()  # as make demo's process: its tasks' Spark Connect jobs from a host
     for line in sys.stdin:
         if not line.strip():
             continue

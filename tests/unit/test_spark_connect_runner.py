@@ -1,6 +1,7 @@
 """How a lab job runs as a Spark Connect client (:mod:`kafkalab.spark.connect`), without a
-server (a bare TCP listener stands in for its port): the script runs as ``__main__`` in a
-Python process of its own with its arguments, its folder first on ``sys.path`` (as
+server (a bare TCP listener stands in for its port), from the process's job host and as a
+``python <script>`` alike: the script runs as ``__main__`` in a
+Python process of its own with its arguments and the caller's working directory, its folder first on ``sys.path`` (as
 ``--py-files`` gives spark-submit's driver), ``$KAFKALAB_SPARK_MASTER`` naming the server and
 no PySpark session variable of the caller's; its exit code and output come back; a URL
 nothing answers at is one line. The server itself, and the lab's jobs against it:
@@ -9,15 +10,20 @@ nothing answers at is one line. The server itself, and the lab's jobs against it
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafkalab.airflow.launcher import spark_conn
-from kafkalab.errors import ClusterError
-from kafkalab.spark import connect
+from kafkalab.errors import ClusterError, RunError
+from kafkalab.paths import PACKAGE_DIR
+from kafkalab.spark import connect, job_host
 
 SCRIPT = '''\
 import json, os, sys
@@ -25,13 +31,30 @@ import helper_beside_the_job  # found beside the script, as a py-file
 import kafkalab.stats  # the lab's package, importable as on a spark-submit driver
 print(json.dumps({"argv": sys.argv[1:], "master": os.environ["KAFKALAB_SPARK_MASTER"],
                   "gx": os.environ.get("GX_ANALYTICS_ENABLED"), "name": __name__,
-                  "leaked": os.environ.get("SPARK_CONNECT_MODE_ENABLED")}), flush=True)
+                  "leaked": os.environ.get("SPARK_CONNECT_MODE_ENABLED"),
+                  "cwd": os.getcwd()}), flush=True)
 print("an error line", file=sys.stderr, flush=True)
 if sys.argv[1] == "raise":
     raise RuntimeError("a bug in the job")
+if sys.argv[1] == "hang":
+    import time
+    time.sleep(600)
 if __name__ == "__main__":
     sys.exit(int(sys.argv[1]))
 '''
+
+
+@pytest.fixture(params=["job host", "python <script>"])
+def runner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each job from the process's job host (:mod:`kafkalab.spark.job_host`), or as a
+    ``python <script>`` of its own (``$KAFKALAB_SPARK_JOB_HOST=off``): the same behaviour."""
+    monkeypatch.setattr(job_host, "_wanted", False)  # restored after the test
+    if request.param == "job host":
+        job_host.prestart()
+        assert job_host.active()
+    else:
+        monkeypatch.setenv(job_host.JOB_HOST_ENV, "off")
+    return str(request.param)
 
 
 @pytest.fixture
@@ -54,8 +77,10 @@ def job(tmp_path: Path) -> Path:
 
 
 def test_the_script_runs_as_a_driver_program_and_its_exit_code_comes_back(
-        job: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        runner: str, job: Path, url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # a session of the caller's
+    monkeypatch.chdir(tmp_path)
     lines: list[str] = []
 
     code = connect.run_job(job, ["3", "--run-id", "r1"], url, out=lines.append)
@@ -63,11 +88,47 @@ def test_the_script_runs_as_a_driver_program_and_its_exit_code_comes_back(
     assert code == 3
     seen = json.loads(lines[0])
     assert seen == {"argv": ["3", "--run-id", "r1"], "master": url, "gx": "false",
-                    "name": "__main__", "leaked": None}
+                    "name": "__main__", "leaked": None, "cwd": str(tmp_path)}
     assert lines[1:] == ["an error line"]
 
 
-def test_output_to_a_file_exit_0_and_a_job_that_raises(job: Path, url: str,
+def test_a_job_longer_than_its_timeout_is_killed_and_one_line(runner: str, job: Path,
+                                                              url: str) -> None:
+    lines: list[str] = []
+    with pytest.raises(RunError, match=r"^the_job.py ran longer than 1 s$"):
+        connect.run_job(job, ["hang"], url, out=lines.append, timeout_s=1)
+    assert json.loads(lines[0])["argv"] == ["hang"]  # it ran, and was stopped
+
+
+def test_the_job_host_ends_with_the_process_that_started_it(job: Path, url: str,
+                                                            tmp_path: Path) -> None:
+    """A process runs a job from its host and exits: the host (its child, idle) ends too,
+    and removes its socket's folder."""
+    code = (f"import sys; from pathlib import Path; from kafkalab.spark import connect, job_host\n"
+            f"job_host.prestart()\n"
+            f"assert connect.run_job(Path({str(job)!r}), ['0'], {url!r}, out=lambda _l: None) == 0\n"
+            f"print(job_host._host.folder, job_host._host.proc.pid)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ,
+                                                          "PYTHONPATH": str(PACKAGE_DIR.parent)})
+    assert done.returncode == 0, done.stderr
+    folder, host_pid = done.stdout.split()[-2], int(done.stdout.split()[-1])
+    deadline = time.monotonic() + 30  # a hang, not a speed check
+    while (Path(f"/proc/{host_pid}").exists() and _state(host_pid) != "Z") \
+            or Path(folder).exists():
+        assert time.monotonic() < deadline, f"job host {host_pid} outlived its caller"
+        time.sleep(0.1)
+
+
+def _state(pid: int) -> str:
+    """The process state letter of ``pid`` (``Z``: ended, not yet reaped), or "" if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def test_output_to_a_file_exit_0_and_a_job_that_raises(runner: str, job: Path, url: str,
                                                       tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     with log.open("w") as fh:

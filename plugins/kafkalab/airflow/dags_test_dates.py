@@ -98,8 +98,9 @@ def prepare(parser: argparse.ArgumentParser, status: IO[str]) -> int:
 
 def warm_up() -> float:
     """Pay now what the first ``dags test`` pays before its first task runs: import
-    Airflow's DAG command, parse the DAG files once (their imports stay), build the
-    in-process execution API its tasks talk to and send it one request (its first request
+    Airflow's DAG command, parse the DAG files once (their imports stay), start the Spark
+    jobs' host when they run against a Spark Connect server (:func:`kafkalab.spark.job_host.
+    prestart`), build the in-process execution API its tasks talk to and send it one request (its first request
     starts the app: ~3 s on the 2-core machine, paid by the first task otherwise). Returns the
     seconds it took. A failure is printed (standard error) and left to the first date, which
     pays the same again."""
@@ -112,6 +113,11 @@ def warm_up() -> float:
         from airflow.settings import DAGS_FOLDER
 
         DagBag(dag_folder=DAGS_FOLDER)
+        from kafkalab.airflow.launcher import SPARK_MASTER_ENV
+        from kafkalab.spark import connect, job_host
+
+        if connect.is_connect_url(os.environ.get(SPARK_MASTER_ENV)):  # the tasks' jobs
+            job_host.prestart()
         api = in_process_api_server()
         api.app  # noqa: B018  (a cached property: built now, used by every task)
         # not closed: the transport is the one every task's client uses

@@ -11,7 +11,9 @@ session of its own on it.
   connections; :func:`stop_server` stops its process group; :func:`running_server` does both
   around a ``with`` block (``make demo`` runs its Spark work through one).
 - :func:`run_job` runs a lab job script against a server the way spark-submit runs a driver
-  program, minus the JVM: ``python <script> <args>`` in a process of its own, the script's
+  program, minus the JVM: ``python <script> <args>`` in a process of its own (in a process
+  that runs several, forked from its job host, which has the jobs' imports done:
+  :mod:`kafkalab.spark.job_host`), the script's
   folder first on its ``sys.path`` (the ``--py-files``), the lab's package importable, and
   ``$KAFKALAB_SPARK_MASTER`` the server's ``sc://`` URL, which ``spark_jobs/_session.py``
   turns into a Connect session. A process of its own, not the caller's: a DAG task's process
@@ -45,6 +47,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +60,7 @@ from kafkalab.errors import ClusterError, RunError
 from kafkalab.paths import PACKAGE_DIR
 from kafkalab.procs import HOST
 from kafkalab.progress import Progress, noop
+from kafkalab.spark import job_host
 from kafkalab.spark.spec import spark_home
 from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env, with_worker_daemon
 from kafkalab.store import atomic_write
@@ -307,6 +311,24 @@ def job_env(url: str) -> dict[str, str]:
     return env
 
 
+def _run_in_host(script: Path, argv: Sequence[str], url: str, out: TextIO | Progress | None,
+                 timeout_s: float | None) -> int:
+    """:func:`run_job` through the process's job host (:mod:`kafkalab.spark.job_host`)."""
+    try:
+        if out is None or hasattr(out, "write"):
+            if out is not None:
+                out.flush()  # type: ignore[union-attr]
+            return job_host.run_script(
+                script, argv, job_env(url), timeout_s=timeout_s,
+                out_fd=None if out is None else out.fileno())  # type: ignore[union-attr]
+        return job_host.run_script(script, argv, job_env(url), sink=out,  # type: ignore[arg-type]
+                                   timeout_s=timeout_s)
+    except job_host.JobTimeout as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{script.name}: {exc}") from None
+
+
 def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
             out: TextIO | Progress | None = None, timeout_s: float | None = None) -> int:
     """Run the lab job script ``application`` with ``argv`` against the Spark Connect
@@ -323,6 +345,8 @@ def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
     """
     check_reachable(url)
     script = Path(application).resolve()
+    if job_host.active():
+        return _run_in_host(script, argv, url, out, timeout_s)
     cmd = [sys.executable, str(script), *(str(a) for a in argv)]
     if out is None or hasattr(out, "write"):
         try:
@@ -332,13 +356,21 @@ def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
         except subprocess.TimeoutExpired:
             raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s") from None
     sink: Progress = out  # type: ignore[assignment]
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     with subprocess.Popen(cmd, env=job_env(url), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            sink(line.rstrip("\n"))
-            if deadline is not None and time.monotonic() > deadline:
-                proc.kill()
-                raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s")
-        return proc.wait()
+        # a timer, not a check between lines: a job that prints nothing more is stopped too
+        timer = threading.Timer(timeout_s, proc.kill) if timeout_s is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            for line in proc.stdout:
+                sink(line.rstrip("\n"))
+            code = proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if timer is not None and timer.finished.is_set() and code < 0:
+            raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s")
+        return code
