@@ -304,6 +304,25 @@ def test_the_nightly_matrix_is_off_without_versions_and_its_workload_is_fixed(
     with pytest.raises(RunError, match=r"m: 1 metric\(s\) regressed against Kafka 4\.1\.2: "
                        r"Kafka 4\.4\.0 first msg cold subscribe classic m1 delay 0 first_rec"):
         vt.verify_matrix_outcome("m")
+    # a load run validated in its aggregation's session exits 0 whatever GX said: the watcher
+    # and judge_versions read its result (a fault run's validation is a task of its own)
+    atomic_write_json(lab.matrix_path("v"), {
+        "matrix_id": "v", "status": "complete", "spec": {}, "runs": {"4.4.0": "v-load"},
+        "faults_runs": {"4.4.0": "v-faults"},
+        "steps": [{"round": 1, "version": "4.4.0", "run_id": "v-load", "status": "complete",
+                   "faults_run_id": "v-faults", "faults_status": "complete"}]})
+    with pytest.raises(RunError, match=r"version matrix v: run v-load: no validation result"):
+        vt.verify_matrix_outcome("v")
+    lab.validation_dir.mkdir(parents=True)
+    atomic_write_json(lab.validation_path("v-load", "load"), {
+        "success": False, "failed_expectations": [{"summary": "lost_msgs == 0"}]})
+    assert vt.validation_problems("v") == [
+        "run v-load: validation failed (1 expectations): lost_msgs == 0 (see "
+        f"{lab.validation_path('v-load', 'load')})"]
+    with pytest.raises(RunError, match=r"run v-load: validation failed \(1 expectations\)"):
+        vt.verify_matrix_outcome("v")
+    atomic_write_json(lab.validation_path("v-load", "load"), {"success": True})
+    vt.verify_matrix_outcome("v")
 
 
 def test_fault_trials_are_mapped_one_at_a_time_with_readable_names(

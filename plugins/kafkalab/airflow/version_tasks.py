@@ -207,13 +207,35 @@ def validation_jobs(matrix_id: str) -> list[dict[str, Any]]:
             if not kind.validates_in_session]
 
 
+def validation_problems(matrix_id: str) -> list[str]:
+    """The failed, missing or unreadable validations of the matrix's runs that were validated
+    in their aggregation's Spark session (a version's load and start-up runs): that job exits
+    0 whatever its expectations said, so nothing else fails on them. A fault run's validation
+    is its own task (``validate_version_run``), which fails by itself. Empty when the matrix
+    was never started."""
+    from kafkalab.airflow.tasks import judge_validation
+    from kafkalab.versions.matrix import measured_runs, read_matrix
+
+    if not matrix_started(matrix_id):
+        return []
+    problems = []
+    for run_id, kind in measured_runs(read_matrix(LabData().root, matrix_id)):
+        if kind.validates_in_session:
+            try:
+                judge_validation(run_id, kind)
+            except RunError as exc:
+                problems.append(str(exc))
+    return problems
+
+
 def judge_versions(matrix_id: str) -> dict[str, Any]:
     """The verdict (the task ``judge_versions``): every version against the baseline, written
     beside the matrix file, and the report's overview rebuilt to show it.
 
     Raises:
-        RunError: a version regressed (naming the series and metrics), so the DAG run fails
-            and on-call sees it.
+        RunError: a version regressed (naming the series and metrics), or a run of the matrix
+            failed its validation (:func:`validation_problems`), so the DAG run fails and
+            on-call sees it.
     """
     from kafkalab.report.build import build_report
     from kafkalab.versions.verdict import matrix_verdict, write_verdict
@@ -229,9 +251,12 @@ def judge_versions(matrix_id: str) -> dict[str, Any]:
              + (f"{m.change_pct:+.1f}%" if m.change_pct is not None
                 else f"{m.b_value} -> {m.v_value}")  # a zero baseline has no relative change
              for s in v.series for m in s.metrics if m.verdict == "regressed"]
+    problems = validation_problems(matrix_id)
     if worse:
-        raise RunError(f"version matrix {matrix_id}: {len(worse)} metric(s) regressed against "
-                       f"Kafka {v.baseline}: " + "; ".join(worse[:5]))
+        problems.insert(0, f"{len(worse)} metric(s) regressed against Kafka {v.baseline}: "
+                        + "; ".join(worse[:5]))
+    if problems:
+        raise RunError(f"version matrix {matrix_id}: " + " | ".join(problems))
     return {"matrix_id": matrix_id, "baseline": v.baseline, "judged": v.judged,
             "regressed": v.regressed, "rounds": v.rounds}
 
@@ -240,8 +265,9 @@ def verify_matrix_outcome(matrix_id: str) -> None:
     """Fail naming what is wrong with the matrix in its files (the watcher's check).
 
     Raises:
-        RunError: no matrix file, a matrix that is not complete (its failed steps named), or
-            a verdict in which a version regressed (the metrics named).
+        RunError: no matrix file, a matrix that is not complete (its failed steps named), a
+            run that failed its validation (:func:`validation_problems`), or a verdict in
+            which a version regressed (the metrics named).
     """
     from kafkalab.store import read_json
     from kafkalab.versions.matrix import read_matrix, step_complete
@@ -256,14 +282,16 @@ def verify_matrix_outcome(matrix_id: str) -> None:
                   for s in doc.get("steps") or [] if not step_complete(s)]
         raise RunError(f"version matrix {matrix_id} is {doc.get('status')}"
                        + (": " + "; ".join(failed[:4]) if failed else ""))
+    problems = validation_problems(matrix_id)
     verdict = read_json(LabData().matrix_verdict_path(matrix_id))
     if isinstance(verdict, dict) and verdict.get("regressed"):
         worse = [f"Kafka {m['version']} {s['label']} {m['metric']}"
                  for s in verdict.get("series") or [] for m in s.get("metrics") or []
                  if m.get("verdict") == "regressed"]
-        raise RunError(f"version matrix {matrix_id}: {verdict['regressed']} metric(s) "
-                       f"regressed against Kafka {verdict.get('baseline')}: "
-                       + "; ".join(worse[:5]))
+        problems.insert(0, f"{verdict['regressed']} metric(s) regressed against Kafka "
+                        f"{verdict.get('baseline')}: " + "; ".join(worse[:5]))
+    if problems:
+        raise RunError(f"version matrix {matrix_id}: " + " | ".join(problems))
 
 
 def finish_matrix(matrix_id: str) -> dict[str, Any]:
@@ -282,4 +310,5 @@ __all__ = ["NIGHTLY_MATRIX", "NIGHTLY_MATRIX_PARAM", "NIGHTLY_MATRIX_PORTS_PARAM
            "PARAM_OF_FIELD", "aggregation_jobs", "finish_matrix", "judge_versions",
            "matrix_spec", "matrix_started", "nightly_matrix_on", "nightly_matrix_params",
            "nightly_matrix_versions", "run_version_matrix", "validation_jobs",
+           "validation_problems",
            "verify_matrix_outcome"]
