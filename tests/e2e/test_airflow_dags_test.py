@@ -49,6 +49,7 @@ from kafkalab.spark import connect
 from kafkalab.store import LabData, atomic_write_json
 from tests.e2e.airflow_cli import AirflowCli
 from tests.labs import prepare_lab
+from tests.spark_settings import INTERPRETED
 
 TARBALL = lab_dir() / "downloads" / NPM_TARBALL
 ZK_PORT = 32381
@@ -111,10 +112,11 @@ def cluster_yaml(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def spark_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[connect.ConnectServer]:
     """The module's Spark Connect server (port 30722): every Spark task of its DAG runs
     against it (the spark-submit path of the DAGs: test_airflow_scheduler.py and the
-    standalone test)."""
+    standalone test); it interprets instead of compiling
+    (:data:`tests.spark_settings.INTERPRETED`)."""
     folder = tmp_path_factory.mktemp("af-e2e-spark")
-    with connect.running_server(SPARK_CONNECT_PORT, folder / "server.log",
-                                folder / "work") as server:
+    with connect.running_server(SPARK_CONNECT_PORT, folder / "server.log", folder / "work",
+                                extra_conf=INTERPRETED) as server:
         yield server
 
 
@@ -585,13 +587,19 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
                                    airflow_cli: AirflowCli) -> None:
     """``airflow dags test version_matrix`` from the form: one short load cell on Kafka 4.1.2
     and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports, before
-    it one first-message trial (classic protocol) and after it one leader kill on a fresh
-    3-broker cluster; a mapped Spark task per version run (two load runs, two start-up runs,
-    two fault runs, each with its kind's job) aggregates it, validating in the same session
-    where the kind does, else in a mapped task of its own (the fault runs);
-    the verdict judges 4.4.0 against 4.1.2, the first-message cases too (one round a side: no
-    interval; a regression would fail the DAG run, so the exit code is not asserted on what
-    the machine measured, only the files)."""
+    it one first-message trial (classic protocol); a mapped Spark task per version run (two
+    load runs, two start-up runs, each with its kind's job) aggregates and validates it in
+    one session; with no fault trial ``validate_version_run`` has nothing to map and is
+    skipped, which must not skip the verdict: it judges 4.4.0 against 4.1.2, the
+    first-message cases too (one round a side: no interval; a regression would fail the DAG
+    run, so the exit code is not asserted on what the machine measured, only the files).
+
+    The matrix's fault trial (a leader kill on a fresh 3-broker cluster of each version) is
+    not run here since 2026-12-07 (~100 of this test's 271 CPU-s on that day's machine):
+    ``tests/integration/test_version_matrix.py`` measures it, ``tests/spark`` aggregates and
+    validates fault runs, ``test_resilience_experiment_end_to_end`` does both through
+    Airflow, and ``tests/e2e/test_dag_integrity.py`` checks the jobs this DAG plans for a
+    matrix's fault runs (``plan_aggregations``, ``plan_validations``)."""
     import pandas as pd
 
     from kafkalab.versions.matrix import read_matrix
@@ -602,7 +610,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
             "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
             "control_port": MATRIX_CONTROL_PORT, "startup_trials": 1,
-            "startup_protocols": ["classic"], "fault_trials": 1}
+            "startup_protocols": ["classic"], "fault_trials": 0}
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
                     env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
@@ -624,14 +632,7 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
         assert set(probes["kafka_version"]) == {version} and set(probes["trial"]) == {0}
         validation = lab.validation(run_id, "startup")
         assert validation is not None and validation["success"] is True, validation
-    # a leader kill on a fresh 3-broker cluster of each version: aggregated, then validated
-    # by its own mapped task (the faults suite runs apart from its aggregation)
-    for version, run_id in doc["faults_runs"].items():
-        trials = pd.read_parquet(lab.run_aggregates_dir(run_id, "faults")
-                                 / "fault_trials.parquet")
-        assert list(trials["broker_version"]) == [version] and list(trials["trial"]) == [1]
-        validation = lab.validation(run_id, "faults")
-        assert validation is not None and validation["success"] is True, validation
+    assert doc["faults_runs"] == {}
     # judged (one round a side: shown, not judged), written beside it, in the report
     verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())
     assert verdict["baseline"] == "4.1.2" and verdict["rounds"] == {"4.1.2": 1, "4.4.0": 1}

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -311,6 +312,20 @@ def test_the_nightly_matrix_is_off_without_versions_and_its_workload_is_fixed(
         "faults_runs": {"4.4.0": "v-faults"},
         "steps": [{"round": 1, "version": "4.4.0", "run_id": "v-load", "status": "complete",
                    "faults_run_id": "v-faults", "faults_status": "complete"}]})
+    # the Spark jobs planned for it: the load run aggregated and validated in one session,
+    # the fault run aggregated, then validated by a job of its own
+    from kafkalab.spark.submit import spark_application, spark_job_args
+
+    jobs = vt.aggregation_jobs("v")
+    assert [(j["lab_run_id"], Path(j["application"]).name) for j in jobs] == [
+        ("v-load", "aggregate_load.py"), ("v-faults", "aggregate_faults.py")]
+    assert jobs[0]["application_args"] == [*spark_job_args("aggregate_load", "v-load", lab.root),
+                                           "--validate-out", str(lab.validation_dir)]
+    assert jobs[1]["application_args"] == spark_job_args("aggregate_faults", "v-faults",
+                                                         lab.root)
+    assert vt.validation_jobs("v") == [{
+        "lab_run_id": "v-faults", "application": spark_application("validate_faults"),
+        "application_args": spark_job_args("validate_faults", "v-faults", lab.root)}]
     with pytest.raises(RunError, match=r"version matrix v: run v-load: no validation result"):
         vt.verify_matrix_outcome("v")
     lab.validation_dir.mkdir(parents=True)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kafkalab.paths import project_root
+from tests.spark_settings import INTERPRETED
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -19,24 +20,12 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 VENV_BIN = project_root() / ".venv" / "bin"
 
 
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
-               "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-"""Spark SQL settings of the tests' shared session and of their spark-submits: expressions
-and operators are interpreted instead of compiled to Java (Spark's own test setting
-``factoryMode``; the results are the same by Spark's contract, which Spark's suite checks
-in both modes). The tests' data are tiny, so compiling each new plan's code with Janino
-(and the class lookups it makes on PySpark's classpath) was much of the work: 15 % less
-CPU for the same four load and fault aggregations in one JVM (2026-11-28: 50.6 CPU-s against
-59.7; with local[1] as well 40-42 against 49-52, not taken: it would stop exercising the
-jobs' multi-partition paths). The jobs themselves never set these; ``make demo``, the DAGs' tasks in the
-e2e tests, ``kafkalab aggregate`` (``test_cli_aggregate.py``) and the Spark Connect and
-standalone tests run Spark's defaults."""
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A loopback-only local[2] SparkSession shared by all Spark tests (the jobs' builder,
-    with :data:`INTERPRETED`)."""
+    with :data:`tests.spark_settings.INTERPRETED`)."""
     from spark_jobs._session import local_builder
 
     builder = (local_builder("kafkalab-tests", "local[2]")
@@ -56,7 +45,7 @@ def _spark_submit(script: str | Path, *args: str, py_files: Sequence[Path] = (),
     """Run ``script`` (relative to the repo, or absolute) through the venv's spark-submit on
     local[2] with the DAGs' settings (``runtime_conf(spark_conf())``, ``spark_env()``: what a
     nightly task submits, the class-data archive included; two shuffle partitions for two
-    cores; :data:`INTERPRETED`); ``py_files`` are shipped with ``--py-files``;
+    cores; :data:`tests.spark_settings.INTERPRETED`); ``py_files`` are shipped with ``--py-files``;
     ``java_options`` are added to the driver's JVM options."""
     from kafkalab.spark.submit import runtime_conf, spark_conf, spark_env, with_worker_daemon
 

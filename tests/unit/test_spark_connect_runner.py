@@ -173,6 +173,13 @@ def test_the_server_command_binds_loopback_on_its_port() -> None:
     assert "spark.connect.grpc.binding.port=30799" in cmd
     assert "spark.ui.enabled=false" in cmd
     assert "spark.python.daemon.module=kafkalab.spark.worker_daemon" in cmd  # local[2]
+    assert not [a for a in cmd if a.startswith("spark.sql.codegen")]
+    # extra settings are added; they never move the service off its address and port
+    extra = connect.server_command(30799, {"spark.sql.codegen.wholeStage": "false",
+                                           "spark.connect.grpc.binding.port": "1"})
+    assert "spark.sql.codegen.wholeStage=false" in extra
+    assert "spark.connect.grpc.binding.port=30799" in extra
+    assert "spark.connect.grpc.binding.port=1" not in extra
 
 
 def test_a_lab_client_gets_its_servers_token_through_the_environment(

@@ -49,7 +49,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -181,11 +181,13 @@ def server_port() -> int:
     return procs.env_port(PORT_ENV, DEFAULT_PORT)
 
 
-def server_command(port: int) -> list[str]:
+def server_command(port: int, extra_conf: Mapping[str, str] | None = None) -> list[str]:
     """The ``spark-submit`` command line of a server on ``127.0.0.1:port``: the jobs' Spark
     settings (:func:`kafkalab.spark.submit.spark_conf`, class-data archive included when
-    built) plus the Connect service's address."""
+    built), then ``extra_conf`` (Spark SQL settings become every session's defaults), then
+    the Connect service's address."""
     conf = {**with_worker_daemon(runtime_conf(spark_conf()), SERVER_MASTER),
+            **(extra_conf or {}),
             "spark.connect.grpc.binding.address": HOST,
             "spark.connect.grpc.binding.port": str(port)}
     return [str(spark_home() / "bin" / "spark-submit"), "--master", SERVER_MASTER,
@@ -195,9 +197,11 @@ def server_command(port: int) -> list[str]:
 
 def start_server(port: int, log_path: Path, workdir: Path,
                  timeout_s: float = READY_TIMEOUT_S,
-                 progress: Progress | None = None) -> ConnectServer:
+                 progress: Progress | None = None,
+                 extra_conf: Mapping[str, str] | None = None) -> ConnectServer:
     """Start a Spark Connect server on ``127.0.0.1:port`` and wait until it accepts
-    connections; its output goes to ``log_path``, its working directory is ``workdir``.
+    connections; its output goes to ``log_path``, its working directory is ``workdir``;
+    ``extra_conf``: Spark settings added to the jobs' (:func:`server_command`).
 
     Raises:
         ClusterError: the port is in use, or the server exited or did not answer within
@@ -212,7 +216,7 @@ def start_server(port: int, log_path: Path, workdir: Path,
     for leaked in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
         env.pop(leaked, None)
     try:
-        pid = procs.spawn(server_command(port), log_path, workdir, env)
+        pid = procs.spawn(server_command(port, extra_conf), log_path, workdir, env)
     except BaseException:
         token_path(port).unlink(missing_ok=True)
         raise
@@ -248,9 +252,10 @@ def stop_server(server: ConnectServer) -> str:
 
 @contextlib.contextmanager
 def running_server(port: int, log_path: Path, workdir: Path,
-                   progress: Progress | None = None) -> Iterator[ConnectServer]:
+                   progress: Progress | None = None,
+                   extra_conf: Mapping[str, str] | None = None) -> Iterator[ConnectServer]:
     """:func:`start_server` for the length of a ``with`` block, stopped after it."""
-    server = start_server(port, log_path, workdir, progress=progress)
+    server = start_server(port, log_path, workdir, progress=progress, extra_conf=extra_conf)
     try:
         yield server
     finally:
