@@ -103,10 +103,18 @@ def test_a_job_longer_than_its_timeout_is_killed_and_one_line(runner: str, job: 
 def test_the_job_host_ends_with_the_process_that_started_it(job: Path, url: str,
                                                             tmp_path: Path) -> None:
     """A process runs a job from its host and exits: the host (its child, idle) ends too,
-    and removes its socket's folder."""
-    code = (f"import sys; from pathlib import Path; from kafkalab.spark import connect, job_host\n"
+    and removes its socket's folder. Before that, its first host is killed between two jobs
+    (SIGKILL: it cannot clean up): the next job starts a new host and runs, and the killed
+    one's folder is removed."""
+    run = f"connect.run_job(Path({str(job)!r}), ['0'], {url!r}, out=lambda _l: None) == 0"
+    code = (f"import os, signal; from pathlib import Path; from kafkalab.spark import connect, job_host\n"
             f"job_host.prestart()\n"
-            f"assert connect.run_job(Path({str(job)!r}), ['0'], {url!r}, out=lambda _l: None) == 0\n"
+            f"assert {run}\n"
+            f"killed = job_host._host\n"
+            f"os.kill(killed.proc.pid, signal.SIGKILL); killed.proc.wait()\n"
+            f"assert killed.folder.exists()\n"
+            f"assert {run}\n"
+            f"assert job_host._host is not killed and not killed.folder.exists()\n"
             f"print(job_host._host.folder, job_host._host.proc.pid)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=False, env={**os.environ,

@@ -32,10 +32,12 @@ runs every job as ``python <script>`` instead.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -87,10 +89,17 @@ class _Host:
         if not _ready_within(self.proc.stdout, START_TIMEOUT_S):
             self.proc.kill()
             self.proc.wait()
+            self.discard()
             raise OSError(f"the Spark job host did not start (exit {self.proc.poll()})")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def discard(self) -> None:
+        """Remove the socket's folder of a host that has ended: one that ends by itself
+        removes it, one that was killed cannot."""
+        if not self.alive():
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _ready_within(stream: IO[str], timeout_s: float) -> bool:
@@ -126,8 +135,19 @@ def _running_host() -> _Host:
     global _host
     with _lock:
         if _host is None or not _host.alive():
+            if _host is None:
+                atexit.register(_discard_ended)
+            else:
+                _host.discard()  # one that was killed: its folder, then a new host
             _host = _Host()
         return _host
+
+
+def _discard_ended() -> None:
+    """At this process's exit: the folder of its host if that host was killed (a living one
+    ends when this process does, and removes its folder itself)."""
+    if _host is not None:
+        _host.discard()
 
 
 def prestart() -> None:
