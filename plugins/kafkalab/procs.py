@@ -16,8 +16,9 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -159,6 +160,30 @@ def _send(pid: int, sig: int, group: bool) -> None:
                 os.kill(pid, sig)
         else:
             raise
+
+
+@contextlib.contextmanager
+def kill_after(timeout_s: float | None, kill: Callable[[], None]) -> Iterator[threading.Event]:
+    """Call ``kill`` (on a timer thread) once ``timeout_s`` seconds have passed, unless the
+    ``with`` block has ended first; ``None``: never. Yields an event that is set exactly when
+    ``kill`` was called, so the caller can tell a timeout from any other end (a job killed
+    by some other signal)."""
+    fired = threading.Event()
+    if timeout_s is None:
+        yield fired
+        return
+
+    def fire() -> None:
+        fired.set()
+        kill()
+
+    timer = threading.Timer(timeout_s, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
 
 
 def spawn(cmd: Sequence[str], log_path: Path, cwd: Path,
@@ -325,6 +350,7 @@ __all__ = [
     "check_ports_free",
     "cmdline",
     "failure_line",
+    "kill_after",
     "last_line",
     "listen_inodes",
     "pid_alive",

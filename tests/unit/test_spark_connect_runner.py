@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalab import procs
 from kafkalab.airflow.launcher import spark_conn
 from kafkalab.errors import ClusterError, RunError
 from kafkalab.paths import PACKAGE_DIR
@@ -36,9 +37,12 @@ print(json.dumps({"argv": sys.argv[1:], "master": os.environ["KAFKALAB_SPARK_MAS
 print("an error line", file=sys.stderr, flush=True)
 if sys.argv[1] == "raise":
     raise RuntimeError("a bug in the job")
-if sys.argv[1] == "hang":
+if sys.argv[1] == "hang":  # the fault the timeout tests inject: a job that never ends
     import time
     time.sleep(600)
+if sys.argv[1] == "killed":  # ended by a signal that is not the caller's timeout
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
 if __name__ == "__main__":
     sys.exit(int(sys.argv[1]))
 '''
@@ -98,6 +102,29 @@ def test_a_job_longer_than_its_timeout_is_killed_and_one_line(runner: str, job: 
     with pytest.raises(RunError, match=r"^the_job.py ran longer than 1 s$"):
         connect.run_job(job, ["hang"], url, out=lines.append, timeout_s=1)
     assert json.loads(lines[0])["argv"] == ["hang"]  # it ran, and was stopped
+
+
+def test_a_job_killed_by_another_signal_within_its_timeout_is_not_called_a_timeout(
+        runner: str, job: Path, url: str) -> None:
+    """A job ended by SIGKILL (the kernel's OOM killer, an operator) well within its
+    timeout: its exit code says the signal; it is not reported as having run too long (the
+    timer's own end, when cancelled, once was taken for its firing)."""
+    lines: list[str] = []
+    assert connect.run_job(job, ["killed"], url, out=lines.append, timeout_s=600) == -9
+    assert json.loads(lines[0])["argv"] == ["killed"]
+
+
+def test_kill_after_fires_only_when_the_block_outlives_it() -> None:
+    killed: list[bool] = []
+    with procs.kill_after(600, lambda: killed.append(True)) as fired:
+        pass
+    assert not fired.is_set() and not killed
+    with procs.kill_after(0.05, lambda: killed.append(True)) as fired:
+        assert fired.wait(60)  # a hang, not a speed check
+    assert killed == [True]
+    with procs.kill_after(None, lambda: killed.append(True)) as fired:
+        pass
+    assert not fired.is_set() and killed == [True]
 
 
 def test_the_job_host_ends_with_the_process_that_started_it(job: Path, url: str,

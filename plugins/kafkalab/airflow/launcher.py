@@ -53,7 +53,6 @@ import secrets
 import shlex
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -626,24 +625,21 @@ def dags_test_dates(dag_id: str, dates: Sequence[str], conf: Mapping[str, Any] |
                             stdin=subprocess.PIPE if meanwhile is not None else None)
     if meanwhile is not None:
         _open_gate(proc, meanwhile)
-    watchdog = threading.Timer(timeout_s_per_date * max(1, len(dates)), proc.kill)
-    watchdog.daemon = True
-    watchdog.start()
     reported: set[tuple[str, str]] = set()
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            try:
-                data = json.loads(line)
-                step = TestStep(str(data["step"]), str(data["name"]), int(data["exit_code"]),
-                                float(data["wall_s"]))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue
-            reported.add((step.step, step.name))
-            yield step
-        proc.wait()
+        with procs.kill_after(timeout_s_per_date * max(1, len(dates)), proc.kill):
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                try:
+                    data = json.loads(line)
+                    step = TestStep(str(data["step"]), str(data["name"]),
+                                    int(data["exit_code"]), float(data["wall_s"]))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue
+                reported.add((step.step, step.name))
+                yield step
+            proc.wait()
     finally:
-        watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()

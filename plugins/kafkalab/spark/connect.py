@@ -47,7 +47,6 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -365,17 +364,10 @@ def run_job(application: str | os.PathLike[str], argv: Sequence[str], url: str,
                           stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         assert proc.stdout is not None
         # a timer, not a check between lines: a job that prints nothing more is stopped too
-        timer = threading.Timer(timeout_s, proc.kill) if timeout_s is not None else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-        try:
+        with procs.kill_after(timeout_s, proc.kill) as timed_out:
             for line in proc.stdout:
                 sink(line.rstrip("\n"))
             code = proc.wait()
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if timer is not None and timer.finished.is_set() and code < 0:
+        if timed_out.is_set():
             raise RunError(f"{script.name} ran longer than {timeout_s:.0f} s")
         return code

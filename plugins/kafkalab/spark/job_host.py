@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from kafkalab import procs
 from kafkalab.paths import PACKAGE_DIR
 
 JOB_HOST_ENV = "KAFKALAB_SPARK_JOB_HOST"
@@ -202,29 +203,18 @@ def run_script(script: Path, argv: Sequence[str], env: Mapping[str, str],
                 os.close(read_fd)
             raise OSError(f"the Spark job host ended before {script.name} started")
         pid = int(json.loads(started)["pid"])
-        timed_out = threading.Event()
-
-        def kill() -> None:
-            timed_out.set()
-            _kill_group(pid)
-
-        timer = threading.Timer(timeout_s, kill) if timeout_s is not None else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
         try:
-            if read_fd >= 0:
-                with open(read_fd, encoding="utf-8", errors="replace") as lines:
-                    read_fd = -1
-                    for line in lines:
-                        sink(line.rstrip("\n"))  # type: ignore[misc]
-            reply = replies.readline()
+            with procs.kill_after(timeout_s, lambda: _kill_group(pid)) as timed_out:
+                if read_fd >= 0:
+                    with open(read_fd, encoding="utf-8", errors="replace") as lines:
+                        read_fd = -1
+                        for line in lines:
+                            sink(line.rstrip("\n"))  # type: ignore[misc]
+                reply = replies.readline()
         except BaseException:  # interrupted: the job does not outlive its caller
             _kill_group(pid)
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
             if read_fd >= 0:
                 os.close(read_fd)
     if timed_out.is_set():
