@@ -65,7 +65,9 @@ spark-down:  ## stop exactly the Spark master and workers `make spark-up` starte
 	-@test -x $(BIN)/kafkalab && $(BIN)/kafkalab spark down
 
 TEST_ARGS ?=
-test: setup  ## the whole test suite against real services, in three lanes side by side (tools/run_tests.py); TEST_ARGS go to every pytest
+# make test sets up the lab's assets itself (tools/run_tests.py: tools.setup_assets as a step of its
+# own, beside the unit tests, which need only the venv)
+test: $(STAMP)  ## the whole test suite against real services, in three lanes side by side (tools/run_tests.py), the assets' set-up beside the unit tests; TEST_ARGS go to every pytest
 	$(BIN)/python -m tools.run_tests $(TEST_ARGS)
 
 test-serial: setup  ## the whole test suite in one pytest process

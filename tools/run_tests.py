@@ -3,10 +3,16 @@
 On two cores the suite spends much of its time in one process waiting for a JVM, a broker or
 Airflow's task runner, so lanes that run at the same time finish sooner than one after the
 other. Three lanes start together, each a sequence of steps (one ``pytest`` process a step),
-balanced so that each takes about a third of the suite's time:
+balanced so that each takes about a third of the suite's time.
 
-1. ``scheduler``: ``e2e-scheduler`` (the scheduler stack on PostgreSQL and Celery), then
-   ``unit`` (``tests/unit``: pure, CPU only), then ``links`` (the degradable links'
+0. ``setup`` (:data:`SETUP_STEP`): the lab's assets (Kafka's jars and class-data archives,
+   Toxiproxy, Kafka 0.9.0.1, the Spark driver's class-data archive). ``make test`` makes only
+   the venv before it calls this module, which runs the set-up as a step of its own beside
+   the ``unit`` step (:data:`WITHOUT_ASSETS`: it needs only the venv); every other step waits
+   for it. The set-up runs on about one core for 1.5 min (warm caches) to several minutes (a
+   fresh machine's downloads): the unit tests use the other one (before 2026-12-07 it idled).
+1. ``scheduler``: ``unit`` (``tests/unit``: pure, CPU only), then ``e2e-scheduler`` (the
+   scheduler stack on PostgreSQL and Celery), then ``links`` (the degradable links'
    integration tests, :data:`LINKS_IT`);
 2. ``measure``: ``integration`` (``tests/integration`` but the links' and the ``alone``
    files; the Spark standalone test included since 2026-12-07: it had the spark lane end
@@ -73,7 +79,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafkalab.paths import lab_dir, project_root
+from kafkalab.paths import images_dir, lab_dir, project_root
+from kafkalab.payloads import ensure_images
 
 SCHEDULER_E2E = "tests/e2e/test_airflow_scheduler.py"
 DEMO_E2E = "tests/e2e/test_make_demo.py"
@@ -91,9 +98,22 @@ LOSS_IT = "tests/integration/test_loss.py"
 ALONE: tuple[Step, ...] = (("alone", (LOAD_TIMING_IT, LOSS_IT)),)
 """Steps that run after every lane has ended, one at a time (see the module doc)."""
 
+SETUP_STEP = "setup"
+SETUP_COMMAND = ("-m", "tools.setup_assets")
+"""The lab's assets (Kafka's jars and the nodes' class-data archives, Toxiproxy, Kafka 0.9.0.1,
+the payload images, the Spark driver's class-data archive): ``make test`` needs only the venv
+before it starts, and runs this as a step of its own (``setup.log``) beside the steps of
+:data:`WITHOUT_ASSETS` (on a fresh machine it downloads and records for minutes, on about one
+core)."""
+
+WITHOUT_ASSETS = frozenset({"unit"})
+"""Steps that need only the venv (and the payload images, made before any step starts): they
+start at once, beside :data:`SETUP_STEP`; every other step waits for it, and is not run
+(a failure) when it failed."""
+
 LANES: tuple[tuple[str, tuple[Step, ...]], ...] = (
-    ("scheduler", (("e2e-scheduler", (SCHEDULER_E2E,)),
-                   ("unit", ("tests/unit",)),
+    ("scheduler", (("unit", ("tests/unit",)),
+                   ("e2e-scheduler", (SCHEDULER_E2E,)),
                    ("links", LINKS_IT))),
     ("measure", (("integration", ("tests/integration",)),)),
     ("spark", (("spark", ("tests/spark", "tests/browser")),
@@ -171,6 +191,12 @@ class _Report:
             if rc != 0:
                 self.failed.append(name)
 
+    def not_run(self, name: str, why: str) -> None:
+        """Step ``name`` was not started (``why``): a failure."""
+        with self._lock:
+            print(f"=== lane {name}: not run: {why}", flush=True)
+            self.failed.append(name)
+
 
 class _CpuGroup:
     """The CPU a step used, every process it started included (JVMs it never reaped too):
@@ -213,12 +239,11 @@ class _CpuGroup:
         return cpu_s
 
 
-def _run_step(step: Step, extra: Sequence[str], root: Path, log_dir: Path,
-              report: _Report) -> None:
-    name, folders = step
+def _run_step(name: str, cmd: Sequence[str], root: Path, log_dir: Path,
+              report: _Report) -> int:
+    """Run ``cmd`` as step ``name`` (its output to ``<log_dir>/<name>.log``, its CPU counted
+    in a group of its own) and report it; returns its exit code."""
     log = log_dir / f"{name}.log"
-    cmd = [sys.executable, "-m", "pytest", "-q", "--durations=15", "-p", "no:cacheprovider",
-           f"--basetemp={BASETEMP / name}", *_ignores(folders), *extra, *folders]
     t0 = time.monotonic()
     with log.open("wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())
@@ -232,12 +257,44 @@ def _run_step(step: Step, extra: Sequence[str], root: Path, log_dir: Path,
         proc.returncode = os.waitstatus_to_exitcode(status)
     cpu_s = group.close() if group else usage.ru_utime + usage.ru_stime
     report.step_done(name, proc.returncode, time.monotonic() - t0, cpu_s, log)
+    return proc.returncode
+
+
+def _pytest_command(step: Step, extra: Sequence[str]) -> list[str]:
+    name, folders = step
+    return [sys.executable, "-m", "pytest", "-q", "--durations=15", "-p", "no:cacheprovider",
+            f"--basetemp={BASETEMP / name}", *_ignores(folders), *extra, *folders]
+
+
+class _Assets:
+    """The set-up of the lab's assets (:data:`SETUP_COMMAND`) as a step of its own, run
+    beside the steps of :data:`WITHOUT_ASSETS`; every other step waits for it to end."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._ok = False
+
+    def run(self, root: Path, log_dir: Path, report: _Report) -> None:
+        """Run the set-up (in the calling thread) and release the steps that wait for it."""
+        try:
+            self._ok = _run_step(SETUP_STEP, [sys.executable, *SETUP_COMMAND], root, log_dir,
+                                 report) == 0
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        """Wait until the set-up has ended; whether it succeeded."""
+        self._done.wait()
+        return self._ok
 
 
 def _run_lane(lane: Sequence[Step], extra: Sequence[str], root: Path, log_dir: Path,
-              report: _Report) -> None:
+              report: _Report, assets: _Assets) -> None:
     for step in lane:  # every step runs, whatever the one before did
-        _run_step(step, extra, root, log_dir, report)
+        if step[0] not in WITHOUT_ASSETS and not assets.ready():
+            report.not_run(step[0], f"the set-up ({SETUP_STEP}.log) failed")
+            continue
+        _run_step(step[0], _pytest_command(step, extra), root, log_dir, report)
 
 
 def run(extra: Sequence[str] = ()) -> int:
@@ -253,16 +310,22 @@ def run(extra: Sequence[str] = ()) -> int:
     BASETEMP.mkdir(parents=True, exist_ok=True)  # pytest makes --basetemp, not its parents
     report = _Report()
     t_all = time.monotonic()
-    print("=== test lanes: " + "; ".join(f"{name}: {' then '.join(s for s, _ in lane)}"
-                                        for name, lane in LANES) + " (side by side); then "
-          + ", ".join(s for s, _ in ALONE) + " (alone)", flush=True)
-    threads = [threading.Thread(target=_run_lane, args=(lane, extra, root, log_dir, report),
-                                name=f"lane-{name}") for name, lane in LANES]
+    print(f"=== test lanes: {SETUP_STEP} (the lab's assets) beside "
+          f"{', '.join(sorted(WITHOUT_ASSETS))}; "
+          + "; ".join(f"{name}: {' then '.join(s for s, _ in lane)}" for name, lane in LANES)
+          + " (side by side); then " + ", ".join(s for s, _ in ALONE) + " (alone)", flush=True)
+    ensure_images(images_dir())  # seconds; a unit test reads them
+    assets = _Assets()
+    threads = [threading.Thread(target=assets.run, args=(root, log_dir, report),
+                                name="set-up")]
+    threads += [threading.Thread(target=_run_lane,
+                                 args=(lane, extra, root, log_dir, report, assets),
+                                 name=f"lane-{name}") for name, lane in LANES]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    _run_lane(ALONE, extra, root, log_dir, report)
+    _run_lane(ALONE, extra, root, log_dir, report, assets)
     total_s = time.monotonic() - t_all
     verdict = f"FAILED lanes: {', '.join(report.failed)}" if report.failed else "every lane passed"
     print(f"=== test lanes: {verdict}; {total_s / 60:.1f} min in all", flush=True)

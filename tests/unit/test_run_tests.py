@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kafkalab.paths import project_root
 from tools import run_tests
 
@@ -36,6 +38,26 @@ def test_the_lanes_cover_every_test_file_once() -> None:
     assert run_tests._ignores(("tests/unit", run_tests.LOSS_IT)) == []
     names = [name for name, _ in run_tests.steps()]
     assert len(names) == len(set(names))  # one log file a step
+    assert run_tests.SETUP_STEP not in names  # its log too
+    # the unit tests need only the venv: first in their lane, beside the assets' set-up
+    assert run_tests.LANES[0][1][0] == ("unit", ("tests/unit",))
+    assert sorted(run_tests.WITHOUT_ASSETS) == ["unit"]
+
+
+class _FailedSetUp(run_tests._Assets):
+    def ready(self) -> bool:
+        return False
+
+
+def test_a_failed_set_up_runs_only_the_steps_without_assets(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    started: list[str] = []
+    monkeypatch.setattr(run_tests, "_run_step", lambda name, *_args: started.append(name) or 0)
+    report = run_tests._Report()
+    lane = (("unit", ("tests/unit",)), ("e2e-scheduler", (run_tests.SCHEDULER_E2E,)))
+    run_tests._run_lane(lane, (), tmp_path, tmp_path, report, _FailedSetUp())
+    assert started == ["unit"]
+    assert report.failed == ["e2e-scheduler"]  # not run: a failure, never a silent skip
 
 
 def test_a_new_folder_outside_every_lane_is_named(tmp_path: Path) -> None:
