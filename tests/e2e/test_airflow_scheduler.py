@@ -26,7 +26,7 @@ run page's ``/kafkalab/runs/<dag>/<run>`` redirect, the external views in
 
 The stack's tasks are retried after :data:`RETRY_DELAY_S` instead of their DAG's delay (a
 cluster policy, :data:`LOCAL_SETTINGS`): run 2's two retried tasks waited a minute for
-nothing. Runtime ~5-6 min (two start-ups, four Spark jobs, run 2 beside the shard run).
+nothing. Runtime ~5-6 min (two start-ups, three Spark jobs, run 2 beside the shard run).
 """
 
 from __future__ import annotations
@@ -196,8 +196,13 @@ def _unpause(s: requests.Session, dag: str) -> None:
 
 
 def _conf(cluster: Path) -> dict[str, Any]:
+    """Run 1's and run 2's conf: one tiny cell; aggregated and validated in one Spark job
+    (``one_spark_session``, as ``make demo`` runs it: one spark-submit fewer; the two-job
+    default is run by ``test_airflow_dags_test.py`` and ``validate_metrics``'s spark-submit
+    by ``tests/spark/test_validate_metrics.py``)."""
     return {"workload": "seed000", "scenarios": ["confluent-kafka"], "payloads": ["1kb"],
-            "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster)}
+            "profiles": ["latency"], "messages": 5, "cluster_descriptor": str(cluster),
+            "one_spark_session": True}
 
 
 def _shard_run(stack: dict[str, Any], s: requests.Session) -> str:
@@ -246,6 +251,7 @@ def test_runs_through_the_scheduler_on_postgresql(stack: dict[str, Any]) -> None
     assert list((lab.aggregates_dir / f"run_id={lab_run}").glob("*.parquet"))
     validation = lab.validation(lab_run)
     assert validation is not None and validation["success"] is True
+    assert states[("validate_metrics", -1)] == "success"  # judged the in-session result
     assert (lab.report_page_dir(lab_run) / "index.html").is_file()
 
     # ---- the report inside Airflow: the plugin's app on the api-server, behind its login
