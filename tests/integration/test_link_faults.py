@@ -21,6 +21,8 @@ from kafkalab import procs
 from kafkalab.cluster import cluster_down
 from kafkalab.cluster.embedded import running_cluster
 from kafkalab.cluster.links import Links
+from kafkalab.cluster.links.layout import LinkLayout
+from kafkalab.cluster.processes import own_port
 from kafkalab.faults.engine import FaultRequest, run_fault_trial, start_fault_run
 from kafkalab.faults.spec import FaultTrialSpec
 
@@ -153,7 +155,23 @@ def test_a_group_member_cut_from_the_cluster_loses_its_partitions_and_rejoins_at
 
 
 def test_nothing_of_the_links_is_left_after_down(linked_faults: dict[str, Any]) -> None:
+    """``down`` stops the nodes, then the proxy. Each node's stop waits for the port the node
+    binds itself (its own client listener), not the advertised one, which its proxy holds
+    until the proxy stops: waiting on that one made each node's stop wait out the whole
+    port-release timeout."""
     env = linked_faults
-    cluster_down(env["clab"])
+    running = running_cluster(env["clab"])
+    assert running is not None
+    layout = LinkLayout.from_state(running.state["links"])
+    nodes = [p for p in running.state["processes"] if p["role"] == "broker"]
+    assert {own_port(p) for p in nodes} == {layout.listener_port("client", int(p["id"]))
+                                           for p in nodes}
+    assert all(own_port(p) != p["port"] for p in nodes)
+    stopped = cluster_down(env["clab"])
     assert not procs.pid_alive(env["proxy_pid"])
     assert running_cluster(env["clab"]) is None
+    assert [r["role"] for r in stopped] == ["broker"] * 3 + ["proxy"]
+    # (a node whose shutdown approval came last may be killed: stop_all's docstring)
+    assert all(r["action"] in ("stopped", "killed (no exit after SIGTERM)")
+               for r in stopped), stopped
+    assert all(procs.port_free(own_port(p)) for p in nodes)

@@ -7,6 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafkalab import procs
 from kafkalab.cluster import processes
 from kafkalab.cluster.descriptor import ClusterDescriptor, save_descriptor
@@ -126,3 +128,34 @@ def test_a_recycled_pid_is_never_signalled(tmp_path: Path) -> None:
     }
     report = processes.stop_process(record)  # type: ignore[arg-type]
     assert report["action"] == "skipped (pid now belongs to another process)"
+
+
+def test_a_stop_waits_for_the_port_the_process_binds_not_the_one_it_advertises(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node behind a link proxy advertises the proxy's port, which the proxy holds until
+    it stops itself: the node's stop waits for the node's own port (``bound_port``)."""
+    state = _state(tmp_path)
+    marker = str(tmp_path / "marker-arg")
+    cmd = [sys.executable, "-c", "import time, sys; time.sleep(60)", marker]
+    proc = processes.start_process(tmp_path, state, role="broker", proc_id=0, port=1,
+                                   marker=marker, config=None, cmd=cmd,
+                                   logs_dir=tmp_path / "logs", bound_port=2)
+    waited: list[int] = []
+    monkeypatch.setattr(procs, "wait_port_released",
+                        lambda port, _timeout_s: waited.append(port) or True)
+    try:
+        assert read_state(tmp_path)["processes"][0]["bound_port"] == 2
+        assert processes.own_port(proc) == 2
+        assert processes.stop_process(proc, signal.SIGTERM, timeout_s=10)["action"] == "stopped"
+        assert waited == [2]
+    finally:
+        procs.stop(proc["pid"], signal.SIGKILL)
+    # a process that binds the port it advertises records none
+    assert processes.own_port({**proc, "bound_port": None}) == 1  # type: ignore[typeddict-item]
+    plain = processes.start_process(tmp_path, state, role="broker", proc_id=1, port=3,
+                                    marker=marker, config=None, cmd=cmd,
+                                    logs_dir=tmp_path / "logs1", bound_port=3)
+    try:
+        assert "bound_port" not in plain and processes.own_port(plain) == 3
+    finally:
+        procs.stop(plain["pid"], signal.SIGKILL)

@@ -46,6 +46,7 @@ from kafkalab.cluster.processes import (
     STOP_TIMEOUT_S,
     describe,
     is_ours,
+    own_port,
     respawn,
     stop_all,
 )
@@ -104,7 +105,7 @@ def _restart_dead(lab: Path, flavor: EmbeddedFlavor, state: ClusterState,
     for p in flavor.restart_order(state["processes"]):
         if is_ours(p):
             continue
-        procs.check_ports_free([int(p["port"])])
+        procs.check_ports_free([own_port(p)])
         flavor.before_restart(state, p, progress)
         progress(f"restarting {describe(p)} on {HOST}:{p['port']}")
         respawn(lab, state, p)
@@ -396,9 +397,9 @@ def kill_broker(lab_dir: Path | str | None, broker_id: int, signal: int = 9) -> 
                     f"broker {broker_id} (pid {pid}) still runs {STOP_TIMEOUT_S:.0f} s after "
                     f"signal {int(signal)}"
                 )
-            if not procs.wait_port_released(port, PORT_RELEASE_TIMEOUT_S):
+            if not procs.wait_port_released(own_port(p), PORT_RELEASE_TIMEOUT_S):
                 raise ClusterError(
-                    f"port {port} on {HOST} is still in use {PORT_RELEASE_TIMEOUT_S:.0f} s after "
+                    f"port {own_port(p)} on {HOST} is still in use {PORT_RELEASE_TIMEOUT_S:.0f} s after "
                     f"broker {broker_id} (pid {pid}) exited"
                 )
         procs.reap(pid)

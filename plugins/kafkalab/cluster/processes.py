@@ -27,6 +27,7 @@ __all__ = [
     "describe",
     "exited_error",
     "is_ours",
+    "own_port",
     "respawn",
     "start_process",
     "stop_all",
@@ -74,10 +75,12 @@ def start_process(
     cmd: list[str],
     logs_dir: Path,
     env: Mapping[str, str] | None = None,
+    bound_port: int | None = None,
 ) -> ProcessRecord:
     """Spawn ``cmd`` (output to ``<logs_dir>/stdout.log``; ``env`` over this process's
     environment, recorded for a restart), add it to ``state`` and write the state file before
-    returning, so a crash right after leaves no unknown process."""
+    returning, so a crash right after leaves no unknown process. ``bound_port``: the port
+    the process binds, when it is not ``port`` (:attr:`ProcessRecord.bound_port`)."""
     log = logs_dir / "stdout.log"
     pid = procs.spawn(cmd, log, logs_dir, _environment(env))
     proc: ProcessRecord = {
@@ -94,9 +97,20 @@ def start_process(
     }
     if env:
         proc["env"] = dict(env)
+    if bound_port is not None and bound_port != port:
+        proc["bound_port"] = bound_port
     state.setdefault("processes", []).append(proc)
     write_state(lab, state)
     return proc
+
+
+def own_port(proc: ProcessRecord) -> int:
+    """The port ``proc`` binds itself (:attr:`ProcessRecord.bound_port`, else its ``port``):
+    the one its stop waits to see released and its restart needs free. A node behind a link
+    proxy advertises the proxy's port, which the proxy keeps holding after the node is gone
+    (waiting on it made every stop of a linked cluster's node wait out
+    :data:`PORT_RELEASE_TIMEOUT_S`, polling ``/proc/net/tcp``)."""
+    return int(proc.get("bound_port") or proc["port"])
 
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -141,7 +155,7 @@ def stop_process(
         return {**report, "action": action}
     # a JVM's pid looks gone once its main thread exits, while its other threads may
     # still hold the listening socket for a moment: a restart on that port would fail
-    procs.wait_port_released(int(proc["port"]), PORT_RELEASE_TIMEOUT_S)
+    procs.wait_port_released(own_port(proc), PORT_RELEASE_TIMEOUT_S)
     return {**report, "action": action, "seconds": round(time.monotonic() - t0, 3)}
 
 

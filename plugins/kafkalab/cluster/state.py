@@ -55,6 +55,12 @@ class ProcessRecord(TypedDict):
     id: int | None
     """Broker id; None for ZooKeeper."""
     port: int
+    """The port clients are told (and the readiness checks connect to)."""
+    bound_port: NotRequired[int]
+    """The port the process binds itself, when it is not ``port``: a node of a cluster with
+    links (``port`` is its client proxy's, :mod:`kafkalab.cluster.links.layout`). What a stop
+    waits to be released and a restart needs free (:func:`kafkalab.cluster.processes.
+    own_port`)."""
     marker: str
     """A string one argument of the process's command line contains: ownership proof
     (a recycled pid never carries it)."""

@@ -317,5 +317,6 @@ def start(lab: Path, n: int, base_port: int, control_port: int, state: ClusterSt
                f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
                f"-Dkafka.logs.dir={logs_dir}", "-cp", cp, "kafka.Kafka", str(confs[i])]
         start_process(lab, state, role="broker", proc_id=i, port=port, marker=str(confs[i]),
-                      config=str(confs[i]), cmd=cmd, logs_dir=logs_dir)
+                      config=str(confs[i]), cmd=cmd, logs_dir=logs_dir,
+                      bound_port=None if layout is None else layout.listener_port("client", i))
     return descriptor_of(n, ports, home, version)
