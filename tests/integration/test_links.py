@@ -25,6 +25,7 @@ from kafkalab.cluster.embedded import running_cluster
 from kafkalab.cluster.links import LinkFault, Links, healed_problem, wait_healed
 from kafkalab.cluster.links.layout import CLIENTS, PLANES, LinkLayout
 from kafkalab.cluster.partitions import AdminPartitions
+from kafkalab.faults.inject import wait_isr_full
 
 pytestmark = pytest.mark.integration
 
@@ -82,12 +83,18 @@ def _as_seen_by(d: ClusterDescriptor, node: int) -> AdminPartitions:
 
 
 def _topic(d: ClusterDescriptor) -> str:
+    """A new topic (one partition, three replicas), once every node's own metadata shows it
+    with its leader and three in-sync replicas: the creation is acknowledged when the
+    controllers have committed it, before every broker has applied it (a test that asked a
+    node right after once found no such partition)."""
     from confluent_kafka.admin import NewTopic
 
     name = f"links-{uuid.uuid4().hex[:8]}"
     admin = admin_client(d, 10.0)
     for f in admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})]).values():
         f.result(timeout=30)
+    for node in range(3):
+        assert wait_isr_full(_as_seen_by(d, node), name, 1, 3, 60) is not None, (name, node)
     return name
 
 
