@@ -45,7 +45,14 @@ def test_aborted_transactions_never_reach_a_read_committed_consumer(
     s = one_cell(tmp_path, desc, spec, f"txn-{client}")
     assert s["status"] == "complete", s
     cell = cell_dir(tmp_path, f"txn-{client}")
-    sends = pq.read_table(files.sends_path(cell)).to_pandas().sort_values("seq")
+    scheduled = pq.read_table(files.sends_path(cell)).to_pandas().sort_values("seq")
+    # a producer behind its schedule (kafka-python, a commit every 10 records, on a busy
+    # two-core machine) stops at the send deadline: the rest of the schedule is unsent, a
+    # suffix, counted as such (the summary's unsent_msgs), never lost or aborted
+    unsent = scheduled["outcome"] == "unsent"
+    sends = scheduled[~unsent]
+    assert not unsent.any() or scheduled.loc[unsent, "seq"].min() > sends["seq"].max()
+    assert s["unsent_msgs"] == int(unsent.sum())
     assert set(sends["outcome"]) == {"acked", "aborted"}, sends["error"].dropna().unique()
     # exactly the records of every third transaction were aborted
     txn_no = sends["seq"] // TXN + 1
