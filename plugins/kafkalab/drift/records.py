@@ -117,24 +117,31 @@ def coerce_records(df: pd.DataFrame) -> pd.DataFrame:
 
     Columns ``df`` lacks are added as nulls; other columns are dropped. Floats are float64,
     counts int64 (null -> 0), series sizes nullable ``Int64``, flags bool (``ci_overlap``
-    nullable ``boolean``), text pandas ``string``. Modifies ``df``.
+    nullable ``boolean``), text pandas ``string``. A new frame: ``df`` is left as it was.
     """
-    for c in DRIFT_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
+    df = df.reset_index(drop=True)
+    missing = pd.Series([None] * len(df), dtype="object")
+
+    def col(name: str) -> pd.Series:
+        return df[name] if name in df.columns else missing
+
+    def numeric(name: str) -> pd.Series:
+        return pd.to_numeric(col(name), errors="coerce")
+
+    out: dict[str, pd.Series] = {}
     for c in _FLOAT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+        out[c] = numeric(c).astype("float64")
     for c in _INT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
+        out[c] = numeric(c).fillna(0).astype("int64")
     for c in _NULLABLE_INT_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").round().astype("Int64")
+        out[c] = numeric(c).round().astype("Int64")
     for c in _BOOL_COLUMNS:
-        df[c] = df[c].map(lambda v: False if is_missing(v) else bool(v)).astype(bool)
+        out[c] = col(c).map(lambda v: False if is_missing(v) else bool(v)).astype(bool)
     for c in _NULLABLE_BOOL_COLUMNS:
-        df[c] = df[c].map(_nullable_bool).astype("boolean")
+        out[c] = col(c).map(_nullable_bool).astype("boolean")
     for c in _STRING_COLUMNS:
-        df[c] = df[c].astype("string")
-    return df[list(DRIFT_COLUMNS)].reset_index(drop=True)
+        out[c] = col(c).astype("string")
+    return pd.DataFrame({c: out[c] for c in DRIFT_COLUMNS}, index=df.index)
 
 
 def empty_records() -> pd.DataFrame:
