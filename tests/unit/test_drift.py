@@ -390,6 +390,18 @@ def test_coerce_records_gives_the_stored_schema() -> None:
     assert drift.records_to_dicts(empty) == [] and drift.records_to_dicts(None) == []
 
 
+def test_coerce_records_leaves_its_input_as_it_was() -> None:
+    from kafkalab.drift.records import coerce_records
+
+    given = pd.DataFrame([{"run_id": "r1", "confidence": "0.5", "extra": 1},
+                          {"run_id": "r2", "confidence": None, "extra": 2}], index=[7, 3])
+    before = given.copy()
+    df = coerce_records(given)
+    pd.testing.assert_frame_equal(given, before)
+    assert list(df.index) == [0, 1] and list(df["run_id"]) == ["r1", "r2"]
+    assert df["confidence"].iloc[0] == 0.5 and pd.isna(df["confidence"].iloc[1])
+
+
 def test_series_key_blanks_missing_parts() -> None:
     assert drift.series_key("rest", None, float("nan"), pd.NA, "lost_count") == "rest||||lost_count"
     assert drift.series_key("a", "b", "1kb", "latency", "m") == "a|b|1kb|latency|m"

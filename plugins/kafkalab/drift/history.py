@@ -259,7 +259,7 @@ def write_drift(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    df = coerce_records(records.copy()) if not records.empty else empty_records()
+    df = coerce_records(records) if not records.empty else empty_records()
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), buf)
     return atomic_write(LabData(data_dir).drift_path(run_id), buf.getvalue())
