@@ -31,17 +31,17 @@ longest a follower's fetch waits at the leader, so the most a message acked befo
 freeze can still lack on the followers."""
 KAFKALAB = [sys.executable, "-m", "kafkalab.cli"]
 
-CONTROL = FaultTrialSpec(profile="durability", fault="none", rate_msgs_per_s=300, duration_s=8,
+CONTROL = FaultTrialSpec(profile="durability", fault="none", rate_msgs_per_s=100, duration_s=8,
                          warmup_s=1, fault_at_s=3)
 LOSSY = FaultTrialSpec(profile="availability", acks="1", fault="lossy-leader-crash",
-                       rate_msgs_per_s=300, duration_s=12, warmup_s=1, fault_at_s=3, down_s=1.5)
-CRASH = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=300,
+                       rate_msgs_per_s=100, duration_s=12, warmup_s=1, fault_at_s=3, down_s=1.5)
+CRASH = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=100,
                        duration_s=12, warmup_s=1, fault_at_s=3, down_s=2)
-TXN = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=200,
+TXN = FaultTrialSpec(profile="durability", fault="sigkill-leader", rate_msgs_per_s=100,
                      duration_s=16, warmup_s=1, fault_at_s=3, down_s=2, txn_msgs=10,
                      txn_abort_every=3)
 CONTROLLER = FaultTrialSpec(profile="durability", fault="sigkill-controller",
-                            rate_msgs_per_s=300, duration_s=16, warmup_s=1, fault_at_s=3,
+                            rate_msgs_per_s=100, duration_s=16, warmup_s=1, fault_at_s=3,
                             down_s=6)
 
 
@@ -87,13 +87,13 @@ def _adds_up(s: dict[str, Any]) -> None:
 def test_no_fault_control_loses_nothing(fault_env: dict[str, Path]) -> None:
     s, tdir = _trial(fault_env, CONTROL)
     assert s["status"] == "complete" and s["verdict"] == "ok"
-    assert s["acked"] == s["intended"] == 2400
+    assert s["acked"] == s["intended"] == 800
     assert (s["acked_lost"], s["duplicates"], s["reordered"], s["unseen"]) == (0, 0, 0, 0)
-    assert s["read_back"] == 2400 and s["target_role"] == "none"
+    assert s["read_back"] == 800 and s["target_role"] == "none"
     assert s["leader_elected_ms"] is None and s["isr_full_ms"] is None
     _adds_up(s)
     v = pq.read_table(files.verdicts_path(tdir)).to_pandas()
-    assert len(v) == 2400 and set(v["verdict"]) == {"ok"} and (v["read_count"] == 1).all()
+    assert len(v) == 800 and set(v["verdict"]) == {"ok"} and (v["read_count"] == 1).all()
     t = pq.read_table(files.timeline_path(tdir)).to_pandas()
     assert len(t) > 10 and set(t["isr_size"]) == {3} and t["leader"].nunique() == 1
     for name in ("sends.parquet", "receipts-000.parquet", "cell.json", "trial.json"):
