@@ -31,16 +31,16 @@ pytestmark = pytest.mark.integration
 LINK_FAULTS_CONTROL_PORT, LINK_FAULTS_BASE_PORT = 24281, 24381
 TRIALS = 5
 
-PARTITION = FaultTrialSpec(profile="durability", fault="partition-leader", rate_msgs_per_s=200,
+PARTITION = FaultTrialSpec(profile="durability", fault="partition-leader", rate_msgs_per_s=50,
                            duration_s=24, warmup_s=1, fault_at_s=3)
 """Cut for the default 17 s: beyond the brokers' 9 s session even when the cut leader also led
 the controller quorum (the others first elect a new active controller, whose session timer
 starts afresh: with an 11 s cut the first trial once healed before anyone fenced it)."""
 PARTITION_ACKS_1 = PARTITION.model_copy(update={"profile": "availability", "acks": "1"})
 CLIENTS_CUT = FaultTrialSpec(profile="durability", fault="clients-cut-from-leader",
-                             rate_msgs_per_s=200, duration_s=14, warmup_s=1, fault_at_s=3,
+                             rate_msgs_per_s=50, duration_s=14, warmup_s=1, fault_at_s=3,
                              down_s=6)
-CUT_CONSUMER = FaultTrialSpec(profile="availability", fault="cut-consumer", rate_msgs_per_s=200,
+CUT_CONSUMER = FaultTrialSpec(profile="availability", fault="cut-consumer", rate_msgs_per_s=50,
                               duration_s=20, warmup_s=1, fault_at_s=3, consumers=2,
                               partitions=4)
 """A group member cut from the cluster for the availability profile's 6 s session timeout and
