@@ -399,7 +399,7 @@ def fault_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[str, Any],
                                           airflow_cli: AirflowCli) -> None:
     """``airflow dags test resilience_experiment`` with one SIGKILL-leader trial of the
-    durability profile (200 msg/s × 16 s; the form turns its idempotence off, a cell of its
+    durability profile (50 msg/s × 16 s; the form turns its idempotence off, a cell of its
     own) and one kill-consumer trial (a group of 2 members,
     commit after, session timeout 3 s): the engine starts the fault cluster, kills the leader,
     heals and checks, then kills a group member and judges every record; Spark aggregates and
@@ -416,7 +416,7 @@ def test_resilience_experiment_end_to_end(fault_lab: Path, airflow_setup: dict[s
                  "KAFKALAB_FAULTS_CONTROL_PORT": str(FAULTS_ZK_PORT),
                  "KAFKALAB_FAULTS_BASE_PORT": str(FAULTS_BASE_PORT)}
     conf = {"profiles": ["durability"], "faults": ["sigkill-leader", "kill-consumer"], "trials": 1,
-            "rate_msgs_per_s": 200, "duration_s": 16, "commits": ["after"], "consumers": 2,
+            "rate_msgs_per_s": 50, "duration_s": 16, "commits": ["after"], "consumers": 2,
             "session_timeout_ms": 3000, "idempotence": ["off"]}
     rc = _dags_test(airflow_cli, airflow_setup["root"] / "resilience.log",
                     "resilience_experiment", "2026-11-23T00:00:00+00:00", conf, env=extra_env,

@@ -83,7 +83,7 @@ def test_the_legacy_point_a_maximum_rate_search_and_a_fault_trial_each_round(
                       max_rate=MatrixMaxRate(enabled=True, step_duration_s=3.0,
                                              objective_p99_ms=0.001, repeats=0, max_steps=2),
                       faults=MatrixFaults(trials=1, profile="durability-legacy",
-                                          rate_msgs_per_s=200, duration_s=14))
+                                          rate_msgs_per_s=50, duration_s=14))
     data = tmp_path / "data"
     doc = run_matrix(MatrixRequest(spec=spec, data_dir=data, matrix_id="vm-legacy",
                                    clusters=clusters), lambda _line: None)
