@@ -6,8 +6,9 @@ from __future__ import annotations
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
                "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """Spark SQL settings of the Spark tests' shared session and of their spark-submits
-(``tests/spark/conftest.py``), and of the Spark Connect server the e2e DAG tests' tasks run
-against (``tests/e2e/test_airflow_dags_test.py``): expressions and operators are interpreted
+(``tests/spark/conftest.py``), of the Spark Connect server the e2e DAG tests' tasks run
+against (``tests/e2e/test_airflow_dags_test.py``) and of the standalone cluster test's
+application and local reference (``tests/integration/test_spark_standalone.py``): expressions and operators are interpreted
 instead of compiled to Java (Spark's own test setting ``factoryMode``; the results are the
 same by Spark's contract, which Spark's suite checks in both modes). The tests' data are
 tiny, so compiling each new plan's code with Janino (and the class lookups it makes on
@@ -18,4 +19,4 @@ e2e DAG tests' server used 18 % less for the version matrix's four jobs (2026-12
 CPU-s against 61.8, its start included). The jobs themselves never set these; ``make
 demo`` (and ``test_make_demo.py``), the scheduler stack's spark-submits
 (``test_airflow_scheduler.py``), ``kafkalab aggregate`` (``test_cli_aggregate.py``) and the
-Spark Connect and standalone tests run Spark's defaults."""
+Spark Connect tests run Spark's defaults."""

@@ -1,14 +1,23 @@
 """A real Spark standalone cluster (a master and two workers from the installed PySpark's
-``spark-class``) runs both Spark jobs of a DAG run, submitted exactly as the DAG submits
-them: Airflow's ``SparkSubmitHook`` with the ``spark_default`` connection that
-``KAFKALAB_SPARK_MASTER`` becomes (``launcher.spark_conn``) and the DAG's own application,
-arguments, py-files, conf and env (``kafkalab.spark.submit``). The aggregates equal
-a ``local[2]`` run of the same job cell by cell (the job's ``run`` in a local session of this
+``spark-class``) runs a DAG run's Spark work, submitted exactly as the DAG submits it with
+the param ``one_spark_session`` on: Airflow's ``SparkSubmitHook`` with the ``spark_default``
+connection that ``KAFKALAB_SPARK_MASTER`` becomes (``launcher.spark_conn``) and the DAG's own
+application, arguments (``--validate-out``: the aggregation validates the run in its own
+session), py-files, conf and env (``kafkalab.spark.submit``; the conf with the Spark tests'
+:data:`tests.spark_settings.INTERPRETED`, as the local reference's session). The aggregates
+equal a
+``local[2]`` run of the same job cell by cell (the job's ``run`` in a local session of this
 process: the Spark tests' one when they ran before in the same pytest, else its own), and
 the master and the workers' work dirs show that the executors really ran on the workers.
 
-The cluster authenticates: a submission with the lab's secret file runs (the DAG test's two
-applications, submitted with it as every lab submission is), one without it is refused by
+One application, not the DAG's default two (aggregate, then validate), since 2026-12-07:
+each is a driver and an executor on each worker (the module used 216 CPU-s with two, 174
+with one), and the second tested nothing the first does not (the same submission path,
+master and workers); ``validate_metrics.py`` as an application of its own is spark-submitted
+by ``tests/spark/test_validate_metrics.py``.
+
+The cluster authenticates: a submission with the lab's secret file runs (the DAG test's
+application, submitted with it as every lab submission is), one without it is refused by
 the master (issue 26).
 
 Own ports (master 27077, workers 27078-27079; web UIs 28180-28182) and lab dir; the module
@@ -40,6 +49,7 @@ from kafkalab.spark import spark_down, spark_status
 from kafkalab.spark.master_api import MasterView, fetch_master
 from kafkalab.spark.submit import (
     auth_properties_file,
+    one_session_args,
     spark_application,
     spark_conf,
     spark_env,
@@ -47,6 +57,7 @@ from kafkalab.spark.submit import (
     spark_py_files,
 )
 from kafkalab.store import AGGREGATES_DIR, VALIDATION_DIR
+from tests.spark_settings import INTERPRETED
 from tools.fake_samples import write_fake_samples
 
 MASTER_PORT = 27077
@@ -57,8 +68,9 @@ RUN = "20261122T030405Z-5a5a5a"
 ROWS = 3000
 CELL_KEYS = ["run_id", "scenario", "client", "payload", "profile"]
 VENV_BIN = project_root() / ".venv" / "bin"
-APP_NAMES = {"aggregate": "kafkalab-aggregate-metrics", "validate": "kafkalab-validate-metrics"}
-"""The names the DAG gives its two spark-submit tasks (:mod:`kafkalab.airflow.chains.latency`)."""
+APP_NAME = "kafkalab-aggregate-metrics"
+"""The name the DAG gives its aggregation's spark-submit task
+(:mod:`kafkalab.airflow.chains.latency`)."""
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -93,24 +105,27 @@ def _as_airflow_task(master: str, airflow_home: Path) -> Iterator[None]:
         yield
 
 
-def _hook(job: str, master: str, data: Path, lab: Path) -> Any:
-    """The ``SparkSubmitHook`` of ``job`` of run :data:`RUN` over ``data``, as the DAG's task
-    builds it (the cluster's secret file as ``--properties-file``:
-    ``operators.run_spark_job``); call inside :func:`_as_airflow_task`."""
+def _hook(master: str, data: Path, lab: Path) -> Any:
+    """The ``SparkSubmitHook`` of the aggregation of run :data:`RUN` over ``data`` as the
+    DAG's task builds it with ``one_spark_session`` on (``--validate-out``; the cluster's
+    secret file as ``--properties-file``: ``operators.run_spark_job``); call inside
+    :func:`_as_airflow_task`."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
     hook = SparkSubmitHook(
-        conn_id="spark_default", application_args=spark_job_args(job, RUN, data),
-        py_files=spark_py_files(), conf=spark_conf(), env_vars=spark_env(),
-        name=APP_NAMES[job], properties_file=auth_properties_file(master, env={}, lab=lab))
+        conn_id="spark_default",
+        application_args=[*spark_job_args("aggregate", RUN, data), *one_session_args(data)],
+        py_files=spark_py_files(), conf={**spark_conf(), **INTERPRETED}, env_vars=spark_env(),
+        name=APP_NAME, properties_file=auth_properties_file(master, env={}, lab=lab))
     assert hook._connection["master"] == master  # the switch reached spark-submit
     return hook
 
 
-def _submit(job: str, master: str, data: Path, airflow_home: Path, lab: Path) -> None:
-    """``job`` of run :data:`RUN` over ``data``, submitted as the DAG's task submits it."""
+def _submit(master: str, data: Path, airflow_home: Path, lab: Path) -> None:
+    """The aggregation of run :data:`RUN` over ``data``, validating in its session, submitted
+    as the DAG's task submits it."""
     with _as_airflow_task(master, airflow_home):
-        _hook(job, master, data, lab).submit(spark_application(job))
+        _hook(master, data, lab).submit(spark_application("aggregate"))
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +138,12 @@ def local_session() -> Iterator[Any]:
     from spark_jobs._session import local_builder
 
     owned = SparkContext._active_spark_context is None
-    session = (local_builder("kafkalab-tests", "local[2]")
+    builder = (local_builder("kafkalab-tests", "local[2]")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .getOrCreate())
+               .config("spark.default.parallelism", "2"))
+    for key, value in INTERPRETED.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     yield session
     if owned:
         session.stop()
@@ -182,12 +199,11 @@ def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
     shutil.copytree(on_cluster / "samples", local / "samples")
 
     lab = standalone["lab"]
-    _submit("aggregate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
-    _submit("validate", MASTER_URL, on_cluster, tmp_path / "airflow", lab)
+    _submit(MASTER_URL, on_cluster, tmp_path / "airflow", lab)
     # the local[2] reference: the same job's ``run`` in a local session (the switch set to
     # local[2] reaches the hook's master; the job itself runs in-process, no third JVM)
     with _as_airflow_task("local[2]", tmp_path / "airflow"):
-        _hook("aggregate", "local[2]", local, lab)
+        _hook("local[2]", local, lab)
     from spark_jobs import aggregate_metrics
 
     aggregate_metrics.run(local_session, str(local / "samples"), str(local / AGGREGATES_DIR),
@@ -197,22 +213,22 @@ def test_a_dag_runs_spark_jobs_on_the_workers_with_local_modes_aggregates(
     got, want = _aggregates(on_cluster), _aggregates(local)
     assert len(got) > 10 and list(got.columns) == list(want.columns)
     pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-12)
+    # validated in the aggregation's session, on the cluster
     doc = json.loads((on_cluster / VALIDATION_DIR / f"{RUN}.json").read_text())
     assert doc["success"] is True and doc["failed_expectations"] == []
     assert doc["suites"]["aggregates"]["statistics"]["evaluated_expectations"] > 10
 
-    # both applications ran on the standalone master, with both workers' cores ...
+    # the application ran on the standalone master, with both workers' cores ...
     view = fetch_master(f"http://127.0.0.1:{WEBUI_PORT}")
     assert isinstance(view, MasterView)
     apps = {a.name: a for a in view.completed_apps}
-    assert set(APP_NAMES.values()) <= set(apps), apps
-    assert all(apps[n].state == "FINISHED" and apps[n].cores == 2 for n in APP_NAMES.values())
-    # ... and each worker ran an executor of each, which ran tasks
+    assert APP_NAME in apps, apps
+    assert apps[APP_NAME].state == "FINISHED" and apps[APP_NAME].cores == 2
+    # ... and each worker ran an executor of it, which ran tasks
     for worker in standalone["status"]["workers"]:
-        for name in APP_NAMES.values():
-            executor_logs = list((Path(worker["work_dir"]) / apps[name].app_id).glob("*/stderr"))
-            assert executor_logs, (worker["work_dir"], name)
-            assert any("Finished task" in p.read_text(errors="replace") for p in executor_logs)
+        executor_logs = list((Path(worker["work_dir"]) / apps[APP_NAME].app_id).glob("*/stderr"))
+        assert executor_logs, worker["work_dir"]
+        assert any("Finished task" in p.read_text(errors="replace") for p in executor_logs)
 
 
 PROBE = "from pyspark.sql import SparkSession\n" \
@@ -268,7 +284,7 @@ def test_the_master_refuses_a_submission_without_the_secret(
     assert not any("PROBE RAN" in line for line in out), out[-20:]
     assert any(r in line for line in out for r in REFUSED), out[-20:]
     # with it, as every lab submission passes it, a job runs on the cluster: the DAG test's
-    # two applications (submitted with this file) FINISHED there
+    # application (submitted with this file) FINISHED there
     view = fetch_master(f"http://127.0.0.1:{WEBUI_PORT}")
     assert isinstance(view, MasterView)
     names = {a.name for a in [*view.active_apps, *view.completed_apps]}
