@@ -8,15 +8,15 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
 """Spark SQL settings of the Spark tests' shared session and of their spark-submits
 (``tests/spark/conftest.py``), of the Spark Connect server the e2e DAG tests' tasks run
 against (``tests/e2e/test_airflow_dags_test.py``) and of the standalone cluster test's
-application and local reference (``tests/integration/test_spark_standalone.py``): expressions and operators are interpreted
-instead of compiled to Java (Spark's own test setting ``factoryMode``; the results are the
-same by Spark's contract, which Spark's suite checks in both modes). The tests' data are
-tiny, so compiling each new plan's code with Janino (and the class lookups it makes on
-PySpark's classpath) was much of the work: 15 % less CPU for the same four load and fault
-aggregations in one JVM (2026-11-28: 50.6 CPU-s against 59.7; with local[1] as well 40-42
-against 49-52, not taken: it would stop exercising the jobs' multi-partition paths); the
-e2e DAG tests' server used 18 % less for the version matrix's four jobs (2026-12-07: 50.6
-CPU-s against 61.8, its start included). The jobs themselves never set these; ``make
-demo`` (and ``test_make_demo.py``), the scheduler stack's spark-submits
-(``test_airflow_scheduler.py``), ``kafkalab aggregate`` (``test_cli_aggregate.py``) and the
-Spark Connect tests run Spark's defaults."""
+application and local reference (``tests/integration/test_spark_standalone.py``):
+expressions and operators are interpreted instead of compiled to Java (Spark's own test
+setting ``factoryMode``; the results are the same by Spark's contract, which Spark's suite
+checks in both modes). The tests' data are tiny, so compiling each new plan's code with
+Janino (and the class lookups it makes on PySpark's classpath) was much of the work: 15 %
+less CPU for the same four load and fault aggregations in one JVM (2026-11-28: 50.6 CPU-s
+against 59.7; with local[1] as well 40-42 against 49-52, not taken: it would stop exercising
+the jobs' multi-partition paths); the e2e DAG tests' server used 18 % less for the version
+matrix's four jobs (2026-12-07: 50.6 CPU-s against 61.8, its start included). The jobs
+themselves never set these; ``make demo`` (and ``test_make_demo.py``), the scheduler stack's
+spark-submits (``test_airflow_scheduler.py``), ``kafkalab aggregate``
+(``test_cli_aggregate.py``) and the Spark Connect tests run Spark's defaults."""

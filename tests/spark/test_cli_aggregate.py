@@ -6,8 +6,7 @@ outputs are cleared. The master comes from ``KAFKALAB_SPARK_MASTER`` as in the D
 
 Without ``--one-session`` the validation is a job of its own, submitted by the same
 ``submit`` (run for real by ``test_spark_connect.py``'s fault run, whose kind always takes two
-jobs); ``validate_metrics.py``'s own spark-submit runs in ``test_validate_metrics.py`` and on
-a standalone cluster in ``tests/integration/test_spark_standalone.py``."""
+jobs); ``validate_metrics.py``'s own spark-submit runs in ``test_validate_metrics.py``."""
 
 from __future__ import annotations
 
