@@ -586,13 +586,22 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
                                    airflow_setup: dict[str, Any],
                                    airflow_cli: AirflowCli) -> None:
     """``airflow dags test version_matrix`` from the form: one short load cell on Kafka 4.1.2
-    and 4.4.0, one round each, each on a fresh one-broker cluster on the form's ports, before
-    it one first-message trial (classic protocol); a mapped Spark task per version run (two
-    load runs, two start-up runs, each with its kind's job) aggregates and validates it in
-    one session; with no fault trial ``validate_version_run`` has nothing to map and is
-    skipped, which must not skip the verdict: it judges 4.4.0 against 4.1.2, the
-    first-message cases too (one round a side: no interval; a regression would fail the DAG
-    run, so the exit code is not asserted on what the machine measured, only the files).
+    and 4.4.0, two rounds alternating (4.1.2, 4.4.0, then 4.4.0, 4.1.2), each round on a fresh
+    one-broker cluster of its version on the form's ports, stopped after, and before each
+    round's cell its first-message trial (classic protocol; a start-up run per version, its
+    trials numbered on across the rounds); a mapped Spark task per version run (two load
+    runs, two start-up runs, each with its kind's job) aggregates and validates it in one
+    session; with no fault trial ``validate_version_run`` has nothing to map and is skipped,
+    which must not skip the verdict: it judges 4.4.0 against 4.1.2, the first-message cases
+    too (two rounds a side: an interval, no verdict, which needs three; a regression would
+    fail the DAG run, so the exit code is not asserted on what the machine measured, only
+    the files).
+
+    Since 2026-12-07 this is the suite's one test of two 4.x releases alternating: the
+    integration test that ran the same two rounds through ``run_matrix`` without Airflow (95
+    CPU-s on eight fresh clusters) was retired for the suite's time budget;
+    ``tests/integration/test_version_matrix.py`` runs the matrix directly on 4.4.0 against
+    0.9.0.1 with its maximum-rate search and fault trials.
 
     The matrix's fault trial (a leader kill on a fresh 3-broker cluster of each version) is
     not run here since 2026-12-07 (~100 of this test's 271 CPU-s on that day's machine):
@@ -602,40 +611,65 @@ def test_version_matrix_end_to_end(tmp_path_factory: pytest.TempPathFactory,
     matrix's fault runs (``plan_aggregations``, ``plan_validations``)."""
     import pandas as pd
 
+    from kafkalab.cluster import cluster_status
+    from kafkalab.load import files
+    from kafkalab.startup.files import run_dir
     from kafkalab.versions.matrix import read_matrix
 
     lab = LabData(airflow_setup["data"])
     home = prepare_lab(tmp_path_factory.mktemp("af-versions-lab"))
     before = set(lab.matrix_ids())
-    conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 1, "rate_msgs_per_s": 200,
+    conf = {"versions": ["4.1.2", "4.4.0"], "rounds": 2, "rate_msgs_per_s": 200,
             "duration_s": 3, "warmup_s": 1, "base_port": MATRIX_BASE_PORT,
             "control_port": MATRIX_CONTROL_PORT, "startup_trials": 1,
             "startup_protocols": ["classic"], "fault_trials": 0}
     log = airflow_setup["root"] / "versions.log"
     rc = _dags_test(airflow_cli, log, "version_matrix", "2026-11-25T00:00:00+00:00", conf,
-                    env={"KAFKALAB_HOME": str(home)}, timeout_s=600)
+                    env={"KAFKALAB_HOME": str(home)}, timeout_s=900)
     (matrix,) = set(lab.matrix_ids()) - before
     doc = read_matrix(lab.root, matrix)
     assert doc["status"] == "complete", doc["steps"]
-    assert [(s["round"], s["version"]) for s in doc["steps"]] == [(1, "4.1.2"), (1, "4.4.0")]
+    assert [(s["round"], s["version"], s["status"]) for s in doc["steps"]] == [
+        (1, "4.1.2", "complete"), (1, "4.4.0", "complete"), (2, "4.4.0", "complete"),
+        (2, "4.1.2", "complete")]
+    assert all(s["startup_status"] == "complete" and s["startup_failed_probes"] == 0
+               for s in doc["steps"])
     for version, run_id in doc["runs"].items():
         manifest = lab.manifest(run_id)
         assert manifest is not None and manifest["owner"]["kind"] == "airflow"
-        assert manifest["cluster"]["version"] == version
+        assert manifest["status"] == "complete" and manifest["cluster"]["version"] == version
+        # a cell a round, each measured on its round's cluster of the version
+        cell_dirs = sorted(files.run_cell_dirs(lab.root, run_id))
+        assert [c.name.rsplit(".", 1)[-1] for c in cell_dirs] == ["t1", "t2"]
+        for c in cell_dirs:
+            meta = json.loads(files.cell_json_path(c).read_text())
+            assert meta["status"] == "complete" and meta["cluster"]["version"] == version
+            assert meta["summary"]["missing_msgs"] == 0
         cells = pd.read_parquet(lab.run_aggregates_dir(run_id, "load") / "load_cells.parquet")
-        assert list(cells["broker_version"]) == [version]
+        assert list(cells["broker_version"]) == [version, version]
         validation = lab.validation(run_id, "load")
         assert validation is not None and validation["success"] is True, validation
+        # every round's cluster stopped after it (the next round's is started fresh)
+        for cluster in (version, f"{version}-startup"):
+            assert not cluster_status(home / "versions" / cluster)["processes"], cluster
     for version, run_id in doc["startup_runs"].items():
+        manifest = lab.manifest(run_id)
+        assert manifest is not None and manifest["kind"] == "startup"
+        assert manifest["status"] == "complete" and manifest["cluster"]["version"] == version
+        # round k's first-message trial is trial k-1 of the version's start-up run
+        raw = pd.read_parquet(run_dir(lab.root, manifest["started_at"][:10], run_id)
+                              / "probes.parquet")
+        assert set(raw["status"]) == {"ok"} and sorted(set(raw["trial"])) == [0, 1]
         probes = pd.read_parquet(lab.run_aggregates_dir(run_id, "startup")
                                  / "startup_probes.parquet")
-        assert set(probes["kafka_version"]) == {version} and set(probes["trial"]) == {0}
+        assert set(probes["kafka_version"]) == {version} and set(probes["trial"]) == {0, 1}
         validation = lab.validation(run_id, "startup")
         assert validation is not None and validation["success"] is True, validation
     assert doc["faults_runs"] == {}
-    # judged (one round a side: shown, not judged), written beside it, in the report
+    # judged (two rounds a side: shown with an interval, no verdict), written beside it, in
+    # the report
     verdict = json.loads(lab.matrix_verdict_path(matrix).read_text())
-    assert verdict["baseline"] == "4.1.2" and verdict["rounds"] == {"4.1.2": 1, "4.4.0": 1}
+    assert verdict["baseline"] == "4.1.2" and verdict["rounds"] == {"4.1.2": 2, "4.4.0": 2}
     assert {s["series"] for s in verdict["series"] if s["series"].startswith("startup|")} == {
         "startup|cold/delay=0/confluent-kafka/subscribe/classic/m1",
         "startup|warm/delay=0/confluent-kafka/subscribe/classic/m1",

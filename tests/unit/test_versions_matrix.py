@@ -1,7 +1,9 @@
 """The version matrix's plan and verdict without a broker: which versions run (the flavors
 say), in which order (A B, B A, ...), the bootstrap interval of a change, and the verdict on
 aggregates written as each version's load run would have them (the real matrix, two Kafka
-releases on fresh clusters through Spark: tests/integration/test_version_matrix.py)."""
+releases on fresh clusters through Airflow and Spark:
+tests/e2e/test_airflow_dags_test.py::test_version_matrix_end_to_end; 4.4.0 against 0.9.0.1
+with its maximum-rate search and fault trials: tests/integration/test_version_matrix.py)."""
 
 from __future__ import annotations
 
