@@ -3,6 +3,8 @@ own, never a user's)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false",
                "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 """Spark SQL settings of the Spark tests' shared session and of their spark-submits
@@ -20,3 +22,17 @@ matrix's four jobs (2026-12-07: 50.6 CPU-s against 61.8, its start included). Th
 themselves never set these; ``make demo`` (and ``test_make_demo.py``), the scheduler stack's
 spark-submits (``test_airflow_scheduler.py``), ``kafkalab aggregate``
 (``test_cli_aggregate.py``) and the Spark Connect tests run Spark's defaults."""
+
+
+def local_test_session() -> Any:
+    """The tests' loopback-only ``local[2]`` SparkSession (the jobs' builder, two shuffle
+    partitions for two cores, :data:`INTERPRETED`): the active one if this process has one
+    (``getOrCreate``), else a new one."""
+    from spark_jobs._session import local_builder
+
+    builder = (local_builder("kafkalab-tests", "local[2]")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2"))
+    for key, value in INTERPRETED.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

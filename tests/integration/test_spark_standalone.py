@@ -57,7 +57,7 @@ from kafkalab.spark.submit import (
     spark_py_files,
 )
 from kafkalab.store import AGGREGATES_DIR, VALIDATION_DIR
-from tests.spark_settings import INTERPRETED
+from tests.spark_settings import INTERPRETED, local_test_session
 from tools.fake_samples import write_fake_samples
 
 MASTER_PORT = 27077
@@ -130,20 +130,13 @@ def _submit(master: str, data: Path, airflow_home: Path, lab: Path) -> None:
 
 @pytest.fixture(scope="module")
 def local_session() -> Iterator[Any]:
-    """A loopback-only ``local[2]`` session (the jobs' builder): the one the Spark tests
-    share when they ran before in this process (``getOrCreate`` returns it; left running),
-    else one of this module's, stopped after it."""
+    """The tests' ``local[2]`` session (:func:`tests.spark_settings.local_test_session`): the
+    one the Spark tests share when they ran before in this process (left running), else one
+    of this module's, stopped after it."""
     from pyspark import SparkContext
 
-    from spark_jobs._session import local_builder
-
     owned = SparkContext._active_spark_context is None
-    builder = (local_builder("kafkalab-tests", "local[2]")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2"))
-    for key, value in INTERPRETED.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = local_test_session()
     yield session
     if owned:
         session.stop()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kafkalab.paths import project_root
-from tests.spark_settings import INTERPRETED
+from tests.spark_settings import INTERPRETED, local_test_session
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -26,14 +26,7 @@ VENV_BIN = project_root() / ".venv" / "bin"
 def spark() -> Iterator[Any]:
     """A loopback-only local[2] SparkSession shared by all Spark tests (the jobs' builder,
     with :data:`tests.spark_settings.INTERPRETED`)."""
-    from spark_jobs._session import local_builder
-
-    builder = (local_builder("kafkalab-tests", "local[2]")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2"))
-    for key, value in INTERPRETED.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = local_test_session()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
