@@ -24,10 +24,25 @@ spark-submits (``test_airflow_scheduler.py``), ``kafkalab aggregate``
 (``test_cli_aggregate.py``) and the Spark Connect tests run Spark's defaults."""
 
 
+def driver_java_options() -> str:
+    """The JVM options of the tests' in-process driver: those of the driver a job's
+    spark-submit starts (``kafkalab.spark.cds.DRIVER_JAVA_OPTIONS``: C1 only, the serial
+    collector; the class-data archive when ``make setup`` recorded it,
+    :func:`kafkalab.spark.submit.runtime_conf`). Until 2026-12-08 this driver ran the JVM's
+    defaults (the G1 collector, no archive) under the tests' ``JDK_JAVA_OPTIONS`` (C1):
+    five Spark test files' costliest tests in one session took 16 % more CPU so (164, 178
+    and 175 CPU-s against 142, 147 and 145, alternated on one machine)."""
+    from kafkalab.spark.cds import JAVA_OPTIONS_KEY
+    from kafkalab.spark.submit import runtime_conf, spark_conf
+
+    return runtime_conf(spark_conf()).get(JAVA_OPTIONS_KEY, "")
+
+
 def local_test_session() -> Any:
     """The tests' loopback-only ``local[2]`` SparkSession (the jobs' builder, two shuffle
-    partitions for two cores, :data:`INTERPRETED`): the active one if this process has one
-    (``getOrCreate``), else a new one."""
+    partitions for two cores, :data:`INTERPRETED`, :func:`driver_java_options`): the active
+    one if this process has one (``getOrCreate``), else a new one."""
+    from kafkalab.spark.cds import JAVA_OPTIONS_KEY
     from spark_jobs._session import local_builder
 
     builder = (local_builder("kafkalab-tests", "local[2]")
@@ -35,4 +50,6 @@ def local_test_session() -> Any:
                .config("spark.default.parallelism", "2"))
     for key, value in INTERPRETED.items():
         builder = builder.config(key, value)
+    if options := driver_java_options():
+        builder = builder.config(JAVA_OPTIONS_KEY, options)
     return builder.getOrCreate()

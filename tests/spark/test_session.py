@@ -28,6 +28,21 @@ def test_the_session_starts_without_pysparks_call_site_capture(spark: Any) -> No
     assert is_debugging_enabled() is False
 
 
+def test_the_sessions_driver_runs_the_jvm_options_of_a_jobs_driver(spark: Any) -> None:
+    """The tests' in-process driver JVM gets what a job's spark-submit gives its driver
+    (C1 only, the serial collector, the class-data archive once recorded), read back from the
+    running JVM: it once ran the JVM's defaults and 16 % more CPU."""
+    from kafkalab.spark.cds import DRIVER_JAVA_OPTIONS
+    from tests.spark_settings import driver_java_options
+
+    jvm = spark.sparkContext._jvm
+    running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                   .getInputArguments())
+    wanted = driver_java_options().split()
+    assert set(DRIVER_JAVA_OPTIONS.split()) <= set(wanted)
+    assert set(wanted) <= set(running), running
+
+
 def test_driver_rows_take_their_columns_types(spark: Any) -> None:
     """A row built on the driver from a JSON document (a ``cell.json``, a ``trial.json``)
     holds what JSON held. A number becomes its column's numeric type (an int in a double
