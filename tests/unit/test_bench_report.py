@@ -20,11 +20,11 @@ def test_report_part_times_every_piece_per_history_size(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]
                                                          ) -> None:
     work = tmp_path / "report"
-    cfg = ReportBenchConfig(nights=(4, 2), samples_per_cell=30, repeats=2,
-                            all_pages_max_nights=2)
+    cfg = ReportBenchConfig(nights=(2, 1), samples_per_cell=30, repeats=2,
+                            all_pages_max_nights=1)
     result = bench_report(work, cfg)
     assert not work.exists()  # scratch removed
-    assert [s["nights"] for s in result["sizes"]] == [2, 4]  # grown in order
+    assert [s["nights"] for s in result["sizes"]] == [1, 2]  # grown in order
     small, big = result["sizes"]
     assert set(small["timings"]) == TIMINGS | ALL_PAGES
     assert set(big["timings"]) == TIMINGS  # above the cap: the whole report is not timed
@@ -42,7 +42,7 @@ def test_report_part_times_every_piece_per_history_size(tmp_path: Path,
         assert size["samples_per_message_cell"] > 0
     assert small["html"]["all_pages_bytes"] > small["html"]["newest_page_bytes"]
     assert set(result["growth"]) == TIMINGS  # the all-pages timings exist at one size only
-    assert result["growth"]["report_newest"]["nights"] == [2, 4]
+    assert result["growth"]["report_newest"]["nights"] == [1, 2]
     print_report(result)
     out = capsys.readouterr().out
     assert "(h) report cost" in out and "not timed" in out
