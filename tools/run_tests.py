@@ -232,15 +232,45 @@ class _CpuGroup:
             return False
         return True
 
-    def close(self) -> float:
-        """CPU seconds used in the group; the group is removed when it is empty."""
-        cpu_s = int((self.path / "cpuacct.usage").read_text()) / 1e9
+    LEFT_RUNNING_WAIT_S = 5.0
+    """How long :meth:`close` waits for the step's last processes to end: a JVM or a Spark
+    worker whose parent has just exited is still ending for a moment (reported as "left
+    running" when it was not, and its group left behind, until 2026-12-08)."""
+
+    def _pids(self) -> list[int]:
         try:
-            self.path.rmdir()
-        except OSError:  # a process the step left running: its CPU is counted until now
-            print(f"=== {self.path.name}: processes left running: "
-                  f"{(self.path / 'cgroup.procs').read_text().split()}", flush=True)
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def close(self) -> float:
+        """CPU seconds used in the group, once its processes have ended or
+        :data:`LEFT_RUNNING_WAIT_S` has passed; the group is removed when it is empty, else
+        what still runs in it is printed (pid and command line)."""
+        deadline = time.monotonic() + self.LEFT_RUNNING_WAIT_S
+        while self._pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cpu_s = int((self.path / "cpuacct.usage").read_text()) / 1e9
+        left = self._pids()
+        if not left:
+            try:
+                self.path.rmdir()
+                return cpu_s
+            except OSError:  # a process joined it after all
+                left = self._pids()
+        # a process the step left running: its CPU is counted until now
+        print(f"=== {self.path.name}: processes left running: "
+              f"{'; '.join(f'{pid} {_command_line(pid)}' for pid in left)}", flush=True)
         return cpu_s
+
+
+def _command_line(pid: int, limit: int = 160) -> str:
+    """The first ``limit`` characters of ``pid``'s command line ("?" once it has ended)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:limit] or "?"
 
 
 def _run_step(name: str, cmd: Sequence[str], root: Path, log_dir: Path,

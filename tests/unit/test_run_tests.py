@@ -107,6 +107,47 @@ def test_a_steps_cpu_counts_a_child_it_never_waited_for() -> None:
     assert not group.path.exists()
 
 
+def test_a_process_still_ending_is_waited_for_and_one_left_running_is_named(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The step's pytest has exited but a process of its group is still ending (a JVM, a
+    Spark worker): ``close`` waits for it, counts it and removes the group, with no "left
+    running" line. A process that outlives the wait is named with its command line and its
+    group is kept (it cannot be removed while a process is in it)."""
+    import os
+    import subprocess
+    import time
+
+    group = run_tests._CpuGroup.make(f"unit-ending-{os.getpid()}")
+    if group is None:  # no writable cpuacct hierarchy: see the test above
+        return
+    ending = subprocess.Popen(["sleep", "0.5"])
+    assert group.join(ending.pid)
+    group.close()
+    ending.wait(timeout=30)
+    assert not group.path.exists()
+    assert "left running" not in capsys.readouterr().out
+
+    group = run_tests._CpuGroup.make(f"unit-left-{os.getpid()}")
+    assert group is not None
+    group.LEFT_RUNNING_WAIT_S = 0.3
+    staying = subprocess.Popen(["sleep", "30"])
+    try:
+        assert group.join(staying.pid)
+        group.close()
+        assert f"left running: {staying.pid} sleep 30" in capsys.readouterr().out
+        assert group.path.exists()
+    finally:
+        staying.kill()
+        staying.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while group.path.exists():  # removed once its last process has ended
+        try:
+            group.path.rmdir()
+        except OSError:
+            assert time.monotonic() < deadline, "the killed process stayed in its group"
+            time.sleep(0.05)
+
+
 def _running(stat: Path) -> bool:
     """The process of ``/proc/<pid>/stat`` exists and is not a zombie."""
     try:
