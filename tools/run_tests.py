@@ -243,11 +243,11 @@ class _CpuGroup:
         except OSError:
             return []
 
-    def close(self) -> float:
-        """CPU seconds used in the group, once its processes have ended or
-        :data:`LEFT_RUNNING_WAIT_S` has passed; the group is removed when it is empty, else
+    def close(self, wait_s: float = LEFT_RUNNING_WAIT_S) -> float:
+        """CPU seconds used in the group, once its processes have ended or ``wait_s`` has
+        passed (:data:`LEFT_RUNNING_WAIT_S`); the group is removed when it is empty, else
         what still runs in it is printed (pid and command line)."""
-        deadline = time.monotonic() + self.LEFT_RUNNING_WAIT_S
+        deadline = time.monotonic() + wait_s
         while self._pids() and time.monotonic() < deadline:
             time.sleep(0.1)
         cpu_s = int((self.path / "cpuacct.usage").read_text()) / 1e9

@@ -129,11 +129,10 @@ def test_a_process_still_ending_is_waited_for_and_one_left_running_is_named(
 
     group = run_tests._CpuGroup.make(f"unit-left-{os.getpid()}")
     assert group is not None
-    group.LEFT_RUNNING_WAIT_S = 0.3
     staying = subprocess.Popen(["sleep", "30"])
     try:
         assert group.join(staying.pid)
-        group.close()
+        group.close(wait_s=0.3)
         assert f"left running: {staying.pid} sleep 30" in capsys.readouterr().out
         assert group.path.exists()
     finally:
